@@ -1,0 +1,24 @@
+"""Dask clusters of GPU workers on HPC batch systems."""
+
+from .batch.local import LocalGPUCluster
+from .batch.slurm import SLURMGPUCluster
+from .cluster import GPUCluster
+from .errors import GPUJobQueueError, SubmissionError, UnknownKeywordError, ValidationError
+from .render import render_job_script
+from .request import JobRequest
+from .workers import WorkerLaunch
+
+__all__ = [
+    "GPUCluster",
+    "GPUJobQueueError",
+    "JobRequest",
+    "LocalGPUCluster",
+    "SLURMGPUCluster",
+    "SubmissionError",
+    "UnknownKeywordError",
+    "ValidationError",
+    "WorkerLaunch",
+    "render_job_script",
+]
+
+__version__ = "0.1.0"

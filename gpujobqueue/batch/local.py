@@ -1,0 +1,159 @@
+"""local: the rendered script runs as a process on this machine, with devices handed out like a batch system would."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import threading
+from typing import Any, Sequence
+
+from dask_jobqueue.core import Job
+
+from ..cluster import GPUJobQueueCluster
+from ..errors import SubmissionError, ValidationError
+from ..gpus import nvidia_gpu_ids
+from ..job import GPUJob
+
+
+class DevicePool:
+    """The devices of this machine, given to local jobs so that no two jobs share one.
+
+    Parameters
+    ----------
+    devices : sequence of str
+        Device ids, e.g. ``["0", "1", "2", "3"]``.
+    """
+
+    def __init__(self, devices: Sequence[str]):
+        self.devices = [str(d) for d in devices]
+        self._owner: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def take(self, count: int, owner: str) -> list[str]:
+        """Reserve ``count`` free devices for ``owner``."""
+        with self._lock:
+            free = [d for d in self.devices if d not in self._owner]
+            if len(free) < count:
+                raise SubmissionError(f"local job {owner} needs {count} devices but only {len(free)} of {self.devices} are free")
+            for device in free[:count]:
+                self._owner[device] = owner
+            return free[:count]
+
+    def give_back(self, owner: str) -> None:
+        """Free the devices of ``owner``."""
+        with self._lock:
+            for device in [d for d, o in self._owner.items() if o == owner]:
+                del self._owner[device]
+
+
+class LocalGPUJob(GPUJob):
+    """A job run as a local process group; cancelled by signalling the group."""
+
+    batch = "local"
+    directive_prefix = "#"
+    submit_command = "bash"
+    cancel_command = "kill"
+    config_name = "local"
+    stop_grace_seconds = 5.0
+
+    def __init__(self, *args: Any, device_pool: DevicePool | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.device_pool = device_pool
+        self.process: subprocess.Popen | None = None
+        self.devices: list[str] | None = None
+
+    @property
+    def job_header(self) -> str:
+        return ""
+
+    async def start(self) -> None:
+        # The script goes to bash as an argument: no file to outlive, nothing read after deletion.
+        if self.log_directory:
+            os.makedirs(self.log_directory, exist_ok=True)
+        env = dict(os.environ)
+        if self.device_pool is not None:
+            self.devices = self.device_pool.take(self.launch.gpus, str(self.name))
+            env[self.launch.allocation_variable] = ",".join(self.devices)
+        log = subprocess.DEVNULL
+        if self.log_directory:
+            log = open(os.path.join(self.log_directory, f"{self.job_name}-{self.name}.out"), "ab")
+        try:
+            self.process = subprocess.Popen(
+                ["bash", "-c", self.job_script(), f"gpujobqueue-{self.name}"],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+            )
+        except OSError as error:
+            self._release_devices()
+            raise SubmissionError(f"could not start local job {self.name}: {error}") from error
+        finally:
+            if log is not subprocess.DEVNULL:
+                log.close()
+        self.job_id = str(self.process.pid)
+        await super(Job, self).start()  # ProcessInterface.start: mark running; no submit command
+
+    async def close(self) -> None:
+        process = self.process
+        if process is not None and process.poll() is None:
+            try:
+                os.killpg(process.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            for _ in range(int(self.stop_grace_seconds * 10)):
+                if process.poll() is not None:
+                    break
+                await asyncio.sleep(0.1)
+            else:
+                try:
+                    os.killpg(process.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                process.wait()
+        self._release_devices()
+        await super(Job, self).close()
+
+    def _release_devices(self) -> None:
+        if self.device_pool is not None:
+            self.device_pool.give_back(str(self.name))
+
+
+class LocalGPUCluster(GPUJobQueueCluster):
+    __doc__ = """A GPU cluster whose jobs run as processes on this machine: the embedded default.
+
+    Each job gets its own devices from this machine's pool (``devices``), as a batch system
+    would allocate them, and runs the same rendered script a batch system would.
+
+    Parameters
+    ----------
+    devices : list of str or int, optional
+        The device pool. Default: this machine's NVIDIA GPUs (honouring
+        CUDA_VISIBLE_DEVICES); on a machine without GPUs no pool, and each job's workers
+        are numbered ``0..gpus_per_node-1`` (CPU workers).
+    **kwargs
+        As :class:`~gpujobqueue.cluster.GPUJobQueueCluster`. ``worker_mode`` defaults to
+        ``dask-cuda`` where NVIDIA GPUs are present and ``per-device`` elsewhere.
+    """
+    job_cls = LocalGPUJob
+    batch_keywords = ("devices",)
+
+    @classmethod
+    def _apply_batch_defaults(cls, settings: dict[str, Any]) -> None:
+        devices = settings.get("devices")
+        machine_gpus = nvidia_gpu_ids()
+        if devices is None:
+            devices = machine_gpus or None
+        elif isinstance(devices, (str, bytes)) or not all(isinstance(d, (int, str)) and str(d).isdigit() for d in devices):
+            raise ValidationError("devices", f"expected a list of device ids such as [0, 1], got {devices!r}")
+        settings["devices"] = devices
+        if settings.get("worker_mode") is None:
+            settings["worker_mode"] = "dask-cuda" if machine_gpus else "per-device"
+
+    def _batch_job_kwargs(self, settings: dict[str, Any]) -> dict[str, Any]:
+        devices = settings["devices"]
+        if devices is None:
+            return {}
+        gpus = self.request.gpus_per_node
+        if gpus > len(devices):
+            raise ValidationError("gpus_per_node", f"gpus_per_node={gpus} but this machine's pool has {len(devices)} devices ({', '.join(map(str, devices))})")
+        return {"device_pool": DevicePool(devices)}

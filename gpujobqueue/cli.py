@@ -1,0 +1,83 @@
+"""The ``gpujobqueue`` command: ``render`` a job script, run the ``demo``."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .errors import GPUJobQueueError
+
+# CLI options mirror the cluster keywords: --gpus-per-node is gpus_per_node.
+_SCALAR_OPTIONS = {
+    "gpus-per-node": int, "nodes": int, "cpus-per-gpu": int, "cores": int, "memory": str,
+    "memory-per-gpu": str, "walltime": str, "account": str, "queue": str, "qos": str,
+    "constraint": str, "job-name": str, "log-directory": str, "gpu-type": str,
+    "nthreads": int, "memory-limit": str, "device-memory-limit": str, "rmm-pool-size": str,
+    "death-timeout": int, "local-directory": str, "protocol": str, "interface": str,
+    "python": str, "worker-command": str, "shebang": str, "job-mem": str, "job-cpu": int,
+}
+_LIST_OPTIONS = {
+    "job-extra-directives": "Extra directive (without its #SBATCH prefix); repeatable.",
+    "job-directives-skip": "Leave out generated directives containing this text; repeatable.",
+    "job-script-prologue": "Shell line run before the workers (e.g. 'module load cuda'); repeatable.",
+    "job-script-epilogue": "Shell line run after the workers stop; repeatable.",
+    "worker-extra-args": "Extra worker argument; repeatable.",
+}
+
+
+def _keyword_options(command):
+    for name, kind in reversed(_SCALAR_OPTIONS.items()):
+        command = click.option(f"--{name}", type=kind, default=None, help=f"The {name.replace('-', '_')} keyword.")(command)
+    for name, text in reversed(_LIST_OPTIONS.items()):
+        command = click.option(f"--{name}", multiple=True, help=text)(command)
+    command = click.option("--env", "environment", multiple=True, metavar="NAME=VALUE", help="Variable exported in the job; repeatable.")(command)
+    command = click.option("--exclusive/--shared", default=None, help="Ask for whole nodes.")(command)
+    command = click.option("--gpu-request", type=click.Choice(["gpus-per-node", "gres", "none"]), default=None, help="How the job asks for GPUs.")(command)
+    command = click.option("--worker-mode", type=click.Choice(["dask-cuda", "per-device"]), default=None, help="dask-cuda per node, or one dask worker per device.")(command)
+    command = click.option("--visibility-variable", default=None, help="CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES or ZE_AFFINITY_MASK.")(command)
+    return command
+
+
+@click.group()
+@click.version_option(package_name="gpujobqueue")
+def main() -> None:
+    """Dask clusters of GPU workers on HPC batch systems."""
+
+
+@main.command()
+@click.argument("batch", type=click.Choice(["slurm", "local"]))
+@click.option("--scheduler-address", default=None, help="Scheduler the workers connect to (default: a placeholder to fill in).")
+@click.option("--name", "worker_name", default="gpujobqueue-worker", show_default=True, help="Worker name prefix; workers are NAME-<i>.")
+@_keyword_options
+def render(batch: str, scheduler_address: str | None, worker_name: str, environment: tuple[str, ...], **options) -> None:
+    """Print the job script for BATCH that the cluster keywords describe."""
+    from .render import PLACEHOLDER_SCHEDULER
+    from .scripts import job_script_for
+
+    keywords = {key: value for key, value in options.items() if value not in (None, ())}
+    env = {}
+    for item in environment:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise click.BadParameter(f"{item!r}: use NAME=VALUE", param_hint="--env")
+        env[key] = value
+    if env:
+        keywords["environment"] = env
+    try:
+        click.echo(job_script_for(batch, keywords, name=worker_name, scheduler=scheduler_address or PLACEHOLDER_SCHEDULER), nl=False)
+    except GPUJobQueueError as error:
+        raise click.ClickException(str(error)) from None
+
+
+@main.command()
+@click.option("--size", type=click.Choice(["small", "medium", "large"]), default="medium", show_default=True, help="Problem sizes.")
+@click.option("--gpus", type=int, default=None, help="GPU workers to start (default: every GPU, or 2 CPU workers without GPUs).")
+def demo(size: str, gpus: int | None) -> None:
+    """Start a LocalGPUCluster here, run the seed workloads, print sizes and timings."""
+    from .demo import run_demo
+
+    try:
+        sys.exit(run_demo(size=size, gpus=gpus))
+    except GPUJobQueueError as error:
+        raise click.ClickException(str(error)) from None

@@ -1,0 +1,353 @@
+"""The shared cluster: dask-jobqueue's JobQueueCluster counting GPU workers, not processes."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import warnings
+from typing import Any, ClassVar
+
+import dask.config
+from dask.utils import parse_bytes
+from dask_jobqueue.core import JobQueueCluster
+from distributed.core import Status
+from distributed.scheduler import Scheduler
+
+from . import config
+from .errors import SubmissionError, ValidationError
+from .job import GPUJob
+from .request import JobRequest, parse_positive_int
+from .workers import WorkerLaunch
+
+logger = logging.getLogger(__name__)
+
+REQUEST_KEYWORDS = (
+    "nodes", "gpus_per_node", "cpus_per_gpu", "cores", "job_cpu", "memory", "memory_per_gpu",
+    "job_mem", "walltime", "account", "queue", "qos", "constraint", "exclusive", "job_name",
+    "log_directory", "job_extra_directives", "job_directives_skip", "job_script_prologue",
+    "job_script_epilogue", "environment", "gpu_request", "gpu_type", "shebang",
+)
+LAUNCH_KEYWORDS = (
+    "worker_mode", "python", "worker_command", "nthreads", "memory_limit", "device_memory_limit",
+    "rmm_pool_size", "visibility_variable", "allocation_variable", "nanny", "death_timeout",
+    "local_directory", "protocol", "interface", "worker_extra_args",
+)
+# dask-jobqueue's deprecated spellings, kept with the same meaning and warning.
+RENAMED_KEYWORDS = {
+    "project": "account",
+    "job_extra": "job_extra_directives",
+    "header_skip": "job_directives_skip",
+    "env_extra": "job_script_prologue",
+    "extra": "worker_extra_args",
+}
+SYNONYMS = {"partition": "queue"}
+
+
+class WorkerJobKey:
+    """Maps a scheduler's worker to the job that runs it, so whole jobs are retired together.
+
+    Parameters
+    ----------
+    suffixes : list of str
+        The suffixes that worker names add to their job's name.
+    """
+
+    def __init__(self, suffixes: list[str]):
+        self.suffixes = sorted(suffixes, key=len, reverse=True)
+
+    def job_of(self, worker_name: str) -> str:
+        """The job name of a worker name."""
+        for suffix in self.suffixes:
+            if suffix and worker_name.endswith(suffix):
+                return worker_name[: -len(suffix)]
+        return worker_name
+
+    def __call__(self, worker_state: Any) -> str:
+        return self.job_of(str(worker_state.name))
+
+
+def _take_keywords(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Apply dask-jobqueue's renamed keywords and SLURM synonyms; return the settings."""
+    given = dict(kwargs)
+    for old, new in RENAMED_KEYWORDS.items():
+        if old in given:
+            value = given.pop(old)
+            if value is not None:
+                warnings.warn(f"{old} has been renamed to {new} (as in dask-jobqueue); {old} is used only where {new} is not set", FutureWarning, stacklevel=4)
+                if given.get(new) is None:
+                    given[new] = value
+    for synonym, name in SYNONYMS.items():
+        if synonym in given:
+            value = given.pop(synonym)
+            if given.get(name) is not None and value is not None and value != given[name]:
+                raise ValidationError(synonym, f"{synonym}={value!r} contradicts {name}={given[name]!r}; give one")
+            given[name] = given.get(name) if value is None else value
+    return given
+
+
+class GPUJobQueueCluster(JobQueueCluster):
+    """A Dask cluster of GPU workers started through a batch system.
+
+    Counts in GPU workers: ``scale(8)`` and ``scale(gpus=8)`` ask for eight GPU workers,
+    which is ``ceil(8 / gpus_per_job)`` jobs. Use a batch system's class
+    (:class:`SLURMGPUCluster`, :class:`LocalGPUCluster`) or :func:`GPUCluster`.
+
+    Parameters
+    ----------
+    n_workers : int
+        GPU workers to start at once (default 0; see :meth:`scale`).
+    gpus_per_node : int
+        GPUs each job asks for on its node; one worker per GPU.
+    cpus_per_gpu, cores : int
+        CPU cores per GPU, or per job (dask-jobqueue's ``cores``); default one per GPU.
+    memory_per_gpu, memory : str
+        Host memory per GPU, or per job (dask-jobqueue's ``memory``), e.g. ``"60GiB"``;
+        each worker's memory limit is its share.
+    walltime : str
+        ``HH:MM:SS``, ``D-HH:MM:SS`` or minutes.
+    queue, account, qos, constraint : str
+        Where the job runs and who pays (``partition`` is a synonym of ``queue``).
+    exclusive : bool
+        Whole nodes.
+    job_name : str
+        The batch job's name.
+    gpu_request : {"gpus-per-node", "gres", "none"}
+        How the job asks for GPUs; ``gpu_type`` adds a model (``--gres=gpu:a100:4``).
+    worker_mode : {"dask-cuda", "per-device"}
+        ``dask cuda worker`` per node, or one ``dask worker`` per allocated device.
+    nthreads : int
+        Threads per worker (default 1).
+    device_memory_limit, rmm_pool_size : str
+        Passed to dask-cuda.
+    visibility_variable : str
+        ``CUDA_VISIBLE_DEVICES`` (default), ``ROCR_VISIBLE_DEVICES`` or ``ZE_AFFINITY_MASK``.
+    log_directory : str
+        Where the batch system writes the job's output.
+    job_extra_directives, job_directives_skip, job_script_prologue, job_script_epilogue : list of str
+        Extra directive lines, generated lines to leave out, and shell lines before and
+        after the workers.
+    environment : dict
+        Variables exported in the job.
+    death_timeout, local_directory, interface, protocol, security, python, worker_command,
+    worker_extra_args, nanny, shebang, scheduler_options, scheduler_cls, shared_temp_directory,
+    silence_logs, asynchronous, loop, name, config_name
+        As in :class:`dask_jobqueue.SLURMCluster`.
+
+    Raises
+    ------
+    ValidationError
+        A value of the wrong form, naming the keyword; nothing is submitted.
+    UnknownKeywordError
+        A keyword no gpujobqueue cluster takes.
+    """
+
+    job_cls: ClassVar[type[GPUJob]]
+    batch_keywords: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(
+        self,
+        n_workers: int = 0,
+        *,
+        job_cls: type[GPUJob] | None = None,
+        loop: Any = None,
+        security: Any = None,
+        shared_temp_directory: str | None = None,
+        silence_logs: str = "error",
+        name: str | None = None,
+        asynchronous: bool = False,
+        dashboard_address: str | None = None,
+        host: str | None = None,
+        scheduler_options: dict | None = None,
+        scheduler_cls: type = Scheduler,
+        config_name: str | None = None,
+        processes: int | None = None,
+        **kwargs: Any,
+    ):
+        if job_cls is not None:
+            self.job_cls = job_cls
+        settings, request, launch = self.parse_keywords(dict(kwargs, processes=processes))
+        self.request, self.launch = request, launch
+        self._job_key = WorkerJobKey(launch.name_suffixes)
+        super().__init__(
+            n_workers=0,
+            job_cls=job_cls,
+            loop=loop,
+            security=security,
+            shared_temp_directory=shared_temp_directory,
+            silence_logs=silence_logs,
+            name=name,
+            asynchronous=asynchronous,
+            dashboard_address=dashboard_address,
+            host=host,
+            scheduler_options=scheduler_options,
+            scheduler_cls=scheduler_cls,
+            interface=launch.interface,
+            protocol=f"{launch.protocol}://" if launch.protocol else None,
+            config_name=config_name or self.job_cls.config_name,
+            request=request,
+            launch=launch,
+            **self._batch_job_kwargs(settings),
+        )
+        self.new_spec["group"] = launch.name_suffixes
+        if n_workers:
+            self.scale(n_workers)
+
+    @classmethod
+    def parse_keywords(cls, kwargs: dict[str, Any]) -> tuple[dict[str, Any], JobRequest, WorkerLaunch]:
+        """Check, resolve and validate cluster keywords; start nothing.
+
+        Returns
+        -------
+        settings : dict
+            Every setting after keyword > dask config > default precedence.
+        request : JobRequest
+        launch : WorkerLaunch
+
+        Raises
+        ------
+        UnknownKeywordError, ValidationError
+        """
+        names = REQUEST_KEYWORDS + LAUNCH_KEYWORDS + cls.batch_keywords
+        kwargs = dict(kwargs)
+        processes = kwargs.pop("processes", None)
+        config.check_keywords(kwargs, names + tuple(RENAMED_KEYWORDS) + tuple(SYNONYMS))
+        settings = config.resolve(cls.job_cls.batch, _take_keywords(kwargs), names)
+        if processes is not None:  # dask-jobqueue's workers per job: here, one per GPU
+            processes = parse_positive_int("processes", processes)
+            gpus = settings.get("gpus_per_node")
+            if gpus is not None and parse_positive_int("gpus_per_node", gpus) != processes:
+                raise ValidationError("processes", f"processes={processes} but gpus_per_node={gpus}: one worker runs per GPU, so give gpus_per_node alone")
+            settings["gpus_per_node"] = processes
+        cls._apply_batch_defaults(settings)
+        request = JobRequest.from_settings(settings)
+        launch = WorkerLaunch.from_settings(settings, gpus=request.gpus_per_node, memory_per_node=request.memory_per_node)
+        return settings, request, launch
+
+    @classmethod
+    def _apply_batch_defaults(cls, settings: dict[str, Any]) -> None:
+        """Hook for a batch system to fill defaults of its own into the settings."""
+
+    def _batch_job_kwargs(self, settings: dict[str, Any]) -> dict[str, Any]:
+        """Hook for a batch system's extra job keywords."""
+        return {}
+
+    @property
+    def workers_per_job(self) -> int:
+        """GPU workers in one job."""
+        return self.request.gpus_per_job
+
+    def _memory_per_worker(self) -> int:
+        if self.launch.memory_limit is None:
+            raise ValidationError("memory", "scale(memory=...) needs memory or memory_per_gpu to be set")
+        return self.launch.memory_limit
+
+    def _threads_per_worker(self) -> int:
+        return self.launch.nthreads
+
+    def scale(self, n: int | None = None, jobs: int = 0, memory: str | None = None, cores: int | None = None, *, gpus: int | None = None):
+        """Scale to a number of GPU workers, GPUs, jobs, memory or cores.
+
+        Rounds up to whole jobs; submits (or cancels) and returns once the batch system
+        has answered, raising :class:`SubmissionError` with its message if it refused.
+        Jobs still queued are cancelled before running ones when scaling down.
+
+        Parameters
+        ----------
+        n : int
+            Target number of GPU workers.
+        jobs : int
+            Target number of jobs.
+        memory : str
+            Target host memory over all workers.
+        cores : int
+            Target number of worker threads.
+        gpus : int
+            Target number of GPUs, i.e. of GPU workers.
+        """
+        if gpus is not None:
+            if n is not None and n != gpus:
+                raise ValidationError("gpus", f"scale(n={n}, gpus={gpus}): one worker runs per GPU, give one of them")
+            n = gpus
+        if memory is not None:
+            n = max(n or 0, math.ceil(parse_bytes(memory) / self._memory_per_worker()))
+        if cores is not None:
+            n = max(n or 0, math.ceil(cores / self._threads_per_worker()))
+        if n is not None:
+            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+                raise ValidationError("n", f"expected a number of GPU workers (0 or more), got {n!r}")
+            jobs = math.ceil(n / self.workers_per_job)
+            if jobs * self.workers_per_job != n:
+                logger.info("%d GPU workers asked; jobs have %d each, so %d jobs give %d", n, self.workers_per_job, jobs, jobs * self.workers_per_job)
+        if self.asynchronous:
+            return asyncio.ensure_future(self._scale_jobs(jobs))
+        return self.sync(self._scale_jobs, jobs)
+
+    async def _scale_jobs(self, jobs: int) -> None:
+        surplus = len(self.worker_spec) - jobs
+        if surplus > 0:
+            connected = {self._job_key.job_of(w["name"]) for w in self.scheduler_info["workers"].values()}
+            queued_first = sorted(self.worker_spec, key=lambda job: job in connected)
+            for job in queued_first[:surplus]:
+                del self.worker_spec[job]
+        if self.status not in (Status.closing, Status.closed):
+            while len(self.worker_spec) < jobs:
+                self.worker_spec.update(self.new_worker_spec())
+        try:
+            await self._correct_state()
+        except SubmissionError:
+            for job_name, job in list(self.workers.items()):
+                if job.job_id is None:  # its submission failed: forget it
+                    self.worker_spec.pop(job_name, None)
+                    self.workers.pop(job_name, None)
+            raise
+
+    def adapt(
+        self,
+        *args: Any,
+        minimum_jobs: int | None = None,
+        maximum_jobs: int | None = None,
+        minimum_gpus: int | None = None,
+        maximum_gpus: int | None = None,
+        **kwargs: Any,
+    ):
+        """Scale with the load, counting GPU workers.
+
+        Parameters
+        ----------
+        minimum, maximum : int
+            GPU workers (= GPUs) to keep between.
+        minimum_gpus, maximum_gpus : int
+            The same, by name.
+        minimum_jobs, maximum_jobs : int
+            Bounds in whole jobs.
+        **kwargs
+            Passed to :class:`distributed.deploy.Adaptive` (``interval``, ``wait_count``,
+            ``target_duration``).
+        """
+        if minimum_gpus is not None:
+            kwargs["minimum"] = minimum_gpus
+        if maximum_gpus is not None:
+            kwargs["maximum"] = maximum_gpus
+        kwargs.setdefault("worker_key", self._job_key)  # retire whole jobs, never half of one
+        return super().adapt(*args, minimum_jobs=minimum_jobs, maximum_jobs=maximum_jobs, **kwargs)
+
+
+def GPUCluster(batch: str | None = None, **kwargs: Any) -> GPUJobQueueCluster:
+    """A GPU cluster on the named batch system.
+
+    Parameters
+    ----------
+    batch : {"slurm", "local"}, optional
+        The batch system; default ``gpujobqueue.batch`` from dask config (``local``).
+    **kwargs
+        The cluster's keywords (see :class:`GPUJobQueueCluster`).
+
+    Returns
+    -------
+    GPUJobQueueCluster
+        A :class:`SLURMGPUCluster` or :class:`LocalGPUCluster`.
+    """
+    from .batch import cluster_class
+
+    return cluster_class(batch or dask.config.get("gpujobqueue.batch", default="local"))(**kwargs)

@@ -1,0 +1,36 @@
+"""The exceptions gpujobqueue raises at its users."""
+
+from __future__ import annotations
+
+
+class GPUJobQueueError(Exception):
+    """Base class of every error gpujobqueue raises on purpose."""
+
+
+class ValidationError(GPUJobQueueError, ValueError):
+    """A value given for one field is not of the accepted form.
+
+    Parameters
+    ----------
+    field : str
+        The keyword (or config key) whose value was refused.
+    message : str
+        What is wrong and which form is accepted.
+    """
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        super().__init__(f"{field}: {message}")
+
+
+class UnknownKeywordError(GPUJobQueueError, TypeError):
+    """A keyword that no gpujobqueue cluster accepts."""
+
+    def __init__(self, keyword: str, suggestions: list[str] | None = None):
+        self.field = keyword
+        hint = f" Did you mean {', '.join(suggestions)}?" if suggestions else ""
+        super().__init__(f"{keyword}: unknown keyword.{hint}")
+
+
+class SubmissionError(GPUJobQueueError, RuntimeError):
+    """The batch system refused a job, or could not be reached."""

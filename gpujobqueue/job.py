@@ -1,0 +1,113 @@
+"""One batch job of GPU workers: dask-jobqueue's Job, with the script rendered from templates."""
+
+from __future__ import annotations
+
+import os
+from typing import ClassVar
+
+from dask_jobqueue.core import Job
+from distributed.deploy.spec import ProcessInterface
+from distributed.security import Security
+
+from .errors import SubmissionError
+from .render import PLACEHOLDER_SCHEDULER, render_job_script
+from .request import JobRequest
+from .workers import WorkerLaunch
+
+
+def worker_tls_args(security: Security | None) -> list[str]:
+    """The ``--tls-*`` options that give a worker the cluster's certificates."""
+    if not security:
+        return []
+    args = []
+    for key, value in security.get_tls_config_for_role("worker").items():
+        if key != "ciphers" and value:  # ciphers has no command-line option
+            args += ["--tls-" + key.replace("_", "-"), value]
+    return args
+
+
+class GPUJob(Job):
+    """A batch job that runs one Dask worker per GPU.
+
+    Submission, cancellation and the job-id parsing come from
+    :class:`dask_jobqueue.core.Job`; the script comes from ``templates/<batch>.sh.j2``.
+    Its settings arrive already resolved and validated, so it reads no config of its own.
+
+    Parameters
+    ----------
+    scheduler : str
+        Address of the Dask scheduler.
+    name : str
+        The job's name in the cluster; its workers are ``<name>-<i>``.
+    request : JobRequest
+        What the job asks of the batch system.
+    launch : WorkerLaunch
+        How it starts its workers.
+    security : Security, optional
+        TLS credentials for the workers.
+    config_name, interface, protocol
+        Accepted from :class:`dask_jobqueue.JobQueueCluster`, which passes them to every
+        job; ``launch`` already holds the interface and protocol.
+    """
+
+    batch: ClassVar[str]
+    directive_prefix: ClassVar[str] = "#"
+
+    def __init__(
+        self,
+        scheduler: str | None = None,
+        name: str | None = None,
+        *,
+        request: JobRequest,
+        launch: WorkerLaunch,
+        security: Security | None = None,
+        config_name: str | None = None,
+        interface: str | None = None,
+        protocol: str | None = None,
+    ):
+        # Job.__init__ would read jobqueue.yaml for every setting; ours are resolved already.
+        ProcessInterface.__init__(self)
+        self.scheduler = scheduler
+        self.name = name
+        self.job_id: str | None = None
+        self.config_name = config_name or type(self).config_name
+        self.request = request
+        self.launch = launch
+        self.job_name = request.job_name
+        self.log_directory = request.log_directory
+        self.shebang = request.shebang
+        self.worker_processes = launch.gpus * request.nodes
+        self.worker_cores = launch.nthreads * self.worker_processes
+        self.worker_memory = launch.memory_limit * self.worker_processes if launch.memory_limit else None
+        self._tls_args = worker_tls_args(security)
+
+    def job_script(self) -> str:
+        """The script this job submits."""
+        return render_job_script(
+            self.batch,
+            self.request,
+            self.launch,
+            name=str(self.name),
+            scheduler=self.scheduler or PLACEHOLDER_SCHEDULER,
+            directive_prefix=self.directive_prefix,
+            tls_args=self._tls_args,
+        )
+
+    @property
+    def job_header(self) -> str:
+        """The directive lines of the script (dask-jobqueue's ``job_header``)."""
+        lines = self.job_script().split("\n")[1:]
+        return "\n".join(line for line in lines if line.startswith(self.directive_prefix + " ") or line.startswith(self.directive_prefix + "\t"))
+
+    async def start(self) -> None:
+        if self.log_directory:
+            os.makedirs(self.log_directory, exist_ok=True)
+        await super().start()
+
+    async def _submit_job(self, script_filename: str) -> str:
+        try:
+            return await super()._submit_job(script_filename)
+        except FileNotFoundError as error:
+            raise SubmissionError(f"{self.submit_command} is not on PATH: cannot submit job {self.name} to {self.batch}") from error
+        except RuntimeError as error:
+            raise SubmissionError(f"{self.submit_command} refused job {self.name}:\n{error}") from error

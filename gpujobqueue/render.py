@@ -1,0 +1,103 @@
+"""The Jinja environment that turns a request and a worker launch into a job script."""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import shlex
+from pathlib import Path
+from typing import Sequence
+
+import jinja2
+
+from .request import JobRequest, format_slurm_memory
+from .workers import WorkerLaunch
+
+PLACEHOLDER_SCHEDULER = "tcp://<insert-scheduler-address-here>:8786"
+
+
+def package_data_dir(name: str) -> Path:
+    """Folder of data shipped with the package (``templates`` or ``site-configs``).
+
+    An installed package carries them as ``gpujobqueue/templates`` and
+    ``gpujobqueue/site_configs``; a source checkout has them at its top level.
+    """
+    installed = importlib.resources.files("gpujobqueue") / name.replace("-", "_")
+    if installed.is_dir():
+        return Path(str(installed))
+    checkout = Path(__file__).resolve().parent.parent / name
+    if checkout.is_dir():
+        return checkout
+    raise FileNotFoundError(f"gpujobqueue's {name} folder is missing: looked in {installed} and {checkout}")
+
+
+def _skip_lines(text: str, needles: Sequence[str]) -> str:
+    """Drop the lines of ``text`` that contain any of ``needles`` (dask-jobqueue's job_directives_skip)."""
+    if not needles:
+        return text
+    return "\n".join(line for line in text.split("\n") if not any(n in line for n in needles))
+
+
+@functools.lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    """The one Jinja environment: strict about undefined names, with a shell-quoting filter."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(package_data_dir("templates"))),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=False,
+        autoescape=False,
+        # Jinja's default `{#` would swallow bash's `${#array[@]}`.
+        comment_start_string="{##",
+        comment_end_string="##}",
+    )
+    env.filters["shquote"] = lambda value: shlex.quote(str(value))
+    env.filters["slurm_memory"] = format_slurm_memory
+    env.filters["skip_lines"] = _skip_lines
+    return env
+
+
+def render_job_script(
+    batch: str,
+    request: JobRequest,
+    launch: WorkerLaunch,
+    *,
+    name: str,
+    scheduler: str = PLACEHOLDER_SCHEDULER,
+    directive_prefix: str = "#",
+    tls_args: Sequence[str] = (),
+) -> str:
+    """Render one job script.
+
+    Parameters
+    ----------
+    batch : str
+        Template to use: ``"slurm"`` or ``"local"``.
+    request : JobRequest
+        What the job asks of the batch system.
+    launch : WorkerLaunch
+        How the job starts its workers.
+    name : str
+        The job's worker-name prefix; workers are ``<name>-<i>``.
+    scheduler : str
+        Address of the Dask scheduler the workers connect to.
+    directive_prefix : str
+        Prefix of the batch system's directive lines (``#SBATCH``), used for extra
+        directives.
+    tls_args : sequence of str
+        ``--tls-*`` worker options when the cluster uses TLS.
+
+    Returns
+    -------
+    str
+        The script text.
+    """
+    template = environment().get_template(f"{batch}.sh.j2")
+    text = template.render(
+        request=request,
+        launch=launch,
+        name=name,
+        scheduler=scheduler,
+        directive_prefix=directive_prefix,
+        tls_args=list(tls_args),
+    )
+    return text + "\n"

@@ -1,0 +1,330 @@
+"""What one batch job asks of the batch system, parsed and validated (no I/O)."""
+
+from __future__ import annotations
+
+import datetime
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from dask.utils import parse_bytes
+
+from .errors import ValidationError
+
+GPU_REQUEST_STYLES = ("gpus-per-node", "gres", "none")
+
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}")
+_SAFE_WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}")
+# SLURM constraint expressions: features joined by & | , with counts and brackets.
+_CONSTRAINT = re.compile(r"[A-Za-z0-9_.&|,:*\[\]()-]{1,256}")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_PATH = re.compile(r"[A-Za-z0-9_./+@%=,:-]+")
+_WALLTIME_FORMS = "HH:MM:SS, D-HH:MM:SS, D-HH:MM, D-HH, MM:SS or MM"
+
+
+def _one_line(field_name: str, value: str) -> str:
+    if not isinstance(value, str):
+        raise ValidationError(field_name, f"expected a string, got {type(value).__name__} {value!r}")
+    if any(c in value for c in "\n\r\0"):
+        raise ValidationError(field_name, f"{value!r} must be a single line (no newline, carriage return or NUL)")
+    return value
+
+
+def _matching(field_name: str, value: Any, pattern: re.Pattern, accepted: str) -> str:
+    value = _one_line(field_name, value)
+    if not pattern.fullmatch(value):
+        raise ValidationError(field_name, f"{value!r} is not accepted; use {accepted}")
+    return value
+
+
+def parse_name(field_name: str, value: Any) -> str:
+    """A job or worker name: letters, digits and ``_ . + -``, starting with a letter or digit."""
+    return _matching(field_name, value, _SAFE_NAME, "letters, digits and _ . + - (at most 128, no spaces or shell characters)")
+
+
+def parse_word(field_name: str, value: Any) -> str:
+    """An account, partition or QoS name."""
+    return _matching(field_name, value, _SAFE_WORD, "letters, digits and _ . + - (no spaces or shell characters)")
+
+
+def parse_positive_int(field_name: str, value: Any) -> int:
+    """A strictly positive integer (``True``/``False`` refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ValidationError(field_name, f"expected a positive integer, got {value!r}")
+    try:
+        number = int(value)
+    except ValueError:
+        raise ValidationError(field_name, f"expected a positive integer, got {value!r}") from None
+    if number < 1:
+        raise ValidationError(field_name, f"expected a positive integer (1 or more), got {value!r}")
+    return number
+
+
+def parse_walltime(field_name: str, value: Any) -> int:
+    """Parse a batch walltime into seconds.
+
+    Accepts SLURM's forms: ``HH:MM:SS``, ``D-HH:MM:SS``, ``D-HH:MM``, ``D-HH``, ``MM:SS``
+    and ``MM`` (minutes), or a :class:`datetime.timedelta`.
+
+    Examples
+    --------
+    >>> parse_walltime("walltime", "01:30:00")
+    5400
+    >>> parse_walltime("walltime", "1-00:00:00")
+    86400
+    >>> parse_walltime("walltime", "45")
+    2700
+    """
+    if isinstance(value, datetime.timedelta):
+        seconds = int(value.total_seconds())
+        if seconds < 1:
+            raise ValidationError(field_name, f"{value!r} is not a positive duration")
+        return seconds
+    text = _one_line(field_name, value).strip()
+    match = re.fullmatch(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?", text)
+    if not match:
+        raise ValidationError(field_name, f"{value!r} is not a walltime; use {_WALLTIME_FORMS}")
+    days, first, second, third = match.groups()
+    numbers = [int(x) for x in (first, second, third) if x is not None]
+    if days is not None:  # D-HH[:MM[:SS]]
+        hours, minutes, seconds = (numbers + [0, 0])[:3]
+        bounds_ok = hours < 24 and minutes < 60 and seconds < 60
+        total = int(days) * 86400 + hours * 3600 + minutes * 60 + seconds
+    elif len(numbers) == 3:  # HH:MM:SS
+        hours, minutes, seconds = numbers
+        bounds_ok = minutes < 60 and seconds < 60
+        total = hours * 3600 + minutes * 60 + seconds
+    elif len(numbers) == 2:  # MM:SS
+        minutes, seconds = numbers
+        bounds_ok = seconds < 60
+        total = minutes * 60 + seconds
+    else:  # MM
+        bounds_ok = True
+        total = numbers[0] * 60
+    if not bounds_ok:
+        raise ValidationError(field_name, f"{value!r} has a field out of range; use {_WALLTIME_FORMS} with minutes and seconds below 60")
+    if total < 1:
+        raise ValidationError(field_name, f"{value!r} is not a positive duration")
+    return total
+
+
+def format_walltime(seconds: int) -> str:
+    """Seconds as ``HH:MM:SS``, or ``D-HH:MM:SS`` from one day on."""
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    clock = f"{hours:02d}:{minutes:02d}:{secs:02d}"
+    return f"{days}-{clock}" if days else clock
+
+
+def parse_size(field_name: str, value: Any) -> int:
+    """Parse a memory size such as ``60GiB``, ``60 GB`` or a number of bytes into bytes."""
+    if isinstance(value, bool):
+        raise ValidationError(field_name, f"expected a size such as '60GiB', got {value!r}")
+    if isinstance(value, (int, float)):
+        number = int(value)
+    else:
+        text = _one_line(field_name, value)
+        try:
+            number = parse_bytes(text)
+        except (ValueError, TypeError):
+            raise ValidationError(field_name, f"{value!r} is not a size; use a number with a unit such as '60GiB', '512 MB' or '2TB'") from None
+    if number < 1:
+        raise ValidationError(field_name, f"{value!r} is not a positive size")
+    return number
+
+
+def format_slurm_memory(nbytes: int) -> str:
+    """Bytes as SLURM memory (binary units), rounded up: ``60G`` or ``1536M``."""
+    mebibytes = math.ceil(nbytes / 2**20)
+    return f"{mebibytes // 1024}G" if mebibytes % 1024 == 0 else f"{mebibytes}M"
+
+
+def parse_path(field_name: str, value: Any) -> str:
+    """A directory path: absolute after ``~`` and ``$VAR`` expansion, no spaces or shell characters."""
+    text = _one_line(field_name, os.fspath(value) if isinstance(value, os.PathLike) else value)
+    text = os.path.abspath(os.path.expanduser(text))
+    return _matching(field_name, text, _PATH, "a path of letters, digits and _ . / + @ % = , : - (no spaces or shell characters)")
+
+
+def parse_lines(field_name: str, value: Any) -> tuple[str, ...]:
+    """A list of single-line strings (a lone string is one line)."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, Sequence):
+        raise ValidationError(field_name, f"expected a list of strings, got {value!r}")
+    return tuple(_one_line(f"{field_name}[{i}]", line) for i, line in enumerate(value))
+
+
+def parse_environment(field_name: str, value: Any) -> tuple[tuple[str, str], ...]:
+    """A mapping of environment variable names to single-line values."""
+    if value is None:
+        return ()
+    if not isinstance(value, Mapping):
+        raise ValidationError(field_name, f"expected a mapping of NAME to value, got {value!r}")
+    out = []
+    for name, raw in value.items():
+        if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
+            raise ValidationError(field_name, f"{name!r} is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)")
+        out.append((name, _one_line(f"{field_name}[{name}]", str(raw))))
+    return tuple(out)
+
+
+def parse_slurm_memory_text(field_name: str, value: Any) -> str:
+    """A raw SLURM memory value such as ``10G`` or ``4000`` (MB), as ``job_mem`` takes it."""
+    return _matching(field_name, value, re.compile(r"\d+[KMGT]?"), "a SLURM memory value such as '4000', '512M' or '60G'")
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    """What one batch job asks of the batch system.
+
+    Build it with :meth:`JobRequest.from_settings`, which parses and validates every field;
+    the fields below are already parsed.
+
+    Parameters
+    ----------
+    job_name : str
+        The batch job's name (``#SBATCH --job-name``).
+    nodes : int
+        Nodes per job.
+    gpus_per_node : int
+        GPUs asked for on each node; one Dask worker runs per GPU.
+    cpus_per_node : int
+        CPU cores asked for on each node.
+    memory_per_node : int or None
+        Bytes of host memory per node, or None to leave it to the batch system's default.
+    walltime : int or None
+        Seconds.
+    account, queue, qos, constraint : str or None
+        Where the job is charged and placed; ``queue`` is SLURM's partition.
+    exclusive : bool
+        Ask for whole nodes.
+    gpu_request : str
+        How GPUs are asked for: ``"gpus-per-node"``, ``"gres"`` or ``"none"`` (the queue
+        implies them).
+    gpu_type : str or None
+        GPU model for typed requests, e.g. ``a100`` in ``--gres=gpu:a100:4``.
+    log_directory : str or None
+        Directory for the job's output and error files.
+    extra_directives : tuple of str
+        Extra batch directives, without the ``#SBATCH`` prefix.
+    directives_skip : tuple of str
+        Generated directive lines containing any of these strings are left out.
+    prologue, epilogue : tuple of str
+        Shell lines run before the workers start and after they stop.
+    environment : tuple of (str, str)
+        Variables exported in the job.
+    shebang : str
+        First line of the script.
+    """
+
+    job_name: str = "gpujobqueue"
+    nodes: int = 1
+    gpus_per_node: int = 1
+    cpus_per_node: int = 1
+    memory_per_node: int | None = None
+    walltime: int | None = 3600
+    account: str | None = None
+    queue: str | None = None
+    qos: str | None = None
+    constraint: str | None = None
+    exclusive: bool = False
+    gpu_request: str = "gpus-per-node"
+    gpu_type: str | None = None
+    log_directory: str | None = None
+    extra_directives: tuple[str, ...] = ()
+    directives_skip: tuple[str, ...] = ()
+    prologue: tuple[str, ...] = ()
+    epilogue: tuple[str, ...] = ()
+    environment: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    shebang: str = "#!/usr/bin/env bash"
+    job_mem: str | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> "JobRequest":
+        """Parse and validate the request part of resolved settings.
+
+        Parameters
+        ----------
+        settings : mapping
+            Keyword names (as the cluster classes take them) to values; missing or None
+            values take the defaults.
+
+        Raises
+        ------
+        ValidationError
+            Naming the field and the accepted form.
+        """
+        get = settings.get
+        nodes = parse_positive_int("nodes", get("nodes") or 1)
+        if nodes > 1:
+            raise ValidationError("nodes", f"{nodes} nodes per job needs a multi-node launcher, which this version does not have yet; use nodes=1 and scale(jobs=...)")
+        gpus = parse_positive_int("gpus_per_node", get("gpus_per_node") if get("gpus_per_node") is not None else 1)
+
+        cores, cpus_per_gpu = get("cores"), get("cpus_per_gpu")
+        if cores is not None and cpus_per_gpu is not None:
+            raise ValidationError("cores", "give cores (per job) or cpus_per_gpu, not both")
+        if get("job_cpu") is not None:
+            cpus = parse_positive_int("job_cpu", get("job_cpu"))
+        elif cores is not None:
+            cpus = parse_positive_int("cores", cores)
+        else:
+            cpus = gpus * parse_positive_int("cpus_per_gpu", cpus_per_gpu if cpus_per_gpu is not None else 1)
+
+        memory, memory_per_gpu = get("memory"), get("memory_per_gpu")
+        if memory is not None and memory_per_gpu is not None:
+            raise ValidationError("memory", "give memory (per job) or memory_per_gpu, not both")
+        if memory is not None:
+            memory_bytes = parse_size("memory", memory)
+        elif memory_per_gpu is not None:
+            memory_bytes = gpus * parse_size("memory_per_gpu", memory_per_gpu)
+        else:
+            memory_bytes = None
+
+        style = get("gpu_request") or "gpus-per-node"
+        if style not in GPU_REQUEST_STYLES:
+            raise ValidationError("gpu_request", f"{style!r} is not a GPU request style; use one of {', '.join(GPU_REQUEST_STYLES)}")
+
+        def optional(name, parser):
+            value = get(name)
+            return None if value is None else parser(name, value)
+
+        walltime = get("walltime", "01:00:00")
+        return cls(
+            job_name=parse_name("job_name", get("job_name") or "gpujobqueue"),
+            nodes=nodes,
+            gpus_per_node=gpus,
+            cpus_per_node=cpus,
+            memory_per_node=memory_bytes,
+            walltime=None if walltime is None else parse_walltime("walltime", walltime),
+            account=optional("account", parse_word),
+            queue=optional("queue", parse_word),
+            qos=optional("qos", parse_word),
+            constraint=optional("constraint", lambda f, v: _matching(f, v, _CONSTRAINT, "SLURM feature names joined by & | , (no spaces or shell characters)")),
+            exclusive=bool(get("exclusive") or False),
+            gpu_request=style,
+            gpu_type=optional("gpu_type", parse_word),
+            log_directory=optional("log_directory", parse_path),
+            extra_directives=parse_lines("job_extra_directives", get("job_extra_directives")),
+            directives_skip=parse_lines("job_directives_skip", get("job_directives_skip")),
+            prologue=parse_lines("job_script_prologue", get("job_script_prologue")),
+            epilogue=parse_lines("job_script_epilogue", get("job_script_epilogue")),
+            environment=parse_environment("environment", get("environment")),
+            shebang=_matching("shebang", get("shebang") or "#!/usr/bin/env bash", re.compile(r"#![^\n]+"), "a line starting with #!"),
+            job_mem=optional("job_mem", parse_slurm_memory_text),
+        )
+
+    @property
+    def gpus_per_job(self) -> int:
+        """GPUs in one job, over all its nodes."""
+        return self.nodes * self.gpus_per_node
+
+    @property
+    def walltime_text(self) -> str | None:
+        """The walltime as the batch systems write it."""
+        return None if self.walltime is None else format_walltime(self.walltime)

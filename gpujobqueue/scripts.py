@@ -1,0 +1,31 @@
+"""Job scripts from keywords alone, without starting a cluster (for ``gpujobqueue render``)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from .batch import cluster_class
+from .render import PLACEHOLDER_SCHEDULER, render_job_script
+
+
+def job_script_for(batch: str, keywords: Mapping[str, Any], *, name: str, scheduler: str = PLACEHOLDER_SCHEDULER) -> str:
+    """Render the script a cluster of ``batch`` would submit for ``keywords``.
+
+    Parameters
+    ----------
+    batch : str
+        ``slurm`` or ``local``.
+    keywords : mapping
+        Cluster keywords (as :class:`~gpujobqueue.cluster.GPUJobQueueCluster` takes them).
+    name : str
+        Worker name prefix.
+    scheduler : str
+        Scheduler address the workers connect to.
+
+    Raises
+    ------
+    UnknownKeywordError, ValidationError
+    """
+    cluster_cls = cluster_class(batch)
+    _, request, launch = cluster_cls.parse_keywords(dict(keywords))
+    return render_job_script(batch, request, launch, name=name, scheduler=scheduler, directive_prefix=cluster_cls.job_cls.directive_prefix)

@@ -1,0 +1,182 @@
+"""How each node of a job starts its GPU workers: dask-cuda or one ``dask worker`` per device."""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from .errors import ValidationError
+from .request import _PATH, _matching, _one_line, parse_lines, parse_path, parse_positive_int, parse_size
+
+WORKER_MODES = ("dask-cuda", "per-device")
+VISIBILITY_VARIABLES = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "HIP_VISIBLE_DEVICES")
+PROTOCOLS = ("tcp", "tls", "ucx", "inproc", "ws", "wss")
+_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*(?: [a-z][a-z0-9-]*)?")
+_DEFAULT_MODULES = {"dask-cuda": "dask_cuda.cli worker", "per-device": "distributed.cli.dask_worker"}
+
+
+def normalise_protocol(field_name: str, value: str | None) -> str | None:
+    """``"tcp://"`` or ``"tcp"`` -> ``"tcp"``; None stays None."""
+    if value is None:
+        return None
+    name = _one_line(field_name, value).removesuffix("://")
+    if name not in PROTOCOLS:
+        raise ValidationError(field_name, f"{value!r} is not a protocol; use one of {', '.join(PROTOCOLS)}")
+    return name
+
+
+@dataclass(frozen=True)
+class WorkerLaunch:
+    """How the workers of one job are started on its node.
+
+    Parameters
+    ----------
+    mode : str
+        ``"dask-cuda"``: one ``python -m dask_cuda.cli worker`` per node, which starts one
+        worker per visible GPU and names them ``<name>-0 .. <name>-(N-1)`` (no suffix for a
+        single GPU). ``"per-device"``: one ``dask worker`` per allocated device, started by
+        the script with the visibility variable set to that one device, named
+        ``<name>-<i>``.
+    gpus : int
+        Workers per node (one per GPU).
+    python : str
+        Interpreter that runs the workers.
+    worker_command : str
+        Python module (and subcommand) run with ``python -m``.
+    nthreads : int
+        Threads per worker.
+    memory_limit : int or None
+        Host memory bytes per worker; None lets each worker take its share of the node.
+    device_memory_limit, rmm_pool_size : str or None
+        Passed to dask-cuda as given (sizes or fractions).
+    visibility_variable : str
+        Variable that pins a process to devices (``CUDA_VISIBLE_DEVICES``,
+        ``ROCR_VISIBLE_DEVICES``, ``ZE_AFFINITY_MASK``).
+    allocation_variable : str
+        Variable from which the job reads the devices the batch system allocated;
+        when unset in the job, devices ``0 .. gpus-1`` are used.
+    nanny : bool
+        Start workers under a nanny (dask-cuda always does).
+    death_timeout : int or None
+        Seconds a worker waits for an absent scheduler before it exits.
+    local_directory : str or None
+        Scratch directory for spilling.
+    protocol, interface : str or None
+        Comms protocol (``tcp``, ``tls``, ``ucx``) and network interface.
+    extra_args : tuple of str
+        More worker arguments, each shell-quoted into the script.
+    """
+
+    mode: str = "dask-cuda"
+    gpus: int = 1
+    python: str = sys.executable
+    worker_command: str = _DEFAULT_MODULES["dask-cuda"]
+    nthreads: int = 1
+    memory_limit: int | None = None
+    device_memory_limit: str | None = None
+    rmm_pool_size: str | None = None
+    visibility_variable: str = "CUDA_VISIBLE_DEVICES"
+    allocation_variable: str = "CUDA_VISIBLE_DEVICES"
+    nanny: bool = True
+    death_timeout: int | None = 60
+    local_directory: str | None = None
+    protocol: str | None = None
+    interface: str | None = None
+    extra_args: tuple[str, ...] = ()
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any], *, gpus: int, memory_per_node: int | None) -> "WorkerLaunch":
+        """Parse and validate the worker part of resolved settings.
+
+        Parameters
+        ----------
+        settings : mapping
+            Keyword names to values; None means the default.
+        gpus : int
+            Workers per node, from the request.
+        memory_per_node : int or None
+            The request's host memory per node, shared among the workers.
+        """
+        get = settings.get
+        mode = get("worker_mode") or "dask-cuda"
+        if mode not in WORKER_MODES:
+            raise ValidationError("worker_mode", f"{mode!r} is not a worker mode; use one of {', '.join(WORKER_MODES)}")
+        nanny = True if get("nanny") is None else bool(get("nanny"))
+        if mode == "dask-cuda" and not nanny:
+            raise ValidationError("nanny", "dask-cuda always starts its workers under a nanny; use worker_mode='per-device' for nanny=False")
+
+        visibility = get("visibility_variable") or "CUDA_VISIBLE_DEVICES"
+        if visibility not in VISIBILITY_VARIABLES:
+            raise ValidationError("visibility_variable", f"{visibility!r} is not a device-visibility variable; use one of {', '.join(VISIBILITY_VARIABLES)}")
+        if mode == "dask-cuda" and visibility != "CUDA_VISIBLE_DEVICES":
+            raise ValidationError("visibility_variable", f"dask-cuda pins NVIDIA GPUs through CUDA_VISIBLE_DEVICES only; use worker_mode='per-device' with {visibility}")
+        allocation = get("allocation_variable") or visibility
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", allocation):
+            raise ValidationError("allocation_variable", f"{allocation!r} is not an environment variable name")
+
+        worker_command = get("worker_command") or _DEFAULT_MODULES[mode]
+        if worker_command == "distributed.cli.dask_worker" and mode == "dask-cuda":
+            worker_command = _DEFAULT_MODULES[mode]  # dask-jobqueue's default keeps its meaning: a worker
+        if not _MODULE.fullmatch(_one_line("worker_command", worker_command)):
+            raise ValidationError("worker_command", f"{worker_command!r} is not a python module (optionally followed by a subcommand)")
+
+        if get("memory_limit") is not None:
+            memory_limit = parse_size("memory_limit", get("memory_limit"))
+        elif memory_per_node is not None:
+            memory_limit = memory_per_node // gpus
+        else:
+            memory_limit = None
+
+        def size_or_fraction(name):
+            value = get(name)
+            if value is None:
+                return None
+            if isinstance(value, float) or (isinstance(value, str) and re.fullmatch(r"0?\.\d+|1(\.0*)?", value)):
+                fraction = float(value)
+                if not 0 < fraction <= 1:
+                    raise ValidationError(name, f"{value!r}: a fraction must be in (0, 1]")
+                return repr(fraction)
+            return str(parse_size(name, value))
+
+        death_timeout = get("death_timeout", 60)
+        interface = get("interface")
+        if interface is not None:
+            interface = _one_line("interface", interface)
+            if not re.fullmatch(r"[A-Za-z0-9_.:-]{1,32}", interface):
+                raise ValidationError("interface", f"{interface!r} is not a network interface name")
+        return cls(
+            mode=mode,
+            gpus=gpus,
+            python=_matching("python", get("python") or sys.executable, _PATH, "an interpreter name or path without spaces or shell characters"),
+            worker_command=worker_command,
+            nthreads=parse_positive_int("nthreads", get("nthreads") or 1),
+            memory_limit=memory_limit,
+            device_memory_limit=size_or_fraction("device_memory_limit"),
+            rmm_pool_size=size_or_fraction("rmm_pool_size"),
+            visibility_variable=visibility,
+            allocation_variable=allocation,
+            nanny=nanny,
+            death_timeout=None if death_timeout is None else parse_positive_int("death_timeout", int(float(death_timeout))),
+            local_directory=None if get("local_directory") is None else parse_path("local_directory", get("local_directory")),
+            protocol=normalise_protocol("protocol", get("protocol")),
+            interface=interface,
+            extra_args=parse_lines("worker_extra_args", get("worker_extra_args")),
+        )
+
+    @property
+    def name_suffixes(self) -> list[str]:
+        """Suffixes that turn a job's name into its workers' names, in device order."""
+        if self.mode == "dask-cuda" and self.gpus == 1:
+            return [""]  # dask-cuda adds no suffix when it starts a single worker
+        return [f"-{i}" for i in range(self.gpus)]
+
+    @property
+    def memory_limit_arg(self) -> str:
+        """``--memory-limit`` for one worker: bytes, or its share of the node when unknown."""
+        if self.memory_limit is not None:
+            return str(self.memory_limit)
+        if self.mode == "dask-cuda":
+            return "auto"  # dask-cuda divides the node's memory among its workers
+        return repr(round(1 / self.gpus, 6))  # a fraction of the node's memory for each worker
