@@ -6,6 +6,7 @@ import os
 from typing import ClassVar
 
 from dask_jobqueue.core import Job
+from distributed.core import Status
 from distributed.deploy.spec import ProcessInterface
 from distributed.security import Security
 
@@ -100,8 +101,15 @@ class GPUJob(Job):
         return "\n".join(line for line in lines if line.startswith(self.directive_prefix + " ") or line.startswith(self.directive_prefix + "\t"))
 
     async def start(self) -> None:
-        if self.log_directory:
-            os.makedirs(self.log_directory, exist_ok=True)
+        try:
+            if self.log_directory:
+                os.makedirs(self.log_directory, exist_ok=True)
+            await self._start_job()
+        except BaseException:
+            self.status = Status.failed  # the cluster must not wait for a job that never was
+            raise
+
+    async def _start_job(self) -> None:
         await super().start()
 
     async def _submit_job(self, script_filename: str) -> str:

@@ -68,10 +68,8 @@ class LocalGPUJob(GPUJob):
     def job_header(self) -> str:
         return ""
 
-    async def start(self) -> None:
+    async def _start_job(self) -> None:
         # The script goes to bash as an argument: no file to outlive, nothing read after deletion.
-        if self.log_directory:
-            os.makedirs(self.log_directory, exist_ok=True)
         env = dict(os.environ)
         if self.device_pool is not None:
             self.devices = self.device_pool.take(self.launch.gpus, str(self.name))

@@ -1,0 +1,66 @@
+"""Shared fixtures: the real SLURM, counted batch commands, helpers that read job state."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import time
+from pathlib import Path
+
+import pytest
+
+# Workers (local processes and SLURM jobs, which inherit this environment) unpickle
+# functions defined in the test modules, so they must be able to import them.
+_TESTS = str(Path(__file__).resolve().parent)
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_TESTS, os.environ.get("PYTHONPATH")]))
+
+
+@pytest.fixture(scope="session")
+def slurm():
+    """A real one-node SLURM (munged, slurmctld, slurmd) with four fake GPUs, on loopback."""
+    from fixtures.slurm import SlurmTestCluster
+
+    cluster = SlurmTestCluster()
+    cluster.start()
+    yield cluster
+    cluster.stop()
+
+
+class CommandLog:
+    """Wrappers on PATH that record each call of some commands, then run the real ones."""
+
+    def __init__(self, folder: Path, commands: list[str]):
+        self.folder = folder
+        self.log = folder / "calls.log"
+        self.log.touch()
+        for command in commands:
+            real = shutil.which(command)
+            assert real, f"{command} is not installed"
+            wrapper = folder / command
+            wrapper.write_text(f'#!/bin/sh\necho "{command} $*" >> {self.log}\nexec {real} "$@"\n')
+            wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
+
+    def count(self, command: str) -> int:
+        return sum(1 for line in self.log.read_text().splitlines() if line.split()[0] == command)
+
+
+@pytest.fixture
+def counted(tmp_path, monkeypatch):
+    """Counts sbatch and scancel calls made by the code under test."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    log = CommandLog(folder, ["sbatch", "scancel"])
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    return log
+
+
+def wait_until(predicate, timeout: float, interval: float = 0.25, what: str = "condition"):
+    """Poll ``predicate`` until it is true; fail the test after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    pytest.fail(f"timed out after {timeout} s waiting for {what}")

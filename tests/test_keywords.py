@@ -1,0 +1,63 @@
+"""dask-jobqueue's keywords keep their meaning; unknown keywords are refused by name."""
+
+import inspect
+
+import pytest
+from dask_jobqueue import SLURMCluster
+from dask_jobqueue.core import Job, JobQueueCluster
+from dask_jobqueue.slurm import SLURMJob
+
+from gpujobqueue import GPUCluster, LocalGPUCluster, SLURMGPUCluster, UnknownKeywordError, ValidationError
+from gpujobqueue.cluster import LAUNCH_KEYWORDS, RENAMED_KEYWORDS, REQUEST_KEYWORDS
+
+
+def _parameters(*callables):
+    names = set()
+    for fn in callables:
+        names |= {p.name for p in inspect.signature(fn).parameters.values() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+    return names - {"self", "scheduler"}
+
+
+def test_every_slurmcluster_keyword_is_accepted():
+    theirs = _parameters(SLURMCluster.__init__, JobQueueCluster.__init__, SLURMJob.__init__, Job.__init__)
+    ours = _parameters(SLURMGPUCluster.__init__) | set(REQUEST_KEYWORDS) | set(LAUNCH_KEYWORDS) | set(RENAMED_KEYWORDS)
+    assert len(theirs) > 30
+    assert not theirs - ours, f"SLURMCluster keywords gpujobqueue does not take: {sorted(theirs - ours)}"
+
+
+def test_dask_jobqueue_keywords_reach_the_script():
+    _, request, launch = SLURMGPUCluster.parse_keywords(
+        {"queue": "gpu", "account": "m1", "walltime": "00:10:00", "job_cpu": 6, "job_mem": "10G", "job_name": "mine",
+         "job_extra_directives": ["--mail-type=END"], "job_script_prologue": ["module load cuda"], "death_timeout": 17,
+         "local_directory": "/tmp/scratch", "worker_extra_args": ["--no-dashboard"], "cores": 4, "memory": "8GB", "processes": 2}
+    )
+    assert (request.queue, request.account, request.walltime, request.cpus_per_node, request.job_mem, request.job_name) == ("gpu", "m1", 600, 6, "10G", "mine")
+    assert request.gpus_per_node == 2 and launch.gpus == 2  # processes: workers per job, one per GPU
+    assert launch.memory_limit == 4 * 10**9  # memory is per job, shared by its workers
+    assert (launch.death_timeout, launch.local_directory, launch.extra_args) == (17, "/tmp/scratch", ("--no-dashboard",))
+
+
+def test_renamed_keywords_warn_and_keep_meaning():
+    with pytest.warns(FutureWarning, match="project has been renamed to account"):
+        _, request, _ = SLURMGPUCluster.parse_keywords({"project": "m9"})
+    assert request.account == "m9"
+    with pytest.warns(FutureWarning, match="env_extra"):
+        _, request, _ = SLURMGPUCluster.parse_keywords({"env_extra": ["module load x"]})
+    assert request.prologue == ("module load x",)
+
+
+def test_unknown_keyword_is_refused_with_a_suggestion():
+    with pytest.raises(UnknownKeywordError, match="gpus_per_nodes: unknown keyword. Did you mean gpus_per_node"):
+        SLURMGPUCluster(gpus_per_nodes=4)
+
+
+def test_processes_contradicting_gpus_is_refused():
+    with pytest.raises(ValidationError, match="processes=3 but gpus_per_node=2"):
+        SLURMGPUCluster.parse_keywords({"processes": 3, "gpus_per_node": 2})
+
+
+def test_gpucluster_picks_the_batch_system():
+    with pytest.raises(ValidationError, match="batch: 'pbsx' is not a batch system"):
+        GPUCluster(batch="pbsx")
+    with GPUCluster(batch="local", gpus_per_node=1, worker_mode="per-device") as cluster:
+        assert isinstance(cluster, LocalGPUCluster)

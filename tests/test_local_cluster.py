@@ -1,0 +1,88 @@
+"""LocalGPUCluster: the same script as a local process group, with devices handed out per job."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import dask.array as da
+import psutil
+import pytest
+from dask.distributed import Client, get_worker
+
+from conftest import wait_until
+from gpujobqueue import LocalGPUCluster, ValidationError
+from gpujobqueue.batch.local import LocalGPUJob
+
+SMALL = dict(worker_mode="per-device", memory_per_gpu="512MiB", death_timeout=20)
+
+
+def worker_facts(dask_worker):
+    return {"name": dask_worker.name, "devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
+
+
+@pytest.fixture
+def counted_jobs(monkeypatch):
+    """Counts local job starts and cancellations."""
+    counts = {"start": 0, "close": 0}
+    real_start, real_close = LocalGPUJob.start, LocalGPUJob.close
+
+    async def start(self):
+        counts["start"] += 1
+        await real_start(self)
+
+    async def close(self):
+        if self.process is not None and self.process.poll() is None:
+            counts["close"] += 1
+        await real_close(self)
+
+    monkeypatch.setattr(LocalGPUJob, "start", start)
+    monkeypatch.setattr(LocalGPUJob, "close", close)
+    return counts
+
+
+def test_local_workers_get_disjoint_devices_and_leave_nothing(counted_jobs):
+    with LocalGPUCluster(gpus_per_node=2, devices=[0, 1, 2, 3], **SMALL) as cluster, Client(cluster) as client:
+        cluster.scale(gpus=4)
+        client.wait_for_workers(4, timeout=60)
+        jobs = dict(cluster.workers)
+        pids = [int(job.job_id) for job in jobs.values()]
+        facts = list(client.run(worker_facts).values())
+        assert sorted(f["name"] for f in facts) == sorted(f"{name}-{i}" for name in jobs for i in (0, 1))
+        for name, job in jobs.items():
+            assert {f["devices"] for f in facts if f["name"].startswith(name + "-")} == set(job.devices)
+        assert sorted(f["devices"] for f in facts) == ["0", "1", "2", "3"]
+
+        x = da.ones((2000, 2000), chunks=500)
+        assert client.compute((x + 1).sum(), resources={"GPU": 1}).result() == 2 * 2000 * 2000
+
+        cluster.scale(0)
+        assert not cluster.workers
+        assert wait_until(lambda: not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in pids), 20, what="job process groups to end")
+    assert counted_jobs == {"start": 2, "close": 2}
+
+
+def test_no_free_device_is_a_clear_error():
+    with LocalGPUCluster(gpus_per_node=2, devices=[0, 1], **SMALL) as cluster:
+        with pytest.raises(Exception, match="needs 2 devices but only 0 of"):
+            cluster.scale(jobs=2)
+        assert len(cluster.workers) == 1
+
+
+def test_more_gpus_than_the_pool_is_refused_before_anything_starts():
+    with pytest.raises(ValidationError, match="gpus_per_node=3 but this machine's pool has 2 devices"):
+        LocalGPUCluster(gpus_per_node=3, devices=[0, 1], **SMALL)
+
+
+def _sleep_and_name(seconds):
+    time.sleep(seconds)
+    return get_worker().name
+
+
+def test_local_adapt_reaches_four_and_returns_to_zero(counted_jobs):
+    with LocalGPUCluster(gpus_per_node=2, devices=[0, 1, 2, 3], **SMALL) as cluster, Client(cluster) as client:
+        cluster.adapt(minimum=0, maximum=4, interval="500ms", wait_count=4)
+        names = set(client.gather(client.map(_sleep_and_name, [0.5] * 60, pure=False, resources={"GPU": 1})))
+        assert len(names) == 4
+        wait_until(lambda: not client.scheduler_info()["workers"] and not cluster.workers, 60, what="adapt back to 0")
+    assert counted_jobs == {"start": 2, "close": 2}

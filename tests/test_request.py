@@ -1,0 +1,96 @@
+"""Parsing and validation of what a job asks for."""
+
+import datetime
+
+import pytest
+
+from gpujobqueue import GPUJobQueueError, JobRequest, ValidationError
+from gpujobqueue.request import format_slurm_memory, format_walltime, parse_size, parse_walltime
+
+
+@pytest.mark.parametrize(
+    "text, seconds",
+    [
+        ("01:30:00", 5400),
+        ("100:00:00", 360000),
+        ("1-00:00:00", 86400),
+        ("2-12", 2 * 86400 + 12 * 3600),
+        ("0-00:30", 1800),
+        ("45", 2700),
+        ("10:30", 630),
+    ],
+)
+def test_walltime_forms(text, seconds):
+    assert parse_walltime("walltime", text) == seconds
+
+
+def test_walltime_timedelta_and_round_trip():
+    assert parse_walltime("walltime", datetime.timedelta(hours=2)) == 7200
+    assert format_walltime(5400) == "01:30:00"
+    assert format_walltime(90061) == "1-01:01:01"
+
+
+@pytest.mark.parametrize("text", ["25:99", "1:2:3:4", "01:60:00", "1-24:00:00", "abc", "00:00:00", "-5", "1h", "01:00:00\n#SBATCH -A x"])
+def test_bad_walltime_names_field_and_forms(text):
+    with pytest.raises(ValidationError) as info:
+        parse_walltime("walltime", text)
+    assert info.value.field == "walltime"
+    assert "walltime" in str(info.value)
+    assert isinstance(info.value, GPUJobQueueError)
+
+
+@pytest.mark.parametrize("text, nbytes", [("60GiB", 60 * 2**30), ("512 MB", 512 * 10**6), ("2TB", 2 * 10**12), (1024, 1024)])
+def test_sizes(text, nbytes):
+    assert parse_size("memory", text) == nbytes
+
+
+@pytest.mark.parametrize("text", ["lots", "-1GB", "0", True, "1GB\n"])
+def test_bad_sizes(text):
+    with pytest.raises(ValidationError, match="memory"):
+        parse_size("memory", text)
+
+
+def test_slurm_memory_rounds_up_in_binary_units():
+    assert format_slurm_memory(60 * 2**30) == "60G"
+    assert format_slurm_memory(1536 * 2**20) == "1536M"
+    assert format_slurm_memory(10**9) == "954M"
+
+
+def test_request_from_settings_derives_cpus_and_memory_per_gpu():
+    request = JobRequest.from_settings({"gpus_per_node": 4, "cpus_per_gpu": 8, "memory_per_gpu": "60GiB", "walltime": "02:00:00", "queue": "gpu"})
+    assert request.cpus_per_node == 32
+    assert request.memory_per_node == 240 * 2**30
+    assert request.walltime == 7200
+    assert request.queue == "gpu"
+    assert request.gpus_per_job == 4
+
+
+@pytest.mark.parametrize(
+    "settings, field",
+    [
+        ({"gpus_per_node": 0}, "gpus_per_node"),
+        ({"gpus_per_node": -2}, "gpus_per_node"),
+        ({"gpus_per_node": "four"}, "gpus_per_node"),
+        ({"gpus_per_node": True}, "gpus_per_node"),
+        ({"job_name": "ok\nbad"}, "job_name"),
+        ({"job_name": "a;rm -rf ~"}, "job_name"),
+        ({"job_name": "$(reboot)"}, "job_name"),
+        ({"job_name": "has space"}, "job_name"),
+        ({"account": "m1234 -p debug"}, "account"),
+        ({"queue": "gpu`id`"}, "queue"),
+        ({"walltime": "25:99"}, "walltime"),
+        ({"memory": "many"}, "memory"),
+        ({"cores": 4, "cpus_per_gpu": 2}, "cores"),
+        ({"memory": "1GB", "memory_per_gpu": "1GB"}, "memory"),
+        ({"gpu_request": "gpu-please"}, "gpu_request"),
+        ({"job_extra_directives": ["--qos=a\n#SBATCH --qos=b"]}, "job_extra_directives[0]"),
+        ({"environment": {"BAD NAME": "x"}}, "environment"),
+        ({"log_directory": "/tmp/a b"}, "log_directory"),
+        ({"constraint": "gpu; reboot"}, "constraint"),
+    ],
+)
+def test_bad_request_names_the_field(settings, field):
+    with pytest.raises(ValidationError) as info:
+        JobRequest.from_settings(settings)
+    assert info.value.field == field
+    assert str(info.value).startswith(field + ":")
