@@ -81,3 +81,5 @@ def demo(size: str, gpus: int | None) -> None:
         sys.exit(run_demo(size=size, gpus=gpus))
     except GPUJobQueueError as error:
         raise click.ClickException(str(error)) from None
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,38 @@
+"""The gpujobqueue command: render and demo, run as a user runs them."""
+
+import subprocess
+import sys
+
+from gpujobqueue.gpus import nvidia_gpu_ids
+
+GPUJOBQUEUE = [sys.executable, "-m", "gpujobqueue.cli"]
+
+
+def run(*args, check=True):
+    return subprocess.run([*GPUJOBQUEUE, *args], capture_output=True, text=True, check=check, timeout=300)
+
+
+def test_render_options_mirror_keywords():
+    out = run("render", "slurm", "--gpus-per-node", "2", "--gpu-request", "gres", "--gpu-type", "h200", "--queue", "gpu",
+              "--walltime", "00:20:00", "--env", "A=b", "--job-script-prologue", "module load cuda", "--scheduler-address", "tcp://10.1.1.1:8786").stdout
+    assert out.startswith("#!/usr/bin/env bash\n")
+    for line in ("#SBATCH --gres=gpu:h200:2", "#SBATCH --partition=gpu", "#SBATCH --time=00:20:00", "export A=b", "module load cuda", "tcp://10.1.1.1:8786"):
+        assert line in out
+
+
+def test_render_refuses_bad_input_with_the_field():
+    result = run("render", "slurm", "--walltime", "25:99", check=False)
+    assert result.returncode != 0
+    assert "walltime: '25:99'" in result.stderr
+    assert result.stdout == ""
+
+
+def test_demo_runs_the_seed_workloads_and_checks_them():
+    result = run("demo", "--size", "small", "--gpus", "2")
+    if nvidia_gpu_ids():
+        assert "starting 2 dask-cuda worker(s), one per GPU" in result.stdout
+    else:
+        assert "no NVIDIA GPU here; starting 2 per-device CPU worker(s)" in result.stdout
+    assert "ok: mean" in result.stdout and "ok: relative error" in result.stdout
+    assert "dashboard: http" in result.stdout
+    assert "FAILED" not in result.stdout
