@@ -48,6 +48,7 @@ class CommandLog:
 @pytest.fixture
 def counted(tmp_path, monkeypatch):
     """Counts sbatch and scancel calls made by the code under test."""
+    monkeypatch.chdir(tmp_path)  # SLURM writes slurm-<id>.out where sbatch runs
     folder = tmp_path / "bin"
     folder.mkdir()
     log = CommandLog(folder, ["sbatch", "scancel"])
@@ -63,4 +64,4 @@ def wait_until(predicate, timeout: float, interval: float = 0.25, what: str = "c
         if value:
             return value
         time.sleep(interval)
-    pytest.fail(f"timed out after {timeout} s waiting for {what}")
+    pytest.fail(f"timed out after {timeout} s waiting for {what() if callable(what) else what}")

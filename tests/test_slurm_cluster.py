@@ -81,11 +81,15 @@ def _sleep_and_name(seconds):
 
 def test_adapt_scales_to_four_gpus_and_back_without_churn(slurm, counted):
     with SLURMGPUCluster(gpus_per_node=2, worker_mode="per-device", **SMALL) as cluster, Client(cluster) as client:
-        cluster.adapt(minimum=0, maximum=4, interval="500ms", wait_count=4)
+        adaptive = cluster.adapt(minimum=0, maximum=4, interval="500ms", wait_count=4)
         futures = client.map(_sleep_and_name, [1.0] * 48, pure=False, resources={"GPU": 1})
         names = set(client.gather(futures))
+        del futures  # results held on a worker would rightly keep one job alive
         assert len(names) == 4, f"adapt should reach 4 GPU workers, saw {sorted(names)}"
-        assert wait_until(lambda: not client.scheduler_info()["workers"] and not slurm.squeue_ids(), 90, what="adapt to scale back to 0")
+        wait_until(
+            lambda: not client.scheduler_info()["workers"] and not slurm.squeue_ids(), 90,
+            what=lambda: f"adapt to scale back to 0: jobs {({k: v.job_id for k, v in cluster.workers.items()})}, spec {list(cluster.worker_spec)}, queue {slurm.squeue_ids()}, adapt log {list(adaptive.log)[-3:]}",
+        )
         assert counted.count("sbatch") == 2, "one submission per job, no churn"
         assert counted.count("scancel") == 2
     assert not slurm.squeue_ids()
@@ -119,7 +123,7 @@ def test_unknown_keyword_submits_nothing(slurm, counted):
     "keywords, stderr",
     [
         ({"queue": "nosuchpartition"}, "invalid partition"),
-        ({"gpus_per_node": 8, "worker_mode": "per-device"}, "node configuration is not available"),
+        ({"gpus_per_node": 8, "worker_mode": "per-device", "cpus_per_gpu": None, "cores": 1}, "node configuration is not available"),
     ],
 )
 def test_sbatch_refusal_is_raised_with_its_message(slurm, counted, keywords, stderr):

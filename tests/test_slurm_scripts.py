@@ -11,7 +11,7 @@ pytestmark = pytest.mark.slurm
 # and debug, GPUs of type h200, four per node).
 RENDERINGS = {
     "gpus-per-node, dask-cuda": ["--gpus-per-node", "2", "--queue", "gpu", "--memory-per-gpu", "1GiB", "--walltime", "00:30:00"],
-    "gres untyped, per-device": ["--gpus-per-node", "4", "--gpu-request", "gres", "--worker-mode", "per-device", "--cpus-per-gpu", "1"],
+    "gres untyped, per-device": ["--gpus-per-node", "4", "--gpu-request", "gres", "--worker-mode", "per-device", "--cores", "2"],
     "gres typed": ["--gpus-per-node", "2", "--gpu-request", "gres", "--gpu-type", "h200", "--queue", "debug", "--walltime", "10"],
     "gpus-per-node typed": ["--gpus-per-node", "1", "--gpu-type", "h200"],
     "partition implies GPUs": ["--gpus-per-node", "1", "--gpu-request", "none", "--queue", "gpu"],
@@ -39,7 +39,7 @@ def test_rendered_script_is_accepted_by_sbatch(slurm, tmp_path, case):
     assert not slurm.squeue_ids(), "--test-only must not queue anything"
 
 
-@pytest.mark.parametrize("args, refusal", [(["--gpus-per-node", "8"], "node configuration is not available"), (["--queue", "nosuch"], "invalid partition")])
+@pytest.mark.parametrize("args, refusal", [(["--gpus-per-node", "8", "--cores", "1"], "node configuration is not available"), (["--queue", "nosuch"], "invalid partition")])
 def test_sbatch_test_only_does_refuse_what_slurm_cannot_run(slurm, tmp_path, args, refusal):
     path = tmp_path / "job.sh"
     path.write_text(render(args))
