@@ -35,10 +35,10 @@ class WorkerLaunch:
     ----------
     mode : str
         ``"dask-cuda"``: one ``python -m dask_cuda.cli worker`` per node, which starts one
-        worker per visible GPU and names them ``<name>-0 .. <name>-(N-1)`` (no suffix for a
-        single GPU). ``"per-device"``: one ``dask worker`` per allocated device, started by
-        the script with the visibility variable set to that one device, named
-        ``<name>-<i>``.
+        worker per visible GPU and names them ``<name>-0 .. <name>-(N-1)``.
+        ``"per-device"``: one ``dask worker`` per allocated device, its process started with
+        the visibility variable set to that one device, named ``<name>-<i>``. A single
+        worker carries no suffix in either mode.
     gpus : int
         Workers per node (one per GPU).
     python : str
@@ -168,8 +168,8 @@ class WorkerLaunch:
     @property
     def name_suffixes(self) -> list[str]:
         """Suffixes that turn a job's name into its workers' names, in device order."""
-        if self.mode == "dask-cuda" and self.gpus == 1:
-            return [""]  # dask-cuda adds no suffix when it starts a single worker
+        if self.gpus == 1:
+            return [""]  # dask-cuda and dask worker add no suffix to a lone worker
         return [f"-{i}" for i in range(self.gpus)]
 
     @property

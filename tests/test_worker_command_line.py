@@ -54,10 +54,19 @@ def test_parser_rejects_what_dask_cuda_rejects():
 
 
 def test_per_device_command_parses_under_dask_worker():
-    script = job_script_for("slurm", {"gpus_per_node": 2, "worker_mode": "per-device", "python": "python3", "nanny": False, "death_timeout": 30}, name="job-3", scheduler="tls://10.0.0.1:8786")
+    script = job_script_for("slurm", {"gpus_per_node": 2, "worker_mode": "per-device", "python": "python3", "death_timeout": 30}, name="job-3", scheduler="tls://10.0.0.1:8786")
     args = worker_arguments(script, "distributed.cli.dask_worker")
     params = dask_worker.main.make_context("dask-worker", args).params
-    assert params["name"] == "job-3-$i"  # the script expands $i to the device's index
+    assert params["name"] == "job-3"  # dask worker names its nannies' workers job-3-0, job-3-1
+    assert params["n_workers"] == "2"
+    assert params["nanny"] is True
+    assert params["preload_nanny"] == ("$pin_device",)  # the script's inline pinning code
     assert params["resources"] == "GPU=1"
-    assert params["nanny"] is False
     assert params["memory_limit"] == "0.5"
+
+
+def test_per_device_without_nanny_parses_under_dask_worker():
+    script = job_script_for("slurm", {"gpus_per_node": 2, "worker_mode": "per-device", "python": "python3", "nanny": False}, name="job-3")
+    params = dask_worker.main.make_context("dask-worker", worker_arguments(script, "distributed.cli.dask_worker")).params
+    assert params["name"] == "job-3-$i"  # the script expands $i to the device's index
+    assert params["nanny"] is False

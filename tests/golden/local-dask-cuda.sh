@@ -15,7 +15,8 @@ if [ "${#devices[@]}" -gt 2 ]; then
     echo "gpujobqueue: ${#devices[@]} devices visible (${allocated}), using the first 2" >&2
     devices=("${devices[@]:0:2}")
 elif [ "${#devices[@]}" -lt 2 ]; then
-    echo "gpujobqueue: only ${#devices[@]} of 2 devices allocated (${allocated})" >&2
+    echo "gpujobqueue: this job asked for 2 devices but was given ${#devices[@]} (${allocated})" >&2
+    exit 1
 fi
 
 # dask-cuda starts one worker per device in CUDA_VISIBLE_DEVICES, named gpujobqueue-worker-<i>.

@@ -23,7 +23,8 @@ if [ "${#devices[@]}" -gt 4 ]; then
     echo "gpujobqueue: ${#devices[@]} devices visible (${allocated}), using the first 4" >&2
     devices=("${devices[@]:0:4}")
 elif [ "${#devices[@]}" -lt 4 ]; then
-    echo "gpujobqueue: only ${#devices[@]} of 4 devices allocated (${allocated})" >&2
+    echo "gpujobqueue: this job asked for 4 devices but was given ${#devices[@]} (${allocated})" >&2
+    exit 1
 fi
 
 # dask-cuda starts one worker per device in CUDA_VISIBLE_DEVICES, named gpujobqueue-worker-<i>.

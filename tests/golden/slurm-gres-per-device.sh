@@ -23,21 +23,31 @@ if [ "${#devices[@]}" -gt 2 ]; then
     echo "gpujobqueue: ${#devices[@]} devices visible (${allocated}), using the first 2" >&2
     devices=("${devices[@]:0:2}")
 elif [ "${#devices[@]}" -lt 2 ]; then
-    echo "gpujobqueue: only ${#devices[@]} of 2 devices allocated (${allocated})" >&2
+    echo "gpujobqueue: this job asked for 2 devices but was given ${#devices[@]} (${allocated})" >&2
+    exit 1
 fi
 
-# One worker per device, CUDA_VISIBLE_DEVICES set to that device alone, named gpujobqueue-worker-<i>.
-worker_pids=()
-for i in "${!devices[@]}"; do
-    CUDA_VISIBLE_DEVICES="${devices[$i]}" \
-    python3 -m distributed.cli.dask_worker tcp://10.0.0.1:8786 \
-        --name gpujobqueue-worker-"$i" \
-        --nthreads 1 \
-        --memory-limit 4000000000 \
-        --nanny \
-        --resources GPU=1 &
-    worker_pids+=($!)
-done
+
+# One worker per device, named gpujobqueue-worker-<i>: one `dask worker` process whose
+# nannies each start their worker with CUDA_VISIBLE_DEVICES set to device i alone.
+export GPUJOBQUEUE_DEVICES="$(IFS=,; echo "${devices[*]}")"
+read -r -d '' pin_device <<'PYTHON'
+import os
+
+def dask_setup(nanny):
+    devices = os.environ["GPUJOBQUEUE_DEVICES"].split(",")
+    index = int(str(nanny.name).rpartition("-")[2]) if len(devices) > 1 else 0
+    nanny.env["CUDA_VISIBLE_DEVICES"] = devices[index]
+PYTHON
+python3 -m distributed.cli.dask_worker tcp://10.0.0.1:8786 \
+    --name gpujobqueue-worker \
+    --nworkers 2 \
+    --nanny \
+    --preload-nanny "$pin_device" \
+    --nthreads 1 \
+    --memory-limit 4000000000 \
+    --resources GPU=1 &
+worker_pids=($!)
 trap 'kill -TERM "${worker_pids[@]}" 2>/dev/null' TERM INT HUP
 worker_status=0
 for pid in "${worker_pids[@]}"; do

@@ -25,7 +25,8 @@ if [ "${#devices[@]}" -gt 8 ]; then
     echo "gpujobqueue: ${#devices[@]} devices visible (${allocated}), using the first 8" >&2
     devices=("${devices[@]:0:8}")
 elif [ "${#devices[@]}" -lt 8 ]; then
-    echo "gpujobqueue: only ${#devices[@]} of 8 devices allocated (${allocated})" >&2
+    echo "gpujobqueue: this job asked for 8 devices but was given ${#devices[@]} (${allocated})" >&2
+    exit 1
 fi
 
 # dask-cuda starts one worker per device in CUDA_VISIBLE_DEVICES, named gpujobqueue-worker-<i>.

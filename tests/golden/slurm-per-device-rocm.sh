@@ -20,21 +20,31 @@ if [ "${#devices[@]}" -gt 8 ]; then
     echo "gpujobqueue: ${#devices[@]} devices visible (${allocated}), using the first 8" >&2
     devices=("${devices[@]:0:8}")
 elif [ "${#devices[@]}" -lt 8 ]; then
-    echo "gpujobqueue: only ${#devices[@]} of 8 devices allocated (${allocated})" >&2
+    echo "gpujobqueue: this job asked for 8 devices but was given ${#devices[@]} (${allocated})" >&2
+    exit 1
 fi
 
-# One worker per device, ROCR_VISIBLE_DEVICES set to that device alone, named gpujobqueue-worker-<i>.
-worker_pids=()
-for i in "${!devices[@]}"; do
-    ROCR_VISIBLE_DEVICES="${devices[$i]}" \
-    python3 -m distributed.cli.dask_worker tcp://10.0.0.1:8786 \
-        --name gpujobqueue-worker-"$i" \
-        --nthreads 1 \
-        --memory-limit 0.125 \
-        --nanny \
-        --resources GPU=1 &
-    worker_pids+=($!)
-done
+
+# One worker per device, named gpujobqueue-worker-<i>: one `dask worker` process whose
+# nannies each start their worker with ROCR_VISIBLE_DEVICES set to device i alone.
+export GPUJOBQUEUE_DEVICES="$(IFS=,; echo "${devices[*]}")"
+read -r -d '' pin_device <<'PYTHON'
+import os
+
+def dask_setup(nanny):
+    devices = os.environ["GPUJOBQUEUE_DEVICES"].split(",")
+    index = int(str(nanny.name).rpartition("-")[2]) if len(devices) > 1 else 0
+    nanny.env["ROCR_VISIBLE_DEVICES"] = devices[index]
+PYTHON
+python3 -m distributed.cli.dask_worker tcp://10.0.0.1:8786 \
+    --name gpujobqueue-worker \
+    --nworkers 8 \
+    --nanny \
+    --preload-nanny "$pin_device" \
+    --nthreads 1 \
+    --memory-limit 0.125 \
+    --resources GPU=1 &
+worker_pids=($!)
 trap 'kill -TERM "${worker_pids[@]}" 2>/dev/null' TERM INT HUP
 worker_status=0
 for pid in "${worker_pids[@]}"; do
