@@ -79,6 +79,14 @@ def _print_table(outcomes: list[Outcome], backend: str) -> None:
         print("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)))
 
 
+def _tail(path: str | None, lines: int = 25) -> str:
+    try:
+        with open(path) as f:
+            return "".join(f.readlines()[-lines:])
+    except (OSError, TypeError):
+        return "(no log)"
+
+
 def run_demo(size: str = "medium", gpus: int | None = None) -> int:
     """Start a LocalGPUCluster, run the seed workloads, print a table; return an exit code.
 
@@ -110,7 +118,12 @@ def run_demo(size: str = "medium", gpus: int | None = None) -> int:
         cluster = stack.enter_context(LocalGPUCluster(gpus_per_node=workers, worker_mode=mode, devices=gpu_ids[:workers] or None))
         cluster.scale(gpus=workers)
         client = stack.enter_context(Client(cluster))
-        client.wait_for_workers(workers, timeout=120)
+        try:
+            client.wait_for_workers(workers, timeout=120)
+        except TimeoutError:
+            for job in cluster.workers.values():
+                print(f"--- end of the log of job {job.name} ({job.log_path}):\n{_tail(job.log_path)}")
+            raise GPUJobQueueError(f"{workers} worker(s) did not connect within 120 s; the job logs are above") from None
         print(f"{workers} worker(s) up in {time.perf_counter() - started:.1f} s; dashboard: {cluster.dashboard_link}")
         stack.enter_context(dask.config.set({"array.backend": backend}))
         outcomes = [_random_sum(side, chunk), _tall_skinny_svd(rows, cols, row_chunk)]

@@ -14,7 +14,8 @@ WORKER_MODES = ("dask-cuda", "per-device")
 VISIBILITY_VARIABLES = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "HIP_VISIBLE_DEVICES")
 PROTOCOLS = ("tcp", "tls", "ucx", "inproc", "ws", "wss")
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*(?: [a-z][a-z0-9-]*)?")
-_DEFAULT_MODULES = {"dask-cuda": "dask_cuda.cli worker", "per-device": "distributed.cli.dask_worker"}
+# `python -m dask_cuda.cli` runs dask-cuda's worker command itself (its __main__ calls worker()).
+_DEFAULT_MODULES = {"dask-cuda": "dask_cuda.cli", "per-device": "distributed.cli.dask_worker"}
 
 
 def normalise_protocol(field_name: str, value: str | None) -> str | None:
@@ -34,7 +35,7 @@ class WorkerLaunch:
     Parameters
     ----------
     mode : str
-        ``"dask-cuda"``: one ``python -m dask_cuda.cli worker`` per node, which starts one
+        ``"dask-cuda"``: one ``python -m dask_cuda.cli`` (``dask cuda worker``) per node, which starts one
         worker per visible GPU and names them ``<name>-0 .. <name>-(N-1)``.
         ``"per-device"``: one ``dask worker`` per allocated device, its process started with
         the visibility variable set to that one device, named ``<name>-<i>``. A single
@@ -72,7 +73,7 @@ class WorkerLaunch:
     mode: str = "dask-cuda"
     gpus: int = 1
     python: str = sys.executable
-    worker_command: str = _DEFAULT_MODULES["dask-cuda"]
+    worker_command: str = "dask_cuda.cli"
     nthreads: int = 1
     memory_limit: int | None = None
     device_memory_limit: str | None = None

@@ -69,7 +69,7 @@ def test_dask_cuda_mode_submits_and_cancels(slurm, counted):
     with SLURMGPUCluster(gpus_per_node=2, **SMALL) as cluster:
         cluster.scale(jobs=1)
         assert len(slurm.squeue_ids()) == 1
-        assert "--gpus-per-node=2" in cluster.job_script() and "dask_cuda.cli worker" in cluster.job_script()
+        assert "--gpus-per-node=2" in cluster.job_script() and "-m dask_cuda.cli " in cluster.job_script()
     assert wait_until(lambda: not slurm.squeue_ids(), 30, what="squeue to empty after close()")
     assert counted.count("sbatch") == 1 and counted.count("scancel") == 1
 

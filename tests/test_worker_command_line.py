@@ -1,20 +1,32 @@
 """The worker command lines the templates render parse under the installed CLIs themselves."""
 
+import ast
+import importlib
+import importlib.util
 import shlex
 
 import click
 import pytest
-from distributed.cli import dask_worker
 
 from gpujobqueue.scripts import job_script_for
 
-dask_cuda_cli = pytest.importorskip("dask_cuda.cli", reason="dask-cuda (with cuda-bindings) is needed to parse its command line")
+pytest.importorskip("dask_cuda.cli", reason="dask-cuda (with cuda-bindings) is needed to parse its command line")
 
 FULL_DASK_CUDA = {
     "gpus_per_node": 4, "python": "python3", "rmm_pool_size": "20GB", "device_memory_limit": "0.8",
     "local_directory": "/tmp/dask", "protocol": "ucx", "interface": "ib0", "death_timeout": 30,
     "nthreads": 2, "memory_per_gpu": "60GiB", "worker_extra_args": ["--dashboard-address", ":0"],
 }
+
+
+def python_m_command(module: str):
+    """The click command that ``python -m <module>`` runs: the call in its ``__main__`` block."""
+    tree = ast.parse(open(importlib.util.find_spec(module).origin).read())
+    for node in tree.body:
+        if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test):
+            call = node.body[0].value
+            return getattr(importlib.import_module(module), call.func.id)
+    raise AssertionError(f"{module} has no __main__ block")
 
 
 def worker_arguments(script: str, module: str) -> list[str]:
@@ -32,8 +44,8 @@ def worker_arguments(script: str, module: str) -> list[str]:
 
 def test_dask_cuda_command_parses_under_dask_cuda():
     script = job_script_for("slurm", FULL_DASK_CUDA, name="job-7", scheduler="tcp://10.0.0.1:8786")
-    args = worker_arguments(script, "dask_cuda.cli worker")
-    context = dask_cuda_cli.worker.make_context("worker", args)
+    args = worker_arguments(script, "dask_cuda.cli")
+    context = python_m_command("dask_cuda.cli").make_context("dask_cuda.cli", args)
     params = context.params
     assert params["scheduler"] == "tcp://10.0.0.1:8786"
     assert params["name"] == "job-7"
@@ -50,13 +62,20 @@ def test_parser_rejects_what_dask_cuda_rejects():
     # The check above can fail: dask-cuda refuses --lifetime, which dask worker takes.
     script = job_script_for("slurm", {**FULL_DASK_CUDA, "worker_extra_args": ["--lifetime", "1h"]}, name="job-7")
     with pytest.raises(click.NoSuchOption):
-        dask_cuda_cli.worker.make_context("worker", worker_arguments(script, "dask_cuda.cli worker"))
+        python_m_command("dask_cuda.cli").make_context("dask_cuda.cli", worker_arguments(script, "dask_cuda.cli"))
+
+
+def test_a_subcommand_word_is_caught_as_the_scheduler():
+    # `python -m dask_cuda.cli worker ADDR` hands "worker" to dask-cuda as its scheduler:
+    # the form that once failed on real GPUs, and that parsing as python -m does catches.
+    with pytest.raises(click.UsageError, match="unexpected extra argument"):
+        python_m_command("dask_cuda.cli").make_context("dask_cuda.cli", ["worker", "tcp://10.0.0.1:8786", "--name", "x"])
 
 
 def test_per_device_command_parses_under_dask_worker():
     script = job_script_for("slurm", {"gpus_per_node": 2, "worker_mode": "per-device", "python": "python3", "death_timeout": 30}, name="job-3", scheduler="tls://10.0.0.1:8786")
     args = worker_arguments(script, "distributed.cli.dask_worker")
-    params = dask_worker.main.make_context("dask-worker", args).params
+    params = python_m_command("distributed.cli.dask_worker").make_context("dask-worker", args).params
     assert params["name"] == "job-3"  # dask worker names its nannies' workers job-3-0, job-3-1
     assert params["n_workers"] == "2"
     assert params["nanny"] is True
@@ -67,6 +86,6 @@ def test_per_device_command_parses_under_dask_worker():
 
 def test_per_device_without_nanny_parses_under_dask_worker():
     script = job_script_for("slurm", {"gpus_per_node": 2, "worker_mode": "per-device", "python": "python3", "nanny": False}, name="job-3")
-    params = dask_worker.main.make_context("dask-worker", worker_arguments(script, "distributed.cli.dask_worker")).params
+    params = python_m_command("distributed.cli.dask_worker").make_context("dask-worker", worker_arguments(script, "distributed.cli.dask_worker")).params
     assert params["name"] == "job-3-$i"  # the script expands $i to the device's index
     assert params["nanny"] is False

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import getpass
 import os
 import signal
 import subprocess
+import tempfile
 import threading
 from typing import Any, Sequence
 
@@ -15,6 +17,11 @@ from ..cluster import GPUJobQueueCluster
 from ..errors import SubmissionError, ValidationError
 from ..gpus import nvidia_gpu_ids
 from ..job import GPUJob
+
+
+def private_log_directory() -> str:
+    """Where local jobs write their output when no ``log_directory`` is given (mode 0700)."""
+    return os.path.join(tempfile.gettempdir(), f"gpujobqueue-{getpass.getuser()}", "logs")
 
 
 class DevicePool:
@@ -63,6 +70,7 @@ class LocalGPUJob(GPUJob):
         self.device_pool = device_pool
         self.process: subprocess.Popen | None = None
         self.devices: list[str] | None = None
+        self.log_path: str | None = None
 
     @property
     def job_header(self) -> str:
@@ -74,9 +82,10 @@ class LocalGPUJob(GPUJob):
         if self.device_pool is not None:
             self.devices = self.device_pool.take(self.launch.gpus, str(self.name))
             env[self.launch.allocation_variable] = ",".join(self.devices)
-        log = subprocess.DEVNULL
-        if self.log_directory:
-            log = open(os.path.join(self.log_directory, f"{self.job_name}-{self.name}.out"), "ab")
+        log_directory = self.log_directory or private_log_directory()
+        os.makedirs(log_directory, mode=0o700, exist_ok=True)
+        self.log_path = os.path.join(log_directory, f"{self.job_name}-{self.name}.out")
+        log = open(self.log_path, "ab")
         try:
             self.process = subprocess.Popen(
                 ["bash", "-c", self.job_script(), f"gpujobqueue-{self.name}"],
@@ -86,8 +95,7 @@ class LocalGPUJob(GPUJob):
             self._release_devices()
             raise SubmissionError(f"could not start local job {self.name}: {error}") from error
         finally:
-            if log is not subprocess.DEVNULL:
-                log.close()
+            log.close()
         self.job_id = str(self.process.pid)
         await super(Job, self).start()  # ProcessInterface.start: mark running; no submit command
 
