@@ -17,8 +17,8 @@ def device_facts(dask_worker):
 
     import cupy
 
-    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
-    return {"name": dask_worker.name, "visible": os.environ["CUDA_VISIBLE_DEVICES"], "pci": props["pciBusID"], "resources": dict(dask_worker.state.total_resources)}
+    # The full PCI id, domain included: on some hosts every GPU sits on bus 0 of its own domain.
+    return {"name": dask_worker.name, "visible": os.environ["CUDA_VISIBLE_DEVICES"], "pci": cupy.cuda.Device().pci_bus_id, "resources": dict(dask_worker.state.total_resources)}
 
 
 def cupy_sum(n):
