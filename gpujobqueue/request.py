@@ -62,6 +62,18 @@ def parse_positive_int(field_name: str, value: Any) -> int:
     return number
 
 
+def parse_bool(field_name: str, value: Any) -> bool:
+    """``True``/``False``, or their spellings in config files and environment variables."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "yes", "1", "on"):
+        return True
+    if text in ("false", "no", "0", "off"):
+        return False
+    raise ValidationError(field_name, f"expected true or false, got {value!r}")
+
+
 def parse_walltime(field_name: str, value: Any) -> int:
     """Parse a batch walltime into seconds.
 
@@ -306,7 +318,7 @@ class JobRequest:
             queue=optional("queue", parse_word),
             qos=optional("qos", parse_word),
             constraint=optional("constraint", lambda f, v: _matching(f, v, _CONSTRAINT, "SLURM feature names joined by & | , (no spaces or shell characters)")),
-            exclusive=bool(get("exclusive") or False),
+            exclusive=parse_bool("exclusive", get("exclusive") if get("exclusive") is not None else False),
             gpu_request=style,
             gpu_type=optional("gpu_type", parse_word),
             log_directory=optional("log_directory", parse_path),

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .errors import ValidationError
-from .request import _PATH, _matching, _one_line, parse_lines, parse_path, parse_positive_int, parse_size
+from .request import _PATH, _matching, _one_line, parse_bool, parse_lines, parse_path, parse_positive_int, parse_size
 
 WORKER_MODES = ("dask-cuda", "per-device")
 VISIBILITY_VARIABLES = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "HIP_VISIBLE_DEVICES")
@@ -104,7 +104,7 @@ class WorkerLaunch:
         mode = get("worker_mode") or "dask-cuda"
         if mode not in WORKER_MODES:
             raise ValidationError("worker_mode", f"{mode!r} is not a worker mode; use one of {', '.join(WORKER_MODES)}")
-        nanny = True if get("nanny") is None else bool(get("nanny"))
+        nanny = True if get("nanny") is None else parse_bool("nanny", get("nanny"))
         if mode == "dask-cuda" and not nanny:
             raise ValidationError("nanny", "dask-cuda always starts its workers under a nanny; use worker_mode='per-device' for nanny=False")
 

@@ -87,6 +87,7 @@ def test_request_from_settings_derives_cpus_and_memory_per_gpu():
         ({"environment": {"BAD NAME": "x"}}, "environment"),
         ({"log_directory": "/tmp/a b"}, "log_directory"),
         ({"constraint": "gpu; reboot"}, "constraint"),
+        ({"exclusive": "sometimes"}, "exclusive"),
     ],
 )
 def test_bad_request_names_the_field(settings, field):
@@ -94,3 +95,8 @@ def test_bad_request_names_the_field(settings, field):
         JobRequest.from_settings(settings)
     assert info.value.field == field
     assert str(info.value).startswith(field + ":")
+
+
+def test_booleans_from_config_text():
+    assert JobRequest.from_settings({"exclusive": "false"}).exclusive is False
+    assert JobRequest.from_settings({"exclusive": "yes"}).exclusive is True
