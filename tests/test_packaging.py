@@ -1,7 +1,6 @@
 """A plain (non-editable) ``pip install .`` carries the templates and renders scripts."""
 
 import subprocess
-import sys
 import venv
 from pathlib import Path
 
