@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # Install SLURM and munge (Debian packages) for tests/fixtures/slurm.py.
 # Idempotent: does nothing when the binaries are already there.
-# Only slurm-wlm-basic-plugins is needed at run time, so recommends are skipped.
 set -euo pipefail
 
 export PATH="$PATH:/usr/sbin:/sbin"
@@ -23,7 +22,7 @@ else
     echo "install-slurm: missing ${missing[*]}; installing slurm-wlm and munge"
     "${as_root[@]}" apt-get update
     "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
-        apt-get install -y --no-install-recommends slurm-wlm munge
+        apt-get install -y slurm-wlm munge
 fi
 
 # The munge package creates the key on install; make sure it is there.

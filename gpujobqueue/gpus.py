@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -12,15 +13,22 @@ def nvidia_gpu_ids() -> list[str]:
 
     Returns an empty list on a machine without NVIDIA GPUs or drivers.
     """
-    count = _nvml_count()
-    if count is None:
-        count = _nvidia_smi_count()
+    count = _machine_gpu_count()
     if not count:
         return []
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
         return [d for d in (x.strip() for x in visible.split(",")) if d][:count]
     return [str(i) for i in range(count)]
+
+
+@functools.lru_cache(maxsize=1)
+def _machine_gpu_count() -> int:
+    """The machine's NVIDIA GPUs, looked up once per process (NVML, else nvidia-smi)."""
+    count = _nvml_count()
+    if count is None:
+        count = _nvidia_smi_count()
+    return count or 0
 
 
 def _nvml_count() -> int | None:

@@ -155,10 +155,26 @@ def format_slurm_memory(nbytes: int) -> str:
 
 
 def parse_path(field_name: str, value: Any) -> str:
-    """A directory path: absolute after ``~`` and ``$VAR`` expansion, no spaces or shell characters."""
+    """A directory path, made absolute after ``~`` expansion; no spaces or shell characters."""
     text = _one_line(field_name, os.fspath(value) if isinstance(value, os.PathLike) else value)
     text = os.path.abspath(os.path.expanduser(text))
     return _matching(field_name, text, _PATH, "a path of letters, digits and _ . / + @ % = , : - (no spaces or shell characters)")
+
+
+_JOB_PATH = re.compile(r"(?:\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z0-9_./+@%=,:-])+")
+
+
+def parse_job_path(field_name: str, value: Any) -> str:
+    """A path the job's shell expands, such as ``$TMPDIR/dask`` or ``/scratch/${USER}``.
+
+    Variable references (``$NAME``, ``${NAME}``) are kept for the compute node to expand;
+    a path without them is made absolute as :func:`parse_path` does. No other shell
+    character is accepted, so the value is safe inside double quotes.
+    """
+    text = _one_line(field_name, os.fspath(value) if isinstance(value, os.PathLike) else value)
+    if "$" not in text:
+        return parse_path(field_name, text)
+    return _matching(field_name, text, _JOB_PATH, "a path of letters, digits, _ . / + @ % = , : - and $NAME or ${NAME} references")
 
 
 def parse_lines(field_name: str, value: Any) -> tuple[str, ...]:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .errors import ValidationError
-from .request import _PATH, _matching, _one_line, parse_bool, parse_lines, parse_path, parse_positive_int, parse_size
+from .request import _PATH, _matching, _one_line, parse_bool, parse_job_path, parse_lines, parse_positive_int, parse_size
 
 WORKER_MODES = ("dask-cuda", "per-device")
 VISIBILITY_VARIABLES = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "HIP_VISIBLE_DEVICES")
@@ -63,7 +63,8 @@ class WorkerLaunch:
     death_timeout : int or None
         Seconds a worker waits for an absent scheduler before it exits.
     local_directory : str or None
-        Scratch directory for spilling.
+        Scratch directory for spilling; ``$TMPDIR``-style references are expanded on the
+        compute node.
     protocol, interface : str or None
         Comms protocol (``tcp``, ``tls``, ``ucx``) and network interface.
     extra_args : tuple of str
@@ -160,7 +161,7 @@ class WorkerLaunch:
             allocation_variable=allocation,
             nanny=nanny,
             death_timeout=None if death_timeout is None else parse_positive_int("death_timeout", int(float(death_timeout))),
-            local_directory=None if get("local_directory") is None else parse_path("local_directory", get("local_directory")),
+            local_directory=None if get("local_directory") is None else parse_job_path("local_directory", get("local_directory")),
             protocol=normalise_protocol("protocol", get("protocol")),
             interface=interface,
             extra_args=parse_lines("worker_extra_args", get("worker_extra_args")),

@@ -2,6 +2,8 @@
 
 import inspect
 
+import dask.config
+
 import pytest
 from dask_jobqueue import SLURMCluster
 from dask_jobqueue.core import Job, JobQueueCluster
@@ -61,3 +63,16 @@ def test_gpucluster_picks_the_batch_system():
         GPUCluster(batch="pbsx")
     with GPUCluster(batch="local", gpus_per_node=1, worker_mode="per-device") as cluster:
         assert isinstance(cluster, LocalGPUCluster)
+
+
+def test_dask_config_fills_what_keywords_leave_out():
+    with dask.config.set({"gpujobqueue.slurm.queue": "debug", "gpujobqueue.slurm.gpus-per-node": 4, "gpujobqueue.slurm.walltime": "00:20:00"}):
+        _, request, launch = SLURMGPUCluster.parse_keywords({"walltime": "00:05:00"})
+    assert request.queue == "debug" and request.gpus_per_node == 4 and launch.gpus == 4
+    assert request.walltime == 300  # the keyword wins over the config
+
+
+def test_dask_config_values_are_validated_like_keywords():
+    with dask.config.set({"gpujobqueue.slurm.walltime": "25:99"}):
+        with pytest.raises(ValidationError, match="walltime: '25:99'"):
+            SLURMGPUCluster.parse_keywords({})

@@ -95,3 +95,14 @@ def test_local_adapt_reaches_four_and_returns_to_zero(counted_jobs):
         assert len(names) == 4
         wait_until(lambda: not client.scheduler_info()["workers"] and not cluster.workers, 60, what="adapt back to 0")
     assert counted_jobs == {"start": 2, "close": 2}
+
+
+def test_local_directory_variables_expand_in_the_job(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUJOBQUEUE_TEST_SCRATCH", str(tmp_path))
+    options = {**SMALL, "local_directory": "$GPUJOBQUEUE_TEST_SCRATCH/dask"}
+    with LocalGPUCluster(gpus_per_node=1, devices=[0], **options) as cluster, Client(cluster) as client:
+        assert '--local-directory "$GPUJOBQUEUE_TEST_SCRATCH/dask"' in cluster.job_script()
+        cluster.scale(1)
+        client.wait_for_workers(1, timeout=60)
+        (directory,) = client.run(lambda dask_worker: dask_worker.local_directory).values()
+        assert directory.startswith(str(tmp_path / "dask"))

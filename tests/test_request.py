@@ -100,3 +100,13 @@ def test_bad_request_names_the_field(settings, field):
 def test_booleans_from_config_text():
     assert JobRequest.from_settings({"exclusive": "false"}).exclusive is False
     assert JobRequest.from_settings({"exclusive": "yes"}).exclusive is True
+
+
+def test_job_paths_keep_variables_for_the_node():
+    from gpujobqueue.request import parse_job_path
+
+    assert parse_job_path("local_directory", "$TMPDIR/dask") == "$TMPDIR/dask"
+    assert parse_job_path("local_directory", "/scratch/${USER}/dask") == "/scratch/${USER}/dask"
+    for bad in ("$(reboot)", "`id`", "$TMPDIR; rm -rf ~", '$TMPDIR"x', "${A:-/tmp}"):
+        with pytest.raises(ValidationError, match="local_directory"):
+            parse_job_path("local_directory", bad)

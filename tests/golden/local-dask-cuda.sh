@@ -25,7 +25,7 @@ python3 -m dask_cuda.cli tcp://10.0.0.1:8786 \
     --name gpujobqueue-worker \
     --nthreads 1 \
     --memory-limit auto \
-    --local-directory /tmp/dask \
+    --local-directory "/tmp/dask" \
     --protocol ucx \
     --interface ib0 \
     --resources GPU=1 &
