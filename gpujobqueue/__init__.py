@@ -1,6 +1,9 @@
 """Dask clusters of GPU workers on HPC batch systems."""
 
 from .batch.local import LocalGPUCluster
+from .batch.lsf import LSFGPUCluster
+from .batch.pbs import PBSGPUCluster
+from .batch.sge import SGEGPUCluster
 from .batch.slurm import SLURMGPUCluster
 from .cluster import GPUCluster
 from .errors import GPUJobQueueError, SubmissionError, UnknownKeywordError, ValidationError
@@ -13,6 +16,9 @@ __all__ = [
     "GPUJobQueueError",
     "JobRequest",
     "LocalGPUCluster",
+    "LSFGPUCluster",
+    "PBSGPUCluster",
+    "SGEGPUCluster",
     "SLURMGPUCluster",
     "SubmissionError",
     "UnknownKeywordError",

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from .batch import BATCH_SYSTEMS
 from .errors import GPUJobQueueError
 
 # CLI options mirror the cluster keywords: --gpus-per-node is gpus_per_node.
@@ -16,7 +17,14 @@ _SCALAR_OPTIONS = {
     "nthreads": int, "memory-limit": str, "device-memory-limit": str, "rmm-pool-size": str,
     "death-timeout": int, "local-directory": str, "protocol": str, "interface": str,
     "python": str, "worker-command": str, "shebang": str, "job-mem": str, "job-cpu": int,
+    # PBS
+    "place": str, "filesystems": str, "resource-spec": str,
+    # LSF
+    "ncpus": int, "lsf-units": str, "gpu-mode": str,
+    # Grid Engine
+    "gpu-complex": str, "resource-type": str, "parallel-environment": str,
 }
+_GPU_REQUEST_STYLES = ["gpus-per-node", "gres", "select", "torque", "gpu", "csm", "complex", "resource-type", "none"]
 _LIST_OPTIONS = {
     "job-extra-directives": "Extra directive (without its #SBATCH prefix); repeatable.",
     "job-directives-skip": "Leave out generated directives containing this text; repeatable.",
@@ -32,8 +40,10 @@ def _keyword_options(command):
     for name, text in reversed(_LIST_OPTIONS.items()):
         command = click.option(f"--{name}", multiple=True, help=text)(command)
     command = click.option("--env", "environment", multiple=True, metavar="NAME=VALUE", help="Variable exported in the job; repeatable.")(command)
+    command = click.option("--chunk-resource", "chunk_resources", multiple=True, metavar="NAME=VALUE", help="PBS select-chunk resource (system=polaris); repeatable.")(command)
     command = click.option("--exclusive/--shared", default=None, help="Ask for whole nodes.")(command)
-    command = click.option("--gpu-request", type=click.Choice(["gpus-per-node", "gres", "none"]), default=None, help="How the job asks for GPUs.")(command)
+    command = click.option("--gpu-request", type=click.Choice(_GPU_REQUEST_STYLES), default=None, help="How the job asks for GPUs, in the batch system's terms (slurm: gpus-per-node, gres; pbs: select, torque; lsf: gpu, csm; sge: complex, resource-type).")(command)
+    command = click.option("--launcher", type=click.Choice(["direct", "jsrun"]), default=None, help="How the script reaches the job's node: directly, or jsrun from a CSM launch node.")(command)
     command = click.option("--worker-mode", type=click.Choice(["dask-cuda", "per-device"]), default=None, help="dask-cuda per node, or one dask worker per device.")(command)
     command = click.option("--visibility-variable", default=None, help="CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES or ZE_AFFINITY_MASK.")(command)
     return command
@@ -46,7 +56,7 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("batch", type=click.Choice(["slurm", "local"]))
+@click.argument("batch", type=click.Choice(list(BATCH_SYSTEMS)))
 @click.option("--scheduler-address", default=None, help="Scheduler the workers connect to (default: a placeholder to fill in).")
 @click.option("--name", "worker_name", default="gpujobqueue-worker", show_default=True, help="Worker name prefix; workers are NAME-<i>.")
 @_keyword_options
@@ -56,6 +66,9 @@ def render(batch: str, scheduler_address: str | None, worker_name: str, environm
     from .scripts import job_script_for
 
     keywords = {key: value for key, value in options.items() if value not in (None, ())}
+    for item in keywords.get("chunk_resources", ()):
+        if "=" not in item:
+            raise click.BadParameter(f"{item!r}: use NAME=VALUE", param_hint="--chunk-resource")
     env = {}
     for item in environment:
         key, sep, value = item.partition("=")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import math
 import warnings
@@ -22,18 +23,20 @@ from .workers import WorkerLaunch
 
 logger = logging.getLogger(__name__)
 
+# Keywords every batch system takes; each cluster class adds its own (batch_keywords).
 REQUEST_KEYWORDS = (
-    "nodes", "gpus_per_node", "cpus_per_gpu", "cores", "job_cpu", "memory", "memory_per_gpu",
-    "job_mem", "walltime", "account", "queue", "qos", "constraint", "exclusive", "job_name",
+    "nodes", "gpus_per_node", "cpus_per_gpu", "cores", "memory", "memory_per_gpu",
+    "walltime", "account", "queue", "exclusive", "job_name",
     "log_directory", "job_extra_directives", "job_directives_skip", "job_script_prologue",
     "job_script_epilogue", "environment", "gpu_request", "gpu_type", "shebang",
 )
 LAUNCH_KEYWORDS = (
     "worker_mode", "python", "worker_command", "nthreads", "memory_limit", "device_memory_limit",
     "rmm_pool_size", "visibility_variable", "allocation_variable", "nanny", "death_timeout",
-    "local_directory", "protocol", "interface", "worker_extra_args",
+    "local_directory", "protocol", "interface", "worker_extra_args", "launcher",
 )
-# dask-jobqueue's deprecated spellings, kept with the same meaning and warning.
+# dask-jobqueue's deprecated spellings, kept with the same meaning and warning
+# (unless a batch system keeps the old name as its own, as PBS, LSF and SGE keep project).
 RENAMED_KEYWORDS = {
     "project": "account",
     "job_extra": "job_extra_directives",
@@ -41,7 +44,6 @@ RENAMED_KEYWORDS = {
     "env_extra": "job_script_prologue",
     "extra": "worker_extra_args",
 }
-SYNONYMS = {"partition": "queue"}
 
 
 class WorkerJobKey:
@@ -67,17 +69,17 @@ class WorkerJobKey:
         return self.job_of(str(worker_state.name))
 
 
-def _take_keywords(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Apply dask-jobqueue's renamed keywords and SLURM synonyms; return the settings."""
+def _take_keywords(kwargs: dict[str, Any], synonyms: dict[str, str]) -> dict[str, Any]:
+    """Apply dask-jobqueue's renamed keywords and the batch system's synonyms; return the settings."""
     given = dict(kwargs)
     for old, new in RENAMED_KEYWORDS.items():
-        if old in given:
+        if old in given and old not in synonyms:
             value = given.pop(old)
             if value is not None:
                 warnings.warn(f"{old} has been renamed to {new} (as in dask-jobqueue); {old} is used only where {new} is not set", FutureWarning, stacklevel=4)
                 if given.get(new) is None:
                     given[new] = value
-    for synonym, name in SYNONYMS.items():
+    for synonym, name in synonyms.items():
         if synonym in given:
             value = given.pop(synonym)
             if given.get(name) is not None and value is not None and value != given[name]:
@@ -144,6 +146,10 @@ class GPUJobQueueCluster(JobQueueCluster):
 
     job_cls: ClassVar[type[GPUJob]]
     batch_keywords: ClassVar[tuple[str, ...]] = ()
+    # Other names of keywords, in this batch system's (or dask-jobqueue's) vocabulary.
+    batch_synonyms: ClassVar[dict[str, str]] = {}
+    # How this batch system can ask for GPUs; the first is the default.
+    gpu_request_styles: ClassVar[tuple[str, ...]] = ("none",)
 
     def __init__(
         self,
@@ -211,8 +217,8 @@ class GPUJobQueueCluster(JobQueueCluster):
         names = REQUEST_KEYWORDS + LAUNCH_KEYWORDS + cls.batch_keywords
         kwargs = dict(kwargs)
         processes = kwargs.pop("processes", None)
-        config.check_keywords(kwargs, names + tuple(RENAMED_KEYWORDS) + tuple(SYNONYMS))
-        settings = config.resolve(cls.job_cls.batch, _take_keywords(kwargs), names)
+        config.check_keywords(kwargs, names + tuple(RENAMED_KEYWORDS) + tuple(cls.batch_synonyms))
+        settings = config.resolve(cls.job_cls.batch, _take_keywords(kwargs, cls.batch_synonyms), names)
         if processes is not None:  # dask-jobqueue's workers per job: here, one per GPU
             processes = parse_positive_int("processes", processes)
             gpus = settings.get("gpus_per_node")
@@ -220,13 +226,26 @@ class GPUJobQueueCluster(JobQueueCluster):
                 raise ValidationError("processes", f"processes={processes} but gpus_per_node={gpus}: one worker runs per GPU, so give gpus_per_node alone")
             settings["gpus_per_node"] = processes
         cls._apply_batch_defaults(settings)
-        request = JobRequest.from_settings(settings)
+        request = JobRequest.from_settings(settings, gpu_request_styles=cls.gpu_request_styles)
+        request = dataclasses.replace(request, options=cls._parse_batch_options(settings, request))
         launch = WorkerLaunch.from_settings(settings, gpus=request.gpus_per_node, memory_per_node=request.memory_per_node)
+        cls._check_launch(request, launch)
         return settings, request, launch
 
     @classmethod
     def _apply_batch_defaults(cls, settings: dict[str, Any]) -> None:
         """Hook for a batch system to fill defaults of its own into the settings."""
+
+    @classmethod
+    def _parse_batch_options(cls, settings: dict[str, Any], request: JobRequest) -> Any:
+        """Hook: parse the batch system's own keywords into its options object."""
+        return None
+
+    @classmethod
+    def _check_launch(cls, request: JobRequest, launch: WorkerLaunch) -> None:
+        """Hook: refuse a launcher that cannot reach this batch system's GPUs."""
+        if launch.launcher != "direct":
+            raise ValidationError("launcher", f"{cls.job_cls.batch} jobs start their workers directly (launcher='direct'); {launch.launcher!r} is for other batch systems")
 
     def _batch_job_kwargs(self, settings: dict[str, Any]) -> dict[str, Any]:
         """Hook for a batch system's extra job keywords."""
@@ -338,7 +357,7 @@ def GPUCluster(batch: str | None = None, **kwargs: Any) -> GPUJobQueueCluster:
 
     Parameters
     ----------
-    batch : {"slurm", "local"}, optional
+    batch : {"slurm", "pbs", "lsf", "sge", "local"}, optional
         The batch system; default ``gpujobqueue.batch`` from dask config (``local``).
     **kwargs
         The cluster's keywords (see :class:`GPUJobQueueCluster`).
@@ -346,7 +365,8 @@ def GPUCluster(batch: str | None = None, **kwargs: Any) -> GPUJobQueueCluster:
     Returns
     -------
     GPUJobQueueCluster
-        A :class:`SLURMGPUCluster` or :class:`LocalGPUCluster`.
+        A :class:`SLURMGPUCluster`, :class:`PBSGPUCluster`, :class:`LSFGPUCluster`,
+        :class:`SGEGPUCluster` or :class:`LocalGPUCluster`.
     """
     from .batch import cluster_class
 

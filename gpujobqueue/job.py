@@ -112,6 +112,12 @@ class GPUJob(Job):
     async def _start_job(self) -> None:
         await super().start()
 
+    async def close(self) -> None:
+        await super().close()  # the batch system's cancel command
+        # dask-jobqueue's Job.close leaves the status `running`; SpecCluster.close asserts
+        # that every job it still references is closed.
+        await ProcessInterface.close(self)
+
     async def _submit_job(self, script_filename: str) -> str:
         try:
             return await super()._submit_job(script_filename)

@@ -10,7 +10,7 @@ from typing import Sequence
 
 import jinja2
 
-from .request import JobRequest, format_slurm_memory
+from .request import JobRequest, format_hours_walltime, format_lsf_walltime, format_pbs_memory, format_slurm_memory
 from .workers import WorkerLaunch
 
 PLACEHOLDER_SCHEDULER = "tcp://<insert-scheduler-address-here>:8786"
@@ -52,6 +52,9 @@ def environment() -> jinja2.Environment:
     )
     env.filters["shquote"] = lambda value: shlex.quote(str(value))
     env.filters["slurm_memory"] = format_slurm_memory
+    env.filters["pbs_memory"] = format_pbs_memory
+    env.filters["hours_walltime"] = format_hours_walltime
+    env.filters["lsf_walltime"] = format_lsf_walltime
     env.filters["skip_lines"] = _skip_lines
     return env
 
@@ -71,7 +74,7 @@ def render_job_script(
     Parameters
     ----------
     batch : str
-        Template to use: ``"slurm"`` or ``"local"``.
+        Template to use: ``"slurm"``, ``"pbs"``, ``"lsf"``, ``"sge"`` or ``"local"``.
     request : JobRequest
         What the job asks of the batch system.
     launch : WorkerLaunch

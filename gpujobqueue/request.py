@@ -13,7 +13,7 @@ from dask.utils import parse_bytes
 
 from .errors import ValidationError
 
-GPU_REQUEST_STYLES = ("gpus-per-node", "gres", "none")
+GPU_REQUEST_STYLES = ("gpus-per-node", "gres", "none")  # SLURM's; each batch system names its own
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}")
 _SAFE_WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}")
@@ -131,6 +131,19 @@ def format_walltime(seconds: int) -> str:
     return f"{days}-{clock}" if days else clock
 
 
+def format_hours_walltime(seconds: int) -> str:
+    """Seconds as ``HH:MM:SS`` with hours past 24 (PBS ``walltime``, Grid Engine ``h_rt``)."""
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours:02d}:{minutes:02d}:{secs:02d}"
+
+
+def format_lsf_walltime(seconds: int) -> str:
+    """Seconds as LSF's ``-W HH:MM``, rounded up to the minute."""
+    hours, minutes = divmod(math.ceil(seconds / 60), 60)
+    return f"{hours:02d}:{minutes:02d}"
+
+
 def parse_size(field_name: str, value: Any) -> int:
     """Parse a memory size such as ``60GiB``, ``60 GB`` or a number of bytes into bytes."""
     if isinstance(value, bool):
@@ -152,6 +165,12 @@ def format_slurm_memory(nbytes: int) -> str:
     """Bytes as SLURM memory (binary units), rounded up: ``60G`` or ``1536M``."""
     mebibytes = math.ceil(nbytes / 2**20)
     return f"{mebibytes // 1024}G" if mebibytes % 1024 == 0 else f"{mebibytes}M"
+
+
+def format_pbs_memory(nbytes: int) -> str:
+    """Bytes as a PBS size (binary units), rounded up: ``60gb`` or ``1536mb``."""
+    mebibytes = math.ceil(nbytes / 2**20)
+    return f"{mebibytes // 1024}gb" if mebibytes % 1024 == 0 else f"{mebibytes}mb"
 
 
 def parse_path(field_name: str, value: Any) -> str:
@@ -233,8 +252,10 @@ class JobRequest:
     exclusive : bool
         Ask for whole nodes.
     gpu_request : str
-        How GPUs are asked for: ``"gpus-per-node"``, ``"gres"`` or ``"none"`` (the queue
-        implies them).
+        How GPUs are asked for, in the batch system's vocabulary (SLURM:
+        ``"gpus-per-node"``, ``"gres"``; PBS: ``"select"``, ``"torque"``; LSF: ``"gpu"``,
+        ``"csm"``; Grid Engine: ``"complex"``, ``"resource-type"``), or ``"none"`` (the
+        queue implies them).
     gpu_type : str or None
         GPU model for typed requests, e.g. ``a100`` in ``--gres=gpu:a100:4``.
     log_directory : str or None
@@ -249,6 +270,11 @@ class JobRequest:
         Variables exported in the job.
     shebang : str
         First line of the script.
+    job_mem : str or None
+        SLURM's raw ``--mem`` value, when given instead of ``memory``.
+    options : object
+        The batch system's own settings (for example :class:`~gpujobqueue.batch.pbs.PBSOptions`),
+        or None.
     """
 
     job_name: str = "gpujobqueue"
@@ -272,9 +298,10 @@ class JobRequest:
     environment: tuple[tuple[str, str], ...] = field(default_factory=tuple)
     shebang: str = "#!/usr/bin/env bash"
     job_mem: str | None = None
+    options: Any = None
 
     @classmethod
-    def from_settings(cls, settings: Mapping[str, Any]) -> "JobRequest":
+    def from_settings(cls, settings: Mapping[str, Any], *, gpu_request_styles: Sequence[str] = GPU_REQUEST_STYLES) -> "JobRequest":
         """Parse and validate the request part of resolved settings.
 
         Parameters
@@ -282,6 +309,8 @@ class JobRequest:
         settings : mapping
             Keyword names (as the cluster classes take them) to values; missing or None
             values take the defaults.
+        gpu_request_styles : sequence of str
+            The batch system's GPU request styles; the first is the default.
 
         Raises
         ------
@@ -314,9 +343,9 @@ class JobRequest:
         else:
             memory_bytes = None
 
-        style = get("gpu_request") or "gpus-per-node"
-        if style not in GPU_REQUEST_STYLES:
-            raise ValidationError("gpu_request", f"{style!r} is not a GPU request style; use one of {', '.join(GPU_REQUEST_STYLES)}")
+        style = get("gpu_request") or gpu_request_styles[0]
+        if style not in gpu_request_styles:
+            raise ValidationError("gpu_request", f"{style!r} is not a GPU request style of this batch system; use one of {', '.join(gpu_request_styles)}")
 
         def optional(name, parser):
             value = get(name)

@@ -14,7 +14,7 @@ def job_script_for(batch: str, keywords: Mapping[str, Any], *, name: str, schedu
     Parameters
     ----------
     batch : str
-        ``slurm`` or ``local``.
+        ``slurm``, ``pbs``, ``lsf``, ``sge`` or ``local``.
     keywords : mapping
         Cluster keywords (as :class:`~gpujobqueue.cluster.GPUJobQueueCluster` takes them).
     name : str

@@ -12,6 +12,9 @@ from .request import _PATH, _matching, _one_line, parse_bool, parse_job_path, pa
 
 WORKER_MODES = ("dask-cuda", "per-device")
 VISIBILITY_VARIABLES = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "HIP_VISIBLE_DEVICES")
+# How the batch script reaches the job's GPUs: directly (it runs on the node), or through
+# a launcher from a launch node that has none (jsrun on LSF CSM machines such as Summit).
+LAUNCHERS = ("direct", "jsrun")
 PROTOCOLS = ("tcp", "tls", "ucx", "inproc", "ws", "wss")
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*(?: [a-z][a-z0-9-]*)?")
 # `python -m dask_cuda.cli` runs dask-cuda's worker command itself (its __main__ calls worker()).
@@ -69,6 +72,9 @@ class WorkerLaunch:
         Comms protocol (``tcp``, ``tls``, ``ucx``) and network interface.
     extra_args : tuple of str
         More worker arguments, each shell-quoted into the script.
+    launcher : str
+        ``"direct"``: the batch script runs on the job's node and starts the workers itself;
+        ``"jsrun"``: it runs on a launch node and starts them on the node through ``jsrun``.
     """
 
     mode: str = "dask-cuda"
@@ -87,6 +93,7 @@ class WorkerLaunch:
     protocol: str | None = None
     interface: str | None = None
     extra_args: tuple[str, ...] = ()
+    launcher: str = "direct"
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any], *, gpus: int, memory_per_node: int | None) -> "WorkerLaunch":
@@ -142,6 +149,9 @@ class WorkerLaunch:
                 return repr(fraction)
             return str(parse_size(name, value))
 
+        launcher = get("launcher") or "direct"
+        if launcher not in LAUNCHERS:
+            raise ValidationError("launcher", f"{launcher!r} is not a launcher; use one of {', '.join(LAUNCHERS)}")
         death_timeout = get("death_timeout", 60)
         interface = get("interface")
         if interface is not None:
@@ -165,6 +175,7 @@ class WorkerLaunch:
             protocol=normalise_protocol("protocol", get("protocol")),
             interface=interface,
             extra_args=parse_lines("worker_extra_args", get("worker_extra_args")),
+            launcher=launcher,
         )
 
     @property

@@ -5,11 +5,14 @@ import inspect
 import dask.config
 
 import pytest
-from dask_jobqueue import SLURMCluster
+from dask_jobqueue import LSFCluster, PBSCluster, SGECluster, SLURMCluster
 from dask_jobqueue.core import Job, JobQueueCluster
+from dask_jobqueue.lsf import LSFJob
+from dask_jobqueue.pbs import PBSJob
+from dask_jobqueue.sge import SGEJob
 from dask_jobqueue.slurm import SLURMJob
 
-from gpujobqueue import GPUCluster, LocalGPUCluster, SLURMGPUCluster, UnknownKeywordError, ValidationError
+from gpujobqueue import GPUCluster, LocalGPUCluster, LSFGPUCluster, PBSGPUCluster, SGEGPUCluster, SLURMGPUCluster, UnknownKeywordError, ValidationError
 from gpujobqueue.cluster import LAUNCH_KEYWORDS, RENAMED_KEYWORDS, REQUEST_KEYWORDS
 
 
@@ -20,11 +23,22 @@ def _parameters(*callables):
     return names - {"self", "scheduler"}
 
 
-def test_every_slurmcluster_keyword_is_accepted():
-    theirs = _parameters(SLURMCluster.__init__, JobQueueCluster.__init__, SLURMJob.__init__, Job.__init__)
-    ours = _parameters(SLURMGPUCluster.__init__) | set(REQUEST_KEYWORDS) | set(LAUNCH_KEYWORDS) | set(RENAMED_KEYWORDS)
+def accepted_keywords(cluster_cls):
+    return (_parameters(cluster_cls.__init__) | set(REQUEST_KEYWORDS) | set(LAUNCH_KEYWORDS) | set(RENAMED_KEYWORDS)
+            | set(cluster_cls.batch_keywords) | set(cluster_cls.batch_synonyms))
+
+
+@pytest.mark.parametrize("theirs_cluster, theirs_job, ours_cluster", [
+    (SLURMCluster, SLURMJob, SLURMGPUCluster),
+    (PBSCluster, PBSJob, PBSGPUCluster),
+    (LSFCluster, LSFJob, LSFGPUCluster),
+    (SGECluster, SGEJob, SGEGPUCluster),
+])
+def test_every_dask_jobqueue_keyword_is_accepted(theirs_cluster, theirs_job, ours_cluster):
+    theirs = _parameters(theirs_cluster.__init__, JobQueueCluster.__init__, theirs_job.__init__, Job.__init__)
     assert len(theirs) > 30
-    assert not theirs - ours, f"SLURMCluster keywords gpujobqueue does not take: {sorted(theirs - ours)}"
+    missing = theirs - accepted_keywords(ours_cluster)
+    assert not missing, f"{theirs_cluster.__name__} keywords {ours_cluster.__name__} does not take: {sorted(missing)}"
 
 
 def test_dask_jobqueue_keywords_reach_the_script():
@@ -76,3 +90,46 @@ def test_dask_config_values_are_validated_like_keywords():
     with dask.config.set({"gpujobqueue.slurm.walltime": "25:99"}):
         with pytest.raises(ValidationError, match="walltime: '25:99'"):
             SLURMGPUCluster.parse_keywords({})
+
+
+def test_project_keeps_each_batch_systems_meaning():
+    # dask-jobqueue renamed SLURM's and PBS's project to account (with a warning); LSF and SGE keep project as -P.
+    for cluster_cls in (SLURMGPUCluster, PBSGPUCluster):
+        with pytest.warns(FutureWarning, match="project has been renamed to account"):
+            _, request, _ = cluster_cls.parse_keywords({"project": "p1"})
+        assert request.account == "p1"
+    for cluster_cls in (LSFGPUCluster, SGEGPUCluster):
+        _, request, _ = cluster_cls.parse_keywords({"project": "p1", "lsf_units": "mb"} if cluster_cls is LSFGPUCluster else {"project": "p1"})
+        assert request.account == "p1"
+
+
+@pytest.mark.parametrize("cluster_cls, keywords, field", [
+    (PBSGPUCluster, {"gpu_request": "gres"}, "gpu_request"),
+    (PBSGPUCluster, {"chunk_resources": {"ngpus": 8}}, "chunk_resources"),
+    (PBSGPUCluster, {"chunk_resources": ["system=polaris:ngpus=8"]}, "chunk_resources[system]"),
+    (PBSGPUCluster, {"place": "scatter excl"}, "place"),
+    (PBSGPUCluster, {"gpu_request": "torque", "place": "scatter"}, "place"),
+    (PBSGPUCluster, {"resource_spec": "select=1\n#PBS -A other"}, "resource_spec"),
+    (LSFGPUCluster, {"gpu_mode": "exclusive"}, "gpu_mode"),
+    (LSFGPUCluster, {"lsf_units": "parsecs"}, "lsf_units"),
+    (LSFGPUCluster, {"gpu_request": "csm", "launcher": "direct"}, "launcher"),
+    (LSFGPUCluster, {"launcher": "jsrun"}, "launcher"),
+    (LSFGPUCluster, {"ncpus": 4, "cores": 4}, "ncpus"),
+    (SGEGPUCluster, {"gpu_request": "resource-type"}, "resource_type"),
+    (SGEGPUCluster, {"gpu_complex": "gpu;rm"}, "gpu_complex"),
+    (SGEGPUCluster, {"parallel_environment": "smp 4"}, "parallel_environment"),
+    (SLURMGPUCluster, {"launcher": "jsrun"}, "launcher"),
+])
+def test_batch_keywords_are_validated(cluster_cls, keywords, field):
+    with pytest.raises(ValidationError) as info:
+        cluster_cls.parse_keywords(keywords)
+    assert info.value.field == field
+
+
+@pytest.mark.parametrize("cluster_cls, keyword", [
+    (PBSGPUCluster, "qos"), (PBSGPUCluster, "constraint"), (LSFGPUCluster, "place"),
+    (SGEGPUCluster, "lsf_units"), (SLURMGPUCluster, "resource_spec"), (LocalGPUCluster, "qos"),
+])
+def test_another_batch_systems_keyword_is_refused(cluster_cls, keyword):
+    with pytest.raises(UnknownKeywordError):
+        cluster_cls.parse_keywords({keyword: "x"})

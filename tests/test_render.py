@@ -16,6 +16,21 @@ CASES = {
     "slurm-gres-per-device": ("slurm", {"gpus_per_node": 2, "gpu_request": "gres", "worker_mode": "per-device", "memory": "8GB", "log_directory": "/scratch/logs"}),
     "slurm-partition-implies-gpus": ("slurm", {"gpus_per_node": 8, "gpu_request": "none", "queue": "gpu-a100", "job_script_prologue": ["module load cuda/12.4", "source activate rapids"], "environment": {"DASK_LOGGING__DISTRIBUTED": "info"}}),
     "slurm-per-device-rocm": ("slurm", {"gpus_per_node": 8, "worker_mode": "per-device", "visibility_variable": "ROCR_VISIBLE_DEVICES", "job_extra_directives": ["--mail-type=END"], "job_directives_skip": ["--ntasks-per-node"], "job_script_epilogue": ["echo done"]}),
+    # PBS Pro select chunks (ALCF Polaris-style, NCAR Casper-style), Torque, the queue alone, dask-jobqueue's resource_spec
+    "pbs-select-polaris": ("pbs", {"gpus_per_node": 4, "cpus_per_gpu": 8, "queue": "debug", "account": "MyProject", "chunk_resources": {"system": "polaris"}, "place": "scatter", "filesystems": "home:eagle", "job_script_prologue": ["module use /soft/modulefiles", "module load conda"]}),
+    "pbs-select-gpu-type-per-device": ("pbs", {"gpus_per_node": 2, "gpu_type": "v100", "memory_per_gpu": "40GB", "worker_mode": "per-device", "exclusive": True, "log_directory": "/glade/work/me/logs"}),
+    "pbs-torque": ("pbs", {"gpus_per_node": 2, "cores": 16, "memory": "64GiB", "gpu_request": "torque", "queue": "gpu"}),
+    "pbs-queue-implies-gpus": ("pbs", {"gpus_per_node": 4, "gpu_request": "none", "queue": "gpu"}),
+    "pbs-resource-spec": ("pbs", {"gpus_per_node": 4, "resource_spec": "select=1:ncpus=64:ngpus=4:mem=480gb:system=polaris", "account": "MyProject"}),
+    # LSF -gpu (exclusive and shared), CSM whole nodes through jsrun (Summit-style), the queue alone
+    "lsf-gpu-exclusive": ("lsf", {"gpus_per_node": 4, "cpus_per_gpu": 8, "memory_per_gpu": "60GB", "lsf_units": "mb", "queue": "gpu", "project": "ABC123", "gpu_type": "TeslaV100_SXM2_32GB"}),
+    "lsf-gpu-shared-per-device": ("lsf", {"gpus_per_node": 2, "ncpus": 4, "mem": 8 * 10**9, "lsf_units": "gb", "gpu_mode": "shared", "worker_mode": "per-device", "log_directory": "/scratch/logs"}),
+    "lsf-csm-jsrun": ("lsf", {"gpus_per_node": 6, "cores": 42, "gpu_request": "csm", "queue": "batch", "project": "ABC123", "job_extra_directives": ["-alloc_flags gpumps"], "walltime": "00:30:00"}),
+    "lsf-queue-implies-gpus": ("lsf", {"gpus_per_node": 2, "gpu_request": "none", "queue": "gpu", "lsf_units": "mb"}),
+    # Grid Engine: consumable complex with a parallel environment, resource type (ABCI rt_F-style), the queue alone
+    "sge-complex-pe": ("sge", {"gpus_per_node": 2, "cpus_per_gpu": 4, "parallel_environment": "smp", "queue": "gpu.q", "project": "gpujq", "resource_spec": "h_vmem=8G"}),
+    "sge-resource-type": ("sge", {"gpus_per_node": 4, "gpu_request": "resource-type", "resource_type": "rt_F", "account": "gaa50000", "walltime": "02:00:00"}),
+    "sge-queue-implies-gpus-per-device": ("sge", {"gpus_per_node": 2, "gpu_request": "none", "queue": "gpu.q", "worker_mode": "per-device", "allocation_variable": "CUDA_VISIBLE_DEVICES"}),
     "local-per-device": ("local", {"gpus_per_node": 2, "worker_mode": "per-device", "nthreads": 2}),
     "local-dask-cuda": ("local", {"gpus_per_node": 2, "worker_mode": "dask-cuda", "protocol": "ucx", "interface": "ib0", "local_directory": "/tmp/dask"}),
 }

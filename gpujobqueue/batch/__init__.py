@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import importlib
+
 from ..errors import ValidationError
 
-BATCH_SYSTEMS = ("slurm", "local")
+# name -> (module, cluster class)
+_CLUSTERS = {
+    "slurm": ("slurm", "SLURMGPUCluster"),
+    "pbs": ("pbs", "PBSGPUCluster"),
+    "lsf": ("lsf", "LSFGPUCluster"),
+    "sge": ("sge", "SGEGPUCluster"),
+    "local": ("local", "LocalGPUCluster"),
+}
+BATCH_SYSTEMS = tuple(_CLUSTERS)
 
 
 def cluster_class(batch: str) -> type:
-    """The cluster class of a batch system name."""
-    if batch == "slurm":
-        from .slurm import SLURMGPUCluster
-
-        return SLURMGPUCluster
-    if batch == "local":
-        from .local import LocalGPUCluster
-
-        return LocalGPUCluster
-    raise ValidationError("batch", f"{batch!r} is not a batch system; use one of {', '.join(BATCH_SYSTEMS)}")
+    """The cluster class of a batch system name (``slurm``, ``pbs``, ``lsf``, ``sge``, ``local``)."""
+    if batch not in _CLUSTERS:
+        raise ValidationError("batch", f"{batch!r} is not a batch system; use one of {', '.join(BATCH_SYSTEMS)}")
+    module, name = _CLUSTERS[batch]
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

@@ -29,3 +29,6 @@ class SLURMGPUCluster(GPUJobQueueCluster):
     >>> cluster.scale(gpus=8)  # two 4-GPU jobs, eight CUDA workers
     """
     job_cls = SLURMGPUJob
+    batch_keywords = ("qos", "constraint", "job_cpu", "job_mem")
+    batch_synonyms = {"partition": "queue"}
+    gpu_request_styles = ("gpus-per-node", "gres", "none")

@@ -1,0 +1,136 @@
+"""LSF: GPUs by ``-gpu "num=G:mode=..."``, or whole CSM nodes (``-nnodes N``) reached through jsrun."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from dask_jobqueue.lsf import lsf_detect_units, lsf_format_bytes_ceil
+
+from ..cluster import GPUJobQueueCluster
+from ..errors import SubmissionError, ValidationError
+from ..job import GPUJob
+from ..request import JobRequest, parse_bool, parse_size
+from ..workers import WorkerLaunch
+
+GPU_MODES = ("exclusive_process", "shared")
+LSF_UNITS = ("kb", "mb", "gb", "tb", "pb", "eb")
+
+
+@dataclass(frozen=True)
+class LSFOptions:
+    """LSF's own settings of a job.
+
+    Parameters
+    ----------
+    gpu_mode : str
+        ``mode=`` of the ``-gpu`` request: ``exclusive_process`` (the default) or ``shared``.
+    lsf_units : str
+        The cluster's ``LSF_UNIT_FOR_LIMITS`` (``kb`` .. ``eb``), as dask-jobqueue reads it.
+    memory : str or None
+        Memory per node in ``lsf_units`` for ``-M`` and ``rusage[mem=]``.
+    use_stdin : bool
+        Submit as ``bsub < script`` (the only form in which LSF reads ``#BSUB`` lines
+        from every version's scripts) or as ``bsub script``.
+    """
+
+    gpu_mode: str = "exclusive_process"
+    lsf_units: str = "mb"
+    memory: str | None = None
+    use_stdin: bool = True
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any], request: JobRequest) -> "LSFOptions":
+        """Parse the LSF keywords of resolved settings."""
+        get = settings.get
+        gpu_mode = get("gpu_mode") or "exclusive_process"
+        if gpu_mode not in GPU_MODES:
+            raise ValidationError("gpu_mode", f"{gpu_mode!r} is not an LSF GPU mode; use one of {', '.join(GPU_MODES)}")
+        units = get("lsf_units")
+        units = lsf_detect_units() if units is None else str(units)
+        units = units.lower()
+        if len(units) == 1:
+            units += "b"
+        if units not in LSF_UNITS:
+            raise ValidationError("lsf_units", f"{get('lsf_units')!r} is not an LSF_UNIT_FOR_LIMITS; use one of {', '.join(LSF_UNITS)}")
+        memory_bytes = parse_size("mem", get("mem")) if get("mem") is not None else request.memory_per_node
+        memory = None if memory_bytes is None else lsf_format_bytes_ceil(memory_bytes, lsf_units=units)
+        use_stdin = True if get("use_stdin") is None else parse_bool("use_stdin", get("use_stdin"))
+        return cls(gpu_mode=gpu_mode, lsf_units=units, memory=memory, use_stdin=use_stdin)
+
+
+class LSFGPUJob(GPUJob):
+    """An LSF job of GPU workers, submitted with ``bsub < script`` and cancelled with ``bkill``."""
+
+    batch = "lsf"
+    directive_prefix = "#BSUB"
+    submit_command = "bsub"
+    cancel_command = "bkill"
+    config_name = "lsf"
+    job_id_regexp = r"Job <(?P<job_id>\d+)>"
+
+    async def _submit_job(self, script_filename: str) -> str:
+        if not self.request.options.use_stdin:
+            return await super()._submit_job(script_filename)
+        try:
+            with open(script_filename) as script:
+                return await self._call([self.submit_command], stdin=script)
+        except FileNotFoundError as error:
+            raise SubmissionError(f"{self.submit_command} is not on PATH: cannot submit job {self.name} to lsf") from error
+        except RuntimeError as error:
+            raise SubmissionError(f"{self.submit_command} refused job {self.name}:\n{error}") from error
+
+
+class LSFGPUCluster(GPUJobQueueCluster):
+    __doc__ = """A Dask cluster of GPU workers submitted to IBM Spectrum LSF.
+
+    Takes every keyword of :class:`dask_jobqueue.LSFCluster` with the same meaning
+    (``ncpus`` is ``-n``, ``mem`` the bytes of ``-M``, ``project`` is ``-P``, ``lsf_units``,
+    ``use_stdin``), and the GPU keywords of :class:`~gpujobqueue.cluster.GPUJobQueueCluster`.
+
+    Parameters
+    ----------
+    gpu_request : {"gpu", "csm", "none"}
+        ``gpu``: ``#BSUB -gpu "num=G:mode=exclusive_process"`` with ``-n`` cores on one
+        host (the default); ``csm``: ``#BSUB -nnodes N`` whole nodes (Summit-like CSM
+        machines), the workers started on the node through ``jsrun``; ``none``: the queue
+        implies GPUs.
+    gpu_mode : {"exclusive_process", "shared"}
+        ``mode=`` of the ``-gpu`` request.
+    gpu_type : str
+        Adds ``gmodel=<type>`` to the ``-gpu`` request.
+    lsf_units : str
+        ``LSF_UNIT_FOR_LIMITS`` of the cluster; read from ``$LSF_ENVDIR/lsf.conf`` when not given.
+    use_stdin : bool
+        Submit as ``bsub < script`` (default) or ``bsub script``.
+
+    Examples
+    --------
+    >>> cluster = LSFGPUCluster(gpus_per_node=4, queue="gpu", project="ABC123", walltime="01:00")
+    >>> cluster.scale(gpus=8)  # two 4-GPU jobs
+    """
+    job_cls = LSFGPUJob
+    batch_keywords = ("ncpus", "mem", "lsf_units", "use_stdin", "gpu_mode")
+    batch_synonyms = {"project": "account"}
+    gpu_request_styles = ("gpu", "csm", "none")
+
+    @classmethod
+    def _apply_batch_defaults(cls, settings: dict[str, Any]) -> None:
+        if settings.get("ncpus") is not None:  # dask-jobqueue's -n: the job's cores
+            if settings.get("cores") is not None or settings.get("cpus_per_gpu") is not None:
+                raise ValidationError("ncpus", "give ncpus (LSF's -n), cores or cpus_per_gpu, not several")
+            settings["cores"] = settings["ncpus"]
+        if settings.get("gpu_request") == "csm" and settings.get("launcher") is None:
+            settings["launcher"] = "jsrun"
+
+    @classmethod
+    def _parse_batch_options(cls, settings: dict[str, Any], request: JobRequest) -> LSFOptions:
+        return LSFOptions.from_settings(settings, request)
+
+    @classmethod
+    def _check_launch(cls, request: JobRequest, launch: WorkerLaunch) -> None:
+        csm = request.gpu_request == "csm"
+        if csm and launch.launcher != "jsrun":
+            raise ValidationError("launcher", "a CSM job (gpu_request='csm', -nnodes) runs its script on a launch node without GPUs; its workers need launcher='jsrun'")
+        if not csm and launch.launcher != "direct":
+            raise ValidationError("launcher", f"launcher={launch.launcher!r} needs whole CSM nodes (gpu_request='csm'); a -gpu job's script runs on its node and starts the workers directly")

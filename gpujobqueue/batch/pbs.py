@@ -1,0 +1,142 @@
+"""PBS Pro (and Torque): GPUs by ``-l select=N:ncpus=C:ngpus=G`` chunks or ``-l nodes=N:ppn=C:gpus=G``."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from ..cluster import GPUJobQueueCluster
+from ..errors import ValidationError
+from ..job import GPUJob
+from ..request import JobRequest, _matching
+
+# PBS resource names and values: no spaces, colons, commas, plus signs or shell characters,
+# so a value cannot open another chunk (+), resource (:, ,) or directive.
+_RESOURCE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
+_RESOURCE_VALUE = re.compile(r"[A-Za-z0-9_.@/-]{1,256}")
+_PLACE = re.compile(r"(?:free|pack|scatter|vscatter|excl|shared|exclhost|group=[A-Za-z0-9_]+)(?::(?:free|pack|scatter|vscatter|excl|shared|exclhost|group=[A-Za-z0-9_]+))*")
+_FILESYSTEMS = re.compile(r"[A-Za-z0-9_]+(?::[A-Za-z0-9_]+)*")
+# dask-jobqueue's resource_spec: one `-l` value, resources joined by , : + =
+_RESOURCE_SPEC = re.compile(r"[A-Za-z0-9_.@/=:,+-]{1,1024}")
+# What gpujobqueue writes into the select chunk itself; chunk_resources may not repeat them.
+_OWN_CHUNK_RESOURCES = ("ncpus", "ngpus", "mem", "gpu_type")
+
+
+def parse_chunk_resources(field_name: str, value: Any) -> tuple[tuple[str, str], ...]:
+    """Extra select-chunk resources: ``{"system": "polaris", "mpiprocs": 4}`` or ``["system=polaris"]``."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if isinstance(value, Mapping):
+        items = [(str(k), str(v)) for k, v in value.items()]
+    elif isinstance(value, Sequence):
+        items = []
+        for entry in value:
+            name, sep, resource_value = str(entry).partition("=")
+            if not sep:
+                raise ValidationError(field_name, f"{entry!r} is not name=value")
+            items.append((name, resource_value))
+    else:
+        raise ValidationError(field_name, f"expected a mapping of resource to value, got {value!r}")
+    for name, resource_value in items:
+        _matching(f"{field_name}[{name}]", name, _RESOURCE_NAME, "a PBS resource name (letters, digits, _)")
+        if name in _OWN_CHUNK_RESOURCES:
+            raise ValidationError(field_name, f"{name} is set from gpujobqueue's own keywords (cores/cpus_per_gpu, gpus_per_node, memory, gpu_type); do not repeat it here")
+        _matching(f"{field_name}[{name}]", resource_value, _RESOURCE_VALUE, "a PBS resource value (letters, digits, _ . @ / -)")
+    return tuple(items)
+
+
+@dataclass(frozen=True)
+class PBSOptions:
+    """PBS's own settings of a job.
+
+    Parameters
+    ----------
+    chunk_resources : tuple of (str, str)
+        More resources in the select chunk (``system=polaris``, ``mpiprocs=4``).
+    place : str or None
+        ``-l place=`` (``scatter``, ``excl``, ``scatter:excl`` ...); ``exclusive=True``
+        without it means ``excl``.
+    filesystems : str or None
+        ``-l filesystems=`` (ALCF: ``home:eagle``).
+    resource_spec : str or None
+        dask-jobqueue's whole ``-l`` value; given, it replaces the generated select line.
+    """
+
+    chunk_resources: tuple[tuple[str, str], ...] = ()
+    place: str | None = None
+    filesystems: str | None = None
+    resource_spec: str | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any], request: JobRequest) -> "PBSOptions":
+        """Parse the PBS keywords of resolved settings."""
+        get = settings.get
+        place = get("place")
+        if place is not None:
+            place = _matching("place", place, _PLACE, "PBS placement such as scatter, pack, excl, scatter:excl or group=switch")
+        if request.exclusive and place is None:
+            place = "excl"
+        filesystems = get("filesystems")
+        if filesystems is not None:
+            filesystems = _matching("filesystems", filesystems, _FILESYSTEMS, "file systems joined by ':' such as home:eagle")
+        resource_spec = get("resource_spec")
+        if resource_spec is not None:
+            resource_spec = _matching("resource_spec", resource_spec, _RESOURCE_SPEC, "one PBS -l value such as select=1:ncpus=8:ngpus=4 (no spaces or shell characters)")
+        chunk = parse_chunk_resources("chunk_resources", get("chunk_resources"))
+        if request.gpu_request == "torque" and (chunk or place):
+            raise ValidationError("chunk_resources" if chunk else "place", "Torque's nodes=N:ppn=C:gpus=G request has no select chunks or placement; use gpu_request='select' for PBS Pro")
+        return cls(chunk_resources=chunk, place=place, filesystems=filesystems, resource_spec=resource_spec)
+
+
+class PBSGPUJob(GPUJob):
+    """A PBS job of GPU workers, submitted with ``qsub`` and cancelled with ``qdel``."""
+
+    batch = "pbs"
+    directive_prefix = "#PBS"
+    submit_command = "qsub"
+    cancel_command = "qdel"
+    config_name = "pbs"
+    # `1234.server`: the whole id, which qdel and qstat take on every PBS.
+    job_id_regexp = r"(?P<job_id>\d+(?:\[\d*\])?(?:\.[A-Za-z0-9_.-]+)?)"
+
+
+class PBSGPUCluster(GPUJobQueueCluster):
+    __doc__ = """A Dask cluster of GPU workers submitted to PBS Pro (or Torque).
+
+    Takes every keyword of :class:`dask_jobqueue.PBSCluster` with the same meaning
+    (``resource_spec`` replaces the generated ``-l select`` line; ``project`` is the old
+    name of ``account``), and the GPU keywords of
+    :class:`~gpujobqueue.cluster.GPUJobQueueCluster`.
+
+    Parameters
+    ----------
+    gpu_request : {"select", "torque", "none"}
+        ``select``: ``#PBS -l select=1:ncpus=C:ngpus=G:mem=M`` (PBS Pro, the default);
+        ``torque``: ``#PBS -l nodes=1:ppn=C:gpus=G``; ``none``: the queue implies GPUs.
+    gpu_type : str
+        Adds ``gpu_type=<type>`` to the chunk (NCAR's Casper).
+    chunk_resources : dict or list of str
+        More chunk resources: ``{"system": "polaris"}``, ``["mpiprocs=4"]``.
+    place : str
+        ``-l place=`` value, e.g. ``scatter`` or ``scatter:excl``.
+    filesystems : str
+        ``-l filesystems=`` value (ALCF), e.g. ``home:eagle``.
+    resource_spec : str
+        dask-jobqueue's ``-l`` value, instead of the generated request.
+
+    Examples
+    --------
+    >>> cluster = PBSGPUCluster(gpus_per_node=4, queue="debug", account="MyProject", walltime="01:00:00",
+    ...                         chunk_resources={"system": "polaris"}, filesystems="home:eagle")
+    >>> cluster.scale(gpus=8)  # two 4-GPU jobs
+    """
+    job_cls = PBSGPUJob
+    batch_keywords = ("chunk_resources", "place", "filesystems", "resource_spec")
+    gpu_request_styles = ("select", "torque", "none")
+
+    @classmethod
+    def _parse_batch_options(cls, settings: dict[str, Any], request: JobRequest) -> PBSOptions:
+        return PBSOptions.from_settings(settings, request)
