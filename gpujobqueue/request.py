@@ -21,6 +21,7 @@ _SAFE_WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}")
 _CONSTRAINT = re.compile(r"[A-Za-z0-9_.&|,:*\[\]()-]{1,256}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PATH = re.compile(r"[A-Za-z0-9_./+@%=,:-]+")
+DEFAULT_WALLTIME = "01:00:00"  # every job ends: an allocation nobody closes burns hours at most
 _WALLTIME_FORMS = "HH:MM:SS, D-HH:MM:SS, D-HH:MM, D-HH, MM:SS or MM"
 
 
@@ -245,8 +246,8 @@ class JobRequest:
         CPU cores asked for on each node.
     memory_per_node : int or None
         Bytes of host memory per node, or None to leave it to the batch system's default.
-    walltime : int or None
-        Seconds.
+    walltime : int
+        Seconds; one hour unless given.
     account, queue, qos, constraint : str or None
         Where the job is charged and placed; ``queue`` is SLURM's partition.
     exclusive : bool
@@ -282,7 +283,7 @@ class JobRequest:
     gpus_per_node: int = 1
     cpus_per_node: int = 1
     memory_per_node: int | None = None
-    walltime: int | None = 3600
+    walltime: int = 3600
     account: str | None = None
     queue: str | None = None
     qos: str | None = None
@@ -351,14 +352,15 @@ class JobRequest:
             value = get(name)
             return None if value is None else parser(name, value)
 
-        walltime = get("walltime", "01:00:00")
+        walltime = get("walltime")
+        walltime = DEFAULT_WALLTIME if walltime is None else walltime
         return cls(
             job_name=parse_name("job_name", get("job_name") or "gpujobqueue"),
             nodes=nodes,
             gpus_per_node=gpus,
             cpus_per_node=cpus,
             memory_per_node=memory_bytes,
-            walltime=None if walltime is None else parse_walltime("walltime", walltime),
+            walltime=parse_walltime("walltime", walltime),
             account=optional("account", parse_word),
             queue=optional("queue", parse_word),
             qos=optional("qos", parse_word),

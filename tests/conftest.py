@@ -16,6 +16,9 @@ _TESTS = str(Path(__file__).resolve().parent)
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_TESTS, os.environ.get("PYTHONPATH")]))
 
 
+from fixtures.emulators import lsf, pbs, torque  # noqa: E402,F401  (PBS Pro, Torque and LSF emulators on PATH)
+
+
 @pytest.fixture(scope="session")
 def slurm():
     """A real one-node SLURM (munged, slurmctld, slurmd) with four fake GPUs, on loopback."""

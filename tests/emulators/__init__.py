@@ -1,0 +1,1 @@
+"""Strict emulators of HPC batch systems for the tests (PBS Pro / Torque, LSF); see common.py."""
