@@ -36,3 +36,23 @@ def test_demo_runs_the_seed_workloads_and_checks_them():
     assert "ok: mean" in result.stdout and "ok: relative error" in result.stdout
     assert "dashboard: http" in result.stdout
     assert "FAILED" not in result.stdout
+
+
+def test_render_speaks_each_batch_systems_gpu_syntax():
+    pbs = run("render", "pbs", "--gpus-per-node", "4", "--chunk-resource", "system=polaris", "--filesystems", "home:eagle", "--place", "scatter").stdout
+    assert "#PBS -l select=1:ncpus=4:ngpus=4:system=polaris\n" in pbs and "#PBS -l filesystems=home:eagle\n" in pbs and "#PBS -l place=scatter\n" in pbs
+    torque = run("render", "pbs", "--gpus-per-node", "2", "--cores", "8", "--gpu-request", "torque").stdout
+    assert "#PBS -l nodes=1:ppn=8:gpus=2\n" in torque
+    lsf = run("render", "lsf", "--gpus-per-node", "2", "--gpu-mode", "shared", "--lsf-units", "mb", "--memory", "4GiB").stdout
+    assert '#BSUB -gpu "num=2:mode=shared"\n' in lsf and '#BSUB -R "rusage[mem=4096]"\n' in lsf and "#BSUB -M 4096\n" in lsf
+    csm = run("render", "lsf", "--gpus-per-node", "6", "--gpu-request", "csm").stdout
+    assert "#BSUB -nnodes 1\n" in csm and "jsrun --nrs 1 " in csm and "#BSUB -gpu" not in csm
+    sge = run("render", "sge", "--gpus-per-node", "2", "--parallel-environment", "smp", "--cores", "8").stdout
+    assert "#$ -l gpu=2\n" in sge and "#$ -pe smp 8\n" in sge and 'allocated="${SGE_HGR_gpu:-}"' in sge
+
+
+def test_render_refuses_another_batch_systems_option():
+    result = run("render", "pbs", "--qos", "regular", check=False)
+    assert result.returncode != 0 and "qos" in result.stderr and result.stdout == ""
+    result = run("render", "sge", "--gpu-request", "gres", check=False)
+    assert result.returncode != 0 and "complex, resource-type, none" in result.stderr
