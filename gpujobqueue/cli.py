@@ -22,7 +22,7 @@ _SCALAR_OPTIONS = {
     # LSF
     "ncpus": int, "lsf-units": str, "gpu-mode": str,
     # Grid Engine
-    "gpu-complex": str, "resource-type": str, "parallel-environment": str,
+    "gpu-complex": str, "gpu-consumable": str, "resource-type": str, "parallel-environment": str,
 }
 _GPU_REQUEST_STYLES = ["gpus-per-node", "gres", "select", "torque", "gpu", "csm", "complex", "resource-type", "none"]
 _LIST_OPTIONS = {

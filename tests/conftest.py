@@ -17,6 +17,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_TESTS, os.environ.get(
 
 
 from fixtures.emulators import lsf, pbs, torque  # noqa: E402,F401  (PBS Pro, Torque and LSF emulators on PATH)
+from fixtures.sge import sge, sge_cluster  # noqa: E402,F401  (a real Grid Engine, session-wide)
 
 
 @pytest.fixture(scope="session")

@@ -47,8 +47,10 @@ def test_render_speaks_each_batch_systems_gpu_syntax():
     assert '#BSUB -gpu "num=2:mode=shared"\n' in lsf and '#BSUB -R "rusage[mem=4096]"\n' in lsf and "#BSUB -M 4096\n" in lsf
     csm = run("render", "lsf", "--gpus-per-node", "6", "--gpu-request", "csm").stdout
     assert "#BSUB -nnodes 1\n" in csm and "jsrun --nrs 1 " in csm and "#BSUB -gpu" not in csm
-    sge = run("render", "sge", "--gpus-per-node", "2", "--parallel-environment", "smp", "--cores", "8").stdout
-    assert "#$ -l gpu=2\n" in sge and "#$ -pe smp 8\n" in sge and 'allocated="${SGE_HGR_gpu:-}"' in sge
+    sge = run("render", "sge", "--gpus-per-node", "4", "--parallel-environment", "smp", "--cores", "2").stdout
+    assert "#$ -l gpu=2\n" in sge and "#$ -pe smp 2\n" in sge and 'allocated="${SGE_HGR_gpu:-}"' in sge  # gpu counts per slot
+    sge = run("render", "sge", "--gpus-per-node", "2", "--parallel-environment", "smp", "--cores", "8", "--gpu-consumable", "job").stdout
+    assert "#$ -l gpu=2\n" in sge and "#$ -pe smp 8\n" in sge
 
 
 def test_render_refuses_another_batch_systems_option():

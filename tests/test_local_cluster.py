@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-import time
 
 import dask.array as da
 import psutil
 import pytest
-from dask.distributed import Client, get_worker
+from dask.distributed import Client
 
 from conftest import wait_until
 from gpujobqueue import LocalGPUCluster, ValidationError
@@ -80,21 +79,6 @@ def test_no_free_device_is_a_clear_error():
 def test_more_gpus_than_the_pool_is_refused_before_anything_starts():
     with pytest.raises(ValidationError, match="gpus_per_node=3 but this machine's pool has 2 devices"):
         LocalGPUCluster(gpus_per_node=3, devices=[0, 1], **SMALL)
-
-
-def _sleep_and_name(seconds):
-    time.sleep(seconds)
-    return get_worker().name
-
-
-@needs_four_devices
-def test_local_adapt_reaches_four_and_returns_to_zero(counted_jobs):
-    with LocalGPUCluster(gpus_per_node=2, devices=[0, 1, 2, 3], **SMALL) as cluster, Client(cluster) as client:
-        cluster.adapt(minimum=0, maximum=4, interval="500ms", wait_count=4)
-        names = set(client.gather(client.map(_sleep_and_name, [0.5] * 60, pure=False, resources={"GPU": 1})))
-        assert len(names) == 4
-        wait_until(lambda: not client.scheduler_info()["workers"] and not cluster.workers, 60, what="adapt back to 0")
-    assert counted_jobs == {"start": 2, "close": 2}
 
 
 def test_local_directory_variables_expand_in_the_job(tmp_path, monkeypatch):

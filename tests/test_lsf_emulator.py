@@ -16,7 +16,6 @@ import pytest
 
 from emulators.common import Rejected
 from emulators.lsf import default_config, parse_submission
-from fixtures.emulators import lsf  # noqa: F401
 
 SCRIPT_HEAD = "#!/bin/bash\n"
 NOT_SUBMITTED = "Job not submitted."

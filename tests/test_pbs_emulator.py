@@ -16,7 +16,6 @@ import pytest
 
 from emulators.common import ENV_HOME, Rejected
 from emulators.pbs import QSUB_USAGE, default_config, parse_submission
-from fixtures.emulators import pbs, torque  # noqa: F401
 
 HOST = socket.gethostname().split(".")[0]
 

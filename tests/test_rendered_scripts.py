@@ -96,3 +96,43 @@ def test_the_grammars_refuse_what_the_batch_system_refuses(batch, args, refusal)
 
 def test_job_script_for_matches_the_cli():
     assert render("sge", "--gpus-per-node", "2") == job_script_for("sge", {"gpus_per_node": 2}, name="gpujobqueue-worker")
+
+
+# Grid Engine: the real qsub verifies each rendering against the fixture's queues, complexes,
+# parallel environment and project (`-w v` submits nothing).
+SGE_RENDERINGS = {
+    "complex, every option": ["--gpus-per-node", "4", "--cores", "2", "--parallel-environment", "smp", "--queue", "gpu.q", "--account", "gpujq",
+                              "--resource-spec", "h_vmem=1G", "--walltime", "02:00:00", "--log-directory", "/tmp/logs", "--job-extra-directives", "-m n"],
+    "complex, one GPU per slot": ["--gpus-per-node", "2", "--cores", "2", "--parallel-environment", "smp"],
+    "complex, no parallel environment": ["--gpus-per-node", "2"],
+    "job consumable": ["--gpus-per-node", "2", "--cores", "8", "--parallel-environment", "smp", "--gpu-consumable", "job", "--gpu-complex", "gpus"],
+    "resource type": ["--gpus-per-node", "4", "--gpu-request", "resource-type", "--resource-type", "rt_F"],
+    "queue implies GPUs": ["--gpus-per-node", "2", "--gpu-request", "none", "--queue", "debug.q", "--walltime", "00:20:00"],
+    "exclusive": ["--gpus-per-node", "2", "--exclusive"],
+}
+
+
+def qsub_verify(sge, text, tmp_path):
+    path = tmp_path / "job.sh"
+    path.write_text(text)
+    return sge.run("qsub", "-w", "v", str(path), cwd=tmp_path, check=False)
+
+
+@pytest.mark.sge
+@pytest.mark.parametrize("case", sorted(SGE_RENDERINGS))
+def test_rendered_sge_script_is_accepted_by_the_real_qsub(sge, tmp_path, case):
+    result = qsub_verify(sge, render("sge", *SGE_RENDERINGS[case]), tmp_path)
+    assert result.returncode == 0 and "found suitable queue" in result.stdout, f"qsub -w v refused {case}:\n{result.stdout}{result.stderr}"
+    assert not sge.job_ids(), "-w v must not queue anything"
+
+
+@pytest.mark.sge
+@pytest.mark.parametrize("args, refusal", [
+    (["--gpus-per-node", "5"], "offers only hc:gpu=4"),
+    (["--gpus-per-node", "4", "--cores", "2", "--parallel-environment", "smp", "--gpu-consumable", "job"], "no suitable queues"),  # a per-slot complex asked per job: 8 GPUs
+    (["--queue", "debug.q", "--walltime", "01:00:00"], "cannot run in queue \"debug.q\""),
+    (["--account", "nosuchproject"], "does not exist"),
+])
+def test_the_real_qsub_refuses_what_grid_engine_cannot_run(sge, tmp_path, args, refusal):
+    result = qsub_verify(sge, render("sge", *args), tmp_path)
+    assert result.returncode != 0 and refusal in result.stdout + result.stderr, result.stdout + result.stderr

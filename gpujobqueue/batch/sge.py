@@ -7,10 +7,11 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..cluster import GPUJobQueueCluster
-from ..errors import ValidationError
+from ..errors import SubmissionError, ValidationError
 from ..job import GPUJob
 from ..request import JobRequest, _matching
 
+GPU_CONSUMABLES = ("slot", "job")
 _COMPLEX = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 # dask-jobqueue's resource_spec: one `-l` value, resources joined by , and =
 _RESOURCE_SPEC = re.compile(r"[A-Za-z0-9_.@/=:,*-]{1,1024}")
@@ -31,12 +32,19 @@ class SGEOptions:
         ``-pe NAME SLOTS``: the parallel environment that gives the job its cores.
     resource_spec : str or None
         dask-jobqueue's extra ``-l`` value (memory complexes and the like).
+    gpu_consumable : {"slot", "job"}
+        How the site's GPU complex counts: ``slot`` (a ``YES`` consumable, Grid Engine's
+        usual kind: ``-pe smp 2 -l gpu=1`` is two GPUs) or ``job`` (a ``JOB`` consumable).
+    gpu_request_value : int
+        The ``-l <gpu_complex>=`` value that gives the job its GPUs.
     """
 
     gpu_complex: str = "gpu"
     resource_type: str | None = None
     parallel_environment: str | None = None
     resource_spec: str | None = None
+    gpu_consumable: str = "slot"
+    gpu_request_value: int = 1
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any], request: JobRequest) -> "SGEOptions":
@@ -53,10 +61,25 @@ class SGEOptions:
         resource_spec = get("resource_spec")
         if resource_spec is not None:
             resource_spec = _matching("resource_spec", resource_spec, _RESOURCE_SPEC, "one Grid Engine -l value such as h_vmem=8G,mem_free=8G (no spaces or shell characters)")
+        consumable = get("gpu_consumable") or "slot"
+        if consumable not in GPU_CONSUMABLES:
+            raise ValidationError("gpu_consumable", f"{consumable!r}: use slot (the complex is a YES consumable, counted per slot) or job (a JOB consumable)")
+        parallel_environment = complex_name("parallel_environment")
+        slots = request.cpus_per_node * request.nodes if parallel_environment else 1
+        value = request.gpus_per_node * request.nodes
+        if consumable == "slot" and request.gpu_request == "complex":
+            if value % slots:
+                raise ValidationError("cores", (
+                    f"Grid Engine counts a YES consumable per slot, so -pe {parallel_environment} {slots} -l {get('gpu_complex') or 'gpu'}=N asks for {slots}N GPUs "
+                    f"and {value} GPUs cannot be spread over {slots} slots; ask for a number of cores that divides {value} "
+                    "(cores=gpus_per_node gives one GPU per slot), or set gpu_consumable='job' if the site's complex is a JOB consumable"))
+            value //= slots
         return cls(
+            gpu_consumable=consumable,
+            gpu_request_value=value,
             gpu_complex=complex_name("gpu_complex") or "gpu",
             resource_type=resource_type,
-            parallel_environment=complex_name("parallel_environment"),
+            parallel_environment=parallel_environment,
             resource_spec=resource_spec,
         )
 
@@ -70,6 +93,19 @@ class SGEGPUJob(GPUJob):
     cancel_command = "qdel"
     config_name = "sge"
     job_id_regexp = r"Your job(?:-array)? (?P<job_id>\d+)"
+
+    async def _submit_job(self, script_filename: str) -> str:
+        try:
+            return await super()._submit_job(script_filename)
+        except SubmissionError as error:
+            if "no suitable queues" not in str(error):
+                raise
+            # `-w e` says only "no suitable queues"; `-w v` submits nothing and says why.
+            try:
+                explanation = await self._call([self.submit_command, "-w", "v", script_filename])
+            except RuntimeError as verification:
+                explanation = str(verification)
+            raise SubmissionError(f"{error}\nqsub -w v explains:\n{explanation}") from error
 
 
 class SGEGPUCluster(GPUJobQueueCluster):
@@ -95,6 +131,11 @@ class SGEGPUCluster(GPUJobQueueCluster):
         ``gpus_per_node`` GPUs; ``none``: the queue implies GPUs.
     gpu_complex : str
         Name of the GPU consumable (default ``gpu``).
+    gpu_consumable : {"slot", "job"}
+        How that complex counts. ``slot`` (the default, Grid Engine's ``YES``
+        consumables): with a parallel environment the request is divided by the slots,
+        so ``gpus_per_node=4, cores=2`` is ``-pe smp 2 -l gpu=2``. ``job``: the complex is
+        a ``JOB`` consumable and the request is the job's GPUs.
     resource_type : str
         The node type of ``gpu_request="resource-type"`` (ABCI's ``rt_F``).
     parallel_environment : str
@@ -109,7 +150,7 @@ class SGEGPUCluster(GPUJobQueueCluster):
     >>> cluster.scale(gpus=4)  # two 2-GPU jobs
     """
     job_cls = SGEGPUJob
-    batch_keywords = ("gpu_complex", "resource_type", "parallel_environment", "resource_spec")
+    batch_keywords = ("gpu_complex", "gpu_consumable", "resource_type", "parallel_environment", "resource_spec")
     batch_synonyms = {"project": "account"}
     gpu_request_styles = ("complex", "resource-type", "none")
 

@@ -4,6 +4,7 @@
 #$ -S /bin/bash
 #$ -cwd
 #$ -j y
+#$ -w e
 #$ -q gpu.q
 #$ -l h_rt=01:00:00
 

@@ -4,6 +4,7 @@
 #$ -S /bin/bash
 #$ -cwd
 #$ -j y
+#$ -w e
 #$ -P gaa50000
 #$ -l rt_F=1
 #$ -l h_rt=02:00:00

@@ -1,0 +1,234 @@
+"""One conformance suite over every backend: SLURM and Grid Engine real, PBS Pro and LSF emulated, local.
+
+Each backend is asked for GPUs in its own syntax; the suite checks what users rely on:
+``scale(gpus=4)`` of 2-GPU jobs gives four workers, each pinned to one device its job was
+allocated and none shared between jobs; a computation is right; ``adapt`` goes up and
+down; a refusal by the batch system is raised with its message; and ``close()`` leaves the
+queue empty, as the backend's own status command reports it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import dask.array as da
+import pytest
+from dask.distributed import Client, get_worker
+
+from conftest import wait_until
+from gpujobqueue import LocalGPUCluster, LSFGPUCluster, PBSGPUCluster, SGEGPUCluster, SLURMGPUCluster, SubmissionError
+from gpujobqueue.cluster import WorkerJobKey
+from gpujobqueue.gpus import nvidia_gpu_ids
+
+# Workers of every backend import this module's functions from the tests folder.
+COMMON = dict(
+    gpus_per_node=2, worker_mode="per-device", memory_per_gpu="512MiB", cpus_per_gpu=1,
+    walltime="00:10:00", death_timeout=20, environment={"PYTHONPATH": os.environ["PYTHONPATH"]},
+)
+
+
+@dataclass
+class Backend:
+    """How the suite drives one batch system and reads its state with its own commands."""
+
+    name: str
+    cluster_cls: type
+    keywords: dict[str, Any]
+    queue_ids: Callable[[], list[str]]  # unfinished jobs, by the backend's status command
+    allocated: Callable[[Any], set[str]]  # devices the batch system gave a job
+    job_id_variable: str | None  # how a worker's environment names its job
+    refusal: tuple[dict[str, Any], str] | None = None  # keywords the batch system refuses, and its words
+    commands: Any = None  # a conftest.CommandLog counting submit and cancel calls, where there is one
+
+    def cluster(self, **keywords):
+        return self.cluster_cls(**{**COMMON, **self.keywords, **keywords})
+
+
+def _slurm_allocated(job) -> set[str]:
+    out = subprocess.run(["scontrol", "show", "job", "-d", job.job_id], capture_output=True, text=True, check=True).stdout
+    match = re.search(r"GRES=\S*?gpu\S*?\(IDX:([0-9,\-]+)\)", out)
+    assert match, f"no GPU allocation in scontrol output for job {job.job_id}:\n{out}"
+    devices = set()
+    for part in match.group(1).split(","):
+        low, _, high = part.partition("-")
+        devices.update(str(i) for i in range(int(low), int(high or low) + 1))
+    return devices
+
+
+def _local_backend(request) -> Backend:
+    if 0 < len(nvidia_gpu_ids()) < 4:
+        pytest.skip(f"the local backend hands out four devices; this host has {len(nvidia_gpu_ids())} GPU(s)")
+    live: list[LocalGPUCluster] = []
+
+    class Tracked(LocalGPUCluster):
+        def __init__(self, **keywords):
+            super().__init__(**keywords)
+            live.append(self)
+
+    def running_local_jobs() -> list[str]:
+        return [job.job_id for cluster in live for job in cluster.workers.values() if job.process is not None and job.process.poll() is None]
+
+    return Backend("local", Tracked, {"devices": ["0", "1", "2", "3"]}, running_local_jobs, lambda job: set(job.devices), None)
+
+
+def _backend(request, name: str) -> Backend:
+    if name == "local":
+        return _local_backend(request)
+    if name == "slurm":
+        slurm = request.getfixturevalue("slurm")
+        counted = request.getfixturevalue("counted")  # also chdir to tmp_path: SLURM writes slurm-<id>.out there
+        return Backend("slurm", SLURMGPUCluster, {"queue": "gpu"}, slurm.squeue_ids, _slurm_allocated, "SLURM_JOB_ID",
+                       refusal=({"queue": "nosuchpartition"}, "invalid partition"), commands=counted)
+    if name == "sge":
+        sge = request.getfixturevalue("sge")
+        request.getfixturevalue("tmp_path_cwd")
+        return Backend("sge", SGEGPUCluster, {"queue": "gpu.q", "parallel_environment": "smp"}, sge.job_ids,
+                       lambda job: set(sge.allocated_devices(job.job_id)), "JOB_ID",
+                       refusal=({"queue": "nosuch.q"}, "nosuch.q"))
+    if name == "pbs":
+        pbs = request.getfixturevalue("pbs")
+        request.getfixturevalue("tmp_path_cwd")  # PBS copies job output back to the submit directory
+        return Backend("pbs", PBSGPUCluster, {"queue": "workq"}, pbs.job_ids, lambda job: set(map(str, pbs.allocated_devices(job.job_id))), "PBS_JOBID",
+                       refusal=({"queue": "nosuchqueue"}, "unknown queue"))
+    if name == "lsf":
+        lsf = request.getfixturevalue("lsf")
+        request.getfixturevalue("tmp_path_cwd")
+        return Backend("lsf", LSFGPUCluster, {"queue": "normal", "lsf_units": "mb"}, lsf.job_ids, lambda job: set(map(str, lsf.allocated_devices(job.job_id))), "LSB_JOBID",
+                       refusal=({"queue": "nosuchqueue"}, "no such queue"))
+    raise AssertionError(name)
+
+
+@pytest.fixture
+def tmp_path_cwd(tmp_path, monkeypatch):
+    """Jobs that write their output where they were submitted write it under tmp_path."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+ALL = ["local", "slurm", "sge", "pbs", "lsf"]
+BATCH = ["slurm", "sge", "pbs", "lsf"]
+
+
+@pytest.fixture(params=ALL)
+def backend(request) -> Backend:
+    return _backend(request, request.param)
+
+
+@pytest.fixture(params=BATCH)
+def batch_backend(request) -> Backend:
+    return _backend(request, request.param)
+
+
+def worker_facts(dask_worker, job_id_variable):
+    return {"name": dask_worker.name, "devices": os.environ.get("CUDA_VISIBLE_DEVICES"), "job": os.environ.get(job_id_variable) if job_id_variable else None}
+
+
+def _same_job(worker_job_id: str, job_id: str) -> bool:
+    # PBS_JOBID is the full `1234.server`; the cluster may hold the same id.
+    return worker_job_id == job_id or worker_job_id.split(".")[0] == job_id.split(".")[0]
+
+
+def test_scale_gpus_pins_each_worker_to_its_jobs_devices(backend):
+    with backend.cluster() as cluster, Client(cluster) as client:
+        cluster.scale(gpus=4)
+        assert len(cluster.workers) == 2, "4 GPUs of 2-GPU jobs are two jobs"
+        client.wait_for_workers(4, timeout=120)
+
+        jobs = dict(cluster.workers)
+        facts = list(client.run(worker_facts, job_id_variable=backend.job_id_variable).values())
+        assert sorted(f["name"] for f in facts) == sorted(f"{name}-{i}" for name in jobs for i in (0, 1))
+        key = WorkerJobKey(["-0", "-1"])
+        for name, job in jobs.items():
+            mine = [f for f in facts if key.job_of(f["name"]) == name]
+            assert all(f["devices"] is not None and re.fullmatch(r"\d+", f["devices"]) for f in mine), f"each worker must see exactly one device: {mine}"
+            allocated = backend.allocated(job)
+            assert {f["devices"] for f in mine} == allocated, f"job {job.job_id}: workers on {[f['devices'] for f in mine]}, {backend.name} allocated {sorted(allocated)}"
+            if backend.job_id_variable:
+                assert all(f["job"] and _same_job(f["job"], str(job.job_id)) for f in mine), f"workers {mine} do not run in job {job.job_id}"
+        assert len({f["devices"] for f in facts}) == 4, f"jobs running together must not share devices: {facts}"
+
+        x = da.arange(1_000_000, chunks=100_000)
+        assert client.compute((x * 2).sum(), resources={"GPU": 1}).result() == 2 * sum(range(1_000_000))
+    assert wait_until(lambda: not backend.queue_ids(), 60, what=lambda: f"{backend.name} queue to empty after close(): {backend.queue_ids()}")
+
+
+def _sleep_and_name(seconds):
+    time.sleep(seconds)
+    return get_worker().name
+
+
+def test_adapt_goes_up_to_four_gpus_and_back_to_none(backend):
+    with backend.cluster() as cluster, Client(cluster) as client:
+        adaptive = cluster.adapt(minimum_gpus=0, maximum_gpus=4, interval="500ms", wait_count=4)
+        futures = client.map(_sleep_and_name, [1.0] * 40, pure=False, resources={"GPU": 1})
+        names = set(client.gather(futures))
+        del futures  # results held on a worker would rightly keep its job alive
+        assert len(names) == 4, f"adapt should reach 4 GPU workers, saw {sorted(names)}"
+        wait_until(
+            lambda: not client.scheduler_info()["workers"] and not backend.queue_ids(), 90,
+            what=lambda: f"adapt back to 0: queue {backend.queue_ids()}, spec {list(cluster.worker_spec)}, log {list(adaptive.log)[-3:]}",
+        )
+        if backend.commands:
+            assert backend.commands.count("sbatch") == 2, "one submission per job, no churn"
+            assert backend.commands.count("scancel") == 2
+    assert not backend.queue_ids()
+
+
+def test_refusal_is_raised_with_the_batch_systems_message(batch_backend):
+    keywords, words = batch_backend.refusal
+    with batch_backend.cluster(**keywords) as cluster:
+        with pytest.raises(SubmissionError) as info:
+            cluster.scale(jobs=1)
+        assert words in str(info.value).lower(), str(info.value)
+        assert not cluster.worker_spec and not cluster.workers
+    assert not batch_backend.queue_ids()
+
+
+def test_close_cancels_queued_and_running_jobs(batch_backend):
+    # More jobs than the four devices hold: two run, the rest wait in the queue.
+    with batch_backend.cluster() as cluster:
+        cluster.scale(jobs=4)
+        assert wait_until(lambda: len(batch_backend.queue_ids()) == 4, 30, what=lambda: f"4 jobs in the {batch_backend.name} queue: {batch_backend.queue_ids()}")
+    assert wait_until(lambda: not batch_backend.queue_ids(), 60, what=lambda: f"{batch_backend.name} queue to empty after close(): {batch_backend.queue_ids()}")
+
+
+STYLES = {
+    # Torque's nodes=1:ppn=C:gpus=G
+    "torque": ("torque", PBSGPUCluster, {"gpu_request": "torque", "queue": "batch"}, "PBS_JOBID"),
+    # Summit-like CSM: whole node by -nnodes, the workers reach its GPUs through jsrun
+    "lsf-csm": ("lsf", LSFGPUCluster, {"gpu_request": "csm", "queue": "batch", "account": "ABC123", "cores": 4, "cpus_per_gpu": None}, "LSB_JOBID"),
+    # ABCI-like resource type: rt_F=1 is a whole node with its four GPUs
+    "sge-resource-type": ("sge", SGEGPUCluster, {"gpu_request": "resource-type", "resource_type": "rt_F", "queue": "gpu.q"}, "JOB_ID"),
+}
+
+
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_whole_node_gpu_styles_run_one_worker_per_gpu(request, style):
+    fixture, cluster_cls, keywords, job_id_variable = STYLES[style]
+    system = request.getfixturevalue(fixture)
+    request.getfixturevalue("tmp_path_cwd")
+    queue_ids = system.job_ids
+    with cluster_cls(**{**COMMON, "gpus_per_node": 4, **keywords}) as cluster, Client(cluster) as client:
+        cluster.scale(gpus=4)
+        client.wait_for_workers(4, timeout=120)
+        (job,) = cluster.workers.values()
+        facts = list(client.run(worker_facts, job_id_variable=job_id_variable).values())
+        assert sorted(f["devices"] for f in facts) == ["0", "1", "2", "3"], facts
+        assert {str(d) for d in system.allocated_devices(job.job_id)} == {"0", "1", "2", "3"}
+        assert all(f["job"] and _same_job(f["job"], str(job.job_id)) for f in facts), facts
+        assert client.submit(sum, range(100), resources={"GPU": 1}).result() == 4950
+    assert wait_until(lambda: not queue_ids(), 60, what=lambda: f"queue to empty: {queue_ids()}")
+
+
+def test_grid_engine_refusal_says_why(sge, tmp_path_cwd):
+    # `qsub -w e` says only "no suitable queues"; the cluster adds `qsub -w v`'s reasons.
+    with SGEGPUCluster(**{**COMMON, "gpus_per_node": 5, "cpus_per_gpu": None, "cores": 1}) as cluster:
+        with pytest.raises(SubmissionError) as info:
+            cluster.scale(jobs=1)
+    assert "no suitable queues" in str(info.value) and "offers only hc:gpu=4" in str(info.value), str(info.value)
+    assert not sge.job_ids()
