@@ -15,8 +15,10 @@ starting its workers.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -139,6 +141,8 @@ def main() -> int:
     parser.add_argument("--batch", nargs="+", choices=sorted(BENCHES), default=["slurm", "sge"])
     args = parser.parse_args()
 
+    # Jobs write their output files where they were submitted (-cwd, slurm-<id>.out): not in the checkout.
+    os.chdir(tempfile.mkdtemp(prefix="gpujobqueue-startup-"))
     ratios = {}
     for batch in args.batch:
         bench = BENCHES[batch]()
