@@ -6,7 +6,6 @@ import sys
 
 import click
 
-from .batch import BATCH_SYSTEMS
 from .errors import GPUJobQueueError
 
 # CLI options mirror the cluster keywords: --gpus-per-node is gpus_per_node.
@@ -56,12 +55,13 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("batch", type=click.Choice(list(BATCH_SYSTEMS)))
+@click.argument("batch", metavar="BATCH|SITE")
 @click.option("--scheduler-address", default=None, help="Scheduler the workers connect to (default: a placeholder to fill in).")
 @click.option("--name", "worker_name", default="gpujobqueue-worker", show_default=True, help="Worker name prefix; workers are NAME-<i>.")
 @_keyword_options
 def render(batch: str, scheduler_address: str | None, worker_name: str, environment: tuple[str, ...], **options) -> None:
-    """Print the job script for BATCH that the cluster keywords describe."""
+    """Print the job script for BATCH (slurm, pbs, lsf, sge, local) or SITE (a site config's
+    name or file) that the cluster keywords describe."""
     from .render import PLACEHOLDER_SCHEDULER
     from .scripts import job_script_for
 
@@ -81,6 +81,67 @@ def render(batch: str, scheduler_address: str | None, worker_name: str, environm
         click.echo(job_script_for(batch, keywords, name=worker_name, scheduler=scheduler_address or PLACEHOLDER_SCHEDULER), nl=False)
     except GPUJobQueueError as error:
         raise click.ClickException(str(error)) from None
+
+
+@main.command()
+def sites() -> None:
+    """List the known site configs: name, centre, scheduler, GPUs per node, GPU model, protocol."""
+    from .sites import site_table
+
+    try:
+        rows = site_table()
+    except GPUJobQueueError as error:
+        raise click.ClickException(str(error)) from None
+    headers = {"name": "SITE", "centre": "CENTRE", "scheduler": "SCHEDULER", "gpus": "GPUS/NODE", "gpu": "GPU", "protocol": "PROTOCOL", "status": "STATUS"}
+    widths = {key: max(len(title), *(len(str(row[key])) for row in rows)) if rows else len(title) for key, title in headers.items()}
+    click.echo("  ".join(title.ljust(widths[key]) for key, title in headers.items()).rstrip())
+    for row in rows:
+        click.echo("  ".join(str(row[key]).ljust(widths[key]) for key in headers).rstrip())
+
+
+@main.command()
+@click.argument("site")
+def show(site: str) -> None:
+    """Print SITE's resolved config, each value with the file and line it came from."""
+    from .sites import load_site
+
+    try:
+        loaded = load_site(site)
+    except GPUJobQueueError as error:
+        raise click.ClickException(str(error)) from None
+
+    def walk(value, path, indent):
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(item, dict):
+                    click.echo(f"{indent}{key}:")
+                    walk(item, path + (key,), indent + "  ")
+                else:
+                    click.echo(f"{indent}{key}: {item!r}".ljust(60) + f"  # {loaded.where(*path, key)}")
+
+    click.echo(f"# site {loaded.name} from {', '.join(loaded.files)}")
+    walk(loaded.data, (), "")
+
+
+@main.command()
+@click.argument("files", nargs=-1, type=click.Path())
+def check(files: tuple[str, ...]) -> None:
+    """Validate site config FILES (default: every known site); exit 1 listing file:line: key: problem."""
+    from .sites import SiteConfigError, load_site, site_files
+
+    targets = list(files) or sorted(site_files())
+    failed = 0
+    for target in targets:
+        try:
+            load_site(target)
+        except SiteConfigError as error:
+            failed += 1
+            for problem in getattr(error, "errors", [error]):
+                click.echo(str(problem), err=True)
+        else:
+            click.echo(f"ok: {target}")
+    if failed:
+        sys.exit(1)
 
 
 @main.command()

@@ -15,7 +15,7 @@ from dask_jobqueue.core import JobQueueCluster
 from distributed.core import Status
 from distributed.scheduler import Scheduler
 
-from . import config
+from . import config, sites
 from .errors import SubmissionError, ValidationError
 from .job import GPUJob
 from .request import JobRequest, parse_positive_int
@@ -99,6 +99,10 @@ class GPUJobQueueCluster(JobQueueCluster):
     ----------
     n_workers : int
         GPU workers to start at once (default 0; see :meth:`scale`).
+    site : str or Site, optional
+        A site config (``"perlmutter"``, or a path to a YAML file) whose facts fill in
+        every keyword not given; ``queue`` then names one of the site's queues, and the
+        request is checked against the site's limits before anything is submitted.
     gpus_per_node : int
         GPUs each job asks for on its node; one worker per GPU.
     cpus_per_gpu, cores : int
@@ -173,7 +177,7 @@ class GPUJobQueueCluster(JobQueueCluster):
         if job_cls is not None:
             self.job_cls = job_cls
         settings, request, launch = self.parse_keywords(dict(kwargs, processes=processes))
-        self.request, self.launch = request, launch
+        self.request, self.launch, self.site = request, launch, settings["site"]
         self._job_key = WorkerJobKey(launch.name_suffixes)
         super().__init__(
             n_workers=0,
@@ -206,19 +210,34 @@ class GPUJobQueueCluster(JobQueueCluster):
         Returns
         -------
         settings : dict
-            Every setting after keyword > dask config > default precedence.
+            Every setting after keyword > dask config > site > default precedence, and
+            ``site``: the :class:`~gpujobqueue.sites.Site` or None.
         request : JobRequest
         launch : WorkerLaunch
 
         Raises
         ------
-        UnknownKeywordError, ValidationError
+        UnknownKeywordError, ValidationError, SiteConfigError
         """
         names = REQUEST_KEYWORDS + LAUNCH_KEYWORDS + cls.batch_keywords
         kwargs = dict(kwargs)
         processes = kwargs.pop("processes", None)
+        site = kwargs.pop("site", None)
         config.check_keywords(kwargs, names + tuple(RENAMED_KEYWORDS) + tuple(cls.batch_synonyms))
-        settings = config.resolve(cls.job_cls.batch, _take_keywords(kwargs, cls.batch_synonyms), names)
+        batch = cls.job_cls.batch
+        given = _take_keywords(kwargs, cls.batch_synonyms)
+        site_defaults, site_queue = {}, None
+        if site is not None:
+            site = sites.load_site(site) if not isinstance(site, sites.Site) else site
+            if site.scheduler != batch:
+                raise ValidationError("site", f"{site.name} runs {site.scheduler}, not {batch}; use GPUCluster(site={site.name!r}) ({site.files[0]})")
+            # A queue named by the user is the site's queue name; the site maps it to its partition and QoS.
+            site_queue = given.get("queue") or config.configured(batch, "queue")
+            site_defaults = {k: v for k, v in sites.site_settings(site, site_queue).items() if k in names}
+            given.pop("queue", None)
+        settings = config.resolve(batch, given, names, site_defaults)
+        if site is not None:
+            settings["queue"] = site_defaults.get("queue")
         if processes is not None:  # dask-jobqueue's workers per job: here, one per GPU
             processes = parse_positive_int("processes", processes)
             gpus = settings.get("gpus_per_node")
@@ -230,6 +249,9 @@ class GPUJobQueueCluster(JobQueueCluster):
         request = dataclasses.replace(request, options=cls._parse_batch_options(settings, request))
         launch = WorkerLaunch.from_settings(settings, gpus=request.gpus_per_node, memory_per_node=request.memory_per_node)
         cls._check_launch(request, launch)
+        if site is not None:
+            sites.check_request(site, site_queue, request)
+        settings["site"] = site
         return settings, request, launch
 
     @classmethod
@@ -352,13 +374,17 @@ class GPUJobQueueCluster(JobQueueCluster):
         return super().adapt(*args, minimum_jobs=minimum_jobs, maximum_jobs=maximum_jobs, **kwargs)
 
 
-def GPUCluster(batch: str | None = None, **kwargs: Any) -> GPUJobQueueCluster:
-    """A GPU cluster on the named batch system.
+def GPUCluster(batch: str | None = None, *, site: Any = None, **kwargs: Any) -> GPUJobQueueCluster:
+    """A GPU cluster on a site's batch system, or on the named batch system.
 
     Parameters
     ----------
     batch : {"slurm", "pbs", "lsf", "sge", "local"}, optional
-        The batch system; default ``gpujobqueue.batch`` from dask config (``local``).
+        The batch system. Without it and without ``site``, the site is detected from the
+        host name (the choice is logged); where no site matches, ``gpujobqueue.batch``
+        from dask config (``local``).
+    site : str or Site, optional
+        A site config by name (``"perlmutter"``) or path; its scheduler picks the class.
     **kwargs
         The cluster's keywords (see :class:`GPUJobQueueCluster`).
 
@@ -370,4 +396,13 @@ def GPUCluster(batch: str | None = None, **kwargs: Any) -> GPUJobQueueCluster:
     """
     from .batch import cluster_class
 
+    if site is None and batch is None:
+        site = sites.detect_site()
+        if site is not None:
+            logger.warning("gpujobqueue: this host matches site %r (%s); pass site= or batch= to choose otherwise", site.name, site.files[-1])
+    if site is not None:
+        site = sites.load_site(site) if not isinstance(site, sites.Site) else site
+        if batch is not None and batch != site.scheduler:
+            raise ValidationError("batch", f"batch={batch!r} but site {site.name} runs {site.scheduler} ({site.files[0]})")
+        return cluster_class(site.scheduler)(site=site, **kwargs)
     return cluster_class(batch or dask.config.get("gpujobqueue.batch", default="local"))(**kwargs)

@@ -1,4 +1,4 @@
-"""The one place that resolves settings: keyword > dask config > package default."""
+"""The one place that resolves settings: keyword > dask config > site config > package default."""
 
 from __future__ import annotations
 
@@ -31,8 +31,15 @@ def check_keywords(given: Iterable[str], accepted: Iterable[str]) -> None:
             raise UnknownKeywordError(keyword, difflib.get_close_matches(keyword, accepted, n=3))
 
 
-def resolve(batch: str, keywords: Mapping[str, Any], names: Iterable[str]) -> dict[str, Any]:
-    """Settings for one cluster: each name from the keywords, else ``gpujobqueue.<batch>.<name>``.
+def configured(batch: str, name: str) -> Any:
+    """``gpujobqueue.<batch>.<name>`` from dask config (None when unset)."""
+    section = dask.config.get(f"gpujobqueue.{batch}", default={}) or {}
+    return section.get(name.replace("_", "-"))
+
+
+def resolve(batch: str, keywords: Mapping[str, Any], names: Iterable[str], site_defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Settings for one cluster: each name from the keywords, else ``gpujobqueue.<batch>.<name>``,
+    else the site's value.
 
     Parameters
     ----------
@@ -42,6 +49,8 @@ def resolve(batch: str, keywords: Mapping[str, Any], names: Iterable[str]) -> di
         The keyword arguments the user gave; None counts as not given.
     names : iterable of str
         Every setting name to resolve (keyword spelling, with underscores).
+    site_defaults : mapping, optional
+        The site config's values (see :func:`gpujobqueue.sites.site_settings`).
 
     Returns
     -------
@@ -49,10 +58,13 @@ def resolve(batch: str, keywords: Mapping[str, Any], names: Iterable[str]) -> di
         Name to value, None where nothing sets it (the parsers then apply defaults).
     """
     section = dask.config.get(f"gpujobqueue.{batch}", default={}) or {}
+    site_defaults = site_defaults or {}
     settings = {}
     for name in names:
         value = keywords.get(name)
         if value is None:
             value = section.get(name.replace("_", "-"))
+        if value is None:
+            value = site_defaults.get(name)
         settings[name] = value
     return settings

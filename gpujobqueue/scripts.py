@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from .batch import cluster_class
+from .batch import BATCH_SYSTEMS, cluster_class
 from .render import PLACEHOLDER_SCHEDULER, render_job_script
+from .sites import load_site
 
 
 def job_script_for(batch: str, keywords: Mapping[str, Any], *, name: str, scheduler: str = PLACEHOLDER_SCHEDULER) -> str:
@@ -14,7 +15,8 @@ def job_script_for(batch: str, keywords: Mapping[str, Any], *, name: str, schedu
     Parameters
     ----------
     batch : str
-        ``slurm``, ``pbs``, ``lsf``, ``sge`` or ``local``.
+        ``slurm``, ``pbs``, ``lsf``, ``sge`` or ``local``; or a site's name or YAML file,
+        whose facts fill in the keywords not given.
     keywords : mapping
         Cluster keywords (as :class:`~gpujobqueue.cluster.GPUJobQueueCluster` takes them).
     name : str
@@ -24,8 +26,12 @@ def job_script_for(batch: str, keywords: Mapping[str, Any], *, name: str, schedu
 
     Raises
     ------
-    UnknownKeywordError, ValidationError
+    UnknownKeywordError, ValidationError, SiteConfigError
     """
+    keywords = dict(keywords)
+    if batch not in BATCH_SYSTEMS:  # a site's name or file
+        site = load_site(batch)
+        batch, keywords["site"] = site.scheduler, site
     cluster_cls = cluster_class(batch)
-    _, request, launch = cluster_cls.parse_keywords(dict(keywords))
+    _, request, launch = cluster_cls.parse_keywords(keywords)
     return render_job_script(batch, request, launch, name=name, scheduler=scheduler, directive_prefix=cluster_cls.job_cls.directive_prefix)

@@ -1,0 +1,451 @@
+"""Site configs: load and validate the YAML files, find them, merge overrides, detect the machine."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import os
+import re
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import jsonschema
+import yaml
+
+from .errors import GPUJobQueueError
+from .render import package_data_dir
+
+SCHEMA_FILE = Path(__file__).with_name("site_schema.yaml")
+SYSTEM_SITE_DIR = Path("/etc/gpujobqueue/sites")
+USER_SITE_DIR = Path("~/.config/gpujobqueue/sites")
+SITE_PATH_VARIABLE = "GPUJOBQUEUE_SITE_PATH"
+STYLES = {
+    "slurm": ("gpus-per-node", "gres", "none"),
+    "pbs": ("select", "torque", "none"),
+    "lsf": ("gpu", "csm", "none"),
+    "sge": ("complex", "resource-type", "none"),
+}
+
+
+class SiteConfigError(GPUJobQueueError):
+    """A site file that is not valid: names the file, the key path and the line.
+
+    Parameters
+    ----------
+    path : str
+        The file.
+    key : str
+        The key path, dotted (``queues.debug.max_walltime``), or empty for the whole file.
+    line : int or None
+        1-based line of the key in the file.
+    message : str
+        What is wrong.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], key: str, line: int | None, message: str):
+        self.path, self.key, self.line, self.message = str(path), key, line, message
+        where = f"{self.path}:{line}" if line else self.path
+        super().__init__(f"{where}: {key or '(file)'}: {message}")
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A safe loader that refuses a key given twice in one mapping (PyYAML keeps the last)."""
+
+
+def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key {key!r} given twice (first on line {seen[key]})", key_node.start_mark)
+        seen[key] = key_node.start_mark.line + 1
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _line_index(node: yaml.Node, prefix: tuple = (), index: dict | None = None) -> dict[tuple, int]:
+    """Key path -> 1-based line, from a composed YAML node tree."""
+    index = {} if index is None else index
+    index.setdefault(prefix, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            path = prefix + (key_node.value,)
+            index[path] = key_node.start_mark.line + 1
+            _line_index(value_node, path, index)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _line_index(item, prefix + (i,), index)
+    return index
+
+
+@functools.lru_cache(maxsize=1)
+def _schemas() -> tuple[dict, dict]:
+    """The full schema, and a copy without required keys (for override files)."""
+    full = yaml.safe_load(SCHEMA_FILE.read_text())
+
+    def drop_required(node):
+        if isinstance(node, dict):
+            return {k: drop_required(v) for k, v in node.items() if k != "required"}
+        if isinstance(node, list):
+            return [drop_required(v) for v in node]
+        return node
+
+    return full, drop_required(full)
+
+
+def _dotted(path: Iterable) -> str:
+    return ".".join(str(p) for p in path)
+
+
+def _schema_errors(data: Any, schema: dict, path: str, lines: dict[tuple, int]) -> list[SiteConfigError]:
+    errors = []
+    for error in jsonschema.Draft202012Validator(schema).iter_errors(data):
+        key = tuple(error.absolute_path)
+        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            allowed = set(error.schema.get("properties", {}))
+            for extra in sorted(set(error.instance) - allowed, key=str):
+                known = ", ".join(sorted(allowed))
+                errors.append(SiteConfigError(path, _dotted(key + (extra,)), lines.get(key + (extra,)), f"unknown key; known keys here: {known}"))
+            continue
+        if error.validator == "required":
+            missing = error.message.split("'")[1] if "'" in error.message else error.message
+            errors.append(SiteConfigError(path, _dotted(key + (missing,)), lines.get(key), f"required key missing (in {_dotted(key) or 'the file'})"))
+            continue
+        errors.append(SiteConfigError(path, _dotted(key), lines.get(key), error.message))
+    return sorted(errors, key=lambda e: (e.line or 0, e.key))
+
+
+def read_site_file(path: str | os.PathLike[str], *, partial: bool = False) -> tuple[dict, dict[tuple, int]]:
+    """Read and check one site file against the schema.
+
+    Parameters
+    ----------
+    path : path
+        The YAML file.
+    partial : bool
+        An override file: every key is checked but none is required.
+
+    Returns
+    -------
+    data : dict
+    lines : dict
+        Key path (tuple) to its line in the file.
+
+    Raises
+    ------
+    SiteConfigError
+        The first problem (all of them are in ``.errors`` of the exception).
+    """
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise SiteConfigError(path, "", None, f"cannot read: {error.strerror}") from None
+    try:
+        node = yaml.compose(text, Loader=_UniqueKeyLoader)
+        data = yaml.load(text, Loader=_UniqueKeyLoader)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        problem = getattr(error, "problem", None) or str(error)
+        raise SiteConfigError(path, "", mark.line + 1 if mark else None, f"not valid YAML: {problem}") from None
+    if not isinstance(data, dict):
+        raise SiteConfigError(path, "", 1, "a site file is a mapping of keys (schema: 1, name: ..., ...)")
+    lines = _line_index(node) if node is not None else {}
+    full, relaxed = _schemas()
+    errors = _schema_errors(data, relaxed if partial else full, str(path), lines)
+    if not partial:
+        errors += _semantic_errors(data, str(path), lines)
+    if errors:
+        first = errors[0]
+        first.errors = errors
+        raise first
+    return data, lines
+
+
+def _semantic_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[SiteConfigError]:
+    """What a schema cannot say: names that must agree, expressions that must compile."""
+    errors = []
+
+    def error(key: tuple, message: str):
+        errors.append(SiteConfigError(path, _dotted(key), lines.get(key), message))
+
+    stem = Path(path).stem
+    if data.get("name") != stem:
+        error(("name",), f"{data.get('name')!r} must be the file's name without .yaml ({stem!r})")
+    scheduler = data.get("scheduler")
+    style = data.get("gpu_request", {}).get("style")
+    if scheduler in STYLES and style not in STYLES[scheduler]:
+        error(("gpu_request", "style"), f"{style!r} is not a {scheduler} GPU request style; use one of {', '.join(STYLES[scheduler])}")
+    if data.get("default_queue") not in data.get("queues", {}):
+        error(("default_queue",), f"{data.get('default_queue')!r} is not one of the queues ({', '.join(data.get('queues', {}))})")
+    for i, pattern in enumerate(data.get("hostnames", [])):
+        try:
+            re.compile(pattern)
+        except re.error as problem:
+            error(("hostnames", i), f"not a regular expression: {problem}")
+    pattern = data.get("account", {}).get("pattern")
+    if pattern is not None:
+        try:
+            re.compile(pattern)
+        except re.error as problem:
+            error(("account", "pattern"), f"not a regular expression: {problem}")
+    worker = data.get("worker", {})
+    if worker.get("mode") == "dask-cuda" and worker.get("visibility_variable", "CUDA_VISIBLE_DEVICES") != "CUDA_VISIBLE_DEVICES":
+        error(("worker", "visibility_variable"), "dask-cuda pins NVIDIA GPUs through CUDA_VISIBLE_DEVICES; use mode per-device for other variables")
+    network = data.get("network", {})
+    if "ucx" in network and network.get("protocol") != "ucx":
+        error(("network", "ucx"), "UCX transports are given but the protocol is not ucx")
+    launcher = data.get("launcher", {}).get("name")
+    if (launcher == "jsrun") != (style == "csm"):
+        error(("launcher", "name"), "jsrun goes with LSF's CSM style (gpu_request.style: csm) and only with it")
+    return errors
+
+
+def _merge(base: dict, override: dict, origins: dict[tuple, str], source: str, prefix: tuple = ()) -> dict:
+    """``override`` over ``base`` field by field (mappings merged, anything else replaced)."""
+    merged = dict(base)
+    for key, value in override.items():
+        path = prefix + (key,)
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value, origins, source, path)
+        else:
+            merged[key] = copy.deepcopy(value)
+            for known in [p for p in origins if p[: len(path)] == path]:
+                del origins[known]
+            _record_origins(value, origins, source, path)
+    return merged
+
+
+def _record_origins(value: Any, origins: dict[tuple, str], source: str, path: tuple) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _record_origins(item, origins, source, path + (key,))
+    else:
+        origins[path] = source
+
+
+@dataclass
+class Site:
+    """One machine's facts, merged from its files.
+
+    Attributes
+    ----------
+    name : str
+    data : dict
+        The merged config.
+    files : list of str
+        The files it was merged from, first the base.
+    origins : dict
+        Key path (tuple) to the ``file:line`` its value came from.
+    """
+
+    name: str
+    data: dict
+    files: list[str]
+    origins: dict[tuple, str] = field(default_factory=dict)
+
+    def where(self, *key: str) -> str:
+        """``file:line`` of a key (for error messages), or the base file."""
+        for length in range(len(key), 0, -1):
+            if key[:length] in self.origins:
+                return self.origins[key[:length]]
+        return self.files[0]
+
+    @property
+    def scheduler(self) -> str:
+        return self.data["scheduler"]
+
+    def queue(self, name: str) -> dict:
+        """The queue's entry; raises naming the site file when there is no such queue."""
+        queues = self.data["queues"]
+        if name not in queues:
+            path, line = self.location("queues")
+            raise SiteConfigError(path, "queues", line, f"{self.name} has no queue {name!r}; its queues are {', '.join(queues)}")
+        return queues[name]
+
+    def location(self, *key: str) -> tuple[str, int | None]:
+        """(file, line) of a key, as :meth:`where` gives it."""
+        where = self.where(*key)
+        path, _, line = where.rpartition(":")
+        return (path, int(line)) if path and line.isdigit() else (where, None)
+
+
+def site_directories() -> list[Path]:
+    """Where site files are looked for, lowest precedence first."""
+    directories = [package_data_dir("site-configs"), SYSTEM_SITE_DIR, USER_SITE_DIR.expanduser()]
+    extra = os.environ.get(SITE_PATH_VARIABLE, "")
+    directories += [Path(p).expanduser() for p in extra.split(os.pathsep) if p]
+    return directories
+
+
+def site_files() -> dict[str, list[Path]]:
+    """Site name -> its files, lowest precedence first (files named ``_*.yaml`` are not sites)."""
+    found: dict[str, list[Path]] = {}
+    for directory in site_directories():
+        if directory.is_dir():
+            for path in sorted(directory.glob("*.yaml")):
+                if not path.name.startswith("_"):
+                    found.setdefault(path.stem, []).append(path)
+    return found
+
+
+def load_site(name_or_path: str | os.PathLike[str]) -> Site:
+    """Load a site by name (merging every file of that name) or from one file.
+
+    Raises
+    ------
+    SiteConfigError
+        No such site, or a file (or the merged result) does not validate.
+    """
+    text = os.fspath(name_or_path)
+    if text.endswith((".yaml", ".yml")) or os.sep in text:
+        paths = [Path(text)]
+        name = Path(text).stem
+    else:
+        name = text
+        paths = site_files().get(name)
+        if not paths:
+            known = ", ".join(sorted(site_files())) or "none"
+            raise SiteConfigError(name, "", None, f"no site called {name!r}; known sites: {known}")
+    data, lines = read_site_file(paths[0], partial=len(paths) > 1)
+    origins: dict[tuple, str] = {}
+    _record_origins(data, origins, str(paths[0]), ())
+    origins = {key: f"{paths[0]}:{lines.get(key, 1)}" for key in origins}
+    for path in paths[1:]:
+        override, override_lines = read_site_file(path, partial=True)
+        data = _merge(data, override, origins, str(path))
+        for key, source in origins.items():
+            if source == str(path):
+                origins[key] = f"{path}:{override_lines.get(key, 1)}"
+    if len(paths) > 1:  # the merged whole must be a complete, valid site
+        full, _ = _schemas()
+        errors = _schema_errors(data, full, f"{name} (merged from {', '.join(map(str, paths))})", {})
+        if errors:
+            raise errors[0]
+    return Site(name=name, data=data, files=[str(p) for p in paths], origins=origins)
+
+
+def detect_site(names: Iterable[str] | None = None) -> Site | None:
+    """The site whose ``hostnames`` match this machine's host name or FQDN, or None."""
+    if names is None:
+        names = {socket.gethostname(), socket.getfqdn()}
+    names = [n for n in names if n]
+    for site_name in sorted(site_files()):
+        site = load_site(site_name)
+        for pattern in site.data.get("hostnames", []):
+            if any(re.fullmatch(pattern, host) for host in names):
+                return site
+    return None
+
+
+def site_table() -> list[dict[str, Any]]:
+    """One row per known site: name, centre, scheduler, GPUs per node, GPU model, protocol."""
+    rows = []
+    for name in sorted(site_files()):
+        data = load_site(name).data
+        rows.append({
+            "name": name, "centre": data["centre"], "scheduler": data["scheduler"], "gpus": data["node"]["gpus"],
+            "gpu": data["node"]["gpu_model"], "protocol": data["network"]["protocol"], "status": data.get("status", "production"),
+        })
+    return rows
+
+
+def site_settings(site: Site, queue: str | None) -> dict[str, Any]:
+    """Cluster keyword defaults from a site, for one of its queues.
+
+    Parameters
+    ----------
+    site : Site
+    queue : str or None
+        The site's queue name (``debug``); None means the site's ``default_queue``.
+
+    Returns
+    -------
+    dict
+        Keyword name to value; the batch system's keyword names only.
+    """
+    data = site.data
+    queue_name = queue or data["default_queue"]
+    entry = site.queue(queue_name)
+    node, gpu, directives, worker, network = (data.get(k, {}) for k in ("node", "gpu_request", "directives", "worker", "network"))
+    settings: dict[str, Any] = {
+        "queue": entry["partition"] if "partition" in entry else queue_name,
+        "gpus_per_node": entry.get("gpus_per_node", node["gpus"]),
+        "gpu_request": gpu["style"],
+        "gpu_type": gpu.get("type"),
+        "exclusive": directives.get("exclusive"),
+        "job_extra_directives": directives.get("extra"),
+        "worker_mode": worker.get("mode"),
+        "visibility_variable": worker.get("visibility_variable"),
+        "cpus_per_gpu": worker.get("cpus_per_gpu"),
+        "memory_per_gpu": worker.get("memory_per_gpu"),
+        "local_directory": worker.get("local_directory"),
+        "interface": network.get("interface"),
+        "protocol": network.get("protocol"),
+        "job_script_prologue": data.get("prologue"),
+        "environment": {k: str(v) for k, v in data.get("environment", {}).items()} or None,
+        "launcher": "jsrun" if data["launcher"]["name"] == "jsrun" else None,
+    }
+    scheduler = data["scheduler"]
+    if scheduler == "slurm":
+        settings["qos"] = entry.get("qos")
+        settings["constraint"] = entry.get("constraint") or directives.get("constraint")
+    elif scheduler == "pbs":
+        chunk = {**directives.get("chunk_resources", {}), **entry.get("chunk_resources", {})}
+        settings.update(chunk_resources={k: str(v) for k, v in chunk.items()} or None, filesystems=directives.get("filesystems"), place=directives.get("place"))
+    elif scheduler == "lsf":
+        settings["gpu_mode"] = gpu.get("gpu_mode")
+    elif scheduler == "sge":
+        settings.update(gpu_complex=gpu.get("complex"), gpu_consumable=gpu.get("consumable"), resource_type=gpu.get("resource_type"),
+                        parallel_environment=directives.get("parallel_environment"))
+    return {key: value for key, value in settings.items() if value is not None}
+
+
+def check_request(site: Site, queue: str | None, request: Any) -> None:
+    """Refuse a job request the site cannot run, naming the site file and key.
+
+    Parameters
+    ----------
+    site : Site
+    queue : str or None
+        The site queue the job goes to (None: the default).
+    request : JobRequest
+        The parsed request.
+
+    Raises
+    ------
+    SiteConfigError
+    """
+    from .request import parse_walltime
+
+    data = site.data
+    queue_name = queue or data["default_queue"]
+    entry = site.queue(queue_name)
+
+    def refuse(key: tuple, message: str):
+        path, line = site.location(*key)
+        raise SiteConfigError(path, _dotted(key), line, f"{site.name}: {message}")
+
+    gpus_key = ("queues", queue_name, "gpus_per_node") if "gpus_per_node" in entry else ("node", "gpus")
+    node_gpus = entry.get("gpus_per_node", data["node"]["gpus"])
+    if request.gpus_per_node > node_gpus:
+        refuse(gpus_key, f"gpus_per_node={request.gpus_per_node} but {queue_name} nodes have {node_gpus} GPUs")
+    if request.cpus_per_node > data["node"]["cpus"]:
+        refuse(("node", "cpus"), f"{request.cpus_per_node} cores per node asked but the nodes have {data['node']['cpus']}")
+    max_walltime = entry.get("max_walltime")
+    if max_walltime is not None and request.walltime > parse_walltime("max_walltime", max_walltime):
+        refuse(("queues", queue_name, "max_walltime"), f"walltime {request.walltime_text} is over the {queue_name} queue's limit of {max_walltime}")
+    if entry.get("max_nodes") is not None and request.nodes > entry["max_nodes"]:
+        refuse(("queues", queue_name, "max_nodes"), f"{request.nodes} nodes per job but the {queue_name} queue allows {entry['max_nodes']}")
+    account = data.get("account", {})
+    if account.get("required") and not request.account:
+        refuse(("account", "required"), f"jobs need an account (account=...){': ' + account['hint'] if account.get('hint') else ''}")
+    if request.account and account.get("pattern") and not re.fullmatch(account["pattern"], request.account):
+        refuse(("account", "pattern"), f"account {request.account!r} does not match {account['pattern']!r}{': ' + account['hint'] if account.get('hint') else ''}")
+    if request.gpu_request in data["gpu_request"].get("rejects", []):
+        refuse(("gpu_request", "rejects"), f"the site refuses GPU requests of the {request.gpu_request!r} form; use {data['gpu_request']['style']!r}")
