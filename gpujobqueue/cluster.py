@@ -235,6 +235,10 @@ class GPUJobQueueCluster(JobQueueCluster):
             site_queue = given.get("queue") or config.configured(batch, "queue")
             site_defaults = {k: v for k, v in sites.site_settings(site, site_queue).items() if k in names}
             given.pop("queue", None)
+            # A per-job keyword given by the user replaces the site's per-GPU one.
+            for per_job, per_gpu in (("cores", "cpus_per_gpu"), ("job_cpu", "cpus_per_gpu"), ("ncpus", "cpus_per_gpu"), ("memory", "memory_per_gpu")):
+                if given.get(per_job) is not None or config.configured(batch, per_job) is not None:
+                    site_defaults.pop(per_gpu, None)
         settings = config.resolve(batch, given, names, site_defaults)
         if site is not None:
             settings["queue"] = site_defaults.get("queue")

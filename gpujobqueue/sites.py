@@ -146,13 +146,18 @@ def read_site_file(path: str | os.PathLike[str], *, partial: bool = False) -> tu
         text = path.read_text()
     except OSError as error:
         raise SiteConfigError(path, "", None, f"cannot read: {error.strerror}") from None
+    node = None
     try:
         node = yaml.compose(text, Loader=_UniqueKeyLoader)
         data = yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         problem = getattr(error, "problem", None) or str(error)
-        raise SiteConfigError(path, "", mark.line + 1 if mark else None, f"not valid YAML: {problem}") from None
+        line = mark.line + 1 if mark else None
+        key = ""
+        if node is not None and line is not None:  # composed but not loaded: name the key on that line
+            key = _dotted(max((p for p, at in _line_index(node).items() if at == line), key=len, default=()))
+        raise SiteConfigError(path, key, line, f"not valid YAML: {problem}") from None
     if not isinstance(data, dict):
         raise SiteConfigError(path, "", 1, "a site file is a mapping of keys (schema: 1, name: ..., ...)")
     lines = _line_index(node) if node is not None else {}
@@ -248,12 +253,19 @@ class Site:
     data: dict
     files: list[str]
     origins: dict[tuple, str] = field(default_factory=dict)
+    lines: dict[str, dict[tuple, int]] = field(default_factory=dict)
 
     def where(self, *key: str) -> str:
         """``file:line`` of a key (for error messages), or the base file."""
         for length in range(len(key), 0, -1):
             if key[:length] in self.origins:
                 return self.origins[key[:length]]
+            # a mapping: the file that holds its first value, at the mapping's own line
+            for path, source in self.origins.items():
+                if path[:length] == key[:length]:
+                    file = source.rpartition(":")[0]
+                    line = self.lines.get(file, {}).get(key[:length])
+                    return f"{file}:{line}" if line else file
         return self.files[0]
 
     @property
@@ -313,11 +325,13 @@ def load_site(name_or_path: str | os.PathLike[str]) -> Site:
             known = ", ".join(sorted(site_files())) or "none"
             raise SiteConfigError(name, "", None, f"no site called {name!r}; known sites: {known}")
     data, lines = read_site_file(paths[0], partial=len(paths) > 1)
+    all_lines = {str(paths[0]): lines}
     origins: dict[tuple, str] = {}
     _record_origins(data, origins, str(paths[0]), ())
     origins = {key: f"{paths[0]}:{lines.get(key, 1)}" for key in origins}
     for path in paths[1:]:
         override, override_lines = read_site_file(path, partial=True)
+        all_lines[str(path)] = override_lines
         data = _merge(data, override, origins, str(path))
         for key, source in origins.items():
             if source == str(path):
@@ -327,7 +341,7 @@ def load_site(name_or_path: str | os.PathLike[str]) -> Site:
         errors = _schema_errors(data, full, f"{name} (merged from {', '.join(map(str, paths))})", {})
         if errors:
             raise errors[0]
-    return Site(name=name, data=data, files=[str(p) for p in paths], origins=origins)
+    return Site(name=name, data=data, files=[str(p) for p in paths], origins=origins, lines=all_lines)
 
 
 def detect_site(names: Iterable[str] | None = None) -> Site | None:
@@ -382,7 +396,8 @@ def site_settings(site: Site, queue: str | None) -> dict[str, Any]:
         "job_extra_directives": directives.get("extra"),
         "worker_mode": worker.get("mode"),
         "visibility_variable": worker.get("visibility_variable"),
-        "cpus_per_gpu": worker.get("cpus_per_gpu"),
+        # Unless the site says otherwise, each GPU gets its share of the node's cores.
+        "cpus_per_gpu": worker.get("cpus_per_gpu", max(1, node["cpus"] // node["gpus"])),
         "memory_per_gpu": worker.get("memory_per_gpu"),
         "local_directory": worker.get("local_directory"),
         "interface": network.get("interface"),

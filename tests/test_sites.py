@@ -1,0 +1,167 @@
+"""Site configs: the schema refuses broken files by file, key and line; lookup, overrides,
+detection, and the request checked against the site before anything is submitted."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpujobqueue import GPUCluster, PBSGPUCluster, SLURMGPUCluster
+from gpujobqueue.errors import ValidationError
+from gpujobqueue.sites import SiteConfigError, detect_site, load_site, site_files
+from gpujobqueue.scripts import job_script_for
+
+SITES = Path(__file__).parent / "sites"
+BROKEN = sorted((SITES / "broken").glob("*.yaml"))
+MINIMAL = SITES / "good" / "minimal.yaml"
+
+
+def gpujobqueue(*args):
+    return subprocess.run([sys.executable, "-m", "gpujobqueue.cli", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_there_are_at_least_fifteen_broken_files():
+    assert len(BROKEN) >= 15
+
+
+@pytest.mark.parametrize("path", BROKEN, ids=lambda p: p.stem)
+def test_check_names_the_file_key_and_line_of_a_broken_site(path):
+    key, line, words = re.search(r"^# expect: (\S+) @ (\d+) : (.+)$", path.read_text(), re.M).groups()
+    result = gpujobqueue("check", str(path))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"{path}:{line}: {key}: " in result.stderr, result.stderr
+    assert words in result.stderr, result.stderr
+
+
+def test_check_accepts_a_good_file():
+    result = gpujobqueue("check", str(MINIMAL))
+    assert result.returncode == 0 and f"ok: {MINIMAL}" in result.stdout, result.stderr
+
+
+@pytest.fixture
+def site_path(tmp_path, monkeypatch):
+    """An empty GPUJOBQUEUE_SITE_PATH folder and an empty user folder (HOME moved to tmp_path)."""
+    folder = tmp_path / "sites"
+    folder.mkdir()
+    monkeypatch.setenv("GPUJOBQUEUE_SITE_PATH", str(folder))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    return folder
+
+
+def test_a_site_on_the_site_path_is_found(site_path):
+    shutil.copy(MINIMAL, site_path / "minimal.yaml")
+    assert "minimal" in site_files()
+    site = load_site("minimal")
+    assert site.data["node"]["gpus"] == 4 and site.files == [str(site_path / "minimal.yaml")]
+
+
+def test_overrides_merge_in_precedence_order(site_path, tmp_path, monkeypatch):
+    base, override = tmp_path / "base", tmp_path / "override"
+    base.mkdir(), override.mkdir()
+    shutil.copy(MINIMAL, base / "minimal.yaml")
+    (override / "minimal.yaml").write_text("# an admin's local change\nqueues:\n  debug:\n    max_walltime: '01:00:00'\nnode:\n  gpus: 8\n")
+    # (the site path's folders come last in the lookup, after the package, /etc and the user's folder)
+    monkeypatch.setenv("GPUJOBQUEUE_SITE_PATH", f"{base}:{override}")
+    site = load_site("minimal")
+    assert site.files == [str(base / "minimal.yaml"), str(override / "minimal.yaml")]
+    assert site.data["node"]["gpus"] == 8 and site.data["node"]["cpus"] == 8  # field by field
+    assert site.data["queues"]["debug"] == {"max_walltime": "01:00:00", "max_nodes": 1}
+    assert site.where("node", "gpus") == f"{override / 'minimal.yaml'}:6"
+    assert site.where("node", "cpus") == f"{base / 'minimal.yaml'}:14"
+    shown = gpujobqueue("show", "minimal")
+    assert re.search(r"gpus: 8 .*# .*override/minimal.yaml:6", shown.stdout), shown.stdout
+
+
+def test_a_broken_override_is_refused_with_its_own_file_and_line(site_path, tmp_path, monkeypatch):
+    base, override = tmp_path / "base", tmp_path / "override"
+    base.mkdir(), override.mkdir()
+    shutil.copy(MINIMAL, base / "minimal.yaml")
+    (override / "minimal.yaml").write_text("node:\n  gpus: lots\n")
+    monkeypatch.setenv("GPUJOBQUEUE_SITE_PATH", f"{base}:{override}")
+    with pytest.raises(SiteConfigError) as info:
+        load_site("minimal")
+    assert (info.value.path, info.value.key, info.value.line) == (str(override / "minimal.yaml"), "node.gpus", 2)
+
+
+@pytest.fixture
+def minimal(site_path):
+    shutil.copy(MINIMAL, site_path / "minimal.yaml")
+    return site_path / "minimal.yaml"
+
+
+@pytest.mark.parametrize("keywords, key, line, words", [
+    ({"gpus_per_node": 8}, "node.gpus", 12, "nodes have 4 GPUs"),
+    ({"queue": "debug", "walltime": "01:00:00"}, "queues.debug.max_walltime", 23, "over the debug queue's limit of 00:30:00"),
+    ({"queue": "premium"}, "queues", 18, "has no queue 'premium'"),
+    ({"cores": 16, "cpus_per_gpu": None}, "node.cpus", 14, "the nodes have 8"),
+])
+def test_a_request_the_site_cannot_run_is_refused_naming_file_and_key(minimal, keywords, key, line, words):
+    with pytest.raises(SiteConfigError) as info:
+        SLURMGPUCluster.parse_keywords({"site": "minimal", **keywords})
+    assert (info.value.path, info.value.key, info.value.line) == (str(minimal), key, line), str(info.value)
+    assert words in str(info.value)
+
+
+def test_account_rules_name_the_site_file(site_path):
+    text = MINIMAL.read_text() + "account:\n  required: true\n  pattern: '[a-z][0-9]+_g'\n  hint: use the _g account\n"
+    (site_path / "minimal.yaml").write_text(text)
+    with pytest.raises(SiteConfigError, match=r"minimal.yaml:\d+: account.required: .*use the _g account"):
+        SLURMGPUCluster.parse_keywords({"site": "minimal"})
+    with pytest.raises(SiteConfigError, match=r"account.pattern: .*'m1234' does not match"):
+        SLURMGPUCluster.parse_keywords({"site": "minimal", "account": "m1234"})
+    _, request, _ = SLURMGPUCluster.parse_keywords({"site": "minimal", "account": "m1234_g"})
+    assert request.account == "m1234_g"
+
+
+def test_a_gpu_form_the_site_rejects_is_refused(site_path):
+    text = MINIMAL.read_text().replace("  style: gpus-per-node\n", "  style: none\n  rejects: [gres, gpus-per-task]\n")
+    (site_path / "minimal.yaml").write_text(text)
+    with pytest.raises(SiteConfigError, match="gpu_request.rejects: .*refuses GPU requests of the 'gres' form"):
+        SLURMGPUCluster.parse_keywords({"site": "minimal", "gpu_request": "gres"})
+
+
+def test_site_values_fill_what_keywords_leave_and_keywords_win(minimal):
+    _, request, launch = SLURMGPUCluster.parse_keywords({"site": "minimal", "queue": "debug", "walltime": "00:10:00"})
+    assert (request.queue, request.gpus_per_node, launch.mode) == ("debug", 4, "per-device")
+    _, request, _ = SLURMGPUCluster.parse_keywords({"site": "minimal", "gpus_per_node": 2})
+    assert (request.queue, request.gpus_per_node) == ("gpu", 2)
+    text = job_script_for("minimal", {"walltime": "00:10:00"}, name="w")
+    assert "#SBATCH --partition=gpu\n" in text and "#SBATCH --gpus-per-node=4\n" in text
+
+
+def test_a_site_of_another_scheduler_is_refused_by_a_batch_class(minimal):
+    with pytest.raises(ValidationError, match="minimal runs slurm, not pbs"):
+        PBSGPUCluster.parse_keywords({"site": "minimal"})
+
+
+def test_detection_matches_the_patterns_in_full(minimal):
+    assert detect_site(["minimal-login07"]).name == "minimal"
+    assert detect_site(["minimal-login07.example.org", "not-minimal-login1"]) is None
+
+
+def test_gpucluster_without_site_or_batch_falls_back_to_local(site_path, monkeypatch):
+    monkeypatch.setattr("gpujobqueue.sites.socket.gethostname", lambda: "a-laptop")
+    monkeypatch.setattr("gpujobqueue.sites.socket.getfqdn", lambda: "a-laptop.example.org")
+    assert detect_site() is None or detect_site().name not in ("minimal",)
+    with GPUCluster(gpus_per_node=1, worker_mode="per-device", devices=[0]) as cluster:
+        assert type(cluster).__name__ == "LocalGPUCluster"
+
+
+def test_unknown_site_lists_the_known_ones(minimal):
+    with pytest.raises(SiteConfigError, match="no site called 'nosuch'; known sites: .*minimal"):
+        load_site("nosuch")
+
+
+def test_the_user_folder_is_searched_before_the_site_path(site_path, tmp_path):
+    user = tmp_path / "home" / ".config" / "gpujobqueue" / "sites"
+    user.mkdir(parents=True)
+    shutil.copy(MINIMAL, user / "minimal.yaml")
+    (site_path / "minimal.yaml").write_text("node:\n  gpus: 2\n")
+    site = load_site("minimal")
+    assert site.files == [str(user / "minimal.yaml"), str(site_path / "minimal.yaml")]
+    assert site.data["node"]["gpus"] == 2
