@@ -90,7 +90,8 @@ def _schemas() -> tuple[dict, dict]:
 
     def drop_required(node):
         if isinstance(node, dict):
-            return {k: drop_required(v) for k, v in node.items() if k != "required"}
+            # the keyword (a list of names), not a property that happens to be called "required"
+            return {k: drop_required(v) for k, v in node.items() if not (k == "required" and isinstance(v, list))}
         if isinstance(node, list):
             return [drop_required(v) for v in node]
         return node
@@ -455,6 +456,8 @@ def check_request(site: Site, queue: str | None, request: Any) -> None:
     max_walltime = entry.get("max_walltime")
     if max_walltime is not None and request.walltime > parse_walltime("max_walltime", max_walltime):
         refuse(("queues", queue_name, "max_walltime"), f"walltime {request.walltime_text} is over the {queue_name} queue's limit of {max_walltime}")
+    if entry.get("min_nodes") is not None and request.nodes < entry["min_nodes"]:
+        refuse(("queues", queue_name, "min_nodes"), f"{request.nodes} node(s) per job but the {queue_name} queue takes jobs of {entry['min_nodes']} nodes or more")
     if entry.get("max_nodes") is not None and request.nodes > entry["max_nodes"]:
         refuse(("queues", queue_name, "max_nodes"), f"{request.nodes} nodes per job but the {queue_name} queue allows {entry['max_nodes']}")
     account = data.get("account", {})

@@ -165,3 +165,40 @@ def test_the_user_folder_is_searched_before_the_site_path(site_path, tmp_path):
     site = load_site("minimal")
     assert site.files == [str(user / "minimal.yaml"), str(site_path / "minimal.yaml")]
     assert site.data["node"]["gpus"] == 2
+
+
+def test_an_override_may_set_account_required(site_path, tmp_path, monkeypatch):
+    base = tmp_path / "base"
+    base.mkdir()
+    shutil.copy(MINIMAL, base / "minimal.yaml")
+    (site_path / "minimal.yaml").write_text("account:\n  required: true\n")
+    monkeypatch.setenv("GPUJOBQUEUE_SITE_PATH", f"{base}:{site_path}")
+    assert load_site("minimal").data["account"] == {"required": True}
+
+
+# An account each site accepts, where the site requires one.
+SAMPLE_ACCOUNTS = {"aurora": "MyProject", "casper": "UABC0001", "delta": "bbka-delta-gpu", "derecho": "UABC0001", "expanse": "abc123",
+                   "frontier": "abc123", "juwels-booster": "mybudget", "lumi-g": "project_465000123", "perlmutter": "m1234_g",
+                   "polaris": "MyProject", "summit": "ABC123"}
+SHIPPED = sorted(p.stem for p in (Path(__file__).parent.parent / "site-configs").glob("[!_]*.yaml"))
+
+
+def test_every_machine_the_issue_names_ships():
+    wanted = {"perlmutter", "polaris", "aurora", "frontier", "summit", "derecho", "casper", "delta", "lonestar6", "vista", "juwels-booster",
+              "alps", "lumi-g", "bridges2", "expanse", "abci3", "tsubame4", "generic-slurm", "generic-pbspro", "generic-lsf", "generic-sge", "dgx-slurm"}
+    assert wanted <= set(SHIPPED), sorted(wanted - set(SHIPPED))
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_every_shipped_site_loads_and_renders_its_default_job(name, monkeypatch):
+    monkeypatch.delenv("GPUJOBQUEUE_SITE_PATH", raising=False)
+    site = load_site(name)
+    assert site.files[0].endswith(f"{name}.yaml") and site.data["documentation"].startswith("https://")
+    keywords = {"walltime": "00:30:00"}
+    if name in SAMPLE_ACCOUNTS:
+        keywords["account"] = SAMPLE_ACCOUNTS[name]
+    text = job_script_for(name, keywords, name="w", scheduler="tcp://10.0.0.1:8786")
+    prefix = {"slurm": "#SBATCH", "pbs": "#PBS", "lsf": "#BSUB", "sge": "#$"}[site.scheduler]
+    assert text.startswith("#!") and f"\n{prefix} " in text
+    gpus = site.queue(site.data["default_queue"]).get("gpus_per_node", site.data["node"]["gpus"])
+    assert f"{gpus} GPU worker(s)" in text
