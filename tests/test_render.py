@@ -30,7 +30,7 @@ CASES = {
     # Grid Engine: consumable complex with a parallel environment, resource type (ABCI rt_F-style), the queue alone
     "sge-complex-pe": ("sge", {"gpus_per_node": 4, "cores": 2, "parallel_environment": "smp", "queue": "gpu.q", "project": "gpujq", "resource_spec": "h_vmem=8G"}),
     "sge-job-consumable-pe": ("sge", {"gpus_per_node": 2, "cpus_per_gpu": 4, "parallel_environment": "smp", "gpu_consumable": "job", "gpu_complex": "gpus"}),
-    "sge-resource-type": ("sge", {"gpus_per_node": 4, "gpu_request": "resource-type", "resource_type": "rt_F", "account": "gaa50000", "walltime": "02:00:00"}),
+    "sge-resource-type": ("sge", {"gpus_per_node": 4, "gpu_request": "resource-type", "resource_type": "rt_F", "account": "gpujq", "walltime": "02:00:00"}),
     "sge-queue-implies-gpus-per-device": ("sge", {"gpus_per_node": 2, "gpu_request": "none", "queue": "gpu.q", "worker_mode": "per-device", "allocation_variable": "CUDA_VISIBLE_DEVICES"}),
     "local-per-device": ("local", {"gpus_per_node": 2, "worker_mode": "per-device", "nthreads": 2}),
     "local-dask-cuda": ("local", {"gpus_per_node": 2, "worker_mode": "dask-cuda", "protocol": "ucx", "interface": "ib0", "local_directory": "/tmp/dask"}),

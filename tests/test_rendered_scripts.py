@@ -127,6 +127,13 @@ def test_rendered_sge_script_is_accepted_by_the_real_qsub(sge, tmp_path, case):
 
 
 @pytest.mark.sge
+@pytest.mark.parametrize("golden", sorted(p.name for p in GOLDEN.glob("sge-*.sh")))
+def test_golden_sge_script_is_accepted_by_the_real_qsub(sge, tmp_path, golden):
+    result = qsub_verify(sge, (GOLDEN / golden).read_text(), tmp_path)
+    assert result.returncode == 0 and "found suitable queue" in result.stdout, f"qsub -w v refused {golden}:\n{result.stdout}{result.stderr}"
+
+
+@pytest.mark.sge
 @pytest.mark.parametrize("args, refusal", [
     (["--gpus-per-node", "5"], "offers only hc:gpu=4"),
     (["--gpus-per-node", "4", "--cores", "2", "--parallel-environment", "smp", "--gpu-consumable", "job"], "no suitable queues"),  # a per-slot complex asked per job: 8 GPUs

@@ -5,7 +5,7 @@
 #$ -cwd
 #$ -j y
 #$ -w e
-#$ -P gaa50000
+#$ -P gpujq
 #$ -l rt_F=1
 #$ -l h_rt=02:00:00
 
