@@ -38,6 +38,7 @@ COMMON = dict(walltime="00:10:00", death_timeout=20)
 class SlurmBench:
     """The test SLURM, and both tools asking it for two GPUs per job."""
 
+    name = "SLURM"
     fixture_cls = SlurmTestCluster
 
     def __init__(self):
@@ -55,12 +56,13 @@ class SlurmBench:
         return sum(1 for state in out.split() if state == "R")
 
     def queue_ids(self) -> list[str]:
-        return self.fixture.squeue_ids()
+        return self.fixture.job_ids()
 
 
 class SGEBench(SlurmBench):
     """The test Grid Engine: two slots of the smp PE with one GPU each (its gpu consumable counts per slot)."""
 
+    name = "Grid Engine"
     fixture_cls = SGETestCluster
 
     def gpujobqueue(self):
@@ -72,9 +74,6 @@ class SGEBench(SlurmBench):
 
     def jobs_running(self) -> int:
         return sum(1 for state in self.fixture.job_states().values() if state == "r")
-
-    def queue_ids(self) -> list[str]:
-        return self.fixture.job_ids()
 
 
 BENCHES = {"slurm": SlurmBench, "sge": SGEBench}
@@ -127,7 +126,7 @@ def compare(bench: SlurmBench, repeats: int) -> float:
     job_medians = {name: statistics.median(values) for name, values in in_job.items()}
     ratio = medians["gpujobqueue"] / medians["dask-jobqueue"]
     job_ratio = job_medians["gpujobqueue"] / job_medians["dask-jobqueue"]
-    print(f"\nscale() to {WORKERS} workers connected on the test {type(bench).__name__[:-5].upper()}, median of {repeats}:")
+    print(f"\nscale() to {WORKERS} workers connected on the test {bench.name}, median of {repeats}:")
     for name, value in medians.items():
         print(f"  {name:14s} {value:.2f} s, of which {job_medians[name]:.2f} s after running   (all: {', '.join(f'{v:.2f}' for v in times[name])})")
     print(f"  ratio gpujobqueue / dask-jobqueue: {ratio:.2f} (target <= 1.10: {'met' if ratio <= 1.10 else 'NOT met'})")

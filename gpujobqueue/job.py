@@ -120,8 +120,12 @@ class GPUJob(Job):
 
     async def _submit_job(self, script_filename: str) -> str:
         try:
-            return await super()._submit_job(script_filename)
+            return await self._run_submit_command(script_filename)
         except FileNotFoundError as error:
             raise SubmissionError(f"{self.submit_command} is not on PATH: cannot submit job {self.name} to {self.batch}") from error
         except RuntimeError as error:
             raise SubmissionError(f"{self.submit_command} refused job {self.name}:\n{error}") from error
+
+    async def _run_submit_command(self, script_filename: str) -> str:
+        """Run the batch system's submit command on the script; return its output."""
+        return await super()._submit_job(script_filename)

@@ -384,6 +384,6 @@ class JobRequest:
         return self.nodes * self.gpus_per_node
 
     @property
-    def walltime_text(self) -> str | None:
-        """The walltime as the batch systems write it."""
-        return None if self.walltime is None else format_walltime(self.walltime)
+    def walltime_text(self) -> str:
+        """The walltime as SLURM writes it."""
+        return format_walltime(self.walltime)

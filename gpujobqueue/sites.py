@@ -21,12 +21,6 @@ SCHEMA_FILE = Path(__file__).with_name("site_schema.yaml")
 SYSTEM_SITE_DIR = Path("/etc/gpujobqueue/sites")
 USER_SITE_DIR = Path("~/.config/gpujobqueue/sites")
 SITE_PATH_VARIABLE = "GPUJOBQUEUE_SITE_PATH"
-STYLES = {
-    "slurm": ("gpus-per-node", "gres", "none"),
-    "pbs": ("select", "torque", "none"),
-    "lsf": ("gpu", "csm", "none"),
-    "sge": ("complex", "resource-type", "none"),
-}
 
 
 class SiteConfigError(GPUJobQueueError):
@@ -185,8 +179,12 @@ def _semantic_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[Sit
         error(("name",), f"{data.get('name')!r} must be the file's name without .yaml ({stem!r})")
     scheduler = data.get("scheduler")
     style = data.get("gpu_request", {}).get("style")
-    if scheduler in STYLES and style not in STYLES[scheduler]:
-        error(("gpu_request", "style"), f"{style!r} is not a {scheduler} GPU request style; use one of {', '.join(STYLES[scheduler])}")
+    if scheduler in ("slurm", "pbs", "lsf", "sge"):
+        from .batch import cluster_class  # the batch modules import this one
+
+        styles = cluster_class(scheduler).gpu_request_styles
+        if style not in styles:
+            error(("gpu_request", "style"), f"{style!r} is not a {scheduler} GPU request style; use one of {', '.join(styles)}")
     if data.get("default_queue") not in data.get("queues", {}):
         error(("default_queue",), f"{data.get('default_queue')!r} is not one of the queues ({', '.join(data.get('queues', {}))})")
     for i, pattern in enumerate(data.get("hostnames", [])):

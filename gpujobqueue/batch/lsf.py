@@ -9,7 +9,7 @@ from typing import Any, Mapping
 from dask_jobqueue.lsf import lsf_detect_units
 
 from ..cluster import GPUJobQueueCluster
-from ..errors import SubmissionError, ValidationError
+from ..errors import ValidationError
 from ..job import GPUJob
 from ..request import JobRequest, parse_bool, parse_size
 from ..workers import WorkerLaunch
@@ -85,16 +85,11 @@ class LSFGPUJob(GPUJob):
     config_name = "lsf"
     job_id_regexp = r"Job <(?P<job_id>\d+)>"
 
-    async def _submit_job(self, script_filename: str) -> str:
+    async def _run_submit_command(self, script_filename: str) -> str:
         if not self.request.options.use_stdin:
-            return await super()._submit_job(script_filename)
-        try:
-            with open(script_filename) as script:
-                return await self._call([self.submit_command], stdin=script)
-        except FileNotFoundError as error:
-            raise SubmissionError(f"{self.submit_command} is not on PATH: cannot submit job {self.name} to lsf") from error
-        except RuntimeError as error:
-            raise SubmissionError(f"{self.submit_command} refused job {self.name}:\n{error}") from error
+            return await super()._run_submit_command(script_filename)
+        with open(script_filename) as script:
+            return await self._call([self.submit_command], stdin=script)
 
 
 class LSFGPUCluster(GPUJobQueueCluster):
