@@ -15,6 +15,7 @@ from gpujobqueue import GPUCluster, PBSGPUCluster, SLURMGPUCluster
 from gpujobqueue.errors import ValidationError
 from gpujobqueue.sites import SiteConfigError, detect_site, load_site, site_files
 from gpujobqueue.scripts import job_script_for
+from site_samples import SHIPPED, site_job_script
 
 SITES = Path(__file__).parent / "sites"
 BROKEN = sorted((SITES / "broken").glob("*.yaml"))
@@ -176,13 +177,6 @@ def test_an_override_may_set_account_required(site_path, tmp_path, monkeypatch):
     assert load_site("minimal").data["account"] == {"required": True}
 
 
-# An account each site accepts, where the site requires one.
-SAMPLE_ACCOUNTS = {"aurora": "MyProject", "casper": "UABC0001", "delta": "bbka-delta-gpu", "derecho": "UABC0001", "expanse": "abc123",
-                   "frontier": "abc123", "juwels-booster": "mybudget", "lumi-g": "project_465000123", "perlmutter": "m1234_g",
-                   "polaris": "MyProject", "summit": "ABC123"}
-SHIPPED = sorted(p.stem for p in (Path(__file__).parent.parent / "site-configs").glob("[!_]*.yaml"))
-
-
 def test_every_machine_the_issue_names_ships():
     wanted = {"perlmutter", "polaris", "aurora", "frontier", "summit", "derecho", "casper", "delta", "lonestar6", "vista", "juwels-booster",
               "alps", "lumi-g", "bridges2", "expanse", "abci3", "tsubame4", "generic-slurm", "generic-pbspro", "generic-lsf", "generic-sge", "dgx-slurm"}
@@ -194,10 +188,7 @@ def test_every_shipped_site_loads_and_renders_its_default_job(name, monkeypatch)
     monkeypatch.delenv("GPUJOBQUEUE_SITE_PATH", raising=False)
     site = load_site(name)
     assert site.files[0].endswith(f"{name}.yaml") and site.data["documentation"].startswith("https://")
-    keywords = {"walltime": "00:30:00"}
-    if name in SAMPLE_ACCOUNTS:
-        keywords["account"] = SAMPLE_ACCOUNTS[name]
-    text = job_script_for(name, keywords, name="w", scheduler="tcp://10.0.0.1:8786")
+    text = site_job_script(name)
     prefix = {"slurm": "#SBATCH", "pbs": "#PBS", "lsf": "#BSUB", "sge": "#$"}[site.scheduler]
     assert text.startswith("#!") and f"\n{prefix} " in text
     gpus = site.queue(site.data["default_queue"]).get("gpus_per_node", site.data["node"]["gpus"])
