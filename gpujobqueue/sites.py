@@ -175,7 +175,7 @@ def _semantic_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[Sit
         errors.append(SiteConfigError(path, _dotted(key), lines.get(key), message))
 
     stem = Path(path).stem
-    if data.get("name") != stem:
+    if data.get("name") != stem and not stem.startswith("_"):  # _template.yaml and the like are not sites
         error(("name",), f"{data.get('name')!r} must be the file's name without .yaml ({stem!r})")
     scheduler = data.get("scheduler")
     style = data.get("gpu_request", {}).get("style")
@@ -198,9 +198,13 @@ def _semantic_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[Sit
             re.compile(pattern)
         except re.error as problem:
             error(("account", "pattern"), f"not a regular expression: {problem}")
-    worker = data.get("worker", {})
-    if worker.get("mode") == "dask-cuda" and worker.get("visibility_variable", "CUDA_VISIBLE_DEVICES") != "CUDA_VISIBLE_DEVICES":
-        error(("worker", "visibility_variable"), "dask-cuda pins NVIDIA GPUs through CUDA_VISIBLE_DEVICES; use mode per-device for other variables")
+    site_worker = data.get("worker", {})
+    for queue_name, queue in data.get("queues", {}).items():
+        worker = {**site_worker, **queue.get("worker", {})}
+        if worker.get("mode") == "dask-cuda" and worker.get("visibility_variable", "CUDA_VISIBLE_DEVICES") != "CUDA_VISIBLE_DEVICES":
+            key = ("queues", queue_name, "worker") if "worker" in queue else ("worker",)
+            error(key + ("visibility_variable",), "dask-cuda pins NVIDIA GPUs through CUDA_VISIBLE_DEVICES; use mode per-device for other variables")
+            break
     network = data.get("network", {})
     if "ucx" in network and network.get("protocol") != "ucx":
         error(("network", "ucx"), "UCX transports are given but the protocol is not ucx")
@@ -278,6 +282,20 @@ class Site:
             path, line = self.location("queues")
             raise SiteConfigError(path, "queues", line, f"{self.name} has no queue {name!r}; its queues are {', '.join(queues)}")
         return queues[name]
+
+    def node(self, queue: str) -> dict:
+        """The node facts of a queue's nodes: the site's ``node`` with the queue's ``node`` over it."""
+        return {**self.data["node"], **self.queue(queue).get("node", {})}
+
+    def worker(self, queue: str) -> dict:
+        """The worker settings for a queue: the site's ``worker`` with the queue's over it."""
+        return {**self.data["worker"], **self.queue(queue).get("worker", {})}
+
+    def key_of(self, queue: str, section: str, key: str) -> tuple:
+        """The key path that sets ``section.key`` for a queue: the queue's own, or the site's."""
+        if key in self.queue(queue).get(section, {}):
+            return ("queues", queue, section, key)
+        return (section, key)
 
     def location(self, *key: str) -> tuple[str, int | None]:
         """(file, line) of a key, as :meth:`where` gives it."""
@@ -385,14 +403,16 @@ def site_settings(site: Site, queue: str | None) -> dict[str, Any]:
     data = site.data
     queue_name = queue or data["default_queue"]
     entry = site.queue(queue_name)
-    node, gpu, directives, worker, network = (data.get(k, {}) for k in ("node", "gpu_request", "directives", "worker", "network"))
+    node, worker = site.node(queue_name), site.worker(queue_name)
+    gpu = {**data["gpu_request"], **entry.get("gpu_request", {})}
+    directives, network = data.get("directives", {}), data.get("network", {})
     settings: dict[str, Any] = {
         "queue": entry["partition"] if "partition" in entry else queue_name,
         "gpus_per_node": entry.get("gpus_per_node", node["gpus"]),
         "gpu_request": gpu["style"],
         "gpu_type": gpu.get("type"),
         "exclusive": directives.get("exclusive"),
-        "job_extra_directives": directives.get("extra"),
+        "job_extra_directives": [*directives.get("extra", []), *entry.get("extra", [])] or None,
         "worker_mode": worker.get("mode"),
         "visibility_variable": worker.get("visibility_variable"),
         # Unless the site says otherwise, each GPU gets its share of the node's cores.
@@ -445,12 +465,13 @@ def check_request(site: Site, queue: str | None, request: Any) -> None:
         path, line = site.location(*key)
         raise SiteConfigError(path, _dotted(key), line, f"{site.name}: {message}")
 
-    gpus_key = ("queues", queue_name, "gpus_per_node") if "gpus_per_node" in entry else ("node", "gpus")
-    node_gpus = entry.get("gpus_per_node", data["node"]["gpus"])
+    node = site.node(queue_name)
+    gpus_key = ("queues", queue_name, "gpus_per_node") if "gpus_per_node" in entry else site.key_of(queue_name, "node", "gpus")
+    node_gpus = entry.get("gpus_per_node", node["gpus"])
     if request.gpus_per_node > node_gpus:
-        refuse(gpus_key, f"gpus_per_node={request.gpus_per_node} but {queue_name} nodes have {node_gpus} GPUs")
-    if request.cpus_per_node > data["node"]["cpus"]:
-        refuse(("node", "cpus"), f"{request.cpus_per_node} cores per node asked but the nodes have {data['node']['cpus']}")
+        refuse(gpus_key, f"gpus_per_node={request.gpus_per_node} but {queue_name} jobs get at most {node_gpus} GPUs per node")
+    if request.cpus_per_node > node["cpus"]:
+        refuse(site.key_of(queue_name, "node", "cpus"), f"{request.cpus_per_node} cores per node asked but {queue_name} nodes have {node['cpus']}")
     max_walltime = entry.get("max_walltime")
     if max_walltime is not None and request.walltime > parse_walltime("max_walltime", max_walltime):
         refuse(("queues", queue_name, "max_walltime"), f"walltime {request.walltime_text} is over the {queue_name} queue's limit of {max_walltime}")

@@ -96,10 +96,10 @@ def minimal(site_path):
 
 
 @pytest.mark.parametrize("keywords, key, line, words", [
-    ({"gpus_per_node": 8}, "node.gpus", 12, "nodes have 4 GPUs"),
+    ({"gpus_per_node": 8}, "node.gpus", 12, "gpu jobs get at most 4 GPUs per node"),
     ({"queue": "debug", "walltime": "01:00:00"}, "queues.debug.max_walltime", 23, "over the debug queue's limit of 00:30:00"),
     ({"queue": "premium"}, "queues", 18, "has no queue 'premium'"),
-    ({"cores": 16, "cpus_per_gpu": None}, "node.cpus", 14, "the nodes have 8"),
+    ({"cores": 16, "cpus_per_gpu": None}, "node.cpus", 14, "gpu nodes have 8"),
 ])
 def test_a_request_the_site_cannot_run_is_refused_naming_file_and_key(minimal, keywords, key, line, words):
     with pytest.raises(SiteConfigError) as info:
@@ -124,6 +124,37 @@ def test_a_gpu_form_the_site_rejects_is_refused(site_path):
     (site_path / "minimal.yaml").write_text(text)
     with pytest.raises(SiteConfigError, match="gpu_request.rejects: .*refuses GPU requests of the 'gres' form"):
         SLURMGPUCluster.parse_keywords({"site": "minimal", "gpu_request": "gres"})
+
+
+BIG_QUEUE = """\
+  big:
+    max_walltime: "04:00:00"
+    extra: [--comment=big]
+    gpu_request: {type: h100}
+    node: {gpus: 8, cpus: 64, gpu_vendor: nvidia}
+    worker: {mode: dask-cuda, cpus_per_gpu: 8}
+"""
+
+
+def test_a_queue_may_say_how_its_nodes_and_workers_differ(site_path):
+    text = MINIMAL.read_text().replace("default_queue: gpu\n", BIG_QUEUE + "default_queue: gpu\n")
+    path = site_path / "minimal.yaml"
+    path.write_text(text)
+    _, request, launch = SLURMGPUCluster.parse_keywords({"site": "minimal", "queue": "big"})
+    assert (request.gpus_per_node, request.cpus_per_node, launch.mode) == (8, 64, "dask-cuda")
+    script = job_script_for("minimal", {"queue": "big"}, name="w")
+    assert "#SBATCH --gpus-per-node=h100:8\n" in script and "#SBATCH --comment=big\n" in script
+    _, request, launch = SLURMGPUCluster.parse_keywords({"site": "minimal"})  # the other queues keep the site's node
+    assert (request.gpus_per_node, launch.mode) == (4, "per-device")
+    line = text.splitlines().index("    node: {gpus: 8, cpus: 64, gpu_vendor: nvidia}") + 1
+    with pytest.raises(SiteConfigError) as info:
+        SLURMGPUCluster.parse_keywords({"site": "minimal", "queue": "big", "gpus_per_node": 8, "cpus_per_gpu": 9})
+    assert (info.value.key, info.value.line) == ("queues.big.node.cpus", line), str(info.value)
+
+
+def test_the_annotated_template_is_a_valid_site_file():
+    result = gpujobqueue("check", str(SITES.parent.parent / "site-configs" / "_template.yaml"))
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_site_values_fill_what_keywords_leave_and_keywords_win(minimal):
@@ -193,3 +224,33 @@ def test_every_shipped_site_loads_and_renders_its_default_job(name, monkeypatch)
     assert text.startswith("#!") and f"\n{prefix} " in text
     gpus = site.queue(site.data["default_queue"]).get("gpus_per_node", site.data["node"]["gpus"])
     assert f"{gpus} GPU worker(s)" in text
+
+
+def _schema_keys(schema, definitions, prefix=""):
+    """Every key path the site schema allows, queue entries as queues.NAME."""
+    if "$ref" in schema:
+        schema = definitions[schema["$ref"].rsplit("/", 1)[1]]
+    for part in schema.get("allOf", []):
+        yield from _schema_keys(part, definitions, prefix)
+    for key, sub in schema.get("properties", {}).items():
+        yield prefix + key
+        yield from _schema_keys(sub, definitions, prefix + key + ".")
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict) and prefix == "queues.":
+        yield from _schema_keys(extra, definitions, prefix + "NAME.")
+
+
+def test_the_site_config_docs_explain_every_schema_key():
+    import yaml
+
+    schema = yaml.safe_load((Path(__file__).parent.parent / "gpujobqueue" / "site_schema.yaml").read_text())
+    # A queue's node, worker and gpu_request take the keys of the site-level sections.
+    keys = {key for key in _schema_keys(schema, schema["$defs"]) if not re.match(r"queues\.NAME\.(node|worker|gpu_request)\.", key)}
+    assert {"node.gpus", "queues.NAME.max_walltime", "queues.NAME.node", "network.ucx.nvlink"} <= keys
+    docs = (Path(__file__).parent.parent / "docs" / "site-configs.md").read_text()
+    documented = set(re.findall(r"^\| `([a-zA-Z_.A-Z]+)` \|", docs, flags=re.M))
+    assert keys - documented == set(), "keys the docs do not explain"
+    assert documented - keys == set(), "keys the docs explain that the schema does not have"
+    template = (Path(__file__).parent.parent / "site-configs" / "_template.yaml").read_text()
+    top_level = {key for key in keys if "." not in key}
+    assert {key for key in top_level if not re.search(rf"^#? ?{key}:", template, flags=re.M)} == set(), "keys the template does not show"
