@@ -14,6 +14,7 @@ _SCALAR_OPTIONS = {
     "memory-per-gpu": str, "walltime": str, "account": str, "queue": str, "qos": str,
     "constraint": str, "job-name": str, "log-directory": str, "gpu-type": str,
     "nthreads": int, "memory-limit": str, "device-memory-limit": str, "rmm-pool-size": str,
+    "rmm-maximum-pool-size": str, "rmm-release-threshold": str, "set-rmm-allocator-for-libs": str,
     "death-timeout": int, "local-directory": str, "protocol": str, "interface": str,
     "python": str, "worker-command": str, "shebang": str, "job-mem": str, "job-cpu": int,
     # PBS
@@ -44,6 +45,11 @@ def _keyword_options(command):
     command = click.option("--gpu-request", type=click.Choice(_GPU_REQUEST_STYLES), default=None, help="How the job asks for GPUs, in the batch system's terms (slurm: gpus-per-node, gres; pbs: select, torque; lsf: gpu, csm; sge: complex, resource-type).")(command)
     command = click.option("--launcher", type=click.Choice(["direct", "jsrun"]), default=None, help="How the script reaches the job's node: directly, or jsrun from a CSM launch node.")(command)
     command = click.option("--worker-mode", type=click.Choice(["dask-cuda", "per-device"]), default=None, help="dask-cuda per node, or one dask worker per device.")(command)
+    for switch in ("rmm-async", "rmm-managed-memory", "enable-cudf-spill"):
+        command = click.option(f"--{switch}/--no-{switch}", switch.replace("-", "_"), default=None, help=f"dask-cuda's {switch.replace('-', '_')}.")(command)
+    for transport in ("tcp-over-ucx", "infiniband", "nvlink", "rdmacm"):
+        command = click.option(f"--enable-{transport}/--disable-{transport}", f"enable_{transport.replace('-', '_')}", default=None,
+                               help=f"UCX over {transport.replace('-over-ucx', '')} (default: UCX chooses).")(command)
     command = click.option("--visibility-variable", default=None, help="CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES or ZE_AFFINITY_MASK.")(command)
     return command
 

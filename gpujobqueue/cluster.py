@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import importlib.util
 import logging
 import math
+import socket
 import warnings
 from typing import Any, ClassVar
 
@@ -15,7 +17,7 @@ from dask_jobqueue.core import JobQueueCluster
 from distributed.core import Status
 from distributed.scheduler import Scheduler
 
-from . import config, sites
+from . import config, gpus, sites
 from .errors import SubmissionError, ValidationError
 from .job import GPUJob
 from .request import JobRequest, parse_positive_int
@@ -34,6 +36,9 @@ LAUNCH_KEYWORDS = (
     "worker_mode", "python", "worker_command", "nthreads", "memory_limit", "device_memory_limit",
     "rmm_pool_size", "visibility_variable", "allocation_variable", "nanny", "death_timeout",
     "local_directory", "protocol", "interface", "worker_extra_args", "launcher",
+    # dask-cuda's names for device memory and UCX transports
+    "rmm_maximum_pool_size", "rmm_async", "rmm_managed_memory", "rmm_release_threshold", "enable_cudf_spill",
+    "set_rmm_allocator_for_libs", "enable_tcp_over_ucx", "enable_infiniband", "enable_nvlink", "enable_rdmacm",
 )
 # dask-jobqueue's deprecated spellings, kept with the same meaning and warning
 # (unless a batch system keeps the old name as its own, as PBS, LSF and SGE keep project).
@@ -124,8 +129,17 @@ class GPUJobQueueCluster(JobQueueCluster):
         ``dask cuda worker`` per node, or one ``dask worker`` per allocated device.
     nthreads : int
         Threads per worker (default 1).
-    device_memory_limit, rmm_pool_size : str
-        Passed to dask-cuda.
+    device_memory_limit, rmm_pool_size, rmm_maximum_pool_size, rmm_release_threshold : str
+        Passed to dask-cuda with its names and defaults (sizes such as ``"20GB"`` or
+        fractions of the device's memory). With ``protocol="ucx"`` and no RMM keyword, each
+        worker gets a 1 GB RMM pool that grows on demand; ``rmm_pool_size=False`` turns it off.
+    rmm_async, rmm_managed_memory, enable_cudf_spill : bool
+        dask-cuda's switches (``cudaMallocAsync``, managed memory, cuDF spilling).
+    set_rmm_allocator_for_libs : str or list of str
+        ``"cupy"``, ``"torch"``: those libraries allocate through RMM on the workers.
+    enable_nvlink, enable_infiniband, enable_rdmacm, enable_tcp_over_ucx : bool
+        UCX transports (``protocol="ucx"`` only); those not given are left to UCX. A site
+        with UCX sets them from its ``network.ucx``.
     visibility_variable : str
         ``CUDA_VISIBLE_DEVICES`` (default), ``ROCR_VISIBLE_DEVICES`` or ``ZE_AFFINITY_MASK``.
     log_directory : str
@@ -179,6 +193,10 @@ class GPUJobQueueCluster(JobQueueCluster):
         settings, request, launch = self.parse_keywords(dict(kwargs, processes=processes))
         self.request, self.launch, self.site = request, launch, settings["site"]
         self._job_key = WorkerJobKey(launch.name_suffixes)
+        if launch.protocol == "ucx":
+            check_ucx_scheduler_host()
+            # The scheduler (in this process) and the client need a CUDA context before UCX starts.
+            dask.config.set({"distributed-ucxx.create-cuda-context": True})
         super().__init__(
             n_workers=0,
             job_cls=job_cls,
@@ -376,6 +394,21 @@ class GPUJobQueueCluster(JobQueueCluster):
             kwargs["maximum"] = maximum_gpus
         kwargs.setdefault("worker_key", self._job_key)  # retire whole jobs, never half of one
         return super().adapt(*args, minimum_jobs=minimum_jobs, maximum_jobs=maximum_jobs, **kwargs)
+
+
+def check_ucx_scheduler_host() -> None:
+    """Refuse UCX where the scheduler cannot run it: without distributed-ucxx, or without a GPU here.
+
+    Raises
+    ------
+    ValidationError
+    """
+    if importlib.util.find_spec("distributed_ucxx") is None:
+        raise ValidationError("protocol", "protocol='ucx' needs distributed-ucxx here and on the workers: "
+                                          "pip install distributed-ucxx-cu12 (CUDA 12) or distributed-ucxx-cu13 (CUDA 13)")
+    if not gpus.nvidia_gpu_ids():
+        raise ValidationError("protocol", f"protocol='ucx' needs a GPU where the scheduler runs, for its CUDA context, and {socket.gethostname()} has none "
+                                          "(a login node?); use protocol='tcp' or 'tls' here, or start the cluster on a GPU node")
 
 
 def GPUCluster(batch: str | None = None, *, site: Any = None, **kwargs: Any) -> GPUJobQueueCluster:

@@ -34,4 +34,6 @@ def job_script_for(batch: str, keywords: Mapping[str, Any], *, name: str, schedu
         batch, keywords["site"] = site.scheduler, site
     cluster_cls = cluster_class(batch)
     _, request, launch = cluster_cls.parse_keywords(keywords)
+    if scheduler == PLACEHOLDER_SCHEDULER and launch.protocol not in (None, "tcp"):
+        scheduler = scheduler.replace("tcp://", f"{launch.protocol}://", 1)
     return render_job_script(batch, request, launch, name=name, scheduler=scheduler, directive_prefix=cluster_cls.job_cls.directive_prefix)

@@ -425,6 +425,8 @@ def site_settings(site: Site, queue: str | None) -> dict[str, Any]:
         "environment": {k: str(v) for k, v in data.get("environment", {}).items()} or None,
         "launcher": "jsrun" if data["launcher"]["name"] == "jsrun" else None,
     }
+    for transport, on in network.get("ucx", {}).items():
+        settings[f"enable_{transport}"] = on
     scheduler = data["scheduler"]
     if scheduler == "slurm":
         settings["qos"] = entry.get("qos")

@@ -19,6 +19,12 @@ PROTOCOLS = ("tcp", "tls", "ucx", "inproc", "ws", "wss")
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*(?: [a-z][a-z0-9-]*)?")
 # `python -m dask_cuda.cli` runs dask-cuda's worker command itself (its __main__ calls worker()).
 _DEFAULT_MODULES = {"dask-cuda": "dask_cuda.cli", "per-device": "distributed.cli.dask_worker"}
+RMM_LIBRARIES = ("cupy", "torch")
+# dask-cuda's UCX transport switches, and the distributed-ucxx config keys they set.
+UCX_TRANSPORTS = {"enable_tcp_over_ucx": "tcp", "enable_infiniband": "infiniband", "enable_nvlink": "nvlink", "enable_rdmacm": "rdmacm"}
+# An RMM pool of this initial size (it grows on demand) when UCX is on and the user sets no
+# RMM option: UCX receives into RMM buffers, and a pool spares it a cudaMalloc per message.
+UCX_DEFAULT_RMM_POOL_SIZE = "1GB"
 
 
 def normalise_protocol(field_name: str, value: str | None) -> str | None:
@@ -53,8 +59,16 @@ class WorkerLaunch:
         Threads per worker.
     memory_limit : int or None
         Host memory bytes per worker; None lets each worker take its share of the node.
-    device_memory_limit, rmm_pool_size : str or None
-        Passed to dask-cuda as given (sizes or fractions).
+    device_memory_limit, rmm_pool_size, rmm_maximum_pool_size, rmm_release_threshold : str or None
+        Passed to dask-cuda (bytes, or fractions of the device's memory). With UCX and no
+        RMM option, ``rmm_pool_size`` defaults to 1 GB; ``rmm_pool_size=False`` says no pool.
+    rmm_async, rmm_managed_memory, enable_cudf_spill : bool or None
+        dask-cuda's switches; None leaves dask-cuda's default.
+    set_rmm_allocator_for_libs : tuple of str
+        Libraries (``cupy``, ``torch``) whose allocations go through RMM on the workers.
+    ucx_transports : tuple of (str, bool)
+        dask-cuda's ``enable_*`` UCX switches that were set (``("enable_nvlink", True)``);
+        the ones not given are chosen by UCX.
     visibility_variable : str
         Variable that pins a process to devices (``CUDA_VISIBLE_DEVICES``,
         ``ROCR_VISIBLE_DEVICES``, ``ZE_AFFINITY_MASK``).
@@ -85,6 +99,13 @@ class WorkerLaunch:
     memory_limit: int | None = None
     device_memory_limit: str | None = None
     rmm_pool_size: str | None = None
+    rmm_maximum_pool_size: str | None = None
+    rmm_async: bool | None = None
+    rmm_managed_memory: bool | None = None
+    rmm_release_threshold: str | None = None
+    enable_cudf_spill: bool | None = None
+    set_rmm_allocator_for_libs: tuple[str, ...] = ()
+    ucx_transports: tuple[tuple[str, bool], ...] = ()
     visibility_variable: str = "CUDA_VISIBLE_DEVICES"
     allocation_variable: str = "CUDA_VISIBLE_DEVICES"
     nanny: bool = True
@@ -147,7 +168,18 @@ class WorkerLaunch:
                 if not 0 < fraction <= 1:
                     raise ValidationError(name, f"{value!r}: a fraction must be in (0, 1]")
                 return repr(fraction)
+            if isinstance(value, str) and re.fullmatch(r"\s*\d*\.\d+\s*", value):
+                raise ValidationError(name, f"{value!r}: give a size with a unit (1.5GB) or a fraction of the device's memory (0 to 1)")
             return str(parse_size(name, value))
+
+        protocol = normalise_protocol("protocol", get("protocol"))
+        memory = _parse_gpu_memory(get, size_or_fraction, mode, protocol)
+        transports = []
+        for name in UCX_TRANSPORTS:
+            if get(name) is not None:
+                if protocol != "ucx":
+                    raise ValidationError(name, f"{name} is a UCX transport switch; it needs protocol='ucx' (the protocol is {protocol or 'tcp'!r})")
+                transports.append((name, parse_bool(name, get(name))))
 
         launcher = get("launcher") or "direct"
         if launcher not in LAUNCHERS:
@@ -165,18 +197,46 @@ class WorkerLaunch:
             worker_command=worker_command,
             nthreads=parse_positive_int("nthreads", get("nthreads") or 1),
             memory_limit=memory_limit,
-            device_memory_limit=size_or_fraction("device_memory_limit"),
-            rmm_pool_size=size_or_fraction("rmm_pool_size"),
+            **memory,
+            ucx_transports=tuple(transports),
             visibility_variable=visibility,
             allocation_variable=allocation,
             nanny=nanny,
             death_timeout=None if death_timeout is None else parse_positive_int("death_timeout", int(float(death_timeout))),
             local_directory=None if get("local_directory") is None else parse_job_path("local_directory", get("local_directory")),
-            protocol=normalise_protocol("protocol", get("protocol")),
+            protocol=protocol,
             interface=interface,
             extra_args=parse_lines("worker_extra_args", get("worker_extra_args")),
             launcher=launcher,
         )
+
+    @property
+    def dask_cuda_memory_args(self) -> list[str]:
+        """dask-cuda's device-memory options, one option (with its value) per item; every value
+        is a number, a fraction or a library name, so none needs quoting."""
+        args = []
+        for option, value in (("--device-memory-limit", self.device_memory_limit), ("--rmm-pool-size", self.rmm_pool_size),
+                              ("--rmm-maximum-pool-size", self.rmm_maximum_pool_size), ("--rmm-release-threshold", self.rmm_release_threshold)):
+            if value is not None:
+                args.append(f"{option} {value}")
+        for name, value in (("rmm-async", self.rmm_async), ("rmm-managed-memory", self.rmm_managed_memory)):
+            if value is not None:
+                args.append(f"--{name}" if value else f"--no-{name}")
+        if self.enable_cudf_spill is not None:
+            args.append("--enable-cudf-spill" if self.enable_cudf_spill else "--disable-cudf-spill")
+        if self.set_rmm_allocator_for_libs:
+            args.append(f"--set-rmm-allocator-for-libs {','.join(self.set_rmm_allocator_for_libs)}")
+        return args
+
+    @property
+    def ucx_transport_args(self) -> list[str]:
+        """dask-cuda's ``--enable-nvlink``-style switches for the transports that were set."""
+        return [f"--{'enable' if on else 'disable'}-{name.removeprefix('enable_').replace('_', '-')}" for name, on in self.ucx_transports]
+
+    @property
+    def ucx_environment(self) -> list[tuple[str, str]]:
+        """The same transport choices as distributed-ucxx config variables, for plain dask workers."""
+        return [(f"DASK_DISTRIBUTED_UCXX__{UCX_TRANSPORTS[name].upper()}", str(on)) for name, on in self.ucx_transports]
 
     @property
     def name_suffixes(self) -> list[str]:
@@ -193,3 +253,36 @@ class WorkerLaunch:
         if self.mode == "dask-cuda":
             return "auto"  # dask-cuda divides the node's memory among its workers
         return repr(round(1 / self.gpus, 6))  # a fraction of the node's memory for each worker
+
+
+_DASK_CUDA_MEMORY_KEYWORDS = ("rmm_pool_size", "rmm_maximum_pool_size", "rmm_async", "rmm_managed_memory", "rmm_release_threshold",
+                              "device_memory_limit", "enable_cudf_spill", "set_rmm_allocator_for_libs")
+
+
+def _parse_gpu_memory(get, size_or_fraction, mode: str, protocol: str | None) -> dict[str, Any]:
+    """dask-cuda's device-memory keywords, checked as dask-cuda checks them, with the UCX pool default."""
+    if mode != "dask-cuda":
+        for name in _DASK_CUDA_MEMORY_KEYWORDS:
+            if get(name) not in (None, False, (), []):
+                raise ValidationError(name, f"{name} is a dask-cuda option; it needs worker_mode='dask-cuda' (the mode is {mode!r})")
+        return {}
+    switches = {name: None if get(name) is None else parse_bool(name, get(name)) for name in ("rmm_async", "rmm_managed_memory", "enable_cudf_spill")}
+    no_pool = get("rmm_pool_size") is False
+    pool = None if no_pool else size_or_fraction("rmm_pool_size")
+    if pool is None and not no_pool and protocol == "ucx" and not switches["rmm_async"] and not switches["rmm_managed_memory"]:
+        pool = str(parse_size("rmm_pool_size", UCX_DEFAULT_RMM_POOL_SIZE))
+    if switches["rmm_async"] and switches["rmm_managed_memory"]:
+        raise ValidationError("rmm_managed_memory", "rmm_managed_memory cannot be used with rmm_async (dask-cuda refuses the pair)")
+    maximum, threshold = size_or_fraction("rmm_maximum_pool_size"), size_or_fraction("rmm_release_threshold")
+    if maximum is not None and pool is None and not switches["rmm_async"]:
+        raise ValidationError("rmm_maximum_pool_size", "rmm_maximum_pool_size limits an RMM pool; set rmm_pool_size (or rmm_async) too")
+    if threshold is not None and not switches["rmm_async"]:
+        raise ValidationError("rmm_release_threshold", "rmm_release_threshold needs rmm_async=True")
+    libraries = get("set_rmm_allocator_for_libs") or ()
+    if isinstance(libraries, str):
+        libraries = [part.strip() for part in libraries.split(",") if part.strip()]
+    for library in libraries:
+        if library not in RMM_LIBRARIES:
+            raise ValidationError("set_rmm_allocator_for_libs", f"{library!r}: RMM can allocate for {', '.join(RMM_LIBRARIES)}")
+    return {"device_memory_limit": size_or_fraction("device_memory_limit"), "rmm_pool_size": pool, "rmm_maximum_pool_size": maximum,
+            "rmm_release_threshold": threshold, "set_rmm_allocator_for_libs": tuple(libraries), **switches}

@@ -133,3 +133,42 @@ def test_batch_keywords_are_validated(cluster_cls, keywords, field):
 def test_another_batch_systems_keyword_is_refused(cluster_cls, keyword):
     with pytest.raises(UnknownKeywordError):
         cluster_cls.parse_keywords({keyword: "x"})
+
+
+@pytest.mark.parametrize("keywords, field, words", [
+    ({"worker_mode": "per-device", "rmm_pool_size": "1GB"}, "rmm_pool_size", "needs worker_mode='dask-cuda'"),
+    ({"worker_mode": "per-device", "enable_cudf_spill": True}, "enable_cudf_spill", "needs worker_mode='dask-cuda'"),
+    ({"enable_nvlink": True}, "enable_nvlink", "needs protocol='ucx'"),
+    ({"protocol": "tcp", "enable_infiniband": True}, "enable_infiniband", "needs protocol='ucx'"),
+    ({"rmm_async": True, "rmm_managed_memory": True}, "rmm_managed_memory", "cannot be used with rmm_async"),
+    ({"rmm_maximum_pool_size": "10GB"}, "rmm_maximum_pool_size", "set rmm_pool_size"),
+    ({"rmm_pool_size": "1GB", "rmm_release_threshold": "0.5"}, "rmm_release_threshold", "needs rmm_async=True"),
+    ({"set_rmm_allocator_for_libs": "cupy,jax"}, "set_rmm_allocator_for_libs", "'jax'"),
+    ({"rmm_pool_size": "1.5"}, "rmm_pool_size", "fraction"),
+    ({"protocol": "ucx", "enable_nvlink": "maybe"}, "enable_nvlink", "true or false"),
+])
+def test_gpu_memory_and_ucx_keywords_are_checked_like_dask_cuda(keywords, field, words):
+    with pytest.raises(ValidationError) as info:
+        SLURMGPUCluster.parse_keywords({"gpus_per_node": 2, **keywords})
+    assert info.value.field == field and words in str(info.value)
+
+
+def test_ucx_without_distributed_ucxx_is_refused_before_anything_starts(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "distributed_ucxx" else real(name, *a))
+    with pytest.raises(ValidationError, match="needs distributed-ucxx"):
+        SLURMGPUCluster(gpus_per_node=2, protocol="ucx")
+
+
+def test_ucx_with_the_scheduler_on_a_host_without_gpus_is_refused(monkeypatch):
+    import importlib.util
+
+    from gpujobqueue import gpus
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "distributed_ucxx" else real(name, *a))
+    monkeypatch.setattr(gpus, "nvidia_gpu_ids", lambda: [])
+    with pytest.raises(ValidationError, match="needs a GPU where the scheduler runs"):
+        SLURMGPUCluster(gpus_per_node=2, protocol="ucx")

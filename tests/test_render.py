@@ -70,3 +70,15 @@ def test_directives_skip_leaves_extra_directives():
     text = job_script_for("slurm", {**COMMON, "job_directives_skip": ["--time"], "job_extra_directives": ["--time=00:10:00"]}, name="w")
     assert "#SBATCH --time=01:00:00" not in text
     assert "#SBATCH --time=00:10:00" in text
+
+
+@pytest.mark.parametrize("interface, status, words", [("nosuch0", 3, "network interface nosuch0 does not exist on"), ("lo", 1, "")])
+def test_the_job_fails_at_once_naming_a_missing_interface(tmp_path, interface, status, words):
+    import subprocess
+
+    # `false` stands in for python: past the interface check, the worker command fails with 1.
+    script = job_script_for("local", {"gpus_per_node": 1, "interface": interface, "python": "false"}, name="w", scheduler="tcp://127.0.0.1:1")
+    path = tmp_path / "job.sh"
+    path.write_text(script)
+    result = subprocess.run(["bash", str(path)], capture_output=True, text=True, timeout=60, env={"PATH": os.environ["PATH"], "CUDA_VISIBLE_DEVICES": "0"})
+    assert result.returncode == status and words in result.stderr, result.stderr

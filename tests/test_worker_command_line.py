@@ -58,6 +58,29 @@ def test_dask_cuda_command_parses_under_dask_cuda():
     assert params["memory_limit"] == str(60 * 2**30)
 
 
+def test_memory_and_ucx_options_parse_under_dask_cuda_with_its_names():
+    keywords = {**FULL_DASK_CUDA, "rmm_pool_size": None, "rmm_async": True, "rmm_maximum_pool_size": "100GB", "rmm_release_threshold": "0.5",
+                "enable_cudf_spill": True, "set_rmm_allocator_for_libs": "cupy,torch", "enable_nvlink": True, "enable_infiniband": False,
+                "enable_rdmacm": False, "enable_tcp_over_ucx": True}
+    script = job_script_for("slurm", keywords, name="job-7", scheduler="ucx://10.0.0.1:8786")
+    params = python_m_command("dask_cuda.cli").make_context("dask_cuda.cli", worker_arguments(script, "dask_cuda.cli")).params
+    assert (params["rmm_async"], params["rmm_pool_size"], params["rmm_maximum_pool_size"], params["rmm_release_threshold"]) == (True, None, str(100 * 10**9), "0.5")
+    assert params["enable_cudf_spill"] is True and params["rmm_allocator_external_lib_list"] == ["cupy", "torch"]
+    assert (params["enable_nvlink"], params["enable_infiniband"], params["enable_rdmacm"], params["enable_tcp_over_ucx"]) == (True, False, False, True)
+
+
+def test_ucx_gets_an_rmm_pool_unless_the_user_says_otherwise():
+    def params(**keywords):
+        script = job_script_for("slurm", {"python": "python3", "protocol": "ucx", **keywords}, name="w", scheduler="ucx://10.0.0.1:8786")
+        return python_m_command("dask_cuda.cli").make_context("dask_cuda.cli", worker_arguments(script, "dask_cuda.cli")).params
+
+    assert params()["rmm_pool_size"] == str(10**9)
+    assert params(rmm_pool_size=False)["rmm_pool_size"] is None
+    assert params(rmm_pool_size="0.9")["rmm_pool_size"] == "0.9"
+    assert params(rmm_async=True)["rmm_pool_size"] is None
+    assert params(protocol="tcp")["rmm_pool_size"] is None
+
+
 def test_parser_rejects_what_dask_cuda_rejects():
     # The check above can fail: dask-cuda refuses --lifetime, which dask worker takes.
     script = job_script_for("slurm", {**FULL_DASK_CUDA, "worker_extra_args": ["--lifetime", "1h"]}, name="job-7")

@@ -34,8 +34,12 @@ python3 -m dask_cuda.cli tcp://10.0.0.1:8786 \
     --name w \
     --nthreads 1 \
     --memory-limit auto \
+    --rmm-pool-size 1000000000 \
     --local-directory "$PBS_LOCALDIR" \
     --protocol ucx \
+    --enable-tcp-over-ucx \
+    --enable-infiniband \
+    --enable-nvlink \
     --resources GPU=1 &
 worker_pids=($!)
 trap 'kill -TERM "${worker_pids[@]}" 2>/dev/null' TERM INT HUP

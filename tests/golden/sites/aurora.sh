@@ -19,6 +19,11 @@ export ZE_ENABLE_PCI_ID_DEVICE_ORDER=1
 module use /soft/modulefiles
 module load frameworks
 
+if [ ! -e /sys/class/net/hsn0 ]; then
+    echo "gpujobqueue: network interface hsn0 does not exist on $(hostname); this node has: $(ls /sys/class/net | tr '\n' ' ')" >&2
+    exit 3
+fi
+
 # The devices this job may use: $ZE_AFFINITY_MASK as the batch system set it,
 # else 0..11. One worker per device, at most 12.
 allocated="${ZE_AFFINITY_MASK:-}"

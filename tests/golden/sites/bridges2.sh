@@ -14,6 +14,11 @@
 module load anaconda3
 module load cuda
 
+if [ ! -e /sys/class/net/ib0 ]; then
+    echo "gpujobqueue: network interface ib0 does not exist on $(hostname); this node has: $(ls /sys/class/net | tr '\n' ' ')" >&2
+    exit 3
+fi
+
 # The devices this job may use: $CUDA_VISIBLE_DEVICES as the batch system set it,
 # else 0..7. One worker per device, at most 8.
 allocated="${CUDA_VISIBLE_DEVICES:-}"
@@ -35,9 +40,12 @@ python3 -m dask_cuda.cli tcp://10.0.0.1:8786 \
     --name w \
     --nthreads 1 \
     --memory-limit auto \
+    --rmm-pool-size 1000000000 \
     --local-directory "$LOCAL" \
     --protocol ucx \
     --interface ib0 \
+    --enable-infiniband \
+    --enable-nvlink \
     --resources GPU=1 &
 worker_pids=($!)
 trap 'kill -TERM "${worker_pids[@]}" 2>/dev/null' TERM INT HUP

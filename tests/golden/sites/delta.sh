@@ -15,6 +15,11 @@
 # prologue
 module load python
 
+if [ ! -e /sys/class/net/hsn0 ]; then
+    echo "gpujobqueue: network interface hsn0 does not exist on $(hostname); this node has: $(ls /sys/class/net | tr '\n' ' ')" >&2
+    exit 3
+fi
+
 # The devices this job may use: $CUDA_VISIBLE_DEVICES as the batch system set it,
 # else 0..3. One worker per device, at most 4.
 allocated="${CUDA_VISIBLE_DEVICES:-}"

@@ -32,8 +32,11 @@ python3 -m dask_cuda.cli tcp://10.0.0.1:8786 \
     --name w \
     --nthreads 1 \
     --memory-limit auto \
+    --rmm-pool-size 1000000000 \
     --local-directory "/raid" \
     --protocol ucx \
+    --enable-infiniband \
+    --enable-nvlink \
     --resources GPU=1 &
 worker_pids=($!)
 trap 'kill -TERM "${worker_pids[@]}" 2>/dev/null' TERM INT HUP

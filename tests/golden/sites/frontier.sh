@@ -16,6 +16,11 @@
 module load miniforge3/23.11.0-0
 module load rocm
 
+if [ ! -e /sys/class/net/hsn0 ]; then
+    echo "gpujobqueue: network interface hsn0 does not exist on $(hostname); this node has: $(ls /sys/class/net | tr '\n' ' ')" >&2
+    exit 3
+fi
+
 # The devices this job may use: $ROCR_VISIBLE_DEVICES as the batch system set it,
 # else 0..7. One worker per device, at most 8.
 allocated="${ROCR_VISIBLE_DEVICES:-}"

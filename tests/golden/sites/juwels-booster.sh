@@ -14,6 +14,11 @@
 # prologue
 module load GCC Python CUDA
 
+if [ ! -e /sys/class/net/ib0 ]; then
+    echo "gpujobqueue: network interface ib0 does not exist on $(hostname); this node has: $(ls /sys/class/net | tr '\n' ' ')" >&2
+    exit 3
+fi
+
 # The devices this job may use: $CUDA_VISIBLE_DEVICES as the batch system set it,
 # else 0..3. One worker per device, at most 4.
 allocated="${CUDA_VISIBLE_DEVICES:-}"
@@ -35,8 +40,13 @@ python3 -m dask_cuda.cli tcp://10.0.0.1:8786 \
     --name w \
     --nthreads 1 \
     --memory-limit auto \
+    --rmm-pool-size 1000000000 \
     --protocol ucx \
     --interface ib0 \
+    --enable-tcp-over-ucx \
+    --enable-infiniband \
+    --enable-nvlink \
+    --disable-rdmacm \
     --resources GPU=1 &
 worker_pids=($!)
 trap 'kill -TERM "${worker_pids[@]}" 2>/dev/null' TERM INT HUP
