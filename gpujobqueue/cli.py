@@ -62,14 +62,31 @@ def main() -> None:
 
 @main.command()
 @click.argument("batch", metavar="BATCH|SITE")
+@click.argument("client_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- SCRIPT_ARGS...]")
 @click.option("--scheduler-address", default=None, help="Scheduler the workers connect to (default: a placeholder to fill in).")
 @click.option("--name", "worker_name", default="gpujobqueue-worker", show_default=True, help="Worker name prefix; workers are NAME-<i>.")
+@click.option("--run", "client_script", default=None, metavar="SCRIPT.py",
+              help="Write a self-contained script: it starts a scheduler and the GPU workers in the job, runs SCRIPT.py "
+                   "(with SCRIPT_ARGS) as the client once the workers are up, and ends the job with its exit code.")
+@click.option("--workers-timeout", default=300, show_default=True, help="With --run: seconds to wait for the workers before the job fails.")
 @_keyword_options
-def render(batch: str, scheduler_address: str | None, worker_name: str, environment: tuple[str, ...], **options) -> None:
+def render(batch: str, client_args: tuple[str, ...], scheduler_address: str | None, worker_name: str, client_script: str | None,
+           workers_timeout: int, environment: tuple[str, ...], **options) -> None:
     """Print the job script for BATCH (slurm, pbs, lsf, sge, local) or SITE (a site config's
-    name or file) that the cluster keywords describe."""
+    name or file) that the cluster keywords describe.
+
+    With --run, the script is self-contained: submit it with sbatch, qsub or bsub and your
+    script runs as the client of a cluster made of the job's GPUs; `Client()` in it finds the
+    scheduler through DASK_SCHEDULER_ADDRESS. Arguments for your script go after `--`.
+    """
     from .render import PLACEHOLDER_SCHEDULER
+    from .run import ClientRun
     from .scripts import job_script_for
+
+    if client_args and client_script is None:
+        raise click.UsageError(f"unexpected arguments {' '.join(client_args)!r}: arguments after -- are for the --run script")
+    if client_script is not None and scheduler_address is not None:
+        raise click.UsageError("--run starts its own scheduler in the job; leave out --scheduler-address")
 
     keywords = {key: value for key, value in options.items() if value not in (None, ())}
     for item in keywords.get("chunk_resources", ()):
@@ -84,7 +101,8 @@ def render(batch: str, scheduler_address: str | None, worker_name: str, environm
     if env:
         keywords["environment"] = env
     try:
-        click.echo(job_script_for(batch, keywords, name=worker_name, scheduler=scheduler_address or PLACEHOLDER_SCHEDULER), nl=False)
+        run = None if client_script is None else ClientRun.from_command_line(client_script, client_args, workers_timeout=workers_timeout)
+        click.echo(job_script_for(batch, keywords, name=worker_name, scheduler=scheduler_address or PLACEHOLDER_SCHEDULER, run=run), nl=False)
     except GPUJobQueueError as error:
         raise click.ClickException(str(error)) from None
 

@@ -10,7 +10,9 @@ from typing import Sequence
 
 import jinja2
 
+from .errors import ValidationError
 from .request import JobRequest, format_hours_walltime, format_lsf_walltime, format_pbs_memory, format_slurm_memory
+from .run import ClientRun
 from .workers import WorkerLaunch
 
 PLACEHOLDER_SCHEDULER = "tcp://<insert-scheduler-address-here>:8786"
@@ -68,6 +70,7 @@ def render_job_script(
     scheduler: str = PLACEHOLDER_SCHEDULER,
     directive_prefix: str = "#",
     tls_args: Sequence[str] = (),
+    run: ClientRun | None = None,
 ) -> str:
     """Render one job script.
 
@@ -88,18 +91,26 @@ def render_job_script(
         directives.
     tls_args : sequence of str
         ``--tls-*`` worker options when the cluster uses TLS.
+    run : ClientRun, optional
+        Make the script self-contained: it starts its own scheduler, then the workers, then
+        runs this client script, and ends with the client's exit code.
 
     Returns
     -------
     str
         The script text.
     """
+    if run is not None and launch.launcher != "direct":
+        raise ValidationError("launcher", f"--run starts the scheduler where the batch script runs; with launcher {launch.launcher!r} that is a launch node without the job's GPUs")
     template = environment().get_template(f"{batch}.sh.j2")
     text = template.render(
         request=request,
         launch=launch,
         name=name,
         scheduler=scheduler,
+        # --run: the address is known only in the job, once its scheduler has started.
+        scheduler_arg='"$DASK_SCHEDULER_ADDRESS"' if run is not None else shlex.quote(scheduler),
+        run=run,
         directive_prefix=directive_prefix,
         tls_args=list(tls_args),
     )

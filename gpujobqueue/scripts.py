@@ -6,10 +6,11 @@ from typing import Any, Mapping
 
 from .batch import BATCH_SYSTEMS, cluster_class
 from .render import PLACEHOLDER_SCHEDULER, render_job_script
+from .run import ClientRun
 from .sites import load_site
 
 
-def job_script_for(batch: str, keywords: Mapping[str, Any], *, name: str, scheduler: str = PLACEHOLDER_SCHEDULER) -> str:
+def job_script_for(batch: str, keywords: Mapping[str, Any], *, name: str, scheduler: str = PLACEHOLDER_SCHEDULER, run: ClientRun | None = None) -> str:
     """Render the script a cluster of ``batch`` would submit for ``keywords``.
 
     Parameters
@@ -23,6 +24,8 @@ def job_script_for(batch: str, keywords: Mapping[str, Any], *, name: str, schedu
         Worker name prefix.
     scheduler : str
         Scheduler address the workers connect to.
+    run : ClientRun, optional
+        A self-contained script instead: its own scheduler, the workers, then this client.
 
     Raises
     ------
@@ -36,4 +39,4 @@ def job_script_for(batch: str, keywords: Mapping[str, Any], *, name: str, schedu
     _, request, launch = cluster_cls.parse_keywords(keywords)
     if scheduler == PLACEHOLDER_SCHEDULER and launch.protocol not in (None, "tcp"):
         scheduler = scheduler.replace("tcp://", f"{launch.protocol}://", 1)
-    return render_job_script(batch, request, launch, name=name, scheduler=scheduler, directive_prefix=cluster_cls.job_cls.directive_prefix)
+    return render_job_script(batch, request, launch, name=name, scheduler=scheduler, directive_prefix=cluster_cls.job_cls.directive_prefix, run=run)

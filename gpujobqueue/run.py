@@ -1,0 +1,49 @@
+"""Self-contained batch scripts: the scheduler, the GPU workers and the user's own script as
+the client, all in one job (``gpujobqueue render SITE|BATCH --run analysis.py``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from .errors import ValidationError
+from .request import _one_line
+
+DEFAULT_WORKERS_TIMEOUT = 300
+
+
+@dataclass(frozen=True)
+class ClientRun:
+    """The user's script that runs as the job's client, once the job's workers are up.
+
+    Parameters
+    ----------
+    script : str
+        Absolute path of the Python script; it finds the scheduler through
+        ``DASK_SCHEDULER_ADDRESS`` (``Client()`` with no address).
+    args : tuple of str
+        Its arguments, each shell-quoted into the job script.
+    workers_timeout : int
+        Seconds to wait for all of the job's GPU workers before the client starts; past
+        it the job fails, saying how many registered.
+    """
+
+    script: str
+    args: tuple[str, ...] = ()
+    workers_timeout: int = DEFAULT_WORKERS_TIMEOUT
+
+    @classmethod
+    def from_command_line(cls, script: str, args: Sequence[str] = (), *, workers_timeout: int = DEFAULT_WORKERS_TIMEOUT) -> "ClientRun":
+        """Check the script exists and every argument is one line; resolve the script's path.
+
+        Raises
+        ------
+        ValidationError
+        """
+        path = Path(_one_line("run", script)).expanduser()
+        if not path.is_file():
+            raise ValidationError("run", f"{script!r} is not a file")
+        if workers_timeout <= 0:
+            raise ValidationError("workers_timeout", f"expected a positive number of seconds, got {workers_timeout!r}")
+        return cls(script=str(path.resolve()), args=tuple(_one_line("run", arg) for arg in args), workers_timeout=int(workers_timeout))

@@ -1,0 +1,107 @@
+"""`gpujobqueue render ... --run analysis.py`: one self-contained script, submitted by hand to the
+real SLURM and Grid Engine, starts a scheduler and the GPU workers in the job, runs the user's
+script as the client, and ends the job with that script's exit code."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+# The user's script: finds the scheduler with a bare Client(), computes, reports what it saw, and
+# exits with a code of its own.
+ANALYSIS = textwrap.dedent("""\
+    import json, os, sys
+    from distributed import Client
+
+    client = Client()
+    workers = client.scheduler_info()["workers"]
+    report = {
+        "args": sys.argv[2:],
+        "workers": len(workers),
+        "worker_devices": sorted(client.run(lambda: os.environ.get("CUDA_VISIBLE_DEVICES")).values()),
+        "gpu_resources": sorted(w["resources"].get("GPU", 0) for w in workers.values()),
+        "job_devices": os.environ.get("CUDA_VISIBLE_DEVICES") or os.environ.get("SGE_HGR_gpu"),
+        "scheduler_job": client.run_on_scheduler(lambda: os.environ.get("SLURM_JOB_ID") or os.environ.get("JOB_ID")),
+        "client_job": os.environ.get("SLURM_JOB_ID") or os.environ.get("JOB_ID"),
+        "sum": client.submit(sum, range(101)).result(),
+    }
+    with open(sys.argv[1], "w") as out:
+        json.dump(report, out)
+    sys.exit(int(os.environ.get("EXIT_CODE", "0")))
+""")
+
+
+def render_run_script(tmp_path, batch, *options, exit_code=7):
+    script = tmp_path / "analysis.py"
+    script.write_text(ANALYSIS)
+    args = [sys.executable, "-m", "gpujobqueue.cli", "render", batch, "--gpus-per-node", "2", "--worker-mode", "per-device",
+            "--python", sys.executable, "--walltime", "00:10:00", "--memory-per-gpu", "512MiB", "--cpus-per-gpu", "1", "--log-directory", str(tmp_path), "--env", f"EXIT_CODE={exit_code}",
+            *options, "--run", str(script), "--", str(tmp_path / "report.json"), "--flag", "two words"]
+    result = subprocess.run(args, capture_output=True, text=True, check=True)
+    path = tmp_path / "job.sh"
+    path.write_text(result.stdout)
+    return path
+
+
+def check_report(tmp_path, allocated):
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["args"] == ["--flag", "two words"]
+    assert report["workers"] == 2 and report["gpu_resources"] == [1, 1]
+    assert report["worker_devices"] == sorted(allocated(report)), report  # one worker per allocated device, none shared
+    assert report["scheduler_job"] == report["client_job"] is not None  # the scheduler runs inside the job
+    assert report["sum"] == 5050
+    return report
+
+
+@pytest.mark.slurm
+def test_run_script_submitted_by_hand_to_slurm(slurm, tmp_path):
+    path = render_run_script(tmp_path, "slurm", "--queue", "gpu")
+    result = subprocess.run(["sbatch", "--wait", str(path)], capture_output=True, text=True, cwd=tmp_path, timeout=180)
+    logs = "".join(p.read_text() for p in tmp_path.glob("*.out"))
+    assert result.returncode == 7, f"{result.stdout}{result.stderr}\n{logs}"  # the client's exit code is the job's
+    check_report(tmp_path, lambda report: report["job_devices"].split(","))
+    assert not slurm.squeue_ids()
+
+
+@pytest.mark.slurm
+def test_a_failing_client_fails_the_job_and_stops_everything(slurm, tmp_path):
+    path = render_run_script(tmp_path, "slurm", exit_code=0)
+    path.write_text(path.read_text().replace(str(tmp_path / "analysis.py"), str(tmp_path / "missing.py")))
+    result = subprocess.run(["sbatch", "--wait", str(path)], capture_output=True, text=True, cwd=tmp_path, timeout=180)
+    assert result.returncode == 2  # python's status for a script it cannot open
+    assert not slurm.squeue_ids()
+
+
+@pytest.mark.sge
+def test_run_script_submitted_by_hand_to_grid_engine(sge, tmp_path):
+    path = render_run_script(tmp_path, "sge", "--parallel-environment", "smp")
+    result = sge.run("qsub", "-sync", "y", "-V", str(path), cwd=tmp_path, timeout=180, check=False)
+    logs = "".join(p.read_text() for p in tmp_path.glob("*.o*"))
+    assert result.returncode == 7, f"{result.stdout}{result.stderr}\n{logs}"
+    check_report(tmp_path, lambda report: report["job_devices"].split(","))
+    assert not sge.job_ids()
+
+
+def test_run_script_runs_on_this_machine_with_the_local_batch_system(tmp_path):
+    path = render_run_script(tmp_path, "local", exit_code=0)
+    result = subprocess.run(["bash", str(path)], capture_output=True, text=True, cwd=tmp_path, timeout=180,
+                            env={"PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": "2,5", "HOME": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["worker_devices"] == ["2", "5"] and report["sum"] == 5050
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--run", "/nonexistent/analysis.py"], "is not a file"),
+    (["--", "stray"], "arguments after -- are for the --run script"),
+    (["--scheduler-address", "tcp://10.0.0.1:8786", "--run", __file__], "--run starts its own scheduler"),
+    (["--gpu-request", "csm", "--queue", "batch", "--account", "ABC", "--run", __file__], "launch node"),
+])
+def test_run_refuses_what_it_cannot_do(args, words):
+    batch = "lsf" if "csm" in args else "slurm"
+    result = subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "render", batch, *args], capture_output=True, text=True)
+    assert result.returncode != 0 and words in result.stderr, result.stderr
