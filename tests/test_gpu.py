@@ -43,3 +43,100 @@ def test_dask_cuda_workers_one_per_gpu_each_on_its_own_device():
         assert all(f["resources"] == {"GPU": 1} for f in facts)
         futures = [client.submit(cupy_sum, 10**7, workers=[address], pure=False) for address in client.scheduler_info()["workers"]]
         assert client.gather(futures) == [float(sum(range(10**7)))] * len(GPUS)
+
+
+def memory_facts(dask_worker):
+    import cupy
+    import rmm
+
+    return {"address": dask_worker.address, "resource": type(rmm.mr.get_current_device_resource()).__name__,
+            "cupy_allocator": getattr(cupy.cuda.get_allocator(), "__name__", repr(cupy.cuda.get_allocator()))}
+
+
+def random_block(seed, n):
+    import cupy
+
+    return cupy.random.default_rng(seed).standard_normal(n)
+
+
+def test_ucx_workers_get_an_rmm_pool_and_move_cupy_arrays_between_gpus():
+    pytest.importorskip("distributed_ucxx")
+    pytest.importorskip("rmm")
+    if len(GPUS) < 2:
+        pytest.skip("needs two GPUs to move data between them")
+    with LocalGPUCluster(gpus_per_node=2, protocol="ucx") as cluster, Client(cluster) as client:
+        assert cluster.scheduler_address.startswith("ucx://")
+        cluster.scale(gpus=2)
+        client.wait_for_workers(2, timeout=180)
+        facts = list(client.run(memory_facts).values())
+        assert all(f["address"].startswith("ucx://") for f in facts), facts
+        assert all("Pool" in f["resource"] for f in facts), f"no RMM pool under UCX: {facts}"
+        first, second = sorted(client.scheduler_info()["workers"])
+        block = client.submit(random_block, 1, 2**27, workers=[first], pure=False)  # 1 GiB of float64
+        total = client.submit(lambda b: float(b.sum()), block, workers=[second], pure=False)
+        assert abs(total.result() - float(random_block(1, 2**27).sum())) < 1e-6 * 2**27
+
+
+def test_rmm_keywords_reach_the_workers_with_dask_cudas_names():
+    pytest.importorskip("rmm")
+    with LocalGPUCluster(gpus_per_node=1, rmm_pool_size="2GB", set_rmm_allocator_for_libs="cupy") as cluster, Client(cluster) as client:
+        cluster.scale(gpus=1)
+        client.wait_for_workers(1, timeout=180)
+        (facts,) = client.run(memory_facts).values()
+        assert "Pool" in facts["resource"] and "rmm" in facts["cupy_allocator"], facts
+
+
+def spilled_keys(dask_worker):
+    """Keys dask-cuda moved off the device (its DeviceHostFile's host and disk stores)."""
+    data = dask_worker.data
+    return len(getattr(data, "host", {}) or {}) + len(getattr(data, "disk", None) or {})
+
+
+def test_spilling_lets_an_svd_larger_than_the_device_limit_finish_right():
+    # The seed's "RAPIDS Dask overview" workload: a 300000 x 1000 cupy array (2.24 GiB) and its
+    # SVD persisted, with each worker allowed 0.5 GB on its device before spilling to host memory.
+    cupy = pytest.importorskip("cupy")
+    import dask
+    import dask.array as da
+    from distributed import wait
+
+    with LocalGPUCluster(gpus_per_node=len(GPUS), device_memory_limit="500MB") as cluster, Client(cluster) as client:
+        cluster.scale(gpus=len(GPUS))
+        client.wait_for_workers(len(GPUS), timeout=180)
+        rs = da.random.RandomState(RandomState=cupy.random.RandomState, seed=12)
+        x = rs.random((300_000, 1_000), chunks=(1_000, 1_000)).persist()
+        u, s, v = dask.persist(*da.linalg.svd(x))
+        wait(u)
+        assert sum(client.run(spilled_keys).values()) > 0, "nothing was spilled: the test proves nothing"
+        s, gram, utu = client.compute([s, x.T @ x, u.T @ u], sync=True)
+        expected = cupy.sqrt(cupy.sort(cupy.linalg.eigvalsh(cupy.asarray(gram)))[::-1])
+        assert float(cupy.max(cupy.abs(cupy.asarray(s) - expected) / expected)) < 1e-6
+        assert float(cupy.max(cupy.abs(cupy.asarray(utu) - cupy.eye(1_000)))) < 1e-8
+
+
+def test_a_run_script_with_ucx_runs_the_client_on_a_cluster_of_the_jobs_gpus(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("distributed_ucxx")
+    analysis = tmp_path / "analysis.py"
+    analysis.write_text(
+        "import json, os, sys\n"
+        "from distributed import Client\n"
+        "client = Client()\n"
+        "workers = client.scheduler_info()['workers']\n"
+        "pci = client.run(lambda: __import__('cupy').cuda.Device().pci_bus_id)\n"
+        "json.dump({'scheduler': client.scheduler.address, 'workers': sorted(workers), 'pci': sorted(pci.values())}, open(sys.argv[1], 'w'))\n"
+    )
+    script = subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "render", "local", "--gpus-per-node", str(len(GPUS)), "--protocol", "ucx",
+                             "--python", sys.executable, "--run", str(analysis), "--", str(tmp_path / "report.json")],
+                            capture_output=True, text=True, check=True).stdout
+    (tmp_path / "job.sh").write_text(script)
+    result = subprocess.run(["bash", str(tmp_path / "job.sh")], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                            env={**os.environ, "CUDA_VISIBLE_DEVICES": ",".join(GPUS)})
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["scheduler"].startswith("ucx://") and all(w.startswith("ucx://") for w in report["workers"])
+    assert len(report["workers"]) == len(GPUS) and len(set(report["pci"])) == len(GPUS)
