@@ -107,7 +107,6 @@ def render_job_script(
         request=request,
         launch=launch,
         name=name,
-        scheduler=scheduler,
         # --run: the address is known only in the job, once its scheduler has started.
         scheduler_arg='"$DASK_SCHEDULER_ADDRESS"' if run is not None else shlex.quote(scheduler),
         run=run,

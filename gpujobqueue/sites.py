@@ -198,13 +198,16 @@ def _semantic_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[Sit
             re.compile(pattern)
         except re.error as problem:
             error(("account", "pattern"), f"not a regular expression: {problem}")
+    # The site's worker, and each queue's own worker over it, blamed on the key that makes it wrong.
     site_worker = data.get("worker", {})
+    workers = [(("worker", "visibility_variable"), site_worker)]
     for queue_name, queue in data.get("queues", {}).items():
-        worker = {**site_worker, **queue.get("worker", {})}
+        if "worker" in queue:
+            culprit = "visibility_variable" if "visibility_variable" in queue["worker"] else "mode"
+            workers.append((("queues", queue_name, "worker", culprit), {**site_worker, **queue["worker"]}))
+    for key, worker in workers:
         if worker.get("mode") == "dask-cuda" and worker.get("visibility_variable", "CUDA_VISIBLE_DEVICES") != "CUDA_VISIBLE_DEVICES":
-            key = ("queues", queue_name, "worker") if "worker" in queue else ("worker",)
-            error(key + ("visibility_variable",), "dask-cuda pins NVIDIA GPUs through CUDA_VISIBLE_DEVICES; use mode per-device for other variables")
-            break
+            error(key, "dask-cuda pins NVIDIA GPUs through CUDA_VISIBLE_DEVICES; use mode per-device for other variables")
     network = data.get("network", {})
     if "ucx" in network and network.get("protocol") != "ucx":
         error(("network", "ucx"), "UCX transports are given but the protocol is not ucx")

@@ -159,21 +159,8 @@ class WorkerLaunch:
         else:
             memory_limit = None
 
-        def size_or_fraction(name):
-            value = get(name)
-            if value is None:
-                return None
-            if isinstance(value, float) or (isinstance(value, str) and re.fullmatch(r"0?\.\d+|1(\.0*)?", value)):
-                fraction = float(value)
-                if not 0 < fraction <= 1:
-                    raise ValidationError(name, f"{value!r}: a fraction must be in (0, 1]")
-                return repr(fraction)
-            if isinstance(value, str) and re.fullmatch(r"\s*\d*\.\d+\s*", value):
-                raise ValidationError(name, f"{value!r}: give a size with a unit (1.5GB) or a fraction of the device's memory (0 to 1)")
-            return str(parse_size(name, value))
-
         protocol = normalise_protocol("protocol", get("protocol"))
-        memory = _parse_gpu_memory(get, size_or_fraction, mode, protocol)
+        memory = _parse_gpu_memory(get, mode, protocol)
         transports = []
         for name in UCX_TRANSPORTS:
             if get(name) is not None:
@@ -259,8 +246,26 @@ _DASK_CUDA_MEMORY_KEYWORDS = ("rmm_pool_size", "rmm_maximum_pool_size", "rmm_asy
                               "device_memory_limit", "enable_cudf_spill", "set_rmm_allocator_for_libs")
 
 
-def _parse_gpu_memory(get, size_or_fraction, mode: str, protocol: str | None) -> dict[str, Any]:
+def parse_device_size(field_name: str, value: Any) -> str | None:
+    """A device-memory amount as dask-cuda takes it: bytes (from a size with a unit) or a fraction in (0, 1]."""
+    if value is None:
+        return None
+    if isinstance(value, float) or (isinstance(value, str) and re.fullmatch(r"0?\.\d+|1(\.0*)?", value)):
+        fraction = float(value)
+        if not 0 < fraction <= 1:
+            raise ValidationError(field_name, f"{value!r}: a fraction must be in (0, 1]")
+        return repr(fraction)
+    if isinstance(value, str) and re.fullmatch(r"\s*\d*\.\d+\s*", value):
+        raise ValidationError(field_name, f"{value!r}: give a size with a unit (1.5GB) or a fraction of the device's memory (0 to 1)")
+    return str(parse_size(field_name, value))
+
+
+def _parse_gpu_memory(get, mode: str, protocol: str | None) -> dict[str, Any]:
     """dask-cuda's device-memory keywords, checked as dask-cuda checks them, with the UCX pool default."""
+
+    def size_or_fraction(name):
+        return parse_device_size(name, get(name))
+
     if mode != "dask-cuda":
         for name in _DASK_CUDA_MEMORY_KEYWORDS:
             if get(name) not in (None, False, (), []):

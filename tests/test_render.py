@@ -82,3 +82,11 @@ def test_the_job_fails_at_once_naming_a_missing_interface(tmp_path, interface, s
     path.write_text(script)
     result = subprocess.run(["bash", str(path)], capture_output=True, text=True, timeout=60, env={"PATH": os.environ["PATH"], "CUDA_VISIBLE_DEVICES": "0"})
     assert result.returncode == status and words in result.stderr, result.stderr
+
+
+def test_ucx_transports_are_set_once_for_every_dask_process_of_the_job():
+    per_device = job_script_for("local", {"gpus_per_node": 2, "worker_mode": "per-device", "protocol": "ucx", "enable_nvlink": True, "enable_infiniband": False}, name="w")
+    assert per_device.count("export DASK_DISTRIBUTED_UCXX__NVLINK=True") == 1 and per_device.count("export DASK_DISTRIBUTED_UCXX__INFINIBAND=False") == 1
+    assert per_device.index("DASK_DISTRIBUTED_UCXX__NVLINK") < per_device.index("distributed.cli.dask_worker")
+    dask_cuda = job_script_for("local", {"gpus_per_node": 2, "worker_mode": "dask-cuda", "protocol": "ucx", "enable_nvlink": True}, name="w")
+    assert "DASK_DISTRIBUTED_UCXX__" not in dask_cuda and "--enable-nvlink" in dask_cuda  # dask-cuda takes its own flags
