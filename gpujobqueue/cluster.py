@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import importlib.util
 import logging
 import math
+import os
+import shutil
 import socket
 import warnings
 from typing import Any, ClassVar
@@ -16,11 +19,15 @@ from dask.utils import parse_bytes
 from dask_jobqueue.core import JobQueueCluster
 from distributed.core import Status
 from distributed.scheduler import Scheduler
+from distributed.security import Security
 
 from . import config, gpus, sites
 from .errors import SubmissionError, ValidationError
+from .adaptive import GPUAdaptive
 from .job import GPUJob
 from .request import JobRequest, parse_positive_int
+from .scheduler_job import (SCHEDULER_FILE_NAME, HostedWorkers, JobScheduler, SchedulerStart, make_scheduler_directory,
+                            parse_scheduler_placement, scheduler_tls_args)
 from .workers import WorkerLaunch
 
 logger = logging.getLogger(__name__)
@@ -149,6 +156,13 @@ class GPUJobQueueCluster(JobQueueCluster):
         after the workers.
     environment : dict
         Variables exported in the job.
+    scheduler : {"local", "job"}
+        Where the scheduler runs. ``"local"`` (default): in this process, as in
+        dask-jobqueue. ``"job"``: in the cluster's first job, on a compute node, beside
+        that job's GPU workers; it writes a scheduler file in a private folder of
+        ``shared_temp_directory`` (default: the current directory), where this process
+        and the other jobs' workers find it. That job lives as long as the cluster, so
+        its GPUs are the cluster's minimum, and closing the cluster ends it last.
     death_timeout, local_directory, interface, protocol, security, python, worker_command,
     worker_extra_args, nanny, shebang, scheduler_options, scheduler_cls, shared_temp_directory,
     silence_logs, asynchronous, loop, name, config_name
@@ -186,40 +200,98 @@ class GPUJobQueueCluster(JobQueueCluster):
         scheduler_cls: type = Scheduler,
         config_name: str | None = None,
         processes: int | None = None,
+        scheduler: str | None = None,
         **kwargs: Any,
     ):
         if job_cls is not None:
             self.job_cls = job_cls
         settings, request, launch = self.parse_keywords(dict(kwargs, processes=processes))
         self.request, self.launch, self.site = request, launch, settings["site"]
-        self._job_key = WorkerJobKey(launch.name_suffixes)
+        # Not `_job_key`: dask-jobqueue keeps the TLS key file of security=True in `self._job_key`.
+        self._worker_to_job = WorkerJobKey(launch.name_suffixes)
+        self.scheduler_placement = parse_scheduler_placement(scheduler if scheduler is not None else config.configured(self.job_cls.batch, "scheduler"))
+        if self.scheduler_placement == "job" and launch.launcher != "direct":
+            raise ValidationError("scheduler", f"scheduler='job' starts the scheduler where the batch script runs; with launcher {launch.launcher!r} that is a launch node without the job's GPUs")
         if launch.protocol == "ucx":
-            check_ucx_scheduler_host()
-            # The scheduler (in this process) and the client need a CUDA context before UCX starts.
-            dask.config.set({"distributed-ucxx.create-cuda-context": True})
-        super().__init__(
-            n_workers=0,
-            job_cls=job_cls,
-            loop=loop,
-            security=security,
-            shared_temp_directory=shared_temp_directory,
-            silence_logs=silence_logs,
-            name=name,
-            asynchronous=asynchronous,
-            dashboard_address=dashboard_address,
-            host=host,
-            scheduler_options=scheduler_options,
-            scheduler_cls=scheduler_cls,
-            interface=launch.interface,
-            protocol=f"{launch.protocol}://" if launch.protocol else None,
-            config_name=config_name or self.job_cls.config_name,
-            request=request,
-            launch=launch,
-            **self._batch_job_kwargs(settings),
-        )
-        self.new_spec["group"] = launch.name_suffixes
+            check_ucx_scheduler_host(scheduler_here=self.scheduler_placement == "local")
+            if gpus.nvidia_gpu_ids():
+                # The scheduler (when in this process) and the client need a CUDA context before UCX starts.
+                dask.config.set({"distributed-ucxx.create-cuda-context": True})
+        job_kwargs = self._batch_job_kwargs(settings)
+        self._scheduler_directory: str | None = None
+        if self.scheduler_placement == "job":
+            if security is True:
+                security = Security.temporary()
+            config_name = config_name or self.job_cls.config_name
+            shared = shared_temp_directory or dask.config.get(f"jobqueue.{config_name}.shared-temp-directory", default=None) or os.getcwd()
+            self._scheduler_directory = make_scheduler_directory(shared)
+            scheduler_file = os.path.join(self._scheduler_directory, SCHEDULER_FILE_NAME)
+            job_kwargs["scheduler_file"] = scheduler_file
+            scheduler_cls = functools.partial(
+                JobScheduler, make_job=self._make_scheduler_job, scheduler_file=scheduler_file,
+                tls_args=scheduler_tls_args(security, self._scheduler_directory) if security else (),
+            )
+            scheduler_options = dict(scheduler_options or {})
+            scheduler_options.setdefault("dashboard_address", ":8787")
+        try:
+            self._init_job_queue_cluster(
+                job_cls=job_cls, loop=loop, security=security, shared_temp_directory=shared_temp_directory,
+                silence_logs=silence_logs, name=name, asynchronous=asynchronous, dashboard_address=dashboard_address,
+                host=host, scheduler_options=scheduler_options, scheduler_cls=scheduler_cls, config_name=config_name,
+                job_kwargs=job_kwargs,
+            )
+        except BaseException:
+            self._remove_scheduler_directory()
+            raise
         if n_workers:
             self.scale(n_workers)
+
+    def _init_job_queue_cluster(self, *, job_kwargs: dict[str, Any], **options: Any) -> None:
+        launch = self.launch
+        super().__init__(
+            n_workers=0,
+            interface=launch.interface,
+            protocol=f"{launch.protocol}://" if launch.protocol else None,
+            request=self.request,
+            launch=launch,
+            **dict(options, config_name=options["config_name"] or self.job_cls.config_name),
+            **job_kwargs,
+        )
+        self.new_spec["group"] = launch.name_suffixes
+
+    def _make_scheduler_job(self, start: SchedulerStart) -> GPUJob:
+        """The cluster's first job, which starts the scheduler before its GPU workers."""
+        name = self._new_worker_name(self._i)
+        self._i += 1
+        return self.job_cls(None, name=name, start_scheduler=start, **self._job_kwargs)
+
+    @property
+    def scheduler_job(self) -> GPUJob | None:
+        """The job that runs the scheduler (``scheduler="job"``), else None."""
+        return self.scheduler.job if isinstance(self.scheduler, JobScheduler) else None
+
+    @property
+    def _hosted_job_name(self) -> str | None:
+        job = self.scheduler_job
+        return str(job.name) if job is not None else None
+
+    async def _start(self) -> None:
+        await super()._start()
+        job = self.scheduler_job
+        if job is not None and job.name not in self.worker_spec:
+            # The scheduler's job runs GPU workers too: they count, and live as long as the cluster.
+            self.worker_spec[job.name] = {"cls": HostedWorkers, "options": {"job": job}, "group": self.launch.name_suffixes}
+            await self._correct_state()
+
+    async def _close(self) -> None:
+        try:
+            await super()._close()
+        finally:
+            self._remove_scheduler_directory()
+
+    def _remove_scheduler_directory(self) -> None:
+        if self._scheduler_directory is not None:
+            shutil.rmtree(self._scheduler_directory, ignore_errors=True)
 
     @classmethod
     def parse_keywords(cls, kwargs: dict[str, Any]) -> tuple[dict[str, Any], JobRequest, WorkerLaunch]:
@@ -347,13 +419,18 @@ class GPUJobQueueCluster(JobQueueCluster):
         return self.sync(self._scale_jobs, jobs)
 
     async def _scale_jobs(self, jobs: int) -> None:
+        hosted = self._hosted_job_name
+        closing = self.status in (Status.closing, Status.closed)
+        if hosted is not None and not closing:
+            jobs = max(jobs, 1)  # the scheduler's job stays until the cluster closes
         surplus = len(self.worker_spec) - jobs
         if surplus > 0:
-            connected = {self._job_key.job_of(w["name"]) for w in self.scheduler_info["workers"].values()}
-            queued_first = sorted(self.worker_spec, key=lambda job: job in connected)
+            connected = {self._worker_to_job.job_of(w["name"]) for w in self.scheduler_info["workers"].values()}
+            removable = [job for job in self.worker_spec if closing or str(job) != hosted]
+            queued_first = sorted(removable, key=lambda job: job in connected)
             for job in queued_first[:surplus]:
                 del self.worker_spec[job]
-        if self.status not in (Status.closing, Status.closed):
+        if not closing:
             while len(self.worker_spec) < jobs:
                 self.worker_spec.update(self.new_worker_spec())
         try:
@@ -392,12 +469,32 @@ class GPUJobQueueCluster(JobQueueCluster):
             kwargs["minimum"] = minimum_gpus
         if maximum_gpus is not None:
             kwargs["maximum"] = maximum_gpus
-        kwargs.setdefault("worker_key", self._job_key)  # retire whole jobs, never half of one
+        kwargs.setdefault("worker_key", self._worker_to_job)  # retire whole jobs, never half of one
+        kwargs.setdefault("Adaptive", GPUAdaptive)
+        if self._hosted_job_name is not None:
+            # The scheduler's job keeps its workers while the cluster lives: never aim below them.
+            floor = self.workers_per_job
+            if minimum_jobs is not None:
+                minimum_jobs = max(minimum_jobs, 1)
+            kwargs["minimum"] = max(kwargs.get("minimum") or 0, floor)
         return super().adapt(*args, minimum_jobs=minimum_jobs, maximum_jobs=maximum_jobs, **kwargs)
 
+    async def scale_down(self, workers: Any) -> None:
+        hosted = self._hosted_job_name
+        if hosted is not None and self.status not in (Status.closing, Status.closed):
+            workers = [w for w in workers if self._worker_to_job.job_of(str(w)) != hosted]
+        await super().scale_down(workers)
 
-def check_ucx_scheduler_host() -> None:
-    """Refuse UCX where the scheduler cannot run it: without distributed-ucxx, or without a GPU here.
+    @property
+    def pinned_jobs(self) -> set[str]:
+        """Jobs that scaling down must leave alone: the scheduler's own job."""
+        hosted = self._hosted_job_name
+        return {hosted} if hosted is not None else set()
+
+
+def check_ucx_scheduler_host(scheduler_here: bool = True) -> None:
+    """Refuse UCX where it cannot run: without distributed-ucxx, or, when the scheduler runs
+    in this process, without a GPU here.
 
     Raises
     ------
@@ -406,9 +503,9 @@ def check_ucx_scheduler_host() -> None:
     if importlib.util.find_spec("distributed_ucxx") is None:
         raise ValidationError("protocol", "protocol='ucx' needs distributed-ucxx here and on the workers: "
                                           "pip install distributed-ucxx-cu12 (CUDA 12) or distributed-ucxx-cu13 (CUDA 13)")
-    if not gpus.nvidia_gpu_ids():
+    if scheduler_here and not gpus.nvidia_gpu_ids():
         raise ValidationError("protocol", f"protocol='ucx' needs a GPU where the scheduler runs, for its CUDA context, and {socket.gethostname()} has none "
-                                          "(a login node?); use protocol='tcp' or 'tls' here, or start the cluster on a GPU node")
+                                          "(a login node?); use scheduler='job' (the scheduler then runs in the first job, on a GPU node), protocol='tcp' or 'tls', or start the cluster on a GPU node")
 
 
 def GPUCluster(batch: str | None = None, *, site: Any = None, **kwargs: Any) -> GPUJobQueueCluster:

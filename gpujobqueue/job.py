@@ -13,6 +13,7 @@ from distributed.security import Security
 from .errors import SubmissionError
 from .render import PLACEHOLDER_SCHEDULER, render_job_script
 from .request import JobRequest
+from .scheduler_job import SchedulerStart
 from .workers import WorkerLaunch
 
 
@@ -46,6 +47,10 @@ class GPUJob(Job):
         How it starts its workers.
     security : Security, optional
         TLS credentials for the workers.
+    scheduler_file : str, optional
+        The workers find the scheduler through this file (``scheduler="job"``).
+    start_scheduler : SchedulerStart, optional
+        This job starts the cluster's scheduler, then its workers (``scheduler="job"``).
     config_name, interface, protocol
         Accepted from :class:`dask_jobqueue.JobQueueCluster`, which passes them to every
         job; ``launch`` already holds the interface and protocol.
@@ -53,6 +58,8 @@ class GPUJob(Job):
 
     batch: ClassVar[str]
     directive_prefix: ClassVar[str] = "#"
+    # Batch states that mean the job is over, though the batch system still lists it.
+    ended_states: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(
         self,
@@ -65,6 +72,8 @@ class GPUJob(Job):
         config_name: str | None = None,
         interface: str | None = None,
         protocol: str | None = None,
+        scheduler_file: str | None = None,
+        start_scheduler: SchedulerStart | None = None,
     ):
         # Job.__init__ would read jobqueue.yaml for every setting; ours are resolved already.
         ProcessInterface.__init__(self)
@@ -81,6 +90,8 @@ class GPUJob(Job):
         self.worker_cores = launch.nthreads * self.worker_processes
         self.worker_memory = launch.memory_limit * self.worker_processes if launch.memory_limit else None
         self._tls_args = worker_tls_args(security)
+        self.scheduler_file = scheduler_file
+        self.start_scheduler = start_scheduler
 
     def job_script(self) -> str:
         """The script this job submits."""
@@ -92,6 +103,8 @@ class GPUJob(Job):
             scheduler=self.scheduler or PLACEHOLDER_SCHEDULER,
             directive_prefix=self.directive_prefix,
             tls_args=self._tls_args,
+            scheduler_file=self.scheduler_file,
+            start_scheduler=self.start_scheduler,
         )
 
     @property
@@ -117,6 +130,27 @@ class GPUJob(Job):
         # dask-jobqueue's Job.close leaves the status `running`; SpecCluster.close asserts
         # that every job it still references is closed.
         await ProcessInterface.close(self)
+
+    async def state(self) -> str | None:
+        """The job's state as the batch system words it (``"PENDING"``, ``"r"``), or None
+        once the job has ended or the batch system no longer knows it."""
+        if self.job_id is None:
+            return None
+        try:
+            out = await self._call(self.state_command(self.job_id))
+        except (RuntimeError, OSError):
+            return None
+        state = self.parse_state(out)
+        return None if state is None or state in self.ended_states else state
+
+    @classmethod
+    def state_command(cls, job_id: str) -> list[str]:
+        """The batch system's command that shows one job's state."""
+        raise NotImplementedError(f"{cls.__name__} cannot ask {cls.batch} for a job's state")
+
+    def parse_state(self, output: str) -> str | None:
+        """The state in :meth:`state_command`'s output (None when it names none)."""
+        return output.strip() or None
 
     async def _submit_job(self, script_filename: str) -> str:
         try:

@@ -13,6 +13,7 @@ import jinja2
 from .errors import ValidationError
 from .request import JobRequest, format_hours_walltime, format_lsf_walltime, format_pbs_memory, format_slurm_memory
 from .run import ClientRun
+from .scheduler_job import SchedulerStart
 from .workers import WorkerLaunch
 
 PLACEHOLDER_SCHEDULER = "tcp://<insert-scheduler-address-here>:8786"
@@ -71,6 +72,8 @@ def render_job_script(
     directive_prefix: str = "#",
     tls_args: Sequence[str] = (),
     run: ClientRun | None = None,
+    scheduler_file: str | None = None,
+    start_scheduler: SchedulerStart | None = None,
 ) -> str:
     """Render one job script.
 
@@ -94,6 +97,12 @@ def render_job_script(
     run : ClientRun, optional
         Make the script self-contained: it starts its own scheduler, then the workers, then
         runs this client script, and ends with the client's exit code.
+    scheduler_file : str, optional
+        The workers find the scheduler through this file (``scheduler="job"``) rather
+        than at ``scheduler``.
+    start_scheduler : SchedulerStart, optional
+        Start the cluster's scheduler in this job, before its workers, writing
+        ``scheduler_file``; the job then lasts as long as the scheduler.
 
     Returns
     -------
@@ -102,14 +111,25 @@ def render_job_script(
     """
     if run is not None and launch.launcher != "direct":
         raise ValidationError("launcher", f"--run starts the scheduler where the batch script runs; with launcher {launch.launcher!r} that is a launch node without the job's GPUs")
+    if start_scheduler is not None and launch.launcher != "direct":
+        raise ValidationError("scheduler", f"scheduler='job' starts the scheduler where the batch script runs; with launcher {launch.launcher!r} that is a launch node without the job's GPUs")
+    if run is not None:
+        start_scheduler = SchedulerStart(scheduler_file=None)
+        scheduler_arg = '"$DASK_SCHEDULER_ADDRESS"'  # known only in the job, once its scheduler has started
+    elif start_scheduler is not None:
+        scheduler_arg = "--scheduler-file " + shlex.quote(start_scheduler.scheduler_file)
+    elif scheduler_file is not None:
+        scheduler_arg = "--scheduler-file " + shlex.quote(scheduler_file)
+    else:
+        scheduler_arg = shlex.quote(scheduler)
     template = environment().get_template(f"{batch}.sh.j2")
     text = template.render(
         request=request,
         launch=launch,
         name=name,
-        # --run: the address is known only in the job, once its scheduler has started.
-        scheduler_arg='"$DASK_SCHEDULER_ADDRESS"' if run is not None else shlex.quote(scheduler),
+        scheduler_arg=scheduler_arg,
         run=run,
+        start_scheduler=start_scheduler,
         directive_prefix=directive_prefix,
         tls_args=list(tls_args),
     )

@@ -9,6 +9,7 @@ queue empty, as the backend's own status command reports it.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -66,12 +67,21 @@ def _local_backend(request) -> Backend:
     live: list[LocalGPUCluster] = []
 
     class Tracked(LocalGPUCluster):
+        def _make_scheduler_job(self, start):
+            live.append(self)  # before it starts: a failed start must be tracked too
+            return super()._make_scheduler_job(start)
+
         def __init__(self, **keywords):
             super().__init__(**keywords)
-            live.append(self)
+            if self not in live:
+                live.append(self)
+
+    def jobs_of(cluster):
+        jobs = [getattr(worker, "job", worker) for worker in cluster.workers.values()]  # the scheduler's job's entry holds its job
+        return {id(job): job for job in jobs + [cluster.scheduler_job] if job is not None}.values()
 
     def running_local_jobs() -> list[str]:
-        return [job.job_id for cluster in live for job in cluster.workers.values() if job.process is not None and job.process.poll() is None]
+        return [job.job_id for cluster in live for job in jobs_of(cluster) if job.process is not None and job.process.poll() is None]
 
     return Backend("local", Tracked, {"devices": ["0", "1", "2", "3"]}, running_local_jobs, lambda job: set(job.devices), None)
 
@@ -232,3 +242,67 @@ def test_grid_engine_refusal_says_why(sge, tmp_path_cwd):
             cluster.scale(jobs=1)
     assert "no suitable queues" in str(info.value) and "offers only hc:gpu=4" in str(info.value), str(info.value)
     assert not sge.job_ids()
+
+
+def scheduler_facts(dask_scheduler, job_id_variable):
+    return {"pid": os.getpid(), "process_group": os.getpgid(0), "job": os.environ.get(job_id_variable) if job_id_variable else None}
+
+
+def test_scheduler_job_runs_the_scheduler_in_the_first_job_and_ends_it_last(backend, tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    with backend.cluster(scheduler="job", shared_temp_directory=str(shared)) as cluster, Client(cluster) as client:
+        job = cluster.scheduler_job
+        folder = os.path.dirname(job.scheduler_file)
+        assert os.path.dirname(folder) == str(shared) and os.stat(folder).st_mode & 0o777 == 0o700
+        assert cluster.scheduler_address == json.load(open(job.scheduler_file))["address"]
+        facts = client.run_on_scheduler(scheduler_facts, job_id_variable=backend.job_id_variable)
+        assert facts["pid"] != os.getpid()
+        if backend.job_id_variable:
+            assert facts["job"] and _same_job(facts["job"], str(job.job_id)), f"the scheduler runs in {facts['job']}, not in job {job.job_id}"
+        else:
+            assert facts["process_group"] == int(job.job_id), "the scheduler is not a process of the local job"
+        # The scheduler's job runs two GPU workers of its own; scale(gpus=4) adds one job.
+        client.wait_for_workers(2, timeout=120)
+        cluster.scale(gpus=4)
+        assert len(cluster.workers) == 2 and job.name in cluster.workers
+        client.wait_for_workers(4, timeout=120)
+        workers = list(client.run(worker_facts, job_id_variable=backend.job_id_variable).values())
+        assert sorted(f["name"] for f in workers) == sorted(f"{name}-{i}" for name in cluster.workers for i in (0, 1))
+        assert len({f["devices"] for f in workers}) == 4, workers
+        assert "--scheduler-file " + job.scheduler_file in cluster.job_script()
+        x = da.arange(1_000_000, chunks=100_000)
+        assert client.compute((x * 2).sum(), resources={"GPU": 1}).result() == 2 * sum(range(1_000_000))
+        # Scaling to nothing keeps the scheduler's job: the cluster lives in it.
+        cluster.scale(0)
+        assert list(cluster.workers) == [job.name]
+        assert wait_until(lambda: len(backend.queue_ids()) == 1, 60, what=lambda: f"only the scheduler's job left: {backend.queue_ids()}")
+        assert client.submit(sum, range(10), resources={"GPU": 1}).result() == 45
+    assert wait_until(lambda: not backend.queue_ids(), 60, what=lambda: f"{backend.name} queue to empty after close(): {backend.queue_ids()}")
+    assert not os.path.exists(folder), "the scheduler file's folder outlived the cluster"
+
+
+def test_scheduler_job_that_fails_is_reported_and_cancelled(backend, tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    with pytest.raises(RuntimeError, match="ended before its scheduler wrote"):
+        backend.cluster(scheduler="job", shared_temp_directory=str(shared), job_script_prologue=["exit 4"])
+    assert wait_until(lambda: not backend.queue_ids(), 60, what=lambda: f"{backend.name} queue to empty: {backend.queue_ids()}")
+    assert not os.listdir(shared), "the scheduler file's folder outlived the failed cluster"
+
+
+def test_adapt_with_a_scheduler_job_never_retires_the_schedulers_workers(slurm, counted, tmp_path):
+    with SLURMGPUCluster(**COMMON, queue="gpu", scheduler="job", shared_temp_directory=str(tmp_path)) as cluster, Client(cluster) as client:
+        hosted = cluster.scheduler_job.name
+        adaptive = cluster.adapt(minimum_gpus=0, maximum_gpus=4, interval="500ms", wait_count=4)
+        futures = client.map(_sleep_and_name, [1.0] * 40, pure=False, resources={"GPU": 1})
+        names = set(client.gather(futures))
+        del futures
+        assert len(names) == 4, f"adapt should reach 4 GPU workers, saw {sorted(names)}"
+        wait_until(
+            lambda: len(client.scheduler_info()["workers"]) == 2 and len(slurm.squeue_ids()) == 1, 90,
+            what=lambda: f"adapt back to the scheduler's job: queue {slurm.squeue_ids()}, spec {list(cluster.worker_spec)}, log {list(adaptive.log)[-3:]}",
+        )
+        assert {WorkerJobKey(["-0", "-1"]).job_of(w["name"]) for w in client.scheduler_info()["workers"].values()} == {hosted}
+        assert counted.count("sbatch") == 2 and counted.count("scancel") == 1
+    assert wait_until(lambda: not slurm.squeue_ids(), 60, what=lambda: f"queue to empty: {slurm.squeue_ids()}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 
 import dask.array as da
@@ -90,3 +91,44 @@ def test_local_directory_variables_expand_in_the_job(tmp_path, monkeypatch):
         client.wait_for_workers(1, timeout=60)
         (directory,) = client.run(lambda dask_worker: dask_worker.local_directory).values()
         assert directory.startswith(str(tmp_path / "dask"))
+
+
+async def _identify(address, connection_args):
+    from distributed.comm import connect
+
+    comm = await connect(address, timeout=3, **connection_args)
+    try:
+        await comm.write({"op": "identity"})
+        return await comm.read()
+    finally:
+        await comm.close()
+
+
+def test_scheduler_job_over_tls_keeps_its_keys_private_and_refuses_clients_without_them(tmp_path):
+    from distributed.comm.core import CommClosedError
+    from distributed.security import Security
+
+    with LocalGPUCluster(gpus_per_node=1, devices=["0", "1"], worker_mode="per-device", scheduler="job", security=True,
+                         shared_temp_directory=str(tmp_path)) as cluster, Client(cluster) as client:
+        assert cluster.scheduler_address.startswith("tls://")
+        folder = os.path.dirname(cluster.scheduler_job.scheduler_file)
+        keys = [name for name in os.listdir(folder) if name.endswith(".pem")]
+        assert keys and all(os.stat(os.path.join(folder, name)).st_mode & 0o777 == 0o600 for name in keys), keys
+        client.wait_for_workers(1, timeout=60)
+        assert client.submit(sum, [1, 2, 3]).result() == 6
+        # A client with a certificate of its own, not the cluster's, is refused at the handshake.
+        stranger = Security.temporary().get_connection_args("client")
+        with pytest.raises((OSError, TimeoutError, CommClosedError)):
+            asyncio.run(_identify(cluster.scheduler_address, stranger))
+        assert asyncio.run(_identify(cluster.scheduler_address, cluster.security.get_connection_args("client")))["type"] == "Scheduler"
+    assert not os.path.exists(folder)
+
+
+@pytest.mark.parametrize("keywords, field", [
+    ({"scheduler": "login"}, "scheduler"),
+    ({"scheduler": "job", "shared_temp_directory": "/nonexistent/shared"}, "shared_temp_directory"),
+])
+def test_scheduler_placement_is_checked_before_anything_starts(keywords, field):
+    with pytest.raises(ValidationError) as info:
+        LocalGPUCluster(gpus_per_node=1, devices=["0"], **keywords)
+    assert info.value.field == field

@@ -99,6 +99,11 @@ class LocalGPUJob(GPUJob):
         self.job_id = str(self.process.pid)
         await super(Job, self).start()  # ProcessInterface.start: mark running; no submit command
 
+    async def state(self) -> str | None:
+        if self.process is None or self.process.poll() is not None:
+            return None
+        return "RUNNING"
+
     async def close(self) -> None:
         process = self.process
         if process is not None and process.poll() is None:

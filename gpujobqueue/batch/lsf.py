@@ -84,6 +84,11 @@ class LSFGPUJob(GPUJob):
     cancel_command = "bkill"
     config_name = "lsf"
     job_id_regexp = r"Job <(?P<job_id>\d+)>"
+    ended_states = frozenset({"DONE", "EXIT"})
+
+    @classmethod
+    def state_command(cls, job_id: str) -> list[str]:
+        return ["bjobs", "-noheader", "-o", "stat", job_id]
 
     async def _run_submit_command(self, script_filename: str) -> str:
         if not self.request.options.use_stdin:

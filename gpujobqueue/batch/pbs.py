@@ -101,6 +101,16 @@ class PBSGPUJob(GPUJob):
     config_name = "pbs"
     # `1234.server`: the whole id, which qdel and qstat take on every PBS.
     job_id_regexp = r"(?P<job_id>\d+(?:\[\d*\])?(?:\.[A-Za-z0-9_.-]+)?)"
+    ended_states = frozenset({"F", "X", "C"})  # finished, subjob finished, Torque's completed
+
+    @classmethod
+    def state_command(cls, job_id: str) -> list[str]:
+        return ["qstat", job_id]  # finished jobs: an error, unless -x
+
+    def parse_state(self, output: str) -> str | None:
+        # Job id  Name  User  Time Use  S  Queue: the state is the fifth column of the job's line.
+        lines = [line.split() for line in output.strip().splitlines() if line.strip() and not line.startswith(("Job", "-"))]
+        return lines[-1][4] if lines and len(lines[-1]) >= 6 else None
 
 
 class PBSGPUCluster(GPUJobQueueCluster):

@@ -94,6 +94,17 @@ class SGEGPUJob(GPUJob):
     config_name = "sge"
     job_id_regexp = r"Your job(?:-array)? (?P<job_id>\d+)"
 
+    @classmethod
+    def state_command(cls, job_id: str) -> list[str]:
+        return ["qstat", "-u", "*"]  # `qstat -j` has no state; a finished job is not listed
+
+    def parse_state(self, output: str) -> str | None:
+        # job-ID  prior  name  user  state ...: the state of the job's line, if it is listed
+        for fields in (line.split() for line in output.splitlines()):
+            if fields and fields[0] == self.job_id and len(fields) > 4:
+                return fields[4]
+        return None
+
     async def _submit_job(self, script_filename: str) -> str:
         try:
             return await super()._submit_job(script_filename)

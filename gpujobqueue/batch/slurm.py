@@ -15,6 +15,12 @@ class SLURMGPUJob(GPUJob):
     cancel_command = "scancel"
     config_name = "slurm"
     job_id_regexp = r"Submitted batch job (?P<job_id>\d+)"
+    ended_states = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
+                              "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY", "SPECIAL_EXIT", "REVOKED"})
+
+    @classmethod
+    def state_command(cls, job_id: str) -> list[str]:
+        return ["squeue", "--noheader", "--jobs", job_id, "--format", "%T"]
 
 
 class SLURMGPUCluster(GPUJobQueueCluster):

@@ -1,0 +1,194 @@
+"""``scheduler="job"``: the cluster's scheduler runs in the cluster's first batch job, on a
+compute node, and everyone finds it through a scheduler file in a shared directory."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from distributed.deploy.spec import ProcessInterface
+from distributed.security import Security
+
+from .errors import SubmissionError, ValidationError
+
+logger = logging.getLogger(__name__)
+
+SCHEDULER_PLACEMENTS = ("local", "job")
+SCHEDULER_FILE_NAME = "scheduler.json"
+
+
+@dataclass(frozen=True)
+class SchedulerStart:
+    """How a job starts the cluster's scheduler before its workers.
+
+    Parameters
+    ----------
+    scheduler_file : str or None
+        Where the scheduler writes its address; None for a private temporary file in the
+        job (``--run``, where nobody outside the job needs it).
+    dashboard_address : str, optional
+        The scheduler's ``--dashboard-address``.
+    tls_args : tuple of str
+        The scheduler's ``--tls-*`` options.
+    """
+
+    scheduler_file: str | None
+    dashboard_address: str | None = None
+    tls_args: tuple[str, ...] = ()
+
+
+def parse_scheduler_placement(value: Any) -> str:
+    """``"local"`` (the scheduler runs in this process, dask-jobqueue's way) or ``"job"``."""
+    if value is None:
+        return "local"
+    if value not in SCHEDULER_PLACEMENTS:
+        raise ValidationError("scheduler", f"expected 'local' (in this process) or 'job' (in the cluster's first batch job), got {value!r}")
+    return value
+
+
+def make_scheduler_directory(shared_directory: str) -> str:
+    """A new private folder (mode 0700) in ``shared_directory`` for the scheduler file and TLS files.
+
+    Raises
+    ------
+    ValidationError
+        The shared directory does not exist or cannot be written.
+    """
+    base = os.path.abspath(os.path.expanduser(os.path.expandvars(shared_directory)))
+    try:
+        return tempfile.mkdtemp(prefix=".gpujobqueue-scheduler-", dir=base)  # mkdtemp makes it 0700
+    except OSError as error:
+        raise ValidationError("shared_temp_directory", f"scheduler='job' keeps the scheduler file in a directory the compute nodes can read, and {base!r} is not writable here: {error}") from error
+
+
+def scheduler_tls_args(security: Security | None, directory: str) -> tuple[str, ...]:
+    """The scheduler's ``--tls-*`` options; certificates held in memory are written to 0600 files in ``directory``."""
+    if not security:
+        return ()
+    options = {"ca_file": "--tls-ca-file", "cert": "--tls-cert", "key": "--tls-key"}
+    args: list[str] = []
+    for key, value in security.get_tls_config_for_role("scheduler").items():
+        if key not in options or not value:
+            continue
+        if "\n" in value:  # a PEM in memory (Security.temporary()): the job reads it from a file
+            path = os.path.join(directory, f"scheduler-{key.replace('_', '-')}.pem")
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "w") as f:
+                f.write(value)
+            value = path
+        args += [options[key], value]
+    return tuple(args)
+
+
+def read_scheduler_address(path: str) -> str | None:
+    """The address in a scheduler file, or None while the file is missing or half written."""
+    try:
+        with open(path) as f:
+            return json.load(f).get("address") or None
+    except (OSError, ValueError):
+        return None
+
+
+class JobScheduler(ProcessInterface):
+    """The cluster's scheduler, running in the cluster's first batch job.
+
+    :class:`~distributed.deploy.SpecCluster` starts it as it would start a scheduler in
+    this process: :meth:`start` submits the job and returns once the job's scheduler has
+    written its address to the scheduler file; :meth:`close` (the cluster's last step)
+    cancels the job.
+
+    Parameters
+    ----------
+    make_job : callable
+        Returns the scheduler's job, given its :class:`SchedulerStart`.
+    scheduler_file : str
+        Where the job's scheduler writes its address.
+    tls_args : tuple of str
+        The scheduler's ``--tls-*`` options.
+    timeout : float, optional
+        Seconds to wait for the scheduler, queueing included; default: as long as the
+        job is queued or running.
+    dashboard_address : str, optional
+        The scheduler's dashboard address (from ``scheduler_options``).
+    **scheduler_options
+        The rest of dask-jobqueue's scheduler options (protocol, interface, security),
+        which the job's scheduler takes from the cluster's worker settings.
+    """
+
+    poll_interval = 0.2
+    state_interval = 5.0
+
+    def __init__(
+        self,
+        *,
+        make_job: Callable[[SchedulerStart], Any],
+        scheduler_file: str,
+        tls_args: tuple[str, ...] = (),
+        timeout: float | None = None,
+        dashboard_address: str | None = None,
+        **scheduler_options: Any,
+    ):
+        super().__init__()
+        self.scheduler_file = scheduler_file
+        self.timeout = timeout
+        self.job = make_job(SchedulerStart(scheduler_file=scheduler_file, dashboard_address=dashboard_address, tls_args=tuple(tls_args)))
+
+    async def start(self) -> None:
+        await self.job.start()
+        logger.info("scheduler job %s submitted; waiting for its scheduler file %s", self.job.job_id, self.scheduler_file)
+        self.address = await self._wait_for_address()
+        self.external_address = self.address
+        logger.info("scheduler of job %s at %s", self.job.job_id, self.address)
+        await super().start()
+
+    async def _wait_for_address(self) -> str:
+        started = time.monotonic()
+        next_state_check = started + self.state_interval
+        while True:
+            address = read_scheduler_address(self.scheduler_file)
+            if address:
+                return address
+            now = time.monotonic()
+            if now >= next_state_check:
+                next_state_check = now + self.state_interval
+                state = await self.job.state()
+                if state is None and not read_scheduler_address(self.scheduler_file):
+                    raise SubmissionError(f"scheduler job {self.job.job_id} ({self.job.name}) ended before its scheduler wrote {self.scheduler_file}; "
+                                          f"see the job's output{' in ' + self.job.log_directory if self.job.log_directory else ''}")
+                logger.debug("scheduler job %s: %s", self.job.job_id, state)
+            if self.timeout is not None and now - started > self.timeout:
+                raise SubmissionError(f"scheduler job {self.job.job_id} ({self.job.name}) had not started its scheduler after {self.timeout:g} s "
+                                      f"(state: {await self.job.state()}); it has been cancelled")
+            await asyncio.sleep(self.poll_interval)
+
+    async def close(self) -> None:
+        await self.job.close()
+        await super().close()
+
+
+class HostedWorkers(ProcessInterface):
+    """The scheduler job's own GPU workers, as one entry of the cluster's worker specs.
+
+    They start and end with the scheduler's job: closing this entry cancels nothing.
+
+    Parameters
+    ----------
+    scheduler : str
+        The scheduler's address (given by SpecCluster; the workers read the file).
+    name : str
+        The scheduler job's name in the cluster.
+    job : GPUJob
+        The scheduler's job.
+    """
+
+    def __init__(self, scheduler: str | None = None, name: str | None = None, *, job: Any):
+        super().__init__()
+        self.name = name
+        self.job = job
+        self.job_id = job.job_id
