@@ -9,6 +9,7 @@ import importlib.util
 import logging
 import math
 import os
+import re
 import shutil
 import socket
 import warnings
@@ -24,6 +25,7 @@ from distributed.security import Security
 from . import config, gpus, sites
 from .errors import SubmissionError, ValidationError
 from .adaptive import GPUAdaptive
+from .cpu_pool import CPUPool
 from .job import GPUJob
 from .request import JobRequest, parse_positive_int
 from .scheduler_job import (SCHEDULER_FILE_NAME, HostedWorkers, JobScheduler, SchedulerStart, make_scheduler_directory,
@@ -58,6 +60,9 @@ RENAMED_KEYWORDS = {
 }
 
 
+CPU_JOB_INFIX = "-cpu-"  # CPU jobs are <cluster>-cpu-<i>; their workers add their own suffixes
+
+
 class WorkerJobKey:
     """Maps a scheduler's worker to the job that runs it, so whole jobs are retired together.
 
@@ -67,11 +72,17 @@ class WorkerJobKey:
         The suffixes that worker names add to their job's name.
     """
 
-    def __init__(self, suffixes: list[str]):
+    def __init__(self, suffixes: list[str], cpu_suffixes: list[str] | None = None):
         self.suffixes = sorted(suffixes, key=len, reverse=True)
+        self.cpu_suffixes = sorted(cpu_suffixes or [], key=len, reverse=True)
 
     def job_of(self, worker_name: str) -> str:
         """The job name of a worker name."""
+        if self.cpu_suffixes and CPU_JOB_INFIX in worker_name:
+            for suffix in self.cpu_suffixes:
+                job = worker_name[: len(worker_name) - len(suffix)]
+                if worker_name.endswith(suffix) and re.fullmatch(r".*" + CPU_JOB_INFIX + r"\d+", job):
+                    return job
         for suffix in self.suffixes:
             if suffix and worker_name.endswith(suffix):
                 return worker_name[: -len(suffix)]
@@ -156,6 +167,13 @@ class GPUJobQueueCluster(JobQueueCluster):
         after the workers.
     environment : dict
         Variables exported in the job.
+    cpu_pool : dict, optional
+        A CPU-only pool beside the GPU workers, on the same scheduler, scaled with
+        ``scale(cpu_workers=N)``. Its jobs ask for no GPU and its workers carry no ``GPU``
+        resource, so ``dask.annotate(resources={"GPU": 1})`` keeps tasks off them. Keys:
+        ``processes`` (workers per job, default 1), ``cores``, ``nthreads``, ``memory``
+        (per job), ``queue``, ``account``, ``qos``, ``walltime``, ``job_name``,
+        ``job_extra_directives``; the rest is the GPU jobs' settings.
     scheduler : {"local", "job"}
         Where the scheduler runs. ``"local"`` (default): in this process, as in
         dask-jobqueue. ``"job"``: in the cluster's first job, on a compute node, beside
@@ -201,14 +219,18 @@ class GPUJobQueueCluster(JobQueueCluster):
         config_name: str | None = None,
         processes: int | None = None,
         scheduler: str | None = None,
+        cpu_pool: dict[str, Any] | None = None,
         **kwargs: Any,
     ):
         if job_cls is not None:
             self.job_cls = job_cls
         settings, request, launch = self.parse_keywords(dict(kwargs, processes=processes))
         self.request, self.launch, self.site = request, launch, settings["site"]
+        self.cpu_pool = CPUPool.from_keyword(cpu_pool if cpu_pool is not None else config.configured(self.job_cls.batch, "cpu_pool"))
+        self.cpu_request, self.cpu_launch = self.cpu_pool.job_shape(request, launch) if self.cpu_pool else (None, None)
         # Not `_job_key`: dask-jobqueue keeps the TLS key file of security=True in `self._job_key`.
-        self._worker_to_job = WorkerJobKey(launch.name_suffixes)
+        self._worker_to_job = WorkerJobKey(launch.name_suffixes, self.cpu_launch.name_suffixes if self.cpu_launch else None)
+        self._cpu_i = 0
         self.scheduler_placement = parse_scheduler_placement(scheduler if scheduler is not None else config.configured(self.job_cls.batch, "scheduler"))
         if self.scheduler_placement == "job" and launch.launcher != "direct":
             raise ValidationError("scheduler", f"scheduler='job' starts the scheduler where the batch script runs; with launcher {launch.launcher!r} that is a launch node without the job's GPUs")
@@ -258,6 +280,18 @@ class GPUJobQueueCluster(JobQueueCluster):
             **job_kwargs,
         )
         self.new_spec["group"] = launch.name_suffixes
+
+    def _new_cpu_job_spec(self) -> dict[str, Any]:
+        name = f"{self._name}{CPU_JOB_INFIX}{self._cpu_i}"
+        self._cpu_i += 1
+        options = dict(self._job_kwargs, request=self.cpu_request, launch=self.cpu_launch)
+        return {name: {"cls": self.job_cls, "options": options, "group": self.cpu_launch.name_suffixes, "pool": "cpu"}}
+
+    def cpu_job_script(self) -> str:
+        """The script of one CPU-pool job (``cpu_pool``)."""
+        if self.cpu_pool is None:
+            raise ValidationError("cpu_pool", "this cluster has no CPU pool; give cpu_pool={...}")
+        return self.job_cls(None, name="dummy-name-cpu", **dict(self._job_kwargs, request=self.cpu_request, launch=self.cpu_launch)).job_script()
 
     def _make_scheduler_job(self, start: SchedulerStart) -> GPUJob:
         """The cluster's first job, which starts the scheduler before its GPU workers."""
@@ -380,26 +414,32 @@ class GPUJobQueueCluster(JobQueueCluster):
     def _threads_per_worker(self) -> int:
         return self.launch.nthreads
 
-    def scale(self, n: int | None = None, jobs: int = 0, memory: str | None = None, cores: int | None = None, *, gpus: int | None = None):
-        """Scale to a number of GPU workers, GPUs, jobs, memory or cores.
+    def scale(self, n: int | None = None, jobs: int = 0, memory: str | None = None, cores: int | None = None, *,
+              gpus: int | None = None, cpu_workers: int | None = None):
+        """Scale to a number of GPU workers, GPUs, jobs, memory or cores, and CPU workers.
 
         Rounds up to whole jobs; submits (or cancels) and returns once the batch system
         has answered, raising :class:`SubmissionError` with its message if it refused.
-        Jobs still queued are cancelled before running ones when scaling down.
+        Jobs still queued are cancelled before running ones when scaling down. The GPU
+        pool and the CPU pool are scaled separately: ``scale(cpu_workers=8)`` leaves the
+        GPU workers as they are, ``scale(gpus=4)`` the CPU workers.
 
         Parameters
         ----------
         n : int
             Target number of GPU workers.
         jobs : int
-            Target number of jobs.
+            Target number of GPU jobs.
         memory : str
-            Target host memory over all workers.
+            Target host memory over all GPU workers.
         cores : int
-            Target number of worker threads.
+            Target number of GPU worker threads.
         gpus : int
             Target number of GPUs, i.e. of GPU workers.
+        cpu_workers : int
+            Target number of CPU workers (needs ``cpu_pool``).
         """
+        gpu_pool_named = cpu_workers is None or any(v is not None for v in (n, gpus, memory, cores)) or jobs
         if gpus is not None:
             if n is not None and n != gpus:
                 raise ValidationError("gpus", f"scale(n={n}, gpus={gpus}): one worker runs per GPU, give one of them")
@@ -414,25 +454,37 @@ class GPUJobQueueCluster(JobQueueCluster):
             jobs = math.ceil(n / self.workers_per_job)
             if jobs * self.workers_per_job != n:
                 logger.info("%d GPU workers asked; jobs have %d each, so %d jobs give %d", n, self.workers_per_job, jobs, jobs * self.workers_per_job)
+        cpu_jobs = None
+        if cpu_workers is not None:
+            if self.cpu_pool is None:
+                raise ValidationError("cpu_workers", "this cluster has no CPU pool; give cpu_pool={'processes': ..., 'cores': ..., 'memory': ...} when making it")
+            if isinstance(cpu_workers, bool) or not isinstance(cpu_workers, int) or cpu_workers < 0:
+                raise ValidationError("cpu_workers", f"expected a number of CPU workers (0 or more), got {cpu_workers!r}")
+            cpu_jobs = math.ceil(cpu_workers / self.cpu_pool.processes)
+        gpu_jobs = jobs if gpu_pool_named else None
         if self.asynchronous:
-            return asyncio.ensure_future(self._scale_jobs(jobs))
-        return self.sync(self._scale_jobs, jobs)
+            return asyncio.ensure_future(self._scale_jobs(gpu_jobs, cpu_jobs))
+        return self.sync(self._scale_jobs, gpu_jobs, cpu_jobs)
 
-    async def _scale_jobs(self, jobs: int) -> None:
+    async def _scale_jobs(self, jobs: int | None, cpu_jobs: int | None = None) -> None:
         hosted = self._hosted_job_name
         closing = self.status in (Status.closing, Status.closed)
-        if hosted is not None and not closing:
-            jobs = max(jobs, 1)  # the scheduler's job stays until the cluster closes
-        surplus = len(self.worker_spec) - jobs
-        if surplus > 0:
-            connected = {self._worker_to_job.job_of(w["name"]) for w in self.scheduler_info["workers"].values()}
-            removable = [job for job in self.worker_spec if closing or str(job) != hosted]
-            queued_first = sorted(removable, key=lambda job: job in connected)
-            for job in queued_first[:surplus]:
-                del self.worker_spec[job]
-        if not closing:
-            while len(self.worker_spec) < jobs:
-                self.worker_spec.update(self.new_worker_spec())
+        targets = {"gpu": 0, "cpu": 0} if closing else {}
+        if not closing and jobs is not None:
+            targets["gpu"] = max(jobs, 1) if hosted is not None else jobs  # the scheduler's job stays until the cluster closes
+        if not closing and cpu_jobs is not None:
+            targets["cpu"] = cpu_jobs
+        connected = {self._worker_to_job.job_of(w["name"]) for w in self.scheduler_info["workers"].values()}
+        for pool, target in targets.items():
+            entries = [job for job, spec in self.worker_spec.items() if spec.get("pool", "gpu") == pool]
+            surplus = len(entries) - target
+            if surplus > 0:
+                removable = [job for job in entries if closing or str(job) != hosted]
+                queued_first = sorted(removable, key=lambda job: job in connected)
+                for job in queued_first[:surplus]:
+                    del self.worker_spec[job]
+            for _ in range(-surplus if not closing else 0):
+                self.worker_spec.update(self.new_worker_spec() if pool == "gpu" else self._new_cpu_job_spec())
         try:
             await self._correct_state()
         except SubmissionError:
@@ -471,6 +523,8 @@ class GPUJobQueueCluster(JobQueueCluster):
             kwargs["maximum"] = maximum_gpus
         kwargs.setdefault("worker_key", self._worker_to_job)  # retire whole jobs, never half of one
         kwargs.setdefault("Adaptive", GPUAdaptive)
+        if self.cpu_pool is not None:
+            raise ValidationError("cpu_pool", "adapt() counts one kind of worker; with a CPU pool, size each pool with scale(gpus=..., cpu_workers=...)")
         if self._hosted_job_name is not None:
             # The scheduler's job keeps its workers while the cluster lives: never aim below them.
             floor = self.workers_per_job

@@ -17,7 +17,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import dask
 import dask.array as da
+import numpy as np
 import pytest
 from dask.distributed import Client, get_worker
 
@@ -83,7 +85,7 @@ def _local_backend(request) -> Backend:
     def running_local_jobs() -> list[str]:
         return [job.job_id for cluster in live for job in jobs_of(cluster) if job.process is not None and job.process.poll() is None]
 
-    return Backend("local", Tracked, {"devices": ["0", "1", "2", "3"]}, running_local_jobs, lambda job: set(job.devices), None)
+    return Backend("local", Tracked, {"devices": ["0", "1", "2", "3"]}, running_local_jobs, lambda job: set(job.devices or ()), None)
 
 
 def _backend(request, name: str) -> Backend:
@@ -306,3 +308,48 @@ def test_adapt_with_a_scheduler_job_never_retires_the_schedulers_workers(slurm, 
         assert {WorkerJobKey(["-0", "-1"]).job_of(w["name"]) for w in client.scheduler_info()["workers"].values()} == {hosted}
         assert counted.count("sbatch") == 2 and counted.count("scancel") == 1
     assert wait_until(lambda: not slurm.squeue_ids(), 60, what=lambda: f"queue to empty: {slurm.squeue_ids()}")
+
+
+def _gpu_task(x):
+    return get_worker().name
+
+
+def test_mixed_pool_sends_annotated_tasks_only_to_gpu_workers(backend):
+    cpu_pool = {"processes": 2, "cores": 2, "memory": "1GiB"}
+    with backend.cluster(cpu_pool=cpu_pool) as cluster, Client(cluster) as client:
+        cluster.scale(gpus=2, cpu_workers=4)
+        pools = {name: spec.get("pool", "gpu") for name, spec in cluster.worker_spec.items()}
+        assert sorted(pools.values()) == ["cpu", "cpu", "gpu"], pools
+        client.wait_for_workers(6, timeout=120)
+        facts = {f["name"]: f for f in client.run(worker_facts, job_id_variable=backend.job_id_variable).values()}
+        resources = {w["name"]: w["resources"] for w in client.scheduler_info()["workers"].values()}
+        key = WorkerJobKey(cluster.launch.name_suffixes, cluster.cpu_launch.name_suffixes)
+        gpu_workers = {name for name in facts if pools[key.job_of(name)] == "gpu"}
+        cpu_workers = set(facts) - gpu_workers
+        assert len(gpu_workers) == 2 and len(cpu_workers) == 4, facts
+        assert all(resources[name] == {"GPU": 1} for name in gpu_workers), resources
+        assert all(not resources[name] for name in cpu_workers), resources
+        assert all(facts[name]["devices"] == "" for name in cpu_workers), "CPU workers must see no GPU"
+        assert len({facts[name]["devices"] for name in gpu_workers}) == 2
+        for name, job in cluster.workers.items():
+            if pools[name] == "cpu":
+                allocated = backend.allocated(job) if backend.name != "slurm" else _slurm_gpu_tres(job)
+                assert not allocated, f"CPU job {job.job_id} was given GPUs: {allocated}"
+        # The seeds' pattern: annotated work runs on GPU workers only, the rest anywhere.
+        x = da.ones(64, chunks=1)
+        with dask.annotate(resources={"GPU": 1}):
+            on_gpu = x.map_blocks(lambda b: np.array([_gpu_task(b)], dtype=object), dtype=object)
+        ran_on = set(client.compute(on_gpu, optimize_graph=False).result())
+        assert ran_on and ran_on <= gpu_workers, f"annotated tasks ran on {ran_on - gpu_workers}"
+        assert client.compute((x + 1).sum()).result() == 128
+        # Scaled separately: the CPU pool goes, the GPU pool stays, and back.
+        cluster.scale(cpu_workers=0)
+        assert wait_until(lambda: set(w["name"] for w in client.scheduler_info()["workers"].values()) == gpu_workers, 60,
+                          what=lambda: f"only GPU workers left: {[w['name'] for w in client.scheduler_info()['workers'].values()]}")
+        assert wait_until(lambda: len(backend.queue_ids()) == 1, 60, what=lambda: f"the GPU job alone in the queue: {backend.queue_ids()}")
+    assert wait_until(lambda: not backend.queue_ids(), 60, what=lambda: f"{backend.name} queue to empty after close(): {backend.queue_ids()}")
+
+
+def _slurm_gpu_tres(job) -> str:
+    out = subprocess.run(["scontrol", "show", "job", "-d", job.job_id], capture_output=True, text=True, check=True).stdout
+    return "" if "gres/gpu" not in out and "GRES=gpu" not in out else out

@@ -172,3 +172,55 @@ def test_ucx_with_the_scheduler_on_a_host_without_gpus_is_refused(monkeypatch):
     monkeypatch.setattr(gpus, "nvidia_gpu_ids", lambda: [])
     with pytest.raises(ValidationError, match="needs a GPU where the scheduler runs"):
         SLURMGPUCluster(gpus_per_node=2, protocol="ucx")
+
+
+@pytest.mark.parametrize("cpu_pool, field", [
+    ({"procs": 2}, "cpu_pool.procs"),
+    ({"processes": 0}, "cpu_pool.processes"),
+    ({"processes": 4, "cores": 2, "nthreads": 1}, "cpu_pool.nthreads"),
+    ({"memory": "lots"}, "cpu_pool.memory"),
+    ({"queue": "cpu; rm -rf ~"}, "cpu_pool.queue"),
+    ({"walltime": "1 hour"}, "cpu_pool.walltime"),
+    ("8 workers", "cpu_pool"),
+])
+def test_cpu_pool_is_checked_key_by_key(cpu_pool, field):
+    from gpujobqueue import SLURMGPUCluster
+
+    with pytest.raises(ValidationError) as info:
+        SLURMGPUCluster.parse_keywords({"gpus_per_node": 4})  # the GPU part alone is fine
+        SLURMGPUCluster(gpus_per_node=4, cpu_pool=cpu_pool)
+    assert info.value.field == field
+
+
+@pytest.mark.parametrize("batch, gpu_words", [
+    ("slurm", ("--gpus-per-node", "--gres")),
+    ("pbs", ("ngpus",)),
+    ("lsf", ("-gpu ",)),
+    ("sge", ("-l gpu",)),
+])
+def test_cpu_pool_jobs_ask_for_no_gpu_and_start_plain_workers(batch, gpu_words):
+    from gpujobqueue import GPUCluster
+
+    with GPUCluster(batch, gpus_per_node=4, cpus_per_gpu=8, memory_per_gpu="60GiB", queue="gpu", account="abc",
+                    cpu_pool={"processes": 8, "cores": 64, "memory": "256GiB", "queue": "cpu"}) as cluster:
+        script = cluster.cpu_job_script()
+        gpu_script = cluster.job_script()
+    assert not any(word in script for word in gpu_words), script
+    assert any(word in gpu_script for word in gpu_words)
+    assert "cpu" in script and "abc" in script  # its own queue, the GPU jobs' account
+    assert "-m distributed.cli.dask_worker" in script and "--nworkers 8" in script and "--nthreads 8" in script
+    assert "GPU=1" not in script and 'CUDA_VISIBLE_DEVICES=""' in script
+    assert f"--memory-limit {256 * 2**30 // 8}" in script
+
+
+def test_cpu_workers_need_a_cpu_pool_and_adapt_refuses_two_pools():
+    from gpujobqueue import LocalGPUCluster
+
+    with LocalGPUCluster(gpus_per_node=1, devices=["0"]) as cluster:
+        with pytest.raises(ValidationError, match="no CPU pool"):
+            cluster.scale(cpu_workers=2)
+    with LocalGPUCluster(gpus_per_node=1, devices=["0"], cpu_pool={"processes": 2}) as cluster:
+        with pytest.raises(ValidationError) as info:
+            cluster.adapt(maximum_gpus=2)
+        assert info.value.field == "cpu_pool"
+        assert not cluster.worker_spec

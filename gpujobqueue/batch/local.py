@@ -79,7 +79,7 @@ class LocalGPUJob(GPUJob):
     async def _start_job(self) -> None:
         # The script goes to bash as an argument: no file to outlive, nothing read after deletion.
         env = dict(os.environ)
-        if self.device_pool is not None:
+        if self.device_pool is not None and self.launch.mode != "cpu":
             self.devices = self.device_pool.take(self.launch.gpus, str(self.name))
             env[self.launch.allocation_variable] = ",".join(self.devices)
         log_directory = self.log_directory or private_log_directory()

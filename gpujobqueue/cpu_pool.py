@@ -1,0 +1,132 @@
+"""A CPU-only pool beside the GPU workers: its own job shape, the same scheduler."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from .config import check_keywords
+from .errors import UnknownKeywordError, ValidationError
+from .request import JobRequest, parse_lines, parse_name, parse_positive_int, parse_size, parse_walltime, parse_word
+from .workers import WorkerLaunch
+
+CPU_POOL_KEYS = ("processes", "cores", "nthreads", "memory", "queue", "account", "walltime", "qos", "job_name", "job_extra_directives")
+
+
+@dataclass(frozen=True)
+class CPUPool:
+    """The shape of the cluster's CPU-only jobs (``cpu_pool={...}``).
+
+    Anything not given here is the GPU jobs' setting: account, walltime, queue, python,
+    environment, prologue, log directory, protocol, interface, death timeout.
+
+    Parameters
+    ----------
+    processes : int
+        CPU workers per job (default 1).
+    cores : int
+        CPU cores per job (default: one per worker thread).
+    nthreads : int
+        Threads per CPU worker (default: the job's cores shared among its workers, else 1).
+    memory : int or None
+        Host memory per job in bytes, shared among its workers.
+    queue, account, qos, job_name : str or None
+        Where the CPU jobs run, if not where the GPU jobs do.
+    walltime : int or None
+        Seconds.
+    job_extra_directives : tuple of str
+        Directive lines for the CPU jobs, instead of the GPU jobs' ones.
+    """
+
+    processes: int = 1
+    cores: int | None = None
+    nthreads: int | None = None
+    memory: int | None = None
+    queue: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    job_name: str | None = None
+    walltime: int | None = None
+    job_extra_directives: tuple[str, ...] | None = None
+
+    @classmethod
+    def from_keyword(cls, value: Any) -> "CPUPool | None":
+        """Parse ``cpu_pool``: a mapping of :data:`CPU_POOL_KEYS`, or None for no CPU pool.
+
+        Raises
+        ------
+        ValidationError
+            Naming ``cpu_pool.<key>``.
+        """
+        if value is None:
+            return None
+        if not isinstance(value, Mapping):
+            raise ValidationError("cpu_pool", f"expected a mapping such as {{'processes': 8, 'cores': 8, 'memory': '32GiB'}}, got {value!r}")
+        try:
+            check_keywords(value, CPU_POOL_KEYS)
+        except UnknownKeywordError as error:
+            raise ValidationError(f"cpu_pool.{error.field}", f"{error}; a CPU pool takes {', '.join(CPU_POOL_KEYS)}") from error
+
+        def optional(key, parser):
+            return None if value.get(key) is None else parser(f"cpu_pool.{key}", value[key])
+
+        pool = cls(
+            processes=optional("processes", parse_positive_int) or 1,
+            cores=optional("cores", parse_positive_int),
+            nthreads=optional("nthreads", parse_positive_int),
+            memory=optional("memory", parse_size),
+            queue=optional("queue", parse_word),
+            account=optional("account", parse_word),
+            qos=optional("qos", parse_word),
+            job_name=optional("job_name", parse_name),
+            walltime=optional("walltime", parse_walltime),
+            job_extra_directives=optional("job_extra_directives", parse_lines),
+        )
+        if pool.cores is not None and pool.nthreads is not None and pool.nthreads * pool.processes > pool.cores:
+            raise ValidationError("cpu_pool.nthreads", f"{pool.processes} workers of {pool.nthreads} threads need {pool.processes * pool.nthreads} cores; the job asks for {pool.cores}")
+        return pool
+
+    @property
+    def threads_per_worker(self) -> int:
+        if self.nthreads is not None:
+            return self.nthreads
+        return max(1, (self.cores or self.processes) // self.processes)
+
+    def job_shape(self, gpu_request: JobRequest, gpu_launch: WorkerLaunch) -> tuple[JobRequest, WorkerLaunch]:
+        """The CPU jobs' request and worker launch, derived from the GPU jobs' ones."""
+        if gpu_launch.launcher != "direct":
+            raise ValidationError("cpu_pool", f"CPU jobs start their workers directly; launcher {gpu_launch.launcher!r} is for whole GPU nodes")
+        options = gpu_request.options
+        if options is not None and getattr(options, "resource_spec", None):
+            options = dataclasses.replace(options, resource_spec=None)  # the GPU jobs' whole resource line
+        request = dataclasses.replace(
+            gpu_request,
+            nodes=1,
+            gpus_per_node=self.processes,  # workers per job; with gpu_request "none" no GPU is asked for
+            gpu_request="none",
+            gpu_type=None,
+            cpus_per_node=self.cores or self.processes * self.threads_per_worker,
+            memory_per_node=self.memory,
+            job_mem=None,
+            exclusive=False,
+            queue=self.queue or gpu_request.queue,
+            account=self.account or gpu_request.account,
+            qos=self.qos or gpu_request.qos,
+            job_name=self.job_name or f"{gpu_request.job_name}-cpu",
+            walltime=self.walltime or gpu_request.walltime,
+            extra_directives=self.job_extra_directives if self.job_extra_directives is not None else gpu_request.extra_directives,
+            options=options,
+        )
+        launch = dataclasses.replace(
+            gpu_launch,
+            mode="cpu",
+            gpus=self.processes,
+            worker_command="distributed.cli.dask_worker",
+            nthreads=self.threads_per_worker,
+            memory_limit=None if self.memory is None else self.memory // self.processes,
+            nanny=True,
+            device_memory_limit=None, rmm_pool_size=None, rmm_maximum_pool_size=None, rmm_async=None, rmm_managed_memory=None,
+            rmm_release_threshold=None, enable_cudf_spill=None, set_rmm_allocator_for_libs=(),
+        )
+        return request, launch
