@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import subprocess
 
@@ -54,3 +55,15 @@ def _nvidia_smi_count() -> int | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return sum(1 for line in out.splitlines() if line.startswith("GPU "))
+
+
+@functools.lru_cache(maxsize=1)
+def nvlink_between_gpus() -> bool:
+    """Whether this machine's NVIDIA GPUs are joined by NVLink (``nvidia-smi topo -m`` shows NV#)."""
+    if _machine_gpu_count() < 2 or shutil.which("nvidia-smi") is None:
+        return False
+    try:
+        out = subprocess.run(["nvidia-smi", "topo", "-m"], capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return any(re.fullmatch(r"NV\d+", cell) for line in out.splitlines() if line.startswith("GPU") for cell in line.split()[1:])

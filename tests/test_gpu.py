@@ -140,3 +140,68 @@ def test_a_run_script_with_ucx_runs_the_client_on_a_cluster_of_the_jobs_gpus(tmp
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["scheduler"].startswith("ucx://") and all(w.startswith("ucx://") for w in report["workers"])
     assert len(report["workers"]) == len(GPUS) and len(set(report["pci"])) == len(GPUS)
+
+
+def scheduler_process_group(dask_scheduler):
+    import os
+
+    return os.getpgid(0)
+
+
+def test_scheduler_job_over_ucx_runs_the_scheduler_in_the_first_job():
+    pytest.importorskip("distributed_ucxx")
+    if len(GPUS) < 2:
+        pytest.skip("needs two GPUs")
+    with LocalGPUCluster(gpus_per_node=2, protocol="ucx", scheduler="job") as cluster, Client(cluster) as client:
+        job = cluster.scheduler_job
+        assert cluster.scheduler_address.startswith("ucx://")
+        assert client.run_on_scheduler(scheduler_process_group) == int(job.job_id), "the scheduler is not a process of the first job"
+        client.wait_for_workers(2, timeout=180)
+        facts = list(client.run(device_facts).values())
+        assert len({f["pci"] for f in facts}) == 2 and all(f["resources"] == {"GPU": 1} for f in facts), facts
+        assert all(a.startswith("ucx://") for a in client.scheduler_info()["workers"])
+        first, second = sorted(client.scheduler_info()["workers"])
+        block = client.submit(random_block, 2, 2**27, workers=[first], pure=False)
+        total = client.submit(lambda b: float(b.sum()), block, workers=[second], pure=False)
+        assert abs(total.result() - float(random_block(2, 2**27).sum())) < 1e-6 * 2**27
+
+
+def sees_a_gpu(_=None):
+    import cupy
+
+    try:
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except cupy.cuda.runtime.CUDARuntimeError:
+        return False
+
+
+def cupy_block_on(seed):
+    import cupy
+    from distributed import get_worker
+
+    return get_worker().name, float(cupy.random.default_rng(seed).standard_normal(10**6).sum())
+
+
+def test_mixed_pool_annotated_cupy_tasks_run_only_on_gpu_workers():
+    import dask
+
+    pytest.importorskip("cupy")
+    if len(GPUS) < 2:
+        pytest.skip("needs two GPUs")
+    with LocalGPUCluster(gpus_per_node=2, cpu_pool={"processes": 2}) as cluster, Client(cluster) as client:
+        cluster.scale(gpus=2, cpu_workers=2)
+        client.wait_for_workers(4, timeout=180)
+        workers = client.scheduler_info()["workers"].values()
+        gpu_workers = {w["name"] for w in workers if w["resources"] == {"GPU": 1}}
+        cpu_workers = {w["name"] for w in workers} - gpu_workers
+        assert len(gpu_workers) == 2 and len(cpu_workers) == 2, workers
+        sees = client.run(sees_a_gpu)
+        by_name = {w["name"]: address for address, w in client.scheduler_info()["workers"].items()}
+        assert not any(sees[by_name[name]] for name in cpu_workers), "CPU workers must not see a GPU"
+        assert all(sees[by_name[name]] for name in gpu_workers)
+        with dask.annotate(resources={"GPU": 1}):  # the seeds' pattern
+            parts = [dask.delayed(cupy_block_on, pure=False)(seed) for seed in range(40)]
+        results = client.gather(client.compute(parts, optimize_graph=False))
+        assert {name for name, _ in results} <= gpu_workers
+        import cupy
+        assert [total for _, total in results] == pytest.approx([float(cupy.random.default_rng(s).standard_normal(10**6).sum()) for s in range(40)])
