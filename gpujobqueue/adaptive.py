@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pickle
-from typing import Any
 
 from distributed.deploy.adaptive import Adaptive
 
@@ -21,11 +20,11 @@ class GPUAdaptive(Adaptive):
         ordered = await self.scheduler.workers_to_close(
             target=0, key=pickle.dumps(self.worker_key) if self.worker_key else None, attribute="name", **self._workers_to_close_kwargs,
         )
-        job_of = self.worker_key or (lambda name: name)
-        jobs: dict[Any, list[str]] = {}
+        job_of = getattr(self.worker_key, "job_of", None) or (lambda name: name)  # our WorkerJobKey maps names to jobs
+        jobs: dict[str, list[str]] = {}
         for name in ordered:
-            jobs.setdefault(_job_name(job_of, name), []).append(name)
-        remaining = len(self.cluster.scheduler_info["workers"])
+            jobs.setdefault(job_of(str(name)), []).append(name)
+        remaining = len(ordered)
         chosen: list[str] = []
         for job, names in jobs.items():
             if job in pinned:
@@ -35,9 +34,3 @@ class GPUAdaptive(Adaptive):
             chosen += names
             remaining -= len(names)
         return chosen
-
-
-def _job_name(worker_key: Any, name: str) -> Any:
-    job_of = getattr(worker_key, "job_of", None)
-    return job_of(str(name)) if job_of is not None else worker_key(name)
-

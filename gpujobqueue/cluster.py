@@ -9,7 +9,6 @@ import importlib.util
 import logging
 import math
 import os
-import re
 import shutil
 import socket
 import warnings
@@ -27,6 +26,7 @@ from .errors import SubmissionError, ValidationError
 from .adaptive import GPUAdaptive
 from .cpu_pool import CPUPool
 from .job import GPUJob
+from .render import check_scheduler_can_run_in_job
 from .request import JobRequest, parse_positive_int
 from .scheduler_job import (SCHEDULER_FILE_NAME, HostedWorkers, JobScheduler, SchedulerStart, make_scheduler_directory,
                             parse_scheduler_placement, scheduler_tls_args)
@@ -81,7 +81,7 @@ class WorkerJobKey:
         if self.cpu_suffixes and CPU_JOB_INFIX in worker_name:
             for suffix in self.cpu_suffixes:
                 job = worker_name[: len(worker_name) - len(suffix)]
-                if worker_name.endswith(suffix) and re.fullmatch(r".*" + CPU_JOB_INFIX + r"\d+", job):
+                if worker_name.endswith(suffix) and job.rpartition(CPU_JOB_INFIX)[2].isdigit():
                     return job
         for suffix in self.suffixes:
             if suffix and worker_name.endswith(suffix):
@@ -227,6 +227,7 @@ class GPUJobQueueCluster(JobQueueCluster):
     ):
         if job_cls is not None:
             self.job_cls = job_cls
+        config_name = config_name or self.job_cls.config_name
         settings, request, launch = self.parse_keywords(dict(kwargs, processes=processes))
         self.request, self.launch, self.site = request, launch, settings["site"]
         self.cpu_pool = CPUPool.from_keyword(cpu_pool if cpu_pool is not None else config.configured(self.job_cls.batch, "cpu_pool"))
@@ -235,8 +236,8 @@ class GPUJobQueueCluster(JobQueueCluster):
         self._worker_to_job = WorkerJobKey(launch.name_suffixes, self.cpu_launch.name_suffixes if self.cpu_launch else None)
         self._cpu_i = 0
         self.scheduler_placement = parse_scheduler_placement(scheduler if scheduler is not None else config.configured(self.job_cls.batch, "scheduler"))
-        if self.scheduler_placement == "job" and launch.launcher != "direct":
-            raise ValidationError("scheduler", f"scheduler='job' starts the scheduler where the batch script runs; with launcher {launch.launcher!r} that is a launch node without the job's GPUs")
+        if self.scheduler_placement == "job":
+            check_scheduler_can_run_in_job(launch, "scheduler", "scheduler='job'")
         if launch.protocol == "ucx":
             check_ucx_scheduler_host(scheduler_here=self.scheduler_placement == "local")
             if gpus.nvidia_gpu_ids():
@@ -247,7 +248,6 @@ class GPUJobQueueCluster(JobQueueCluster):
         if self.scheduler_placement == "job":
             if security is True:
                 security = Security.temporary()
-            config_name = config_name or self.job_cls.config_name
             shared = shared_temp_directory or dask.config.get(f"jobqueue.{config_name}.shared-temp-directory", default=None) or os.getcwd()
             self._scheduler_directory = make_scheduler_directory(shared)
             scheduler_file = os.path.join(self._scheduler_directory, SCHEDULER_FILE_NAME)
@@ -279,7 +279,7 @@ class GPUJobQueueCluster(JobQueueCluster):
             protocol=f"{launch.protocol}://" if launch.protocol else None,
             request=self.request,
             launch=launch,
-            **dict(options, config_name=options["config_name"] or self.job_cls.config_name),
+            **options,
             **job_kwargs,
         )
         self.new_spec["group"] = launch.name_suffixes
@@ -308,9 +308,10 @@ class GPUJobQueueCluster(JobQueueCluster):
         return self.scheduler.job if isinstance(self.scheduler, JobScheduler) else None
 
     @property
-    def _hosted_job_name(self) -> str | None:
+    def pinned_jobs(self) -> set[str]:
+        """Jobs that scaling down must leave alone: the scheduler's own job (``scheduler="job"``)."""
         job = self.scheduler_job
-        return str(job.name) if job is not None else None
+        return {str(job.name)} if job is not None else set()
 
     async def _start(self) -> None:
         await super()._start()
@@ -470,11 +471,11 @@ class GPUJobQueueCluster(JobQueueCluster):
         return self.sync(self._scale_jobs, gpu_jobs, cpu_jobs)
 
     async def _scale_jobs(self, jobs: int | None, cpu_jobs: int | None = None) -> None:
-        hosted = self._hosted_job_name
         closing = self.status in (Status.closing, Status.closed)
+        pinned = set() if closing else self.pinned_jobs
         targets = {"gpu": 0, "cpu": 0} if closing else {}
         if not closing and jobs is not None:
-            targets["gpu"] = max(jobs, 1) if hosted is not None else jobs  # the scheduler's job stays until the cluster closes
+            targets["gpu"] = max(jobs, len(pinned))  # the scheduler's job stays until the cluster closes
         if not closing and cpu_jobs is not None:
             targets["cpu"] = cpu_jobs
         connected = {self._worker_to_job.job_of(w["name"]) for w in self.scheduler_info["workers"].values()}
@@ -482,7 +483,7 @@ class GPUJobQueueCluster(JobQueueCluster):
             entries = [job for job, spec in self.worker_spec.items() if spec.get("pool", "gpu") == pool]
             surplus = len(entries) - target
             if surplus > 0:
-                removable = [job for job in entries if closing or str(job) != hosted]
+                removable = [job for job in entries if str(job) not in pinned]
                 queued_first = sorted(removable, key=lambda job: job in connected)
                 for job in queued_first[:surplus]:
                     del self.worker_spec[job]
@@ -520,33 +521,27 @@ class GPUJobQueueCluster(JobQueueCluster):
             Passed to :class:`distributed.deploy.Adaptive` (``interval``, ``wait_count``,
             ``target_duration``).
         """
+        if self.cpu_pool is not None:
+            raise ValidationError("cpu_pool", "adapt() counts one kind of worker; with a CPU pool, size each pool with scale(gpus=..., cpu_workers=...)")
         if minimum_gpus is not None:
             kwargs["minimum"] = minimum_gpus
         if maximum_gpus is not None:
             kwargs["maximum"] = maximum_gpus
         kwargs.setdefault("worker_key", self._worker_to_job)  # retire whole jobs, never half of one
         kwargs.setdefault("Adaptive", GPUAdaptive)
-        if self.cpu_pool is not None:
-            raise ValidationError("cpu_pool", "adapt() counts one kind of worker; with a CPU pool, size each pool with scale(gpus=..., cpu_workers=...)")
-        if self._hosted_job_name is not None:
+        if self.pinned_jobs:
             # The scheduler's job keeps its workers while the cluster lives: never aim below them.
-            floor = self.workers_per_job
             if minimum_jobs is not None:
                 minimum_jobs = max(minimum_jobs, 1)
-            kwargs["minimum"] = max(kwargs.get("minimum") or 0, floor)
+            kwargs["minimum"] = max(kwargs.get("minimum") or 0, self.workers_per_job)
         return super().adapt(*args, minimum_jobs=minimum_jobs, maximum_jobs=maximum_jobs, **kwargs)
 
     async def scale_down(self, workers: Any) -> None:
-        hosted = self._hosted_job_name
-        if hosted is not None and self.status not in (Status.closing, Status.closed):
-            workers = [w for w in workers if self._worker_to_job.job_of(str(w)) != hosted]
+        pinned = self.pinned_jobs
+        if pinned and self.status not in (Status.closing, Status.closed):
+            workers = [w for w in workers if self._worker_to_job.job_of(str(w)) not in pinned]
         await super().scale_down(workers)
 
-    @property
-    def pinned_jobs(self) -> set[str]:
-        """Jobs that scaling down must leave alone: the scheduler's own job."""
-        hosted = self._hosted_job_name
-        return {hosted} if hosted is not None else set()
 
 
 def check_ucx_scheduler_host(scheduler_here: bool = True) -> None:

@@ -62,6 +62,18 @@ def environment() -> jinja2.Environment:
     return env
 
 
+def check_scheduler_can_run_in_job(launch: WorkerLaunch, field_name: str, what: str) -> None:
+    """Refuse a scheduler in the job where the batch script runs on a launch node (jsrun).
+
+    Raises
+    ------
+    ValidationError
+        Naming ``field_name``.
+    """
+    if launch.launcher != "direct":
+        raise ValidationError(field_name, f"{what} starts the scheduler where the batch script runs; with launcher {launch.launcher!r} that is a launch node without the job's GPUs")
+
+
 def render_job_script(
     batch: str,
     request: JobRequest,
@@ -109,10 +121,10 @@ def render_job_script(
     str
         The script text.
     """
-    if run is not None and launch.launcher != "direct":
-        raise ValidationError("launcher", f"--run starts the scheduler where the batch script runs; with launcher {launch.launcher!r} that is a launch node without the job's GPUs")
-    if start_scheduler is not None and launch.launcher != "direct":
-        raise ValidationError("scheduler", f"scheduler='job' starts the scheduler where the batch script runs; with launcher {launch.launcher!r} that is a launch node without the job's GPUs")
+    if run is not None:
+        check_scheduler_can_run_in_job(launch, "launcher", "--run")
+    if start_scheduler is not None:
+        check_scheduler_can_run_in_job(launch, "scheduler", "scheduler='job'")
     if run is not None:
         start_scheduler = SchedulerStart(scheduler_file=None)
         scheduler_arg = '"$DASK_SCHEDULER_ADDRESS"'  # known only in the job, once its scheduler has started

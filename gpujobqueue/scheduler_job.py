@@ -111,9 +111,6 @@ class JobScheduler(ProcessInterface):
         Where the job's scheduler writes its address.
     tls_args : tuple of str
         The scheduler's ``--tls-*`` options.
-    timeout : float, optional
-        Seconds to wait for the scheduler, queueing included; default: as long as the
-        job is queued or running.
     dashboard_address : str, optional
         The scheduler's dashboard address (from ``scheduler_options``).
     **scheduler_options
@@ -130,13 +127,11 @@ class JobScheduler(ProcessInterface):
         make_job: Callable[[SchedulerStart], Any],
         scheduler_file: str,
         tls_args: tuple[str, ...] = (),
-        timeout: float | None = None,
         dashboard_address: str | None = None,
         **scheduler_options: Any,
     ):
         super().__init__()
         self.scheduler_file = scheduler_file
-        self.timeout = timeout
         self.job = make_job(SchedulerStart(scheduler_file=scheduler_file, dashboard_address=dashboard_address, tls_args=tuple(tls_args)))
 
     async def start(self) -> None:
@@ -148,8 +143,8 @@ class JobScheduler(ProcessInterface):
         await super().start()
 
     async def _wait_for_address(self) -> str:
-        started = time.monotonic()
-        next_state_check = started + self.state_interval
+        # No time limit: a job may queue for hours; it fails only once the batch system has ended it.
+        next_state_check = time.monotonic() + self.state_interval
         while True:
             address = read_scheduler_address(self.scheduler_file)
             if address:
@@ -162,9 +157,6 @@ class JobScheduler(ProcessInterface):
                     raise SubmissionError(f"scheduler job {self.job.job_id} ({self.job.name}) ended before its scheduler wrote {self.scheduler_file}; "
                                           f"see the job's output{' in ' + self.job.log_directory if self.job.log_directory else ''}")
                 logger.debug("scheduler job %s: %s", self.job.job_id, state)
-            if self.timeout is not None and now - started > self.timeout:
-                raise SubmissionError(f"scheduler job {self.job.job_id} ({self.job.name}) had not started its scheduler after {self.timeout:g} s "
-                                      f"(state: {await self.job.state()}); it has been cancelled")
             await asyncio.sleep(self.poll_interval)
 
     async def close(self) -> None:
