@@ -7,6 +7,7 @@ from .batch.sge import SGEGPUCluster
 from .batch.slurm import SLURMGPUCluster
 from .cluster import GPUCluster
 from .errors import GPUJobQueueError, SubmissionError, UnknownKeywordError, ValidationError
+from .job_status import JobFailedError, JobStatus
 from .render import render_job_script
 from .request import JobRequest
 from .workers import WorkerLaunch
@@ -14,7 +15,9 @@ from .workers import WorkerLaunch
 __all__ = [
     "GPUCluster",
     "GPUJobQueueError",
+    "JobFailedError",
     "JobRequest",
+    "JobStatus",
     "LocalGPUCluster",
     "LSFGPUCluster",
     "PBSGPUCluster",

@@ -11,26 +11,38 @@ import math
 import os
 import shutil
 import socket
+import time
 import warnings
 from typing import Any, ClassVar
 
 import dask.config
-from dask.utils import parse_bytes
+from dask.utils import parse_bytes, parse_timedelta
 from dask_jobqueue.core import JobQueueCluster
 from distributed.core import Status
 from distributed.scheduler import Scheduler
 from distributed.security import Security
 
-from . import config, gpus, sites
-from .errors import SubmissionError, ValidationError
+from . import config, gpus, job_watch, sites
+from .errors import GPUJobQueueError, SubmissionError, ValidationError
 from .adaptive import GPUAdaptive
 from .cpu_pool import CPUPool
 from .job import GPUJob
+from .job_status import JobFailedError
+from .job_watch import JobTable, JobWatch
 from .render import check_scheduler_can_run_in_job
 from .request import JobRequest, parse_positive_int
 from .scheduler_job import (SCHEDULER_FILE_NAME, HostedWorkers, JobScheduler, SchedulerStart, make_scheduler_directory,
                             parse_scheduler_placement, scheduler_tls_args)
 from .workers import WorkerLaunch
+
+try:
+    from distributed.deploy.cluster import SchedulerInfo, WorkerStartTimeoutError
+except ImportError:  # older distributed keeps a plain dict and raises a TimeoutError
+    SchedulerInfo = dict
+
+    class WorkerStartTimeoutError(asyncio.TimeoutError):  # type: ignore[no-redef]
+        def __init__(self, available_workers: int, expected_workers: int, timeout: Any):
+            super().__init__(f"only {available_workers} of {expected_workers} workers started within {timeout}")
 
 logger = logging.getLogger(__name__)
 
@@ -245,6 +257,7 @@ class GPUJobQueueCluster(JobQueueCluster):
                 dask.config.set({"distributed-ucxx.create-cuda-context": True})
         job_kwargs = self._batch_job_kwargs(settings)
         self._scheduler_directory: str | None = None
+        self._job_watch = JobWatch(self, job_watch.poll_interval())
         if self.scheduler_placement == "job":
             if security is True:
                 security = Security.temporary()
@@ -314,18 +327,73 @@ class GPUJobQueueCluster(JobQueueCluster):
         return {str(job.name)} if job is not None else set()
 
     async def _start(self) -> None:
-        await super()._start()
+        try:
+            await super()._start()
+        except RuntimeError as error:
+            if isinstance(error.__cause__, GPUJobQueueError):  # SpecCluster wraps it; ours says more alone
+                raise error.__cause__ from None
+            raise
         job = self.scheduler_job
         if job is not None and job.name not in self.worker_spec:
             # The scheduler's job runs GPU workers too: they count, and live as long as the cluster.
             self.worker_spec[job.name] = {"cls": HostedWorkers, "options": {"job": job}, "group": self.launch.name_suffixes}
             await self._correct_state()
+        self._job_watch.start()
 
     async def _close(self) -> None:
         try:
+            await self._job_watch.stop()
             await super()._close()
         finally:
             self._remove_scheduler_directory()
+
+    def _update_worker_status(self, op: str, msg: Any) -> None:
+        if op == "add":
+            for worker in msg.get("workers", {}).values():
+                self._job_watch.note_worker(str(worker.get("name")))
+        super()._update_worker_status(op, msg)
+
+    @property
+    def jobs(self) -> JobTable:
+        """The cluster's jobs: name, batch job id, state, pending reason, nodes, GPUs and
+        workers connected, as the batch system answered (asked afresh unless asynchronous).
+
+        Examples
+        --------
+        >>> cluster.jobs  # doctest: +SKIP
+        name            job_id  state    reason    nodes  gpus  workers
+        gpujobqueue-0   4021    RUNNING  -         nid01  4     4
+        gpujobqueue-1   4022    PENDING  Priority  -      4     0
+        """
+        if not self.asynchronous and self.status == Status.running:
+            self.sync(self._job_watch.poll)
+        return self._job_watch.rows()
+
+    @property
+    def job_failures(self) -> list[JobFailedError]:
+        """Every job that ended before its workers connected, with its exit code and log tail."""
+        return list(self._job_watch.failures)
+
+    async def _wait_for_workers(self, n_workers: int = 0, timeout: Any = None) -> None:
+        """Wait for ``n_workers`` running workers; raise :class:`JobFailedError` as soon as a
+        job ends before its workers connected, rather than wait for workers that will never come."""
+        deadline = None if not timeout else time.monotonic() + parse_timedelta(timeout)
+        last_report = time.monotonic()
+        while True:
+            failure = self._job_watch.take_failure()
+            if failure is not None:
+                raise failure
+            self.scheduler_info = SchedulerInfo(await self.scheduler_comm.identity())
+            running = sum(w["status"] == Status.running.name for w in self.scheduler_info["workers"].values())
+            if running >= n_workers:
+                return
+            if deadline is not None and time.monotonic() > deadline:
+                raise WorkerStartTimeoutError(running, n_workers, timeout)
+            if time.monotonic() - last_report > 60:
+                last_report = time.monotonic()
+                waiting = [f"{row.name} {row.state or 'submitted'}" + (f" ({row.reason})" if row.reason else "") for row in self._job_watch.rows() if row.workers == 0]
+                logger.info("gpujobqueue: %d of %d workers running; waiting for %s", running, n_workers, ", ".join(waiting) or "jobs to be submitted")
+            await asyncio.sleep(0.2)
 
     def _remove_scheduler_directory(self) -> None:
         if self._scheduler_directory is not None:

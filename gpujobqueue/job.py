@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import ClassVar
 
@@ -11,6 +12,7 @@ from distributed.deploy.spec import ProcessInterface
 from distributed.security import Security
 
 from .errors import SubmissionError
+from .job_status import JobFailedError, JobStatus, read_log_tail, run_query, script_exit_code
 from .render import PLACEHOLDER_SCHEDULER, render_job_script
 from .request import JobRequest
 from .scheduler_job import SchedulerStart
@@ -92,6 +94,8 @@ class GPUJob(Job):
         self._tls_args = worker_tls_args(security)
         self.scheduler_file = scheduler_file
         self.start_scheduler = start_scheduler
+        # Where batch systems write logs by default; set again when the job is submitted.
+        self.submit_directory = os.getcwd()
 
     def job_script(self) -> str:
         """The script this job submits."""
@@ -117,6 +121,7 @@ class GPUJob(Job):
         try:
             if self.log_directory:
                 os.makedirs(self.log_directory, exist_ok=True)
+            self.submit_directory = os.getcwd()
             await self._start_job()
         except BaseException:
             self.status = Status.failed  # the cluster must not wait for a job that never was
@@ -131,26 +136,68 @@ class GPUJob(Job):
         # that every job it still references is closed.
         await ProcessInterface.close(self)
 
+    async def batch_status(self) -> JobStatus | None:
+        """What the batch system says of this job now; None before it is submitted or when
+        the batch system does not answer."""
+        if self.job_id is None:
+            return None
+        return (await type(self).query_statuses([self])).get(self.job_id)
+
     async def state(self) -> str | None:
         """The job's state as the batch system words it (``"PENDING"``, ``"r"``), or None
         once the job has ended or the batch system no longer knows it."""
-        if self.job_id is None:
-            return None
-        try:
-            out = await self._call(self.state_command(self.job_id))
-        except (RuntimeError, OSError):
-            return None
-        state = self.parse_state(out)
-        return None if state is None or state in self.ended_states else state
+        status = await self.batch_status()
+        return None if status is None or status.ended else status.state
 
     @classmethod
-    def state_command(cls, job_id: str) -> list[str]:
-        """The batch system's command that shows one job's state."""
+    async def query_statuses(cls, jobs: list["GPUJob"]) -> dict[str, JobStatus]:
+        """The statuses of several jobs of this batch system, asked in one command.
+
+        Returns
+        -------
+        dict
+            Job id to :class:`JobStatus`; empty when the batch system did not answer (a job
+            is never taken for ended because its batch system was unreachable).
+        """
+        ids = [job.job_id for job in jobs if job.job_id]
+        if not ids:
+            return {}
+        code, out, err = await run_query(cls.query_command(ids, jobs))
+        return cls.interpret_statuses(ids, code, out, err) or {}
+
+    @classmethod
+    def query_command(cls, job_ids: list[str], jobs: list["GPUJob"]) -> list[str]:
+        """The batch system's command that shows these jobs."""
         raise NotImplementedError(f"{cls.__name__} cannot ask {cls.batch} for a job's state")
 
-    def parse_state(self, output: str) -> str | None:
-        """The state in :meth:`state_command`'s output (None when it names none)."""
-        return output.strip() or None
+    @classmethod
+    def interpret_statuses(cls, job_ids: list[str], code: int, out: str, err: str) -> dict[str, JobStatus] | None:
+        """Every job's status from :meth:`query_command`'s answer (jobs it does not list
+        have ended), or None when the answer is an error rather than a listing."""
+        raise NotImplementedError
+
+    async def query_exit_code(self) -> int | None:
+        """The exit status of this ended job, where the batch system keeps it elsewhere."""
+        return None
+
+    def log_paths(self) -> list[str]:
+        """Where the batch system writes this job's output (stdout first)."""
+        return []
+
+    def _log_file(self, name: str) -> str:
+        """A log file's path: in ``log_directory`` if set, else in the submit directory."""
+        return os.path.join(self.submit_directory, self.log_directory or "", name)
+
+    async def failure(self, status: JobStatus, before: str = "its workers connected") -> JobFailedError:
+        """The report of this job having ended too soon (``before`` what): its state, exit
+        code and the end of its log."""
+        exit_code = status.exit_code
+        if exit_code is None:
+            exit_code = await self.query_exit_code()
+        path, tail = read_log_tail(self.log_paths())
+        if exit_code is None:
+            exit_code = script_exit_code(tail)
+        return JobFailedError(str(self.name), self.batch, dataclasses.replace(status, exit_code=exit_code), path, tail, before)
 
     async def _submit_job(self, script_filename: str) -> str:
         try:

@@ -15,7 +15,7 @@ from typing import Any, Callable
 from distributed.deploy.spec import ProcessInterface
 from distributed.security import Security
 
-from .errors import SubmissionError, ValidationError
+from .errors import ValidationError
 
 logger = logging.getLogger(__name__)
 
@@ -145,6 +145,7 @@ class JobScheduler(ProcessInterface):
     async def _wait_for_address(self) -> str:
         # No time limit: a job may queue for hours; it fails only once the batch system has ended it.
         next_state_check = time.monotonic() + self.state_interval
+        shown = None
         while True:
             address = read_scheduler_address(self.scheduler_file)
             if address:
@@ -152,11 +153,12 @@ class JobScheduler(ProcessInterface):
             now = time.monotonic()
             if now >= next_state_check:
                 next_state_check = now + self.state_interval
-                state = await self.job.state()
-                if state is None and not read_scheduler_address(self.scheduler_file):
-                    raise SubmissionError(f"scheduler job {self.job.job_id} ({self.job.name}) ended before its scheduler wrote {self.scheduler_file}; "
-                                          f"see the job's output{' in ' + self.job.log_directory if self.job.log_directory else ''}")
-                logger.debug("scheduler job %s: %s", self.job.job_id, state)
+                status = await self.job.batch_status()
+                if status is not None and status.ended and not read_scheduler_address(self.scheduler_file):
+                    raise await self.job.failure(status, before=f"its scheduler wrote {self.scheduler_file}")
+                if status is not None and status.describe() != shown:
+                    shown = status.describe()
+                    logger.info("scheduler job %s (%s): %s", self.job.name, self.job.job_id, shown)
             await asyncio.sleep(self.poll_interval)
 
     async def close(self) -> None:

@@ -24,7 +24,7 @@ import pytest
 from dask.distributed import Client, get_worker
 
 from conftest import wait_until
-from gpujobqueue import LocalGPUCluster, LSFGPUCluster, PBSGPUCluster, SGEGPUCluster, SLURMGPUCluster, SubmissionError
+from gpujobqueue import JobFailedError, LocalGPUCluster, LSFGPUCluster, PBSGPUCluster, SGEGPUCluster, SLURMGPUCluster, SubmissionError
 from gpujobqueue.cluster import WorkerJobKey
 from gpujobqueue.gpus import nvidia_gpu_ids
 
@@ -191,6 +191,63 @@ def test_adapt_goes_up_to_four_gpus_and_back_to_none(backend):
     assert not backend.queue_ids()
 
 
+FAULTS = {
+    # the node lacks the network interface asked for: the job says so and exits 3
+    "interface": ({"interface": "nosuchif0", "scheduler_options": {"interface": "lo"}}, 3, "network interface nosuchif0 does not exist"),
+    # a bad module load in the prologue: `module` is not there, so 127, and the line is named
+    "prologue": ({"job_script_prologue": ["echo preparing", "module load cuda/99"]}, 127, "prologue command failed with status 127: module load cuda/99"),
+}
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_a_job_that_fails_before_its_workers_connect_is_reported_with_exit_code_and_log(backend, fault):
+    keywords, exit_code, words = FAULTS[fault]
+    with dask.config.set({"gpujobqueue.job-poll-interval": "2s"}), backend.cluster(**keywords) as cluster, Client(cluster) as client:
+        cluster.scale(gpus=2)
+        job = next(iter(cluster.workers.values()))
+        started = time.monotonic()
+        with pytest.raises(JobFailedError) as info:
+            client.wait_for_workers(2, timeout=120)
+        took = time.monotonic() - started
+        failure = info.value
+        assert took < 30, f"reported after {took:.1f} s"
+        assert failure.job_id == job.job_id and failure.name == job.name
+        assert failure.exit_code == exit_code, str(failure)
+        assert words in failure.log_tail and words in str(failure), str(failure)
+        assert failure.log_path and os.path.isfile(failure.log_path)
+        assert cluster.job_failures == [failure]
+        assert not cluster.worker_spec and not cluster.workers, "an ended job is forgotten, so scale() counts it gone"
+        assert not backend.queue_ids()
+    assert wait_until(lambda: not backend.queue_ids(), 60, what=lambda: f"{backend.name} queue to empty: {backend.queue_ids()}")
+
+
+def test_jobs_view_lists_each_job_with_its_state_gpus_and_workers(backend):
+    with backend.cluster() as cluster, Client(cluster) as client:
+        cluster.scale(gpus=4)
+        client.wait_for_workers(4, timeout=120)
+        rows = cluster.jobs
+        assert sorted(row.name for row in rows) == sorted(cluster.workers)
+        for row in rows:
+            assert row.job_id == cluster.workers[row.name].job_id
+            assert row.state in {"RUNNING", "R", "r", "RUN"}, row
+            assert (row.gpus, row.workers) == (2, 2), row
+            assert row.nodes, row
+        table = repr(rows)
+        assert table.splitlines()[0].split() == ["name", "job_id", "state", "reason", "nodes", "gpus", "workers"]
+        assert all(str(row.job_id) in table for row in rows)
+        assert "<table>" in rows._repr_html_()
+
+
+def test_pending_job_shows_slurms_reason(slurm, counted):
+    # The node has 4 GPUs: two 2-GPU jobs run and the third waits for resources.
+    with SLURMGPUCluster(**COMMON, queue="gpu") as cluster, Client(cluster) as client:
+        cluster.scale(gpus=6)
+        client.wait_for_workers(4, timeout=120)
+        pending = wait_until(lambda: [row for row in cluster.jobs if row.state == "PENDING"], 30, what=lambda: repr(cluster.jobs))
+        assert len(pending) == 1 and pending[0].workers == 0 and pending[0].reason == "Resources", repr(cluster.jobs)
+        assert "PENDING  Resources" in repr(cluster.jobs)
+
+
 def test_refusal_is_raised_with_the_batch_systems_message(batch_backend):
     keywords, words = batch_backend.refusal
     with batch_backend.cluster(**keywords) as cluster:
@@ -287,8 +344,9 @@ def test_scheduler_job_runs_the_scheduler_in_the_first_job_and_ends_it_last(back
 def test_scheduler_job_that_fails_is_reported_and_cancelled(backend, tmp_path):
     shared = tmp_path / "shared"
     shared.mkdir()
-    with pytest.raises(RuntimeError, match="ended before its scheduler wrote"):
+    with pytest.raises(JobFailedError, match="ended before its scheduler wrote") as info:
         backend.cluster(scheduler="job", shared_temp_directory=str(shared), job_script_prologue=["exit 4"])
+    assert info.value.exit_code == 4, str(info.value)
     assert wait_until(lambda: not backend.queue_ids(), 60, what=lambda: f"{backend.name} queue to empty: {backend.queue_ids()}")
     assert not os.listdir(shared), "the scheduler file's folder outlived the failed cluster"
 

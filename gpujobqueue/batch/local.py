@@ -7,6 +7,7 @@ import getpass
 import importlib.util
 import os
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -18,6 +19,7 @@ from ..cluster import GPUJobQueueCluster
 from ..errors import SubmissionError, ValidationError
 from ..gpus import nvidia_gpu_ids, nvlink_between_gpus
 from ..job import GPUJob
+from ..job_status import JobStatus
 
 
 def private_log_directory() -> str:
@@ -86,7 +88,7 @@ class LocalGPUJob(GPUJob):
         log_directory = self.log_directory or private_log_directory()
         os.makedirs(log_directory, mode=0o700, exist_ok=True)
         self.log_path = os.path.join(log_directory, f"{self.job_name}-{self.name}.out")
-        log = open(self.log_path, "ab")
+        log = open(self.log_path, "wb")  # this job's log alone: a failure report quotes its end
         try:
             self.process = subprocess.Popen(
                 ["bash", "-c", self.job_script(), f"gpujobqueue-{self.name}"],
@@ -100,10 +102,23 @@ class LocalGPUJob(GPUJob):
         self.job_id = str(self.process.pid)
         await super(Job, self).start()  # ProcessInterface.start: mark running; no submit command
 
-    async def state(self) -> str | None:
-        if self.process is None or self.process.poll() is not None:
-            return None
-        return "RUNNING"
+    @classmethod
+    async def query_statuses(cls, jobs: list[GPUJob]) -> dict[str, JobStatus]:
+        statuses = {}
+        for job in jobs:
+            process = getattr(job, "process", None)
+            if job.job_id is None or process is None:
+                continue
+            returncode = process.poll()
+            if returncode is None:
+                statuses[job.job_id] = JobStatus(job.job_id, "RUNNING", nodes=socket.gethostname())
+            else:  # a negative return code is the signal that ended it
+                exit_code = 128 - returncode if returncode < 0 else returncode
+                statuses[job.job_id] = JobStatus(job.job_id, "EXITED", ended=True, exit_code=exit_code)
+        return statuses
+
+    def log_paths(self) -> list[str]:
+        return [self.log_path] if self.log_path else []
 
     async def close(self) -> None:
         process = self.process

@@ -11,6 +11,7 @@ from dask_jobqueue.lsf import lsf_detect_units
 from ..cluster import GPUJobQueueCluster
 from ..errors import ValidationError
 from ..job import GPUJob
+from ..job_status import JobStatus, unlisted
 from ..request import JobRequest, parse_bool, parse_size
 from ..workers import WorkerLaunch
 
@@ -87,8 +88,32 @@ class LSFGPUJob(GPUJob):
     ended_states = frozenset({"DONE", "EXIT"})
 
     @classmethod
-    def state_command(cls, job_id: str) -> list[str]:
-        return ["bjobs", "-noheader", "-o", "stat", job_id]
+    def query_command(cls, job_ids: list[str], jobs: list[GPUJob]) -> list[str]:
+        return ["bjobs", "-noheader", "-o", "jobid stat exit_code exec_host pend_reason delimiter='|'", *job_ids]
+
+    @classmethod
+    def interpret_statuses(cls, job_ids: list[str], code: int, out: str, err: str) -> dict[str, JobStatus] | None:
+        if code != 0 and "is not found" not in err:
+            return None
+        listed = {}
+        for line in out.splitlines():
+            fields = [field.strip() for field in line.split("|")]
+            if len(fields) >= 5:
+                job_id, state, exit_code, hosts = fields[:4]
+                reason = "|".join(fields[4:])  # a pending reason may hold the delimiter
+                listed[job_id] = JobStatus(
+                    job_id, state, ended=state in cls.ended_states,
+                    reason=reason if reason not in ("-", "") else None,
+                    nodes=hosts if hosts not in ("-", "") else None,
+                    # bjobs shows "-" for a DONE job's exit code: it is 0
+                    exit_code=int(exit_code) if exit_code.isdigit() else (0 if state == "DONE" else None),
+                )
+        return {job_id: listed.get(job_id) or unlisted(job_id) for job_id in job_ids}
+
+    def log_paths(self) -> list[str]:
+        # -o (and -e) from templates/lsf.sh.j2: <job name>-<id>.out in log_directory or the submit directory
+        paths = [self._log_file(f"{self.job_name}-{self.job_id}.out")]
+        return paths + [self._log_file(f"{self.job_name}-{self.job_id}.err")] if self.log_directory else paths
 
     async def _run_submit_command(self, script_filename: str) -> str:
         if not self.request.options.use_stdin:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
@@ -9,6 +10,7 @@ from typing import Any, Mapping, Sequence
 from ..cluster import GPUJobQueueCluster
 from ..errors import ValidationError
 from ..job import GPUJob
+from ..job_status import JobStatus, unlisted
 from ..request import JobRequest, _matching
 
 # PBS resource names and values: no spaces, colons, commas, plus signs or shell characters,
@@ -104,13 +106,54 @@ class PBSGPUJob(GPUJob):
     ended_states = frozenset({"F", "X", "C"})  # finished, subjob finished, Torque's completed
 
     @classmethod
-    def state_command(cls, job_id: str) -> list[str]:
-        return ["qstat", job_id]  # finished jobs: an error, unless -x
+    def query_command(cls, job_ids: list[str], jobs: list[GPUJob]) -> list[str]:
+        # PBS Pro shows finished jobs only with -x; Torque shows them (while it keeps them)
+        # without, and its -x means XML.
+        torque = any(job.request.gpu_request == "torque" for job in jobs)
+        return ["qstat", "-f", *([] if torque else ["-x"]), *job_ids]
 
-    def parse_state(self, output: str) -> str | None:
-        # Job id  Name  User  Time Use  S  Queue: the state is the fifth column of the job's line.
-        lines = [line.split() for line in output.strip().splitlines() if line.strip() and not line.startswith(("Job", "-"))]
-        return lines[-1][4] if lines and len(lines[-1]) >= 6 else None
+    @classmethod
+    def interpret_statuses(cls, job_ids: list[str], code: int, out: str, err: str) -> dict[str, JobStatus] | None:
+        if code != 0 and "Unknown Job Id" not in err and "Job has finished" not in err:
+            return None
+        listed = {}
+        for job_id, attributes in parse_full_status(out).items():
+            state = attributes.get("job_state", "")
+            exit_status = attributes.get("Exit_status", attributes.get("exit_status"))
+            listed[job_id] = JobStatus(
+                job_id, state, ended=state in cls.ended_states,
+                reason=attributes.get("comment") if state in ("Q", "H", "W", "T") else None,  # why it waits
+                nodes=attributes.get("exec_host"),
+                exit_code=int(exit_status) if exit_status and exit_status.lstrip("-").isdigit() else None,
+            )
+        statuses = {}
+        for job_id in job_ids:
+            # qstat prints `1234.server` for `1234` and the reverse: match on the sequence number
+            same = [status for listed_id, status in listed.items() if listed_id.split(".")[0] == job_id.split(".")[0]]
+            statuses[job_id] = dataclasses.replace(same[0], job_id=job_id) if same else unlisted(job_id)
+        return statuses
+
+    def log_paths(self) -> list[str]:
+        # `-j oe` joins both streams into <job name>.o<sequence number>, in -o's directory if given
+        return [self._log_file(f"{self.job_name}.o{str(self.job_id).split('.')[0]}")]
+
+
+def parse_full_status(text: str) -> dict[str, dict[str, str]]:
+    """``qstat -f`` output: each ``Job Id:`` block's attributes (long values are folded
+    onto lines that start with a tab)."""
+    jobs: dict[str, dict[str, str]] = {}
+    attributes: dict[str, str] = {}
+    key = None
+    for line in text.splitlines():
+        if line.startswith("Job Id:"):
+            attributes = jobs.setdefault(line.split(":", 1)[1].strip(), {})
+            key = None
+        elif line.startswith("\t") and key is not None:
+            attributes[key] += line.strip()
+        elif " = " in line:
+            key, _, value = line.strip().partition(" = ")
+            attributes[key] = value
+    return jobs
 
 
 class PBSGPUCluster(GPUJobQueueCluster):

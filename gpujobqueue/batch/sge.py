@@ -9,6 +9,7 @@ from typing import Any, Mapping
 from ..cluster import GPUJobQueueCluster
 from ..errors import SubmissionError, ValidationError
 from ..job import GPUJob
+from ..job_status import JobStatus, run_query, unlisted
 from ..request import JobRequest, _matching
 
 GPU_CONSUMABLES = ("slot", "job")
@@ -95,15 +96,34 @@ class SGEGPUJob(GPUJob):
     job_id_regexp = r"Your job(?:-array)? (?P<job_id>\d+)"
 
     @classmethod
-    def state_command(cls, job_id: str) -> list[str]:
-        return ["qstat", "-u", "*"]  # `qstat -j` has no state; a finished job is not listed
+    def query_command(cls, job_ids: list[str], jobs: list[GPUJob]) -> list[str]:
+        return ["qstat", "-u", "*"]  # pending and running jobs; `qstat -j` has no state
 
-    def parse_state(self, output: str) -> str | None:
-        # job-ID  prior  name  user  state ...: the state of the job's line, if it is listed
-        for fields in (line.split() for line in output.splitlines()):
-            if fields and fields[0] == self.job_id and len(fields) > 4:
-                return fields[4]
-        return None
+    @classmethod
+    def interpret_statuses(cls, job_ids: list[str], code: int, out: str, err: str) -> dict[str, JobStatus] | None:
+        if code != 0:
+            return None
+        listed = {}
+        # job-ID  prior  name  user  state  submit/start at  [queue]  slots: a finished job is not listed
+        for fields in (line.split() for line in out.splitlines()):
+            if len(fields) > 4 and fields[0].isdigit():
+                state = fields[4]
+                queue = fields[7] if len(fields) > 8 and "@" in fields[7] else None
+                # An error state (Eqw) never runs: the job is as good as ended, though listed.
+                listed[fields[0]] = JobStatus(fields[0], state, ended="E" in state,
+                                              reason="error state: qstat -j shows why" if "E" in state else None,
+                                              nodes=queue.split("@", 1)[1] if queue else None)
+        return {job_id: listed.get(job_id) or unlisted(job_id) for job_id in job_ids}
+
+    async def query_exit_code(self) -> int | None:
+        # Accounting has it once qmaster has flushed it (reporting_params flush_time, 15 s by default).
+        code, out, _ = await run_query(["qacct", "-j", str(self.job_id)])
+        match = re.search(r"^exit_status\s+(\d+)", out, re.MULTILINE) if code == 0 else None
+        return int(match.group(1)) if match else None
+
+    def log_paths(self) -> list[str]:
+        # -cwd -j y: <job name>.o<id> in -o's directory or the submit directory
+        return [self._log_file(f"{self.job_name}.o{self.job_id}")]
 
     async def _submit_job(self, script_filename: str) -> str:
         try:

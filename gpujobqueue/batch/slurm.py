@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 from ..cluster import GPUJobQueueCluster
 from ..job import GPUJob
+from ..job_status import JobStatus, run_query, unlisted
 
 
 class SLURMGPUJob(GPUJob):
@@ -19,8 +22,38 @@ class SLURMGPUJob(GPUJob):
                               "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY", "SPECIAL_EXIT", "REVOKED"})
 
     @classmethod
-    def state_command(cls, job_id: str) -> list[str]:
-        return ["squeue", "--noheader", "--jobs", job_id, "--format", "%T"]
+    def query_command(cls, job_ids: list[str], jobs: list[GPUJob]) -> list[str]:
+        # --states=all: finished jobs too, for as long as slurmctld keeps them (MinJobAge)
+        return ["squeue", "--noheader", "--states=all", f"--jobs={','.join(job_ids)}", "--format=%i|%T|%r|%N"]
+
+    @classmethod
+    def interpret_statuses(cls, job_ids: list[str], code: int, out: str, err: str) -> dict[str, JobStatus] | None:
+        if code != 0 and "Invalid job id" not in err:  # an unknown id alone is an answer: it ended long ago
+            return None
+        listed = {}
+        for line in out.splitlines():
+            fields = line.strip().split("|")
+            if len(fields) == 4:
+                job_id, state, reason, nodes = fields
+                listed[job_id] = JobStatus(job_id, state, ended=state in cls.ended_states, reason=reason, nodes=nodes or None)
+        return {job_id: listed.get(job_id) or unlisted(job_id) for job_id in job_ids}
+
+    async def query_exit_code(self) -> int | None:
+        code, out, _ = await run_query(["scontrol", "show", "job", "--oneliner", str(self.job_id)])
+        if code != 0:  # purged from slurmctld: accounting may still know it
+            code, out, _ = await run_query(["sacct", "--jobs", str(self.job_id), "--noheader", "--parsable2", "--allocations", "--format=ExitCode"])
+            match = re.match(r"\s*(\d+):(\d+)", out) if code == 0 else None
+        else:
+            match = re.search(r"\bExitCode=(\d+):(\d+)", out)
+        if match is None:
+            return None
+        status, signal = int(match.group(1)), int(match.group(2))
+        return 128 + signal if signal else status
+
+    def log_paths(self) -> list[str]:
+        if self.log_directory:
+            return [self._log_file(f"{self.job_name}-{self.job_id}.out"), self._log_file(f"{self.job_name}-{self.job_id}.err")]
+        return [self._log_file(f"slurm-{self.job_id}.out")]
 
 
 class SLURMGPUCluster(GPUJobQueueCluster):

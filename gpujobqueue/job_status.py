@@ -1,0 +1,153 @@
+"""What a batch system says of a job (state, reason, nodes, exit code), and the report of a
+job that ended before its workers connected."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from dataclasses import dataclass
+
+from .errors import GPUJobQueueError
+
+LOG_TAIL_LINES = 20
+# The job script's last words (templates/job.sh.j2): the exit status, for batch systems that
+# forget a job as soon as it ends.
+_SCRIPT_EXIT = re.compile(r"^gpujobqueue: job script exits with status (\d+)$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """One job as its batch system shows it.
+
+    Parameters
+    ----------
+    job_id : str
+        The batch system's id.
+    state : str or None
+        The state in the batch system's words (``"PENDING"``, ``"R"``, ``"qw"``, ``"RUN"``);
+        None once the batch system no longer lists the job.
+    ended : bool
+        The job is over: finished, failed, cancelled, or no longer listed.
+    reason : str, optional
+        Why it waits or why it ended, as the batch system words it (``"Priority"``).
+    nodes : str, optional
+        Where it runs.
+    exit_code : int, optional
+        The job script's exit status, once known; a job killed by a signal has 128 + the signal.
+    """
+
+    job_id: str
+    state: str | None
+    ended: bool = False
+    reason: str | None = None
+    nodes: str | None = None
+    exit_code: int | None = None
+
+    @property
+    def pending(self) -> bool:
+        """Still waiting in the queue (as far as the state's wording tells)."""
+        return not self.ended and self.state is not None and self.state.upper() in PENDING_STATES
+
+    def describe(self) -> str:
+        """``"PENDING (Priority)"``, ``"FAILED, exit code 3"``, ``"no longer listed"``."""
+        text = self.state or "no longer listed by the batch system"
+        if self.reason and self.reason not in ("None", "-"):
+            text += f" ({self.reason})"
+        if self.exit_code is not None:
+            text += f", exit code {self.exit_code}"
+        return text
+
+
+# Waiting states of SLURM, PBS, LSF and Grid Engine (compared upper-cased).
+PENDING_STATES = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "Q", "H", "W", "T", "PEND", "PSUSP", "QW", "HQW", "HRWQ"})
+
+
+def unlisted(job_id: str) -> JobStatus:
+    """The status of a job its batch system no longer lists: it has ended."""
+    return JobStatus(job_id, None, ended=True)
+
+
+async def run_query(command: list[str]) -> tuple[int, str, str]:
+    """Run a batch system's query; return its exit status, output and error output.
+
+    Unlike submission, a query's failure is an answer (an unknown job id), not an error;
+    a command that is not there answers 127.
+    """
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *command, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    except OSError as error:
+        return 127, "", str(error)
+    out, err = await process.communicate()
+    return process.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+def read_log_tail(paths: list[str], lines: int = LOG_TAIL_LINES) -> tuple[str | None, str]:
+    """The last lines of the first of ``paths`` that exists (and of the others that do).
+
+    Returns
+    -------
+    path : str or None
+        The log read, or None when no candidate exists (yet: PBS copies a job's output
+        back only after the job).
+    tail : str
+        Its last ``lines`` lines; several files are each headed by their path.
+    """
+    found = [path for path in paths if os.path.isfile(path)]
+    if not found:
+        return None, ""
+    parts = []
+    for path in found:
+        try:
+            with open(path, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - 64 * 1024))
+                text = f.read().decode(errors="replace")
+        except OSError:
+            continue
+        tail = "\n".join(text.splitlines()[-lines:])
+        parts.append(tail if len(found) == 1 else f"==> {path} <==\n{tail}")
+    return found[0], "\n".join(parts)
+
+
+def script_exit_code(log_tail: str) -> int | None:
+    """The exit status the job script wrote as its last words, if the tail holds them."""
+    found = _SCRIPT_EXIT.findall(log_tail)
+    return int(found[-1]) if found else None
+
+
+class JobFailedError(GPUJobQueueError, RuntimeError):
+    """A job ended before its workers connected to the scheduler (or before its scheduler started).
+
+    Parameters
+    ----------
+    name : str
+        The job's name in the cluster.
+    batch : str
+        Its batch system.
+    status : JobStatus
+        The batch system's last word on it.
+    log_path : str, optional
+        Its output file.
+    log_tail : str
+        The end of that file.
+    before : str
+        What it ended before.
+    """
+
+    def __init__(self, name: str, batch: str, status: JobStatus, log_path: str | None, log_tail: str,
+                 before: str = "its workers connected"):
+        self.name = name
+        self.batch = batch
+        self.status = status
+        self.job_id = status.job_id
+        self.exit_code = status.exit_code
+        self.log_path = log_path
+        self.log_tail = log_tail
+        message = f"job {name} ({batch} job {status.job_id}) ended before {before}: {status.describe()}"
+        if log_path:
+            message += f"\nThe end of its log {log_path}:\n" + "\n".join("    " + line for line in log_tail.splitlines())
+        else:
+            message += "\nIts log was not found (the batch system may copy it back later)."
+        super().__init__(message)

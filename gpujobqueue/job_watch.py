@@ -1,0 +1,193 @@
+"""The cluster's watch over its jobs: it asks the batch system how they are at a modest rate
+(one query per batch system per interval), reports a job that ends before its workers
+connect, forgets jobs that have ended, and keeps what ``cluster.jobs`` shows."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import html
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import dask.config
+from dask.utils import parse_timedelta
+
+from .job_status import JobFailedError, JobStatus
+
+logger = logging.getLogger(__name__)
+
+
+def poll_interval() -> float:
+    """Seconds between two looks at the jobs (``gpujobqueue.job-poll-interval``)."""
+    return parse_timedelta(dask.config.get("gpujobqueue.job-poll-interval", default="5s"))
+
+
+@dataclass(frozen=True)
+class JobRow:
+    """One job of a cluster, as :attr:`~gpujobqueue.cluster.GPUJobQueueCluster.jobs` lists it.
+
+    Parameters
+    ----------
+    name : str
+        The job's name in the cluster (its workers are ``<name>-<i>``).
+    job_id : str or None
+        The batch system's id; None until submitted.
+    state : str or None
+        The batch system's word for it, None before its first answer.
+    reason : str or None
+        Why it waits (``Priority``), as the batch system says.
+    nodes : str or None
+        Where it runs.
+    gpus : int
+        GPUs it asked for.
+    workers : int
+        Its workers connected to the scheduler now.
+    """
+
+    name: str
+    job_id: str | None
+    state: str | None
+    reason: str | None
+    nodes: str | None
+    gpus: int
+    workers: int
+
+    COLUMNS = ("name", "job_id", "state", "reason", "nodes", "gpus", "workers")
+
+
+class JobTable(list):
+    """The cluster's jobs, one :class:`JobRow` each; shown as a table."""
+
+    def _cells(self) -> list[list[str]]:
+        return [["-" if getattr(row, column) in (None, "") else str(getattr(row, column)) for column in JobRow.COLUMNS] for row in self]
+
+    def __repr__(self) -> str:
+        rows = [list(JobRow.COLUMNS)] + self._cells()
+        widths = [max(len(row[i]) for row in rows) for i in range(len(JobRow.COLUMNS))]
+        return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{column}</th>" for column in JobRow.COLUMNS)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in cells) + "</tr>" for cells in self._cells())
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+class JobWatch:
+    """Watches the jobs of one cluster.
+
+    Parameters
+    ----------
+    cluster : GPUJobQueueCluster
+        The cluster whose ``workers`` (its jobs) are watched.
+    interval : float
+        Seconds between two looks.
+    """
+
+    def __init__(self, cluster: Any, interval: float):
+        self.cluster = cluster
+        self.interval = interval
+        self.statuses: dict[str, JobStatus] = {}
+        self.failures: list[JobFailedError] = []  # every job that ended before its workers connected
+        self._unraised: list[JobFailedError] = []
+        self.connected: set[str] = set()  # jobs of which a worker has connected at some point
+        self._task: asyncio.Task | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.ensure_future(self._run())
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def note_worker(self, worker_name: str) -> None:
+        """A worker connected: its job has started workers."""
+        self.connected.add(self.cluster._worker_to_job.job_of(worker_name))
+
+    def take_failure(self) -> JobFailedError | None:
+        """The oldest failure not raised yet (each is raised once)."""
+        return self._unraised.pop(0) if self._unraised else None
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.poll()
+            except Exception:  # the watch must outlive one bad answer
+                logger.exception("gpujobqueue: could not ask the batch system about the cluster's jobs")
+            await asyncio.sleep(self.interval)
+
+    def watched_jobs(self) -> dict[str, Any]:
+        """The cluster's submitted jobs that it still wants (those being retired are left out)."""
+        jobs = {}
+        for name, entry in list(self.cluster.workers.items()):
+            job = getattr(entry, "job", entry)  # the scheduler job's entry holds the job
+            if getattr(job, "job_id", None) and name in self.cluster.worker_spec:
+                jobs[str(name)] = job
+        return jobs
+
+    async def poll(self) -> None:
+        """Ask the batch system about every watched job once; act on those that ended."""
+        jobs = self.watched_jobs()
+        for worker in list(self.cluster.scheduler_info.get("workers", {}).values()):
+            self.note_worker(str(worker.get("name")))
+        by_class: dict[type, list[tuple[str, Any]]] = {}
+        for name, job in jobs.items():
+            by_class.setdefault(type(job), []).append((name, job))
+        for job_cls, group in by_class.items():
+            statuses = await job_cls.query_statuses([job for _, job in group])
+            for name, job in group:
+                status = statuses.get(job.job_id)
+                if status is None:
+                    continue
+                previous = self.statuses.get(name)
+                self.statuses[name] = status
+                if previous is None or previous.describe() != status.describe():
+                    logger.info("gpujobqueue: job %s (%s job %s): %s", name, job.batch, job.job_id, status.describe())
+                if status.ended and name in self.cluster.worker_spec and (previous is None or not previous.ended):
+                    await self._ended(name, job, status)
+        for name in list(self.statuses):
+            if name not in self.cluster.workers:
+                del self.statuses[name]
+
+    async def _ended(self, name: str, job: Any, status: JobStatus) -> None:
+        if name in self.cluster.pinned_jobs:
+            logger.error("gpujobqueue: the scheduler's job %s (%s job %s) has ended: %s", name, job.batch, job.job_id, status.describe())
+            return
+        failure = None
+        if name in self.connected:
+            logger.warning("gpujobqueue: job %s (%s job %s) has ended: %s", name, job.batch, job.job_id, status.describe())
+        else:
+            failure = await job.failure(status)
+            logger.error("gpujobqueue: %s", failure)
+        # The batch system is done with it: forget it, so that scale() and adapt() count it
+        # gone (and a job stuck in an error state is deleted from the queue).
+        self.cluster.worker_spec.pop(name, None)
+        await self.cluster._correct_state()
+        if failure is not None:
+            self.failures.append(failure)
+            self._unraised.append(failure)
+
+    def rows(self) -> JobTable:
+        """The table of :attr:`GPUJobQueueCluster.jobs`, from the last answers."""
+        connected: dict[str, int] = {}
+        for worker in self.cluster.scheduler_info.get("workers", {}).values():
+            job_name = self.cluster._worker_to_job.job_of(str(worker.get("name")))
+            connected[job_name] = connected.get(job_name, 0) + 1
+        table = JobTable()
+        for name, entry in list(self.cluster.workers.items()):
+            job = getattr(entry, "job", entry)
+            status = self.statuses.get(str(name))
+            launch = getattr(job, "launch", None)
+            table.append(JobRow(
+                name=str(name), job_id=getattr(job, "job_id", None),
+                state=status.state if status else None, reason=status.reason if status and status.reason not in ("None", "-") else None,
+                nodes=status.nodes if status else None,
+                gpus=launch.gpus * job.request.nodes if launch is not None and launch.mode != "cpu" else 0,
+                workers=connected.get(str(name), 0),
+            ))
+        return table
