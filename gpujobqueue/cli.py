@@ -7,6 +7,7 @@ import sys
 import click
 
 from .errors import GPUJobQueueError
+from .workers import LAUNCHERS
 
 # CLI options mirror the cluster keywords: --gpus-per-node is gpus_per_node.
 _SCALAR_OPTIONS = {
@@ -31,6 +32,7 @@ _LIST_OPTIONS = {
     "job-script-prologue": "Shell line run before the workers (e.g. 'module load cuda'); repeatable.",
     "job-script-epilogue": "Shell line run after the workers stop; repeatable.",
     "worker-extra-args": "Extra worker argument; repeatable.",
+    "launcher-args": "Extra launcher option (e.g. --cpu-bind=none); repeatable.",
 }
 
 
@@ -43,7 +45,8 @@ def _keyword_options(command):
     command = click.option("--chunk-resource", "chunk_resources", multiple=True, metavar="NAME=VALUE", help="PBS select-chunk resource (system=polaris); repeatable.")(command)
     command = click.option("--exclusive/--shared", default=None, help="Ask for whole nodes.")(command)
     command = click.option("--gpu-request", type=click.Choice(_GPU_REQUEST_STYLES), default=None, help="How the job asks for GPUs, in the batch system's terms (slurm: gpus-per-node, gres; pbs: select, torque; lsf: gpu, csm; sge: complex, resource-type).")(command)
-    command = click.option("--launcher", type=click.Choice(["direct", "jsrun"]), default=None, help="How the script reaches the job's node: directly, or jsrun from a CSM launch node.")(command)
+    command = click.option("--launcher", type=click.Choice(list(LAUNCHERS)), default=None,
+                           help="How a job of several nodes starts the workers of each (srun, mpiexec-pals, mpiexec-openmpi, mpiexec-mpich, ibrun; jsrun from a CSM launch node).")(command)
     command = click.option("--worker-mode", type=click.Choice(["dask-cuda", "per-device"]), default=None, help="dask-cuda per node, or one dask worker per device.")(command)
     for switch in ("rmm-async", "rmm-managed-memory", "enable-cudf-spill"):
         command = click.option(f"--{switch}/--no-{switch}", switch.replace("-", "_"), default=None, help=f"dask-cuda's {switch.replace('-', '_')}.")(command)

@@ -56,7 +56,7 @@ REQUEST_KEYWORDS = (
 LAUNCH_KEYWORDS = (
     "worker_mode", "python", "worker_command", "nthreads", "memory_limit", "device_memory_limit",
     "rmm_pool_size", "visibility_variable", "allocation_variable", "nanny", "death_timeout",
-    "local_directory", "protocol", "interface", "worker_extra_args", "launcher",
+    "local_directory", "protocol", "interface", "worker_extra_args", "launcher", "launcher_args",
     # dask-cuda's names for device memory and UCX transports
     "rmm_maximum_pool_size", "rmm_async", "rmm_managed_memory", "rmm_release_threshold", "enable_cudf_spill",
     "set_rmm_allocator_for_libs", "enable_tcp_over_ucx", "enable_infiniband", "enable_nvlink", "enable_rdmacm",
@@ -215,6 +215,8 @@ class GPUJobQueueCluster(JobQueueCluster):
     batch_synonyms: ClassVar[dict[str, str]] = {}
     # How this batch system can ask for GPUs; the first is the default.
     gpu_request_styles: ClassVar[tuple[str, ...]] = ("none",)
+    # Launchers that start one task per node of this batch system's multi-node jobs.
+    launchers: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
         self,
@@ -447,7 +449,8 @@ class GPUJobQueueCluster(JobQueueCluster):
         cls._apply_batch_defaults(settings)
         request = JobRequest.from_settings(settings, gpu_request_styles=cls.gpu_request_styles)
         request = dataclasses.replace(request, options=cls._parse_batch_options(settings, request))
-        launch = WorkerLaunch.from_settings(settings, gpus=request.gpus_per_node, memory_per_node=request.memory_per_node, cpus_per_node=request.cpus_per_node)
+        launch = WorkerLaunch.from_settings(settings, gpus=request.gpus_per_node, memory_per_node=request.memory_per_node,
+                                            cpus_per_node=request.cpus_per_node, nodes=request.nodes)
         cls._check_launch(request, launch)
         if site is not None:
             sites.check_request(site, site_queue, request)
@@ -465,9 +468,10 @@ class GPUJobQueueCluster(JobQueueCluster):
 
     @classmethod
     def _check_launch(cls, request: JobRequest, launch: WorkerLaunch) -> None:
-        """Hook: refuse a launcher that cannot reach this batch system's GPUs."""
-        if launch.launcher != "direct":
-            raise ValidationError("launcher", f"{cls.job_cls.batch} jobs start their workers directly (launcher='direct'); {launch.launcher!r} is for other batch systems")
+        """Refuse a launcher that does not start tasks on this batch system's nodes."""
+        if launch.launcher != "direct" and launch.launcher not in cls.launchers:
+            accepted = ", ".join(cls.launchers) if cls.launchers else "none: its jobs have one node, whose workers start directly"
+            raise ValidationError("launcher", f"{launch.launcher!r} does not start tasks on the nodes of a {cls.job_cls.batch} job; launchers for {cls.job_cls.batch}: {accepted}")
 
     def _batch_job_kwargs(self, settings: dict[str, Any]) -> dict[str, Any]:
         """Hook for a batch system's extra job keywords."""

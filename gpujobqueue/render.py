@@ -63,15 +63,27 @@ def environment() -> jinja2.Environment:
 
 
 def check_scheduler_can_run_in_job(launch: WorkerLaunch, field_name: str, what: str) -> None:
-    """Refuse a scheduler in the job where the batch script runs on a launch node (jsrun).
+    """Refuse a scheduler in the job where the batch script runs on a launch node (jsrun);
+    with other launchers it runs on the job's first node.
 
     Raises
     ------
     ValidationError
         Naming ``field_name``.
     """
-    if launch.launcher != "direct":
+    if launch.launcher == "jsrun":
         raise ValidationError(field_name, f"{what} starts the scheduler where the batch script runs; with launcher {launch.launcher!r} that is a launch node without the job's GPUs")
+
+
+def launcher_exports(request: JobRequest, launch: WorkerLaunch, run: bool) -> list[str]:
+    """The variables a launcher that passes on only those it is told of (Open MPI's ``-x``)
+    must pass to every node's workers."""
+    names = ["PATH", "LD_LIBRARY_PATH", "PYTHONPATH"]
+    names += [name for name, _ in request.environment]
+    names += [name for name, _ in launch.ucx_environment]
+    if run:
+        names.append("DASK_SCHEDULER_ADDRESS")
+    return list(dict.fromkeys(names))
 
 
 def render_job_script(
@@ -134,11 +146,16 @@ def render_job_script(
         scheduler_arg = "--scheduler-file " + shlex.quote(scheduler_file)
     else:
         scheduler_arg = shlex.quote(scheduler)
+    # Workers are <name>-<i>, and on several nodes <name>-<node>-<i>, the node numbered by the launcher's rank.
+    worker_name = shlex.quote(name) + ('-"$node_rank"' if launch.nodes > 1 else "")
     template = environment().get_template(f"{batch}.sh.j2")
     text = template.render(
+        batch=batch,
         request=request,
         launch=launch,
         name=name,
+        worker_name=worker_name,
+        launch_exports=launcher_exports(request, launch, run is not None),
         scheduler_arg=scheduler_arg,
         run=run,
         start_scheduler=start_scheduler,

@@ -227,6 +227,13 @@ def parse_slurm_memory_text(field_name: str, value: Any) -> str:
     return _matching(field_name, value, re.compile(r"\d+[KMGT]?"), "a SLURM memory value such as '4000', '512M' or '60G'")
 
 
+def per_node(field_name: str, per_job: int, nodes: int) -> int:
+    """A per-job amount (dask-jobqueue's ``cores``, ``memory``) shared evenly by the job's nodes."""
+    if per_job % nodes:
+        raise ValidationError(field_name, f"{per_job} per job cannot be shared evenly by {nodes} nodes; give a multiple of {nodes}, or the per-GPU keyword")
+    return per_job // nodes
+
+
 @dataclass(frozen=True)
 class JobRequest:
     """What one batch job asks of the batch system.
@@ -320,8 +327,6 @@ class JobRequest:
         """
         get = settings.get
         nodes = parse_positive_int("nodes", get("nodes") or 1)
-        if nodes > 1:
-            raise ValidationError("nodes", f"{nodes} nodes per job needs a multi-node launcher, which this version does not have yet; use nodes=1 and scale(jobs=...)")
         gpus = parse_positive_int("gpus_per_node", get("gpus_per_node") if get("gpus_per_node") is not None else 1)
 
         cores, cpus_per_gpu = get("cores"), get("cpus_per_gpu")
@@ -330,7 +335,7 @@ class JobRequest:
         if get("job_cpu") is not None:
             cpus = parse_positive_int("job_cpu", get("job_cpu"))
         elif cores is not None:
-            cpus = parse_positive_int("cores", cores)
+            cpus = per_node("cores", parse_positive_int("cores", cores), nodes)
         else:
             cpus = gpus * parse_positive_int("cpus_per_gpu", cpus_per_gpu if cpus_per_gpu is not None else 1)
 
@@ -338,7 +343,7 @@ class JobRequest:
         if memory is not None and memory_per_gpu is not None:
             raise ValidationError("memory", "give memory (per job) or memory_per_gpu, not both")
         if memory is not None:
-            memory_bytes = parse_size("memory", memory)
+            memory_bytes = per_node("memory", parse_size("memory", memory), nodes)
         elif memory_per_gpu is not None:
             memory_bytes = gpus * parse_size("memory_per_gpu", memory_per_gpu)
         else:

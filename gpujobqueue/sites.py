@@ -16,6 +16,7 @@ import yaml
 
 from .errors import GPUJobQueueError
 from .render import package_data_dir
+from .workers import BATCH_LAUNCHERS
 
 SCHEMA_FILE = Path(__file__).with_name("site_schema.yaml")
 SYSTEM_SITE_DIR = Path("/etc/gpujobqueue/sites")
@@ -214,6 +215,8 @@ def _semantic_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[Sit
     launcher = data.get("launcher", {}).get("name")
     if (launcher == "jsrun") != (style == "csm"):
         error(("launcher", "name"), "jsrun goes with LSF's CSM style (gpu_request.style: csm) and only with it")
+    elif launcher not in (None, "direct", *BATCH_LAUNCHERS.get(data.get("scheduler"), ())):
+        error(("launcher", "name"), f"{launcher} does not start tasks on {data.get('scheduler')} nodes; use one of direct, {', '.join(BATCH_LAUNCHERS.get(data.get('scheduler'), ()))}")
     return errors
 
 
@@ -426,7 +429,9 @@ def site_settings(site: Site, queue: str | None) -> dict[str, Any]:
         "protocol": network.get("protocol"),
         "job_script_prologue": data.get("prologue"),
         "environment": {k: str(v) for k, v in data.get("environment", {}).items()} or None,
-        "launcher": "jsrun" if data["launcher"]["name"] == "jsrun" else None,
+        # Used by jobs of several nodes (and by every job for jsrun); one-node jobs start their workers directly.
+        "launcher": data["launcher"]["name"],
+        "launcher_args": data["launcher"].get("args") or None,
     }
     for transport, on in network.get("ucx", {}).items():
         settings[f"enable_{transport}"] = on

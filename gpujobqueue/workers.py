@@ -12,9 +12,27 @@ from .request import _PATH, _matching, _one_line, parse_bool, parse_job_path, pa
 
 WORKER_MODES = ("dask-cuda", "per-device")
 VISIBILITY_VARIABLES = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "HIP_VISIBLE_DEVICES")
-# How the batch script reaches the job's GPUs: directly (it runs on the node), or through
-# a launcher from a launch node that has none (jsrun on LSF CSM machines such as Summit).
-LAUNCHERS = ("direct", "jsrun")
+# How the batch script starts the workers of each of the job's nodes: directly (one node;
+# the script runs on it), or through a launcher that runs one task per node. jsrun (LSF CSM
+# machines such as Summit) is needed even for one node: the script runs on a launch node.
+LAUNCHERS = ("direct", "srun", "mpiexec-pals", "mpiexec-openmpi", "mpiexec-mpich", "jsrun", "ibrun")
+# The launchers that start one task per node of each batch system's jobs.
+BATCH_LAUNCHERS = {
+    "slurm": ("srun", "ibrun", "mpiexec-openmpi", "mpiexec-mpich"),
+    "pbs": ("mpiexec-pals", "mpiexec-openmpi", "mpiexec-mpich"),
+    "lsf": ("jsrun", "mpiexec-openmpi", "mpiexec-mpich"),
+    "sge": ("mpiexec-openmpi", "mpiexec-mpich"),
+    "local": (),
+}
+# The variable that tells a launched task its rank (= its node), launcher's own first.
+LAUNCHER_RANK_VARIABLES = {
+    "srun": ("SLURM_PROCID",),
+    "mpiexec-pals": ("PALS_RANKID", "PMI_RANK"),
+    "mpiexec-openmpi": ("OMPI_COMM_WORLD_RANK",),
+    "mpiexec-mpich": ("PMI_RANK",),
+    "jsrun": ("JSM_NAMESPACE_RANK", "OMPI_COMM_WORLD_RANK"),
+    "ibrun": ("PMI_RANK", "MV2_COMM_WORLD_RANK", "SLURM_PROCID"),
+}
 PROTOCOLS = ("tcp", "tls", "ucx", "inproc", "ws", "wss")
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*(?: [a-z][a-z0-9-]*)?")
 # `python -m dask_cuda.cli` runs dask-cuda's worker command itself (its __main__ calls worker()).
@@ -87,8 +105,14 @@ class WorkerLaunch:
     extra_args : tuple of str
         More worker arguments, each shell-quoted into the script.
     launcher : str
-        ``"direct"``: the batch script runs on the job's node and starts the workers itself;
-        ``"jsrun"``: it runs on a launch node and starts them on the node through ``jsrun``.
+        ``"direct"``: the batch script runs on the job's one node and starts the workers
+        itself; ``"srun"``, ``"mpiexec-pals"``, ``"mpiexec-openmpi"``, ``"mpiexec-mpich"``,
+        ``"ibrun"``: it starts one task per node, each starting that node's workers;
+        ``"jsrun"``: the same from a launch node without GPUs (LSF CSM).
+    launcher_args : tuple of str
+        More launcher options (a site's ``launcher.args``), after gpujobqueue's own.
+    nodes : int
+        Nodes of the job; each runs ``gpus`` workers.
     """
 
     mode: str = "dask-cuda"
@@ -115,9 +139,12 @@ class WorkerLaunch:
     interface: str | None = None
     extra_args: tuple[str, ...] = ()
     launcher: str = "direct"
+    launcher_args: tuple[str, ...] = ()
+    nodes: int = 1
 
     @classmethod
-    def from_settings(cls, settings: Mapping[str, Any], *, gpus: int, memory_per_node: int | None, cpus_per_node: int | None = None) -> "WorkerLaunch":
+    def from_settings(cls, settings: Mapping[str, Any], *, gpus: int, memory_per_node: int | None, cpus_per_node: int | None = None,
+                      nodes: int = 1) -> "WorkerLaunch":
         """Parse and validate the worker part of resolved settings.
 
         Parameters
@@ -131,6 +158,9 @@ class WorkerLaunch:
         cpus_per_node : int, optional
             The request's cores per node; dask-cuda workers take up to
             :data:`DASK_CUDA_DEFAULT_THREADS` of their share as threads by default.
+        nodes : int
+            The request's nodes. A one-node job starts its workers directly whatever the
+            launcher, except ``jsrun``, whose batch script runs on a launch node.
         """
         get = settings.get
         mode = get("worker_mode") or "dask-cuda"
@@ -174,6 +204,12 @@ class WorkerLaunch:
         launcher = get("launcher") or "direct"
         if launcher not in LAUNCHERS:
             raise ValidationError("launcher", f"{launcher!r} is not a launcher; use one of {', '.join(LAUNCHERS)}")
+        launcher_args = parse_lines("launcher_args", get("launcher_args"))
+        if nodes == 1 and launcher != "jsrun":
+            launcher, launcher_args = "direct", ()  # the script runs on the job's one node
+        if nodes > 1 and launcher == "direct":
+            raise ValidationError("launcher", f"a job of {nodes} nodes needs a launcher that starts the workers of every node: "
+                                              f"{', '.join(name for name in LAUNCHERS if name != 'direct')} (a site config names its own)")
         death_timeout = get("death_timeout", 60)
         interface = get("interface")
         if interface is not None:
@@ -198,6 +234,8 @@ class WorkerLaunch:
             interface=interface,
             extra_args=parse_lines("worker_extra_args", get("worker_extra_args")),
             launcher=launcher,
+            launcher_args=launcher_args,
+            nodes=nodes,
         )
 
     @property
@@ -230,10 +268,21 @@ class WorkerLaunch:
 
     @property
     def name_suffixes(self) -> list[str]:
-        """Suffixes that turn a job's name into its workers' names, in device order."""
-        if self.gpus == 1:
-            return [""]  # dask-cuda and dask worker add no suffix to a lone worker
-        return [f"-{i}" for i in range(self.gpus)]
+        """Suffixes that turn a job's name into its workers' names, in node then device order:
+        ``-<gpu>`` on one node, ``-<node>-<gpu>`` on several."""
+        per_node = [""] if self.gpus == 1 else [f"-{i}" for i in range(self.gpus)]  # a lone worker gets no suffix
+        if self.nodes == 1:
+            return per_node
+        return [f"-{node}{suffix}" for node in range(self.nodes) for suffix in per_node]
+
+    @property
+    def rank_expression(self) -> str:
+        """Shell expansion of a launched task's rank, which numbers its node: the first of the
+        launcher's rank variables that is set, else 0."""
+        expression = "0"
+        for variable in reversed(LAUNCHER_RANK_VARIABLES.get(self.launcher, ())):
+            expression = f"${{{variable}:-{expression}}}"
+        return expression
 
     @property
     def memory_limit_arg(self) -> str:

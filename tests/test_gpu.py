@@ -209,3 +209,18 @@ def test_mixed_pool_annotated_cupy_tasks_run_only_on_gpu_workers():
         assert {name for name, _ in results} <= gpu_workers
         import cupy
         assert [total for _, total in results] == pytest.approx([float(cupy.random.default_rng(s).standard_normal(10**6).sum()) for s in range(40)])
+
+
+def test_dask_cuda_job_on_a_node_without_its_interface_is_reported_back():
+    pytest.importorskip("dask_cuda")
+    from gpujobqueue import JobFailedError
+
+    # The scheduler here listens on loopback; the job is told to use an interface the node lacks.
+    with LocalGPUCluster(gpus_per_node=len(GPUS), interface="nosuchif0", scheduler_options={"interface": "lo"}) as cluster, Client(cluster) as client:
+        assert cluster.launch.mode == "dask-cuda"
+        cluster.scale(gpus=len(GPUS))
+        with pytest.raises(JobFailedError) as info:
+            client.wait_for_workers(len(GPUS), timeout=60)
+        assert info.value.exit_code == 3
+        assert "network interface nosuchif0 does not exist" in info.value.log_tail
+        assert not cluster.workers

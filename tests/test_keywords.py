@@ -119,6 +119,17 @@ def test_project_keeps_each_batch_systems_meaning():
     (SGEGPUCluster, {"gpu_complex": "gpu;rm"}, "gpu_complex"),
     (SGEGPUCluster, {"parallel_environment": "smp 4"}, "parallel_environment"),
     (SLURMGPUCluster, {"launcher": "jsrun"}, "launcher"),
+    # jobs of several nodes
+    (SLURMGPUCluster, {"nodes": 2}, "launcher"),
+    (SLURMGPUCluster, {"nodes": 2, "launcher": "mpiexec-pals"}, "launcher"),
+    (PBSGPUCluster, {"nodes": 2, "launcher": "srun"}, "launcher"),
+    (LSFGPUCluster, {"nodes": 2, "launcher": "ibrun", "lsf_units": "mb"}, "launcher"),
+    (SGEGPUCluster, {"nodes": 2, "launcher": "mpiexec-openmpi"}, "nodes"),
+    (LocalGPUCluster, {"nodes": 2, "launcher": "srun"}, "launcher"),
+    (SLURMGPUCluster, {"nodes": 2, "launcher": "srun", "cores": 3}, "cores"),
+    (SLURMGPUCluster, {"nodes": 2, "launcher": "srun", "memory": "3"}, "memory"),
+    (SLURMGPUCluster, {"nodes": 2, "launcher": "nosuchrun"}, "launcher"),
+    (SLURMGPUCluster, {"nodes": 2, "launcher": "srun", "launcher_args": ["--cpu-bind=none\n#SBATCH --qos=high"]}, "launcher_args[0]"),
 ])
 def test_batch_keywords_are_validated(cluster_cls, keywords, field):
     with pytest.raises(ValidationError) as info:
@@ -224,3 +235,15 @@ def test_cpu_workers_need_a_cpu_pool_and_adapt_refuses_two_pools():
             cluster.adapt(maximum_gpus=2)
         assert info.value.field == "cpu_pool"
         assert not cluster.worker_spec
+
+
+def test_several_nodes_count_every_gpu_and_name_every_worker():
+    _, request, launch = SLURMGPUCluster.parse_keywords({"nodes": 3, "gpus_per_node": 4, "cores": 96, "memory": "3GiB", "launcher": "srun"})
+    assert (request.nodes, request.gpus_per_job, request.cpus_per_node, request.memory_per_node) == (3, 12, 32, 2**30)
+    assert launch.name_suffixes == [f"-{node}-{gpu}" for node in range(3) for gpu in range(4)]
+    assert launch.rank_expression == "${SLURM_PROCID:-0}"
+    _, _, one_node = SLURMGPUCluster.parse_keywords({"gpus_per_node": 4, "launcher": "srun", "launcher_args": ["--cpu-bind=none"]})
+    assert (one_node.launcher, one_node.launcher_args) == ("direct", ()), "a one-node job starts its workers directly"
+    _, _, single = SLURMGPUCluster.parse_keywords({"nodes": 2, "gpus_per_node": 1, "launcher": "srun"})
+    assert single.name_suffixes == ["-0", "-1"]
+

@@ -45,3 +45,17 @@ def test_sbatch_test_only_does_refuse_what_slurm_cannot_run(slurm, tmp_path, arg
     path.write_text(render(args))
     result = sbatch_test_only(path)
     assert result.returncode != 0 and refusal in result.stderr.lower()
+
+
+@pytest.mark.parametrize("launcher", ["srun", "ibrun", "mpiexec-openmpi", "mpiexec-mpich"])
+def test_two_node_script_of_each_launcher_is_accepted_by_sbatch(slurm, tmp_path, launcher):
+    # One slurmd cannot offer two nodes: sbatch's own options (which win over #SBATCH lines)
+    # turn the node count into two tasks on the one node; every other directive is the script's.
+    text = render(["--nodes", "2", "--gpus-per-node", "2", "--job-cpu", "1", "--queue", "gpu", "--launcher", launcher])
+    assert "#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n" in text
+    path = tmp_path / "job.sh"
+    path.write_text(text)
+    result = subprocess.run(["sbatch", "--test-only", "--nodes=1", "--ntasks-per-node=2", str(path)], capture_output=True, text=True)
+    assert result.returncode == 0 and "to start at" in result.stderr, f"sbatch --test-only refused the {launcher} script:\n{result.stderr}\n{text}"
+    assert not slurm.squeue_ids()
+

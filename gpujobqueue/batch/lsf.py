@@ -13,7 +13,7 @@ from ..errors import ValidationError
 from ..job import GPUJob
 from ..job_status import JobStatus, unlisted
 from ..request import JobRequest, parse_bool, parse_size
-from ..workers import WorkerLaunch
+from ..workers import BATCH_LAUNCHERS, WorkerLaunch
 
 GPU_MODES = ("exclusive_process", "shared")
 LSF_UNITS = ("kb", "mb", "gb", "tb", "pb", "eb")
@@ -154,6 +154,7 @@ class LSFGPUCluster(GPUJobQueueCluster):
     batch_keywords = ("ncpus", "mem", "lsf_units", "use_stdin", "gpu_mode")
     batch_synonyms = {"project": "account"}
     gpu_request_styles = ("gpu", "csm", "none")
+    launchers = BATCH_LAUNCHERS["lsf"]
 
     @classmethod
     def _apply_batch_defaults(cls, settings: dict[str, Any]) -> None:
@@ -173,5 +174,7 @@ class LSFGPUCluster(GPUJobQueueCluster):
         csm = request.gpu_request == "csm"
         if csm and launch.launcher != "jsrun":
             raise ValidationError("launcher", "a CSM job (gpu_request='csm', -nnodes) runs its script on a launch node without GPUs; its workers need launcher='jsrun'")
-        if not csm and launch.launcher != "direct":
-            raise ValidationError("launcher", f"launcher={launch.launcher!r} needs whole CSM nodes (gpu_request='csm'); a -gpu job's script runs on its node and starts the workers directly")
+        if not csm and launch.launcher == "jsrun":
+            raise ValidationError("launcher", "launcher='jsrun' needs whole CSM nodes (gpu_request='csm'); a -gpu job's script runs on its first host: "
+                                              "it starts the workers directly, or those of several hosts through mpiexec-openmpi or mpiexec-mpich")
+        super()._check_launch(request, launch)

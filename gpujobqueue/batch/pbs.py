@@ -12,6 +12,7 @@ from ..errors import ValidationError
 from ..job import GPUJob
 from ..job_status import JobStatus, unlisted
 from ..request import JobRequest, _matching
+from ..workers import BATCH_LAUNCHERS
 
 # PBS resource names and values: no spaces, colons, commas, plus signs or shell characters,
 # so a value cannot open another chunk (+), resource (:, ,) or directive.
@@ -189,6 +190,7 @@ class PBSGPUCluster(GPUJobQueueCluster):
     job_cls = PBSGPUJob
     batch_keywords = ("chunk_resources", "place", "filesystems", "resource_spec")
     gpu_request_styles = ("select", "torque", "none")
+    launchers = BATCH_LAUNCHERS["pbs"]
 
     @classmethod
     def _parse_batch_options(cls, settings: dict[str, Any], request: JobRequest) -> PBSOptions:

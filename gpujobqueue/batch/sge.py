@@ -11,6 +11,7 @@ from ..errors import SubmissionError, ValidationError
 from ..job import GPUJob
 from ..job_status import JobStatus, run_query, unlisted
 from ..request import JobRequest, _matching
+from ..workers import BATCH_LAUNCHERS
 
 GPU_CONSUMABLES = ("slot", "job")
 _COMPLEX = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
@@ -66,6 +67,9 @@ class SGEOptions:
         if consumable not in GPU_CONSUMABLES:
             raise ValidationError("gpu_consumable", f"{consumable!r}: use slot (the complex is a YES consumable, counted per slot) or job (a JOB consumable)")
         parallel_environment = complex_name("parallel_environment")
+        if request.nodes > 1 and request.gpu_request == "complex":
+            raise ValidationError("nodes", f"a Grid Engine GPU complex counts GPUs per slot, not per host, so a job of {request.nodes} nodes cannot ask for "
+                                           f"{request.gpus_per_node} GPUs on each; use gpu_request='resource-type' (whole nodes, such as rt_F) or 'none'")
         slots = request.cpus_per_node * request.nodes if parallel_environment else 1
         value = request.gpus_per_node * request.nodes
         if consumable == "slot" and request.gpu_request == "complex":
@@ -184,6 +188,7 @@ class SGEGPUCluster(GPUJobQueueCluster):
     batch_keywords = ("gpu_complex", "gpu_consumable", "resource_type", "parallel_environment", "resource_spec")
     batch_synonyms = {"project": "account"}
     gpu_request_styles = ("complex", "resource-type", "none")
+    launchers = BATCH_LAUNCHERS["sge"]
 
     @classmethod
     def _apply_batch_defaults(cls, settings: dict[str, Any]) -> None:

@@ -7,6 +7,7 @@ import re
 from ..cluster import GPUJobQueueCluster
 from ..job import GPUJob
 from ..job_status import JobStatus, run_query, unlisted
+from ..workers import BATCH_LAUNCHERS
 
 
 class SLURMGPUJob(GPUJob):
@@ -71,3 +72,4 @@ class SLURMGPUCluster(GPUJobQueueCluster):
     batch_keywords = ("qos", "constraint", "job_cpu", "job_mem")
     batch_synonyms = {"partition": "queue"}
     gpu_request_styles = ("gpus-per-node", "gres", "none")
+    launchers = BATCH_LAUNCHERS["slurm"]
