@@ -246,6 +246,7 @@ def test_pending_job_shows_slurms_reason(slurm, counted):
         pending = wait_until(lambda: [row for row in cluster.jobs if row.state == "PENDING"], 30, what=lambda: repr(cluster.jobs))
         assert len(pending) == 1 and pending[0].workers == 0 and pending[0].reason == "Resources", repr(cluster.jobs)
         assert "PENDING  Resources" in repr(cluster.jobs)
+    assert wait_until(lambda: not slurm.squeue_ids(), 60, what=lambda: f"queue to empty after close(): {slurm.squeue_ids()}")
 
 
 def test_refusal_is_raised_with_the_batch_systems_message(batch_backend):
