@@ -22,7 +22,7 @@ from distributed.core import Status
 from distributed.scheduler import Scheduler
 from distributed.security import Security
 
-from . import config, gpus, job_watch, sites
+from . import config, gpus, sites
 from .errors import GPUJobQueueError, SubmissionError, ValidationError
 from .adaptive import GPUAdaptive
 from .cpu_pool import CPUPool
@@ -259,7 +259,7 @@ class GPUJobQueueCluster(JobQueueCluster):
                 dask.config.set({"distributed-ucxx.create-cuda-context": True})
         job_kwargs = self._batch_job_kwargs(settings)
         self._scheduler_directory: str | None = None
-        self._job_watch = JobWatch(self, job_watch.poll_interval())
+        self._job_watch = JobWatch(self)
         if self.scheduler_placement == "job":
             if security is True:
                 security = Security.temporary()

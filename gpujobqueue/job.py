@@ -143,12 +143,6 @@ class GPUJob(Job):
             return None
         return (await type(self).query_statuses([self])).get(self.job_id)
 
-    async def state(self) -> str | None:
-        """The job's state as the batch system words it (``"PENDING"``, ``"r"``), or None
-        once the job has ended or the batch system no longer knows it."""
-        status = await self.batch_status()
-        return None if status is None or status.ended else status.state
-
     @classmethod
     async def query_statuses(cls, jobs: list["GPUJob"]) -> dict[str, JobStatus]:
         """The statuses of several jobs of this batch system, asked in one command.

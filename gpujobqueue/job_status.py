@@ -44,11 +44,6 @@ class JobStatus:
     nodes: str | None = None
     exit_code: int | None = None
 
-    @property
-    def pending(self) -> bool:
-        """Still waiting in the queue (as far as the state's wording tells)."""
-        return not self.ended and self.state is not None and self.state.upper() in PENDING_STATES
-
     def describe(self) -> str:
         """``"PENDING (Priority)"``, ``"FAILED, exit code 3"``, ``"no longer listed"``."""
         text = self.state or "no longer listed by the batch system"
@@ -57,10 +52,6 @@ class JobStatus:
         if self.exit_code is not None:
             text += f", exit code {self.exit_code}"
         return text
-
-
-# Waiting states of SLURM, PBS, LSF and Grid Engine (compared upper-cased).
-PENDING_STATES = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "Q", "H", "W", "T", "PEND", "PSUSP", "QW", "HQW", "HRWQ"})
 
 
 def unlisted(job_id: str) -> JobStatus:

@@ -81,18 +81,19 @@ class JobWatch:
     ----------
     cluster : GPUJobQueueCluster
         The cluster whose ``workers`` (its jobs) are watched.
-    interval : float
-        Seconds between two looks.
+    interval : float, optional
+        Seconds between two looks (default ``gpujobqueue.job-poll-interval``).
     """
 
-    def __init__(self, cluster: Any, interval: float):
+    def __init__(self, cluster: Any, interval: float | None = None):
         self.cluster = cluster
-        self.interval = interval
+        self.interval = poll_interval() if interval is None else interval
         self.statuses: dict[str, JobStatus] = {}
         self.failures: list[JobFailedError] = []  # every job that ended before its workers connected
-        self._unraised: list[JobFailedError] = []
+        self._raised = 0  # failures[:_raised] have been raised
         self.connected: set[str] = set()  # jobs of which a worker has connected at some point
         self._task: asyncio.Task | None = None
+        self._polling = asyncio.Lock()  # the periodic look and cluster.jobs must not act on one ending twice
 
     def start(self) -> None:
         if self._task is None:
@@ -111,7 +112,10 @@ class JobWatch:
 
     def take_failure(self) -> JobFailedError | None:
         """The oldest failure not raised yet (each is raised once)."""
-        return self._unraised.pop(0) if self._unraised else None
+        if self._raised == len(self.failures):
+            return None
+        self._raised += 1
+        return self.failures[self._raised - 1]
 
     async def _run(self) -> None:
         while True:
@@ -132,9 +136,11 @@ class JobWatch:
 
     async def poll(self) -> None:
         """Ask the batch system about every watched job once; act on those that ended."""
+        async with self._polling:
+            await self._poll()
+
+    async def _poll(self) -> None:
         jobs = self.watched_jobs()
-        for worker in list(self.cluster.scheduler_info.get("workers", {}).values()):
-            self.note_worker(str(worker.get("name")))
         by_class: dict[type, list[tuple[str, Any]]] = {}
         for name, job in jobs.items():
             by_class.setdefault(type(job), []).append((name, job))
@@ -170,7 +176,6 @@ class JobWatch:
         await self.cluster._correct_state()
         if failure is not None:
             self.failures.append(failure)
-            self._unraised.append(failure)
 
     def rows(self) -> JobTable:
         """The table of :attr:`GPUJobQueueCluster.jobs`, from the last answers."""

@@ -106,10 +106,9 @@ class LocalGPUJob(GPUJob):
     async def query_statuses(cls, jobs: list[GPUJob]) -> dict[str, JobStatus]:
         statuses = {}
         for job in jobs:
-            process = getattr(job, "process", None)
-            if job.job_id is None or process is None:
+            if job.process is None:
                 continue
-            returncode = process.poll()
+            returncode = job.process.poll()
             if returncode is None:
                 statuses[job.job_id] = JobStatus(job.job_id, "RUNNING", nodes=socket.gethostname())
             else:  # a negative return code is the signal that ended it
