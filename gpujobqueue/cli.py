@@ -72,9 +72,11 @@ def main() -> None:
               help="Write a self-contained script: it starts a scheduler and the GPU workers in the job, runs SCRIPT.py "
                    "(with SCRIPT_ARGS) as the client once the workers are up, and ends the job with its exit code.")
 @click.option("--workers-timeout", default=300, show_default=True, help="With --run: seconds to wait for the workers before the job fails.")
+@click.option("--job-array", "array_jobs", type=int, default=None, metavar="K",
+              help="Write the job array of K jobs (NAME-0 .. NAME-<K-1>) that a cluster with job_array=True submits in one command.")
 @_keyword_options
 def render(batch: str, client_args: tuple[str, ...], scheduler_address: str | None, worker_name: str, client_script: str | None,
-           workers_timeout: int, environment: tuple[str, ...], **options) -> None:
+           workers_timeout: int, environment: tuple[str, ...], array_jobs: int | None, **options) -> None:
     """Print the job script for BATCH (slurm, pbs, lsf, sge, local) or SITE (a site config's
     name or file) that the cluster keywords describe.
 
@@ -105,7 +107,7 @@ def render(batch: str, client_args: tuple[str, ...], scheduler_address: str | No
         keywords["environment"] = env
     try:
         run = None if client_script is None else ClientRun.from_command_line(client_script, client_args, workers_timeout=workers_timeout)
-        click.echo(job_script_for(batch, keywords, name=worker_name, scheduler=scheduler_address or PLACEHOLDER_SCHEDULER, run=run), nl=False)
+        click.echo(job_script_for(batch, keywords, name=worker_name, scheduler=scheduler_address or PLACEHOLDER_SCHEDULER, run=run, array_jobs=array_jobs), nl=False)
     except GPUJobQueueError as error:
         raise click.ClickException(str(error)) from None
 

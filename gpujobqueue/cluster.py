@@ -27,10 +27,11 @@ from .errors import GPUJobQueueError, SubmissionError, ValidationError
 from .adaptive import GPUAdaptive
 from .cpu_pool import CPUPool
 from .job import GPUJob
+from .job_commands import JobCommands
 from .job_status import JobFailedError
 from .job_watch import JobTable, JobWatch
 from .render import check_scheduler_can_run_in_job
-from .request import JobRequest, parse_positive_int
+from .request import JobRequest, parse_bool, parse_positive_int
 from .scheduler_job import (SCHEDULER_FILE_NAME, HostedWorkers, JobScheduler, SchedulerStart, make_scheduler_directory,
                             parse_scheduler_placement, scheduler_tls_args)
 from .workers import WorkerLaunch
@@ -189,6 +190,12 @@ class GPUJobQueueCluster(JobQueueCluster):
         ``processes`` (workers per job, default 1), ``cores``, ``nthreads``, ``memory``
         (per job), ``queue``, ``account``, ``qos``, ``walltime``, ``job_name``,
         ``job_extra_directives``; the rest is the GPU jobs' settings.
+    job_array : bool
+        Submit the jobs that ``scale()`` and ``adapt()`` start together as one job array
+        (SLURM ``--array=1-K``, PBS Pro ``-J 1-K``, LSF ``-J "name[1-K]"``, Grid Engine
+        ``-t 1-K``): one submission for many one-node jobs. Each element is one of the
+        cluster's jobs, and scaling down cancels single elements. Default false
+        (``gpujobqueue.<batch>.job-array``).
     scheduler : {"local", "job"}
         Where the scheduler runs. ``"local"`` (default): in this process, as in
         dask-jobqueue. ``"job"``: in the cluster's first job, on a compute node, beside
@@ -237,6 +244,7 @@ class GPUJobQueueCluster(JobQueueCluster):
         processes: int | None = None,
         scheduler: str | None = None,
         cpu_pool: dict[str, Any] | None = None,
+        job_array: bool | None = None,
         **kwargs: Any,
     ):
         if job_cls is not None:
@@ -257,7 +265,12 @@ class GPUJobQueueCluster(JobQueueCluster):
             if gpus.nvidia_gpu_ids():
                 # The scheduler (when in this process) and the client need a CUDA context before UCX starts.
                 dask.config.set({"distributed-ucxx.create-cuda-context": True})
-        job_kwargs = self._batch_job_kwargs(settings)
+        job_array = parse_bool("job_array", job_array if job_array is not None else config.configured(self.job_cls.batch, "job_array") or False)
+        if job_array:
+            self._check_job_array(request)
+        # Jobs started or stopped together submit and cancel in one command each.
+        self._job_commands = JobCommands(arrays=job_array)
+        job_kwargs = dict(self._batch_job_kwargs(settings), commands=self._job_commands)
         self._scheduler_directory: str | None = None
         self._job_watch = JobWatch(self)
         if self.scheduler_placement == "job":
@@ -465,6 +478,14 @@ class GPUJobQueueCluster(JobQueueCluster):
     def _parse_batch_options(cls, settings: dict[str, Any], request: JobRequest) -> Any:
         """Hook: parse the batch system's own keywords into its options object."""
         return None
+
+    @classmethod
+    def _check_job_array(cls, request: JobRequest) -> None:
+        """Refuse job arrays where this batch system or this request has none."""
+        if cls.job_cls.array_task_variable is None:
+            raise ValidationError("job_array", f"{cls.job_cls.batch} jobs cannot be submitted as job arrays")
+        if request.nodes > 1:
+            raise ValidationError("job_array", f"job arrays are for many one-node jobs; jobs of {request.nodes} nodes go as they are (job_array=False)")
 
     @classmethod
     def _check_launch(cls, request: JobRequest, launch: WorkerLaunch) -> None:

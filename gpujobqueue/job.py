@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
-from typing import ClassVar
+import tempfile
+from typing import ClassVar, Iterator
 
 from dask_jobqueue.core import Job
 from distributed.core import Status
@@ -12,6 +14,7 @@ from distributed.deploy.spec import ProcessInterface
 from distributed.security import Security
 
 from .errors import SubmissionError
+from .job_commands import ArrayElements, JobCommands
 from .job_status import JobFailedError, JobStatus, read_log_tail, run_query, script_exit_code
 from .render import PLACEHOLDER_SCHEDULER, render_job_script
 from .request import JobRequest
@@ -53,6 +56,10 @@ class GPUJob(Job):
         The workers find the scheduler through this file (``scheduler="job"``).
     start_scheduler : SchedulerStart, optional
         This job starts the cluster's scheduler, then its workers (``scheduler="job"``).
+    commands : JobCommands, optional
+        The cluster's gatherer of batch commands: the job is cancelled together with the
+        others cancelled at the same time, and, with ``commands.arrays``, submitted as an
+        element of one job array with the others started at the same time.
     config_name, interface, protocol
         Accepted from :class:`dask_jobqueue.JobQueueCluster`, which passes them to every
         job; ``launch`` already holds the interface and protocol.
@@ -62,6 +69,11 @@ class GPUJob(Job):
     directive_prefix: ClassVar[str] = "#"
     # Batch states that mean the job is over, though the batch system still lists it.
     ended_states: ClassVar[frozenset[str]] = frozenset()
+    # Job arrays: the variable holding an element's index, and how many elements one array
+    # may have (the batch system's default limit); fewer than two jobs go as plain jobs.
+    array_task_variable: ClassVar[str | None] = None
+    array_size_limit: ClassVar[int] = 1000
+    array_size_minimum: ClassVar[int] = 2
 
     def __init__(
         self,
@@ -76,6 +88,7 @@ class GPUJob(Job):
         protocol: str | None = None,
         scheduler_file: str | None = None,
         start_scheduler: SchedulerStart | None = None,
+        commands: JobCommands | None = None,
     ):
         # Job.__init__ would read jobqueue.yaml for every setting; ours are resolved already.
         ProcessInterface.__init__(self)
@@ -94,11 +107,12 @@ class GPUJob(Job):
         self._tls_args = worker_tls_args(security)
         self.scheduler_file = scheduler_file
         self.start_scheduler = start_scheduler
+        self.commands = commands
         # Where batch systems write logs by default; set again when the job is submitted.
         self.submit_directory = os.getcwd()
 
-    def job_script(self) -> str:
-        """The script this job submits."""
+    def job_script(self, array: ArrayElements | None = None) -> str:
+        """The script this job submits; with ``array``, the script of that job array."""
         return render_job_script(
             self.batch,
             self.request,
@@ -109,7 +123,19 @@ class GPUJob(Job):
             tls_args=self._tls_args,
             scheduler_file=self.scheduler_file,
             start_scheduler=self.start_scheduler,
+            array=array,
         )
+
+    @contextlib.contextmanager
+    def job_file(self) -> Iterator[str]:
+        """The job's script in a temporary file (rendered once, unlike dask-jobqueue's)."""
+        descriptor, path = tempfile.mkstemp(suffix=".sh", prefix="gpujobqueue-job-")
+        try:
+            with os.fdopen(descriptor, "w") as f:
+                f.write(self.job_script())
+            yield path
+        finally:
+            os.unlink(path)
 
     @property
     def job_header(self) -> str:
@@ -128,10 +154,29 @@ class GPUJob(Job):
             raise
 
     async def _start_job(self) -> None:
-        await super().start()
+        if self.commands is not None and self.commands.arrays and self.start_scheduler is None:
+            await self.commands.submit(self)
+        else:
+            await self.submit_alone()
+        await ProcessInterface.start(self)
+
+    async def submit_alone(self) -> None:
+        """Submit this job's own script; set its job id."""
+        with self.job_file() as path:
+            out = await self._submit_job(path)
+        self.job_id = self._job_id_from_submit_output(out)
+
+    @classmethod
+    def array_element_id(cls, array_id: str, index: int) -> str:
+        """The id of element ``index`` of the job array ``array_id``, as the batch
+        system's cancel and query commands take it."""
+        raise NotImplementedError(f"{cls.batch} has no job arrays")
 
     async def close(self) -> None:
-        await super().close()  # the batch system's cancel command
+        if self.commands is not None:
+            await self.commands.cancel(self)  # with the others cancelled in this round
+        else:
+            await super().close()  # the batch system's cancel command
         # dask-jobqueue's Job.close leaves the status `running`; SpecCluster.close asserts
         # that every job it still references is closed.
         await ProcessInterface.close(self)

@@ -11,6 +11,7 @@ from typing import Sequence
 import jinja2
 
 from .errors import ValidationError
+from .job_commands import ArrayElements
 from .request import JobRequest, format_hours_walltime, format_lsf_walltime, format_pbs_memory, format_slurm_memory
 from .run import ClientRun
 from .scheduler_job import SchedulerStart
@@ -98,6 +99,7 @@ def render_job_script(
     run: ClientRun | None = None,
     scheduler_file: str | None = None,
     start_scheduler: SchedulerStart | None = None,
+    array: ArrayElements | None = None,
 ) -> str:
     """Render one job script.
 
@@ -127,6 +129,9 @@ def render_job_script(
     start_scheduler : SchedulerStart, optional
         Start the cluster's scheduler in this job, before its workers, writing
         ``scheduler_file``; the job then lasts as long as the scheduler.
+    array : ArrayElements, optional
+        Render the script of a job array whose element ``i`` is the job
+        ``<array.prefix>-<array.offset + i>``; ``name`` is then not used.
 
     Returns
     -------
@@ -148,6 +153,11 @@ def render_job_script(
         scheduler_arg = shlex.quote(scheduler)
     # Workers are <name>-<i>, and on several nodes <name>-<node>-<i>, the node numbered by the launcher's rank.
     worker_name = shlex.quote(name) + ('-"$node_rank"' if launch.nodes > 1 else "")
+    if array is not None:
+        if launch.nodes > 1 or run is not None or start_scheduler is not None:
+            raise ValidationError("job_array", "a job array's elements are one-node worker jobs")
+        name = f"{array.prefix}-<element's number>"
+        worker_name = '"$job_in_cluster"'  # element i's job name, worked out in the job
     template = environment().get_template(f"{batch}.sh.j2")
     text = template.render(
         batch=batch,
@@ -161,5 +171,6 @@ def render_job_script(
         start_scheduler=start_scheduler,
         directive_prefix=directive_prefix,
         tls_args=list(tls_args),
+        array=array,
     )
     return text + "\n"

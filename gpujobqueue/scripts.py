@@ -5,12 +5,16 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from .batch import BATCH_SYSTEMS, cluster_class
+from .errors import ValidationError
+from .job_commands import ArrayElements
 from .render import PLACEHOLDER_SCHEDULER, render_job_script
+from .request import parse_positive_int
 from .run import ClientRun
 from .sites import load_site
 
 
-def job_script_for(batch: str, keywords: Mapping[str, Any], *, name: str, scheduler: str = PLACEHOLDER_SCHEDULER, run: ClientRun | None = None) -> str:
+def job_script_for(batch: str, keywords: Mapping[str, Any], *, name: str, scheduler: str = PLACEHOLDER_SCHEDULER, run: ClientRun | None = None,
+                   array_jobs: int | None = None) -> str:
     """Render the script a cluster of ``batch`` would submit for ``keywords``.
 
     Parameters
@@ -26,6 +30,9 @@ def job_script_for(batch: str, keywords: Mapping[str, Any], *, name: str, schedu
         Scheduler address the workers connect to.
     run : ClientRun, optional
         A self-contained script instead: its own scheduler, the workers, then this client.
+    array_jobs : int, optional
+        The script of ``array_jobs`` jobs ``<name>-0 .. <name>-<K-1>`` submitted as one job
+        array, as a cluster with ``job_array=True`` submits them.
 
     Raises
     ------
@@ -39,4 +46,15 @@ def job_script_for(batch: str, keywords: Mapping[str, Any], *, name: str, schedu
     _, request, launch = cluster_cls.parse_keywords(keywords)
     if scheduler == PLACEHOLDER_SCHEDULER and launch.protocol not in (None, "tcp"):
         scheduler = scheduler.replace("tcp://", f"{launch.protocol}://", 1)
-    return render_job_script(batch, request, launch, name=name, scheduler=scheduler, directive_prefix=cluster_cls.job_cls.directive_prefix, run=run)
+    array = None
+    if array_jobs is not None:
+        if run is not None:
+            raise ValidationError("job_array", "--run writes one self-contained job, not a job array")
+        array_jobs = parse_positive_int("job_array", array_jobs)
+        cluster_cls._check_job_array(request)
+        if array_jobs < cluster_cls.job_cls.array_size_minimum:
+            name = f"{name}-0"  # a single job goes as a plain job
+        else:
+            array = ArrayElements(name, -1, array_jobs, cluster_cls.job_cls.array_task_variable)
+    return render_job_script(batch, request, launch, name=name, scheduler=scheduler, directive_prefix=cluster_cls.job_cls.directive_prefix, run=run,
+                             array=array)

@@ -45,6 +45,11 @@ CASES = {
     "lsf-2-nodes-mpiexec-mpich": ("lsf", {"nodes": 2, "gpus_per_node": 4, "launcher": "mpiexec-mpich", "queue": "gpu", "lsf_units": "mb"}),
     "sge-2-nodes-resource-type-mpiexec-openmpi": ("sge", {"nodes": 2, "gpus_per_node": 4, "gpu_request": "resource-type", "resource_type": "rt_F", "launcher": "mpiexec-openmpi"}),
     "sge-2-nodes-queue-implies-gpus-mpiexec-mpich": ("sge", {"nodes": 2, "gpus_per_node": 2, "cores": 2, "gpu_request": "none", "parallel_environment": "smp", "launcher": "mpiexec-mpich", "queue": "gpu.q"}),
+    # Job arrays: eight one-node jobs in one submission (array_jobs is job_script_for's, not a keyword)
+    "slurm-array-log-directory": ("slurm", {"gpus_per_node": 2, "queue": "gpu", "log_directory": "/scratch/logs", "array_jobs": 8}),
+    "pbs-array": ("pbs", {"gpus_per_node": 4, "cpus_per_gpu": 8, "queue": "gpu", "account": "MyProject", "array_jobs": 8}),
+    "lsf-array": ("lsf", {"gpus_per_node": 4, "cpus_per_gpu": 8, "queue": "gpu", "lsf_units": "mb", "log_directory": "/scratch/logs", "array_jobs": 8}),
+    "sge-array-per-device": ("sge", {"gpus_per_node": 2, "queue": "gpu.q", "worker_mode": "per-device", "array_jobs": 8}),
     "local-per-device": ("local", {"gpus_per_node": 2, "worker_mode": "per-device", "nthreads": 2}),
     "local-dask-cuda": ("local", {"gpus_per_node": 2, "worker_mode": "dask-cuda", "protocol": "ucx", "interface": "ib0", "local_directory": "/tmp/dask"}),
 }
@@ -53,7 +58,9 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_rendered_script_matches_golden_file(case):
     batch, keywords = CASES[case]
-    text = job_script_for(batch, {**COMMON, **keywords}, name="gpujobqueue-worker", scheduler="tcp://10.0.0.1:8786")
+    keywords = dict(keywords)
+    array_jobs = keywords.pop("array_jobs", None)
+    text = job_script_for(batch, {**COMMON, **keywords}, name="gpujobqueue-worker", scheduler="tcp://10.0.0.1:8786", array_jobs=array_jobs)
     path = GOLDEN / f"{case}.sh"
     if os.environ.get("GPUJOBQUEUE_UPDATE_GOLDEN"):
         path.write_text(text)

@@ -14,6 +14,7 @@ RENDERINGS = {
     "gres untyped, per-device": ["--gpus-per-node", "4", "--gpu-request", "gres", "--worker-mode", "per-device", "--cores", "2"],
     "gres typed": ["--gpus-per-node", "2", "--gpu-request", "gres", "--gpu-type", "h200", "--queue", "debug", "--walltime", "10"],
     "gpus-per-node typed": ["--gpus-per-node", "1", "--gpu-type", "h200"],
+    "job array": ["--gpus-per-node", "2", "--queue", "gpu", "--log-directory", "/tmp/gpujobqueue-logs", "--job-array", "8"],
     "partition implies GPUs": ["--gpus-per-node", "1", "--gpu-request", "none", "--queue", "gpu"],
     "everything else": ["--gpus-per-node", "2", "--exclusive", "--job-name", "analysis-1", "--log-directory", "/tmp/gpujobqueue-logs",
                         "--job-extra-directives", "--comment=gpujobqueue", "--job-script-prologue", "echo start", "--env", "OMP_NUM_THREADS=1",

@@ -86,10 +86,17 @@ class LSFGPUJob(GPUJob):
     config_name = "lsf"
     job_id_regexp = r"Job <(?P<job_id>\d+)>"
     ended_states = frozenset({"DONE", "EXIT"})
+    array_task_variable = "LSB_JOBINDEX"
+    array_size_limit = 1000  # MAX_JOB_ARRAY_SIZE's default
+
+    @classmethod
+    def array_element_id(cls, array_id: str, index: int) -> str:
+        return f"{array_id}[{index}]"
 
     @classmethod
     def query_command(cls, job_ids: list[str], jobs: list[GPUJob]) -> list[str]:
-        return ["bjobs", "-noheader", "-o", "jobid stat exit_code exec_host pend_reason delimiter='|'", *job_ids]
+        # jobid is an array's id on each of its elements' lines; jobindex tells them apart (0 outside arrays)
+        return ["bjobs", "-noheader", "-o", "jobid jobindex stat exit_code exec_host pend_reason delimiter='|'", *job_ids]
 
     @classmethod
     def interpret_statuses(cls, job_ids: list[str], code: int, out: str, err: str) -> dict[str, JobStatus] | None:
@@ -98,9 +105,11 @@ class LSFGPUJob(GPUJob):
         listed = {}
         for line in out.splitlines():
             fields = [field.strip() for field in line.split("|")]
-            if len(fields) >= 5:
-                job_id, state, exit_code, hosts = fields[:4]
-                reason = "|".join(fields[4:])  # a pending reason may hold the delimiter
+            if len(fields) >= 6:
+                job_id, index, state, exit_code, hosts = fields[:5]
+                if index not in ("0", "-", ""):
+                    job_id = f"{job_id}[{index}]"
+                reason = "|".join(fields[5:])  # a pending reason may hold the delimiter
                 listed[job_id] = JobStatus(
                     job_id, state, ended=state in cls.ended_states,
                     reason=reason if reason not in ("-", "") else None,
@@ -111,9 +120,11 @@ class LSFGPUJob(GPUJob):
         return {job_id: listed.get(job_id) or unlisted(job_id) for job_id in job_ids}
 
     def log_paths(self) -> list[str]:
-        # -o (and -e) from templates/lsf.sh.j2: <job name>-<id>.out in log_directory or the submit directory
-        paths = [self._log_file(f"{self.job_name}-{self.job_id}.out")]
-        return paths + [self._log_file(f"{self.job_name}-{self.job_id}.err")] if self.log_directory else paths
+        # -o (and -e) from templates/lsf.sh.j2: <job name>-<id>.out in log_directory or the
+        # submit directory; array element 1234[k] writes <job name>-1234_k.out
+        file_id = str(self.job_id).replace("[", "_").rstrip("]")
+        paths = [self._log_file(f"{self.job_name}-{file_id}.out")]
+        return paths + [self._log_file(f"{self.job_name}-{file_id}.err")] if self.log_directory else paths
 
     async def _run_submit_command(self, script_filename: str) -> str:
         if not self.request.options.use_stdin:

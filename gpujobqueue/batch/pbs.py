@@ -105,6 +105,14 @@ class PBSGPUJob(GPUJob):
     # `1234.server`: the whole id, which qdel and qstat take on every PBS.
     job_id_regexp = r"(?P<job_id>\d+(?:\[\d*\])?(?:\.[A-Za-z0-9_.-]+)?)"
     ended_states = frozenset({"F", "X", "C"})  # finished, subjob finished, Torque's completed
+    array_task_variable = "PBS_ARRAY_INDEX"
+    array_size_limit = 10000  # the server's max_array_size default
+    array_size_minimum = 2  # -J X-Y needs X < Y
+
+    @classmethod
+    def array_element_id(cls, array_id: str, index: int) -> str:
+        # qsub prints the array as 1234[].server; its subjobs are 1234[k].server
+        return array_id.replace("[]", f"[{index}]", 1)
 
     @classmethod
     def query_command(cls, job_ids: list[str], jobs: list[GPUJob]) -> list[str]:
@@ -135,8 +143,11 @@ class PBSGPUJob(GPUJob):
         return statuses
 
     def log_paths(self) -> list[str]:
-        # `-j oe` joins both streams into <job name>.o<sequence number>, in -o's directory if given
-        return [self._log_file(f"{self.job_name}.o{str(self.job_id).split('.')[0]}")]
+        # `-j oe` joins both streams into <job name>.o<sequence number>, in -o's directory if
+        # given; a subjob 1234[k] writes <job name>.o1234.k
+        sequence = str(self.job_id).split(".")[0]
+        subjob = re.fullmatch(r"(\d+)\[(\d+)\]", sequence)
+        return [self._log_file(f"{self.job_name}.o{subjob.group(1)}.{subjob.group(2)}" if subjob else f"{self.job_name}.o{sequence}")]
 
 
 def parse_full_status(text: str) -> dict[str, dict[str, str]]:
@@ -191,6 +202,12 @@ class PBSGPUCluster(GPUJobQueueCluster):
     batch_keywords = ("chunk_resources", "place", "filesystems", "resource_spec")
     gpu_request_styles = ("select", "torque", "none")
     launchers = BATCH_LAUNCHERS["pbs"]
+
+    @classmethod
+    def _check_job_array(cls, request: JobRequest) -> None:
+        super()._check_job_array(request)
+        if request.gpu_request == "torque":
+            raise ValidationError("job_array", "gpujobqueue writes PBS Pro's job arrays (-J 1-K, PBS_ARRAY_INDEX); Torque's (-t, PBS_ARRAYID) are not supported: use job_array=False")
 
     @classmethod
     def _parse_batch_options(cls, settings: dict[str, Any], request: JobRequest) -> PBSOptions:

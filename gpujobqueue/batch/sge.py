@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -89,6 +90,17 @@ class SGEOptions:
         )
 
 
+def expand_task_ranges(text: str) -> list[int]:
+    """Grid Engine's task list (``1-7:2,9``) as task numbers."""
+    tasks = []
+    for part in text.split(","):
+        match = re.fullmatch(r"(\d+)(?:-(\d+)(?::(\d+))?)?", part)
+        if match:
+            first, last, step = int(match.group(1)), int(match.group(2) or match.group(1)), int(match.group(3) or 1)
+            tasks += range(first, last + 1, step)
+    return tasks
+
+
 class SGEGPUJob(GPUJob):
     """A Grid Engine job of GPU workers, submitted with ``qsub`` and cancelled with ``qdel``."""
 
@@ -98,6 +110,12 @@ class SGEGPUJob(GPUJob):
     cancel_command = "qdel"
     config_name = "sge"
     job_id_regexp = r"Your job(?:-array)? (?P<job_id>\d+)"
+    array_task_variable = "SGE_TASK_ID"
+    array_size_limit = 75000  # max_aj_tasks' default
+
+    @classmethod
+    def array_element_id(cls, array_id: str, index: int) -> str:
+        return f"{array_id}.{index}"  # as qdel and qacct -t take it, and as the log is named
 
     @classmethod
     def query_command(cls, job_ids: list[str], jobs: list[GPUJob]) -> list[str]:
@@ -108,20 +126,29 @@ class SGEGPUJob(GPUJob):
         if code != 0:
             return None
         listed = {}
-        # job-ID  prior  name  user  state  submit/start at  [queue]  slots: a finished job is not listed
+        # job-ID  prior  name  user  state  submit/start at  [queue]  slots  [ja-task-ID]: a
+        # finished job is not listed; an array's running tasks have a line each, its pending
+        # ones share a line with their ranges (1-4:1).
         for fields in (line.split() for line in out.splitlines()):
             if len(fields) > 4 and fields[0].isdigit():
                 state = fields[4]
                 queue = fields[7] if len(fields) > 8 and "@" in fields[7] else None
+                tasks_column = 9 if queue else 8
                 # An error state (Eqw) never runs: the job is as good as ended, though listed.
-                listed[fields[0]] = JobStatus(fields[0], state, ended="E" in state,
-                                              reason="error state: qstat -j shows why" if "E" in state else None,
-                                              nodes=queue.split("@", 1)[1] if queue else None)
+                status = JobStatus(fields[0], state, ended="E" in state,
+                                   reason="error state: qstat -j shows why" if "E" in state else None,
+                                   nodes=queue.split("@", 1)[1] if queue else None)
+                if len(fields) > tasks_column:
+                    for task in expand_task_ranges(fields[tasks_column]):
+                        listed[f"{fields[0]}.{task}"] = dataclasses.replace(status, job_id=f"{fields[0]}.{task}")
+                else:
+                    listed[fields[0]] = status
         return {job_id: listed.get(job_id) or unlisted(job_id) for job_id in job_ids}
 
     async def query_exit_code(self) -> int | None:
         # Accounting has it once qmaster has flushed it (reporting_params flush_time, 15 s by default).
-        code, out, _ = await run_query(["qacct", "-j", str(self.job_id)])
+        job, _, task = str(self.job_id).partition(".")
+        code, out, _ = await run_query(["qacct", "-j", job, *(["-t", task] if task else [])])
         match = re.search(r"^exit_status\s+(\d+)", out, re.MULTILINE) if code == 0 else None
         return int(match.group(1)) if match else None
 

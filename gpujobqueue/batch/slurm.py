@@ -21,11 +21,18 @@ class SLURMGPUJob(GPUJob):
     job_id_regexp = r"Submitted batch job (?P<job_id>\d+)"
     ended_states = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
                               "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY", "SPECIAL_EXIT", "REVOKED"})
+    array_task_variable = "SLURM_ARRAY_TASK_ID"
+    array_size_limit = 1000  # MaxArraySize's default, 1001, allows indices up to 1000
+
+    @classmethod
+    def array_element_id(cls, array_id: str, index: int) -> str:
+        return f"{array_id}_{index}"
 
     @classmethod
     def query_command(cls, job_ids: list[str], jobs: list[GPUJob]) -> list[str]:
-        # --states=all: finished jobs too, for as long as slurmctld keeps them (MinJobAge)
-        return ["squeue", "--noheader", "--states=all", f"--jobs={','.join(job_ids)}", "--format=%i|%T|%r|%N"]
+        # --states=all: finished jobs too, for as long as slurmctld keeps them (MinJobAge);
+        # --array: one line per array element (A_7), not one per pending array (A_[7-9]).
+        return ["squeue", "--noheader", "--array", "--states=all", f"--jobs={','.join(job_ids)}", "--format=%i|%T|%r|%N"]
 
     @classmethod
     def interpret_statuses(cls, job_ids: list[str], code: int, out: str, err: str) -> dict[str, JobStatus] | None:

@@ -1,0 +1,199 @@
+"""Jobs started or stopped together, in one batch command each way: consecutive jobs go to
+the batch system as one job array, and the jobs cancelled in one round as one cancel command."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import tempfile
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .job import GPUJob
+
+logger = logging.getLogger(__name__)
+
+# Ids per cancel command: far below any command line's limit.
+CANCEL_CHUNK = 500
+
+
+@dataclass(frozen=True)
+class ArrayElements:
+    """Jobs of one cluster submitted as one job array: element ``i`` (``1 .. count``) is the
+    cluster's job ``<prefix>-<offset + i>``.
+
+    Parameters
+    ----------
+    prefix : str
+        The cluster's name; its jobs are ``<prefix>-<number>``.
+    offset : int
+        The job number of element ``i`` is ``offset + i``.
+    count : int
+        Elements in the array.
+    task_variable : str
+        The variable that tells an element its index (``SLURM_ARRAY_TASK_ID``).
+    """
+
+    prefix: str
+    offset: int
+    count: int
+    task_variable: str
+
+    @property
+    def range_text(self) -> str:
+        """``1-K``, as every batch system writes an array's indices."""
+        return f"1-{self.count}"
+
+    @property
+    def number_expression(self) -> str:
+        """Shell arithmetic for an element's job number: ``SLURM_ARRAY_TASK_ID - 1``."""
+        if self.offset == 0:
+            return self.task_variable
+        return f"{self.task_variable} {'+' if self.offset > 0 else '-'} {abs(self.offset)}"
+
+
+def job_number(job_name: str) -> tuple[str, int] | None:
+    """``("cluster", 7)`` for the job ``cluster-7``; None for a name without a number."""
+    prefix, _, number = job_name.rpartition("-")
+    return (prefix, int(number)) if prefix and number.isdigit() else None
+
+
+def consecutive_runs(jobs: list[GPUJob], longest: int) -> list[list[GPUJob]]:
+    """Jobs in order of their numbers, cut into runs of consecutive numbers of at most
+    ``longest`` jobs (an array's indices are one range)."""
+    numbered = sorted(jobs, key=lambda job: job_number(str(job.name))[1])
+    runs: list[list[GPUJob]] = []
+    for job in numbered:
+        number = job_number(str(job.name))[1]
+        last = runs[-1] if runs else None
+        if last and len(last) < longest and job_number(str(last[-1].name))[1] == number - 1:
+            last.append(job)
+        else:
+            runs.append([job])
+    return runs
+
+
+class JobCommands:
+    """Gathers the submissions and cancellations that a cluster's jobs ask for in one round
+    (SpecCluster starts and stops its jobs concurrently) and runs one batch command for each.
+
+    Parameters
+    ----------
+    arrays : bool
+        Submit consecutive jobs as job arrays; otherwise each job submits itself.
+    """
+
+    def __init__(self, arrays: bool = False):
+        self.arrays = arrays
+        self._to_submit: list[tuple[GPUJob, asyncio.Future]] = []
+        self._to_cancel: list[tuple[GPUJob, asyncio.Future]] = []
+        self._submitting: asyncio.Task | None = None
+        self._cancelling: asyncio.Task | None = None
+        self.commands_run = 0  # submit and cancel commands, for benchmarks and tests
+
+    async def submit(self, job: GPUJob) -> None:
+        """Submit ``job`` with the others of this round, as an element of a job array; sets
+        ``job.job_id`` to the element's id."""
+        if job_number(str(job.name)) is None:  # not one of a cluster's numbered jobs
+            await job.submit_alone()
+            return
+        future = asyncio.get_running_loop().create_future()
+        self._to_submit.append((job, future))
+        if self._submitting is None:
+            self._submitting = asyncio.ensure_future(self._submit_round())
+        await future
+
+    async def cancel(self, job: GPUJob) -> None:
+        """Cancel ``job`` with the others of this round, in one cancel command."""
+        future = asyncio.get_running_loop().create_future()
+        self._to_cancel.append((job, future))
+        if self._cancelling is None:
+            self._cancelling = asyncio.ensure_future(self._cancel_round())
+        await future
+
+    @staticmethod
+    async def _gather_round() -> None:
+        # Every job of the round registers before its first real wait; two turns of the
+        # loop let all of them in before the command runs.
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+
+    async def _submit_round(self) -> None:
+        await self._gather_round()
+        waiting, self._to_submit, self._submitting = self._to_submit, [], None
+        futures = {id(job): future for job, future in waiting}
+        # Jobs of one kind (a cluster's GPU jobs, or its CPU jobs) share one script.
+        kinds: dict[tuple[type, str], list[GPUJob]] = {}
+        for job, _ in waiting:
+            kinds.setdefault((type(job), job_number(str(job.name))[0]), []).append(job)
+        for (job_cls, _), jobs in kinds.items():
+            for run in consecutive_runs(jobs, job_cls.array_size_limit):
+                try:
+                    await self._submit_run(run)
+                except asyncio.CancelledError:
+                    for job in run:
+                        futures[id(job)].cancel()
+                    raise
+                except Exception as error:
+                    for job in run:
+                        _settle(futures[id(job)], error)
+                else:
+                    for job in run:
+                        _settle(futures[id(job)], None)
+
+    async def _submit_run(self, run: list[GPUJob]) -> None:
+        first = run[0]
+        if len(run) < first.array_size_minimum:
+            # Too short for this batch system's arrays (PBS Pro's -J needs X < Y): plain jobs.
+            for job in run:
+                await job.submit_alone()
+                self.commands_run += 1
+            return
+        prefix, number = job_number(str(first.name))
+        elements = ArrayElements(prefix, number - 1, len(run), first.array_task_variable)
+        script = first.job_script(array=elements)
+        descriptor, path = tempfile.mkstemp(suffix=".sh", prefix="gpujobqueue-array-")
+        try:
+            with os.fdopen(descriptor, "w") as f:
+                f.write(script)
+            self.commands_run += 1
+            out = await first._submit_job(path)
+        finally:
+            os.unlink(path)
+        array_id = first._job_id_from_submit_output(out)
+        for index, job in enumerate(run, start=1):
+            job.job_id = first.array_element_id(array_id, index)
+        logger.info("gpujobqueue: submitted jobs %s .. %s as %s array %s", first.name, run[-1].name, first.batch, array_id)
+
+    async def _cancel_round(self) -> None:
+        await self._gather_round()
+        waiting, self._to_cancel, self._cancelling = self._to_cancel, [], None
+        by_command: dict[str, list[tuple[GPUJob, asyncio.Future]]] = {}
+        for job, future in waiting:
+            by_command.setdefault(job.cancel_command, []).append((job, future))
+        for command, entries in by_command.items():
+            ids = [str(job.job_id) for job, _ in entries if job.job_id]
+            for start in range(0, len(ids), CANCEL_CHUNK):
+                await self._run_cancel(type(entries[0][0]), command, ids[start:start + CANCEL_CHUNK])
+            for _, future in entries:
+                _settle(future, None)
+
+    async def _run_cancel(self, job_cls: type, command: str, ids: list[str]) -> None:
+        self.commands_run += 1
+        try:
+            await job_cls._call(command.split() + ids)
+        except (RuntimeError, OSError) as error:
+            # A job that has already ended cannot be cancelled: that is not a failure, and
+            # the batch system cancels the others it was given.
+            logger.debug("gpujobqueue: %s %s: %s", command, " ".join(ids), error)
+
+
+def _settle(future: asyncio.Future, error: Any) -> None:
+    if future.done():
+        return
+    if error is None:
+        future.set_result(None)
+    else:
+        future.set_exception(error)
