@@ -1,36 +1,100 @@
-"""Adaptive scaling that retires whole jobs and leaves the cluster's pinned jobs alone."""
+"""Adaptive scaling in whole jobs, with hysteresis, leaving the cluster's pinned jobs alone."""
 
 from __future__ import annotations
 
+import math
 import pickle
+from typing import Any
 
 from distributed.deploy.adaptive import Adaptive
 
 
 class GPUAdaptive(Adaptive):
-    """:class:`distributed.deploy.Adaptive` that never picks the workers of a pinned job
-    (the job running the scheduler, with ``scheduler="job"``) to retire."""
+    """:class:`distributed.deploy.Adaptive` that counts whole jobs and does not churn.
 
-    async def workers_to_close(self, target: int) -> list[str]:
-        pinned = getattr(self.cluster, "pinned_jobs", set())
-        if not pinned:
-            return await super().workers_to_close(target)
-        # Every worker in the scheduler's order of preference (idle, then least data first),
-        # grouped by job; take whole unpinned jobs until only `target` workers would remain.
-        ordered = await self.scheduler.workers_to_close(
-            target=0, key=pickle.dumps(self.worker_key) if self.worker_key else None, attribute="name", **self._workers_to_close_kwargs,
-        )
-        job_of = getattr(self.worker_key, "job_of", None) or (lambda name: name)  # our WorkerJobKey maps names to jobs
+    - The target is rounded up to whole jobs, ``minimum`` up and ``maximum`` down (never
+      below ``minimum``), so a target between two job sizes cannot make it submit a job,
+      find one worker too many, cancel it and submit it again (dask-jobqueue #498).
+    - Jobs still in the queue count as capacity: a job is submitted only for need that
+      neither the running nor the queued jobs cover.
+    - It scales up at once. It scales down only once the need has settled below the
+      jobs it has: the same number of jobs for ``wait_count`` looks in a row (then to that
+      number), or below them for three times as long while varying (then to the most jobs
+      needed in the last ``wait_count`` looks). Brief dips between bursts cancel nothing.
+    - Jobs still queued are cancelled first, newest first; then running jobs in the
+      scheduler's order (idle workers and the least data first). The job running the
+      scheduler (``scheduler="job"``) is never picked.
+
+    Parameters
+    ----------
+    cluster : GPUJobQueueCluster
+    **kwargs
+        As :class:`distributed.deploy.Adaptive` (``interval``, ``minimum``, ``maximum``,
+        ``wait_count``, ``target_duration``, ``worker_key``).
+    """
+
+    def __init__(self, cluster: Any = None, *args: Any, **kwargs: Any):
+        super().__init__(cluster, *args, **kwargs)
+        self._low_needs: list[int] = []  # jobs needed at each look since the need fell below the jobs held
+
+    @property
+    def workers_per_job(self) -> int:
+        return self.cluster.workers_per_job
+
+    def _job_of(self, worker_name: Any) -> str:
+        return self.worker_key.job_of(str(worker_name)) if self.worker_key is not None else str(worker_name)
+
+    async def safe_target(self) -> int:
+        """The scheduler's target, within ``minimum`` and ``maximum``, in whole jobs' workers."""
+        per_job = self.workers_per_job
+        fewest = math.ceil(self.minimum / per_job)
+        most = math.inf if math.isinf(self.maximum) else max(fewest, math.floor(self.maximum / per_job))
+        jobs = min(max(math.ceil(await self.target() / per_job), fewest), most)
+        return int(jobs) * per_job
+
+    def planned_jobs(self) -> dict[str, list[str]]:
+        """The cluster's jobs, queued or running, each with its workers' names."""
         jobs: dict[str, list[str]] = {}
-        for name in ordered:
-            jobs.setdefault(job_of(str(name)), []).append(name)
-        remaining = len(ordered)
-        chosen: list[str] = []
-        for job, names in jobs.items():
-            if job in pinned:
-                continue
-            if remaining - len(names) < target:
-                break
-            chosen += names
-            remaining -= len(names)
+        for name in sorted(self.plan, key=str):
+            jobs.setdefault(self._job_of(name), []).append(name)
+        return jobs
+
+    async def recommendations(self, target: int) -> dict:
+        planned = self.planned_jobs()
+        needed = target // self.workers_per_job
+        if needed >= len(planned):
+            self._low_needs.clear()
+            return {"status": "up", "n": target} if needed > len(planned) else {"status": "same"}
+        self._low_needs.append(needed)
+        recent = self._low_needs[-self.wait_count:]
+        if len(recent) < self.wait_count:
+            return {"status": "same"}
+        if len(set(recent)) == 1:
+            keep = needed
+        elif len(self._low_needs) >= 3 * self.wait_count:
+            keep = max(recent)
+        else:
+            return {"status": "same"}
+        self._low_needs.clear()
+        jobs = await self.jobs_to_close(planned, len(planned) - keep)
+        if not jobs:
+            return {"status": "same"}
+        return {"status": "down", "workers": [name for job in jobs for name in planned[job]]}
+
+    async def jobs_to_close(self, planned: dict[str, list[str]], count: int) -> list[str]:
+        """``count`` jobs to cancel: queued ones first (newest first), then running ones in
+        the scheduler's order of preference; never a pinned job."""
+        pinned = getattr(self.cluster, "pinned_jobs", set())
+        connected = {self._job_of(name) for name in self.observed}
+        chosen = [job for job in reversed(list(planned)) if job not in connected and job not in pinned][:count]
+        if len(chosen) < count:
+            ordered = await self.scheduler.workers_to_close(
+                target=0, key=pickle.dumps(self.worker_key) if self.worker_key else None, attribute="name", **self._workers_to_close_kwargs,
+            )
+            for name in ordered:
+                job = self._job_of(name)
+                if job in planned and job not in pinned and job not in chosen:
+                    chosen.append(job)
+                    if len(chosen) == count:
+                        break
         return chosen

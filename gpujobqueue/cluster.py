@@ -600,7 +600,12 @@ class GPUJobQueueCluster(JobQueueCluster):
         maximum_gpus: int | None = None,
         **kwargs: Any,
     ):
-        """Scale with the load, counting GPU workers.
+        """Scale with the load, counting GPU workers, in whole jobs, without churn.
+
+        The target is rounded up to whole jobs (``minimum`` up, ``maximum`` down); jobs
+        still queued count as capacity; it scales up at once and down only once the need
+        has settled below the jobs held for ``wait_count`` looks (see
+        :class:`~gpujobqueue.adaptive.GPUAdaptive`), cancelling queued jobs first.
 
         Parameters
         ----------
@@ -609,10 +614,14 @@ class GPUJobQueueCluster(JobQueueCluster):
         minimum_gpus, maximum_gpus : int
             The same, by name.
         minimum_jobs, maximum_jobs : int
-            Bounds in whole jobs.
+            Bounds in whole jobs (dask-jobqueue's names).
+        interval : str or float
+            Time between two looks (default ``gpujobqueue.adapt.interval``, 2 s).
+        wait_count : int
+            Looks in a row at a lower need before scaling down (default
+            ``gpujobqueue.adapt.wait-count``, 10: 20 s).
         **kwargs
-            Passed to :class:`distributed.deploy.Adaptive` (``interval``, ``wait_count``,
-            ``target_duration``).
+            Passed to :class:`distributed.deploy.Adaptive` (``target_duration``).
         """
         if self.cpu_pool is not None:
             raise ValidationError("cpu_pool", "adapt() counts one kind of worker; with a CPU pool, size each pool with scale(gpus=..., cpu_workers=...)")
@@ -622,6 +631,10 @@ class GPUJobQueueCluster(JobQueueCluster):
             kwargs["maximum"] = maximum_gpus
         kwargs.setdefault("worker_key", self._worker_to_job)  # retire whole jobs, never half of one
         kwargs.setdefault("Adaptive", GPUAdaptive)
+        if kwargs.get("interval") is None:
+            kwargs["interval"] = dask.config.get("gpujobqueue.adapt.interval", default="2s")
+        if kwargs.get("wait_count") is None:
+            kwargs["wait_count"] = parse_positive_int("wait_count", dask.config.get("gpujobqueue.adapt.wait-count", default=10))
         if self.pinned_jobs:
             # The scheduler's job keeps its workers while the cluster lives: never aim below them.
             if minimum_jobs is not None:

@@ -187,7 +187,9 @@ def test_adapt_goes_up_to_four_gpus_and_back_to_none(backend):
         )
         if backend.commands:
             assert backend.commands.count("sbatch") == 2, "one submission per job, no churn"
-            assert backend.commands.count("scancel") == 2
+            # the two jobs go in one scancel when the need settles at 0 at once, in two when it
+            # settles at one job first (test_adapt.py pins the exact count on a crisp ramp)
+            assert 1 <= backend.commands.count("scancel") <= 2
     assert not backend.queue_ids()
 
 
