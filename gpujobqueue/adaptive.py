@@ -24,6 +24,9 @@ class GPUAdaptive(Adaptive):
     - Jobs still queued are cancelled first, newest first; then running jobs in the
       scheduler's order (idle workers and the least data first). The job running the
       scheduler (``scheduler="job"``) is never picked.
+    - A job whose workers are retiring before its walltime (``walltime_margin``) no longer
+      counts: its replacement is submitted as its workers start to leave, not after its
+      job has ended (dask-jobqueue #691).
 
     Parameters
     ----------
@@ -61,10 +64,13 @@ class GPUAdaptive(Adaptive):
 
     async def recommendations(self, target: int) -> dict:
         planned = self.planned_jobs()
+        leaving = set(getattr(self.cluster, "retiring_jobs", set)()) & set(planned)
+        planned = {job: names for job, names in planned.items() if job not in leaving}
         needed = target // self.workers_per_job
         if needed >= len(planned):
             self._low_needs.clear()
-            return {"status": "up", "n": target} if needed > len(planned) else {"status": "same"}
+            # scale() counts every job it holds, the leaving ones too
+            return {"status": "up", "n": target + len(leaving) * self.workers_per_job} if needed > len(planned) else {"status": "same"}
         self._low_needs.append(needed)
         recent = self._low_needs[-self.wait_count:]
         if len(recent) < self.wait_count:

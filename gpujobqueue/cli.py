@@ -17,7 +17,7 @@ _SCALAR_OPTIONS = {
     "nthreads": int, "memory-limit": str, "device-memory-limit": str, "rmm-pool-size": str,
     "rmm-maximum-pool-size": str, "rmm-release-threshold": str, "set-rmm-allocator-for-libs": str,
     "death-timeout": int, "local-directory": str, "protocol": str, "interface": str,
-    "python": str, "worker-command": str, "shebang": str, "job-mem": str, "job-cpu": int,
+    "python": str, "worker-command": str, "shebang": str, "job-mem": str, "job-cpu": int, "walltime-margin": str,
     # PBS
     "place": str, "filesystems": str, "resource-spec": str,
     # LSF

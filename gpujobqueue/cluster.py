@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import dataclasses
 import functools
 import importlib.util
@@ -22,7 +23,7 @@ from distributed.core import Status
 from distributed.scheduler import Scheduler
 from distributed.security import Security
 
-from . import config, gpus, sites
+from . import config, exit_cleanup, gpus, sites
 from .errors import GPUJobQueueError, SubmissionError, ValidationError
 from .adaptive import GPUAdaptive
 from .cpu_pool import CPUPool
@@ -32,8 +33,9 @@ from .job_status import JobFailedError
 from .job_watch import JobTable, JobWatch
 from .render import check_scheduler_can_run_in_job
 from .request import JobRequest, parse_bool, parse_positive_int
-from .scheduler_job import (SCHEDULER_FILE_NAME, HostedWorkers, JobScheduler, SchedulerStart, make_scheduler_directory,
-                            parse_scheduler_placement, scheduler_tls_args)
+from .scheduler_job import (SCHEDULER_FILE_NAME, HostedWorkers, JobScheduler, SchedulerStart, make_private_directory,
+                            parse_scheduler_placement, scheduler_tls_args, write_private_file)
+from .tls import resolve_security
 from .workers import WorkerLaunch
 
 try:
@@ -52,7 +54,7 @@ REQUEST_KEYWORDS = (
     "nodes", "gpus_per_node", "cpus_per_gpu", "cores", "memory", "memory_per_gpu",
     "walltime", "account", "queue", "exclusive", "job_name",
     "log_directory", "job_extra_directives", "job_directives_skip", "job_script_prologue",
-    "job_script_epilogue", "environment", "gpu_request", "gpu_type", "shebang",
+    "job_script_epilogue", "environment", "gpu_request", "gpu_type", "shebang", "walltime_margin",
 )
 LAUNCH_KEYWORDS = (
     "worker_mode", "python", "worker_command", "nthreads", "memory_limit", "device_memory_limit",
@@ -148,6 +150,13 @@ class GPUJobQueueCluster(JobQueueCluster):
         each worker's memory limit is its share.
     walltime : str
         ``HH:MM:SS``, ``D-HH:MM:SS`` or minutes.
+    walltime_margin : str, int or False
+        How long before the walltime the workers retire gracefully (their data moved to
+        other workers, their job then ending on its own), staggered by a quarter of the
+        margin either way so they do not all leave at once. Default ``"auto"``: 5 % of the
+        walltime, at least 1 and at most 10 minutes (never more than half the walltime);
+        ``False`` lets the walltime end them. Passed to the workers as dask config
+        (``distributed.worker.lifetime``), since ``dask cuda worker`` takes no ``--lifetime``.
     queue, account, qos, constraint : str
         Where the job runs and who pays (``partition`` is a synonym of ``queue``).
     exclusive : bool
@@ -251,6 +260,7 @@ class GPUJobQueueCluster(JobQueueCluster):
             self.job_cls = job_cls
         config_name = config_name or self.job_cls.config_name
         settings, request, launch = self.parse_keywords(dict(kwargs, processes=processes))
+        security, launch = resolve_security(security, launch)
         self.request, self.launch, self.site = request, launch, settings["site"]
         self.cpu_pool = CPUPool.from_keyword(cpu_pool if cpu_pool is not None else config.configured(self.job_cls.batch, "cpu_pool"))
         self.cpu_request, self.cpu_launch = self.cpu_pool.job_shape(request, launch) if self.cpu_pool else (None, None)
@@ -271,21 +281,20 @@ class GPUJobQueueCluster(JobQueueCluster):
         # Jobs started or stopped together submit and cancel in one command each.
         self._job_commands = JobCommands(arrays=job_array)
         job_kwargs = dict(self._batch_job_kwargs(settings), commands=self._job_commands)
-        self._scheduler_directory: str | None = None
+        # The scheduler file and TLS credentials go to a private folder the compute nodes can read.
+        self._shared_directory = shared_temp_directory or dask.config.get(f"jobqueue.{config_name}.shared-temp-directory", default=None) or os.getcwd()
+        self._private_directory: str | None = None
         self._job_watch = JobWatch(self)
         if self.scheduler_placement == "job":
-            if security is True:
-                security = Security.temporary()
-            shared = shared_temp_directory or dask.config.get(f"jobqueue.{config_name}.shared-temp-directory", default=None) or os.getcwd()
-            self._scheduler_directory = make_scheduler_directory(shared)
-            scheduler_file = os.path.join(self._scheduler_directory, SCHEDULER_FILE_NAME)
+            scheduler_file = os.path.join(self._private_folder(), SCHEDULER_FILE_NAME)
             job_kwargs["scheduler_file"] = scheduler_file
             scheduler_cls = functools.partial(
                 JobScheduler, make_job=self._make_scheduler_job, scheduler_file=scheduler_file,
-                tls_args=scheduler_tls_args(security, self._scheduler_directory) if security else (),
+                tls_args=scheduler_tls_args(security, self._private_folder()) if security else (),
             )
             scheduler_options = dict(scheduler_options or {})
             scheduler_options.setdefault("dashboard_address", ":8787")
+        exit_cleanup.track(self)  # from here on, its jobs are cancelled when this process ends
         try:
             self._init_job_queue_cluster(
                 job_cls=job_cls, loop=loop, security=security, shared_temp_directory=shared_temp_directory,
@@ -294,7 +303,7 @@ class GPUJobQueueCluster(JobQueueCluster):
                 job_kwargs=job_kwargs,
             )
         except BaseException:
-            self._remove_scheduler_directory()
+            self._remove_private_directory()
             raise
         if n_workers:
             self.scale(n_workers)
@@ -311,6 +320,17 @@ class GPUJobQueueCluster(JobQueueCluster):
             **job_kwargs,
         )
         self.new_spec["group"] = launch.name_suffixes
+
+    def new_worker_spec(self) -> dict[str, Any]:
+        """A new job's name and spec. Job numbers are never reused (SpecCluster would give a
+        job that ended its number again): a job's name, its workers' names and what the job
+        watch knew of it belong to that job alone, so a replacement is not taken for the job
+        it replaces, nor refused by the scheduler for a name still held by a leaving worker."""
+        while True:
+            name = self._new_worker_name(self._i)
+            self._i += 1
+            if name not in self.worker_spec:
+                return {name: self.new_spec}
 
     def _new_cpu_job_spec(self) -> dict[str, Any]:
         name = f"{self._name}{CPU_JOB_INFIX}{self._cpu_i}"
@@ -360,7 +380,44 @@ class GPUJobQueueCluster(JobQueueCluster):
             await self._job_watch.stop()
             await super()._close()
         finally:
-            self._remove_scheduler_directory()
+            self._remove_private_directory()
+            exit_cleanup.forget(self)
+
+    def cancel_jobs_now(self) -> None:
+        """Cancel every job this cluster submitted, at once and without the event loop (at
+        interpreter exit, on SIGTERM and SIGHUP); the cluster is of no use afterwards."""
+        jobs: dict[int, GPUJob] = {}
+        for entry in [*self.workers.values(), *getattr(self, "_created", ()), self.scheduler_job]:
+            job = getattr(entry, "job", entry)  # the scheduler job's entry holds its job
+            if isinstance(job, GPUJob) and job.job_id is not None and job.status != Status.closed:
+                jobs[id(job)] = job
+        by_class: dict[type[GPUJob], list[GPUJob]] = {}
+        for job in jobs.values():
+            by_class.setdefault(type(job), []).append(job)
+        for job_cls, group in by_class.items():
+            job_cls.cancel_now(group)
+        self._remove_private_directory()
+        exit_cleanup.forget(self)
+
+    def _private_folder(self) -> str:
+        """The cluster's private folder (mode 0700) in its shared directory, made on first use."""
+        if self._private_directory is None:
+            self._private_directory = make_private_directory(self._shared_directory)
+        return self._private_directory
+
+    def _get_worker_security(self, security: Security | None) -> Security | None:
+        # dask-jobqueue writes in-memory credentials straight into the shared directory; here
+        # they go to the cluster's private folder, each file 0600, and leave with the cluster.
+        if security is None:
+            return None
+        in_memory = {key: value for key, value in security.get_tls_config_for_role("worker").items() if value and "\n" in value}
+        if not in_memory:
+            return security
+        security = copy.copy(security)
+        for key, value in in_memory.items():
+            path = write_private_file(self._private_folder(), f"worker-{key.replace('_', '-')}.pem", value)
+            setattr(security, "tls_" + ("worker_" if key != "ca_file" else "") + key, path)
+        return security
 
     def _update_worker_status(self, op: str, msg: Any) -> None:
         if op == "add":
@@ -410,9 +467,9 @@ class GPUJobQueueCluster(JobQueueCluster):
                 logger.info("gpujobqueue: %d of %d workers running; waiting for %s", running, n_workers, ", ".join(waiting) or "jobs to be submitted")
             await asyncio.sleep(0.2)
 
-    def _remove_scheduler_directory(self) -> None:
-        if self._scheduler_directory is not None:
-            shutil.rmtree(self._scheduler_directory, ignore_errors=True)
+    def _remove_private_directory(self) -> None:
+        if self._private_directory is not None:
+            shutil.rmtree(self._private_directory, ignore_errors=True)
 
     @classmethod
     def parse_keywords(cls, kwargs: dict[str, Any]) -> tuple[dict[str, Any], JobRequest, WorkerLaunch]:
@@ -497,6 +554,16 @@ class GPUJobQueueCluster(JobQueueCluster):
     def _batch_job_kwargs(self, settings: dict[str, Any]) -> dict[str, Any]:
         """Hook for a batch system's extra job keywords."""
         return {}
+
+    def retiring_jobs(self) -> set[str]:
+        """Jobs whose workers may be retiring already (the earliest end of their lifetime
+        before the walltime has passed): :meth:`adapt` replaces them before they go."""
+        lifetime = self.request.worker_lifetime
+        if not lifetime:
+            return set()
+        earliest = lifetime - self.request.lifetime_stagger
+        now = time.monotonic()
+        return {job for job, since in self._job_watch.first_connected.items() if now - since >= earliest and job in self.worker_spec}
 
     @property
     def workers_per_job(self) -> int:

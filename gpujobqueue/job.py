@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
+import subprocess
 import tempfile
 from typing import ClassVar, Iterator
 
@@ -14,12 +16,14 @@ from distributed.deploy.spec import ProcessInterface
 from distributed.security import Security
 
 from .errors import SubmissionError
-from .job_commands import ArrayElements, JobCommands
+from .job_commands import CANCEL_CHUNK, ArrayElements, JobCommands
 from .job_status import JobFailedError, JobStatus, read_log_tail, run_query, script_exit_code
 from .render import PLACEHOLDER_SCHEDULER, render_job_script
 from .request import JobRequest
 from .scheduler_job import SchedulerStart
 from .workers import WorkerLaunch
+
+logger = logging.getLogger(__name__)
 
 
 def worker_tls_args(security: Security | None) -> list[str]:
@@ -171,6 +175,17 @@ class GPUJob(Job):
         """The id of element ``index`` of the job array ``array_id``, as the batch
         system's cancel and query commands take it."""
         raise NotImplementedError(f"{cls.batch} has no job arrays")
+
+    @classmethod
+    def cancel_now(cls, jobs: list["GPUJob"]) -> None:
+        """Cancel ``jobs`` at once, blocking, without the event loop (at exit and on signals)."""
+        ids = [str(job.job_id) for job in jobs if job.job_id]
+        for start in range(0, len(ids), CANCEL_CHUNK):
+            try:
+                subprocess.run(cls.cancel_command.split() + ids[start:start + CANCEL_CHUNK], stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60, check=False)
+            except (OSError, subprocess.SubprocessError) as error:
+                logger.error("gpujobqueue: could not cancel %s jobs %s: %s", cls.batch, " ".join(ids[start:start + CANCEL_CHUNK]), error)
 
     async def close(self) -> None:
         if self.commands is not None:

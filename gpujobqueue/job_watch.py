@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import html
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,7 +92,7 @@ class JobWatch:
         self.statuses: dict[str, JobStatus] = {}
         self.failures: list[JobFailedError] = []  # every job that ended before its workers connected
         self._raised = 0  # failures[:_raised] have been raised
-        self.connected: set[str] = set()  # jobs of which a worker has connected at some point
+        self.first_connected: dict[str, float] = {}  # job -> when its first worker connected (monotonic clock)
         self._task: asyncio.Task | None = None
         self._polling = asyncio.Lock()  # the periodic look and cluster.jobs must not act on one ending twice
 
@@ -106,9 +107,14 @@ class JobWatch:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
+    @property
+    def connected(self) -> set[str]:
+        """Jobs of which a worker has connected at some point."""
+        return set(self.first_connected)
+
     def note_worker(self, worker_name: str) -> None:
         """A worker connected: its job has started workers."""
-        self.connected.add(self.cluster._worker_to_job.job_of(worker_name))
+        self.first_connected.setdefault(self.cluster._worker_to_job.job_of(worker_name), time.monotonic())
 
     def take_failure(self) -> JobFailedError | None:
         """The oldest failure not raised yet (each is raised once)."""
@@ -159,6 +165,9 @@ class JobWatch:
         for name in list(self.statuses):
             if name not in self.cluster.workers:
                 del self.statuses[name]
+        for name in list(self.first_connected):
+            if name not in self.cluster.workers and name not in self.cluster.worker_spec:
+                del self.first_connected[name]
 
     async def _ended(self, name: str, job: Any, status: JobStatus) -> None:
         if name in self.cluster.pinned_jobs:

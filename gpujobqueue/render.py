@@ -82,6 +82,8 @@ def launcher_exports(request: JobRequest, launch: WorkerLaunch, run: bool) -> li
     names = ["PATH", "LD_LIBRARY_PATH", "PYTHONPATH"]
     names += [name for name, _ in request.environment]
     names += [name for name, _ in launch.ucx_environment]
+    if request.worker_lifetime:
+        names += [f"DASK_DISTRIBUTED__WORKER__LIFETIME__{part}" for part in ("DURATION", "STAGGER", "RESTART")]
     if run:
         names.append("DASK_SCHEDULER_ADDRESS")
     return list(dict.fromkeys(names))

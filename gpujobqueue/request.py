@@ -6,10 +6,11 @@ import datetime
 import math
 import os
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from dask.utils import parse_bytes
+from dask.utils import parse_bytes, parse_timedelta
 
 from .errors import ValidationError
 
@@ -25,11 +26,20 @@ DEFAULT_WALLTIME = "01:00:00"  # every job ends: an allocation nobody closes bur
 _WALLTIME_FORMS = "HH:MM:SS, D-HH:MM:SS, D-HH:MM, D-HH, MM:SS or MM"
 
 
+def given_or(value: Any, default: Any) -> Any:
+    """``value`` unless it was not given (None): ``0`` and ``""`` are given, and checked."""
+    return default if value is None else value
+
+
 def _one_line(field_name: str, value: str) -> str:
     if not isinstance(value, str):
         raise ValidationError(field_name, f"expected a string, got {type(value).__name__} {value!r}")
     if any(c in value for c in "\n\r\0"):
         raise ValidationError(field_name, f"{value!r} must be a single line (no newline, carriage return or NUL)")
+    # Other control characters and Unicode's line separators: some readers of the script
+    # (Python's splitlines, editors) break lines there, and no value needs them.
+    if any((unicodedata.category(c) == "Cc" and c != "\t") or c in "\u2028\u2029" for c in value):
+        raise ValidationError(field_name, f"{value!r} holds a control character or line separator; give printable text")
     return value
 
 
@@ -73,6 +83,33 @@ def parse_bool(field_name: str, value: Any) -> bool:
     if text in ("false", "no", "0", "off"):
         return False
     raise ValidationError(field_name, f"expected true or false, got {value!r}")
+
+
+def default_walltime_margin(walltime: int) -> int:
+    """Seconds before the walltime at which workers retire: 5 % of the walltime, at least a
+    minute and at most ten, and never more than half the walltime."""
+    return min(max(60, min(walltime // 20, 600)), walltime // 2)
+
+
+def parse_walltime_margin(field_name: str, value: Any, walltime: int) -> int | None:
+    """``walltime_margin``: ``"auto"``/None (the default), False or 0 (off), or a duration
+    (``"5m"``, ``"00:05:00"``, seconds) shorter than the walltime."""
+    if value is None or (isinstance(value, str) and value.strip().lower() == "auto"):
+        return None
+    if value is False or value == 0 or (isinstance(value, str) and value.strip().lower() in ("false", "off", "0", "no")):
+        return 0
+    if isinstance(value, bool):  # True: the default
+        return None
+    try:
+        seconds = int(value) if isinstance(value, (int, float)) or str(value).strip().isdigit() else int(parse_timedelta(str(value).strip()))
+    except (ValueError, KeyError, TypeError):
+        try:
+            seconds = parse_walltime(field_name, value)
+        except ValidationError:
+            raise ValidationError(field_name, f"{value!r} is not a duration; use 'auto', False, seconds, '5m' or 'HH:MM:SS'") from None
+    if not 0 <= seconds < walltime:
+        raise ValidationError(field_name, f"{value!r}: the workers must retire after they start and before the walltime ({format_walltime(walltime)}) ends the job")
+    return seconds
 
 
 def parse_walltime(field_name: str, value: Any) -> int:
@@ -280,6 +317,9 @@ class JobRequest:
         First line of the script.
     job_mem : str or None
         SLURM's raw ``--mem`` value, when given instead of ``memory``.
+    walltime_margin : int or None
+        Seconds before the walltime at which the workers start to retire gracefully; None
+        for the default (:func:`default_walltime_margin`), 0 to let the walltime end them.
     options : object
         The batch system's own settings (for example :class:`~gpujobqueue.batch.pbs.PBSOptions`),
         or None.
@@ -306,6 +346,7 @@ class JobRequest:
     environment: tuple[tuple[str, str], ...] = field(default_factory=tuple)
     shebang: str = "#!/usr/bin/env bash"
     job_mem: str | None = None
+    walltime_margin: int | None = None
     options: Any = None
 
     @classmethod
@@ -326,7 +367,7 @@ class JobRequest:
             Naming the field and the accepted form.
         """
         get = settings.get
-        nodes = parse_positive_int("nodes", get("nodes") or 1)
+        nodes = parse_positive_int("nodes", given_or(get("nodes"), 1))
         gpus = parse_positive_int("gpus_per_node", get("gpus_per_node") if get("gpus_per_node") is not None else 1)
 
         cores, cpus_per_gpu = get("cores"), get("cpus_per_gpu")
@@ -360,7 +401,7 @@ class JobRequest:
         walltime = get("walltime")
         walltime = DEFAULT_WALLTIME if walltime is None else walltime
         return cls(
-            job_name=parse_name("job_name", get("job_name") or "gpujobqueue"),
+            job_name=parse_name("job_name", given_or(get("job_name"), "gpujobqueue")),
             nodes=nodes,
             gpus_per_node=gpus,
             cpus_per_node=cpus,
@@ -379,14 +420,27 @@ class JobRequest:
             prologue=parse_lines("job_script_prologue", get("job_script_prologue")),
             epilogue=parse_lines("job_script_epilogue", get("job_script_epilogue")),
             environment=parse_environment("environment", get("environment")),
-            shebang=_matching("shebang", get("shebang") or "#!/usr/bin/env bash", re.compile(r"#![^\n]+"), "a line starting with #!"),
+            shebang=_matching("shebang", given_or(get("shebang"), "#!/usr/bin/env bash"), re.compile(r"#![^\n]+"), "a line starting with #!"),
             job_mem=optional("job_mem", parse_slurm_memory_text),
+            walltime_margin=parse_walltime_margin("walltime_margin", get("walltime_margin"), parse_walltime("walltime", walltime)),
         )
 
     @property
     def gpus_per_job(self) -> int:
         """GPUs in one job, over all its nodes."""
         return self.nodes * self.gpus_per_node
+
+    @property
+    def worker_lifetime(self) -> int | None:
+        """Seconds a worker lives before it retires (dask's ``lifetime``), None for no limit."""
+        margin = default_walltime_margin(self.walltime) if self.walltime_margin is None else self.walltime_margin
+        return self.walltime - margin if margin else None
+
+    @property
+    def lifetime_stagger(self) -> int:
+        """Seconds by which each worker's lifetime is moved, at random, either way."""
+        lifetime = self.worker_lifetime
+        return (self.walltime - lifetime) // 4 if lifetime else 0
 
     @property
     def walltime_text(self) -> str:

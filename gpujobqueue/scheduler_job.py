@@ -52,8 +52,9 @@ def parse_scheduler_placement(value: Any) -> str:
     return value
 
 
-def make_scheduler_directory(shared_directory: str) -> str:
-    """A new private folder (mode 0700) in ``shared_directory`` for the scheduler file and TLS files.
+def make_private_directory(shared_directory: str) -> str:
+    """A new private folder (mode 0700) in ``shared_directory`` for the scheduler file and
+    the TLS credentials, which the jobs read on the compute nodes.
 
     Raises
     ------
@@ -62,9 +63,19 @@ def make_scheduler_directory(shared_directory: str) -> str:
     """
     base = os.path.abspath(os.path.expanduser(os.path.expandvars(shared_directory)))
     try:
-        return tempfile.mkdtemp(prefix=".gpujobqueue-scheduler-", dir=base)  # mkdtemp makes it 0700
+        return tempfile.mkdtemp(prefix=".gpujobqueue-", dir=base)  # mkdtemp makes it 0700
     except OSError as error:
-        raise ValidationError("shared_temp_directory", f"scheduler='job' keeps the scheduler file in a directory the compute nodes can read, and {base!r} is not writable here: {error}") from error
+        raise ValidationError("shared_temp_directory", f"the scheduler file and TLS credentials go to a private folder of a directory the compute nodes can read, "
+                                                       f"and {base!r} is not writable here: {error}") from error
+
+
+def write_private_file(directory: str, name: str, text: str) -> str:
+    """Write ``text`` to a new file of mode 0600 in ``directory``; return its path."""
+    path = os.path.join(directory, name)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as f:
+        f.write(text)
+    return path
 
 
 def scheduler_tls_args(security: Security | None, directory: str) -> tuple[str, ...]:
@@ -77,11 +88,7 @@ def scheduler_tls_args(security: Security | None, directory: str) -> tuple[str, 
         if key not in options or not value:
             continue
         if "\n" in value:  # a PEM in memory (Security.temporary()): the job reads it from a file
-            path = os.path.join(directory, f"scheduler-{key.replace('_', '-')}.pem")
-            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(descriptor, "w") as f:
-                f.write(value)
-            value = path
+            value = write_private_file(directory, f"scheduler-{key.replace('_', '-')}.pem", value)
         args += [options[key], value]
     return tuple(args)
 

@@ -7,8 +7,10 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from dask.utils import parse_timedelta
+
 from .errors import ValidationError
-from .request import _PATH, _matching, _one_line, parse_bool, parse_job_path, parse_lines, parse_positive_int, parse_size
+from .request import _PATH, _matching, _one_line, given_or, parse_bool, parse_job_path, parse_lines, parse_positive_int, parse_size
 
 WORKER_MODES = ("dask-cuda", "per-device")
 VISIBILITY_VARIABLES = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "HIP_VISIBLE_DEVICES")
@@ -163,23 +165,23 @@ class WorkerLaunch:
             launcher, except ``jsrun``, whose batch script runs on a launch node.
         """
         get = settings.get
-        mode = get("worker_mode") or "dask-cuda"
+        mode = given_or(get("worker_mode"), "dask-cuda")
         if mode not in WORKER_MODES:
             raise ValidationError("worker_mode", f"{mode!r} is not a worker mode; use one of {', '.join(WORKER_MODES)}")
         nanny = True if get("nanny") is None else parse_bool("nanny", get("nanny"))
         if mode == "dask-cuda" and not nanny:
             raise ValidationError("nanny", "dask-cuda always starts its workers under a nanny; use worker_mode='per-device' for nanny=False")
 
-        visibility = get("visibility_variable") or "CUDA_VISIBLE_DEVICES"
+        visibility = given_or(get("visibility_variable"), "CUDA_VISIBLE_DEVICES")
         if visibility not in VISIBILITY_VARIABLES:
             raise ValidationError("visibility_variable", f"{visibility!r} is not a device-visibility variable; use one of {', '.join(VISIBILITY_VARIABLES)}")
         if mode == "dask-cuda" and visibility != "CUDA_VISIBLE_DEVICES":
             raise ValidationError("visibility_variable", f"dask-cuda pins NVIDIA GPUs through CUDA_VISIBLE_DEVICES only; use worker_mode='per-device' with {visibility}")
-        allocation = get("allocation_variable") or visibility
+        allocation = given_or(get("allocation_variable"), visibility)
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", allocation):
             raise ValidationError("allocation_variable", f"{allocation!r} is not an environment variable name")
 
-        worker_command = get("worker_command") or _DEFAULT_MODULES[mode]
+        worker_command = given_or(get("worker_command"), _DEFAULT_MODULES[mode])
         if worker_command == "distributed.cli.dask_worker" and mode == "dask-cuda":
             worker_command = _DEFAULT_MODULES[mode]  # dask-jobqueue's default keeps its meaning: a worker
         if not _MODULE.fullmatch(_one_line("worker_command", worker_command)):
@@ -201,7 +203,7 @@ class WorkerLaunch:
                     raise ValidationError(name, f"{name} is a UCX transport switch; it needs protocol='ucx' (the protocol is {protocol or 'tcp'!r})")
                 transports.append((name, parse_bool(name, get(name))))
 
-        launcher = get("launcher") or "direct"
+        launcher = given_or(get("launcher"), "direct")
         if launcher not in LAUNCHERS:
             raise ValidationError("launcher", f"{launcher!r} is not a launcher; use one of {', '.join(LAUNCHERS)}")
         launcher_args = parse_lines("launcher_args", get("launcher_args"))
@@ -219,16 +221,16 @@ class WorkerLaunch:
         return cls(
             mode=mode,
             gpus=gpus,
-            python=_matching("python", get("python") or sys.executable, _PATH, "an interpreter name or path without spaces or shell characters"),
+            python=_matching("python", given_or(get("python"), sys.executable), _PATH, "an interpreter name or path without spaces or shell characters"),
             worker_command=worker_command,
-            nthreads=parse_positive_int("nthreads", get("nthreads") or default_threads(mode, gpus, cpus_per_node)),
+            nthreads=parse_positive_int("nthreads", given_or(get("nthreads"), default_threads(mode, gpus, cpus_per_node))),
             memory_limit=memory_limit,
             **memory,
             ucx_transports=tuple(transports),
             visibility_variable=visibility,
             allocation_variable=allocation,
             nanny=nanny,
-            death_timeout=None if death_timeout is None else parse_positive_int("death_timeout", int(float(death_timeout))),
+            death_timeout=None if death_timeout is None else parse_seconds("death_timeout", death_timeout),
             local_directory=None if get("local_directory") is None else parse_job_path("local_directory", get("local_directory")),
             protocol=protocol,
             interface=interface,
@@ -324,6 +326,19 @@ def parse_device_size(field_name: str, value: Any) -> str | None:
     if isinstance(value, str) and re.fullmatch(r"\s*\d*\.\d+\s*", value):
         raise ValidationError(field_name, f"{value!r}: give a size with a unit (1.5GB) or a fraction of the device's memory (0 to 1)")
     return str(parse_size(field_name, value))
+
+
+def parse_seconds(field_name: str, value: Any) -> int:
+    """A positive duration in whole seconds: ``60``, ``"60"``, ``"90s"``, ``"2min"``."""
+    if isinstance(value, bool):
+        raise ValidationError(field_name, f"expected a duration such as 60 or '2min', got {value!r}")
+    try:
+        seconds = float(value) if isinstance(value, (int, float)) else parse_timedelta(str(_one_line(field_name, value)).strip(), default="seconds")
+    except (ValueError, KeyError, TypeError):
+        raise ValidationError(field_name, f"{value!r} is not a duration; use seconds (60) or a dask duration ('90s', '2min')") from None
+    if seconds is None or not seconds >= 1:
+        raise ValidationError(field_name, f"{value!r}: expected one second or more")
+    return int(seconds)
 
 
 def _parse_gpu_memory(get, mode: str, protocol: str | None) -> dict[str, Any]:

@@ -224,3 +224,28 @@ def test_dask_cuda_job_on_a_node_without_its_interface_is_reported_back():
         assert info.value.exit_code == 3
         assert "network interface nosuchif0 does not exist" in info.value.log_tail
         assert not cluster.workers
+
+
+def tls_and_lifetime_facts(dask_worker):
+    import dask
+
+    return {"address": dask_worker.address, "lifetime": dask_worker.lifetime, "configured": dask.config.get("distributed.worker.lifetime.duration"),
+            "restart": dask.config.get("distributed.worker.lifetime.restart")}
+
+
+def test_dask_cuda_workers_talk_tls_by_default_and_retire_before_the_walltime():
+    pytest.importorskip("cupy")
+    pytest.importorskip("dask_cuda")
+    # TCP asked for: TLS by default. A one-hour walltime: workers retire 3 minutes before it,
+    # told through dask config, as `dask cuda worker` takes no --lifetime.
+    with LocalGPUCluster(gpus_per_node=len(GPUS), protocol="tcp", walltime="01:00:00") as cluster, Client(cluster) as client:
+        assert cluster.launch.mode == "dask-cuda" and cluster.scheduler_address.startswith("tls://")
+        cluster.scale(gpus=len(GPUS))
+        client.wait_for_workers(len(GPUS), timeout=180)
+        facts = list(client.run(tls_and_lifetime_facts).values())
+        assert all(f["address"].startswith("tls://") for f in facts), facts
+        assert all(f["configured"] == "3420s" and f["restart"] is False for f in facts), facts
+        # each worker's own lifetime: 3420 s moved at random by at most the stagger (45 s)
+        assert all(3420 - 45 <= f["lifetime"] <= 3420 + 45 for f in facts), facts
+        futures = [client.submit(cupy_sum, 10**6, workers=[address], pure=False) for address in client.scheduler_info()["workers"]]
+        assert client.gather(futures) == [float(sum(range(10**6)))] * len(GPUS)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import getpass
 import importlib.util
 import os
@@ -11,6 +12,7 @@ import socket
 import subprocess
 import tempfile
 import threading
+import time
 from typing import Any, Sequence
 
 from dask_jobqueue.core import Job
@@ -138,6 +140,24 @@ class LocalGPUJob(GPUJob):
                 process.wait()
         self._release_devices()
         await super(Job, self).close()
+
+    @classmethod
+    def cancel_now(cls, jobs: list[GPUJob]) -> None:
+        """End the jobs' process groups at once: SIGTERM, then SIGKILL after the grace period."""
+        running = [job for job in jobs if job.process is not None and job.process.poll() is None]
+        for job in running:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(job.process.pid, signal.SIGTERM)
+        deadline = time.monotonic() + cls.stop_grace_seconds
+        while time.monotonic() < deadline and any(job.process.poll() is None for job in running):
+            time.sleep(0.1)
+        for job in running:
+            if job.process.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(job.process.pid, signal.SIGKILL)
+                job.process.wait()
+        for job in jobs:
+            job._release_devices()
 
     def _release_devices(self) -> None:
         if self.device_pool is not None:

@@ -12,7 +12,7 @@ from ..cluster import GPUJobQueueCluster
 from ..errors import ValidationError
 from ..job import GPUJob
 from ..job_status import JobStatus, unlisted
-from ..request import JobRequest, parse_bool, parse_size
+from ..request import JobRequest, given_or, parse_bool, parse_size
 from ..workers import BATCH_LAUNCHERS, WorkerLaunch
 
 GPU_MODES = ("exclusive_process", "shared")
@@ -60,7 +60,7 @@ class LSFOptions:
     def from_settings(cls, settings: Mapping[str, Any], request: JobRequest) -> "LSFOptions":
         """Parse the LSF keywords of resolved settings."""
         get = settings.get
-        gpu_mode = get("gpu_mode") or "exclusive_process"
+        gpu_mode = given_or(get("gpu_mode"), "exclusive_process")
         if gpu_mode not in GPU_MODES:
             raise ValidationError("gpu_mode", f"{gpu_mode!r} is not an LSF GPU mode; use one of {', '.join(GPU_MODES)}")
         units = get("lsf_units")

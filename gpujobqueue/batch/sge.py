@@ -11,7 +11,7 @@ from ..cluster import GPUJobQueueCluster
 from ..errors import SubmissionError, ValidationError
 from ..job import GPUJob
 from ..job_status import JobStatus, run_query, unlisted
-from ..request import JobRequest, _matching
+from ..request import JobRequest, _matching, given_or
 from ..workers import BATCH_LAUNCHERS
 
 GPU_CONSUMABLES = ("slot", "job")
@@ -64,7 +64,7 @@ class SGEOptions:
         resource_spec = get("resource_spec")
         if resource_spec is not None:
             resource_spec = _matching("resource_spec", resource_spec, _RESOURCE_SPEC, "one Grid Engine -l value such as h_vmem=8G,mem_free=8G (no spaces or shell characters)")
-        consumable = get("gpu_consumable") or "slot"
+        consumable = given_or(get("gpu_consumable"), "slot")
         if consumable not in GPU_CONSUMABLES:
             raise ValidationError("gpu_consumable", f"{consumable!r}: use slot (the complex is a YES consumable, counted per slot) or job (a JOB consumable)")
         parallel_environment = complex_name("parallel_environment")

@@ -14,6 +14,10 @@
 trap 'echo "gpujobqueue: job script exits with status $?" >&2' EXIT
 # An array of 8 jobs: element i is the cluster's job gpujobqueue-worker-<i - 1>.
 job_in_cluster=gpujobqueue-worker-$(( LSB_JOBINDEX - 1 ))
+# Workers retire gracefully, their data moved to others, 180 s (+/- 45 s) before the walltime.
+export DASK_DISTRIBUTED__WORKER__LIFETIME__DURATION=3420s
+export DASK_DISTRIBUTED__WORKER__LIFETIME__STAGGER=45s
+export DASK_DISTRIBUTED__WORKER__LIFETIME__RESTART=False
 
 # The devices this job may use: $CUDA_VISIBLE_DEVICES as the batch system set it,
 # else 0..3. One worker per device, at most 4.

@@ -11,6 +11,10 @@
 # The last line of the log says how the script ended, for batch systems that forget it.
 trap 'echo "gpujobqueue: job script exits with status $?" >&2' EXIT
 export OMP_NUM_THREADS=1
+# Workers retire gracefully, their data moved to others, 180 s (+/- 45 s) before the walltime.
+export DASK_DISTRIBUTED__WORKER__LIFETIME__DURATION=3420s
+export DASK_DISTRIBUTED__WORKER__LIFETIME__STAGGER=45s
+export DASK_DISTRIBUTED__WORKER__LIFETIME__RESTART=False
 
 # This script runs on the job's first node: mpiexec-openmpi runs the node part below once on each of
 # its 2 nodes; node k's workers are gpujobqueue-worker-k-<i>.
@@ -60,7 +64,7 @@ done
 exit "$worker_status"
 GPUJOBQUEUE_NODE_PART
 exported=()  # -x for each of these that is set here
-for variable in PATH LD_LIBRARY_PATH PYTHONPATH OMP_NUM_THREADS; do
+for variable in PATH LD_LIBRARY_PATH PYTHONPATH OMP_NUM_THREADS DASK_DISTRIBUTED__WORKER__LIFETIME__DURATION DASK_DISTRIBUTED__WORKER__LIFETIME__STAGGER DASK_DISTRIBUTED__WORKER__LIFETIME__RESTART; do
     if [ -n "${!variable+set}" ]; then exported+=(-x "$variable"); fi
 done
 mpiexec -n 2 -npernode 1 --bind-to none "${exported[@]}" \

@@ -11,6 +11,10 @@
 # The last line of the log says how the script ended, for batch systems that forget it.
 trap 'echo "gpujobqueue: job script exits with status $?" >&2' EXIT
 export DASK_LOGGING__DISTRIBUTED=info
+# Workers retire gracefully, their data moved to others, 180 s (+/- 45 s) before the walltime.
+export DASK_DISTRIBUTED__WORKER__LIFETIME__DURATION=3420s
+export DASK_DISTRIBUTED__WORKER__LIFETIME__STAGGER=45s
+export DASK_DISTRIBUTED__WORKER__LIFETIME__RESTART=False
 
 # prologue: a line that fails ends the job, saying which (workers without their environment would fail later, less clearly)
 trap 'echo "gpujobqueue: prologue command failed with status $?: $BASH_COMMAND" >&2' ERR

@@ -16,6 +16,10 @@
 trap 'echo "gpujobqueue: job script exits with status $?" >&2' EXIT
 export ZE_FLAT_DEVICE_HIERARCHY=FLAT
 export ZE_ENABLE_PCI_ID_DEVICE_ORDER=1
+# Workers retire gracefully, their data moved to others, 90 s (+/- 22 s) before the walltime.
+export DASK_DISTRIBUTED__WORKER__LIFETIME__DURATION=1710s
+export DASK_DISTRIBUTED__WORKER__LIFETIME__STAGGER=22s
+export DASK_DISTRIBUTED__WORKER__LIFETIME__RESTART=False
 
 # prologue: a line that fails ends the job, saying which (workers without their environment would fail later, less clearly)
 trap 'echo "gpujobqueue: prologue command failed with status $?: $BASH_COMMAND" >&2' ERR

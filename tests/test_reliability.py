@@ -1,0 +1,260 @@
+"""Nothing leaked, nothing lost, no one else in: on the real SLURM and Grid Engine, the PBS and
+LSF emulators and local processes.
+
+- No job is left in the queue after ``close()``, after leaving a ``with`` block by an
+  exception, or when the client process exits normally, on SIGINT, SIGTERM or SIGHUP (those
+  last four as real subprocesses).
+- A scheduler killed outright takes its workers with it within ``death_timeout`` + 10 s.
+- A job cancelled in the middle of a computation loses nothing, and adapt replaces it.
+- Jobs whose walltime is shorter than the computation retire their workers gracefully
+  before it, and adapt replaces them.
+- The cluster talks TLS unless told not to; a client without its certificate is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import ssl
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from dask.distributed import Client
+from distributed.security import Security
+
+from conftest import wait_until
+from gpujobqueue import SLURMGPUCluster
+from gpujobqueue.tls import InsecureClusterWarning
+from test_conformance import ALL, COMMON, Backend, _backend, tmp_path_cwd  # noqa: F401  (fixture)
+
+CLASS_NAMES = {"local": "LocalGPUCluster", "slurm": "SLURMGPUCluster", "sge": "SGEGPUCluster", "pbs": "PBSGPUCluster", "lsf": "LSFGPUCluster"}
+
+
+@pytest.fixture(params=ALL)
+def any_backend(request) -> Backend:
+    return _backend(request, request.param)
+
+
+def local_jobs_alive(pids) -> list[str]:
+    """Local jobs (process groups) that still have a process."""
+    alive = []
+    for pid in pids:
+        try:
+            os.killpg(int(pid), 0)
+            alive.append(pid)
+        except ProcessLookupError:
+            pass
+    return alive
+
+
+def queue_after(backend: Backend, job_ids) -> list[str]:
+    """The given jobs that the batch system still runs or queues (for local: live process groups)."""
+    if backend.name == "local":
+        return local_jobs_alive(job_ids)
+    listed = set(backend.queue_ids())
+    return [job_id for job_id in job_ids if job_id in listed or job_id.split(".")[0] in listed]
+
+
+def _sum_of_squares(n):
+    return sum(i * i for i in range(n))
+
+
+@pytest.mark.parametrize("how", ["close", "exception"])
+def test_no_job_is_left_after_close_or_an_exception_in_a_with_block(any_backend, how):
+    backend = any_backend
+    job_ids = []
+    with pytest.raises(RuntimeError, match="user code failed") if how == "exception" else _nothing():
+        with backend.cluster() as cluster, Client(cluster) as client:
+            cluster.scale(gpus=4)
+            client.wait_for_workers(4, timeout=120)
+            job_ids = [str(job.job_id) for job in cluster.workers.values()]
+            assert client.submit(_sum_of_squares, 10).result() == 285
+            if how == "exception":
+                raise RuntimeError("user code failed")
+    assert len(job_ids) == 2
+    wait_until(lambda: not queue_after(backend, job_ids), 60, what=lambda: f"jobs {queue_after(backend, job_ids)} to leave the queue")
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+CLIENT = textwrap.dedent("""
+    import json, sys, time
+    import gpujobqueue
+    from dask.distributed import Client
+
+    cluster_cls = getattr(gpujobqueue, sys.argv[1])
+    keywords = json.loads(sys.argv[2])
+    how = sys.argv[3]
+    cluster = cluster_cls(**keywords)
+    client = Client(cluster)
+    cluster.scale(gpus=4)
+    client.wait_for_workers(4, timeout=120)
+    assert client.submit(sum, range(5)).result() == 10
+    print("READY " + " ".join(str(job.job_id) for job in cluster.workers.values()), flush=True)
+    if how == "exit":
+        sys.exit(0)  # neither client nor cluster closed: interpreter exit must cancel the jobs
+    if how == "kill-scheduler":
+        print("KILL ME", flush=True)
+    time.sleep(600)
+""")
+
+
+def start_client(tmp_path: Path, backend: Backend, how: str, **extra) -> tuple[subprocess.Popen, list[str]]:
+    """A client process that makes a cluster of two jobs, waits for their workers, prints the
+    job ids, then exits or waits for a signal."""
+    script = tmp_path / "client.py"
+    script.write_text(CLIENT)
+    keywords = {**COMMON, **backend.keywords, **extra}
+    process = subprocess.Popen([sys.executable, str(script), CLASS_NAMES[backend.name], json.dumps(keywords), how],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=os.getcwd(), env=os.environ.copy())
+    line = process.stdout.readline()
+    if not line.startswith("READY"):
+        process.kill()
+        raise AssertionError(f"the client process did not start its cluster: {line}{process.stderr.read()}")
+    return process, line.split()[1:]
+
+
+@pytest.mark.parametrize("how", ["exit", "SIGINT", "SIGTERM", "SIGHUP"])
+def test_no_job_is_left_when_the_client_process_ends(any_backend, tmp_path, how):
+    backend = any_backend
+    process, job_ids = start_client(tmp_path, backend, how)
+    try:
+        assert len(job_ids) == 2 and not set(job_ids) - set(queue_after(backend, job_ids)), "both jobs run"
+        if how != "exit":
+            process.send_signal(getattr(signal, how))
+        process.wait(timeout=90)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    stderr = process.stderr.read()
+    if how == "SIGTERM" or how == "SIGHUP":
+        assert process.returncode == -getattr(signal, how), f"the process should end as the signal ends it:\n{stderr}"
+    wait_until(lambda: not queue_after(backend, job_ids), 60, what=lambda: f"jobs {queue_after(backend, job_ids)} to leave the queue after {how}:\n{stderr[-3000:]}")
+
+
+def test_workers_leave_within_death_timeout_when_the_scheduler_is_killed(any_backend, tmp_path):
+    backend = any_backend
+    death_timeout = COMMON["death_timeout"]
+    process, job_ids = start_client(tmp_path, backend, "kill-scheduler")
+    assert process.stdout.readline().strip() == "KILL ME"
+    workers_before = worker_processes(job_ids)
+    process.kill()  # SIGKILL: no atexit, no handler; the scheduler in it is gone at once
+    killed = time.monotonic()
+    process.wait()
+    wait_until(lambda: not queue_after(backend, job_ids), death_timeout + 10,
+               what=lambda: f"jobs {queue_after(backend, job_ids)} to end within death_timeout + 10 s")
+    assert not worker_processes(job_ids) and workers_before, f"worker processes {worker_processes(job_ids)} outlived their scheduler"
+    assert time.monotonic() - killed <= death_timeout + 10
+
+
+def worker_processes(job_ids) -> list[int]:
+    """Dask worker processes on this machine (all jobs of these tests run on it)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if "distributed.cli.dask_worker" in command or "dask_cuda.cli" in command:
+                found.append(int(entry.name))
+    return found
+
+
+def _slow_square(x):
+    time.sleep(0.5)
+    return x * x
+
+
+@pytest.mark.slurm
+def test_a_job_cancelled_mid_computation_loses_nothing_and_adapt_replaces_it(slurm, counted):
+    with SLURMGPUCluster(**COMMON, queue="gpu") as cluster, Client(cluster) as client:
+        cluster.adapt(minimum_gpus=4, maximum_gpus=4, interval="500ms", wait_count=4)
+        client.wait_for_workers(4, timeout=120)
+        first_jobs = {name: str(job.job_id) for name, job in cluster.workers.items()}
+        futures = client.map(_slow_square, range(60), pure=False, resources={"GPU": 1})
+        wait_until(lambda: sum(f.done() for f in futures) >= 10, 60, what="ten results")
+        victim_name, victim = next(iter(first_jobs.items()))
+        subprocess.run(["scancel", victim], check=True)
+        assert client.gather(futures) == [x * x for x in range(60)]
+        wait_until(lambda: len(cluster.worker_spec) == 2 and victim_name not in cluster.worker_spec and len(client.scheduler_info()["workers"]) == 4, 90,
+                   what=lambda: f"a replacement for {victim_name}: spec {list(cluster.worker_spec)}")
+        assert counted.count("sbatch") == 3, "two jobs, and one replacement"
+    wait_until(lambda: not slurm.squeue_ids(), 60, what="the queue to empty")
+
+
+def _minute_of_work(i):
+    time.sleep(2)
+    return i + 1
+
+
+@pytest.mark.slurm
+@pytest.mark.timeout(900)
+def test_a_computation_longer_than_the_walltime_retires_workers_gracefully(slurm, counted, tmp_path):
+    # Two-minute jobs: workers retire 60 s (+/- 15 s) after they start; the computation takes
+    # about five minutes on four workers. Adapt keeps four GPUs by replacing retiring jobs.
+    # The jobs ask for no GPU (the partition stands for GPUs): the one node has four, and a
+    # replacement must be able to start beside the job it replaces, as on a real machine,
+    # so that the leaving workers have somewhere to hand their results.
+    keywords = {**COMMON, "gpu_request": "none", "walltime": "00:02:00", "log_directory": str(tmp_path / "logs")}
+    with SLURMGPUCluster(**keywords, queue="gpu") as cluster, Client(cluster) as client:
+        cluster.adapt(minimum_gpus=4, maximum_gpus=4, interval="1s", wait_count=4)
+        futures = client.map(_minute_of_work, range(600), pure=False, resources={"GPU": 1})
+        assert client.gather(futures) == list(range(1, 601))
+    wait_until(lambda: not slurm.squeue_ids(), 60, what="the queue to empty")
+    logs = {path.name: path.read_text(errors="replace") for path in (tmp_path / "logs").iterdir()}
+    assert not [name for name, text in logs.items() if "DUE TO TIME LIMIT" in text], "a job reached its walltime"
+    retired = [name for name, text in logs.items() if "worker-lifetime-reached" in text]
+    assert len(retired) >= 2, f"workers retired gracefully in {retired}"
+    assert counted.count("sbatch") >= 4, "retiring jobs were replaced"
+
+
+def test_tls_by_default_refuses_a_client_without_the_certificate(slurm, counted, tmp_path):
+    import asyncio
+
+    from distributed.comm import connect
+
+    with SLURMGPUCluster(**COMMON, queue="gpu", shared_temp_directory=str(tmp_path)) as cluster:
+        assert cluster.scheduler_address.startswith("tls://")
+        folder = cluster._private_directory
+        assert folder and os.path.dirname(folder) == str(tmp_path) and stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+        files = sorted(os.listdir(folder))
+        assert any("key" in name for name in files), files
+        assert all(stat.S_IMODE(os.stat(os.path.join(folder, name)).st_mode) == 0o600 for name in files), files
+        with pytest.raises((OSError, TimeoutError)):
+            asyncio.run(asyncio.wait_for(connect(cluster.scheduler_address.replace("tls://", "tcp://"), timeout=3), 5))
+        host, port = cluster.scheduler_address[len("tls://"):].rsplit(":", 1)
+        no_certificate = ssl.create_default_context()
+        no_certificate.check_hostname, no_certificate.verify_mode = False, ssl.CERT_NONE  # trusts any server, shows no certificate
+        with pytest.raises((ssl.SSLError, OSError)):
+            with socket.create_connection((host, int(port)), timeout=5) as raw, no_certificate.wrap_socket(raw) as tls:
+                tls.sendall(b"\0" * 8)
+                assert tls.recv(8), "the scheduler closes the connection"
+        with pytest.raises((OSError, TimeoutError)):
+            Client(cluster.scheduler_address, security=Security.temporary(), timeout=5)  # a certificate of another CA
+        with Client(cluster) as client:
+            cluster.scale(gpus=2)
+            client.wait_for_workers(2, timeout=120)
+            assert client.submit(_sum_of_squares, 4).result() == 14
+            assert all(w.startswith("tls://") for w in client.scheduler_info()["workers"])
+    assert not os.path.exists(folder), "the credentials leave with the cluster"
+
+
+def test_plain_tcp_must_be_asked_for_and_warns(slurm, counted):
+    with pytest.warns(InsecureClusterWarning, match="anyone who can reach"):
+        cluster = SLURMGPUCluster(**COMMON, queue="gpu", security=False)
+    with cluster:
+        assert cluster.scheduler_address.startswith("tcp://")
