@@ -119,7 +119,7 @@ def start_client(tmp_path: Path, backend: Backend, how: str, **extra) -> tuple[s
     script.write_text(CLIENT)
     keywords = {**COMMON, **backend.keywords, **extra}
     process = subprocess.Popen([sys.executable, str(script), CLASS_NAMES[backend.name], json.dumps(keywords), how],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=os.getcwd(), env=os.environ.copy())
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(tmp_path), env=os.environ.copy())
     line = process.stdout.readline()
     if not line.startswith("READY"):
         process.kill()
