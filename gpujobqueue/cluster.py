@@ -206,12 +206,14 @@ class GPUJobQueueCluster(JobQueueCluster):
         cluster's jobs, and scaling down cancels single elements. Default false
         (``gpujobqueue.<batch>.job-array``).
     scheduler : {"local", "job"}
-        Where the scheduler runs. ``"local"`` (default): in this process, as in
+        Where the scheduler runs. ``"local"`` (default, except with UCX): in this process, as in
         dask-jobqueue. ``"job"``: in the cluster's first job, on a compute node, beside
         that job's GPU workers; it writes a scheduler file in a private folder of
         ``shared_temp_directory`` (default: the current directory), where this process
         and the other jobs' workers find it. That job lives as long as the cluster, so
-        its GPUs are the cluster's minimum, and closing the cluster ends it last.
+        its GPUs are the cluster's minimum, and closing the cluster ends it last. The
+        default with ``protocol="ucx"`` on a batch system: UCX has no TLS, so the scheduler
+        is kept off the shared login node, on the job's own network (``interface``).
     death_timeout, local_directory, interface, protocol, security, python, worker_command,
     worker_extra_args, nanny, shebang, scheduler_options, scheduler_cls, shared_temp_directory,
     silence_logs, asynchronous, loop, name, config_name
@@ -267,7 +269,8 @@ class GPUJobQueueCluster(JobQueueCluster):
         # Not `_job_key`: dask-jobqueue keeps the TLS key file of security=True in `self._job_key`.
         self._worker_to_job = WorkerJobKey(launch.name_suffixes, self.cpu_launch.name_suffixes if self.cpu_launch else None)
         self._cpu_i = 0
-        self.scheduler_placement = parse_scheduler_placement(scheduler if scheduler is not None else config.configured(self.job_cls.batch, "scheduler"))
+        self.scheduler_placement = parse_scheduler_placement(scheduler if scheduler is not None else config.configured(self.job_cls.batch, "scheduler"),
+                                                             self.job_cls.batch, launch.protocol)
         if self.scheduler_placement == "job":
             check_scheduler_can_run_in_job(launch, "scheduler", "scheduler='job'")
         if launch.protocol == "ucx":

@@ -43,10 +43,15 @@ class SchedulerStart:
     tls_args: tuple[str, ...] = ()
 
 
-def parse_scheduler_placement(value: Any) -> str:
-    """``"local"`` (the scheduler runs in this process, dask-jobqueue's way) or ``"job"``."""
+def parse_scheduler_placement(value: Any, batch: str = "local", protocol: str | None = None) -> str:
+    """``"local"`` (the scheduler runs in this process, dask-jobqueue's way) or ``"job"``.
+
+    Unset, it is ``"job"`` for UCX on a batch system: UCX has no TLS, so the scheduler runs
+    in the job, on the compute nodes' own network, rather than open on a shared login node;
+    otherwise ``"local"``.
+    """
     if value is None:
-        return "local"
+        return "job" if protocol == "ucx" and batch != "local" else "local"
     if value not in SCHEDULER_PLACEMENTS:
         raise ValidationError("scheduler", f"expected 'local' (in this process) or 'job' (in the cluster's first batch job), got {value!r}")
     return value

@@ -182,7 +182,21 @@ def test_ucx_with_the_scheduler_on_a_host_without_gpus_is_refused(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "distributed_ucxx" else real(name, *a))
     monkeypatch.setattr(gpus, "nvidia_gpu_ids", lambda: [])
     with pytest.raises(ValidationError, match="needs a GPU where the scheduler runs"):
-        SLURMGPUCluster(gpus_per_node=2, protocol="ucx")
+        SLURMGPUCluster(gpus_per_node=2, protocol="ucx", scheduler="local")
+
+
+@pytest.mark.parametrize("batch, protocol, given, placement", [
+    ("slurm", "ucx", None, "job"),  # UCX has no TLS: the scheduler goes to the job, off the login node
+    ("pbs", "ucx", None, "job"),
+    ("slurm", "ucx", "local", "local"),  # asked for
+    ("slurm", "tls", None, "local"),
+    ("slurm", None, None, "local"),
+    ("local", "ucx", None, "local"),  # one machine: no login node to keep it off
+])
+def test_the_scheduler_runs_in_the_job_by_default_with_ucx_on_a_batch_system(batch, protocol, given, placement):
+    from gpujobqueue.scheduler_job import parse_scheduler_placement
+
+    assert parse_scheduler_placement(given, batch, protocol) == placement
 
 
 @pytest.mark.parametrize("cpu_pool, field", [
