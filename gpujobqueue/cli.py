@@ -57,10 +57,10 @@ def _keyword_options(command):
     return command
 
 
-@click.group()
+@click.group(name="gpujobqueue")
 @click.version_option(package_name="gpujobqueue")
 def main() -> None:
-    """Dask clusters of GPU workers on HPC batch systems."""
+    """Dask clusters of GPU workers on HPC batch systems (also ``dask gpujobqueue``)."""
 
 
 @main.command()

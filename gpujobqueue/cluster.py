@@ -31,6 +31,8 @@ from .job import GPUJob
 from .job_commands import JobCommands
 from .job_status import JobFailedError
 from .job_watch import JobTable, JobWatch
+from .notebook import cluster_status_html
+from .progress import WaitProgress
 from .render import check_scheduler_can_run_in_job
 from .request import JobRequest, parse_bool, parse_positive_int
 from .scheduler_job import (SCHEDULER_FILE_NAME, HostedWorkers, JobScheduler, SchedulerStart, make_private_directory,
@@ -444,6 +446,9 @@ class GPUJobQueueCluster(JobQueueCluster):
             self.sync(self._job_watch.poll)
         return self._job_watch.rows()
 
+    def _repr_html_(self, cluster_status: str | None = None) -> str:
+        return super()._repr_html_(cluster_status=cluster_status_html(self) + (cluster_status or ""))
+
     @property
     def job_failures(self) -> list[JobFailedError]:
         """Every job that ended before its workers connected, with its exit code and log tail."""
@@ -454,21 +459,27 @@ class GPUJobQueueCluster(JobQueueCluster):
         job ends before its workers connected, rather than wait for workers that will never come."""
         deadline = None if not timeout else time.monotonic() + parse_timedelta(timeout)
         last_report = time.monotonic()
-        while True:
-            failure = self._job_watch.take_failure()
-            if failure is not None:
-                raise failure
-            self.scheduler_info = SchedulerInfo(await self.scheduler_comm.identity())
-            running = sum(w["status"] == Status.running.name for w in self.scheduler_info["workers"].values())
-            if running >= n_workers:
-                return
-            if deadline is not None and time.monotonic() > deadline:
-                raise WorkerStartTimeoutError(running, n_workers, timeout)
-            if time.monotonic() - last_report > 60:
-                last_report = time.monotonic()
-                waiting = [f"{row.name} {row.state or 'submitted'}" + (f" ({row.reason})" if row.reason else "") for row in self._job_watch.rows() if row.workers == 0]
-                logger.info("gpujobqueue: %d of %d workers running; waiting for %s", running, n_workers, ", ".join(waiting) or "jobs to be submitted")
-            await asyncio.sleep(0.2)
+        progress = WaitProgress(n_workers)  # on a terminal only
+        try:
+            while True:
+                failure = self._job_watch.take_failure()
+                if failure is not None:
+                    raise failure
+                self.scheduler_info = SchedulerInfo(await self.scheduler_comm.identity())
+                running = sum(w["status"] == Status.running.name for w in self.scheduler_info["workers"].values())
+                if running >= n_workers:
+                    return
+                if deadline is not None and time.monotonic() > deadline:
+                    raise WorkerStartTimeoutError(running, n_workers, timeout)
+                rows = self._job_watch.rows()
+                progress.show(running, rows)
+                if time.monotonic() - last_report > 60:
+                    last_report = time.monotonic()
+                    waiting = [f"{row.name} {row.state or 'submitted'}" + (f" ({row.reason})" if row.reason else "") for row in rows if row.workers == 0]
+                    logger.info("gpujobqueue: %d of %d workers running; waiting for %s", running, n_workers, ", ".join(waiting) or "jobs to be submitted")
+                await asyncio.sleep(0.2)
+        finally:
+            progress.close()
 
     def _remove_private_directory(self) -> None:
         if self._private_directory is not None:
@@ -742,9 +753,9 @@ def GPUCluster(batch: str | None = None, *, site: Any = None, **kwargs: Any) -> 
     Parameters
     ----------
     batch : {"slurm", "pbs", "lsf", "sge", "local"}, optional
-        The batch system. Without it and without ``site``, the site is detected from the
-        host name (the choice is logged); where no site matches, ``gpujobqueue.batch``
-        from dask config (``local``).
+        The batch system. Without it and without ``site``: the site ``gpujobqueue.site``
+        of dask config names, else the site detected from the host name (the choice is
+        logged); where no site matches, ``gpujobqueue.batch`` from dask config (``local``).
     site : str or Site, optional
         A site config by name (``"perlmutter"``) or path; its scheduler picks the class.
     **kwargs
@@ -758,7 +769,9 @@ def GPUCluster(batch: str | None = None, *, site: Any = None, **kwargs: Any) -> 
     """
     from .batch import cluster_class
 
-    if site is None and batch is None:
+    if site is None and batch is None and dask.config.get("gpujobqueue.site", default=None):
+        site = dask.config.get("gpujobqueue.site")
+    elif site is None and batch is None:
         site = sites.detect_site()
         if site is not None:
             logger.warning("gpujobqueue: this host matches site %r (%s); pass site= or batch= to choose otherwise", site.name, site.files[-1])

@@ -1,0 +1,28 @@
+"""What a notebook shows of a cluster: its site and batch system, GPUs asked for and
+connected, and its jobs with their state and why they wait."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+
+def cluster_status_html(cluster: Any) -> str:
+    """The GPU part of a cluster's HTML repr, from what the cluster already knows (no batch
+    command runs while a notebook draws it)."""
+    site = cluster.site.name if getattr(cluster, "site", None) is not None else "none"
+    rows = cluster._job_watch.rows()
+    requested = sum(row.gpus for row in rows)
+    connected = sum(row.workers for row in rows if row.gpus)
+    waiting = [row for row in rows if row.workers == 0 and row.reason]
+    facts = [
+        ("Site", site),
+        ("Batch system", cluster.job_cls.batch),
+        ("GPUs", f"{connected} connected of {requested} requested ({len(rows)} job{'s' if len(rows) != 1 else ''})"),
+        ("Protocol", cluster.launch.protocol or "tcp"),
+    ]
+    if waiting:
+        facts.append(("Waiting", "; ".join(f"{row.name}: {row.state} ({row.reason})" for row in waiting)))
+    table = "".join(f"<tr><th style='text-align: left'>{html.escape(key)}</th><td style='text-align: left'>{html.escape(str(value))}</td></tr>" for key, value in facts)
+    jobs = rows._repr_html_() if rows else "<p>No jobs: <code>cluster.scale(gpus=N)</code> or <code>cluster.adapt()</code> submits them.</p>"
+    return f"<table>{table}</table><details open><summary>Jobs</summary>{jobs}</details>"

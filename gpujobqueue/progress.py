@@ -1,0 +1,57 @@
+"""A one-line display, on a terminal only, of GPUs connected out of those asked for and of
+why the jobs still wait, while ``wait_for_workers`` waits for queued jobs."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import dask.config
+
+
+def progress_wanted() -> bool:
+    """``gpujobqueue.progress``: ``auto`` (on when standard error is a terminal), true or false."""
+    setting = dask.config.get("gpujobqueue.progress", default="auto")
+    if isinstance(setting, str) and setting.strip().lower() == "auto":
+        return sys.stderr.isatty()
+    return bool(setting) and str(setting).strip().lower() not in ("false", "off", "no", "0")
+
+
+class WaitProgress:
+    """GPUs connected / requested, and the first waiting job's state and reason.
+
+    Parameters
+    ----------
+    requested : int
+        GPU workers waited for.
+    enabled : bool, optional
+        Show it (default :func:`progress_wanted`).
+    """
+
+    def __init__(self, requested: int, enabled: bool | None = None):
+        self.bar: Any = None
+        if requested and (progress_wanted() if enabled is None else enabled):
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=requested, unit="GPU", desc="GPUs connected", file=sys.stderr, leave=False, dynamic_ncols=True,
+                            bar_format="{desc}: {n}/{total} {bar} {elapsed}{postfix}")
+
+    def show(self, connected: int, rows: list) -> None:
+        if self.bar is None:
+            return
+        waiting = [row for row in rows if row.workers == 0]
+        first = waiting[0] if waiting else None
+        if first is None:
+            note = ""
+        else:
+            note = f"{first.name} {first.state or 'submitted'}" + (f" ({first.reason})" if first.reason else "")
+            if len(waiting) > 1:
+                note += f" and {len(waiting) - 1} more"
+        self.bar.n = min(connected, self.bar.total)
+        self.bar.set_postfix_str(note, refresh=False)
+        self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
