@@ -30,7 +30,6 @@ import argparse
 import os
 import shutil
 import statistics
-import stat
 import sys
 import tempfile
 import time
@@ -42,28 +41,11 @@ from dask_jobqueue import SLURMCluster
 from gpujobqueue import SLURMGPUCluster
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from fixtures.commands import CommandLog  # noqa: E402
 from fixtures.slurm import SlurmTestCluster  # noqa: E402
 
 GPUS_PER_NODE = 4
 HELD = dict(walltime="00:10:00", queue="gpu", death_timeout=20)
-
-
-class CountedCommands:
-    """``sbatch`` and ``scancel`` wrappers first on PATH that log each call, then run the real one."""
-
-    def __init__(self, folder: Path):
-        self.log = folder / "calls.log"
-        for command in ("sbatch", "scancel"):
-            wrapper = folder / command
-            wrapper.write_text(f'#!/bin/sh\necho {command} >> {self.log}\nexec {shutil.which(command)} "$@"\n')
-            wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
-        os.environ["PATH"] = f"{folder}{os.pathsep}{os.environ['PATH']}"
-
-    def reset(self) -> None:
-        self.log.write_text("")
-
-    def count(self, command: str) -> int:
-        return self.log.read_text().split().count(command) if self.log.exists() else 0
 
 
 def one_node_jobs(gpus: int) -> tuple[Any, Callable]:
@@ -108,7 +90,7 @@ def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
         time.sleep(0.005)
 
 
-def one_round(way: str, gpus: int, fixture: SlurmTestCluster, commands: CountedCommands) -> dict[str, float]:
+def one_round(way: str, gpus: int, fixture: SlurmTestCluster, commands: CommandLog) -> dict[str, float]:
     commands.reset()
     cluster, scale = WAYS[way](gpus)
     try:
@@ -143,7 +125,8 @@ def main(argv: list[str] | None = None) -> None:
     fixture.start()
     workdir = Path(tempfile.mkdtemp(prefix="gpujobqueue-submit-"))
     os.chdir(workdir)
-    commands = CountedCommands(workdir)
+    commands = CommandLog(workdir, ["sbatch", "scancel"])
+    os.environ["PATH"] = f"{workdir}{os.pathsep}{os.environ['PATH']}"
     # slurmctld lists up to MaxJobCount jobs; a held array counts as one job until it runs.
     print(f"SLURM fixture {fixture.conf_path}; scale(gpus={args.gpus}) with {GPUS_PER_NODE}-GPU nodes, jobs held; {args.repeats} rounds", flush=True)
     results: dict[str, list[dict[str, float]]] = {way: [] for way in args.ways}

@@ -392,7 +392,9 @@ class GPUJobQueueCluster(JobQueueCluster):
         """Cancel every job this cluster submitted, at once and without the event loop (at
         interpreter exit, on SIGTERM and SIGHUP); the cluster is of no use afterwards."""
         jobs: dict[int, GPUJob] = {}
-        for entry in [*self.workers.values(), *getattr(self, "_created", ()), self.scheduler_job]:
+        # A cluster whose start failed half way may lack any of these.
+        scheduler_job = self.scheduler_job if getattr(self, "scheduler", None) is not None else None
+        for entry in [*getattr(self, "workers", {}).values(), *getattr(self, "_created", ()), scheduler_job]:
             job = getattr(entry, "job", entry)  # the scheduler job's entry holds its job
             if isinstance(job, GPUJob) and job.job_id is not None and job.status != Status.closed:
                 jobs[id(job)] = job
@@ -471,11 +473,11 @@ class GPUJobQueueCluster(JobQueueCluster):
                     return
                 if deadline is not None and time.monotonic() > deadline:
                     raise WorkerStartTimeoutError(running, n_workers, timeout)
-                rows = self._job_watch.rows()
-                progress.show(running, rows)
+                if progress.shown:
+                    progress.show(running, self._job_watch.rows())
                 if time.monotonic() - last_report > 60:
                     last_report = time.monotonic()
-                    waiting = [f"{row.name} {row.state or 'submitted'}" + (f" ({row.reason})" if row.reason else "") for row in rows if row.workers == 0]
+                    waiting = [f"{row.name} {row.state or 'submitted'}" + (f" ({row.reason})" if row.reason else "") for row in self._job_watch.rows() if row.workers == 0]
                     logger.info("gpujobqueue: %d of %d workers running; waiting for %s", running, n_workers, ", ".join(waiting) or "jobs to be submitted")
                 await asyncio.sleep(0.2)
         finally:

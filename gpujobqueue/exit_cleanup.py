@@ -1,7 +1,8 @@
-"""No job outlives the process that submitted it: every open cluster's jobs are cancelled at
-interpreter exit (after distributed's own close of open clusters), and on SIGTERM and SIGHUP,
-whose default action would end the process with neither. SIGINT raises KeyboardInterrupt,
-which ends in an exit like any other."""
+"""No job outlives the process that submitted it: at interpreter exit every open cluster is
+closed (as distributed's own exit hook, which runs after this one, would), and whatever job is
+left is cancelled at once; on SIGTERM and SIGHUP, whose default action would end the process
+with neither, the jobs are cancelled at once. SIGINT raises KeyboardInterrupt, which ends in an
+exit like any other."""
 
 from __future__ import annotations
 

@@ -74,10 +74,9 @@ class GPUJob(Job):
     # Batch states that mean the job is over, though the batch system still lists it.
     ended_states: ClassVar[frozenset[str]] = frozenset()
     # Job arrays: the variable holding an element's index, and how many elements one array
-    # may have (the batch system's default limit); fewer than two jobs go as plain jobs.
+    # may have (the batch system's default limit).
     array_task_variable: ClassVar[str | None] = None
     array_size_limit: ClassVar[int] = 1000
-    array_size_minimum: ClassVar[int] = 2
 
     def __init__(
         self,
@@ -131,12 +130,13 @@ class GPUJob(Job):
         )
 
     @contextlib.contextmanager
-    def job_file(self) -> Iterator[str]:
-        """The job's script in a temporary file (rendered once, unlike dask-jobqueue's)."""
+    def job_file(self, array: ArrayElements | None = None) -> Iterator[str]:
+        """The job's script (with ``array``, that array's) in a temporary file, rendered
+        once (dask-jobqueue's renders it twice)."""
         descriptor, path = tempfile.mkstemp(suffix=".sh", prefix="gpujobqueue-job-")
         try:
             with os.fdopen(descriptor, "w") as f:
-                f.write(self.job_script())
+                f.write(self.job_script(array=array))
             yield path
         finally:
             os.unlink(path)
@@ -177,15 +177,19 @@ class GPUJob(Job):
         raise NotImplementedError(f"{cls.batch} has no job arrays")
 
     @classmethod
+    def cancel_commands(cls, jobs: list["GPUJob"]) -> list[list[str]]:
+        """The batch system's cancel commands for ``jobs``, many ids to a command."""
+        ids = [str(job.job_id) for job in jobs if job.job_id]
+        return [cls.cancel_command.split() + ids[start:start + CANCEL_CHUNK] for start in range(0, len(ids), CANCEL_CHUNK)]
+
+    @classmethod
     def cancel_now(cls, jobs: list["GPUJob"]) -> None:
         """Cancel ``jobs`` at once, blocking, without the event loop (at exit and on signals)."""
-        ids = [str(job.job_id) for job in jobs if job.job_id]
-        for start in range(0, len(ids), CANCEL_CHUNK):
+        for command in cls.cancel_commands(jobs):
             try:
-                subprocess.run(cls.cancel_command.split() + ids[start:start + CANCEL_CHUNK], stdin=subprocess.DEVNULL,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60, check=False)
+                subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60, check=False)
             except (OSError, subprocess.SubprocessError) as error:
-                logger.error("gpujobqueue: could not cancel %s jobs %s: %s", cls.batch, " ".join(ids[start:start + CANCEL_CHUNK]), error)
+                logger.error("gpujobqueue: could not run %s: %s", " ".join(command), error)
 
     async def close(self) -> None:
         if self.commands is not None:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import tempfile
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +15,9 @@ logger = logging.getLogger(__name__)
 
 # Ids per cancel command: far below any command line's limit.
 CANCEL_CHUNK = 500
+# Fewer jobs than this go as plain jobs: PBS Pro refuses a one-element array (-J needs X < Y),
+# and a plain job is the simpler thing to watch and cancel everywhere.
+SHORTEST_ARRAY = 2
 
 
 @dataclass(frozen=True)
@@ -145,23 +146,16 @@ class JobCommands:
 
     async def _submit_run(self, run: list[GPUJob]) -> None:
         first = run[0]
-        if len(run) < first.array_size_minimum:
-            # Too short for this batch system's arrays (PBS Pro's -J needs X < Y): plain jobs.
+        if len(run) < SHORTEST_ARRAY:
             for job in run:
                 await job.submit_alone()
                 self.commands_run += 1
             return
         prefix, number = job_number(str(first.name))
         elements = ArrayElements(prefix, number - 1, len(run), first.array_task_variable)
-        script = first.job_script(array=elements)
-        descriptor, path = tempfile.mkstemp(suffix=".sh", prefix="gpujobqueue-array-")
-        try:
-            with os.fdopen(descriptor, "w") as f:
-                f.write(script)
+        with first.job_file(array=elements) as path:
             self.commands_run += 1
             out = await first._submit_job(path)
-        finally:
-            os.unlink(path)
         array_id = first._job_id_from_submit_output(out)
         for index, job in enumerate(run, start=1):
             job.job_id = first.array_element_id(array_id, index)
@@ -170,24 +164,20 @@ class JobCommands:
     async def _cancel_round(self) -> None:
         await self._gather_round()
         waiting, self._to_cancel, self._cancelling = self._to_cancel, [], None
-        by_command: dict[str, list[tuple[GPUJob, asyncio.Future]]] = {}
+        by_class: dict[type, list[tuple[GPUJob, asyncio.Future]]] = {}
         for job, future in waiting:
-            by_command.setdefault(job.cancel_command, []).append((job, future))
-        for command, entries in by_command.items():
-            ids = [str(job.job_id) for job, _ in entries if job.job_id]
-            for start in range(0, len(ids), CANCEL_CHUNK):
-                await self._run_cancel(type(entries[0][0]), command, ids[start:start + CANCEL_CHUNK])
+            by_class.setdefault(type(job), []).append((job, future))
+        for job_cls, entries in by_class.items():
+            for command in job_cls.cancel_commands([job for job, _ in entries]):
+                self.commands_run += 1
+                try:
+                    await job_cls._call(command)
+                except (RuntimeError, OSError) as error:
+                    # A job that has already ended cannot be cancelled: that is not a failure,
+                    # and the batch system cancels the others it was given.
+                    logger.debug("gpujobqueue: %s: %s", " ".join(command), error)
             for _, future in entries:
                 _settle(future, None)
-
-    async def _run_cancel(self, job_cls: type, command: str, ids: list[str]) -> None:
-        self.commands_run += 1
-        try:
-            await job_cls._call(command.split() + ids)
-        except (RuntimeError, OSError) as error:
-            # A job that has already ended cannot be cancelled: that is not a failure, and
-            # the batch system cancels the others it was given.
-            logger.debug("gpujobqueue: %s %s: %s", command, " ".join(ids), error)
 
 
 def _settle(future: asyncio.Future, error: Any) -> None:

@@ -36,10 +36,16 @@ class WaitProgress:
             self.bar = tqdm(total=requested, unit="GPU", desc="GPUs connected", file=sys.stderr, leave=False, dynamic_ncols=True,
                             bar_format="{desc}: {n}/{total} {bar} {elapsed}{postfix}")
 
+    @property
+    def shown(self) -> bool:
+        """Whether there is a display to update."""
+        return self.bar is not None
+
     def show(self, connected: int, rows: list) -> None:
         if self.bar is None:
             return
-        waiting = [row for row in rows if row.workers == 0]
+        # the oldest waiting job first, so that the line does not flit from job to job
+        waiting = sorted((row for row in rows if row.workers == 0), key=lambda row: (len(row.name), row.name))
         first = waiting[0] if waiting else None
         if first is None:
             note = ""

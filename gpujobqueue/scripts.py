@@ -6,7 +6,7 @@ from typing import Any, Mapping
 
 from .batch import BATCH_SYSTEMS, cluster_class
 from .errors import ValidationError
-from .job_commands import ArrayElements
+from .job_commands import SHORTEST_ARRAY, ArrayElements
 from .render import PLACEHOLDER_SCHEDULER, render_job_script
 from .request import parse_positive_int
 from .run import ClientRun
@@ -52,7 +52,7 @@ def job_script_for(batch: str, keywords: Mapping[str, Any], *, name: str, schedu
             raise ValidationError("job_array", "--run writes one self-contained job, not a job array")
         array_jobs = parse_positive_int("job_array", array_jobs)
         cluster_cls._check_job_array(request)
-        if array_jobs < cluster_cls.job_cls.array_size_minimum:
+        if array_jobs < SHORTEST_ARRAY:
             name = f"{name}-0"  # a single job goes as a plain job
         else:
             array = ArrayElements(name, -1, array_jobs, cluster_cls.job_cls.array_task_variable)

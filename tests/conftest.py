@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
-import stat
 import time
 from pathlib import Path
 
@@ -16,6 +14,7 @@ _TESTS = str(Path(__file__).resolve().parent)
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_TESTS, os.environ.get("PYTHONPATH")]))
 
 
+from fixtures.commands import CommandLog  # noqa: E402
 from fixtures.emulators import lsf, pbs, torque  # noqa: E402,F401  (PBS Pro, Torque and LSF emulators on PATH)
 from fixtures.sge import sge, sge_cluster  # noqa: E402,F401  (a real Grid Engine, session-wide)
 
@@ -29,24 +28,6 @@ def slurm():
     cluster.start()
     yield cluster
     cluster.stop()
-
-
-class CommandLog:
-    """Wrappers on PATH that record each call of some commands, then run the real ones."""
-
-    def __init__(self, folder: Path, commands: list[str]):
-        self.folder = folder
-        self.log = folder / "calls.log"
-        self.log.touch()
-        for command in commands:
-            real = shutil.which(command)
-            assert real, f"{command} is not installed"
-            wrapper = folder / command
-            wrapper.write_text(f'#!/bin/sh\necho "{command} $*" >> {self.log}\nexec {real} "$@"\n')
-            wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
-
-    def count(self, command: str) -> int:
-        return sum(1 for line in self.log.read_text().splitlines() if line.split()[0] == command)
 
 
 @pytest.fixture

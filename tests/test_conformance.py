@@ -46,7 +46,7 @@ class Backend:
     allocated: Callable[[Any], set[str]]  # devices the batch system gave a job
     job_id_variable: str | None  # how a worker's environment names its job
     refusal: tuple[dict[str, Any], str] | None = None  # keywords the batch system refuses, and its words
-    commands: Any = None  # a conftest.CommandLog counting submit and cancel calls, where there is one
+    commands: Any = None  # a fixtures.commands.CommandLog counting submit and cancel calls, where there is one
 
     def cluster(self, **keywords):
         return self.cluster_cls(**{**COMMON, **self.keywords, **keywords})

@@ -13,6 +13,7 @@ LSF emulators and local processes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -70,7 +71,7 @@ def _sum_of_squares(n):
 def test_no_job_is_left_after_close_or_an_exception_in_a_with_block(any_backend, how):
     backend = any_backend
     job_ids = []
-    with pytest.raises(RuntimeError, match="user code failed") if how == "exception" else _nothing():
+    with pytest.raises(RuntimeError, match="user code failed") if how == "exception" else contextlib.nullcontext():
         with backend.cluster() as cluster, Client(cluster) as client:
             cluster.scale(gpus=4)
             client.wait_for_workers(4, timeout=120)
@@ -80,14 +81,6 @@ def test_no_job_is_left_after_close_or_an_exception_in_a_with_block(any_backend,
                 raise RuntimeError("user code failed")
     assert len(job_ids) == 2
     wait_until(lambda: not queue_after(backend, job_ids), 60, what=lambda: f"jobs {queue_after(backend, job_ids)} to leave the queue")
-
-
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 CLIENT = textwrap.dedent("""
@@ -150,18 +143,19 @@ def test_workers_leave_within_death_timeout_when_the_scheduler_is_killed(any_bac
     death_timeout = COMMON["death_timeout"]
     process, job_ids = start_client(tmp_path, backend, "kill-scheduler")
     assert process.stdout.readline().strip() == "KILL ME"
-    workers_before = worker_processes(job_ids)
+    workers_before = dask_worker_processes()
     process.kill()  # SIGKILL: no atexit, no handler; the scheduler in it is gone at once
     killed = time.monotonic()
     process.wait()
     wait_until(lambda: not queue_after(backend, job_ids), death_timeout + 10,
                what=lambda: f"jobs {queue_after(backend, job_ids)} to end within death_timeout + 10 s")
-    assert not worker_processes(job_ids) and workers_before, f"worker processes {worker_processes(job_ids)} outlived their scheduler"
+    assert workers_before and not dask_worker_processes(), f"worker processes {dask_worker_processes()} outlived their scheduler"
     assert time.monotonic() - killed <= death_timeout + 10
 
 
-def worker_processes(job_ids) -> list[int]:
-    """Dask worker processes on this machine (all jobs of these tests run on it)."""
+def dask_worker_processes() -> list[int]:
+    """Dask worker processes on this machine: every job of these tests runs on it, and no
+    other test runs beside this one."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():

@@ -107,7 +107,6 @@ class PBSGPUJob(GPUJob):
     ended_states = frozenset({"F", "X", "C"})  # finished, subjob finished, Torque's completed
     array_task_variable = "PBS_ARRAY_INDEX"
     array_size_limit = 10000  # the server's max_array_size default
-    array_size_minimum = 2  # -J X-Y needs X < Y
 
     @classmethod
     def array_element_id(cls, array_id: str, index: int) -> str:
