@@ -98,6 +98,7 @@ CLIENT = textwrap.dedent("""
     assert client.submit(sum, range(5)).result() == 10
     print("READY " + " ".join(str(job.job_id) for job in cluster.workers.values()), flush=True)
     if how == "exit":
+        sys.stdin.readline()  # once the test has seen the jobs in the queue
         sys.exit(0)  # neither client nor cluster closed: interpreter exit must cancel the jobs
     if how == "kill-scheduler":
         print("KILL ME", flush=True)
@@ -112,7 +113,7 @@ def start_client(tmp_path: Path, backend: Backend, how: str, **extra) -> tuple[s
     script.write_text(CLIENT)
     keywords = {**COMMON, **backend.keywords, **extra}
     process = subprocess.Popen([sys.executable, str(script), CLASS_NAMES[backend.name], json.dumps(keywords), how],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(tmp_path), env=os.environ.copy())
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(tmp_path), env=os.environ.copy())
     line = process.stdout.readline()
     if not line.startswith("READY"):
         process.kill()
@@ -126,7 +127,10 @@ def test_no_job_is_left_when_the_client_process_ends(any_backend, tmp_path, how)
     process, job_ids = start_client(tmp_path, backend, how)
     try:
         assert len(job_ids) == 2 and not set(job_ids) - set(queue_after(backend, job_ids)), "both jobs run"
-        if how != "exit":
+        if how == "exit":
+            process.stdin.write("exit now\n")
+            process.stdin.flush()
+        else:
             process.send_signal(getattr(signal, how))
         process.wait(timeout=90)
     finally:
