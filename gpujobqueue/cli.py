@@ -154,13 +154,42 @@ def show(site: str) -> None:
 
 @main.command()
 @click.argument("files", nargs=-1, type=click.Path())
-def check(files: tuple[str, ...]) -> None:
-    """Validate site config FILES (default: every known site); exit 1 listing file:line: key: problem."""
-    from .sites import SiteConfigError, load_site, site_files
+@click.option("--site", default=None, help="Check against this site (name or file) instead of the one GPUCluster() would pick.")
+@click.option("--batch", type=click.Choice(["slurm", "pbs", "lsf", "sge", "local"]), default=None, help="The batch system, where no site is used.")
+@click.option("--interface", default=None, help="The interface keyword: check it exists here (default: the site's).")
+@click.option("--protocol", type=click.Choice(["tcp", "tls", "ucx"]), default=None, help="The protocol keyword (default: the site's).")
+@click.option("--json", "as_json", is_flag=True, help="Print the facts and findings as JSON.")
+def check(files: tuple[str, ...], site: str | None, batch: str | None, interface: str | None, protocol: str | None, as_json: bool) -> None:
+    """Diagnose this machine for GPU workers: GPUs (NVML), CUDA driver, dask-cuda,
+    distributed-ucxx, cupy and cudf, UCX transports, network interfaces against the site's,
+    batch commands on PATH, the site detected. Exit 1 naming the fix where something needed
+    is missing.
 
-    targets = list(files) or sorted(site_files())
+    With FILES, validate those site config files instead; exit 1 listing file:line: key: problem.
+    """
+    if files:
+        if site or batch or interface or protocol or as_json:
+            raise click.UsageError("FILES are validated on their own; leave out the machine options")
+        sys.exit(_check_site_files(files))
+    import json
+
+    from .diagnostics import gather_facts, judge, report
+
+    facts = gather_facts(site=site, batch=batch, interface=interface, protocol=protocol)
+    findings = judge(facts)
+    if as_json:
+        click.echo(json.dumps({"facts": facts.as_dict(), "findings": [vars(f) for f in findings]}, indent=2))
+    else:
+        click.echo(report(findings, facts))
+    if any(f.status == "fail" for f in findings):
+        sys.exit(1)
+
+
+def _check_site_files(files: tuple[str, ...]) -> int:
+    from .sites import SiteConfigError, load_site
+
     failed = 0
-    for target in targets:
+    for target in files:
         try:
             load_site(target)
         except SiteConfigError as error:
@@ -169,8 +198,7 @@ def check(files: tuple[str, ...]) -> None:
                 click.echo(str(problem), err=True)
         else:
             click.echo(f"ok: {target}")
-    if failed:
-        sys.exit(1)
+    return 1 if failed else 0
 
 
 @main.command()

@@ -1,0 +1,509 @@
+"""``gpujobqueue check``: what this machine has for GPU workers, and what is missing.
+
+:func:`gather_facts` reads the machine (NVML, packages, UCX, network, batch commands, the
+site) without judging; :func:`judge` turns the facts into findings, each with the fix where
+something needed is missing. Keeping the two apart lets the judgement be tested on any facts.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import dask
+
+from . import sites
+from .errors import GPUJobQueueError
+
+# The commands each batch system's cluster runs: submit, status, cancel (then optional ones).
+BATCH_COMMANDS = {
+    "slurm": ("sbatch", "squeue", "scancel"),
+    "pbs": ("qsub", "qstat", "qdel"),
+    "lsf": ("bsub", "bjobs", "bkill"),
+    "sge": ("qsub", "qstat", "qdel"),
+}
+OPTIONAL_BATCH_COMMANDS = {"slurm": ("sacct", "scontrol"), "pbs": (), "lsf": (), "sge": ("qacct",)}
+# The variable each batch system sets inside a job (SGE's JOB_ID is checked with SGE_ROOT).
+JOB_VARIABLES = {"slurm": "SLURM_JOB_ID", "pbs": "PBS_JOBID", "lsf": "LSB_JOBID", "sge": "JOB_ID"}
+PACKAGES = ("dask", "distributed", "dask-jobqueue", "dask-cuda", "distributed-ucxx", "ucxx", "cupy", "cudf", "rmm", "pynvml")
+# Distribution names differ by CUDA major version; the first one installed is reported.
+DISTRIBUTIONS = {
+    "distributed-ucxx": ("distributed-ucxx-cu13", "distributed-ucxx-cu12", "distributed-ucxx"),
+    "ucxx": ("ucxx-cu13", "ucxx-cu12", "ucxx"),
+    "cupy": ("cupy-cuda13x", "cupy-cuda12x", "cupy"),
+    "cudf": ("cudf-cu13", "cudf-cu12", "cudf"),
+    "rmm": ("rmm-cu13", "rmm-cu12", "rmm"),
+    "pynvml": ("nvidia-ml-py", "pynvml"),
+}
+MODULES = {"dask-jobqueue": "dask_jobqueue", "dask-cuda": "dask_cuda", "distributed-ucxx": "distributed_ucxx"}
+# Importing these proves more than their metadata does (dask-cuda without cuda-bindings
+# installs but does not import), and they are cheap enough to import here.
+IMPORT_CHECKED = ("dask-cuda", "distributed-ucxx")
+NVLINK_TRANSPORTS = {"cuda_ipc"}
+INFINIBAND_TRANSPORTS = {"rc", "rc_verbs", "rc_mlx5", "ud", "ud_verbs", "ud_mlx5", "dc", "dc_mlx5"}
+
+
+@dataclass
+class GPU:
+    """One NVIDIA GPU as NVML (or nvidia-smi) reports it."""
+
+    index: int
+    name: str
+    memory_bytes: int | None = None
+    active_nvlinks: int | None = None
+
+
+@dataclass
+class Package:
+    """An installed distribution: its version, and the import error where it was import-checked."""
+
+    name: str
+    version: str | None
+    import_error: str | None = None
+
+
+@dataclass
+class MachineFacts:
+    """What :func:`gather_facts` read off this machine; no judgement in it."""
+
+    hostname: str
+    python: str
+    gpujobqueue: str
+    gpus: list[GPU]
+    gpu_source: str | None
+    gpu_error: str | None
+    driver_version: str | None
+    cuda_driver_version: str | None
+    cuda_visible_devices: str | None
+    packages: dict[str, Package]
+    ucx_info: str | None
+    ucx_transports: list[str] | None
+    ucx_devices: list[str] | None
+    interfaces: dict[str, list[str]]
+    infiniband_devices: list[str]
+    batch_commands: dict[str, str | None]
+    batch_versions: dict[str, str]
+    job_of: str | None
+    batch: str
+    site: str | None
+    site_source: str
+    site_file: str | None
+    site_error: str | None
+    interface: str | None
+    protocol: str | None
+    worker_mode: str | None
+    site_gpu_vendor: str | None = None
+    site_files_checked: int = 0
+    site_file_errors: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Finding:
+    """One line of the check: ``ok``, ``info``, ``warn`` or ``fail``, and the fix for a fail or warn."""
+
+    status: str
+    topic: str
+    detail: str
+    fix: str | None = None
+
+
+def gather_facts(site: str | None = None, batch: str | None = None, interface: str | None = None, protocol: str | None = None) -> MachineFacts:
+    """Read what this machine has for GPU workers.
+
+    Parameters
+    ----------
+    site : str, optional
+        The site to check against (a name or a file); default the one ``GPUCluster()``
+        would pick: ``gpujobqueue.site`` in dask config, else the site the host name matches.
+    batch : {"slurm", "pbs", "lsf", "sge", "local"}, optional
+        The batch system when no site is used (default ``gpujobqueue.batch``, ``local``).
+    interface, protocol : str, optional
+        The network interface and protocol the workers will use, if not the site's.
+
+    Returns
+    -------
+    MachineFacts
+    """
+    from . import __version__
+
+    gpus, gpu_source, gpu_error, driver, cuda_driver = _nvidia_gpus()
+    loaded, site_source, site_error = _the_site(site, batch)
+    network = loaded.data.get("network", {}) if loaded else {}
+    worker = loaded.worker(loaded.data["default_queue"]) if loaded else {}
+    ucx_info = _ucx_info_path()
+    transports, devices = _ucx_resources(ucx_info)
+    checked, file_errors = _check_site_files()
+    target_batch = loaded.scheduler if loaded else (batch or dask.config.get("gpujobqueue.batch", default="local"))
+    return MachineFacts(
+        hostname=socket.gethostname(),
+        python=platform.python_version(),
+        gpujobqueue=__version__,
+        gpus=gpus,
+        gpu_source=gpu_source,
+        gpu_error=gpu_error,
+        driver_version=driver,
+        cuda_driver_version=cuda_driver,
+        cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
+        packages={name: _package(name) for name in PACKAGES},
+        ucx_info=ucx_info,
+        ucx_transports=transports,
+        ucx_devices=devices,
+        interfaces=_interfaces(),
+        infiniband_devices=sorted(p.name for p in Path("/sys/class/infiniband").glob("*")),
+        batch_commands={command: shutil.which(command) for commands in (*BATCH_COMMANDS.values(), *OPTIONAL_BATCH_COMMANDS.values()) for command in commands},
+        batch_versions=_batch_versions(),
+        job_of=_job_of(),
+        batch=target_batch,
+        site=loaded.name if loaded else site,
+        site_source=site_source,
+        site_file=loaded.files[-1] if loaded else None,
+        site_error=site_error,
+        interface=interface or network.get("interface"),
+        protocol=protocol or network.get("protocol"),
+        worker_mode=worker.get("mode"),
+        site_gpu_vendor=loaded.data.get("node", {}).get("gpu_vendor") if loaded else None,
+        site_files_checked=checked,
+        site_file_errors=file_errors,
+    )
+
+
+def judge(facts: MachineFacts) -> list[Finding]:
+    """The findings of a check, in the order they are printed.
+
+    Parameters
+    ----------
+    facts : MachineFacts
+
+    Returns
+    -------
+    list of Finding
+        ``fail`` where something the workers need is missing, each with its fix.
+    """
+    findings = [_site_finding(facts), Finding("ok", "python", f"{facts.python}; gpujobqueue {facts.gpujobqueue}")]
+    findings += _gpu_findings(facts)
+    findings += _package_findings(facts)
+    findings += _ucx_findings(facts)
+    findings += _network_findings(facts)
+    findings += _batch_findings(facts)
+    if facts.site_file_errors:
+        findings.append(Finding("fail", "site files", "; ".join(facts.site_file_errors), "correct the file and key named (gpujobqueue check FILE shows each problem)"))
+    else:
+        findings.append(Finding("ok", "site files", f"{facts.site_files_checked} known site files valid"))
+    return findings
+
+
+def _site_finding(facts: MachineFacts) -> Finding:
+    if facts.site_error:
+        return Finding("fail", "site", facts.site_error, "name a site that `gpujobqueue sites` lists, or a valid site file")
+    if facts.site is None:
+        return Finding("info", "site", f"none ({facts.site_source}); batch system {facts.batch}")
+    return Finding("ok", "site", f"{facts.site} ({facts.site_source}, {facts.site_file}); batch system {facts.batch}")
+
+
+def _gpu_findings(facts: MachineFacts) -> list[Finding]:
+    if facts.gpus:
+        names = ", ".join(f"{gpu.index}: {gpu.name}" + (f" {gpu.memory_bytes / 2**30:.0f} GiB" if gpu.memory_bytes else "")
+                          + (f", {gpu.active_nvlinks} NVLinks" if gpu.active_nvlinks else "") for gpu in facts.gpus)
+        visible = "" if facts.cuda_visible_devices is None else f"; CUDA_VISIBLE_DEVICES={facts.cuda_visible_devices}"
+        findings = [Finding("ok", "GPUs", f"{len(facts.gpus)} seen by {facts.gpu_source} ({names}){visible}")]
+        if facts.cuda_driver_version:
+            findings.append(Finding("ok", "CUDA driver", f"CUDA {facts.cuda_driver_version}, driver {facts.driver_version}"))
+        else:
+            findings.append(Finding("warn", "CUDA driver", "version not readable (NVML missing)", "pip install nvidia-ml-py"))
+        return findings
+    why = f" ({facts.gpu_error})" if facts.gpu_error else ""
+    if facts.site_gpu_vendor not in (None, "nvidia"):
+        return [Finding("info", "GPUs", f"no NVIDIA GPU{why}; {facts.site}'s GPUs are {facts.site_gpu_vendor}, which this check does not count")]
+    if facts.job_of:
+        return [Finding("fail", "GPUs", f"none seen inside this {facts.job_of} job{why}",
+                        "ask the job for GPUs (gpus_per_node=, or the site's GPU queue) and check CUDA_VISIBLE_DEVICES is not empty")]
+    if facts.batch == "local":
+        return [Finding("warn", "GPUs", f"no NVIDIA GPU here{why}; the local batch system will start CPU workers in their place",
+                        "run on a GPU node, or pass site= / batch= to submit to the machine's batch system")]
+    return [Finding("info", "GPUs", f"none here{why}: usual on a login node; the workers run on {facts.batch} compute nodes (run `gpujobqueue check` in a job to check those)")]
+
+
+def _package_findings(facts: MachineFacts) -> list[Finding]:
+    packages = facts.packages
+    findings = [Finding("ok", "dask", ", ".join(f"{name} {packages[name].version}" for name in ("dask", "distributed", "dask-jobqueue")))]
+    needs_cuda = facts.worker_mode == "dask-cuda" or (facts.worker_mode is None and bool(facts.gpus))
+    cuda = packages["dask-cuda"]
+    if cuda.version and not cuda.import_error:
+        findings.append(Finding("ok", "dask-cuda", cuda.version))
+    elif needs_cuda:
+        broken = cuda.version and cuda.import_error
+        fix = ("pip install cuda-bindings (dask-cuda imports cuda.bindings)" if broken and "bindings" in cuda.import_error
+               else "pip install 'gpujobqueue[cuda]'")
+        detail = f"{cuda.version} installed but does not import: {cuda.import_error}" if broken else "not installed"
+        findings.append(Finding("fail", "dask-cuda", f"{detail}; the workers here run dask-cuda", fix))
+    else:
+        findings.append(Finding("info", "dask-cuda", "not installed (needed for worker_mode='dask-cuda')"))
+    ucx = packages["distributed-ucxx"]
+    if ucx.version and not ucx.import_error:
+        findings.append(Finding("ok", "distributed-ucxx", f"{ucx.version} (ucxx {packages['ucxx'].version})"))
+    elif facts.protocol == "ucx":
+        detail = f"{ucx.version} installed but does not import: {ucx.import_error}" if ucx.version else "not installed"
+        findings.append(Finding("fail", "distributed-ucxx", f"{detail}; protocol is ucx", "pip install 'gpujobqueue[ucx]' (distributed-ucxx-cu13; -cu12 for CUDA 12)"))
+    else:
+        findings.append(Finding("info", "distributed-ucxx", "not installed (needed for protocol='ucx' only)"))
+    others = ", ".join(f"{name} {packages[name].version or 'not installed'}" for name in ("cupy", "cudf", "rmm"))
+    if packages["cupy"].version:
+        findings.append(Finding("ok", "GPU libraries", others))
+    elif facts.gpus:
+        findings.append(Finding("warn", "GPU libraries", others, "pip install 'gpujobqueue[cuda]' for cupy arrays on the GPUs"))
+    else:
+        findings.append(Finding("info", "GPU libraries", others))
+    return findings
+
+
+def _ucx_findings(facts: MachineFacts) -> list[Finding]:
+    if facts.ucx_transports is None:
+        if facts.protocol == "ucx":
+            return [Finding("fail", "UCX transports", "ucx_info not found (neither on PATH nor in the libucx package)", "pip install 'gpujobqueue[ucx]', or module load ucx")]
+        return [Finding("info", "UCX transports", "ucx_info not found; UCX is not used here")]
+    transports = set(facts.ucx_transports)
+    findings = [Finding("ok", "UCX transports", f"{', '.join(facts.ucx_transports) or 'none'} ({facts.ucx_info})")]
+    if facts.protocol == "ucx":
+        nvlinked = any(gpu.active_nvlinks for gpu in facts.gpus)
+        if nvlinked and not transports & NVLINK_TRANSPORTS:
+            findings.append(Finding("warn", "UCX over NVLink", "this machine's GPUs have NVLink but UCX has no cuda_ipc transport",
+                                    "use a UCX built with CUDA (the libucx-cu13 wheel is); check UCX_TLS does not leave cuda_ipc out"))
+        if facts.infiniband_devices and not transports & INFINIBAND_TRANSPORTS:
+            findings.append(Finding("warn", "UCX over InfiniBand", f"InfiniBand devices {', '.join(facts.infiniband_devices)} but no rc/ud/dc transport in UCX",
+                                    "use a UCX built with verbs (rdma-core); check UCX_TLS"))
+    return findings
+
+
+def _network_findings(facts: MachineFacts) -> list[Finding]:
+    addresses = "; ".join(f"{name} {' '.join(addrs) or '(no IPv4)'}" for name, addrs in facts.interfaces.items())
+    findings = [Finding("ok", "interfaces", addresses + (f"; InfiniBand: {', '.join(facts.infiniband_devices)}" if facts.infiniband_devices else ""))]
+    if facts.interface is None:
+        return findings
+    if facts.interface in facts.interfaces:
+        if facts.interfaces[facts.interface]:
+            findings.append(Finding("ok", "site interface", f"{facts.interface} is here ({' '.join(facts.interfaces[facts.interface])})"))
+        else:
+            findings.append(Finding("fail", "site interface", f"{facts.interface} is here but has no IPv4 address for dask to listen on",
+                                    f"pass interface= one of {', '.join(n for n, a in facts.interfaces.items() if a)}"))
+        return findings
+    choices = ", ".join(name for name, addrs in facts.interfaces.items() if addrs and name != "lo") or "lo"
+    fix = f"pass interface= one of {choices} (or correct the site's network.interface)"
+    if facts.job_of or facts.batch == "local":
+        findings.append(Finding("fail", "site interface", f"{facts.interface} is not an interface of this host, where the workers run", fix))
+    else:
+        findings.append(Finding("warn", "site interface", f"{facts.interface} is not on this host (a login node?); the workers need it on the compute nodes, "
+                                                           "where `gpujobqueue check` in a job tells", fix))
+    return findings
+
+
+def _batch_findings(facts: MachineFacts) -> list[Finding]:
+    present = [batch for batch, commands in BATCH_COMMANDS.items()
+               if all(facts.batch_commands.get(c) for c in commands) and batch in facts.batch_versions]
+    if facts.batch == "local":
+        also = "; on PATH: " + ", ".join(facts.batch_versions[b] for b in present) + " (pass site= or batch= to use it)" if present else ""
+        return [Finding("ok", "batch commands", f"none needed for the local batch system{also}")]
+    missing = [c for c in BATCH_COMMANDS[facts.batch] if not facts.batch_commands.get(c)]
+    if missing:
+        return [Finding("fail", "batch commands", f"{', '.join(missing)} not on PATH; {facts.batch} clusters submit, watch and cancel with them",
+                        f"run on a login node of the {facts.batch} machine, or load the module that puts {missing[0]} on PATH")]
+    if facts.batch in ("pbs", "sge") and facts.batch_versions and facts.batch not in facts.batch_versions:
+        other = facts.batch_versions.get("sge" if facts.batch == "pbs" else "pbs", "another batch system")
+        return [Finding("fail", "batch commands", f"qsub, qstat and qdel here are {other}'s, not {facts.batch}'s",
+                        f"put {facts.batch}'s commands first on PATH, or pass the site or batch= this machine runs")]
+    found = [f"{c} {facts.batch_commands[c]}" for c in (*BATCH_COMMANDS[facts.batch], *OPTIONAL_BATCH_COMMANDS[facts.batch]) if facts.batch_commands.get(c)]
+    version = f"{facts.batch_versions[facts.batch]}: " if facts.batch in facts.batch_versions else ""
+    inside = f"; inside {facts.job_of} job {os.environ.get(JOB_VARIABLES[facts.job_of], '')}" if facts.job_of else ""
+    return [Finding("ok", "batch commands", version + "; ".join(found) + inside)]
+
+
+def _nvidia_gpus() -> tuple[list[GPU], str | None, str | None, str | None, str | None]:
+    """(GPUs, source, error, driver version, CUDA driver version), from NVML else nvidia-smi."""
+    try:
+        import pynvml
+    except ImportError:
+        pynvml = None
+    error = "nvidia-ml-py not installed" if pynvml is None else None
+    if pynvml is not None:
+        try:
+            pynvml.nvmlInit()
+        except Exception as nvml_error:  # NVMLError subclasses: no driver, no library
+            error = f"NVML: {nvml_error}"
+        else:
+            try:
+                return _nvml_gpus(pynvml)
+            finally:
+                pynvml.nvmlShutdown()
+    if shutil.which("nvidia-smi") is None:
+        return [], None, error, None, None
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=index,name,memory.total,driver_version", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError) as smi_error:
+        return [], None, f"{error}; nvidia-smi: {smi_error}", None, None
+    rows = [[cell.strip() for cell in line.split(",")] for line in out.splitlines() if line.strip()]
+    gpus = [GPU(int(index), name, int(float(memory)) * 2**20) for index, name, memory, _ in rows]
+    return gpus, "nvidia-smi", None, rows[0][3] if rows else None, None
+
+
+def _nvml_gpus(pynvml: Any) -> tuple[list[GPU], str, None, str, str | None]:
+    def text(value: Any) -> str:
+        return value.decode() if isinstance(value, bytes) else str(value)
+
+    gpus = []
+    for index in range(pynvml.nvmlDeviceGetCount()):
+        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        links = 0
+        for link in range(getattr(pynvml, "NVML_NVLINK_MAX_LINKS", 18)):
+            try:
+                links += bool(pynvml.nvmlDeviceGetNvLinkState(handle, link))
+            except Exception:  # NVML_ERROR_NOT_SUPPORTED or INVALID_ARGUMENT past the last link
+                break
+        gpus.append(GPU(index, text(pynvml.nvmlDeviceGetName(handle)), int(pynvml.nvmlDeviceGetMemoryInfo(handle).total), links))
+    cuda = pynvml.nvmlSystemGetCudaDriverVersion()
+    return gpus, "NVML", None, text(pynvml.nvmlSystemGetDriverVersion()), f"{cuda // 1000}.{cuda % 1000 // 10}"
+
+
+def _package(name: str) -> Package:
+    version = None
+    for distribution in DISTRIBUTIONS.get(name, (name,)):
+        try:
+            version = importlib.metadata.version(distribution)
+            break
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    import_error = None
+    if version and name in IMPORT_CHECKED:
+        try:
+            importlib.import_module(MODULES[name])
+        except Exception as error:  # an installed package that fails to import, for any reason
+            import_error = f"{type(error).__name__}: {error}"
+    return Package(name, version, import_error)
+
+
+def _ucx_info_path() -> str | None:
+    on_path = shutil.which("ucx_info")
+    if on_path:
+        return on_path
+    spec = importlib.util.find_spec("libucx")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        candidate = Path(folder) / "bin" / "ucx_info"
+        if candidate.is_file():
+            return str(candidate)
+    return None
+
+
+def _ucx_resources(ucx_info: str | None) -> tuple[list[str] | None, list[str] | None]:
+    """The transports and devices ``ucx_info -d`` lists, or (None, None) without ucx_info."""
+    if ucx_info is None:
+        return None, None
+    try:
+        out = subprocess.run([ucx_info, "-d"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+    transports = list(dict.fromkeys(re.findall(r"^#\s+Transport:\s+(\S+)", out, re.MULTILINE)))
+    devices = list(dict.fromkeys(re.findall(r"^#\s+Device:\s+(\S+)", out, re.MULTILINE)))
+    return transports, devices
+
+
+def _batch_versions() -> dict[str, str]:
+    """Which batch systems' commands these are: PBS and Grid Engine share qsub, qstat and qdel."""
+    versions = {}
+    if shutil.which("sbatch"):
+        line = _first_line(["sbatch", "--version"]) or ""
+        versions["slurm"] = line if re.match(r"slurm \S+$", line) else "slurm"
+    if shutil.which("bsub"):
+        versions["lsf"] = _first_line(["lsid"]) if shutil.which("lsid") else "LSF"
+    if shutil.which("qstat"):
+        # PBS Pro answers --version with "pbs_version = X", Torque with "Version: X";
+        # Grid Engine has no --version and prints its usage, headed "SGE 8.1.9".
+        line = _first_line(["qstat", "--version"]) or ""
+        if "pbs_version" in line or line.startswith("Version:"):
+            versions["pbs"] = ("PBS " + line.split("=")[-1].strip()) if "pbs_version" in line else f"Torque {line.split(':', 1)[1].strip()}"
+        elif re.match(r"(SGE|GE|OGS|UGE|AGE|Univa|Son of Grid Engine)\b", line):
+            versions["sge"] = line
+    return versions
+
+
+def _first_line(command: list[str]) -> str | None:
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=15)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    # Grid Engine prints its usage on stdout; sbatch's DNS complaints go to stderr.
+    lines = (done.stdout or done.stderr).strip().splitlines()
+    return lines[0].strip() if lines else None
+
+
+def _interfaces() -> dict[str, list[str]]:
+    import psutil
+
+    stats = psutil.net_if_stats()
+    return {name: [a.address for a in addrs if a.family == socket.AF_INET]
+            for name, addrs in sorted(psutil.net_if_addrs().items()) if stats.get(name) is None or stats[name].isup}
+
+
+def _job_of() -> str | None:
+    for batch, variable in JOB_VARIABLES.items():
+        if os.environ.get(variable) and (batch != "sge" or os.environ.get("SGE_ROOT")):
+            return batch
+    return None
+
+
+def _the_site(site: str | None, batch: str | None) -> tuple[sites.Site | None, str, str | None]:
+    """(the site, how it was chosen, the error loading it) as GPUCluster() would choose."""
+    source = "given"
+    if site is None and batch is None:
+        site = dask.config.get("gpujobqueue.site", default=None)
+        source = "gpujobqueue.site in dask config"
+    if site is None and batch is None:
+        detected = sites.detect_site()
+        if detected is not None:
+            return detected, "matched by the host name", None
+        return None, "no site matches this host name", None
+    if site is None:
+        return None, f"batch={batch} given", None
+    try:
+        return sites.load_site(site), source, None
+    except GPUJobQueueError as error:
+        return None, source, str(error)
+
+
+def _check_site_files() -> tuple[int, list[str]]:
+    names = sorted(sites.site_files())
+    errors = []
+    for name in names:
+        try:
+            sites.load_site(name)
+        except sites.SiteConfigError as error:
+            errors.extend(str(problem) for problem in getattr(error, "errors", [error]))
+    return len(names), errors
+
+
+def report(findings: list[Finding], facts: MachineFacts) -> str:
+    """The check as text: one line per finding, its fix under it, and a last line that sums up."""
+    width = max(len(f.topic) for f in findings)
+    lines = [f"gpujobqueue check on {facts.hostname}"]
+    for finding in findings:
+        lines.append(f"  {finding.status.upper():<5} {finding.topic:<{width}}  {finding.detail}")
+        if finding.fix:
+            lines.append(f"  {'':<5} {'':<{width}}  fix: {finding.fix}")
+    failed = sum(f.status == "fail" for f in findings)
+    warned = sum(f.status == "warn" for f in findings)
+    if failed:
+        lines.append(f"{failed} problem(s) stop GPU workers here; each fix is named above")
+    else:
+        lines.append("nothing missing" + (f" ({warned} warning(s))" if warned else ""))
+    return "\n".join(lines)
