@@ -261,3 +261,17 @@ def test_several_nodes_count_every_gpu_and_name_every_worker():
     _, _, single = SLURMGPUCluster.parse_keywords({"nodes": 2, "gpus_per_node": 1, "launcher": "srun"})
     assert single.name_suffixes == ["-0", "-1"]
 
+
+
+@pytest.mark.parametrize("walltime", ["01:30", "00:45", "12:00", "02:00:00"])
+def test_lsf_walltime_of_two_fields_is_hours_and_minutes_as_in_dask_jobqueue(walltime):
+    theirs = LSFJob(cores=1, memory="1GB", walltime=walltime, lsf_units="mb", scheduler="tcp://127.0.0.1:8786").job_script()
+    ours = LSFGPUCluster.parse_keywords({"walltime": walltime, "lsf_units": "mb"})[1]
+    hours, minutes = map(int, walltime.split(":")[:2])
+    assert ours.walltime == hours * 3600 + minutes * 60
+    their_line = next(line for line in theirs.splitlines() if line.startswith("#BSUB -W"))
+    assert their_line.split()[-1].startswith(walltime[:5]), their_line  # dask-jobqueue hands bsub HH:MM
+    from gpujobqueue.scripts import job_script_for
+
+    ours_script = job_script_for("lsf", {"walltime": walltime, "lsf_units": "mb"}, name="w", scheduler="tcp://127.0.0.1:8786")
+    assert f"#BSUB -W {walltime[:5]}\n" in ours_script

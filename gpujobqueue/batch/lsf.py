@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -155,6 +156,9 @@ class LSFGPUCluster(GPUJobQueueCluster):
         ``LSF_UNIT_FOR_LIMITS`` of the cluster; read from ``$LSF_ENVDIR/lsf.conf`` when not given.
     use_stdin : bool
         Submit as ``bsub < script`` (default) or ``bsub script``.
+    walltime : str
+        As elsewhere, except that two fields are LSF's and dask-jobqueue's ``HH:MM``
+        (``"01:30"`` is an hour and a half, as ``bsub -W 01:30`` reads it), not ``MM:SS``.
 
     Examples
     --------
@@ -169,6 +173,9 @@ class LSFGPUCluster(GPUJobQueueCluster):
 
     @classmethod
     def _apply_batch_defaults(cls, settings: dict[str, Any]) -> None:
+        walltime = settings.get("walltime")
+        if isinstance(walltime, str) and re.fullmatch(r"\s*\d+:\d+\s*", walltime):
+            settings["walltime"] = walltime.strip() + ":00"  # bsub -W [hour:]minute
         if settings.get("ncpus") is not None:  # dask-jobqueue's -n: the job's cores
             if settings.get("cores") is not None or settings.get("cpus_per_gpu") is not None:
                 raise ValidationError("ncpus", "give ncpus (LSF's -n), cores or cpus_per_gpu, not several")
