@@ -216,9 +216,7 @@ class GPUJobQueueCluster(JobQueueCluster):
         its GPUs are the cluster's minimum, and closing the cluster ends it last. The
         default with ``protocol="ucx"`` on a batch system: UCX has no TLS, so the scheduler
         is kept off the shared login node, on the job's own network (``interface``).
-    death_timeout, local_directory, interface, protocol, security, python, worker_command,
-    worker_extra_args, nanny, shebang, scheduler_options, scheduler_cls, shared_temp_directory,
-    silence_logs, asynchronous, loop, name, config_name
+    death_timeout, local_directory, interface, protocol, security, python, worker_command, worker_extra_args, nanny, shebang, scheduler_options, scheduler_cls, shared_temp_directory, silence_logs, asynchronous, loop, name, config_name
         As in :class:`dask_jobqueue.SLURMCluster`.
 
     Raises

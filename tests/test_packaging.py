@@ -25,3 +25,7 @@ def test_installed_package_renders_from_its_own_templates(tmp_path):
     # The site schema ships too: the installed command checks a site file.
     checked = subprocess.run([env_dir / "bin" / "gpujobqueue", "check", str(REPO / "tests" / "sites" / "good" / "minimal.yaml")], capture_output=True, text=True, cwd=tmp_path)
     assert checked.returncode == 0 and "ok:" in checked.stdout, checked.stderr
+    # dask's own command finds the plugin of the installed package (the dask_cli entry point).
+    listed = subprocess.run([python, "-m", "dask", "gpujobqueue", "sites"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.startswith("SITE") and "perlmutter" in listed.stdout and "slurm" in listed.stdout
