@@ -16,6 +16,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,9 +87,8 @@ class MachineFacts:
     cuda_driver_version: str | None
     cuda_visible_devices: str | None
     packages: dict[str, Package]
-    ucx_info: str | None
+    ucx_source: str | None
     ucx_transports: list[str] | None
-    ucx_devices: list[str] | None
     interfaces: dict[str, list[str]]
     infiniband_devices: list[str]
     batch_commands: dict[str, str | None]
@@ -143,8 +143,7 @@ def gather_facts(site: str | None = None, batch: str | None = None, interface: s
     loaded, site_source, site_error = _the_site(site, batch)
     network = loaded.data.get("network", {}) if loaded else {}
     worker = loaded.worker(loaded.data["default_queue"]) if loaded else {}
-    ucx_info = _ucx_info_path()
-    transports, devices = _ucx_resources(ucx_info)
+    ucx_source, transports = _ucx_resources()
     checked, file_errors = _check_site_files()
     target_batch = loaded.scheduler if loaded else (batch or dask.config.get("gpujobqueue.batch", default="local"))
     return MachineFacts(
@@ -158,9 +157,8 @@ def gather_facts(site: str | None = None, batch: str | None = None, interface: s
         cuda_driver_version=cuda_driver,
         cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
         packages={name: _package(name) for name in PACKAGES},
-        ucx_info=ucx_info,
+        ucx_source=ucx_source,
         ucx_transports=transports,
-        ucx_devices=devices,
         interfaces=_interfaces(),
         infiniband_devices=sorted(p.name for p in Path("/sys/class/infiniband").glob("*")),
         batch_commands={command: shutil.which(command) for commands in (*BATCH_COMMANDS.values(), *OPTIONAL_BATCH_COMMANDS.values()) for command in commands},
@@ -272,10 +270,10 @@ def _package_findings(facts: MachineFacts) -> list[Finding]:
 def _ucx_findings(facts: MachineFacts) -> list[Finding]:
     if facts.ucx_transports is None:
         if facts.protocol == "ucx":
-            return [Finding("fail", "UCX transports", "ucx_info not found (neither on PATH nor in the libucx package)", "pip install 'gpujobqueue[ucx]', or module load ucx")]
-        return [Finding("info", "UCX transports", "ucx_info not found; UCX is not used here")]
+            return [Finding("fail", "UCX transports", "no UCX here (neither ucxx nor ucx_info)", "pip install 'gpujobqueue[ucx]', or module load ucx")]
+        return [Finding("info", "UCX transports", "no UCX here (neither ucxx nor ucx_info); UCX is not used")]
     transports = set(facts.ucx_transports)
-    findings = [Finding("ok", "UCX transports", f"{', '.join(facts.ucx_transports) or 'none'} ({facts.ucx_info})")]
+    findings = [Finding("ok", "UCX transports", f"{', '.join(facts.ucx_transports) or 'none'} (from {facts.ucx_source})")]
     if facts.protocol == "ucx":
         nvlinked = any(gpu.active_nvlinks for gpu in facts.gpus)
         if nvlinked and not transports & NVLINK_TRANSPORTS:
@@ -405,17 +403,33 @@ def _ucx_info_path() -> str | None:
     return None
 
 
-def _ucx_resources(ucx_info: str | None) -> tuple[list[str] | None, list[str] | None]:
-    """The transports and devices ``ucx_info -d`` lists, or (None, None) without ucx_info."""
+# What distributed-ucxx will use: the transports of a UCX context made by ucxx itself.
+_UCXX_TRANSPORTS = "import ucxx; ucxx.init(); print('transports:', *sorted(ucxx.get_active_transports()))"
+
+
+def _ucx_resources() -> tuple[str | None, list[str] | None]:
+    """(where the transports were read, the transports), or (None, None) without UCX.
+
+    ucxx is asked first, in a child process: it loads UCX as the workers will. The libucx
+    wheel's ``ucx_info`` cannot find the wheel's transport modules (it lists ``self``
+    alone), so ``ucx_info -d`` is read only where ucxx is missing.
+    """
+    if importlib.util.find_spec("ucxx") is not None:
+        try:
+            done = subprocess.run([sys.executable, "-c", _UCXX_TRANSPORTS], capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.SubprocessError):
+            done = None
+        found = [line for line in (done.stdout.splitlines() if done else []) if line.startswith("transports:")]
+        if found:
+            return "ucxx", found[-1].split()[1:]
+    ucx_info = _ucx_info_path()
     if ucx_info is None:
         return None, None
     try:
         out = subprocess.run([ucx_info, "-d"], capture_output=True, text=True, timeout=60).stdout
     except (OSError, subprocess.SubprocessError):
         return None, None
-    transports = list(dict.fromkeys(re.findall(r"^#\s+Transport:\s+(\S+)", out, re.MULTILINE)))
-    devices = list(dict.fromkeys(re.findall(r"^#\s+Device:\s+(\S+)", out, re.MULTILINE)))
-    return transports, devices
+    return ucx_info, list(dict.fromkeys(re.findall(r"^#\s+Transport:\s+(\S+)", out, re.MULTILINE)))
 
 
 def _batch_versions() -> dict[str, str]:

@@ -4,6 +4,7 @@ missing piece is a failure that names its fix."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import os
 import re
@@ -43,9 +44,13 @@ def test_the_facts_are_this_machines():
     assert facts["infiniband_devices"] == (sorted(os.listdir("/sys/class/infiniband")) if os.path.isdir("/sys/class/infiniband") else [])
     installed = subprocess.run([sys.executable, "-m", "pip", "show", "dask-cuda"], capture_output=True, text=True).stdout
     assert facts["packages"]["dask-cuda"]["version"] == (installed.split("Version: ")[1].split()[0] if installed else None)
+    if importlib.util.find_spec("ucxx"):
+        assert facts["ucx_source"] == "ucxx" and "tcp" in facts["ucx_transports"]
     if GPU_HERE:
         listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout.count("GPU ")
         assert len(facts["gpus"]) == listed and facts["cuda_driver_version"]
+        if importlib.util.find_spec("ucxx") and any(gpu["active_nvlinks"] for gpu in facts["gpus"]):
+            assert "cuda_ipc" in facts["ucx_transports"]
     else:
         assert facts["gpus"] == [] and by_topic(result)["GPUs"]["status"] == "warn"
     assert status == (1 if any(f["status"] == "fail" for f in result["findings"]) else 0)
@@ -132,7 +137,7 @@ def facts_of_a_gpu_node(**changes):
     packages = {**facts.packages, "dask-cuda": Package("dask-cuda", "26.10.0"), "distributed-ucxx": Package("distributed-ucxx", "0.52.0"),
                 "cupy": Package("cupy", "14.2.0")}
     base = dataclasses.replace(facts, gpus=nvlinked, gpu_source="NVML", gpu_error=None, driver_version="580.1", cuda_driver_version="13.0",
-                               packages=packages, ucx_info="/x/ucx_info", ucx_transports=["tcp", "cuda_copy", "cuda_ipc", "rc_mlx5"],
+                               packages=packages, ucx_source="ucxx", ucx_transports=["tcp", "cuda_copy", "cuda_ipc", "rc_mlx5"],
                                infiniband_devices=["mlx5_0"], protocol="ucx", worker_mode="dask-cuda", site_file_errors=[])
     return dataclasses.replace(base, **changes)
 
@@ -152,14 +157,14 @@ def test_a_complete_gpu_node_has_nothing_missing():
     ({"packages_dask_cuda": Package("dask-cuda", None)}, "dask-cuda", "pip install 'gpujobqueue[cuda]'"),
     ({"packages_dask_cuda": Package("dask-cuda", "26.10.0", "ImportError: cannot import name 'bindings' from 'cuda'")}, "dask-cuda", "pip install cuda-bindings"),
     ({"packages_distributed_ucxx": Package("distributed-ucxx", None)}, "distributed-ucxx", "gpujobqueue[ucx]"),
-    ({"ucx_transports": None, "ucx_info": None}, "UCX transports", "gpujobqueue[ucx]"),
+    ({"ucx_transports": None, "ucx_source": None}, "UCX transports", "gpujobqueue[ucx]"),
     ({"gpus": [], "job_of": "slurm"}, "GPUs", "ask the job for GPUs"),
     ({"interface": "ib0", "job_of": "pbs"}, "site interface", "pass interface="),
     ({"batch": "slurm", "batch_commands": {"sbatch": None, "squeue": None, "scancel": None}}, "batch commands", "puts sbatch on PATH"),
     ({"batch": "pbs", "batch_commands": {"qsub": "/q", "qstat": "/q", "qdel": "/q"}, "batch_versions": {"sge": "SGE 8.1.9"}}, "batch commands", "put pbs's commands first"),
     ({"site_error": "no site named 'x'"}, "site", "gpujobqueue sites"),
     ({"site_file_errors": ["/etc/gpujobqueue/sites/a.yaml:3: node.gpus: 0 is less than 1"]}, "site files", "gpujobqueue check FILE"),
-], ids=["no-dask-cuda", "dask-cuda-without-cuda-bindings", "ucx-without-distributed-ucxx", "ucx-without-ucx_info", "job-without-gpus",
+], ids=["no-dask-cuda", "dask-cuda-without-cuda-bindings", "ucx-without-distributed-ucxx", "ucx-without-ucx", "job-without-gpus",
         "missing-interface-in-job", "no-sbatch", "qsub-of-another-system", "unknown-site", "broken-site-file"])
 def test_each_missing_piece_fails_with_its_fix(changes, topic, fix):
     facts = facts_of_a_gpu_node()
