@@ -1,0 +1,101 @@
+"""The Sphinx documentation builds without a warning, and its generated pages are complete."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+import gpujobqueue
+from gpujobqueue.batch import BATCH_SYSTEMS
+from gpujobqueue.cli import main
+from gpujobqueue.sites import site_table
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+
+
+@pytest.fixture(scope="module")
+def html(tmp_path_factory):
+    """The HTML build of docs/, made once for this module, as CI builds it."""
+    out = tmp_path_factory.mktemp("docs") / "html"
+    command = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", str(DOCS), str(out)]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, f"{' '.join(command)} exited with {result.returncode}:\n{result.stderr}\n{result.stdout[-4000:]}"
+    assert "WARNING" not in result.stderr, result.stderr
+    return out
+
+
+def page(html: Path, name: str) -> str:
+    path = html / f"{name}.html"
+    assert path.is_file(), f"no page {name}.html in {sorted(p.name for p in html.rglob('*.html'))}"
+    return path.read_text(encoding="utf-8")
+
+
+def commands(group: click.Group, path: str) -> list[str]:
+    """Every command under ``group``, nested ones too, as sphinx-click names their sections."""
+    found = []
+    for name, command in group.commands.items():
+        found.append(f"{path}-{name}")
+        if isinstance(command, click.Group):
+            found += commands(command, f"{path}-{name}")
+    return found
+
+
+def test_the_cli_reference_documents_every_command(html):
+    text = page(html, "cli")
+    expected = commands(main, "gpujobqueue")
+    assert len(expected) >= len(main.commands) >= 4
+    for section in expected:
+        assert f'id="{section}"' in text, f"the CLI reference has no section for {section.replace('-', ' ', 1)}"
+    for option in ("--gpus-per-node", "--run", "--job-array"):  # the options come from the command itself
+        assert option in text
+
+
+def test_the_site_table_lists_every_site(html):
+    text = page(html, "sites")
+    names = [row["name"] for row in site_table()]
+    shipped = sorted(path.stem for path in (ROOT / "site-configs").glob("*.yaml") if not path.name.startswith("_"))
+    assert set(shipped) <= set(names) and len(shipped) >= 20
+    table = text[text.index("<table"):text.index("</table>")]
+    for name in names:
+        assert re.search(rf'<span class="pre">{re.escape(name)}</span>', table), f"site {name} is not in the site table"
+        assert f'id="site-{name}"' in text, f"site {name} has no section"
+    assert 'id="site-_template"' not in text  # files named _*.yaml are not sites
+
+
+def test_there_is_a_page_per_batch_system_with_rendered_scripts(html):
+    directives = {"slurm": "#SBATCH --gpus-per-node=4", "pbs": "#PBS -l select=1:ncpus=32:ngpus=4", "lsf": "#BSUB -gpu &quot;num=4:mode=exclusive_process&quot;",
+                  "sge": "#$ -l gpu=1", "local": "--preload-nanny"}
+    assert set(directives) == set(BATCH_SYSTEMS)
+    for batch, line in directives.items():
+        text = page(html, f"batch/{batch}")
+        assert "<h1>" in text
+        assert line in text, f"batch/{batch}.html lacks the rendered line {line!r}"
+
+
+def test_the_api_reference_documents_the_public_names(html):
+    text = page(html, "api")
+    for name in gpujobqueue.__all__:
+        assert f'id="gpujobqueue.{name}"' in text, f"{name} is not in the API reference"
+    for method in ("scale", "adapt", "jobs"):
+        assert f'id="gpujobqueue.cluster.GPUJobQueueCluster.{method}"' in text
+
+
+def test_the_guides_and_the_existing_pages_are_built(html):
+    for name in ("index", "quickstart", "migrating", "rendered-scripts", "networking", "troubleshooting", "configuration",
+                 "site-configs", "benchmarks", "reliability"):
+        page(html, name)
+    assert "job-poll-interval" in page(html, "configuration")  # gpujobqueue.yaml, included
+
+
+def test_the_check_and_examples_pages_are_built_and_complete(html):
+    check = page(html, "check")
+    for topic in ("GPUs", "dask-cuda", "distributed-ucxx", "UCX transports", "interfaces", "batch commands", "site files"):
+        assert topic in check
+    assert "4 seen by NVML" in check and "no NVIDIA GPU here" in check  # the GPU node's output and this machine's
+    examples = page(html, "examples")
+    for script in sorted(p.name for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_")):
+        assert script in examples, f"{script} is not on the examples page"
