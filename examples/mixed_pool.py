@@ -28,10 +28,13 @@ Run it:
     python examples/mixed_pool.py --size small          # this machine (local batch system)
     python examples/mixed_pool.py --batch slurm --queue gpu --gpus-per-node 4 --account abc123 \\
         --walltime 00:30:00 --gpus 8 --cpu-workers 16 --cpu-queue cpu --size large
+    python examples/mixed_pool.py --site perlmutter --account m1234_g --walltime 00:30:00 \\
+        --cpu-queue regular --cpu-constraint cpu --cpu-account m1234 --size large
 
-``--cpu-queue`` and ``--cpu-account`` are the CPU pool's ``queue`` and ``account``. The CPU
-jobs take everything else from the GPU jobs, including a site's directives: on a
-site whose GPU jobs carry ``--constraint=gpu`` (Perlmutter), the CPU jobs carry it too.
+``--cpu-queue``, ``--cpu-account`` and ``--cpu-constraint`` are the CPU pool's ``queue``,
+``account`` and ``constraint``; a site's queue name maps to its partition and QoS. The CPU
+jobs take everything else from the GPU jobs, including a site's directives: on
+Perlmutter, without ``--cpu-constraint cpu`` they would carry the GPU jobs' ``--constraint=gpu``.
 
 Exit status: 0 all checks passed, 1 a check failed, 3 a package is missing, 4 the
 workers lack GPUs for the GPU form.
@@ -106,6 +109,7 @@ def main(argv=None):
     p.add_argument("--cpu-workers", type=int, default=2, help="CPU-only workers beside the GPU workers (default 2)")
     p.add_argument("--cpu-queue", help="queue for the CPU jobs (default: the GPU jobs' queue)")
     p.add_argument("--cpu-account", help="account for the CPU jobs (default: the GPU jobs' account)")
+    p.add_argument("--cpu-constraint", help="SLURM --constraint for the CPU jobs (default: the GPU jobs' constraint)")
     args = _common.parse(p, argv)
     if args.cpu_workers < 1:
         p.error("--cpu-workers must be 1 or more")
@@ -120,7 +124,8 @@ def main(argv=None):
     gpu = form == "gpu"
 
     # One CPU job holding every CPU worker, one thread each; the rest (account, walltime) is the GPU jobs'.
-    cpu_pool = {"processes": args.cpu_workers, "cores": args.cpu_workers, "queue": args.cpu_queue, "account": args.cpu_account}
+    cpu_pool = {"processes": args.cpu_workers, "cores": args.cpu_workers, "queue": args.cpu_queue, "account": args.cpu_account,
+                "constraint": args.cpu_constraint}
     with GPUCluster(site=args.site, batch=args.batch, cpu_pool=cpu_pool, **_common.cluster_keywords(args)) as cluster:
         gpus = args.gpus or cluster.workers_per_job
         cluster.scale(gpus=gpus, cpu_workers=args.cpu_workers)

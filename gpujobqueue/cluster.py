@@ -199,7 +199,8 @@ class GPUJobQueueCluster(JobQueueCluster):
         ``scale(cpu_workers=N)``. Its jobs ask for no GPU and its workers carry no ``GPU``
         resource, so ``dask.annotate(resources={"GPU": 1})`` keeps tasks off them. Keys:
         ``processes`` (workers per job, default 1), ``cores``, ``nthreads``, ``memory``
-        (per job), ``queue``, ``account``, ``qos``, ``walltime``, ``job_name``,
+        (per job), ``queue`` (a site's queue name maps to its partition and QoS),
+        ``account``, ``qos``, ``constraint`` (SLURM), ``walltime``, ``job_name``,
         ``job_extra_directives``; the rest is the GPU jobs' settings.
     job_array : bool
         Submit the jobs that ``scale()`` and ``adapt()`` start together as one job array
@@ -264,7 +265,8 @@ class GPUJobQueueCluster(JobQueueCluster):
         settings, request, launch = self.parse_keywords(dict(kwargs, processes=processes))
         security, launch = resolve_security(security, launch)
         self.request, self.launch, self.site = request, launch, settings["site"]
-        self.cpu_pool = CPUPool.from_keyword(cpu_pool if cpu_pool is not None else config.configured(self.job_cls.batch, "cpu_pool"))
+        self.cpu_pool = CPUPool.from_keyword(cpu_pool if cpu_pool is not None else config.configured(self.job_cls.batch, "cpu_pool"),
+                                             batch=self.job_cls.batch, site=self.site)
         self.cpu_request, self.cpu_launch = self.cpu_pool.job_shape(request, launch) if self.cpu_pool else (None, None)
         # Not `_job_key`: dask-jobqueue keeps the TLS key file of security=True in `self._job_key`.
         self._worker_to_job = WorkerJobKey(launch.name_suffixes, self.cpu_launch.name_suffixes if self.cpu_launch else None)

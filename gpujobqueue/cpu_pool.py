@@ -8,10 +8,10 @@ from typing import Any, Mapping
 
 from .config import check_keywords
 from .errors import UnknownKeywordError, ValidationError
-from .request import JobRequest, parse_lines, parse_name, parse_positive_int, parse_size, parse_walltime, parse_word
+from .request import JobRequest, parse_constraint, parse_lines, parse_name, parse_positive_int, parse_size, parse_walltime, parse_word
 from .workers import WorkerLaunch
 
-CPU_POOL_KEYS = ("processes", "cores", "nthreads", "memory", "queue", "account", "walltime", "qos", "job_name", "job_extra_directives")
+CPU_POOL_KEYS = ("processes", "cores", "nthreads", "memory", "queue", "account", "walltime", "qos", "constraint", "job_name", "job_extra_directives")
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,12 @@ class CPUPool:
     memory : int or None
         Host memory per job in bytes, shared among its workers.
     queue, account, qos, job_name : str or None
-        Where the CPU jobs run, if not where the GPU jobs do.
+        Where the CPU jobs run, if not where the GPU jobs do. With a site, a queue the
+        site lists is its partition and QoS, as for the GPU jobs; another name is the
+        batch system's own queue (partition).
+    constraint : str or None
+        SLURM's ``--constraint`` of the CPU jobs, instead of the GPU jobs' one (on
+        Perlmutter ``cpu``, where the GPU jobs carry ``gpu``).
     walltime : int or None
         Seconds.
     job_extra_directives : tuple of str
@@ -46,13 +51,24 @@ class CPUPool:
     queue: str | None = None
     account: str | None = None
     qos: str | None = None
+    constraint: str | None = None
+    # A site queue without a partition (Perlmutter's QoS-only queues): the job names none.
+    no_partition: bool = False
     job_name: str | None = None
     walltime: int | None = None
     job_extra_directives: tuple[str, ...] | None = None
 
     @classmethod
-    def from_keyword(cls, value: Any) -> "CPUPool | None":
+    def from_keyword(cls, value: Any, batch: str = "slurm", site: Any = None) -> "CPUPool | None":
         """Parse ``cpu_pool``: a mapping of :data:`CPU_POOL_KEYS`, or None for no CPU pool.
+
+        Parameters
+        ----------
+        value : mapping or None
+        batch : str
+            The cluster's batch system (``constraint`` is SLURM's).
+        site : Site, optional
+            The cluster's site, whose queue table maps ``queue``.
 
         Raises
         ------
@@ -79,12 +95,19 @@ class CPUPool:
             queue=optional("queue", parse_word),
             account=optional("account", parse_word),
             qos=optional("qos", parse_word),
+            constraint=optional("constraint", parse_constraint),
             job_name=optional("job_name", parse_name),
             walltime=optional("walltime", parse_walltime),
             job_extra_directives=optional("job_extra_directives", parse_lines),
         )
         if pool.cores is not None and pool.nthreads is not None and pool.nthreads * pool.processes > pool.cores:
             raise ValidationError("cpu_pool.nthreads", f"{pool.processes} workers of {pool.nthreads} threads need {pool.processes * pool.nthreads} cores; the job asks for {pool.cores}")
+        if pool.constraint is not None and batch != "slurm":
+            raise ValidationError("cpu_pool.constraint", f"constraint is SLURM's --constraint; {batch} jobs have none")
+        if site is not None and pool.queue in site.data["queues"]:
+            entry = site.queue(pool.queue)
+            partition = entry["partition"] if "partition" in entry else pool.queue
+            pool = dataclasses.replace(pool, queue=partition, no_partition=partition is None, qos=pool.qos or entry.get("qos"))
         return pool
 
     @property
@@ -110,9 +133,10 @@ class CPUPool:
             memory_per_node=self.memory,
             job_mem=None,
             exclusive=False,
-            queue=self.queue or gpu_request.queue,
+            queue=None if self.no_partition else self.queue or gpu_request.queue,
             account=self.account or gpu_request.account,
             qos=self.qos or gpu_request.qos,
+            constraint=self.constraint or gpu_request.constraint,
             job_name=self.job_name or f"{gpu_request.job_name}-cpu",
             walltime=self.walltime or gpu_request.walltime,
             extra_directives=self.job_extra_directives if self.job_extra_directives is not None else gpu_request.extra_directives,

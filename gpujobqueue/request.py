@@ -50,6 +50,11 @@ def _matching(field_name: str, value: Any, pattern: re.Pattern, accepted: str) -
     return value
 
 
+def parse_constraint(field_name: str, value: Any) -> str:
+    """A SLURM ``--constraint``: feature names joined by ``& | ,``, with counts and brackets."""
+    return _matching(field_name, value, _CONSTRAINT, "SLURM feature names joined by & | , (no spaces or shell characters)")
+
+
 def parse_name(field_name: str, value: Any) -> str:
     """A job or worker name: letters, digits and ``_ . + -``, starting with a letter or digit."""
     return _matching(field_name, value, _SAFE_NAME, "letters, digits and _ . + - (at most 128, no spaces or shell characters)")
@@ -410,7 +415,7 @@ class JobRequest:
             account=optional("account", parse_word),
             queue=optional("queue", parse_word),
             qos=optional("qos", parse_word),
-            constraint=optional("constraint", lambda f, v: _matching(f, v, _CONSTRAINT, "SLURM feature names joined by & | , (no spaces or shell characters)")),
+            constraint=optional("constraint", parse_constraint),
             exclusive=parse_bool("exclusive", get("exclusive") if get("exclusive") is not None else False),
             gpu_request=style,
             gpu_type=optional("gpu_type", parse_word),

@@ -206,6 +206,7 @@ def test_the_scheduler_runs_in_the_job_by_default_with_ucx_on_a_batch_system(bat
     ({"memory": "lots"}, "cpu_pool.memory"),
     ({"queue": "cpu; rm -rf ~"}, "cpu_pool.queue"),
     ({"walltime": "1 hour"}, "cpu_pool.walltime"),
+    ({"constraint": "cpu $(id)"}, "cpu_pool.constraint"),
     ("8 workers", "cpu_pool"),
 ])
 def test_cpu_pool_is_checked_key_by_key(cpu_pool, field):
@@ -236,6 +237,23 @@ def test_cpu_pool_jobs_ask_for_no_gpu_and_start_plain_workers(batch, gpu_words):
     assert "-m distributed.cli.dask_worker" in script and "--nworkers 8" in script and "--nthreads 8" in script
     assert "GPU=1" not in script and 'CUDA_VISIBLE_DEVICES=""' in script
     assert f"--memory-limit {256 * 2**30 // 8}" in script
+
+
+def test_cpu_pool_on_a_site_takes_the_sites_queue_table_and_its_own_constraint():
+    from gpujobqueue import GPUCluster
+
+    pool = {"processes": 16, "cores": 16, "queue": "regular", "constraint": "cpu", "account": "m1234"}
+    with GPUCluster(site="perlmutter", account="m1234_g", walltime="00:30:00", interface="lo", cpu_pool=pool) as cluster:
+        script, gpu_script = cluster.cpu_job_script(), cluster.job_script()
+    # Perlmutter's queues are QoSes without a partition; the CPU jobs go to the CPU nodes.
+    assert "#SBATCH --qos=regular\n" in script and "--partition" not in script
+    assert "#SBATCH --constraint=cpu\n" in script and "#SBATCH --account=m1234\n" in script
+    assert "#SBATCH --constraint=gpu\n" in gpu_script and "#SBATCH --account=m1234_g\n" in gpu_script
+    with GPUCluster(site="perlmutter", account="m1234_g", interface="lo", cpu_pool={"queue": "cpuq"}) as cluster:
+        assert "#SBATCH --partition=cpuq\n" in cluster.cpu_job_script()  # not a site queue: the batch system's own
+    with pytest.raises(ValidationError) as info:
+        GPUCluster("pbs", gpus_per_node=4, cpu_pool={"constraint": "cpu"})
+    assert info.value.field == "cpu_pool.constraint"
 
 
 def test_cpu_workers_need_a_cpu_pool_and_adapt_refuses_two_pools():
