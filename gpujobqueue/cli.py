@@ -186,18 +186,16 @@ def check(files: tuple[str, ...], site: str | None, batch: str | None, interface
 
 
 def _check_site_files(files: tuple[str, ...]) -> int:
-    from .sites import SiteConfigError, load_site
+    from .sites import site_problems
 
     failed = 0
     for target in files:
-        try:
-            load_site(target)
-        except SiteConfigError as error:
-            failed += 1
-            for problem in getattr(error, "errors", [error]):
-                click.echo(str(problem), err=True)
-        else:
+        problems = site_problems(target)
+        for problem in problems:
+            click.echo(problem, err=True)
+        if not problems:
             click.echo(f"ok: {target}")
+        failed += bool(problems)
     return 1 if failed else 0
 
 

@@ -771,14 +771,10 @@ def GPUCluster(batch: str | None = None, *, site: Any = None, **kwargs: Any) -> 
     """
     from .batch import cluster_class
 
-    if site is None and batch is None and dask.config.get("gpujobqueue.site", default=None):
-        site = dask.config.get("gpujobqueue.site")
-    elif site is None and batch is None:
-        site = sites.detect_site()
-        if site is not None:
-            logger.warning("gpujobqueue: this host matches site %r (%s); pass site= or batch= to choose otherwise", site.name, site.files[-1])
+    site, how = sites.choose_site(site, batch)
+    if how == sites.DETECTED:
+        logger.warning("gpujobqueue: this host matches site %r (%s); pass site= or batch= to choose otherwise", site.name, site.files[-1])
     if site is not None:
-        site = sites.load_site(site) if not isinstance(site, sites.Site) else site
         if batch is not None and batch != site.scheduler:
             raise ValidationError("batch", f"batch={batch!r} but site {site.name} runs {site.scheduler} ({site.files[0]})")
         return cluster_class(site.scheduler)(site=site, **kwargs)

@@ -25,6 +25,7 @@ import dask
 
 from . import sites
 from .errors import GPUJobQueueError
+from .gpus import GPU, machine_gpus
 
 # The commands each batch system's cluster runs: submit, status, cancel (then optional ones).
 BATCH_COMMANDS = {
@@ -52,16 +53,6 @@ MODULES = {"dask-jobqueue": "dask_jobqueue", "dask-cuda": "dask_cuda", "distribu
 IMPORT_CHECKED = ("dask-cuda", "distributed-ucxx")
 NVLINK_TRANSPORTS = {"cuda_ipc"}
 INFINIBAND_TRANSPORTS = {"rc", "rc_verbs", "rc_mlx5", "ud", "ud_verbs", "ud_mlx5", "dc", "dc_mlx5"}
-
-
-@dataclass
-class GPU:
-    """One NVIDIA GPU as NVML (or nvidia-smi) reports it."""
-
-    index: int
-    name: str
-    memory_bytes: int | None = None
-    active_nvlinks: int | None = None
 
 
 @dataclass
@@ -139,7 +130,7 @@ def gather_facts(site: str | None = None, batch: str | None = None, interface: s
     """
     from . import __version__
 
-    gpus, gpu_source, gpu_error, driver, cuda_driver = _nvidia_gpus()
+    machine = machine_gpus()
     loaded, site_source, site_error = _the_site(site, batch)
     network = loaded.data.get("network", {}) if loaded else {}
     worker = loaded.worker(loaded.data["default_queue"]) if loaded else {}
@@ -150,11 +141,11 @@ def gather_facts(site: str | None = None, batch: str | None = None, interface: s
         hostname=socket.gethostname(),
         python=platform.python_version(),
         gpujobqueue=__version__,
-        gpus=gpus,
-        gpu_source=gpu_source,
-        gpu_error=gpu_error,
-        driver_version=driver,
-        cuda_driver_version=cuda_driver,
+        gpus=list(machine.gpus),
+        gpu_source=machine.source,
+        gpu_error=machine.error,
+        driver_version=machine.driver_version,
+        cuda_driver_version=machine.cuda_driver_version,
         cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
         packages={name: _package(name) for name in PACKAGES},
         ucx_source=ucx_source,
@@ -327,53 +318,6 @@ def _batch_findings(facts: MachineFacts) -> list[Finding]:
     return [Finding("ok", "batch commands", version + "; ".join(found) + inside)]
 
 
-def _nvidia_gpus() -> tuple[list[GPU], str | None, str | None, str | None, str | None]:
-    """(GPUs, source, error, driver version, CUDA driver version), from NVML else nvidia-smi."""
-    try:
-        import pynvml
-    except ImportError:
-        pynvml = None
-    error = "nvidia-ml-py not installed" if pynvml is None else None
-    if pynvml is not None:
-        try:
-            pynvml.nvmlInit()
-        except Exception as nvml_error:  # NVMLError subclasses: no driver, no library
-            error = f"NVML: {nvml_error}"
-        else:
-            try:
-                return _nvml_gpus(pynvml)
-            finally:
-                pynvml.nvmlShutdown()
-    if shutil.which("nvidia-smi") is None:
-        return [], None, error, None, None
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=index,name,memory.total,driver_version", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=30, check=True).stdout
-    except (OSError, subprocess.SubprocessError) as smi_error:
-        return [], None, f"{error}; nvidia-smi: {smi_error}", None, None
-    rows = [[cell.strip() for cell in line.split(",")] for line in out.splitlines() if line.strip()]
-    gpus = [GPU(int(index), name, int(float(memory)) * 2**20) for index, name, memory, _ in rows]
-    return gpus, "nvidia-smi", None, rows[0][3] if rows else None, None
-
-
-def _nvml_gpus(pynvml: Any) -> tuple[list[GPU], str, None, str, str | None]:
-    def text(value: Any) -> str:
-        return value.decode() if isinstance(value, bytes) else str(value)
-
-    gpus = []
-    for index in range(pynvml.nvmlDeviceGetCount()):
-        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-        links = 0
-        for link in range(getattr(pynvml, "NVML_NVLINK_MAX_LINKS", 18)):
-            try:
-                links += bool(pynvml.nvmlDeviceGetNvLinkState(handle, link))
-            except Exception:  # NVML_ERROR_NOT_SUPPORTED or INVALID_ARGUMENT past the last link
-                break
-        gpus.append(GPU(index, text(pynvml.nvmlDeviceGetName(handle)), int(pynvml.nvmlDeviceGetMemoryInfo(handle).total), links))
-    cuda = pynvml.nvmlSystemGetCudaDriverVersion()
-    return gpus, "NVML", None, text(pynvml.nvmlSystemGetDriverVersion()), f"{cuda // 1000}.{cuda % 1000 // 10}"
-
-
 def _package(name: str) -> Package:
     version = None
     for distribution in DISTRIBUTIONS.get(name, (name,)):
@@ -477,33 +421,16 @@ def _job_of() -> str | None:
 
 
 def _the_site(site: str | None, batch: str | None) -> tuple[sites.Site | None, str, str | None]:
-    """(the site, how it was chosen, the error loading it) as GPUCluster() would choose."""
-    source = "given"
-    if site is None and batch is None:
-        site = dask.config.get("gpujobqueue.site", default=None)
-        source = "gpujobqueue.site in dask config"
-    if site is None and batch is None:
-        detected = sites.detect_site()
-        if detected is not None:
-            return detected, "matched by the host name", None
-        return None, "no site matches this host name", None
-    if site is None:
-        return None, f"batch={batch} given", None
+    """(the site, how it was chosen, the error loading it), as GPUCluster() chooses."""
     try:
-        return sites.load_site(site), source, None
+        return (*sites.choose_site(site, batch), None)
     except GPUJobQueueError as error:
-        return None, source, str(error)
+        return None, "given" if site else "gpujobqueue.site in dask config", str(error)
 
 
 def _check_site_files() -> tuple[int, list[str]]:
     names = sorted(sites.site_files())
-    errors = []
-    for name in names:
-        try:
-            sites.load_site(name)
-        except sites.SiteConfigError as error:
-            errors.extend(str(problem) for problem in getattr(error, "errors", [error]))
-    return len(names), errors
+    return len(names), [problem for name in names for problem in sites.site_problems(name)]
 
 
 def report(findings: list[Finding], facts: MachineFacts) -> str:

@@ -7,6 +7,8 @@ import os
 import re
 import shutil
 import subprocess
+from dataclasses import dataclass
+from typing import Any
 
 
 def nvidia_gpu_ids() -> list[str]:
@@ -14,7 +16,7 @@ def nvidia_gpu_ids() -> list[str]:
 
     Returns an empty list on a machine without NVIDIA GPUs or drivers.
     """
-    count = _machine_gpu_count()
+    count = len(machine_gpus().gpus)
     if not count:
         return []
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -23,44 +25,88 @@ def nvidia_gpu_ids() -> list[str]:
     return [str(i) for i in range(count)]
 
 
+@dataclass(frozen=True)
+class GPU:
+    """One NVIDIA GPU as NVML (or nvidia-smi) reports it."""
+
+    index: int
+    name: str
+    memory_bytes: int | None = None
+    active_nvlinks: int | None = None
+
+
+@dataclass(frozen=True)
+class MachineGPUs:
+    """The machine's NVIDIA GPUs, where they were read, and why none were, if none were."""
+
+    gpus: tuple[GPU, ...]
+    source: str | None
+    error: str | None
+    driver_version: str | None
+    cuda_driver_version: str | None
+
+
 @functools.lru_cache(maxsize=1)
-def _machine_gpu_count() -> int:
-    """The machine's NVIDIA GPUs, looked up once per process (NVML, else nvidia-smi)."""
-    count = _nvml_count()
-    if count is None:
-        count = _nvidia_smi_count()
-    return count or 0
+def machine_gpus() -> MachineGPUs:
+    """The machine's NVIDIA GPUs, looked up once per process: NVML, else ``nvidia-smi``.
 
-
-def _nvml_count() -> int | None:
+    CUDA_VISIBLE_DEVICES is not applied here (see :func:`nvidia_gpu_ids`).
+    """
     try:
         import pynvml
     except ImportError:
-        return None
-    try:
-        pynvml.nvmlInit()
+        pynvml = None
+    error = "nvidia-ml-py not installed" if pynvml is None else None
+    if pynvml is not None:
         try:
-            return pynvml.nvmlDeviceGetCount()
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:  # NVMLError and its subclasses: no driver, no device
-        return None
+            pynvml.nvmlInit()
+        except Exception as nvml_error:  # NVMLError subclasses: no driver, no library
+            error = f"NVML: {nvml_error}"
+        else:
+            try:
+                return _nvml_gpus(pynvml)
+            except Exception as nvml_error:  # a device NVML lists but cannot read
+                error = f"NVML: {nvml_error}"
+            finally:
+                pynvml.nvmlShutdown()
+    return _nvidia_smi_gpus(error)
 
 
-def _nvidia_smi_count() -> int | None:
+def _nvml_gpus(pynvml: Any) -> MachineGPUs:
+    def text(value: Any) -> str:
+        return value.decode() if isinstance(value, bytes) else str(value)
+
+    gpus = []
+    for index in range(pynvml.nvmlDeviceGetCount()):
+        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        links = 0
+        for link in range(getattr(pynvml, "NVML_NVLINK_MAX_LINKS", 18)):
+            try:
+                links += bool(pynvml.nvmlDeviceGetNvLinkState(handle, link))
+            except Exception:  # NVML_ERROR_NOT_SUPPORTED or INVALID_ARGUMENT past the last link
+                break
+        gpus.append(GPU(index, text(pynvml.nvmlDeviceGetName(handle)), int(pynvml.nvmlDeviceGetMemoryInfo(handle).total), links))
+    cuda = pynvml.nvmlSystemGetCudaDriverVersion()
+    return MachineGPUs(tuple(gpus), "NVML", None, text(pynvml.nvmlSystemGetDriverVersion()), f"{cuda // 1000}.{cuda % 1000 // 10}")
+
+
+def _nvidia_smi_gpus(error: str | None) -> MachineGPUs:
     if shutil.which("nvidia-smi") is None:
-        return None
+        return MachineGPUs((), None, error, None, None)
     try:
-        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30, check=True).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return sum(1 for line in out.splitlines() if line.startswith("GPU "))
+        out = subprocess.run(["nvidia-smi", "--query-gpu=index,name,memory.total,driver_version", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError) as smi_error:
+        return MachineGPUs((), None, f"{error}; nvidia-smi: {smi_error}", None, None)
+    rows = [[cell.strip() for cell in line.split(",")] for line in out.splitlines() if line.strip()]
+    gpus = tuple(GPU(int(index), name, int(float(memory)) * 2**20) for index, name, memory, _ in rows)
+    return MachineGPUs(gpus, "nvidia-smi", None, rows[0][3] if rows else None, None)
 
 
 @functools.lru_cache(maxsize=1)
 def nvlink_between_gpus() -> bool:
     """Whether this machine's NVIDIA GPUs are joined by NVLink (``nvidia-smi topo -m`` shows NV#)."""
-    if _machine_gpu_count() < 2 or shutil.which("nvidia-smi") is None:
+    if len(machine_gpus().gpus) < 2 or shutil.which("nvidia-smi") is None:
         return False
     try:
         out = subprocess.run(["nvidia-smi", "topo", "-m"], capture_output=True, text=True, timeout=30, check=True).stdout

@@ -380,6 +380,42 @@ def detect_site(names: Iterable[str] | None = None) -> Site | None:
     return None
 
 
+DETECTED = "matched by the host name"
+
+
+def choose_site(site: "str | os.PathLike[str] | Site | None", batch: str | None) -> tuple[Site | None, str]:
+    """The site a cluster uses, and how it was chosen.
+
+    ``site`` if given; else, without ``batch`` either, ``gpujobqueue.site`` of dask config,
+    else the site whose ``hostnames`` match this machine (:data:`DETECTED`); else none.
+
+    Raises
+    ------
+    SiteConfigError, GPUJobQueueError
+        The chosen site does not load.
+    """
+    import dask
+
+    how = "given"
+    if site is None and batch is None:
+        site, how = dask.config.get("gpujobqueue.site", default=None), "gpujobqueue.site in dask config"
+    if site is None and batch is None:
+        detected = detect_site()
+        return (detected, DETECTED) if detected is not None else (None, "no site matches this host name")
+    if site is None:
+        return None, f"batch={batch} given"
+    return (site if isinstance(site, Site) else load_site(site)), how
+
+
+def site_problems(target: "str | os.PathLike[str]") -> list[str]:
+    """What is wrong with a site (a name or a file), each as ``file:line: key: problem``; empty if nothing."""
+    try:
+        load_site(target)
+    except SiteConfigError as error:
+        return [str(problem) for problem in getattr(error, "errors", [error])]
+    return []
+
+
 def site_table() -> list[dict[str, Any]]:
     """One row per known site: name, centre, scheduler, GPUs per node, GPU model, protocol."""
     rows = []

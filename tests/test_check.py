@@ -13,11 +13,11 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from gpujobqueue.diagnostics import GPU, Package, gather_facts, judge, report
+from gpujobqueue.diagnostics import Package, gather_facts, judge, report
+from gpujobqueue.gpus import GPU
 
 GPU_HERE = shutil.which("nvidia-smi") is not None and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
 
