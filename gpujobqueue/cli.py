@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sys
+import warnings
 
 import click
 
 from .errors import GPUJobQueueError
+from .script_tls import InsecureScriptWarning
 from .workers import LAUNCHERS
 
 # CLI options mirror the cluster keywords: --gpus-per-node is gpus_per_node.
@@ -74,15 +76,25 @@ def main() -> None:
 @click.option("--workers-timeout", default=300, show_default=True, help="With --run: seconds to wait for the workers before the job fails.")
 @click.option("--job-array", "array_jobs", type=int, default=None, metavar="K",
               help="Write the job array of K jobs (NAME-0 .. NAME-<K-1>) that a cluster with job_array=True submits in one command.")
+@click.option("--no-tls", "no_tls", is_flag=True, default=False,
+              help="Plain TCP instead of TLS (warns: anyone who reaches the scheduler's or workers' ports can run code as you).")
+@click.option("--tls-directory", default=None, metavar="DIR",
+              help="Without --run: the folder of the TLS credentials that the workers and your scheduler share, as the job's shell "
+                   "writes it (default $HOME/.config/gpujobqueue/tls; `gpujobqueue credentials` makes them).")
 @_keyword_options
 def render(batch: str, client_args: tuple[str, ...], scheduler_address: str | None, worker_name: str, client_script: str | None,
-           workers_timeout: int, environment: tuple[str, ...], array_jobs: int | None, **options) -> None:
+           workers_timeout: int, environment: tuple[str, ...], array_jobs: int | None, no_tls: bool, tls_directory: str | None,
+           **options) -> None:
     """Print the job script for BATCH (slurm, pbs, lsf, sge, local) or SITE (a site config's
     name or file) that the cluster keywords describe.
 
     With --run, the script is self-contained: submit it with sbatch, qsub or bsub and your
     script runs as the client of a cluster made of the job's GPUs; `Client()` in it finds the
     scheduler through DASK_SCHEDULER_ADDRESS. Arguments for your script go after `--`.
+
+    Scripts use TLS over TCP, as clusters do: a --run script makes its own credentials in the
+    job; the workers of other scripts read the ones `gpujobqueue credentials` made, which your
+    scheduler uses too. --no-tls is plain TCP. UCX has no TLS.
     """
     from .render import PLACEHOLDER_SCHEDULER
     from .run import ClientRun
@@ -107,9 +119,35 @@ def render(batch: str, client_args: tuple[str, ...], scheduler_address: str | No
         keywords["environment"] = env
     try:
         run = None if client_script is None else ClientRun.from_command_line(client_script, client_args, workers_timeout=workers_timeout)
-        click.echo(job_script_for(batch, keywords, name=worker_name, scheduler=scheduler_address or PLACEHOLDER_SCHEDULER, run=run, array_jobs=array_jobs), nl=False)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", InsecureScriptWarning)
+            text = job_script_for(batch, keywords, name=worker_name, scheduler=scheduler_address or PLACEHOLDER_SCHEDULER, run=run, array_jobs=array_jobs,
+                                  tls=not no_tls, tls_directory=tls_directory)
     except GPUJobQueueError as error:
         raise click.ClickException(str(error)) from None
+    for warning in caught:
+        click.echo(f"gpujobqueue: warning: {warning.message}", err=True)
+    click.echo(text, nl=False)
+
+
+@main.command()
+@click.argument("directory", default="~/.config/gpujobqueue/tls", metavar="[DIR]")
+def credentials(directory: str) -> None:
+    """Make TLS credentials (a new CA, certificate and key, private to you) in DIR, default
+    ~/.config/gpujobqueue/tls, for the workers of rendered scripts and the scheduler you run;
+    a complete set already there is kept. Prints how to start that scheduler and its client."""
+    from .script_tls import make_credentials
+
+    try:
+        path, made = make_credentials(directory)
+    except GPUJobQueueError as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(f"{'made' if made else 'kept'} TLS credentials in {path} (folder 0700, files 0600)")
+    click.echo("start your scheduler with them:")
+    click.echo(f"  dask scheduler --protocol tls --tls-ca-file {path}/ca.pem --tls-cert {path}/cert.pem --tls-key {path}/key.pem")
+    click.echo("and connect your client:")
+    click.echo(f"  Client(address, security=Security(tls_ca_file='{path}/ca.pem', tls_client_cert='{path}/cert.pem', "
+               f"tls_client_key='{path}/key.pem', require_encryption=True))")
 
 
 @main.command()

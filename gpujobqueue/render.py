@@ -15,6 +15,7 @@ from .job_commands import ArrayElements
 from .request import JobRequest, format_hours_walltime, format_lsf_walltime, format_pbs_memory, format_slurm_memory
 from .run import ClientRun
 from .scheduler_job import SchedulerStart
+from .script_tls import ScriptTLS
 from .workers import WorkerLaunch
 
 PLACEHOLDER_SCHEDULER = "tcp://<insert-scheduler-address-here>:8786"
@@ -40,6 +41,11 @@ def _skip_lines(text: str, needles: Sequence[str]) -> str:
     if not needles:
         return text
     return "\n".join(line for line in text.split("\n") if not any(n in line for n in needles))
+
+
+def _option_lines(words: Sequence[str]) -> list[str]:
+    """Shell words of ``--option value`` pairs, one pair a line."""
+    return [f"{option} {value}" for option, value in zip(words[::2], words[1::2])]
 
 
 @functools.lru_cache(maxsize=1)
@@ -76,7 +82,7 @@ def check_scheduler_can_run_in_job(launch: WorkerLaunch, field_name: str, what: 
         raise ValidationError(field_name, f"{what} starts the scheduler where the batch script runs; with launcher {launch.launcher!r} that is a launch node without the job's GPUs")
 
 
-def launcher_exports(request: JobRequest, launch: WorkerLaunch, run: bool) -> list[str]:
+def launcher_exports(request: JobRequest, launch: WorkerLaunch, run: bool, script_tls: ScriptTLS | None = None) -> list[str]:
     """The variables a launcher that passes on only those it is told of (Open MPI's ``-x``)
     must pass to every node's workers."""
     names = ["PATH", "LD_LIBRARY_PATH", "PYTHONPATH"]
@@ -86,6 +92,8 @@ def launcher_exports(request: JobRequest, launch: WorkerLaunch, run: bool) -> li
         names += [f"DASK_DISTRIBUTED__WORKER__LIFETIME__{part}" for part in ("DURATION", "STAGGER", "RESTART")]
     if run:
         names.append("DASK_SCHEDULER_ADDRESS")
+    if script_tls is not None:
+        names.append(script_tls.variable)
     return list(dict.fromkeys(names))
 
 
@@ -102,6 +110,8 @@ def render_job_script(
     scheduler_file: str | None = None,
     start_scheduler: SchedulerStart | None = None,
     array: ArrayElements | None = None,
+    script_tls: ScriptTLS | None = None,
+    plain_tcp: bool = False,
 ) -> str:
     """Render one job script.
 
@@ -121,7 +131,7 @@ def render_job_script(
         Prefix of the batch system's directive lines (``#SBATCH``), used for extra
         directives.
     tls_args : sequence of str
-        ``--tls-*`` worker options when the cluster uses TLS.
+        ``--tls-*`` worker options when the cluster uses TLS (file paths, quoted here).
     run : ClientRun, optional
         Make the script self-contained: it starts its own scheduler, then the workers, then
         runs this client script, and ends with the client's exit code.
@@ -134,6 +144,11 @@ def render_job_script(
     array : ArrayElements, optional
         Render the script of a job array whose element ``i`` is the job
         ``<array.prefix>-<array.offset + i>``; ``name`` is then not used.
+    script_tls : ScriptTLS, optional
+        TLS credentials that the job makes (``--run``) or reads from a folder (a rendered
+        script joining your scheduler), instead of ``tls_args``.
+    plain_tcp : bool
+        The script was asked for without TLS (``--no-tls``): it says so in a comment.
 
     Returns
     -------
@@ -144,8 +159,11 @@ def render_job_script(
         check_scheduler_can_run_in_job(launch, "launcher", "--run")
     if start_scheduler is not None:
         check_scheduler_can_run_in_job(launch, "scheduler", "scheduler='job'")
+    if script_tls is not None and tls_args:
+        raise ValueError("give tls_args (a cluster's credential files) or script_tls, not both")
     if run is not None:
-        start_scheduler = SchedulerStart(scheduler_file=None)
+        # The job's own scheduler serves the job alone: on a single node it listens on the loopback.
+        start_scheduler = SchedulerStart(scheduler_file=None, dashboard_address="127.0.0.1:8787")
         scheduler_arg = '"$DASK_SCHEDULER_ADDRESS"'  # known only in the job, once its scheduler has started
     elif start_scheduler is not None:
         scheduler_arg = "--scheduler-file " + shlex.quote(start_scheduler.scheduler_file)
@@ -167,12 +185,17 @@ def render_job_script(
         launch=launch,
         name=name,
         worker_name=worker_name,
-        launch_exports=launcher_exports(request, launch, run is not None),
+        launch_exports=launcher_exports(request, launch, run is not None, script_tls),
         scheduler_arg=scheduler_arg,
         run=run,
         start_scheduler=start_scheduler,
         directive_prefix=directive_prefix,
-        tls_args=list(tls_args),
+        # Shell words: the cluster's credential files quoted, a script's as "$GPUJOBQUEUE_TLS_DIR/<file>".
+        tls_args=_option_lines(script_tls.args() if script_tls is not None else [shlex.quote(arg) for arg in tls_args]),
+        scheduler_tls_args=_option_lines(script_tls.args() if script_tls is not None
+                                         else [shlex.quote(arg) for arg in (start_scheduler.tls_args if start_scheduler else ())]),
+        script_tls=script_tls,
+        plain_tcp=plain_tcp,
         array=array,
     )
     return text + "\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Mapping
 
 from .batch import BATCH_SYSTEMS, cluster_class
@@ -10,11 +11,13 @@ from .job_commands import SHORTEST_ARRAY, ArrayElements
 from .render import PLACEHOLDER_SCHEDULER, render_job_script
 from .request import parse_positive_int
 from .run import ClientRun
+from .script_tls import ScriptTLS, warn_plain_tcp
 from .sites import load_site
+from .workers import WorkerLaunch
 
 
 def job_script_for(batch: str, keywords: Mapping[str, Any], *, name: str, scheduler: str = PLACEHOLDER_SCHEDULER, run: ClientRun | None = None,
-                   array_jobs: int | None = None) -> str:
+                   array_jobs: int | None = None, tls: bool = True, tls_directory: str | None = None) -> str:
     """Render the script a cluster of ``batch`` would submit for ``keywords``.
 
     Parameters
@@ -33,6 +36,14 @@ def job_script_for(batch: str, keywords: Mapping[str, Any], *, name: str, schedu
     array_jobs : int, optional
         The script of ``array_jobs`` jobs ``<name>-0 .. <name>-<K-1>`` submitted as one job
         array, as a cluster with ``job_array=True`` submits them.
+    tls : bool
+        TLS, the default over TCP, as Python clusters have it: a ``run`` script makes its
+        credentials in the job; other scripts read the set that ``gpujobqueue credentials``
+        made in ``tls_directory``, which the scheduler you run uses too. False: plain TCP,
+        with an :class:`~gpujobqueue.script_tls.InsecureScriptWarning`. UCX has no TLS.
+    tls_directory : str, optional
+        The credentials' folder as the job's shell writes it (default
+        ``$HOME/.config/gpujobqueue/tls``).
 
     Raises
     ------
@@ -44,8 +55,14 @@ def job_script_for(batch: str, keywords: Mapping[str, Any], *, name: str, schedu
         batch, keywords["site"] = site.scheduler, site
     cluster_cls = cluster_class(batch)
     _, request, launch = cluster_cls.parse_keywords(keywords)
-    if scheduler == PLACEHOLDER_SCHEDULER and launch.protocol not in (None, "tcp"):
-        scheduler = scheduler.replace("tcp://", f"{launch.protocol}://", 1)
+    script_tls, launch = _script_security(launch, run=run is not None, tls=tls, tls_directory=tls_directory)
+    if scheduler == PLACEHOLDER_SCHEDULER:
+        scheduler = scheduler.replace("tcp://", f"{launch.protocol or 'tcp'}://", 1)
+    elif script_tls is not None and not scheduler.startswith("tls://"):
+        if "://" in scheduler:
+            raise ValidationError("scheduler_address", f"{scheduler!r} is not TLS: the workers use TLS, so your scheduler must listen on tls:// "
+                                                       f"with the credentials of {script_tls.directory} (or give --no-tls for plain TCP)")
+        scheduler = f"tls://{scheduler}"
     array = None
     if array_jobs is not None:
         if run is not None:
@@ -57,4 +74,20 @@ def job_script_for(batch: str, keywords: Mapping[str, Any], *, name: str, schedu
         else:
             array = ArrayElements(name, -1, array_jobs, cluster_cls.job_cls.array_task_variable)
     return render_job_script(batch, request, launch, name=name, scheduler=scheduler, directive_prefix=cluster_cls.job_cls.directive_prefix, run=run,
-                             array=array)
+                             array=array, script_tls=script_tls, plain_tcp=not tls and launch.protocol != "ucx")
+
+
+def _script_security(launch: WorkerLaunch, *, run: bool, tls: bool, tls_directory: str | None) -> tuple[ScriptTLS | None, WorkerLaunch]:
+    """A rendered script's TLS and its launch with the protocol that goes with it."""
+    if launch.protocol == "ucx":
+        if tls_directory is not None:
+            raise ValidationError("tls_directory", "UCX has no TLS: leave out --tls-directory with --protocol ucx")
+        return None, launch
+    if not tls:
+        if launch.protocol == "tls":
+            raise ValidationError("protocol", "protocol 'tls' needs credentials; --no-tls turns TLS off")
+        if tls_directory is not None:
+            raise ValidationError("tls_directory", "--no-tls turns TLS off; leave out --tls-directory")
+        warn_plain_tcp()
+        return None, launch
+    return ScriptTLS.for_script(run=run, directory=tls_directory), dataclasses.replace(launch, protocol="tls")

@@ -56,4 +56,4 @@ def site_keywords(name: str) -> dict:
 
 def site_job_script(name: str) -> str:
     """The job script a site renders for its default queue and job."""
-    return job_script_for(name, site_keywords(name), name="w", scheduler="tcp://10.0.0.1:8786")
+    return job_script_for(name, site_keywords(name), name="w", scheduler="tls://10.0.0.1:8786")

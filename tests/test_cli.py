@@ -14,9 +14,9 @@ def run(*args, check=True):
 
 def test_render_options_mirror_keywords():
     out = run("render", "slurm", "--gpus-per-node", "2", "--gpu-request", "gres", "--gpu-type", "h200", "--queue", "gpu",
-              "--walltime", "00:20:00", "--env", "A=b", "--job-script-prologue", "module load cuda", "--scheduler-address", "tcp://10.1.1.1:8786").stdout
+              "--walltime", "00:20:00", "--env", "A=b", "--job-script-prologue", "module load cuda", "--scheduler-address", "tls://10.1.1.1:8786").stdout
     assert out.startswith("#!/usr/bin/env bash\n")
-    for line in ("#SBATCH --gres=gpu:h200:2", "#SBATCH --partition=gpu", "#SBATCH --time=00:20:00", "export A=b", "module load cuda", "tcp://10.1.1.1:8786"):
+    for line in ("#SBATCH --gres=gpu:h200:2", "#SBATCH --partition=gpu", "#SBATCH --time=00:20:00", "export A=b", "module load cuda", "tls://10.1.1.1:8786"):
         assert line in out
 
 

@@ -291,5 +291,5 @@ def test_lsf_walltime_of_two_fields_is_hours_and_minutes_as_in_dask_jobqueue(wal
     assert their_line.split()[-1].startswith(walltime[:5]), their_line  # dask-jobqueue hands bsub HH:MM
     from gpujobqueue.scripts import job_script_for
 
-    ours_script = job_script_for("lsf", {"walltime": walltime, "lsf_units": "mb"}, name="w", scheduler="tcp://127.0.0.1:8786")
+    ours_script = job_script_for("lsf", {"walltime": walltime, "lsf_units": "mb"}, name="w", scheduler="tls://127.0.0.1:8786")
     assert f"#BSUB -W {walltime[:5]}\n" in ours_script

@@ -60,7 +60,7 @@ def test_rendered_script_matches_golden_file(case):
     batch, keywords = CASES[case]
     keywords = dict(keywords)
     array_jobs = keywords.pop("array_jobs", None)
-    text = job_script_for(batch, {**COMMON, **keywords}, name="gpujobqueue-worker", scheduler="tcp://10.0.0.1:8786", array_jobs=array_jobs)
+    text = job_script_for(batch, {**COMMON, **keywords}, name="gpujobqueue-worker", scheduler="tls://10.0.0.1:8786", array_jobs=array_jobs)
     path = GOLDEN / f"{case}.sh"
     if os.environ.get("GPUJOBQUEUE_UPDATE_GOLDEN"):
         path.write_text(text)
@@ -97,10 +97,14 @@ def test_the_job_fails_at_once_naming_a_missing_interface(tmp_path, interface, s
     import subprocess
 
     # `false` stands in for python: past the interface check, the worker command fails with 1.
-    script = job_script_for("local", {"gpus_per_node": 1, "interface": interface, "python": "false"}, name="w", scheduler="tcp://127.0.0.1:1")
+    from gpujobqueue.script_tls import make_credentials
+
+    script = job_script_for("local", {"gpus_per_node": 1, "interface": interface, "python": "false"}, name="w", scheduler="tls://127.0.0.1:1")
     path = tmp_path / "job.sh"
     path.write_text(script)
-    result = subprocess.run(["bash", str(path)], capture_output=True, text=True, timeout=60, env={"PATH": os.environ["PATH"], "CUDA_VISIBLE_DEVICES": "0"})
+    make_credentials(tmp_path / ".config" / "gpujobqueue" / "tls")
+    result = subprocess.run(["bash", str(path)], capture_output=True, text=True, timeout=60,
+                            env={"PATH": os.environ["PATH"], "CUDA_VISIBLE_DEVICES": "0", "HOME": str(tmp_path)})
     assert result.returncode == status and words in result.stderr, result.stderr
 
 

@@ -11,15 +11,39 @@ import textwrap
 
 import pytest
 
+# A process of the same user on the same node without the job's credentials: plain TCP, and
+# TLS with a certificate of another CA. Prints how many of its tries the scheduler refused.
+STRANGER = textwrap.dedent("""\
+    import sys
+    from distributed import Client
+    from distributed.security import Security
+
+    refused = 0
+    for address, security in ((sys.argv[1].replace("tls://", "tcp://"), None), (sys.argv[1], Security.temporary())):
+        try:
+            Client(address, security=security, timeout=3).close()
+        except Exception:
+            refused += 1
+    print(refused)
+""")
+
 # The user's script: finds the scheduler with a bare Client(), computes, reports what it saw, and
 # exits with a code of its own.
 ANALYSIS = textwrap.dedent("""\
-    import json, os, sys
+    import json, os, stat, subprocess, sys
     from distributed import Client
 
     client = Client()
     workers = client.scheduler_info()["workers"]
+    stranger = subprocess.run([sys.executable, os.environ["STRANGER"], client.scheduler.address], capture_output=True, text=True,
+                              env={k: v for k, v in os.environ.items() if not k.startswith("DASK_")})
+    credentials = os.environ.get("GPUJOBQUEUE_TLS_DIR")
     report = {
+        "scheduler_address": client.scheduler.address,
+        "worker_addresses": sorted(workers),
+        "stranger_refused": stranger.stdout.strip() or stranger.stderr,
+        "credential_modes": {name: oct(stat.S_IMODE(os.stat(os.path.join(credentials, name)).st_mode))
+                             for name in [".", *os.listdir(credentials)] if name.endswith((".", ".pem"))} if credentials else None,
         "args": sys.argv[2:],
         "workers": len(workers),
         "worker_devices": sorted(client.run(lambda: os.environ.get("CUDA_VISIBLE_DEVICES")).values()),
@@ -38,8 +62,10 @@ ANALYSIS = textwrap.dedent("""\
 def render_run_script(tmp_path, batch, *options, exit_code=7):
     script = tmp_path / "analysis.py"
     script.write_text(ANALYSIS)
+    (tmp_path / "stranger.py").write_text(STRANGER)
     args = [sys.executable, "-m", "gpujobqueue.cli", "render", batch, "--gpus-per-node", "2", "--worker-mode", "per-device",
             "--python", sys.executable, "--walltime", "00:10:00", "--memory-per-gpu", "512MiB", "--cpus-per-gpu", "1", "--log-directory", str(tmp_path), "--env", f"EXIT_CODE={exit_code}",
+            "--env", f"STRANGER={tmp_path / 'stranger.py'}",
             *options, "--run", str(script), "--", str(tmp_path / "report.json"), "--flag", "two words"]
     result = subprocess.run(args, capture_output=True, text=True, check=True)
     path = tmp_path / "job.sh"
@@ -54,7 +80,17 @@ def check_report(tmp_path, allocated):
     assert report["worker_devices"] == sorted(allocated(report)), report  # one worker per allocated device, none shared
     assert report["scheduler_job"] == report["client_job"] is not None  # the scheduler runs inside the job
     assert report["sum"] == 5050
+    check_private(report)
     return report
+
+
+def check_private(report):
+    # Private by default: TLS between the job's scheduler, workers and client, with credentials
+    # made in the job for it alone; the scheduler listens on the node's loopback.
+    assert report["scheduler_address"].startswith("tls://127.0.0.1:"), report
+    assert all(address.startswith("tls://") for address in report["worker_addresses"]), report
+    assert report["stranger_refused"] == "2", report
+    assert report["credential_modes"] == {".": "0o700", "ca.pem": "0o600", "cert.pem": "0o600", "key.pem": "0o600"}, report
 
 
 @pytest.mark.slurm
@@ -93,6 +129,7 @@ def test_run_script_runs_on_this_machine_with_the_local_batch_system(tmp_path):
     assert result.returncode == 0, result.stderr
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["worker_devices"] == ["2", "5"] and report["sum"] == 5050
+    check_private(report)
 
 
 @pytest.mark.parametrize("args, words", [

@@ -52,7 +52,7 @@ def test_every_site_golden_file_is_a_shipped_site():
 
 @pytest.mark.parametrize("name", ["perlmutter", "polaris", "summit", "tsubame4"])
 def test_render_site_on_the_command_line_gives_the_golden_script(name):
-    args = ["--walltime", "00:30:00", "--python", "python3", "--name", "w", "--scheduler-address", "tcp://10.0.0.1:8786"]
+    args = ["--walltime", "00:30:00", "--python", "python3", "--name", "w", "--scheduler-address", "tls://10.0.0.1:8786"]
     golden = (GOLDEN / f"{name}.sh").read_text()
     account = re.search(r"^(?:#SBATCH --account=|#PBS -A |#BSUB -P )(\S+)$", golden, re.M)
     if account:

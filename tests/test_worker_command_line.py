@@ -1,13 +1,18 @@
 """The worker command lines the templates render parse under the installed CLIs themselves."""
 
 import ast
+import atexit
+import functools
 import importlib
 import importlib.util
 import shlex
+import shutil
+import tempfile
 
 import click
 import pytest
 
+from gpujobqueue.script_tls import make_credentials
 from gpujobqueue.scripts import job_script_for
 
 pytest.importorskip("dask_cuda.cli", reason="dask-cuda (with cuda-bindings) is needed to parse its command line")
@@ -29,6 +34,13 @@ def python_m_command(module: str):
     raise AssertionError(f"{module} has no __main__ block")
 
 
+@functools.cache
+def credentials_folder() -> str:
+    folder = tempfile.mkdtemp(prefix="gpujobqueue-test-tls-")
+    atexit.register(shutil.rmtree, folder, True)
+    return str(make_credentials(folder)[0])
+
+
 def worker_arguments(script: str, module: str) -> list[str]:
     """The arguments after ``python -m <module>`` in a rendered script, continuation lines joined."""
     lines = script.split("\n")
@@ -38,7 +50,9 @@ def worker_arguments(script: str, module: str) -> list[str]:
         command.append(line.rstrip("\\").strip())
         if not line.endswith("\\"):
             break
-    words = shlex.split(" ".join(command).rstrip("&"))
+    # The job's shell would expand the TLS folder; the CLIs check that the files exist.
+    credentials = credentials_folder()
+    words = shlex.split(" ".join(command).rstrip("&").replace("$GPUJOBQUEUE_TLS_DIR", credentials))
     return words[words.index(module.split()[0]) + len(module.split()):]
 
 
@@ -71,7 +85,8 @@ def test_memory_and_ucx_options_parse_under_dask_cuda_with_its_names():
 
 def test_ucx_gets_an_rmm_pool_unless_the_user_says_otherwise():
     def params(**keywords):
-        script = job_script_for("slurm", {"python": "python3", "protocol": "ucx", **keywords}, name="w", scheduler="ucx://10.0.0.1:8786")
+        protocol = keywords.get("protocol", "ucx")
+        script = job_script_for("slurm", {"python": "python3", "protocol": "ucx", **keywords}, name="w", scheduler=f"{'ucx' if protocol == 'ucx' else 'tls'}://10.0.0.1:8786")
         return python_m_command("dask_cuda.cli").make_context("dask_cuda.cli", worker_arguments(script, "dask_cuda.cli")).params
 
     assert params()["rmm_pool_size"] == str(10**9)

@@ -36,7 +36,7 @@ fi
 
 # dask-cuda starts one worker per device in CUDA_VISIBLE_DEVICES, named gpujobqueue-worker-<i>.
 export CUDA_VISIBLE_DEVICES="$(IFS=,; echo "${devices[*]}")"
-python3 -m dask_cuda.cli tcp://10.0.0.1:8786 \
+python3 -m dask_cuda.cli tls://10.0.0.1:8786 \
     --name gpujobqueue-worker-"$node_rank" \
     --nthreads 1 \
     --memory-limit auto \

@@ -15,6 +15,16 @@ export DASK_DISTRIBUTED__WORKER__LIFETIME__DURATION=3420s
 export DASK_DISTRIBUTED__WORKER__LIFETIME__STAGGER=45s
 export DASK_DISTRIBUTED__WORKER__LIFETIME__RESTART=False
 
+# TLS: the workers and your scheduler prove who they are with the credentials in this folder,
+# made by `gpujobqueue credentials`; nobody without them can connect.
+export GPUJOBQUEUE_TLS_DIR="$HOME/.config/gpujobqueue/tls"
+for file in ca.pem cert.pem key.pem; do
+    if [ ! -r "$GPUJOBQUEUE_TLS_DIR/$file" ]; then
+        echo "gpujobqueue: the TLS credential $GPUJOBQUEUE_TLS_DIR/$file is missing; make the set with: gpujobqueue credentials" >&2
+        exit 1
+    fi
+done
+
 # The devices this job may use: $CUDA_VISIBLE_DEVICES as the batch system set it,
 # else 0..3. One worker per device, at most 4.
 allocated="${CUDA_VISIBLE_DEVICES:-}"
@@ -32,10 +42,14 @@ fi
 
 # dask-cuda starts one worker per device in CUDA_VISIBLE_DEVICES, named gpujobqueue-worker-<i>.
 export CUDA_VISIBLE_DEVICES="$(IFS=,; echo "${devices[*]}")"
-python3 -m dask_cuda.cli tcp://10.0.0.1:8786 \
+python3 -m dask_cuda.cli tls://10.0.0.1:8786 \
     --name gpujobqueue-worker \
     --nthreads 1 \
     --memory-limit auto \
+    --protocol tls \
+    --tls-ca-file "$GPUJOBQUEUE_TLS_DIR/ca.pem" \
+    --tls-cert "$GPUJOBQUEUE_TLS_DIR/cert.pem" \
+    --tls-key "$GPUJOBQUEUE_TLS_DIR/key.pem" \
     --resources GPU=1 &
 worker_pids=($!)
 trap 'kill -TERM "${worker_pids[@]}" 2>/dev/null' TERM INT HUP

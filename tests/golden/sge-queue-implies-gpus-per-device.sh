@@ -16,6 +16,16 @@ export DASK_DISTRIBUTED__WORKER__LIFETIME__DURATION=3420s
 export DASK_DISTRIBUTED__WORKER__LIFETIME__STAGGER=45s
 export DASK_DISTRIBUTED__WORKER__LIFETIME__RESTART=False
 
+# TLS: the workers and your scheduler prove who they are with the credentials in this folder,
+# made by `gpujobqueue credentials`; nobody without them can connect.
+export GPUJOBQUEUE_TLS_DIR="$HOME/.config/gpujobqueue/tls"
+for file in ca.pem cert.pem key.pem; do
+    if [ ! -r "$GPUJOBQUEUE_TLS_DIR/$file" ]; then
+        echo "gpujobqueue: the TLS credential $GPUJOBQUEUE_TLS_DIR/$file is missing; make the set with: gpujobqueue credentials" >&2
+        exit 1
+    fi
+done
+
 # The devices this job may use: $CUDA_VISIBLE_DEVICES as the batch system set it,
 # else 0..1. One worker per device, at most 2.
 allocated="${CUDA_VISIBLE_DEVICES:-}"
@@ -43,13 +53,17 @@ def dask_setup(nanny):
     index = int(str(nanny.name).rpartition("-")[2]) if len(devices) > 1 else 0
     nanny.env["CUDA_VISIBLE_DEVICES"] = devices[index]
 PYTHON
-python3 -m distributed.cli.dask_worker tcp://10.0.0.1:8786 \
+python3 -m distributed.cli.dask_worker tls://10.0.0.1:8786 \
     --name gpujobqueue-worker \
     --nworkers 2 \
     --nanny \
     --preload-nanny "$pin_device" \
     --nthreads 1 \
     --memory-limit 0.5 \
+    --protocol tls \
+    --tls-ca-file "$GPUJOBQUEUE_TLS_DIR/ca.pem" \
+    --tls-cert "$GPUJOBQUEUE_TLS_DIR/cert.pem" \
+    --tls-key "$GPUJOBQUEUE_TLS_DIR/key.pem" \
     --resources GPU=1 &
 worker_pids=($!)
 trap 'kill -TERM "${worker_pids[@]}" 2>/dev/null' TERM INT HUP

@@ -15,6 +15,16 @@ export DASK_DISTRIBUTED__WORKER__LIFETIME__DURATION=3420s
 export DASK_DISTRIBUTED__WORKER__LIFETIME__STAGGER=45s
 export DASK_DISTRIBUTED__WORKER__LIFETIME__RESTART=False
 
+# TLS: the workers and your scheduler prove who they are with the credentials in this folder,
+# made by `gpujobqueue credentials`; nobody without them can connect.
+export GPUJOBQUEUE_TLS_DIR="$HOME/.config/gpujobqueue/tls"
+for file in ca.pem cert.pem key.pem; do
+    if [ ! -r "$GPUJOBQUEUE_TLS_DIR/$file" ]; then
+        echo "gpujobqueue: the TLS credential $GPUJOBQUEUE_TLS_DIR/$file is missing; make the set with: gpujobqueue credentials" >&2
+        exit 1
+    fi
+done
+
 # This script runs on the job's first node: ibrun runs the node part below once on each of
 # its 2 nodes; node k's workers are gpujobqueue-worker-k-<i>.
 read -r -d '' node_part <<'GPUJOBQUEUE_NODE_PART'
@@ -36,10 +46,14 @@ fi
 
 # dask-cuda starts one worker per device in CUDA_VISIBLE_DEVICES, named gpujobqueue-worker-<i>.
 export CUDA_VISIBLE_DEVICES="$(IFS=,; echo "${devices[*]}")"
-python3 -m dask_cuda.cli tcp://10.0.0.1:8786 \
+python3 -m dask_cuda.cli tls://10.0.0.1:8786 \
     --name gpujobqueue-worker-"$node_rank" \
     --nthreads 4 \
     --memory-limit auto \
+    --protocol tls \
+    --tls-ca-file "$GPUJOBQUEUE_TLS_DIR/ca.pem" \
+    --tls-cert "$GPUJOBQUEUE_TLS_DIR/cert.pem" \
+    --tls-key "$GPUJOBQUEUE_TLS_DIR/key.pem" \
     --resources GPU=1 &
 worker_pids=($!)
 trap 'kill -TERM "${worker_pids[@]}" 2>/dev/null' TERM INT HUP

@@ -15,6 +15,16 @@ export DASK_DISTRIBUTED__WORKER__LIFETIME__DURATION=1710s
 export DASK_DISTRIBUTED__WORKER__LIFETIME__STAGGER=22s
 export DASK_DISTRIBUTED__WORKER__LIFETIME__RESTART=False
 
+# TLS: the workers and your scheduler prove who they are with the credentials in this folder,
+# made by `gpujobqueue credentials`; nobody without them can connect.
+export GPUJOBQUEUE_TLS_DIR="$HOME/.config/gpujobqueue/tls"
+for file in ca.pem cert.pem key.pem; do
+    if [ ! -r "$GPUJOBQUEUE_TLS_DIR/$file" ]; then
+        echo "gpujobqueue: the TLS credential $GPUJOBQUEUE_TLS_DIR/$file is missing; make the set with: gpujobqueue credentials" >&2
+        exit 1
+    fi
+done
+
 if [ ! -e /sys/class/net/hsn0 ]; then
     echo "gpujobqueue: network interface hsn0 does not exist on $(hostname); this node has: $(ls /sys/class/net | tr '\n' ' ')" >&2
     exit 3
@@ -37,12 +47,15 @@ fi
 
 # dask-cuda starts one worker per device in CUDA_VISIBLE_DEVICES, named w-<i>.
 export CUDA_VISIBLE_DEVICES="$(IFS=,; echo "${devices[*]}")"
-python3 -m dask_cuda.cli tcp://10.0.0.1:8786 \
+python3 -m dask_cuda.cli tls://10.0.0.1:8786 \
     --name w \
     --nthreads 4 \
     --memory-limit auto \
-    --protocol tcp \
+    --protocol tls \
     --interface hsn0 \
+    --tls-ca-file "$GPUJOBQUEUE_TLS_DIR/ca.pem" \
+    --tls-cert "$GPUJOBQUEUE_TLS_DIR/cert.pem" \
+    --tls-key "$GPUJOBQUEUE_TLS_DIR/key.pem" \
     --resources GPU=1 &
 worker_pids=($!)
 trap 'kill -TERM "${worker_pids[@]}" 2>/dev/null' TERM INT HUP

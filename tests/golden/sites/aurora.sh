@@ -21,6 +21,16 @@ export DASK_DISTRIBUTED__WORKER__LIFETIME__DURATION=1710s
 export DASK_DISTRIBUTED__WORKER__LIFETIME__STAGGER=22s
 export DASK_DISTRIBUTED__WORKER__LIFETIME__RESTART=False
 
+# TLS: the workers and your scheduler prove who they are with the credentials in this folder,
+# made by `gpujobqueue credentials`; nobody without them can connect.
+export GPUJOBQUEUE_TLS_DIR="$HOME/.config/gpujobqueue/tls"
+for file in ca.pem cert.pem key.pem; do
+    if [ ! -r "$GPUJOBQUEUE_TLS_DIR/$file" ]; then
+        echo "gpujobqueue: the TLS credential $GPUJOBQUEUE_TLS_DIR/$file is missing; make the set with: gpujobqueue credentials" >&2
+        exit 1
+    fi
+done
+
 # prologue: a line that fails ends the job, saying which (workers without their environment would fail later, less clearly)
 trap 'echo "gpujobqueue: prologue command failed with status $?: $BASH_COMMAND" >&2' ERR
 set -e
@@ -61,7 +71,7 @@ def dask_setup(nanny):
     index = int(str(nanny.name).rpartition("-")[2]) if len(devices) > 1 else 0
     nanny.env["ZE_AFFINITY_MASK"] = devices[index]
 PYTHON
-python3 -m distributed.cli.dask_worker tcp://10.0.0.1:8786 \
+python3 -m distributed.cli.dask_worker tls://10.0.0.1:8786 \
     --name w \
     --nworkers 12 \
     --nanny \
@@ -69,8 +79,11 @@ python3 -m distributed.cli.dask_worker tcp://10.0.0.1:8786 \
     --nthreads 1 \
     --memory-limit 0.083333 \
     --local-directory "/tmp" \
-    --protocol tcp \
+    --protocol tls \
     --interface hsn0 \
+    --tls-ca-file "$GPUJOBQUEUE_TLS_DIR/ca.pem" \
+    --tls-cert "$GPUJOBQUEUE_TLS_DIR/cert.pem" \
+    --tls-key "$GPUJOBQUEUE_TLS_DIR/key.pem" \
     --resources GPU=1 &
 worker_pids=($!)
 trap 'kill -TERM "${worker_pids[@]}" 2>/dev/null' TERM INT HUP

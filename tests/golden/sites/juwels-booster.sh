@@ -46,7 +46,7 @@ fi
 
 # dask-cuda starts one worker per device in CUDA_VISIBLE_DEVICES, named w-<i>.
 export CUDA_VISIBLE_DEVICES="$(IFS=,; echo "${devices[*]}")"
-python3 -m dask_cuda.cli tcp://10.0.0.1:8786 \
+python3 -m dask_cuda.cli tls://10.0.0.1:8786 \
     --name w \
     --nthreads 4 \
     --memory-limit auto \
