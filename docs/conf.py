@@ -28,7 +28,7 @@ extensions = [
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
-exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
+exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "site-research"]
 templates_path = []
 
 # Markdown: heading anchors so that pages can link to each other's sections.
