@@ -38,6 +38,7 @@ from .request import JobRequest, parse_bool, parse_positive_int
 from .scheduler_job import (SCHEDULER_FILE_NAME, HostedWorkers, JobScheduler, SchedulerStart, make_private_directory,
                             parse_scheduler_placement, scheduler_tls_args, write_private_file)
 from .tls import resolve_security
+from .watchdog import CLUSTER_ALIVE_HANDLER, probe_interval
 from .workers import WorkerLaunch
 
 try:
@@ -378,9 +379,26 @@ class GPUJobQueueCluster(JobQueueCluster):
             # The scheduler's job runs GPU workers too: they count, and live as long as the cluster.
             self.worker_spec[job.name] = {"cls": HostedWorkers, "options": {"job": job}, "group": self.launch.name_suffixes}
             await self._correct_state()
+        if job is not None and self.launch.death_timeout:
+            self._scheduler_job_calls = asyncio.ensure_future(self._call_scheduler_job(self.launch.death_timeout))
         self._job_watch.start()
 
+    async def _call_scheduler_job(self, timeout: int) -> None:
+        """Tell the job's scheduler, every few seconds, that its cluster lives: it closes (and its
+        job ends) when this process has not called for ``timeout`` s (gpujobqueue/watchdog.py)."""
+        while True:
+            try:
+                await asyncio.wait_for(getattr(self.scheduler_comm, CLUSTER_ALIVE_HANDLER)(), timeout)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # the job watch reports a scheduler job that ended
+                logger.debug("the scheduler job did not take the cluster's call: %r", error)
+            await asyncio.sleep(probe_interval(timeout))
+
     async def _close(self) -> None:
+        calls = getattr(self, "_scheduler_job_calls", None)
+        if calls is not None:
+            calls.cancel()
         try:
             await self._job_watch.stop()
             await super()._close()
