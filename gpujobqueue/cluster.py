@@ -33,10 +33,11 @@ from .job_status import JobFailedError
 from .job_watch import JobTable, JobWatch
 from .notebook import cluster_status_html
 from .progress import WaitProgress
+from .private_folders import make_private_directory, remove_stale_private_directories
 from .render import check_scheduler_can_run_in_job
 from .request import JobRequest, parse_bool, parse_positive_int
-from .scheduler_job import (SCHEDULER_FILE_NAME, HostedWorkers, JobScheduler, SchedulerStart, make_private_directory,
-                            parse_scheduler_placement, scheduler_tls_args, write_private_file)
+from .scheduler_job import (SCHEDULER_FILE_NAME, HostedWorkers, JobScheduler, SchedulerStart, parse_scheduler_placement, scheduler_tls_args,
+                            write_private_file)
 from .tls import resolve_security
 from .watchdog import CLUSTER_ALIVE_HANDLER, probe_interval
 from .workers import WorkerLaunch
@@ -290,6 +291,9 @@ class GPUJobQueueCluster(JobQueueCluster):
         # The scheduler file and TLS credentials go to a private folder the compute nodes can read.
         self._shared_directory = shared_temp_directory or dask.config.get(f"jobqueue.{config_name}.shared-temp-directory", default=None) or os.getcwd()
         self._private_directory: str | None = None
+        # A SIGKILLed cluster could not remove its folder (its TLS key inside); this start does.
+        for folder in remove_stale_private_directories(self._shared_directory)[0]:
+            logger.info("removed the private folder %s: %s", folder.path, folder.reason)
         self._job_watch = JobWatch(self)
         if self.scheduler_placement == "job":
             scheduler_file = os.path.join(self._private_folder(), SCHEDULER_FILE_NAME)
