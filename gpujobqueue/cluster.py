@@ -22,6 +22,7 @@ from dask_jobqueue.core import JobQueueCluster
 from distributed.core import Status
 from distributed.scheduler import Scheduler
 from distributed.security import Security
+from distributed.utils import format_dashboard_link
 
 from . import config, exit_cleanup, gpus, sites
 from .errors import GPUJobQueueError, SubmissionError, ValidationError
@@ -109,6 +110,35 @@ class WorkerJobKey:
 
     def __call__(self, worker_state: Any) -> str:
         return self.job_of(str(worker_state.name))
+
+
+# The dashboard shows worker logs and takes no password: on a shared login node (or a compute
+# node) it listens on the loopback only, reached through an SSH tunnel or jupyter-server-proxy.
+DEFAULT_DASHBOARD_ADDRESS = "127.0.0.1:8787"
+
+
+def is_loopback_address(address: Any) -> bool:
+    """Whether a ``host:port`` dashboard address names the loopback."""
+    return str(address).rpartition(":")[0].strip("[]") in ("127.0.0.1", "localhost", "::1")
+
+
+class OpenDashboardWarning(UserWarning):
+    """The dashboard listens beyond the loopback, without authentication."""
+
+
+def dashboard_options(scheduler_options: dict | None, dashboard_address: str | None) -> dict[str, Any]:
+    """The scheduler options with the dashboard on the loopback unless an address is given
+    (``dashboard_address=`` or ``scheduler_options["dashboard_address"]``); an address open
+    beyond the loopback warns."""
+    options = dict(scheduler_options or {})
+    if dashboard_address is not None:
+        options["dashboard_address"] = dashboard_address
+    address = options.setdefault("dashboard_address", DEFAULT_DASHBOARD_ADDRESS)
+    if address not in (None, False) and not is_loopback_address(address):
+        warnings.warn(f"the dashboard at {address!r} listens beyond this machine's loopback, without authentication, and shows your "
+                      "workers' logs; leave dashboard_address unset to keep it on 127.0.0.1 and reach it through an SSH tunnel",
+                      OpenDashboardWarning, stacklevel=3)
+    return options
 
 
 def _take_keywords(kwargs: dict[str, Any], synonyms: dict[str, str]) -> dict[str, Any]:
@@ -302,13 +332,14 @@ class GPUJobQueueCluster(JobQueueCluster):
                 JobScheduler, make_job=self._make_scheduler_job, scheduler_file=scheduler_file,
                 tls_args=scheduler_tls_args(security, self._private_folder()) if security else (),
             )
-            scheduler_options = dict(scheduler_options or {})
-            scheduler_options.setdefault("dashboard_address", ":8787")
+        scheduler_options = dashboard_options(scheduler_options if scheduler_options is not None else
+                                              dask.config.get(f"jobqueue.{config_name}.scheduler-options", default=None), dashboard_address)
+        self._dashboard_address = scheduler_options["dashboard_address"]
         exit_cleanup.track(self)  # from here on, its jobs are cancelled when this process ends
         try:
             self._init_job_queue_cluster(
                 job_cls=job_cls, loop=loop, security=security, shared_temp_directory=shared_temp_directory,
-                silence_logs=silence_logs, name=name, asynchronous=asynchronous, dashboard_address=dashboard_address,
+                silence_logs=silence_logs, name=name, asynchronous=asynchronous,
                 host=host, scheduler_options=scheduler_options, scheduler_cls=scheduler_cls, config_name=config_name,
                 job_kwargs=job_kwargs,
             )
@@ -453,6 +484,16 @@ class GPUJobQueueCluster(JobQueueCluster):
             for worker in msg.get("workers", {}).values():
                 self._job_watch.note_worker(str(worker.get("name")))
         super()._update_worker_status(op, msg)
+
+    @property
+    def dashboard_link(self) -> str:
+        """The dashboard's address; ``http://127.0.0.1:<port>/status`` where it listens on the
+        loopback of the scheduler's host (this one, or the scheduler job's node), as an SSH
+        tunnel to that host (``ssh -L <port>:127.0.0.1:<port> HOST``) reaches it."""
+        link = super().dashboard_link
+        if not link or not is_loopback_address(self._dashboard_address):
+            return link
+        return format_dashboard_link("127.0.0.1", self.scheduler_info["services"]["dashboard"])
 
     @property
     def jobs(self) -> JobTable:
