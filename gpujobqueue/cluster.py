@@ -37,8 +37,8 @@ from .progress import WaitProgress
 from .private_folders import make_private_directory, remove_stale_private_directories
 from .render import check_scheduler_can_run_in_job
 from .request import JobRequest, parse_bool, parse_positive_int
-from .scheduler_job import (SCHEDULER_FILE_NAME, HostedWorkers, JobScheduler, SchedulerStart, parse_scheduler_placement, scheduler_tls_args,
-                            write_private_file)
+from .scheduler_job import (SCHEDULER_FILE_NAME, HostedWorkers, JobScheduler, SchedulerStart, parse_scheduler_placement,
+                            scheduler_tls_args, write_private_file)
 from .tls import resolve_security
 from .watchdog import CLUSTER_ALIVE_HANDLER, probe_interval
 from .workers import WorkerLaunch
@@ -135,8 +135,9 @@ def dashboard_options(scheduler_options: dict | None, dashboard_address: str | N
         options["dashboard_address"] = dashboard_address
     address = options.setdefault("dashboard_address", DEFAULT_DASHBOARD_ADDRESS)
     if address not in (None, False) and not is_loopback_address(address):
-        warnings.warn(f"the dashboard at {address!r} listens beyond this machine's loopback, without authentication, and shows your "
-                      "workers' logs; leave dashboard_address unset to keep it on 127.0.0.1 and reach it through an SSH tunnel",
+        warnings.warn(f"the dashboard at {address!r} listens beyond this machine's loopback, without authentication, "
+                      "and shows your workers' logs; leave dashboard_address unset to keep it on 127.0.0.1 and reach "
+                      "it through an SSH tunnel",
                       OpenDashboardWarning, stacklevel=3)
     return options
 
@@ -332,8 +333,9 @@ class GPUJobQueueCluster(JobQueueCluster):
                 JobScheduler, make_job=self._make_scheduler_job, scheduler_file=scheduler_file,
                 tls_args=scheduler_tls_args(security, self._private_folder()) if security else (),
             )
-        scheduler_options = dashboard_options(scheduler_options if scheduler_options is not None else
-                                              dask.config.get(f"jobqueue.{config_name}.scheduler-options", default=None), dashboard_address)
+        if scheduler_options is None:
+            scheduler_options = dask.config.get(f"jobqueue.{config_name}.scheduler-options", default=None)
+        scheduler_options = dashboard_options(scheduler_options, dashboard_address)
         self._dashboard_address = scheduler_options["dashboard_address"]
         exit_cleanup.track(self)  # from here on, its jobs are cancelled when this process ends
         try:

@@ -57,8 +57,9 @@ def make_private_directory(shared_directory: str) -> str:
     try:
         return tempfile.mkdtemp(prefix=owner, dir=base)  # mkdtemp makes it 0700
     except OSError as error:
-        raise ValidationError("shared_temp_directory", f"the scheduler file and TLS credentials go to a private folder of a directory the compute nodes can read, "
-                                                       f"and {base!r} is not writable here: {error}") from error
+        message = (f"the scheduler file and TLS credentials go to a private folder of a directory the compute nodes "
+                   f"can read, and {base!r} is not writable here: {error}")
+        raise ValidationError("shared_temp_directory", message) from error
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,14 @@ from dask.distributed import Client
 from gpujobqueue import LocalGPUCluster
 
 
-def listening_hosts(port: int) -> set[str]:
-    """The addresses this process listens on at TCP ``port``."""
-    return {c.laddr.ip for c in psutil.Process().net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN and c.laddr.port == port}
+SMALL = dict(gpus_per_node=1, worker_mode="per-device")
+
+
+def listening_hosts(port: int, connections=None) -> set[str]:
+    """The addresses listening at TCP ``port``, among ``connections`` (default: this process's)."""
+    if connections is None:
+        connections = psutil.Process().net_connections(kind="tcp")
+    return {c.laddr.ip for c in connections if c.status == psutil.CONN_LISTEN and c.laddr.port == port}
 
 
 def dashboard_port(cluster) -> int:
@@ -19,7 +24,7 @@ def dashboard_port(cluster) -> int:
 
 
 def test_the_dashboard_listens_on_the_loopback_only_by_default(tmp_path):
-    with LocalGPUCluster(gpus_per_node=1, worker_mode="per-device", shared_temp_directory=str(tmp_path)) as cluster:
+    with LocalGPUCluster(**SMALL, shared_temp_directory=str(tmp_path)) as cluster:
         hosts = listening_hosts(dashboard_port(cluster))
         assert hosts == {"127.0.0.1"}, hosts
         assert "127.0.0.1" in cluster.dashboard_link
@@ -29,17 +34,19 @@ def test_the_dashboard_listens_on_the_loopback_only_by_default(tmp_path):
 def test_an_open_dashboard_must_be_asked_for_and_warns(tmp_path, how):
     from gpujobqueue.cluster import OpenDashboardWarning
 
-    keywords = {"dashboard_address": ":0"} if how == "dashboard_address" else {"scheduler_options": {"dashboard_address": ":0"}}
+    keywords = {"dashboard_address": ":0"}
+    if how == "scheduler_options":
+        keywords = {"scheduler_options": keywords}
     with pytest.warns(OpenDashboardWarning, match="without authentication"):
-        cluster = LocalGPUCluster(gpus_per_node=1, worker_mode="per-device", shared_temp_directory=str(tmp_path), **keywords)
+        cluster = LocalGPUCluster(**SMALL, shared_temp_directory=str(tmp_path), **keywords)
     with cluster:
         hosts = listening_hosts(dashboard_port(cluster))
         assert hosts & {"0.0.0.0", "::"}, hosts
 
 
 def test_the_scheduler_jobs_dashboard_is_on_its_nodes_loopback(tmp_path):
-    with LocalGPUCluster(gpus_per_node=1, worker_mode="per-device", scheduler="job", shared_temp_directory=str(tmp_path)) as cluster, \
-            Client(cluster) as client:
+    cluster = LocalGPUCluster(**SMALL, scheduler="job", shared_temp_directory=str(tmp_path))
+    with cluster, Client(cluster) as client:
         port = client.scheduler_info()["services"]["dashboard"]
-        hosts = {c.laddr.ip for c in psutil.net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN and c.laddr.port == port}
+        hosts = listening_hosts(port, psutil.net_connections(kind="tcp"))  # the scheduler's own process
         assert hosts == {"127.0.0.1"}, hosts

@@ -27,7 +27,8 @@ OWNER = textwrap.dedent("""
 
 def start_owner(directory: Path) -> tuple[subprocess.Popen, Path]:
     """A client process whose cluster (TLS by default) made its private folder in ``directory``."""
-    process = subprocess.Popen([sys.executable, "-c", OWNER, str(directory)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen([sys.executable, "-c", OWNER, str(directory)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
     line = process.stdout.readline().strip()
     if not line or line == "None":
         process.kill()
@@ -49,30 +50,37 @@ def test_a_killed_clients_folder_goes_at_the_next_cluster_start_and_a_live_ones_
         assert killed_folder.is_dir(), "SIGKILL leaves the folder (nothing can run in the process)"
         with LocalGPUCluster(gpus_per_node=1, worker_mode="per-device", shared_temp_directory=str(tmp_path)) as cluster:
             own = Path(cluster._private_directory)
-            assert folders(tmp_path) == {live_folder, own}, "the dead owner's folder went; the live one's and this one's stay"
+            assert folders(tmp_path) == {live_folder, own}, "the dead owner's folder went; the others stay"
         assert folders(tmp_path) == {live_folder}
     finally:
         live.kill()
         live.wait()
 
 
+def clean(directory: Path) -> subprocess.CompletedProcess:
+    """``gpujobqueue clean DIRECTORY``, run as a user runs it."""
+    return subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "clean", str(directory)], capture_output=True,
+                          text=True, timeout=120)
+
+
 def test_gpujobqueue_clean_removes_folders_of_ended_processes_only(tmp_path):
-    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True)
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                           check=True)
     ended_pid = int(ended.stdout)
     me = psutil.Process()
     host = this_host()
     dead = tmp_path / f"{PREFIX}p{ended_pid}-t{int(me.create_time()) - 100}-h{host}-abcd1234"
-    reused = tmp_path / f"{PREFIX}p{me.pid}-t{int(me.create_time()) - 1000}-h{host}-efgh5678"  # my pid, an older process
+    reused = tmp_path / f"{PREFIX}p{me.pid}-t{int(me.create_time()) - 1000}-h{host}-efgh5678"  # my pid, older process
     mine = tmp_path / f"{PREFIX}p{me.pid}-t{int(me.create_time())}-h{host}-ijkl9012"
     elsewhere = tmp_path / f"{PREFIX}p{ended_pid}-t{int(me.create_time())}-hother-node-7-mnop3456"
     unnamed = tmp_path / f"{PREFIX}qrst7890"
     for folder in (dead, reused, mine, elsewhere, unnamed):
         folder.mkdir(mode=0o700)
         (folder / "worker-key.pem").write_text("secret")
-    result = subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "clean", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    result = clean(tmp_path)
     assert result.returncode == 0, result.stderr
     assert folders(tmp_path) == {mine, elsewhere, unnamed}
     assert f"removed {dead}" in result.stdout and f"removed {reused}" in result.stdout, result.stdout
-    assert f"left {elsewhere}: its owner is process {ended_pid} on another host, other-node-7" in result.stdout, result.stdout
-    again = subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "clean", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert f"left {elsewhere}: its owner is process {ended_pid} on another host, other-node-7" in result.stdout
+    again = clean(tmp_path)
     assert "nothing to remove" in again.stdout and folders(tmp_path) == {mine, elsewhere, unnamed}

@@ -267,11 +267,13 @@ HUNG_CLIENT_MODES = [
     pytest.param("slurm", "local", "per-device", id="slurm-per-device"),
     pytest.param("slurm", "local", "per-device-no-nanny", id="slurm-per-device-no-nanny"),
     pytest.param("slurm", "job", "per-device", id="slurm-scheduler-job"),
+    pytest.param("sge", "local", "per-device", id="sge-per-device"),
 ]
 
 
 @pytest.mark.parametrize("backend_name, scheduler, mode", HUNG_CLIENT_MODES)
-def test_a_stopped_client_releases_its_jobs_within_death_timeout_and_a_minute(request, tmp_path, backend_name, scheduler, mode):
+def test_a_stopped_client_releases_its_jobs_within_death_timeout_and_a_minute(request, tmp_path, backend_name, scheduler,
+                                                                              mode):
     # SIGSTOP freezes the client (and the scheduler in it, or the cluster that owns the
     # scheduler job): its sockets stay open and the kernel still completes handshakes, so
     # only the missing replies tell the workers, or the job's scheduler, that it is gone.
@@ -286,10 +288,10 @@ def test_a_stopped_client_releases_its_jobs_within_death_timeout_and_a_minute(re
         process.send_signal(signal.SIGSTOP)
         stopped = time.monotonic()
         wait_until(lambda: not queue_after(backend, job_ids), death_timeout + 60, interval=1,
-                   what=lambda: f"jobs {queue_after(backend, job_ids)} of a stopped client to end within death_timeout + 60 s")
+                   what=lambda: f"jobs {queue_after(backend, job_ids)} of a stopped client to end in death_timeout + 60 s")
         released = time.monotonic() - stopped
-        print(f"\n{backend_name} scheduler={scheduler} {mode}: {len(job_ids)} jobs released {released:.1f} s after SIGSTOP "
-              f"(death_timeout={death_timeout})")
+        print(f"\n{backend_name} scheduler={scheduler} {mode}: {len(job_ids)} jobs released {released:.1f} s "
+              f"after SIGSTOP (death_timeout={death_timeout})")
         assert released <= death_timeout + 60
     finally:
         process.kill()

@@ -123,6 +123,8 @@ def test_per_device_without_nanny_parses_under_dask_worker():
 
 def test_workers_get_a_death_timeout_of_60_s_unless_told():
     # The key is always in the settings (None when not given): it must not mean "no timeout".
-    script = job_script_for("slurm", {"gpus_per_node": 2, "worker_mode": "per-device", "python": "python3"}, name="job-3", scheduler="tls://10.0.0.1:8786")
-    params = python_m_command("distributed.cli.dask_worker").make_context("dask-worker", worker_arguments(script, "distributed.cli.dask_worker")).params
+    script = job_script_for("slurm", {"gpus_per_node": 2, "worker_mode": "per-device", "python": "python3"}, name="job-3",
+                            scheduler="tls://10.0.0.1:8786")
+    args = worker_arguments(script, "distributed.cli.dask_worker")
+    params = python_m_command("distributed.cli.dask_worker").make_context("dask-worker", args).params
     assert params["death_timeout"] == "60" and params["preload"] == (WATCHDOG_SOURCE,)

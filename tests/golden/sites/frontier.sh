@@ -69,7 +69,8 @@ async def watch_scheduler(worker, timeout):
             logger.error("gpujobqueue: the scheduler %s has not answered for %s s; this worker and its nanny close",
                          worker.scheduler.address, timeout)
             # Its own task: closing tears the preloads down, which must not cancel the close.
-            worker._gpujobqueue_closing = asyncio.ensure_future(worker.close(nanny=True, reason="gpujobqueue-scheduler-unresponsive"))
+            closing = worker.close(nanny=True, reason="gpujobqueue-scheduler-unresponsive")
+            worker._gpujobqueue_closing = asyncio.ensure_future(closing)
             return
         try:
             await asyncio.wait_for(worker.scheduler.echo(data="gpujobqueue"), remaining)
@@ -93,8 +94,9 @@ async def watch_cluster(scheduler, timeout):
     while scheduler.status.name not in _ENDING:
         remaining = heard[0] + timeout - time.monotonic()
         if remaining <= 0:
-            logger.error("gpujobqueue: the cluster that owns this scheduler has not called for %s s; the scheduler closes", timeout)
-            scheduler._gpujobqueue_closing = asyncio.ensure_future(scheduler.close(reason="gpujobqueue-cluster-unresponsive"))
+            logger.error("gpujobqueue: the cluster owning this scheduler has not called for %s s; it closes", timeout)
+            closing = scheduler.close(reason="gpujobqueue-cluster-unresponsive")
+            scheduler._gpujobqueue_closing = asyncio.ensure_future(closing)
             return
         await asyncio.sleep(min(probe_interval(timeout), remaining))
 
@@ -108,7 +110,8 @@ async def dask_setup(server):
         if timeout:
             server._gpujobqueue_watchdog = asyncio.ensure_future(watch_scheduler(server, float(timeout)))
     elif isinstance(server, Scheduler) and os.environ.get(CLUSTER_TIMEOUT_VARIABLE):  # the scheduler of scheduler="job"
-        server._gpujobqueue_watchdog = asyncio.ensure_future(watch_cluster(server, float(os.environ[CLUSTER_TIMEOUT_VARIABLE])))
+        timeout = float(os.environ[CLUSTER_TIMEOUT_VARIABLE])
+        server._gpujobqueue_watchdog = asyncio.ensure_future(watch_cluster(server, timeout))
 
 
 async def dask_teardown(server):
