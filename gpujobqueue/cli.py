@@ -238,6 +238,27 @@ def _check_site_files(files: tuple[str, ...]) -> int:
 
 
 @main.command()
+@click.argument("directory", required=False, default=".", type=click.Path(file_okay=False))
+def clean(directory: str) -> None:
+    """Remove your clusters' private folders (scheduler file, TLS key) in DIRECTORY (default:
+    the current one, the default shared_temp_directory) whose owner process on this host has
+    ended, as a SIGKILLed client leaves them. Folders of live processes and of other hosts stay."""
+    import os
+
+    from .private_folders import remove_stale_private_directories
+
+    if not os.path.isdir(directory):
+        raise click.ClickException(f"{directory} is not a directory")
+    removed, left = remove_stale_private_directories(directory)
+    for folder in removed:
+        click.echo(f"removed {folder.path}: {folder.reason}")
+    for folder in left:
+        click.echo(f"left {folder.path}: {folder.reason}")
+    if not removed:
+        click.echo(f"nothing to remove in {os.path.abspath(directory)}")
+
+
+@main.command()
 @click.option("--size", type=click.Choice(["small", "medium", "large"]), default="medium", show_default=True, help="Problem sizes.")
 @click.option("--gpus", type=int, default=None, help="GPU workers to start (default: every GPU, or 2 CPU workers without GPUs).")
 def demo(size: str, gpus: int | None) -> None:

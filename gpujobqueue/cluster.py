@@ -22,6 +22,7 @@ from dask_jobqueue.core import JobQueueCluster
 from distributed.core import Status
 from distributed.scheduler import Scheduler
 from distributed.security import Security
+from distributed.utils import format_dashboard_link
 
 from . import config, exit_cleanup, gpus, sites
 from .errors import GPUJobQueueError, SubmissionError, ValidationError
@@ -33,11 +34,13 @@ from .job_status import JobFailedError
 from .job_watch import JobTable, JobWatch
 from .notebook import cluster_status_html
 from .progress import WaitProgress
+from .private_folders import make_private_directory, remove_stale_private_directories
 from .render import check_scheduler_can_run_in_job
 from .request import JobRequest, parse_bool, parse_positive_int
-from .scheduler_job import (SCHEDULER_FILE_NAME, HostedWorkers, JobScheduler, SchedulerStart, make_private_directory,
-                            parse_scheduler_placement, scheduler_tls_args, write_private_file)
+from .scheduler_job import (SCHEDULER_FILE_NAME, HostedWorkers, JobScheduler, SchedulerStart, parse_scheduler_placement,
+                            scheduler_tls_args, write_private_file)
 from .tls import resolve_security
+from .watchdog import CLUSTER_ALIVE_HANDLER, probe_interval
 from .workers import WorkerLaunch
 
 try:
@@ -107,6 +110,36 @@ class WorkerJobKey:
 
     def __call__(self, worker_state: Any) -> str:
         return self.job_of(str(worker_state.name))
+
+
+# The dashboard shows worker logs and takes no password: on a shared login node (or a compute
+# node) it listens on the loopback only, reached through an SSH tunnel or jupyter-server-proxy.
+DEFAULT_DASHBOARD_ADDRESS = "127.0.0.1:8787"
+
+
+def is_loopback_address(address: Any) -> bool:
+    """Whether a ``host:port`` dashboard address names the loopback."""
+    return str(address).rpartition(":")[0].strip("[]") in ("127.0.0.1", "localhost", "::1")
+
+
+class OpenDashboardWarning(UserWarning):
+    """The dashboard listens beyond the loopback, without authentication."""
+
+
+def dashboard_options(scheduler_options: dict | None, dashboard_address: str | None) -> dict[str, Any]:
+    """The scheduler options with the dashboard on the loopback unless an address is given
+    (``dashboard_address=`` or ``scheduler_options["dashboard_address"]``); an address open
+    beyond the loopback warns."""
+    options = dict(scheduler_options or {})
+    if dashboard_address is not None:
+        options["dashboard_address"] = dashboard_address
+    address = options.setdefault("dashboard_address", DEFAULT_DASHBOARD_ADDRESS)
+    if address not in (None, False) and not is_loopback_address(address):
+        warnings.warn(f"the dashboard at {address!r} listens beyond this machine's loopback, without authentication, "
+                      "and shows your workers' logs; leave dashboard_address unset to keep it on 127.0.0.1 and reach "
+                      "it through an SSH tunnel",
+                      OpenDashboardWarning, stacklevel=3)
+    return options
 
 
 def _take_keywords(kwargs: dict[str, Any], synonyms: dict[str, str]) -> dict[str, Any]:
@@ -289,6 +322,9 @@ class GPUJobQueueCluster(JobQueueCluster):
         # The scheduler file and TLS credentials go to a private folder the compute nodes can read.
         self._shared_directory = shared_temp_directory or dask.config.get(f"jobqueue.{config_name}.shared-temp-directory", default=None) or os.getcwd()
         self._private_directory: str | None = None
+        # A SIGKILLed cluster could not remove its folder (its TLS key inside); this start does.
+        for folder in remove_stale_private_directories(self._shared_directory)[0]:
+            logger.info("removed the private folder %s: %s", folder.path, folder.reason)
         self._job_watch = JobWatch(self)
         if self.scheduler_placement == "job":
             scheduler_file = os.path.join(self._private_folder(), SCHEDULER_FILE_NAME)
@@ -297,13 +333,15 @@ class GPUJobQueueCluster(JobQueueCluster):
                 JobScheduler, make_job=self._make_scheduler_job, scheduler_file=scheduler_file,
                 tls_args=scheduler_tls_args(security, self._private_folder()) if security else (),
             )
-            scheduler_options = dict(scheduler_options or {})
-            scheduler_options.setdefault("dashboard_address", ":8787")
+        if scheduler_options is None:
+            scheduler_options = dask.config.get(f"jobqueue.{config_name}.scheduler-options", default=None)
+        scheduler_options = dashboard_options(scheduler_options, dashboard_address)
+        self._dashboard_address = scheduler_options["dashboard_address"]
         exit_cleanup.track(self)  # from here on, its jobs are cancelled when this process ends
         try:
             self._init_job_queue_cluster(
                 job_cls=job_cls, loop=loop, security=security, shared_temp_directory=shared_temp_directory,
-                silence_logs=silence_logs, name=name, asynchronous=asynchronous, dashboard_address=dashboard_address,
+                silence_logs=silence_logs, name=name, asynchronous=asynchronous,
                 host=host, scheduler_options=scheduler_options, scheduler_cls=scheduler_cls, config_name=config_name,
                 job_kwargs=job_kwargs,
             )
@@ -378,9 +416,26 @@ class GPUJobQueueCluster(JobQueueCluster):
             # The scheduler's job runs GPU workers too: they count, and live as long as the cluster.
             self.worker_spec[job.name] = {"cls": HostedWorkers, "options": {"job": job}, "group": self.launch.name_suffixes}
             await self._correct_state()
+        if job is not None and self.launch.death_timeout:
+            self._scheduler_job_calls = asyncio.ensure_future(self._call_scheduler_job(self.launch.death_timeout))
         self._job_watch.start()
 
+    async def _call_scheduler_job(self, timeout: int) -> None:
+        """Tell the job's scheduler, every few seconds, that its cluster lives: it closes (and its
+        job ends) when this process has not called for ``timeout`` s (gpujobqueue/watchdog.py)."""
+        while True:
+            try:
+                await asyncio.wait_for(getattr(self.scheduler_comm, CLUSTER_ALIVE_HANDLER)(), timeout)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # the job watch reports a scheduler job that ended
+                logger.debug("the scheduler job did not take the cluster's call: %r", error)
+            await asyncio.sleep(probe_interval(timeout))
+
     async def _close(self) -> None:
+        calls = getattr(self, "_scheduler_job_calls", None)
+        if calls is not None:
+            calls.cancel()
         try:
             await self._job_watch.stop()
             await super()._close()
@@ -431,6 +486,16 @@ class GPUJobQueueCluster(JobQueueCluster):
             for worker in msg.get("workers", {}).values():
                 self._job_watch.note_worker(str(worker.get("name")))
         super()._update_worker_status(op, msg)
+
+    @property
+    def dashboard_link(self) -> str:
+        """The dashboard's address; ``http://127.0.0.1:<port>/status`` where it listens on the
+        loopback of the scheduler's host (this one, or the scheduler job's node), as an SSH
+        tunnel to that host (``ssh -L <port>:127.0.0.1:<port> HOST``) reaches it."""
+        link = super().dashboard_link
+        if not link or not is_loopback_address(self._dashboard_address):
+            return link
+        return format_dashboard_link("127.0.0.1", self.scheduler_info["services"]["dashboard"])
 
     @property
     def jobs(self) -> JobTable:

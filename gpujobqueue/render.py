@@ -66,6 +66,8 @@ def environment() -> jinja2.Environment:
     env.filters["hours_walltime"] = format_hours_walltime
     env.filters["lsf_walltime"] = format_lsf_walltime
     env.filters["skip_lines"] = _skip_lines
+    # Job scripts carry the watchdog's text: the compute nodes need no gpujobqueue installed.
+    env.globals["watchdog_source"] = (Path(__file__).resolve().parent / "watchdog.py").read_text().rstrip("\n")
     return env
 
 

@@ -7,7 +7,6 @@ import asyncio
 import json
 import logging
 import os
-import tempfile
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -55,23 +54,6 @@ def parse_scheduler_placement(value: Any, batch: str = "local", protocol: str | 
     if value not in SCHEDULER_PLACEMENTS:
         raise ValidationError("scheduler", f"expected 'local' (in this process) or 'job' (in the cluster's first batch job), got {value!r}")
     return value
-
-
-def make_private_directory(shared_directory: str) -> str:
-    """A new private folder (mode 0700) in ``shared_directory`` for the scheduler file and
-    the TLS credentials, which the jobs read on the compute nodes.
-
-    Raises
-    ------
-    ValidationError
-        The shared directory does not exist or cannot be written.
-    """
-    base = os.path.abspath(os.path.expanduser(os.path.expandvars(shared_directory)))
-    try:
-        return tempfile.mkdtemp(prefix=".gpujobqueue-", dir=base)  # mkdtemp makes it 0700
-    except OSError as error:
-        raise ValidationError("shared_temp_directory", f"the scheduler file and TLS credentials go to a private folder of a directory the compute nodes can read, "
-                                                       f"and {base!r} is not writable here: {error}") from error
 
 
 def write_private_file(directory: str, name: str, text: str) -> str:

@@ -212,7 +212,7 @@ class WorkerLaunch:
         if nodes > 1 and launcher == "direct":
             raise ValidationError("launcher", f"a job of {nodes} nodes needs a launcher that starts the workers of every node: "
                                               f"{', '.join(name for name in LAUNCHERS if name != 'direct')} (a site config names its own)")
-        death_timeout = get("death_timeout", 60)
+        death_timeout = given_or(get("death_timeout"), 60)  # the key is always there, None when not given
         interface = get("interface")
         if interface is not None:
             interface = _one_line("interface", interface)

@@ -44,15 +44,19 @@ def any_backend(request) -> Backend:
 
 
 def local_jobs_alive(pids) -> list[str]:
-    """Local jobs (process groups) that still have a process."""
-    alive = []
-    for pid in pids:
-        try:
-            os.killpg(int(pid), 0)
-            alive.append(pid)
-        except ProcessLookupError:
-            pass
-    return alive
+    """Local jobs (process groups) that still have a live process: a zombie that its stopped
+    client cannot reap holds nothing."""
+    groups = {int(pid) for pid in pids}
+    alive = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rpartition(")")[2].split()
+            except OSError:
+                continue
+            if fields[0] != "Z" and int(fields[2]) in groups:  # state, then ppid, then pgrp
+                alive.add(int(fields[2]))
+    return [pid for pid in pids if int(pid) in alive]
 
 
 def queue_after(backend: Backend, job_ids) -> list[str]:
@@ -256,3 +260,39 @@ def test_plain_tcp_must_be_asked_for_and_warns(slurm, counted):
         cluster = SLURMGPUCluster(**COMMON, queue="gpu", security=False)
     with cluster:
         assert cluster.scheduler_address.startswith("tcp://")
+
+
+HUNG_CLIENT_MODES = [
+    pytest.param("local", "local", "per-device", id="local-per-device"),
+    pytest.param("slurm", "local", "per-device", id="slurm-per-device"),
+    pytest.param("slurm", "local", "per-device-no-nanny", id="slurm-per-device-no-nanny"),
+    pytest.param("slurm", "job", "per-device", id="slurm-scheduler-job"),
+    pytest.param("sge", "local", "per-device", id="sge-per-device"),
+]
+
+
+@pytest.mark.parametrize("backend_name, scheduler, mode", HUNG_CLIENT_MODES)
+def test_a_stopped_client_releases_its_jobs_within_death_timeout_and_a_minute(request, tmp_path, backend_name, scheduler,
+                                                                              mode):
+    # SIGSTOP freezes the client (and the scheduler in it, or the cluster that owns the
+    # scheduler job): its sockets stay open and the kernel still completes handshakes, so
+    # only the missing replies tell the workers, or the job's scheduler, that it is gone.
+    backend = _backend(request, backend_name)
+    death_timeout = 15
+    extra = {"death_timeout": death_timeout, "scheduler": scheduler}
+    if mode == "per-device-no-nanny":
+        extra["nanny"] = False
+    process, job_ids = start_client(tmp_path, backend, "stop", **extra)
+    try:
+        assert job_ids and not set(job_ids) - set(queue_after(backend, job_ids)), "the jobs run"
+        process.send_signal(signal.SIGSTOP)
+        stopped = time.monotonic()
+        wait_until(lambda: not queue_after(backend, job_ids), death_timeout + 60, interval=1,
+                   what=lambda: f"jobs {queue_after(backend, job_ids)} of a stopped client to end in death_timeout + 60 s")
+        released = time.monotonic() - stopped
+        print(f"\n{backend_name} scheduler={scheduler} {mode}: {len(job_ids)} jobs released {released:.1f} s "
+              f"after SIGSTOP (death_timeout={death_timeout})")
+        assert released <= death_timeout + 60
+    finally:
+        process.kill()
+        process.wait()

@@ -12,11 +12,13 @@ import tempfile
 import click
 import pytest
 
+from gpujobqueue.render import environment
 from gpujobqueue.script_tls import make_credentials
 from gpujobqueue.scripts import job_script_for
 
 pytest.importorskip("dask_cuda.cli", reason="dask-cuda (with cuda-bindings) is needed to parse its command line")
 
+WATCHDOG_SOURCE = environment().globals["watchdog_source"]
 FULL_DASK_CUDA = {
     "gpus_per_node": 4, "python": "python3", "rmm_pool_size": "20GB", "device_memory_limit": "0.8",
     "local_directory": "/tmp/dask", "protocol": "ucx", "interface": "ib0", "death_timeout": 30,
@@ -53,6 +55,8 @@ def worker_arguments(script: str, module: str) -> list[str]:
     # The job's shell would expand the TLS folder; the CLIs check that the files exist.
     credentials = credentials_folder()
     words = shlex.split(" ".join(command).rstrip("&").replace("$GPUJOBQUEUE_TLS_DIR", credentials))
+    # The script's watchdog text, as bash hands it to the worker command (which imports it to check it).
+    words = [WATCHDOG_SOURCE if word == "$scheduler_watchdog" else word for word in words]
     return words[words.index(module.split()[0]) + len(module.split()):]
 
 
@@ -69,6 +73,7 @@ def test_dask_cuda_command_parses_under_dask_cuda():
     assert params["device_memory_limit"] == "0.8"
     assert params["protocol"] == "ucx" and params["interface"] == "ib0"
     assert params["death_timeout"] == "30"
+    assert params["preload"] == (WATCHDOG_SOURCE,)
     assert params["memory_limit"] == str(60 * 2**30)
 
 
@@ -97,9 +102,10 @@ def test_ucx_gets_an_rmm_pool_unless_the_user_says_otherwise():
 
 
 def test_parser_rejects_what_dask_cuda_rejects():
-    # The check above can fail: dask-cuda refuses --lifetime, which dask worker takes.
+    # The check above can fail: dask-cuda refuses --lifetime, which dask worker takes. With a
+    # --preload (the watchdog) an unknown option goes to the preload's arguments, refused too.
     script = job_script_for("slurm", {**FULL_DASK_CUDA, "worker_extra_args": ["--lifetime", "1h"]}, name="job-7")
-    with pytest.raises(click.NoSuchOption):
+    with pytest.raises(click.UsageError):
         python_m_command("dask_cuda.cli").make_context("dask_cuda.cli", worker_arguments(script, "dask_cuda.cli"))
 
 
@@ -118,6 +124,7 @@ def test_per_device_command_parses_under_dask_worker():
     assert params["n_workers"] == "2"
     assert params["nanny"] is True
     assert params["preload_nanny"] == ("$pin_device",)  # the script's inline pinning code
+    assert params["preload"] == (WATCHDOG_SOURCE,) and params["death_timeout"] == "30"
     assert params["resources"] == "GPU=1"
     assert params["memory_limit"] == "0.5"
 
@@ -127,3 +134,12 @@ def test_per_device_without_nanny_parses_under_dask_worker():
     params = python_m_command("distributed.cli.dask_worker").make_context("dask-worker", worker_arguments(script, "distributed.cli.dask_worker")).params
     assert params["name"] == "job-3-$i"  # the script expands $i to the device's index
     assert params["nanny"] is False
+
+
+def test_workers_get_a_death_timeout_of_60_s_unless_told():
+    # The key is always in the settings (None when not given): it must not mean "no timeout".
+    script = job_script_for("slurm", {"gpus_per_node": 2, "worker_mode": "per-device", "python": "python3"}, name="job-3",
+                            scheduler="tls://10.0.0.1:8786")
+    args = worker_arguments(script, "distributed.cli.dask_worker")
+    params = python_m_command("distributed.cli.dask_worker").make_context("dask-worker", args).params
+    assert params["death_timeout"] == "60" and params["preload"] == (WATCHDOG_SOURCE,)
