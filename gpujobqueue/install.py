@@ -19,7 +19,8 @@ CUDA_EXTRAS = {12: "cuda12", 13: "cuda13"}
 DEFAULT_CUDA_MAJOR = 12  # the extra `cuda` is an alias of `cuda12`
 # The probe's exit status when the python ran but could not import dask_cuda.
 _CANNOT_IMPORT = 3
-_PROBE = f"import sys\ntry:\n    import dask_cuda\nexcept Exception as e:\n    print(repr(e))\n    sys.exit({_CANNOT_IMPORT})"
+_PROBE = "\n".join(["import sys", "try:", "    import dask_cuda", "except Exception as e:", "    print(repr(e))",
+                    f"    sys.exit({_CANNOT_IMPORT})"])
 
 
 def cuda_major(cuda_version: str | None) -> int | None:
@@ -62,6 +63,19 @@ def install_line(cuda_version: str | None = None, *, ucx: bool = False, python: 
     return line(min(major, max(CUDA_EXTRAS)))
 
 
+def machine_extra() -> str | None:
+    """The CUDA extra for this machine's NVIDIA driver; None where there is no NVIDIA GPU."""
+    from .gpus import machine_gpus
+
+    machine = machine_gpus()
+    if not machine.gpus:
+        return None
+    major = cuda_major(machine.cuda_driver_version)
+    if major is None or major < min(CUDA_EXTRAS):
+        return CUDA_EXTRAS[DEFAULT_CUDA_MAJOR]
+    return CUDA_EXTRAS[min(major, max(CUDA_EXTRAS))]
+
+
 @functools.lru_cache(maxsize=None)
 def dask_cuda_import_error(python: str) -> str | None:
     """Why ``python`` cannot import dask_cuda, or None where it can or this cannot tell.
@@ -74,7 +88,8 @@ def dask_cuda_import_error(python: str) -> str | None:
     if executable is None or not os.access(executable, os.X_OK):
         return None
     try:
-        probe = subprocess.run([executable, "-c", _PROBE], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        probe = subprocess.run([executable, "-c", _PROBE], capture_output=True, text=True, timeout=60,
+                               stdin=subprocess.DEVNULL)
     except (OSError, subprocess.SubprocessError):
         return None
     if probe.returncode != _CANNOT_IMPORT:
@@ -99,7 +114,8 @@ def warn_if_no_dask_cuda(python: str, cuda_version: str | None = None) -> bool:
         from .gpus import machine_gpus
 
         cuda_version = machine_gpus().cuda_driver_version
-    warnings.warn(f"the workers' python {python} cannot import dask_cuda ({error}): its dask-cuda workers would fail only after the "
-                  f"jobs' queue wait. Install it there: {install_line(cuda_version, python=python)}; or give worker_mode='per-device'",
+    warnings.warn(f"the workers' python {python} cannot import dask_cuda ({error}): its dask-cuda workers would fail "
+                  f"only after the jobs' queue wait. Install it there: {install_line(cuda_version, python=python)}; "
+                  f"or give worker_mode='per-device'",
                   UserWarning, stacklevel=3)
     return True

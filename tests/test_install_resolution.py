@@ -20,7 +20,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from gpujobqueue.install import CUDA_EXTRAS, DEFAULT_CUDA_MAJOR, install_line
+from gpujobqueue.install import CUDA_EXTRAS, DEFAULT_CUDA_MAJOR, install_line, machine_extra
 
 REPO = Path(__file__).resolve().parent.parent
 # The extras users install (as install_line prints them with ucx=True) and the test extra,
@@ -33,7 +33,8 @@ LINES = {"cuda12,ucx12": 12, "cuda13,ucx13": 13, "test": None}
 def extras() -> dict[str, list[str]]:
     parser = configparser.ConfigParser()
     parser.read(REPO / "setup.cfg")
-    return {name: [line for line in value.splitlines() if line.strip()] for name, value in parser["options.extras_require"].items()}
+    section = parser["options.extras_require"]
+    return {name: [line for line in value.splitlines() if line.strip()] for name, value in section.items()}
 
 
 def test_the_aliases_are_the_cuda_12_stack_and_every_printed_extra_exists():
@@ -49,6 +50,28 @@ def test_the_aliases_are_the_cuda_12_stack_and_every_printed_extra_exists():
     assert "gpujobqueue[cuda12]" in unknown and "gpujobqueue[cuda13]" in unknown and "nvidia-smi" in unknown
 
 
+SMI_BANNER = """+-----------------------------------------------------------------------------------------+
+| NVIDIA-SMI 580.82.07              Driver Version: 580.82.07      CUDA Version: {cuda}     |
++-----------------------------------------+------------------------+----------------------+"""
+
+
+@pytest.mark.parametrize("cuda, extra", [("12.4", "cuda12"), ("13.0", "cuda13")])
+def test_without_nvml_the_cuda_version_and_extra_come_from_nvidia_smi(tmp_path, monkeypatch, cuda, extra):
+    from gpujobqueue import gpus
+
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text(f"""#!/bin/sh\ncase "$1" in\n --query-gpu*) echo '0, NVIDIA H200, 143771, 580.82.07' ;;\n *) cat <<'END'\n"""
+                   f"""{SMI_BANNER.format(cuda=cuda)}\nEND\n;; esac\n""")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    machine = gpus._nvidia_smi_gpus("nvidia-ml-py not installed")
+    assert machine.cuda_driver_version == cuda and machine.driver_version == "580.82.07" and len(machine.gpus) == 1
+    monkeypatch.setattr(gpus, "machine_gpus", lambda: machine)
+    assert machine_extra() == extra
+    monkeypatch.setattr(gpus, "machine_gpus", lambda: gpus.MachineGPUs((), None, "no GPU", None, None))
+    assert machine_extra() is None  # no extra to add: the demo runs CPU workers
+
+
 @pytest.fixture(scope="module")
 def fresh_pip(tmp_path_factory):
     """The pip of a fresh venv without this machine's site-packages, as a new user has."""
@@ -57,18 +80,21 @@ def fresh_pip(tmp_path_factory):
     python = str(env_dir / "bin" / "python")
     # A current pip reads the wheels' metadata from the index (PEP 658) instead of downloading
     # the CUDA libraries' wheels (hundreds of MB) as the pip bundled with Python does.
-    subprocess.run([python, "-m", "pip", "install", "--quiet", "--upgrade", "pip"], check=True, timeout=300, capture_output=True)
+    subprocess.run([python, "-m", "pip", "install", "--quiet", "--upgrade", "pip"], check=True, timeout=300,
+                   capture_output=True)
     return python
 
 
 def resolve(python: str, extra: str) -> tuple[dict[str, dict], float]:
     """What ``pip install --dry-run '.[extra]'`` would install: name -> metadata; and its seconds."""
     started = time.perf_counter()
+    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONPATH": ""}
     result = subprocess.run([python, "-m", "pip", "install", "--dry-run", "--quiet", "--report", "-", f"{REPO}[{extra}]"],
-                            capture_output=True, text=True, timeout=500, env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONPATH": ""})
+                            capture_output=True, text=True, timeout=500, env=env)
     assert result.returncode == 0, f"pip could not resolve .[{extra}]:\n{result.stderr[-3000:]}"
     report = json.loads(result.stdout)
-    return {item["metadata"]["name"].lower().replace("_", "-"): item["metadata"] for item in report["install"]}, time.perf_counter() - started
+    found = {item["metadata"]["name"].lower().replace("_", "-"): item["metadata"] for item in report["install"]}
+    return found, time.perf_counter() - started
 
 
 def pinned(metadata: dict, name: str):
@@ -97,7 +123,7 @@ def test_every_extra_resolves_to_the_current_stack_in_a_fresh_venv(fresh_pip):
         assert found["rapids-dask-dependency"] >= Version("26.10"), where
         rdd = resolved[extra][0]["rapids-dask-dependency"]
         for name in ("dask", "distributed"):
-            assert found[name] in pinned(rdd, name), f"{name} {found[name]} is not what rapids-dask-dependency pins; {where}"
+            assert found[name] in pinned(rdd, name), f"{name} {found[name]} is not rapids-dask-dependency's pin; {where}"
         if extra.startswith(("cuda", "test")):
             assert found["dask-cuda"] >= Version("26.10"), where
             assert found["dask-cuda"].release[:2] == found["rapids-dask-dependency"].release[:2], where

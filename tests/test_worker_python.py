@@ -60,8 +60,9 @@ def test_a_cluster_warns_when_it_is_made_before_any_job_is_submitted(python_with
 
 def test_the_cli_render_prints_the_warning(python_without_dask_cuda):
     # A subprocess: pytest records the warnings of the test's own process instead of printing them.
-    result = subprocess.run([sys.executable, "-c", "from gpujobqueue.cli import main; main()", "render", "slurm", "--gpus-per-node", "2",
-                             "--walltime", "00:10:00", "--python", python_without_dask_cuda], capture_output=True, text=True, timeout=120)
+    command = [sys.executable, "-c", "from gpujobqueue.cli import main; main()", "render", "slurm", "--gpus-per-node", "2",
+               "--walltime", "00:10:00", "--python", python_without_dask_cuda]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert f"the workers' python {python_without_dask_cuda} cannot import dask_cuda" in result.stderr
     assert "#SBATCH --gpus-per-node=2" in result.stdout
