@@ -14,7 +14,8 @@ from distributed import Client
 
 from .batch.local import LocalGPUCluster
 from .errors import GPUJobQueueError
-from .gpus import nvidia_gpu_ids
+from .gpus import machine_gpus, nvidia_gpu_ids
+from .install import install_line
 
 # (random array side, its chunk side, SVD rows, SVD columns, SVD row chunk)
 SIZES = {
@@ -103,7 +104,8 @@ def run_demo(size: str = "medium", gpus: int | None = None) -> int:
             import cupy  # noqa: F401
             import dask_cuda  # noqa: F401
         except ImportError as error:
-            raise GPUJobQueueError(f"this machine has {len(gpu_ids)} NVIDIA GPU(s) but {error.name} is missing: pip install 'gpujobqueue[cuda]'") from error
+            raise GPUJobQueueError(f"this machine has {len(gpu_ids)} NVIDIA GPU(s) but {error.name} is missing: "
+                                   f"{install_line(machine_gpus().cuda_driver_version)}") from error
         workers, mode, backend = gpus or len(gpu_ids), "dask-cuda", "cupy"
         print(f"gpujobqueue demo: {len(gpu_ids)} NVIDIA GPU(s) found; starting {workers} dask-cuda worker(s), one per GPU")
         kinds = SIZES["gpu"]

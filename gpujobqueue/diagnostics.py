@@ -26,6 +26,7 @@ import dask
 from . import sites
 from .errors import GPUJobQueueError
 from .gpus import GPU, machine_gpus
+from .install import cuda_major, install_line
 
 # The commands each batch system's cluster runs: submit, status, cancel (then optional ones).
 BATCH_COMMANDS = {
@@ -62,6 +63,7 @@ class Package:
     name: str
     version: str | None
     import_error: str | None = None
+    distribution: str | None = None  # the distribution found, e.g. cupy-cuda12x
 
 
 @dataclass
@@ -209,9 +211,11 @@ def _gpu_findings(facts: MachineFacts) -> list[Finding]:
         visible = "" if facts.cuda_visible_devices is None else f"; CUDA_VISIBLE_DEVICES={facts.cuda_visible_devices}"
         findings = [Finding("ok", "GPUs", f"{len(facts.gpus)} seen by {facts.gpu_source} ({names}){visible}")]
         if facts.cuda_driver_version:
-            findings.append(Finding("ok", "CUDA driver", f"CUDA {facts.cuda_driver_version}, driver {facts.driver_version}"))
+            findings.append(Finding("ok", "CUDA driver", f"CUDA {facts.cuda_driver_version}, driver {facts.driver_version}; "
+                                                         f"its stack: {install_line(facts.cuda_driver_version)}"))
         else:
             findings.append(Finding("warn", "CUDA driver", "version not readable (NVML missing)", "pip install nvidia-ml-py"))
+        findings += _cuda_major_findings(facts)
         return findings
     why = f" ({facts.gpu_error})" if facts.gpu_error else ""
     if facts.site_gpu_vendor not in (None, "nvidia"):
@@ -225,17 +229,35 @@ def _gpu_findings(facts: MachineFacts) -> list[Finding]:
     return [Finding("info", "GPUs", f"none here{why}: usual on a login node; the workers run on {facts.batch} compute nodes (run `gpujobqueue check` in a job to check those)")]
 
 
+def _cuda_major_findings(facts: MachineFacts) -> list[Finding]:
+    """A CUDA library built for a newer CUDA than the driver's fails at its first kernel."""
+    driver = cuda_major(facts.cuda_driver_version)
+    if driver is None:
+        return []
+    newer = [f"{name} {package.version} ({package.distribution})" for name, package in facts.packages.items()
+             if package.version and (major := _built_for(package.distribution)) is not None and major > driver]
+    if not newer:
+        return []
+    return [Finding("fail", "CUDA versions", f"{', '.join(newer)} built for a newer CUDA than the driver's {facts.cuda_driver_version}",
+                    f"uninstall them, then {install_line(facts.cuda_driver_version)}")]
+
+
+def _built_for(distribution: str | None) -> int | None:
+    found = re.search(r"-(?:cu|cuda)(\d+)x?$", distribution or "")
+    return int(found.group(1)) if found else None
+
+
 def _package_findings(facts: MachineFacts) -> list[Finding]:
     packages = facts.packages
     findings = [Finding("ok", "dask", ", ".join(f"{name} {packages[name].version}" for name in ("dask", "distributed", "dask-jobqueue")))]
     needs_cuda = facts.worker_mode == "dask-cuda" or (facts.worker_mode is None and bool(facts.gpus))
     cuda = packages["dask-cuda"]
+    stack = install_line(facts.cuda_driver_version)
     if cuda.version and not cuda.import_error:
         findings.append(Finding("ok", "dask-cuda", cuda.version))
     elif needs_cuda:
         broken = cuda.version and cuda.import_error
-        fix = ("pip install cuda-bindings (dask-cuda imports cuda.bindings)" if broken and "bindings" in cuda.import_error
-               else "pip install 'gpujobqueue[cuda]'")
+        fix = (f"{stack} (it brings the cuda-bindings dask-cuda imports)" if broken and "bindings" in cuda.import_error else stack)
         detail = f"{cuda.version} installed but does not import: {cuda.import_error}" if broken else "not installed"
         findings.append(Finding("fail", "dask-cuda", f"{detail}; the workers here run dask-cuda", fix))
     else:
@@ -245,14 +267,14 @@ def _package_findings(facts: MachineFacts) -> list[Finding]:
         findings.append(Finding("ok", "distributed-ucxx", f"{ucx.version} (ucxx {packages['ucxx'].version})"))
     elif facts.protocol == "ucx":
         detail = f"{ucx.version} installed but does not import: {ucx.import_error}" if ucx.version else "not installed"
-        findings.append(Finding("fail", "distributed-ucxx", f"{detail}; protocol is ucx", "pip install 'gpujobqueue[ucx]' (distributed-ucxx-cu13; -cu12 for CUDA 12)"))
+        findings.append(Finding("fail", "distributed-ucxx", f"{detail}; protocol is ucx", install_line(facts.cuda_driver_version, ucx=True)))
     else:
         findings.append(Finding("info", "distributed-ucxx", "not installed (needed for protocol='ucx' only)"))
     others = ", ".join(f"{name} {packages[name].version or 'not installed'}" for name in ("cupy", "cudf", "rmm"))
     if packages["cupy"].version:
         findings.append(Finding("ok", "GPU libraries", others))
     elif facts.gpus:
-        findings.append(Finding("warn", "GPU libraries", others, "pip install 'gpujobqueue[cuda]' for cupy arrays on the GPUs"))
+        findings.append(Finding("warn", "GPU libraries", others, f"{stack} for cupy arrays on the GPUs"))
     else:
         findings.append(Finding("info", "GPU libraries", others))
     return findings
@@ -261,7 +283,7 @@ def _package_findings(facts: MachineFacts) -> list[Finding]:
 def _ucx_findings(facts: MachineFacts) -> list[Finding]:
     if facts.ucx_transports is None:
         if facts.protocol == "ucx":
-            return [Finding("fail", "UCX transports", "no UCX here (neither ucxx nor ucx_info)", "pip install 'gpujobqueue[ucx]', or module load ucx")]
+            return [Finding("fail", "UCX transports", "no UCX here (neither ucxx nor ucx_info)", f"{install_line(facts.cuda_driver_version, ucx=True)}, or module load ucx")]
         return [Finding("info", "UCX transports", "no UCX here (neither ucxx nor ucx_info); UCX is not used")]
     transports = set(facts.ucx_transports)
     findings = [Finding("ok", "UCX transports", f"{', '.join(facts.ucx_transports) or 'none'} (from {facts.ucx_source})")]
@@ -319,10 +341,10 @@ def _batch_findings(facts: MachineFacts) -> list[Finding]:
 
 
 def _package(name: str) -> Package:
-    version = None
+    version = found = None
     for distribution in DISTRIBUTIONS.get(name, (name,)):
         try:
-            version = importlib.metadata.version(distribution)
+            version, found = importlib.metadata.version(distribution), distribution
             break
         except importlib.metadata.PackageNotFoundError:
             continue
@@ -332,7 +354,7 @@ def _package(name: str) -> Package:
             importlib.import_module(MODULES[name])
         except Exception as error:  # an installed package that fails to import, for any reason
             import_error = f"{type(error).__name__}: {error}"
-    return Package(name, version, import_error)
+    return Package(name, version, import_error, found)
 
 
 def _ucx_info_path() -> str | None:

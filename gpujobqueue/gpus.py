@@ -100,7 +100,17 @@ def _nvidia_smi_gpus(error: str | None) -> MachineGPUs:
         return MachineGPUs((), None, f"{error}; nvidia-smi: {smi_error}", None, None)
     rows = [[cell.strip() for cell in line.split(",")] for line in out.splitlines() if line.strip()]
     gpus = tuple(GPU(int(index), name, int(float(memory)) * 2**20) for index, name, memory, _ in rows)
-    return MachineGPUs(gpus, "nvidia-smi", None, rows[0][3] if rows else None, None)
+    return MachineGPUs(gpus, "nvidia-smi", None, rows[0][3] if rows else None, _smi_cuda_version() if rows else None)
+
+
+def _smi_cuda_version() -> str | None:
+    """The driver's CUDA version from ``nvidia-smi``'s banner (``CUDA Version: 13.0``)."""
+    try:
+        out = subprocess.run(["nvidia-smi"], capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = re.search(r"CUDA Version:\s*(\d+\.\d+)", out)
+    return found.group(1) if found else None
 
 
 @functools.lru_cache(maxsize=1)

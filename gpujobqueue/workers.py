@@ -10,6 +10,7 @@ from typing import Any, Mapping
 from dask.utils import parse_timedelta
 
 from .errors import ValidationError
+from .install import warn_if_no_dask_cuda
 from .request import _PATH, _matching, _one_line, given_or, parse_bool, parse_job_path, parse_lines, parse_positive_int, parse_size
 
 WORKER_MODES = ("dask-cuda", "per-device")
@@ -218,7 +219,7 @@ class WorkerLaunch:
             interface = _one_line("interface", interface)
             if not re.fullmatch(r"[A-Za-z0-9_.:-]{1,32}", interface):
                 raise ValidationError("interface", f"{interface!r} is not a network interface name")
-        return cls(
+        launch = cls(
             mode=mode,
             gpus=gpus,
             python=_matching("python", given_or(get("python"), sys.executable), _PATH, "an interpreter name or path without spaces or shell characters"),
@@ -239,6 +240,9 @@ class WorkerLaunch:
             launcher_args=launcher_args,
             nodes=nodes,
         )
+        if mode == "dask-cuda":
+            warn_if_no_dask_cuda(launch.python)  # at once, not after the jobs' queue wait
+        return launch
 
     @property
     def dask_cuda_memory_args(self) -> list[str]:

@@ -22,12 +22,21 @@ from fixtures.sge import sge, sge_cluster  # noqa: E402,F401  (a real Grid Engin
 @pytest.fixture(scope="session")
 def slurm():
     """A real one-node SLURM (munged, slurmctld, slurmd) with four fake GPUs, on loopback."""
+    from fixtures.daemons import start_or_skip
     from fixtures.slurm import SlurmTestCluster
 
     cluster = SlurmTestCluster()
-    cluster.start()
+    start_or_skip(cluster)  # outside CI, skipped where this machine has no SLURM or no root
     yield cluster
     cluster.stop()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """In CI a run that collected no test is a failure, not pytest's exit status 5."""
+    from fixtures.daemons import in_ci
+
+    if in_ci() and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture

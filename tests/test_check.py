@@ -154,17 +154,21 @@ def test_a_complete_gpu_node_has_nothing_missing():
 
 
 @pytest.mark.parametrize("changes, topic, fix", [
-    ({"packages_dask_cuda": Package("dask-cuda", None)}, "dask-cuda", "pip install 'gpujobqueue[cuda]'"),
-    ({"packages_dask_cuda": Package("dask-cuda", "26.10.0", "ImportError: cannot import name 'bindings' from 'cuda'")}, "dask-cuda", "pip install cuda-bindings"),
-    ({"packages_distributed_ucxx": Package("distributed-ucxx", None)}, "distributed-ucxx", "gpujobqueue[ucx]"),
-    ({"ucx_transports": None, "ucx_source": None}, "UCX transports", "gpujobqueue[ucx]"),
+    ({"packages_dask_cuda": Package("dask-cuda", None)}, "dask-cuda", "pip install 'gpujobqueue[cuda13]'"),
+    ({"packages_dask_cuda": Package("dask-cuda", "26.10.0", "ImportError: cannot import name 'bindings' from 'cuda'")}, "dask-cuda",
+     "pip install 'gpujobqueue[cuda13]' (it brings the cuda-bindings"),
+    ({"packages_distributed_ucxx": Package("distributed-ucxx", None)}, "distributed-ucxx", "pip install 'gpujobqueue[cuda13,ucx13]'"),
+    ({"ucx_transports": None, "ucx_source": None}, "UCX transports", "pip install 'gpujobqueue[cuda13,ucx13]'"),
+    ({"cuda_driver_version": "12.4", "packages_cupy": Package("cupy", "14.2.0", None, "cupy-cuda13x")}, "CUDA versions",
+     "pip install 'gpujobqueue[cuda12]'"),
     ({"gpus": [], "job_of": "slurm"}, "GPUs", "ask the job for GPUs"),
     ({"interface": "ib0", "job_of": "pbs"}, "site interface", "pass interface="),
     ({"batch": "slurm", "batch_commands": {"sbatch": None, "squeue": None, "scancel": None}}, "batch commands", "puts sbatch on PATH"),
     ({"batch": "pbs", "batch_commands": {"qsub": "/q", "qstat": "/q", "qdel": "/q"}, "batch_versions": {"sge": "SGE 8.1.9"}}, "batch commands", "put pbs's commands first"),
     ({"site_error": "no site named 'x'"}, "site", "gpujobqueue sites"),
     ({"site_file_errors": ["/etc/gpujobqueue/sites/a.yaml:3: node.gpus: 0 is less than 1"]}, "site files", "gpujobqueue check FILE"),
-], ids=["no-dask-cuda", "dask-cuda-without-cuda-bindings", "ucx-without-distributed-ucxx", "ucx-without-ucx", "job-without-gpus",
+], ids=["no-dask-cuda", "dask-cuda-without-cuda-bindings", "ucx-without-distributed-ucxx", "ucx-without-ucx", "cuda-13-cupy-on-a-cuda-12-driver",
+        "job-without-gpus",
         "missing-interface-in-job", "no-sbatch", "qsub-of-another-system", "unknown-site", "broken-site-file"])
 def test_each_missing_piece_fails_with_its_fix(changes, topic, fix):
     facts = facts_of_a_gpu_node()
@@ -175,6 +179,20 @@ def test_each_missing_piece_fails_with_its_fix(changes, topic, fix):
     assert found[topic].status == "fail", found[topic]
     assert fix in found[topic].fix
     assert "problem(s) stop GPU workers here" in report(list(found.values()), facts)
+
+
+@pytest.mark.parametrize("driver, line", [
+    ("12.8", "pip install 'gpujobqueue[cuda12]'"),
+    ("13.0", "pip install 'gpujobqueue[cuda13]'"),
+    (None, "pip install 'gpujobqueue[cuda12]' (CUDA 12 driver; pip install 'gpujobqueue[cuda13]' for CUDA 13: nvidia-smi shows the driver's CUDA version)"),
+], ids=["cuda-12-driver", "cuda-13-driver", "driver-unread"])
+def test_the_install_line_is_the_one_for_the_drivers_cuda_version(driver, line):
+    found = statuses(dataclasses.replace(facts_of_a_gpu_node(cuda_driver_version=driver), packages={
+        **facts_of_a_gpu_node().packages, "dask-cuda": Package("dask-cuda", None), "cupy": Package("cupy", None)}))
+    assert found["dask-cuda"].status == "fail" and found["dask-cuda"].fix == line
+    assert found["GPU libraries"].fix.startswith(line)
+    if driver:
+        assert found["CUDA driver"].detail.endswith(f"its stack: {line}")
 
 
 @pytest.mark.parametrize("changes, topic", [

@@ -3,6 +3,7 @@
 import re
 import subprocess
 import sys
+from html import unescape
 from pathlib import Path
 
 import click
@@ -67,13 +68,14 @@ def test_the_site_table_lists_every_site(html):
 
 
 def test_there_is_a_page_per_batch_system_with_rendered_scripts(html):
-    directives = {"slurm": "#SBATCH --gpus-per-node=4", "pbs": "#PBS -l select=1:ncpus=32:ngpus=4", "lsf": "#BSUB -gpu &quot;num=4:mode=exclusive_process&quot;",
+    directives = {"slurm": "#SBATCH --gpus-per-node=4", "pbs": "#PBS -l select=1:ncpus=32:ngpus=4", "lsf": '#BSUB -gpu "num=4:mode=exclusive_process"',
                   "sge": "#$ -l gpu=1", "local": "--preload-nanny"}
     assert set(directives) == set(BATCH_SYSTEMS)
     for batch, line in directives.items():
         text = page(html, f"batch/{batch}")
         assert "<h1>" in text
-        assert line in text, f"batch/{batch}.html lacks the rendered line {line!r}"
+        # Unescaped: Pygments 2.20 writes &quot; in the highlighted script where 2.21 writes a quote.
+        assert line in unescape(text), f"batch/{batch}.html lacks the rendered line {line!r}"
 
 
 def test_the_api_reference_documents_the_public_names(html):

@@ -1,0 +1,60 @@
+"""How the suite treats a machine without the batch daemons: outside CI the tests that need
+SLURM or Grid Engine skip with the reason; under ``CI=true`` they fail the run, and a run
+that collects nothing fails instead of pytest's exit status 5.
+
+The real tests run in a child pytest with a plugin that makes a daemon binary missing, so no
+daemon is started (no need for the batch lock)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+NEEDS_SLURM = "tests/test_slurm_cluster.py::test_unknown_keyword_submits_nothing"
+NEEDS_SGE = "tests/test_sge_fixture.py::test_a_job_runs_python3_in_the_default_queue_and_writes_a_file"
+PLUGIN = '''
+def pytest_sessionstart(session):
+    import fixtures.sge, fixtures.slurm
+    for module in (fixtures.slurm, fixtures.sge):
+        module.REQUIRED_BINARIES = (*module.REQUIRED_BINARIES, "gjq-no-such-daemon")
+'''
+
+
+def child_pytest(tmp_path: Path, ci: bool, *args: str) -> subprocess.CompletedProcess:
+    (tmp_path / "gjq_no_daemons.py").write_text(PLUGIN)
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp_path), str(REPO), env.get("PYTHONPATH")]))
+    if ci:
+        env["CI"] = "true"
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "gjq_no_daemons", "-p", "no:cacheprovider", "-q", "-rs",
+                           *args],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
+
+
+def test_outside_ci_the_batch_system_tests_skip_with_the_reason(tmp_path):
+    done = child_pytest(tmp_path, False, NEEDS_SLURM, NEEDS_SGE)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 skipped" in done.stdout, done.stdout
+    for name in ("SLURM", "SGE"):
+        assert f"{name} test cluster needs gjq-no-such-daemon" in done.stdout, done.stdout
+    assert "under CI=true this fails the run" in done.stdout
+
+
+def test_under_ci_a_daemon_that_cannot_start_fails_the_run(tmp_path):
+    done = child_pytest(tmp_path, True, NEEDS_SLURM, NEEDS_SGE)
+    assert done.returncode == pytest.ExitCode.TESTS_FAILED, done.stdout + done.stderr
+    summary = done.stdout.strip().splitlines()[-1]
+    assert summary.startswith("2 errors") and "skipped" not in summary, done.stdout
+    assert "MissingPrerequisite: SLURM test cluster needs gjq-no-such-daemon" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("ci, status", [(False, pytest.ExitCode.NO_TESTS_COLLECTED),
+                                        (True, pytest.ExitCode.TESTS_FAILED)], ids=["outside-ci", "ci"])
+def test_a_run_that_collects_nothing_fails_in_ci(tmp_path, ci, status):
+    done = child_pytest(tmp_path, ci, "tests/test_request.py", "-k", "gjq_matches_no_test")
+    assert done.returncode == status, done.stdout + done.stderr
