@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
 from .batch import BATCH_SYSTEMS, cluster_class
 from .errors import ValidationError
 from .job_commands import SHORTEST_ARRAY, ArrayElements
 from .render import PLACEHOLDER_SCHEDULER, render_job_script
-from .request import parse_positive_int
+from .request import _matching, parse_name, parse_positive_int
+
+# protocol://host:port; the placeholder's <...> too. It is shell-quoted into the script.
+_SCHEDULER_ADDRESS = re.compile(r"[a-z]+://[A-Za-z0-9_.:\[\]<>%-]{1,256}")
 from .run import ClientRun
 from .sites import load_site
 
@@ -39,6 +43,8 @@ def job_script_for(batch: str, keywords: Mapping[str, Any], *, name: str, schedu
     UnknownKeywordError, ValidationError, SiteConfigError
     """
     keywords = dict(keywords)
+    name = parse_name("name", name)
+    scheduler = _matching("scheduler", scheduler, _SCHEDULER_ADDRESS, "a scheduler address such as tcp://10.0.0.1:8786")
     if batch not in BATCH_SYSTEMS:  # a site's name or file
         site = load_site(batch)
         batch, keywords["site"] = site.scheduler, site
@@ -50,7 +56,7 @@ def job_script_for(batch: str, keywords: Mapping[str, Any], *, name: str, schedu
     if array_jobs is not None:
         if run is not None:
             raise ValidationError("job_array", "--run writes one self-contained job, not a job array")
-        array_jobs = parse_positive_int("job_array", array_jobs)
+        array_jobs = parse_positive_int("job_array", array_jobs, cluster_cls.job_cls.array_size_limit)
         cluster_cls._check_job_array(request)
         if array_jobs < SHORTEST_ARRAY:
             name = f"{name}-0"  # a single job goes as a plain job
