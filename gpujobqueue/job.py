@@ -101,6 +101,8 @@ class GPUJob(Job):
     # may have (the batch system's default limit).
     array_task_variable: ClassVar[str | None] = None
     array_size_limit: ClassVar[int] = 1000
+    # Reasons the batch system gives for a pending job that will never start (see SLURMGPUJob).
+    hopeless_reasons: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(
         self,

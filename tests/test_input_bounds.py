@@ -287,3 +287,44 @@ def test_check_refuses_what_use_refuses(tmp_path, label, edit, key):
 def test_check_still_accepts_every_shipped_site():
     shipped = sorted((Path(__file__).parent.parent / "site-configs").glob("[!_]*.yaml"))
     assert shipped and all(site_problems(path) == [] for path in shipped), {str(p): site_problems(p) for p in shipped if site_problems(p)}
+
+
+# -- 8: a job that can never start says why ---------------------------------------------------
+
+def fake_slurm(folder: Path, reason: str) -> Path:
+    """sbatch, squeue and scancel stand-ins: the job is accepted, then pends for ``reason``."""
+    folder.mkdir()
+    log = folder / "calls"
+    commands = {
+        "sbatch": 'echo "sbatch $*" >> {log}; echo "Submitted batch job 4242"',
+        "squeue": 'echo "squeue $*" >> {log}; grep -q "^scancel" {log} || echo "4242|PENDING|{reason}|"',
+        "scancel": 'echo "scancel $*" >> {log}',
+        "scontrol": "exit 1",
+        "sacct": "exit 1",
+    }
+    for name, body in commands.items():
+        path = folder / name
+        path.write_text("#!/bin/bash\n" + body.format(log=log, reason=reason) + "\n")
+        path.chmod(0o755)
+    return log
+
+
+@pytest.mark.parametrize("reason", ["PartitionTimeLimit", "PartitionConfig", "QOSMaxWallDurationPerJobLimit"])
+def test_a_job_pending_for_a_reason_that_never_clears_fails_wait_for_workers_and_is_cancelled(tmp_path, monkeypatch, reason):
+    import dask
+
+    from gpujobqueue.job_status import JobFailedError
+
+    log = fake_slurm(tmp_path / "bin", reason)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{__import__('os').environ['PATH']}")
+    monkeypatch.chdir(tmp_path)
+    with dask.config.set({"gpujobqueue.job-poll-interval": "0.2s"}):
+        with SLURMGPUCluster(queue="gpu", cores=8) as cluster:
+            cluster.scale(1)
+            started = time.monotonic()
+            with pytest.raises(JobFailedError) as info:
+                cluster.wait_for_workers(1, timeout=30)
+            assert time.monotonic() - started < 15
+            assert reason in str(info.value) and "4242" in str(info.value)
+            assert not cluster.worker_spec
+    assert "scancel 4242" in log.read_text()
