@@ -97,6 +97,7 @@ def render(batch: str, client_args: tuple[str, ...], scheduler_address: str | No
     scheduler uses too. --no-tls is plain TCP. UCX has no TLS.
     """
     from .render import PLACEHOLDER_SCHEDULER
+    from .request import parse_name
     from .run import ClientRun
     from .scripts import job_script_for
 
@@ -105,6 +106,10 @@ def render(batch: str, client_args: tuple[str, ...], scheduler_address: str | No
     if client_script is not None and scheduler_address is not None:
         raise click.UsageError("--run starts its own scheduler in the job; leave out --scheduler-address")
 
+    try:
+        parse_name("name", worker_name)
+    except GPUJobQueueError as error:
+        raise click.BadParameter(str(error), param_hint="--name") from None
     keywords = {key: value for key, value in options.items() if value not in (None, ())}
     for item in keywords.get("chunk_resources", ()):
         if "=" not in item:

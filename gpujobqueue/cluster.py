@@ -28,7 +28,7 @@ from . import config, exit_cleanup, gpus, sites
 from .errors import GPUJobQueueError, SubmissionError, ValidationError
 from .adaptive import GPUAdaptive
 from .cpu_pool import CPUPool
-from .job import GPUJob
+from .job import GPUJob, check_log_directory
 from .job_commands import JobCommands
 from .job_status import JobFailedError
 from .job_watch import JobTable, JobWatch
@@ -36,7 +36,8 @@ from .notebook import cluster_status_html
 from .progress import WaitProgress
 from .private_folders import make_private_directory, remove_stale_private_directories
 from .render import check_scheduler_can_run_in_job
-from .request import JobRequest, parse_bool, parse_positive_int
+from .limits import MAX_JOBS_PER_CLUSTER
+from .request import JobRequest, parse_bool, parse_name, parse_positive_int
 from .scheduler_job import (SCHEDULER_FILE_NAME, HostedWorkers, JobScheduler, SchedulerStart, parse_scheduler_placement,
                             scheduler_tls_args, write_private_file)
 from .tls import resolve_security
@@ -295,7 +296,10 @@ class GPUJobQueueCluster(JobQueueCluster):
         if job_cls is not None:
             self.job_cls = job_cls
         config_name = config_name or self.job_cls.config_name
+        if name is not None:  # the prefix of every job and worker name, written into the job scripts
+            name = parse_name("name", name)
         settings, request, launch = self.parse_keywords(dict(kwargs, processes=processes))
+        check_log_directory(request.log_directory)
         security, launch = resolve_security(security, launch)
         self.request, self.launch, self.site = request, launch, settings["site"]
         self.cpu_pool = CPUPool.from_keyword(cpu_pool if cpu_pool is not None else config.configured(self.job_cls.batch, "cpu_pool"),
@@ -707,6 +711,10 @@ class GPUJobQueueCluster(JobQueueCluster):
                 raise ValidationError("cpu_workers", f"expected a number of CPU workers (0 or more), got {cpu_workers!r}")
             cpu_jobs = math.ceil(cpu_workers / self.cpu_pool.processes)
         gpu_jobs = jobs if gpu_pool_named else None
+        for field, count in (("jobs", gpu_jobs), ("cpu_workers", cpu_jobs)):
+            if count is not None and (isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_JOBS_PER_CLUSTER):
+                raise ValidationError(field if field != "jobs" or n is None else "n",
+                                      f"{count!r} jobs: a cluster holds 0 to {MAX_JOBS_PER_CLUSTER} jobs (gpujobqueue.limits)")
         if self.asynchronous:
             return asyncio.ensure_future(self._scale_jobs(gpu_jobs, cpu_jobs))
         return self.sync(self._scale_jobs, gpu_jobs, cpu_jobs)

@@ -8,6 +8,7 @@ from typing import Any, Mapping
 
 from .config import check_keywords
 from .errors import UnknownKeywordError, ValidationError
+from .limits import MAX_CPUS_PER_NODE, MAX_THREADS_PER_WORKER
 from .request import JobRequest, parse_constraint, parse_lines, parse_name, parse_positive_int, parse_size, parse_walltime, parse_word
 from .workers import WorkerLaunch
 
@@ -88,9 +89,9 @@ class CPUPool:
             return None if value.get(key) is None else parser(f"cpu_pool.{key}", value[key])
 
         pool = cls(
-            processes=optional("processes", parse_positive_int) or 1,
-            cores=optional("cores", parse_positive_int),
-            nthreads=optional("nthreads", parse_positive_int),
+            processes=optional("processes", lambda k, v: parse_positive_int(k, v, MAX_CPUS_PER_NODE)) or 1,
+            cores=optional("cores", lambda k, v: parse_positive_int(k, v, MAX_CPUS_PER_NODE)),
+            nthreads=optional("nthreads", lambda k, v: parse_positive_int(k, v, MAX_THREADS_PER_WORKER)),
             memory=optional("memory", parse_size),
             queue=optional("queue", parse_word),
             account=optional("account", parse_word),

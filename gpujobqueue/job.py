@@ -15,7 +15,7 @@ from distributed.core import Status
 from distributed.deploy.spec import ProcessInterface
 from distributed.security import Security
 
-from .errors import SubmissionError
+from .errors import SubmissionError, ValidationError
 from .job_commands import CANCEL_CHUNK, ArrayElements, JobCommands
 from .job_status import JobFailedError, JobStatus, read_log_tail, run_query, script_exit_code
 from .render import PLACEHOLDER_SCHEDULER, render_job_script
@@ -35,6 +35,30 @@ def worker_tls_args(security: Security | None) -> list[str]:
         if key != "ciphers" and value:  # ciphers has no command-line option
             args += ["--tls-" + key.replace("_", "-"), value]
     return args
+
+
+def check_log_directory(path: str | None) -> None:
+    """Refuse a ``log_directory`` that is not a directory and cannot be made one here: a file
+    (``../../etc/passwd``), or below a file, or in a directory this user cannot write.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``log_directory``.
+    """
+    if path is None:
+        return
+    if os.path.exists(path):
+        if not os.path.isdir(path):
+            raise ValidationError("log_directory", f"{path!r} exists and is not a directory")
+        return
+    parent = os.path.dirname(path)
+    while parent and not os.path.exists(parent):
+        parent = os.path.dirname(parent) if os.path.dirname(parent) != parent else ""
+    if parent and not os.path.isdir(parent):
+        raise ValidationError("log_directory", f"{path!r} cannot be made: {parent!r} is not a directory")
+    if parent and not os.access(parent, os.W_OK | os.X_OK):
+        raise ValidationError("log_directory", f"{path!r} cannot be made: {parent!r} is not writable by this user")
 
 
 class GPUJob(Job):
@@ -77,6 +101,8 @@ class GPUJob(Job):
     # may have (the batch system's default limit).
     array_task_variable: ClassVar[str | None] = None
     array_size_limit: ClassVar[int] = 1000
+    # Reasons the batch system gives for a pending job that will never start (see SLURMGPUJob).
+    hopeless_reasons: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(
         self,
@@ -150,7 +176,10 @@ class GPUJob(Job):
     async def start(self) -> None:
         try:
             if self.log_directory:
-                os.makedirs(self.log_directory, exist_ok=True)
+                try:
+                    os.makedirs(self.log_directory, exist_ok=True)
+                except OSError as error:
+                    raise ValidationError("log_directory", f"{self.log_directory!r} cannot be made a directory: {error.strerror}") from None
             self.submit_directory = os.getcwd()
             await self._start_job()
         except BaseException:

@@ -142,3 +142,27 @@ class JobFailedError(GPUJobQueueError, RuntimeError):
         else:
             message += "\nIts log was not found (the batch system may copy it back later)."
         super().__init__(message)
+
+
+class JobCannotStartError(JobFailedError):
+    """The batch system keeps a job pending for a reason that waiting does not clear (SLURM's
+    ``PartitionTimeLimit``, ``PartitionConfig``...); the cluster cancelled it.
+
+    Parameters
+    ----------
+    name : str
+        The job's name in the cluster.
+    batch : str
+        Its batch system.
+    status : JobStatus
+        The batch system's word on it, with the reason.
+    """
+
+    def __init__(self, name: str, batch: str, status: JobStatus):
+        super().__init__(name, batch, status, None, "")
+        self.reason = status.reason
+        self.args = (f"job {name} ({batch} job {status.job_id}) can never start: {batch} keeps it {status.describe()}, a reason that "
+                     "waiting does not clear (the job asks for more than its partition, QoS or account allows); it was cancelled",)
+
+    def __str__(self) -> str:
+        return self.args[0]

@@ -15,7 +15,7 @@ from typing import Any
 import dask.config
 from dask.utils import parse_timedelta
 
-from .job_status import JobFailedError, JobStatus
+from .job_status import JobCannotStartError, JobFailedError, JobStatus
 
 logger = logging.getLogger(__name__)
 
@@ -162,6 +162,8 @@ class JobWatch:
                     logger.info("gpujobqueue: job %s (%s job %s): %s", name, job.batch, job.job_id, status.describe())
                 if status.ended and name in self.cluster.worker_spec and (previous is None or not previous.ended):
                     await self._ended(name, job, status)
+                elif not status.ended and name in self.cluster.worker_spec and self._hopeless(job, status):
+                    await self._cannot_start(name, job, status)
         for name in list(self.statuses):
             if name not in self.cluster.workers:
                 del self.statuses[name]
@@ -185,6 +187,22 @@ class JobWatch:
         await self.cluster._correct_state()
         if failure is not None:
             self.failures.append(failure)
+
+    @staticmethod
+    def _hopeless(job: Any, status: JobStatus) -> bool:
+        """The batch system keeps the job pending for a reason waiting does not clear."""
+        reason = (status.reason or "").split(",")[0].strip()
+        return reason in getattr(type(job), "hopeless_reasons", ())
+
+    async def _cannot_start(self, name: str, job: Any, status: JobStatus) -> None:
+        """Cancel a job that can never start, and raise its reason from wait_for_workers."""
+        if name in self.cluster.pinned_jobs or name in self.connected:
+            return
+        failure = JobCannotStartError(str(name), job.batch, status)
+        logger.error("gpujobqueue: %s", failure)
+        self.cluster.worker_spec.pop(name, None)
+        await self.cluster._correct_state()  # cancels it
+        self.failures.append(failure)
 
     def rows(self) -> JobTable:
         """The table of :attr:`GPUJobQueueCluster.jobs`, from the last answers."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
+import re
 import shlex
 from pathlib import Path
 from typing import Sequence
@@ -36,6 +37,11 @@ def package_data_dir(name: str) -> Path:
     raise FileNotFoundError(f"gpujobqueue's {name} folder is missing: looked in {installed} and {checkout}")
 
 
+# How each batch system's header sets the walltime: job_directives_skip may drop the generated
+# walltime directive only where an extra directive gives one, or the job would run unlimited.
+WALLTIME_DIRECTIVES = ("#SBATCH --time", "#SBATCH -t", "#PBS -l walltime", "#BSUB -W", "#$ -l h_rt")
+
+
 def _skip_lines(text: str, needles: Sequence[str]) -> str:
     """Drop the lines of ``text`` that contain any of ``needles`` (dask-jobqueue's job_directives_skip)."""
     if not needles:
@@ -46,6 +52,46 @@ def _skip_lines(text: str, needles: Sequence[str]) -> str:
 def _option_lines(words: Sequence[str]) -> list[str]:
     """Shell words of ``--option value`` pairs, one pair a line."""
     return [f"{option} {value}" for option, value in zip(words[::2], words[1::2])]
+
+
+def check_walltime_kept(batch: str, script: str, request: JobRequest) -> None:
+    """Refuse a script whose header lost its walltime to ``job_directives_skip``.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``job_directives_skip``.
+    """
+    if batch == "local" or not request.directives_skip:
+        return
+    if not any(line.startswith(WALLTIME_DIRECTIVES) for line in script.split("\n")):
+        raise ValidationError("job_directives_skip", f"{list(request.directives_skip)!r} removes the walltime directive, and the job would "
+                                                     "run without a time limit; keep it, or give your own in job_extra_directives")
+
+
+class _MacroLines(str):
+    """The output of a template macro: template text whose own ``{{ }}`` values were checked
+    when the macro ran, so its line breaks are the template's."""
+
+
+def _refuse_line_breaks(value: object) -> object:
+    """Jinja's ``finalize``: every ``{{ }}`` value, whatever field it came from, must stay on its
+    line. A line break (or NUL, or another control character) in a value would let it write
+    lines of its own: a command in a comment, a directive in a value.
+
+    Raises
+    ------
+    ValidationError
+        Naming the value (the keyword that carried it is checked earlier, by name, where known).
+    """
+    if isinstance(value, str) and not isinstance(value, _MacroLines) and _UNSAFE_IN_LINE.search(value):
+        raise ValidationError("script", f"the value {value!r} holds a line break or control character and cannot be written "
+                                        "into a job script; give printable text on one line")
+    return value
+
+
+# Control characters other than tab, and Unicode's line and paragraph separators.
+_UNSAFE_IN_LINE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\x85]")
 
 
 @functools.lru_cache(maxsize=1)
@@ -59,6 +105,7 @@ def environment() -> jinja2.Environment:
         # Jinja's default `{#` would swallow bash's `${#array[@]}`.
         comment_start_string="{##",
         comment_end_string="##}",
+        finalize=_refuse_line_breaks,
     )
     env.filters["shquote"] = lambda value: shlex.quote(str(value))
     env.filters["slurm_memory"] = format_slurm_memory
@@ -67,7 +114,9 @@ def environment() -> jinja2.Environment:
     env.filters["lsf_walltime"] = format_lsf_walltime
     env.filters["skip_lines"] = _skip_lines
     # Job scripts carry the watchdog's text: the compute nodes need no gpujobqueue installed.
-    env.globals["watchdog_source"] = (Path(__file__).resolve().parent / "watchdog.py").read_text().rstrip("\n")
+    # It is the package's own text, not a value: its line breaks are meant.
+    env.globals["watchdog_source"] = _MacroLines((Path(__file__).resolve().parent / "watchdog.py").read_text().rstrip("\n"))
+    env.filters["macro_lines"] = _MacroLines
     return env
 
 
@@ -200,4 +249,5 @@ def render_job_script(
         plain_tcp=plain_tcp,
         array=array,
     )
+    check_walltime_kept(batch, text, request)
     return text + "\n"

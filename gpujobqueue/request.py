@@ -13,15 +13,16 @@ from typing import Any, Mapping, Sequence
 from dask.utils import parse_bytes, parse_timedelta
 
 from .errors import ValidationError
+from .limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_MEMORY_BYTES, MAX_NODES, MAX_WALLTIME_SECONDS
 
 GPU_REQUEST_STYLES = ("gpus-per-node", "gres", "none")  # SLURM's; each batch system names its own
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}")
 _SAFE_WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}")
 # SLURM constraint expressions: features joined by & | , with counts and brackets.
-_CONSTRAINT = re.compile(r"[A-Za-z0-9_.&|,:*\[\]()-]{1,256}")
+_CONSTRAINT = re.compile(r"(?!-)[A-Za-z0-9_.&|,:*\[\]()-]{1,256}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_PATH = re.compile(r"[A-Za-z0-9_./+@%=,:-]+")
+_PATH = re.compile(r"(?!-)[A-Za-z0-9_./+@%=,:-]+")
 DEFAULT_WALLTIME = "01:00:00"  # every job ends: an allocation nobody closes burns hours at most
 _WALLTIME_FORMS = "HH:MM:SS, D-HH:MM:SS, D-HH:MM, D-HH, MM:SS or MM"
 
@@ -65,16 +66,20 @@ def parse_word(field_name: str, value: Any) -> str:
     return _matching(field_name, value, _SAFE_WORD, "letters, digits and _ . + - (no spaces or shell characters)")
 
 
-def parse_positive_int(field_name: str, value: Any) -> int:
-    """A strictly positive integer (``True``/``False`` refused)."""
+def parse_positive_int(field_name: str, value: Any, maximum: int | None = None) -> int:
+    """A strictly positive integer (``True``/``False`` refused), at most ``maximum`` when given."""
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise ValidationError(field_name, f"expected a positive integer, got {value!r}")
+    if isinstance(value, str) and len(value.strip()) > 20:  # int() of a long digit string is slow, and no count needs it
+        raise ValidationError(field_name, f"expected a positive integer, got {value[:40]!r}...")
     try:
         number = int(value)
     except ValueError:
         raise ValidationError(field_name, f"expected a positive integer, got {value!r}") from None
     if number < 1:
         raise ValidationError(field_name, f"expected a positive integer (1 or more), got {value!r}")
+    if maximum is not None and number > maximum:
+        raise ValidationError(field_name, f"{number} is more than the {maximum} gpujobqueue accepts (gpujobqueue.limits)")
     return number
 
 
@@ -106,8 +111,10 @@ def parse_walltime_margin(field_name: str, value: Any, walltime: int) -> int | N
     if isinstance(value, bool):  # True: the default
         return None
     try:
+        if isinstance(value, str) and len(value) > 40:
+            raise ValueError(value)
         seconds = int(value) if isinstance(value, (int, float)) or str(value).strip().isdigit() else int(parse_timedelta(str(value).strip()))
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, OverflowError):
         try:
             seconds = parse_walltime(field_name, value)
         except ValidationError:
@@ -136,9 +143,9 @@ def parse_walltime(field_name: str, value: Any) -> int:
         seconds = int(value.total_seconds())
         if seconds < 1:
             raise ValidationError(field_name, f"{value!r} is not a positive duration")
-        return seconds
+        return _bounded_walltime(field_name, value, seconds)
     text = _one_line(field_name, value).strip()
-    match = re.fullmatch(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?", text)
+    match = re.fullmatch(r"(?:(\d{1,12})-)?(\d{1,12})(?::(\d{1,12}))?(?::(\d{1,12}))?", text)
     if not match:
         raise ValidationError(field_name, f"{value!r} is not a walltime; use {_WALLTIME_FORMS}")
     days, first, second, third = match.groups()
@@ -162,7 +169,13 @@ def parse_walltime(field_name: str, value: Any) -> int:
         raise ValidationError(field_name, f"{value!r} has a field out of range; use {_WALLTIME_FORMS} with minutes and seconds below 60")
     if total < 1:
         raise ValidationError(field_name, f"{value!r} is not a positive duration")
-    return total
+    return _bounded_walltime(field_name, value, total)
+
+
+def _bounded_walltime(field_name: str, value: Any, seconds: int) -> int:
+    if seconds > MAX_WALLTIME_SECONDS:
+        raise ValidationError(field_name, f"{value!r} is longer than {MAX_WALLTIME_SECONDS // 86400} days, the longest walltime gpujobqueue accepts")
+    return seconds
 
 
 def format_walltime(seconds: int) -> str:
@@ -187,20 +200,27 @@ def format_lsf_walltime(seconds: int) -> str:
     return f"{hours:02d}:{minutes:02d}"
 
 
-def parse_size(field_name: str, value: Any) -> int:
-    """Parse a memory size such as ``60GiB``, ``60 GB`` or a number of bytes into bytes."""
+def parse_size(field_name: str, value: Any, maximum: int = MAX_MEMORY_BYTES) -> int:
+    """Parse a memory size such as ``60GiB``, ``60 GB`` or a number of bytes into bytes (at most ``maximum``)."""
     if isinstance(value, bool):
         raise ValidationError(field_name, f"expected a size such as '60GiB', got {value!r}")
     if isinstance(value, (int, float)):
-        number = int(value)
+        number = value
     else:
         text = _one_line(field_name, value)
         try:
+            if len(text) > 40:
+                raise ValueError(text)
             number = parse_bytes(text)
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, OverflowError):
             raise ValidationError(field_name, f"{value!r} is not a size; use a number with a unit such as '60GiB', '512 MB' or '2TB'") from None
+    if not math.isfinite(number):  # nan and inf, given or parsed from '1e400'
+        raise ValidationError(field_name, f"{value!r} is not a size; give a finite number of bytes or a size such as '60GiB'")
+    number = int(number)
     if number < 1:
         raise ValidationError(field_name, f"{value!r} is not a positive size")
+    if number > maximum:
+        raise ValidationError(field_name, f"{value!r} is more than {maximum // 2**40} TiB, the largest size gpujobqueue accepts here")
     return number
 
 
@@ -223,7 +243,7 @@ def parse_path(field_name: str, value: Any) -> str:
     return _matching(field_name, text, _PATH, "a path of letters, digits and _ . / + @ % = , : - (no spaces or shell characters)")
 
 
-_JOB_PATH = re.compile(r"(?:\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z0-9_./+@%=,:-])+")
+_JOB_PATH = re.compile(r"(?!-)(?:\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z0-9_./+@%=,:-])+")
 
 
 def parse_job_path(field_name: str, value: Any) -> str:
@@ -247,7 +267,22 @@ def parse_lines(field_name: str, value: Any) -> tuple[str, ...]:
         value = [value]
     if not isinstance(value, Sequence):
         raise ValidationError(field_name, f"expected a list of strings, got {value!r}")
+    if len(value) > MAX_LIST_ITEMS:
+        raise ValidationError(field_name, f"{len(value)} items; gpujobqueue accepts at most {MAX_LIST_ITEMS}")
     return tuple(_one_line(f"{field_name}[{i}]", line) for i, line in enumerate(value))
+
+
+MAX_LIST_ITEMS = 1000  # lines of a prologue, extra directives, worker arguments
+
+
+def parse_needles(field_name: str, value: Any) -> tuple[str, ...]:
+    """``job_directives_skip``: strings to look for in directive lines; an empty or blank one
+    would match every line, so it is refused."""
+    needles = parse_lines(field_name, value)
+    for i, needle in enumerate(needles):
+        if not needle.strip():
+            raise ValidationError(f"{field_name}[{i}]", f"{needle!r} would match every directive; give the text of the directives to leave out")
+    return needles
 
 
 def parse_environment(field_name: str, value: Any) -> tuple[tuple[str, str], ...]:
@@ -372,26 +407,30 @@ class JobRequest:
             Naming the field and the accepted form.
         """
         get = settings.get
-        nodes = parse_positive_int("nodes", given_or(get("nodes"), 1))
-        gpus = parse_positive_int("gpus_per_node", get("gpus_per_node") if get("gpus_per_node") is not None else 1)
+        nodes = parse_positive_int("nodes", given_or(get("nodes"), 1), MAX_NODES)
+        gpus = parse_positive_int("gpus_per_node", get("gpus_per_node") if get("gpus_per_node") is not None else 1, MAX_GPUS_PER_NODE)
 
         cores, cpus_per_gpu = get("cores"), get("cpus_per_gpu")
         if cores is not None and cpus_per_gpu is not None:
             raise ValidationError("cores", "give cores (per job) or cpus_per_gpu, not both")
         if get("job_cpu") is not None:
-            cpus = parse_positive_int("job_cpu", get("job_cpu"))
+            cpus = parse_positive_int("job_cpu", get("job_cpu"), MAX_CPUS_PER_NODE)
         elif cores is not None:
-            cpus = per_node("cores", parse_positive_int("cores", cores), nodes)
+            cpus = per_node("cores", parse_positive_int("cores", cores, MAX_CPUS_PER_NODE * nodes), nodes)
         else:
-            cpus = gpus * parse_positive_int("cpus_per_gpu", cpus_per_gpu if cpus_per_gpu is not None else 1)
+            cpus = gpus * parse_positive_int("cpus_per_gpu", cpus_per_gpu if cpus_per_gpu is not None else 1, MAX_CPUS_PER_NODE)
+        if cpus > MAX_CPUS_PER_NODE:
+            raise ValidationError("cpus_per_gpu", f"{cpus} cores per node is more than the {MAX_CPUS_PER_NODE} gpujobqueue accepts")
 
         memory, memory_per_gpu = get("memory"), get("memory_per_gpu")
         if memory is not None and memory_per_gpu is not None:
             raise ValidationError("memory", "give memory (per job) or memory_per_gpu, not both")
         if memory is not None:
-            memory_bytes = per_node("memory", parse_size("memory", memory), nodes)
+            memory_bytes = per_node("memory", parse_size("memory", memory, MAX_MEMORY_BYTES * nodes), nodes)
         elif memory_per_gpu is not None:
             memory_bytes = gpus * parse_size("memory_per_gpu", memory_per_gpu)
+            if memory_bytes > MAX_MEMORY_BYTES:
+                raise ValidationError("memory_per_gpu", f"{memory_per_gpu!r} for each of {gpus} GPUs is more than {MAX_MEMORY_BYTES // 2**40} TiB per node")
         else:
             memory_bytes = None
 
@@ -421,7 +460,7 @@ class JobRequest:
             gpu_type=optional("gpu_type", parse_word),
             log_directory=optional("log_directory", parse_path),
             extra_directives=parse_lines("job_extra_directives", get("job_extra_directives")),
-            directives_skip=parse_lines("job_directives_skip", get("job_directives_skip")),
+            directives_skip=parse_needles("job_directives_skip", get("job_directives_skip")),
             prologue=parse_lines("job_script_prologue", get("job_script_prologue")),
             epilogue=parse_lines("job_script_epilogue", get("job_script_epilogue")),
             environment=parse_environment("environment", get("environment")),

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .errors import ValidationError
+from .limits import MAX_WAIT_SECONDS
 from .request import _one_line
 
 DEFAULT_WORKERS_TIMEOUT = 300
@@ -44,6 +45,6 @@ class ClientRun:
         path = Path(_one_line("run", script)).expanduser()
         if not path.is_file():
             raise ValidationError("run", f"{script!r} is not a file")
-        if workers_timeout <= 0:
+        if isinstance(workers_timeout, bool) or not isinstance(workers_timeout, (int, float)) or not 0 < workers_timeout <= MAX_WAIT_SECONDS:
             raise ValidationError("workers_timeout", f"expected a positive number of seconds, got {workers_timeout!r}")
         return cls(script=str(path.resolve()), args=tuple(_one_line("run", arg) for arg in args), workers_timeout=int(workers_timeout))

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any, Mapping
 
 from .batch import BATCH_SYSTEMS, cluster_class
 from .errors import ValidationError
 from .job_commands import SHORTEST_ARRAY, ArrayElements
 from .render import PLACEHOLDER_SCHEDULER, render_job_script
-from .request import parse_positive_int
+from .request import _matching, parse_name, parse_positive_int
 from .run import ClientRun
 from .script_tls import ScriptTLS, warn_plain_tcp
 from .sites import load_site
 from .workers import WorkerLaunch
+
+# protocol://host:port; the placeholder's <...> too. It is shell-quoted into the script.
+_SCHEDULER_ADDRESS = re.compile(r"[a-z]+://[A-Za-z0-9_.:\[\]<>%-]{1,256}")
 
 
 def job_script_for(batch: str, keywords: Mapping[str, Any], *, name: str, scheduler: str = PLACEHOLDER_SCHEDULER, run: ClientRun | None = None,
@@ -50,6 +54,7 @@ def job_script_for(batch: str, keywords: Mapping[str, Any], *, name: str, schedu
     UnknownKeywordError, ValidationError, SiteConfigError
     """
     keywords = dict(keywords)
+    name = parse_name("name", name)
     if batch not in BATCH_SYSTEMS:  # a site's name or file
         site = load_site(batch)
         batch, keywords["site"] = site.scheduler, site
@@ -60,14 +65,15 @@ def job_script_for(batch: str, keywords: Mapping[str, Any], *, name: str, schedu
         scheduler = scheduler.replace("tcp://", f"{launch.protocol or 'tcp'}://", 1)
     elif script_tls is not None and not scheduler.startswith("tls://"):
         if "://" in scheduler:
-            raise ValidationError("scheduler_address", f"{scheduler!r} is not TLS: the workers use TLS, so your scheduler must listen on tls:// "
-                                                       f"with the credentials of {script_tls.directory} (or give --no-tls for plain TCP)")
+            raise ValidationError("scheduler", f"{scheduler!r} is not TLS: the workers use TLS, so your scheduler must listen on tls:// "
+                                               f"with the credentials of {script_tls.directory} (or give --no-tls for plain TCP)")
         scheduler = f"tls://{scheduler}"
+    scheduler = _matching("scheduler", scheduler, _SCHEDULER_ADDRESS, "a scheduler address such as tls://10.0.0.1:8786")
     array = None
     if array_jobs is not None:
         if run is not None:
             raise ValidationError("job_array", "--run writes one self-contained job, not a job array")
-        array_jobs = parse_positive_int("job_array", array_jobs)
+        array_jobs = parse_positive_int("job_array", array_jobs, cluster_cls.job_cls.array_size_limit)
         cluster_cls._check_job_array(request)
         if array_jobs < SHORTEST_ARRAY:
             name = f"{name}-0"  # a single job goes as a plain job

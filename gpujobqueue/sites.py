@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import logging
 import os
 import re
 import socket
@@ -15,9 +16,11 @@ import jsonschema
 import yaml
 
 from .errors import GPUJobQueueError
+from .limits import MAX_PATTERN_INPUT, MAX_PATTERN_REPEATS, MAX_SITE_DEPTH, MAX_SITE_FILE_BYTES
 from .render import package_data_dir
 from .workers import BATCH_LAUNCHERS
 
+logger = logging.getLogger(__name__)
 SCHEMA_FILE = Path(__file__).with_name("site_schema.yaml")
 SYSTEM_SITE_DIR = Path("/etc/gpujobqueue/sites")
 USER_SITE_DIR = Path("~/.config/gpujobqueue/sites")
@@ -61,6 +64,110 @@ def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: b
 
 
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _read_bounded_text(path: Path) -> str:
+    """The file's text, refused before it is parsed when it is too big, not UTF-8, nested too
+    deep or uses YAML aliases (which can expand a small file into a huge object).
+
+    Raises
+    ------
+    SiteConfigError
+    """
+    try:
+        with path.open("rb") as f:
+            raw = f.read(MAX_SITE_FILE_BYTES + 1)
+    except OSError as error:
+        raise SiteConfigError(path, "", None, f"cannot read: {error.strerror}") from None
+    if len(raw) > MAX_SITE_FILE_BYTES:
+        raise SiteConfigError(path, "", None, f"over {MAX_SITE_FILE_BYTES // 1024} KiB; a site file is a page of YAML (gpujobqueue.limits)")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = raw[: error.start].count(b"\n") + 1
+        raise SiteConfigError(path, "", line, f"not UTF-8 text: byte {raw[error.start]:#04x} cannot be decoded") from None
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent):
+                raise SiteConfigError(path, "", event.start_mark.line + 1, f"YAML alias *{event.anchor}: site files may not use aliases (anchors "
+                                                                           "and *references); write the value out")
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_SITE_DEPTH:
+                    raise SiteConfigError(path, "", event.start_mark.line + 1, f"nested more than {MAX_SITE_DEPTH} levels deep")
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.YAMLError:
+        pass  # reported, with its line, by the loader
+    return text
+
+
+def pattern_problem(pattern: Any) -> str | None:
+    """Why a site's regular expression could take too long to match, or None.
+
+    Python's ``re`` backtracks: a repeat over something that can itself repeat or branch
+    (``(a+)+``, ``(a|aa)+``) takes exponential time on a near miss, and many unbounded repeats
+    in a row polynomial time. So a site pattern may repeat only single characters and
+    character classes (``\\w+``, ``[0-9]{4}``, ``(ab)+``), hold at most
+    :data:`~gpujobqueue.limits.MAX_PATTERN_REPEATS` unbounded repeats, and no backreference;
+    and it is matched against at most :data:`~gpujobqueue.limits.MAX_PATTERN_INPUT` characters.
+    That bounds a match to about 255**3 steps, well under a second.
+    """
+    if not isinstance(pattern, str):
+        return "not a string"
+    try:
+        from re import _parser as parser  # type: ignore[attr-defined]
+    except ImportError:  # Python < 3.11
+        import sre_parse as parser  # type: ignore[no-redef]
+    try:
+        tree = parser.parse(pattern)
+    except re.error as problem:
+        return f"not a regular expression: {problem}"
+    constants = parser  # the opcodes live beside the parser
+    repeats = (constants.MAX_REPEAT, constants.MIN_REPEAT) + ((constants.POSSESSIVE_REPEAT,) if hasattr(constants, "POSSESSIVE_REPEAT") else ())
+    unbounded = 0
+
+    def walk(items, inside_repeat: bool) -> str | None:
+        nonlocal unbounded
+        for op, av in items:
+            if op in repeats:
+                low, high, body = av
+                if inside_repeat:
+                    return "a repeat inside a repeat (such as (a+)+) can take exponential time"
+                if high == constants.MAXREPEAT or high > 64:
+                    unbounded += 1
+                found = walk(body, True)
+            elif op is constants.BRANCH:
+                if inside_repeat:
+                    return "a repeated alternation (such as (a|aa)+) can take exponential time"
+                found = next((p for p in (walk(branch, inside_repeat) for branch in av[1]) if p), None)
+            elif op is constants.SUBPATTERN:
+                found = walk(av[-1], inside_repeat)
+            elif op in (constants.ASSERT, constants.ASSERT_NOT):
+                found = walk(av[1], inside_repeat)
+            elif op in (constants.GROUPREF, constants.GROUPREF_EXISTS):
+                return "backreferences are not accepted in site patterns"
+            else:
+                found = None
+            if found:
+                return found
+        return None
+
+    found = walk(tree, False)
+    if found:
+        return found
+    if unbounded > MAX_PATTERN_REPEATS:
+        return f"{unbounded} unbounded repeats; a site pattern may hold {MAX_PATTERN_REPEATS}"
+    return None
+
+
+def pattern_matches(pattern: str, text: str) -> bool:
+    """``re.fullmatch`` of a site pattern (checked by :func:`pattern_problem` when its file was
+    read) on at most :data:`~gpujobqueue.limits.MAX_PATTERN_INPUT` characters; longer text never matches."""
+    if len(text) > MAX_PATTERN_INPUT or pattern_problem(pattern):
+        return False
+    return re.fullmatch(pattern, text) is not None
 
 
 def _line_index(node: yaml.Node, prefix: tuple = (), index: dict | None = None) -> dict[tuple, int]:
@@ -138,10 +245,7 @@ def read_site_file(path: str | os.PathLike[str], *, partial: bool = False) -> tu
         The first problem (all of them are in ``.errors`` of the exception).
     """
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as error:
-        raise SiteConfigError(path, "", None, f"cannot read: {error.strerror}") from None
+    text = _read_bounded_text(path)
     node = None
     try:
         node = yaml.compose(text, Loader=_UniqueKeyLoader)
@@ -189,16 +293,15 @@ def _semantic_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[Sit
     if data.get("default_queue") not in data.get("queues", {}):
         error(("default_queue",), f"{data.get('default_queue')!r} is not one of the queues ({', '.join(data.get('queues', {}))})")
     for i, pattern in enumerate(data.get("hostnames", [])):
-        try:
-            re.compile(pattern)
-        except re.error as problem:
-            error(("hostnames", i), f"not a regular expression: {problem}")
+        problem = pattern_problem(pattern)
+        if problem:
+            error(("hostnames", i), problem)
     pattern = data.get("account", {}).get("pattern")
     if pattern is not None:
-        try:
-            re.compile(pattern)
-        except re.error as problem:
-            error(("account", "pattern"), f"not a regular expression: {problem}")
+        problem = pattern_problem(pattern)
+        if problem:
+            error(("account", "pattern"), problem)
+    errors += _value_errors(data, path, lines)
     # The site's worker, and each queue's own worker over it, blamed on the key that makes it wrong.
     site_worker = data.get("worker", {})
     workers = [(("worker", "visibility_variable"), site_worker)]
@@ -217,6 +320,35 @@ def _semantic_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[Sit
         error(("launcher", "name"), "jsrun goes with LSF's CSM style (gpu_request.style: csm) and only with it")
     elif launcher not in (None, "direct", *BATCH_LAUNCHERS.get(data.get("scheduler"), ())):
         error(("launcher", "name"), f"{launcher} does not start tasks on {data.get('scheduler')} nodes; use one of direct, {', '.join(BATCH_LAUNCHERS.get(data.get('scheduler'), ()))}")
+    return errors
+
+
+def _value_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[SiteConfigError]:
+    """The values a cluster parses from the site, parsed here as it parses them, so that a file
+    ``gpujobqueue check FILE`` passes is not refused when used."""
+    from .request import ValidationError, parse_environment, parse_job_path, parse_lines, parse_walltime
+
+    checks: list[tuple[tuple, Any, Any]] = []
+    if isinstance(data.get("environment"), dict):
+        checks += [(("environment", name), parse_environment, {name: str(value)}) for name, value in data["environment"].items()]
+    if data.get("prologue") is not None:
+        checks.append((("prologue",), parse_lines, data["prologue"]))
+    workers = [(("worker",), data.get("worker"))]
+    for queue_name, queue in (data.get("queues") or {}).items():
+        if isinstance(queue, dict):
+            workers.append((("queues", queue_name, "worker"), queue.get("worker")))
+            if queue.get("max_walltime") is not None:
+                checks.append((("queues", queue_name, "max_walltime"), parse_walltime, queue["max_walltime"]))
+    for key, worker in workers:
+        if isinstance(worker, dict) and worker.get("local_directory") is not None:
+            checks.append((key + ("local_directory",), parse_job_path, worker["local_directory"]))
+    errors = []
+    for key, parser, value in checks:
+        try:
+            parser(_dotted(key), value)
+        except ValidationError as problem:
+            message = str(problem).partition(": ")[2] or str(problem)
+            errors.append(SiteConfigError(path, _dotted(key), lines.get(key), message))
     return errors
 
 
@@ -373,9 +505,13 @@ def detect_site(names: Iterable[str] | None = None) -> Site | None:
         names = {socket.gethostname(), socket.getfqdn()}
     names = [n for n in names if n]
     for site_name in sorted(site_files()):
-        site = load_site(site_name)
+        try:
+            site = load_site(site_name)
+        except SiteConfigError as error:  # one broken file must not keep the others from being found
+            logger.warning("gpujobqueue: site %s is skipped: %s", site_name, error)
+            continue
         for pattern in site.data.get("hostnames", []):
-            if any(re.fullmatch(pattern, host) for host in names):
+            if any(pattern_matches(pattern, host) for host in names):
                 return site
     return None
 
@@ -408,19 +544,41 @@ def choose_site(site: "str | os.PathLike[str] | Site | None", batch: str | None)
 
 
 def site_problems(target: "str | os.PathLike[str]") -> list[str]:
-    """What is wrong with a site (a name or a file), each as ``file:line: key: problem``; empty if nothing."""
+    """What is wrong with a site (a name or a file), each as ``file:line: key: problem``; empty if nothing.
+
+    Beyond the file's own checks, each of its queues' settings is parsed as a cluster parses
+    them, so a site that passes here is not refused when used.
+    """
     try:
-        load_site(target)
+        site = load_site(target)
     except SiteConfigError as error:
         return [str(problem) for problem in getattr(error, "errors", [error])]
-    return []
+    from .batch import cluster_class  # the batch modules import this one
+
+    problems = []
+    for queue, entry in site.data["queues"].items():
+        # A job the queue takes: as many nodes as it needs at least, and its longest walltime.
+        keywords = {"site": site, "queue": queue, "nodes": entry.get("min_nodes"), "walltime": entry.get("max_walltime")}
+        try:
+            cluster_class(site.scheduler).parse_keywords(keywords)
+        except SiteConfigError as error:
+            if not error.key.startswith("account."):  # the account is the user's to give
+                problems.append(str(error))
+        except GPUJobQueueError as error:
+            problems.append(f"{site.files[-1]}: queues.{queue}: {error}")
+    return problems
 
 
 def site_table() -> list[dict[str, Any]]:
-    """One row per known site: name, centre, scheduler, GPUs per node, GPU model, protocol."""
+    """One row per known site: name, centre, scheduler, GPUs per node, GPU model, protocol; a
+    site whose files do not load gets a row saying why, and the others are listed as usual."""
     rows = []
     for name in sorted(site_files()):
-        data = load_site(name).data
+        try:
+            data = load_site(name).data
+        except SiteConfigError as error:
+            rows.append({"name": name, "centre": "-", "scheduler": "-", "gpus": "-", "gpu": "-", "protocol": "-", "status": f"broken: {error}"})
+            continue
         rows.append({
             "name": name, "centre": data["centre"], "scheduler": data["scheduler"], "gpus": data["node"]["gpus"],
             "gpu": data["node"]["gpu_model"], "protocol": data["network"]["protocol"], "status": data.get("status", "production"),
@@ -528,7 +686,7 @@ def check_request(site: Site, queue: str | None, request: Any) -> None:
     account = data.get("account", {})
     if account.get("required") and not request.account:
         refuse(("account", "required"), f"jobs need an account (account=...){': ' + account['hint'] if account.get('hint') else ''}")
-    if request.account and account.get("pattern") and not re.fullmatch(account["pattern"], request.account):
+    if request.account and account.get("pattern") and not pattern_matches(account["pattern"], request.account):
         refuse(("account", "pattern"), f"account {request.account!r} does not match {account['pattern']!r}{': ' + account['hint'] if account.get('hint') else ''}")
     if request.gpu_request in data["gpu_request"].get("rejects", []):
         refuse(("gpu_request", "rejects"), f"the site refuses GPU requests of the {request.gpu_request!r} form; use {data['gpu_request']['style']!r}")

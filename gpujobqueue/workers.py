@@ -11,6 +11,7 @@ from dask.utils import parse_timedelta
 
 from .errors import ValidationError
 from .install import warn_if_no_dask_cuda
+from .limits import MAX_THREADS_PER_WORKER, MAX_WAIT_SECONDS
 from .request import _PATH, _matching, _one_line, given_or, parse_bool, parse_job_path, parse_lines, parse_positive_int, parse_size
 
 WORKER_MODES = ("dask-cuda", "per-device")
@@ -37,6 +38,10 @@ LAUNCHER_RANK_VARIABLES = {
     "ibrun": ("PMI_RANK", "MV2_COMM_WORLD_RANK", "SLURM_PROCID"),
 }
 PROTOCOLS = ("tcp", "tls", "ucx", "inproc", "ws", "wss")
+# Variables that can hold the devices a batch system gave a job (a comma-separated list):
+# the visibility variables, Grid Engine's SGE_HGR_<complex>, SLURM_JOB_GPUS-style lists. Any
+# other name (PATH, HOME, LD_PRELOAD...) is refused: the job would read it as its devices.
+ALLOCATION_VARIABLES = re.compile(r"[A-Z][A-Z0-9_]*_VISIBLE_DEVICES|SGE_HGR_[A-Za-z0-9_]{1,64}|[A-Z][A-Z0-9_]*_GPUS|ZE_AFFINITY_MASK|GPU_DEVICE_ORDINAL")
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*(?: [a-z][a-z0-9-]*)?")
 # `python -m dask_cuda.cli` runs dask-cuda's worker command itself (its __main__ calls worker()).
 _DEFAULT_MODULES = {"dask-cuda": "dask_cuda.cli", "per-device": "distributed.cli.dask_worker"}
@@ -179,8 +184,9 @@ class WorkerLaunch:
         if mode == "dask-cuda" and visibility != "CUDA_VISIBLE_DEVICES":
             raise ValidationError("visibility_variable", f"dask-cuda pins NVIDIA GPUs through CUDA_VISIBLE_DEVICES only; use worker_mode='per-device' with {visibility}")
         allocation = given_or(get("allocation_variable"), visibility)
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", allocation):
-            raise ValidationError("allocation_variable", f"{allocation!r} is not an environment variable name")
+        if not isinstance(allocation, str) or not ALLOCATION_VARIABLES.fullmatch(allocation):
+            raise ValidationError("allocation_variable", f"{allocation!r} is not a variable that holds a job's devices; use one named "
+                                                         "*_VISIBLE_DEVICES, SGE_HGR_<complex>, *_GPUS, ZE_AFFINITY_MASK or GPU_DEVICE_ORDINAL")
 
         worker_command = given_or(get("worker_command"), _DEFAULT_MODULES[mode])
         if worker_command == "distributed.cli.dask_worker" and mode == "dask-cuda":
@@ -217,14 +223,14 @@ class WorkerLaunch:
         interface = get("interface")
         if interface is not None:
             interface = _one_line("interface", interface)
-            if not re.fullmatch(r"[A-Za-z0-9_.:-]{1,32}", interface):
+            if not re.fullmatch(r"(?!-)[A-Za-z0-9_.:-]{1,32}", interface):
                 raise ValidationError("interface", f"{interface!r} is not a network interface name")
         launch = cls(
             mode=mode,
             gpus=gpus,
             python=_matching("python", given_or(get("python"), sys.executable), _PATH, "an interpreter name or path without spaces or shell characters"),
             worker_command=worker_command,
-            nthreads=parse_positive_int("nthreads", given_or(get("nthreads"), default_threads(mode, gpus, cpus_per_node))),
+            nthreads=parse_positive_int("nthreads", given_or(get("nthreads"), default_threads(mode, gpus, cpus_per_node)), MAX_THREADS_PER_WORKER),
             memory_limit=memory_limit,
             **memory,
             ucx_transports=tuple(transports),
@@ -337,11 +343,15 @@ def parse_seconds(field_name: str, value: Any) -> int:
     if isinstance(value, bool):
         raise ValidationError(field_name, f"expected a duration such as 60 or '2min', got {value!r}")
     try:
+        if isinstance(value, str) and len(value) > 40:
+            raise ValueError(value)
         seconds = float(value) if isinstance(value, (int, float)) else parse_timedelta(str(_one_line(field_name, value)).strip(), default="seconds")
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, OverflowError):
         raise ValidationError(field_name, f"{value!r} is not a duration; use seconds (60) or a dask duration ('90s', '2min')") from None
-    if seconds is None or not seconds >= 1:
+    if seconds is None or not seconds >= 1:  # nan too
         raise ValidationError(field_name, f"{value!r}: expected one second or more")
+    if seconds > MAX_WAIT_SECONDS:
+        raise ValidationError(field_name, f"{value!r} is more than {MAX_WAIT_SECONDS // 86400} days, the longest gpujobqueue accepts")
     return int(seconds)
 
 

@@ -19,6 +19,7 @@ from dask_jobqueue.core import Job
 
 from ..cluster import GPUJobQueueCluster
 from ..errors import SubmissionError, ValidationError
+from ..limits import MAX_GPUS_PER_NODE
 from ..gpus import nvidia_gpu_ids, nvlink_between_gpus
 from ..job import GPUJob
 from ..job_status import JobStatus
@@ -200,7 +201,7 @@ class LocalGPUCluster(GPUJobQueueCluster):
         machine_gpus = nvidia_gpu_ids()
         if devices is None:
             devices = machine_gpus or None
-        elif isinstance(devices, (str, bytes)) or not all(isinstance(d, (int, str)) and str(d).isdigit() for d in devices):
+        elif isinstance(devices, (str, bytes)) or not isinstance(devices, Sequence) or len(devices) > MAX_GPUS_PER_NODE or not all(isinstance(d, (int, str)) and str(d).isdigit() for d in devices):
             raise ValidationError("devices", f"expected a list of device ids such as [0, 1], got {devices!r}")
         settings["devices"] = devices
         if settings.get("worker_mode") is None:

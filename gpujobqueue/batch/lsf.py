@@ -13,7 +13,8 @@ from ..cluster import GPUJobQueueCluster
 from ..errors import ValidationError
 from ..job import GPUJob
 from ..job_status import JobStatus, unlisted
-from ..request import JobRequest, given_or, parse_bool, parse_size
+from ..limits import MAX_CPUS_PER_NODE, MAX_NODES
+from ..request import JobRequest, given_or, parse_bool, parse_positive_int, parse_size
 from ..workers import BATCH_LAUNCHERS, WorkerLaunch
 
 GPU_MODES = ("exclusive_process", "shared")
@@ -179,7 +180,7 @@ class LSFGPUCluster(GPUJobQueueCluster):
         if settings.get("ncpus") is not None:  # dask-jobqueue's -n: the job's cores
             if settings.get("cores") is not None or settings.get("cpus_per_gpu") is not None:
                 raise ValidationError("ncpus", "give ncpus (LSF's -n), cores or cpus_per_gpu, not several")
-            settings["cores"] = settings["ncpus"]
+            settings["cores"] = parse_positive_int("ncpus", settings["ncpus"], MAX_CPUS_PER_NODE * MAX_NODES)
         if settings.get("gpu_request") == "csm" and settings.get("launcher") is None:
             settings["launcher"] = "jsrun"
 

@@ -21,7 +21,7 @@ _RESOURCE_VALUE = re.compile(r"[A-Za-z0-9_.@/-]{1,256}")
 _PLACE = re.compile(r"(?:free|pack|scatter|vscatter|excl|shared|exclhost|group=[A-Za-z0-9_]+)(?::(?:free|pack|scatter|vscatter|excl|shared|exclhost|group=[A-Za-z0-9_]+))*")
 _FILESYSTEMS = re.compile(r"[A-Za-z0-9_]+(?::[A-Za-z0-9_]+)*")
 # dask-jobqueue's resource_spec: one `-l` value, resources joined by , : + =
-_RESOURCE_SPEC = re.compile(r"[A-Za-z0-9_.@/=:,+-]{1,1024}")
+_RESOURCE_SPEC = re.compile(r"(?!-)[A-Za-z0-9_.@/=:,+-]{1,1024}")
 # What gpujobqueue writes into the select chunk itself; chunk_resources may not repeat them.
 _OWN_CHUNK_RESOURCES = ("ncpus", "ngpus", "mem", "gpu_type")
 

@@ -17,7 +17,7 @@ from ..workers import BATCH_LAUNCHERS
 GPU_CONSUMABLES = ("slot", "job")
 _COMPLEX = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 # dask-jobqueue's resource_spec: one `-l` value, resources joined by , and =
-_RESOURCE_SPEC = re.compile(r"[A-Za-z0-9_.@/=:,*-]{1,1024}")
+_RESOURCE_SPEC = re.compile(r"(?!-)[A-Za-z0-9_.@/=:,*-]{1,1024}")
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,14 @@ class SLURMGPUJob(GPUJob):
     job_id_regexp = r"Submitted batch job (?P<job_id>\d+)"
     ended_states = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
                               "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY", "SPECIAL_EXIT", "REVOKED"})
+    # Pending reasons that waiting does not clear: the job asks for more than the partition,
+    # QoS or association allows (sbatch takes such jobs unless EnforcePartLimits is set).
+    # ReqNodeNotAvail is not among them: it clears when a drained or reserved node returns.
+    hopeless_reasons = frozenset({
+        "PartitionConfig", "PartitionNodeLimit", "PartitionTimeLimit", "BadConstraints", "InvalidQOS", "InvalidAccount",
+        "QOSMaxWallDurationPerJobLimit", "QOSMaxCpuPerJobLimit", "QOSMaxGRESPerJob", "QOSMaxNodePerJobLimit", "QOSMaxMemoryPerJob",
+        "AssocMaxWallDurationPerJobLimit", "AssocMaxCpuPerJobLimit", "AssocMaxNodesPerJobLimit", "AssocMaxGRESPerJob",
+    })
     array_task_variable = "SLURM_ARRAY_TASK_ID"
     array_size_limit = 1000  # MaxArraySize's default, 1001, allows indices up to 1000
 

@@ -1,0 +1,24 @@
+"""Upper bounds on every size a keyword, option or site file can ask for.
+
+Each is far above what a real machine offers, and low enough that nothing gpujobqueue builds
+for it (a worker name per GPU, a device list, a job per array element) can exhaust the host
+that renders the script. A value past a bound is refused, naming its keyword, before anything
+is allocated for it.
+"""
+
+from __future__ import annotations
+
+MAX_NODES = 10_000  # nodes per job; the largest machines have about 9,500 GPU nodes
+MAX_GPUS_PER_NODE = 64  # GPUs per node; today's densest nodes have 8 to 16
+MAX_CPUS_PER_NODE = 4096  # cores (or hardware threads) per node
+MAX_THREADS_PER_WORKER = 4096
+MAX_MEMORY_BYTES = 2**46  # 64 TiB: host memory per node, or device memory per GPU
+MAX_WALLTIME_SECONDS = 365 * 86400  # a year; batch systems refuse or mangle longer ones
+MAX_WAIT_SECONDS = 7 * 86400  # death_timeout, workers' start timeout: a week
+MAX_JOBS_PER_CLUSTER = 10_000  # jobs one scale() may ask for
+
+# Site files: a site is a page of YAML; these keep a hostile one from using up memory or time.
+MAX_SITE_FILE_BYTES = 1 << 20  # 1 MiB
+MAX_SITE_DEPTH = 16  # nested mappings and lists
+MAX_PATTERN_INPUT = 128  # characters of an account or host name matched against a site pattern
+MAX_PATTERN_REPEATS = 3  # unbounded repeats (*, +, {n,}) in one site pattern

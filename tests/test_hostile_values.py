@@ -1,0 +1,337 @@
+"""Hostile values in every keyword and every ``gpujobqueue render`` option, on every batch system.
+
+Each cluster keyword (the keyword tables of gpujobqueue/cluster.py, each batch class's
+``batch_keywords`` and synonyms, dask-jobqueue's renamed keywords, and the cluster's ``name``)
+and each option of the ``render`` command (read from the click command, so a new keyword or
+option is covered without editing this file) is given each value of ``HOSTILE``: line breaks of
+every kind, command substitutions, a ``;`` command, quotes, a leading ``-``. Each try ends one
+of two ways:
+
+- refused: a ``GPUJobQueueError`` (or click's usage error) that names the keyword or option;
+- accepted: the script has the lines of the script made with a harmless value of the same
+  shape (same count, each of the same kind: shebang, directive, comment, blank, code), passes
+  ``bash -n``, and every occurrence of the value sits in a single-quoted shell word, or in a
+  word of characters that need no quoting (a validated form), or is the whole text of an
+  extra directive (a comment to bash, one line for the batch system).
+
+``job_script_prologue`` and ``job_script_epilogue`` are exempt from the quoting rule: they
+are shell lines the user writes, run as written by design. They are still held to one line
+each, like every other value.
+
+A few accepted scripts then run for real (bash, and the local batch system) to show the
+marker file is never created.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from gpujobqueue import GPUJobQueueError
+from gpujobqueue import cluster as cluster_module
+from gpujobqueue.batch import BATCH_SYSTEMS, cluster_class
+from gpujobqueue.cli import render
+from gpujobqueue.scripts import job_script_for
+
+MARKER = "GPUJQ_MARKER"
+HOSTILE = {
+    "newline": f"ok\ntouch {MARKER}",
+    "carriage-return": f"ok\rtouch {MARKER}",
+    "nul": f"ok\x00{MARKER}",
+    "line-separator": f"ok\u2028touch {MARKER}",
+    "paragraph-separator": f"ok\u2029touch {MARKER}",
+    "escape": f"ok\x1b]0;{MARKER}\x07",
+    "command-substitution": f"$(touch {MARKER})",
+    "backticks": f"`touch {MARKER}`",
+    "semicolon": f";touch {MARKER}",
+    "quotes": f"' \"{MARKER}",
+    "leading-dash": f"-{MARKER}",
+}
+# Shapes a keyword's value can take: a lone string, a list of strings, a mapping's value or key.
+SHAPES = {
+    "text": lambda v: v,
+    "list": lambda v: [v],
+    "mapping-value": lambda v: {"GPUJQ_X": v},
+    "mapping-key": lambda v: {v: "1"},
+}
+USER_SHELL_LINES = {"job_script_prologue", "job_script_epilogue", "env_extra"}  # the user's own code, by design
+FREE_DIRECTIVES = {"job_extra_directives", "job_extra"}  # free text of one directive line, by design
+# Words that are options by design (worker and launcher arguments): one shell word each, quoted
+# where needed, and free to start with a dash.
+OPTION_WORDS = {"worker_extra_args", "extra", "launcher_args"}
+DIRECTIVE_PREFIX = {"slurm": "#SBATCH", "pbs": "#PBS", "lsf": "#BSUB", "sge": "#$", "local": "# gpujobqueue local job"}
+SAFE_WORD = re.compile(r"[A-Za-z0-9_.+/=:,@%&|*\[\]()-]+")
+DOUBLE_QUOTED_PATH = re.compile(r"(?:[A-Za-z0-9_./+@%=,:-]|\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_]*\})+")
+
+
+def cluster_keywords(batch: str) -> list[str]:
+    cls = cluster_class(batch)
+    names = (*cluster_module.REQUEST_KEYWORDS, *cluster_module.LAUNCH_KEYWORDS, *cls.batch_keywords, *cls.batch_synonyms,
+             *cluster_module.RENAMED_KEYWORDS)
+    return sorted(set(names))
+
+
+def line_kind(batch: str, i: int, line: str) -> str:
+    if i == 0:
+        return "shebang"
+    if line.startswith(DIRECTIVE_PREFIX[batch]):
+        return "directive"
+    if not line.strip():
+        return "blank"
+    return "comment" if line.lstrip().startswith("#") else "code"
+
+
+def quote_states(line: str) -> list[str]:
+    """For each character of a shell line: 'single' inside '...', 'double' inside "...", else 'bare'."""
+    states, state, i = [], "bare", 0
+    while i < len(line):
+        c = line[i]
+        if state == "single":
+            states.append("single" if c != "'" else "bare")
+            state = "bare" if c == "'" else "single"
+        elif state == "double":
+            if c == "\\" and i + 1 < len(line):
+                states += ["double", "double"]
+                i += 2
+                continue
+            states.append("double")
+            state = "bare" if c == '"' else "double"
+        else:
+            if c == "\\" and i + 1 < len(line):
+                states += ["bare", "bare"]
+                i += 2
+                continue
+            states.append("bare")
+            state = {"'": "single", '"': "double"}.get(c, "bare")
+        i += 1
+    return states
+
+
+def word_around(line: str, start: int, end: int) -> str:
+    left = start
+    while left > 0 and not line[left - 1].isspace():
+        left -= 1
+    right = end
+    while right < len(line) and not line[right].isspace():
+        right += 1
+    return line[left:right]
+
+
+def problems_with_accepted(batch: str, keyword: str, script: str, baseline: str) -> list[str]:
+    """Why an accepted script is not the baseline's lines with the value quoted or safe; empty if it is."""
+    lines, base = script.split("\n"), baseline.split("\n")
+    if len(lines) != len(base):
+        return [f"{len(lines)} lines where the harmless value gives {len(base)}"]
+    problems = []
+    for i, (line, base_line) in enumerate(zip(lines, base)):
+        kind = line_kind(batch, i, line)
+        if kind != line_kind(batch, i, base_line):
+            problems.append(f"line {i + 1} is a {kind} line where the harmless value gives a {line_kind(batch, i, base_line)}: {line!r}")
+            continue
+        for match in re.finditer(MARKER, line):
+            if keyword in USER_SHELL_LINES and kind == "code":
+                continue
+            if keyword in FREE_DIRECTIVES and kind in ("directive", "comment"):  # local jobs write them as comments
+                continue
+            states = quote_states(line)
+            if kind == "code" and all(state == "single" for state in states[match.start():match.end()]):
+                continue
+            if kind == "code" and all(state == "double" for state in states[match.start():match.end()]):
+                # A path the job's shell expands ("$HOME/..."): inside double quotes, only a variable
+                # reference could do anything, and the value may hold nothing else of the shell's.
+                opening = line.rindex('"', 0, match.start())
+                if DOUBLE_QUOTED_PATH.fullmatch(line[opening + 1:line.index('"', match.end())]):
+                    continue
+            word = word_around(line, match.start(), match.end()).strip("\"")
+            if word.startswith("-") and word.lstrip("-").startswith(MARKER) and keyword not in OPTION_WORDS:
+                problems.append(f"line {i + 1} ({kind}): the value is a word of its own that starts with '-', read as an option: {line!r}")
+            elif not SAFE_WORD.fullmatch(word):
+                problems.append(f"line {i + 1} ({kind}) holds the value outside a quoted or safe word: {line!r}")
+    return problems
+
+
+def names_the_field(error: BaseException, *names: str) -> bool:
+    field = str(getattr(error, "field", ""))
+    text = str(error)
+    return any(field == n or field.startswith((f"{n}[", f"{n}.")) or re.search(rf"(^|\W){re.escape(n)}(\W|$)", text) for n in names if n)
+
+
+# The canonical keyword of a synonym or renamed keyword, which the error may name instead.
+def canonical(batch: str, keyword: str) -> str:
+    return cluster_class(batch).batch_synonyms.get(keyword) or cluster_module.RENAMED_KEYWORDS.get(keyword, keyword)
+
+
+def bash_syntax_ok(script: str) -> bool:
+    return subprocess.run(["bash", "-n"], input=script.encode("utf-8", "surrogateescape"), capture_output=True).returncode == 0
+
+
+def render_or_error(batch: str, keywords: dict, name: str = "w"):
+    try:
+        return job_script_for(batch, keywords, name=name), None
+    except Exception as error:  # anything but a GPUJobQueueError naming the field fails the test below
+        return None, error
+
+
+TRIES: dict[str, int] = {}
+
+
+@pytest.mark.parametrize("batch", BATCH_SYSTEMS)
+def test_every_keyword_refuses_or_quotes_every_hostile_value(batch):
+    started = time.monotonic()
+    refused, accepted, failures = 0, 0, []
+    accepted_scripts = []
+    for keyword in [*cluster_keywords(batch), "name"]:
+        shapes = ["text"]
+        for shape in ("list", "mapping-value", "mapping-key"):
+            if keyword != "name" and render_or_error(batch, {keyword: SHAPES[shape]("ok")})[0] is not None:
+                shapes.append(shape)
+        for shape in shapes:
+            harmless = SHAPES[shape]("ok")
+            if keyword == "name":
+                baseline = job_script_for(batch, {}, name="ok")
+            else:
+                baseline = render_or_error(batch, {keyword: harmless})[0] or job_script_for(batch, {}, name="w")
+            for label, value in HOSTILE.items():
+                if keyword == "name":
+                    script, error = render_or_error(batch, {}, name=value)
+                else:
+                    script, error = render_or_error(batch, {keyword: SHAPES[shape](value)})
+                what = f"{batch} {keyword}={shape}:{label}"
+                if error is not None:
+                    refused += 1
+                    if not isinstance(error, GPUJobQueueError):
+                        failures.append(f"{what}: raised {error!r}, not a GPUJobQueueError")
+                    elif not names_the_field(error, keyword, canonical(batch, keyword)):
+                        failures.append(f"{what}: refused without naming {keyword}: {error}")
+                    continue
+                accepted += 1
+                if any(c in value for c in "\n\r\x00\u2028\u2029\x1b"):
+                    failures.append(f"{what}: a control character or line break was accepted")
+                    continue
+                failures += [f"{what}: {p}" for p in problems_with_accepted(batch, keyword, script, baseline)]
+                if keyword not in USER_SHELL_LINES:  # the user's own lines need not be valid shell
+                    accepted_scripts.append(script)
+    # bash reads every accepted script as a script (a stray quote would break it).
+    broken = [s for s in accepted_scripts if not bash_syntax_ok(s)]
+    TRIES[batch] = refused + accepted
+    print(f"{batch}: {len(cluster_keywords(batch)) + 1} keywords x {len(HOSTILE)} hostile values: {refused} refused naming the field, "
+          f"{accepted} accepted quoted or in a safe form, in {time.monotonic() - started:.1f} s")
+    assert not failures, "\n".join(failures[:40])
+    assert not broken, broken[0]
+    assert refused + accepted >= len(cluster_keywords(batch)) * len(HOSTILE)
+
+
+def render_options() -> list[click.Option]:
+    """Every option of `gpujobqueue render` that takes a value (switches take none)."""
+    return [p for p in render.params if isinstance(p, click.Option) and not p.is_flag and not p.is_bool_flag]
+
+
+# Options whose value is NAME=VALUE: the hostile text goes in the value, then in the name.
+def cli_values(option: click.Option, value: str) -> list[str]:
+    if option.metavar and "=" in option.metavar:
+        return [f"GPUJQ_X={value}", f"{value}=1"]
+    return [value]
+
+
+OPTION_FIELDS = {"scheduler_address": "scheduler", "client_script": "run", "array_jobs": "job_array", "environment": "environment",
+                 "chunk_resources": "chunk_resources", "worker_name": "name"}
+
+
+@pytest.mark.parametrize("batch", BATCH_SYSTEMS)
+def test_every_render_option_refuses_or_quotes_every_hostile_value(batch):
+    runner = CliRunner()
+    started = time.monotonic()
+    refused, accepted, failures = 0, 0, []
+    for option in render_options():
+        flag = option.opts[0]
+        field = OPTION_FIELDS.get(option.name, option.name)
+        for label, raw in HOSTILE.items():
+            for value in cli_values(option, raw):
+                harmless = value.replace(raw, "ok")
+                base = runner.invoke(render, [batch, flag, harmless])
+                if base.exit_code != 0:
+                    base = runner.invoke(render, [batch])
+                result = runner.invoke(render, [batch, flag, value])
+                what = f"{batch} {flag} {label}"
+                if result.exit_code != 0:
+                    refused += 1
+                    if result.exception and not isinstance(result.exception, SystemExit):
+                        failures.append(f"{what}: crashed with {result.exception!r}")
+                    elif not (flag in result.output or names_the_field(Exception(result.output), field, option.name)):
+                        failures.append(f"{what}: refused without naming {flag}: {result.output}")
+                    continue
+                accepted += 1
+                if any(c in raw for c in "\n\r\x00\u2028\u2029\x1b"):
+                    failures.append(f"{what}: a control character or line break was accepted")
+                    continue
+                failures += [f"{what}: {p}" for p in problems_with_accepted(batch, field, result.output, base.output)]
+                if field not in USER_SHELL_LINES and not bash_syntax_ok(result.output):
+                    failures.append(f"{what}: bash -n refuses the script")
+    print(f"{batch}: {len(render_options())} render options x {len(HOSTILE)} hostile values: {refused} refused naming the option, "
+          f"{accepted} accepted quoted or in a safe form, in {time.monotonic() - started:.1f} s")
+    assert not failures, "\n".join(failures[:40])
+
+
+def test_the_issue_s_injections_are_refused_naming_name():
+    from gpujobqueue import SLURMGPUCluster, ValidationError
+
+    with pytest.raises(ValidationError) as info:
+        SLURMGPUCluster(name="x\ntouch /tmp/PWNED\n#")
+    assert info.value.field == "name"
+    result = CliRunner().invoke(render, ["slurm", "--worker-mode", "per-device", "--name", "x\ntouch /tmp/x\n#SBATCH --qos=high"])
+    assert result.exit_code == 2 and "--name" in result.output and "#SBATCH --qos=high" not in result.output.split("\n")
+
+
+@pytest.mark.parametrize("keywords", [
+    {"environment": {"GPUJQ_X": f"$(touch {MARKER})", "GPUJQ_Y": f"`touch {MARKER}`", "GPUJQ_Z": f"' \";touch {MARKER}"}},
+    {"worker_extra_args": [f"$(touch {MARKER})"], "job_extra_directives": [f"--comment=$(touch {MARKER})"]},
+    {"job_name": "ok", "interface": "lo", "local_directory": "/tmp/ok"},
+], ids=["environment", "worker-args-and-directive", "safe-forms"])
+@pytest.mark.parametrize("batch", BATCH_SYSTEMS)
+def test_accepted_hostile_scripts_run_without_running_the_value(tmp_path, batch, keywords):
+    """The script runs under bash (`false` stands in for python, so no worker starts): whatever
+    the values, the marker file is never made, and the exported values arrive verbatim."""
+    from gpujobqueue.script_tls import make_credentials
+
+    script = job_script_for(batch, {**keywords, "python": "false"}, name="w", scheduler="tls://127.0.0.1:1")
+    path = tmp_path / "job.sh"
+    path.write_text(script + 'printf "%s\\n" "${GPUJQ_X-}" "${GPUJQ_Z-}" > values\n')
+    make_credentials(tmp_path / ".config" / "gpujobqueue" / "tls")  # the workers' TLS credentials, so that the script goes on to them
+    result = subprocess.run(["bash", str(path)], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                            env={"PATH": os.environ["PATH"], "CUDA_VISIBLE_DEVICES": "0", "HOME": str(tmp_path)})
+    assert "credential" not in result.stderr, result.stderr
+    assert not (tmp_path / MARKER).exists()
+    if "environment" in keywords:
+        # `exit` ends the script before the printf: read the values the way the job's shell reads the exports.
+        exports = "\n".join(line for line in script.split("\n") if line.startswith("export GPUJQ_"))
+        out = subprocess.run(["bash", "-c", exports + '\nprintf "%s|" "$GPUJQ_X" "$GPUJQ_Y" "$GPUJQ_Z"'], capture_output=True, text=True, cwd=tmp_path)
+        assert out.stdout == "|".join(keywords["environment"].values()) + "|"
+        assert not (tmp_path / MARKER).exists()
+
+
+def test_a_local_cluster_job_with_hostile_values_never_runs_them(tmp_path, monkeypatch):
+    """The local batch system runs the rendered script for real: a job whose environment and
+    extra directive hold command substitutions runs its workers, and no marker appears."""
+    from distributed import Client
+
+    from gpujobqueue import LocalGPUCluster
+
+    monkeypatch.chdir(tmp_path)
+    hostile = {"GPUJQ_X": f"$(touch {tmp_path / MARKER})", "GPUJQ_Y": f"`touch {tmp_path / MARKER}`;touch {tmp_path / MARKER}"}
+    with LocalGPUCluster(devices=[0], gpus_per_node=1, worker_mode="per-device", environment=hostile,
+                         job_extra_directives=[f"$(touch {tmp_path / MARKER})"], log_directory=str(tmp_path / "logs")) as cluster:
+        cluster.scale(1)
+        with Client(cluster) as client:
+            client.wait_for_workers(1, timeout=60)
+            seen = client.run(lambda: {k: os.environ.get(k) for k in ("GPUJQ_X", "GPUJQ_Y")})
+    assert list(seen.values()) == [hostile]
+    assert not (tmp_path / MARKER).exists()
