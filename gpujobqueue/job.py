@@ -239,6 +239,10 @@ class GPUJob(Job):
         ids = [job.job_id for job in jobs if job.job_id]
         if not ids:
             return {}, ""
+        return await cls._ask(ids, jobs)
+
+    @classmethod
+    async def _ask(cls, ids: list[str], jobs: list["GPUJob"]) -> tuple[dict[str, JobStatus] | None, str]:
         command = cls.query_command(ids, jobs)
         code, out, err = await run_query(command)
         statuses = cls.interpret_statuses(ids, code, out, err)
@@ -250,9 +254,7 @@ class GPUJob(Job):
     @classmethod
     async def probe(cls) -> str | None:
         """Ask the batch system about a job id it never gave: None when it answers, else its error."""
-        probe = cls.__new__(cls)
-        probe.job_id = cls.PROBE_ID
-        statuses, error = await cls.query_answer([probe])
+        statuses, error = await cls._ask([cls.PROBE_ID], [])
         return None if statuses is not None else error
 
     @classmethod

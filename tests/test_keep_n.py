@@ -8,6 +8,8 @@ The SLURM tests run on the real SLURM of tests/fixtures/slurm.py (run them under
 
 from __future__ import annotations
 
+import asyncio
+import os
 import subprocess
 import time
 
@@ -147,3 +149,21 @@ def test_a_job_that_reaches_its_walltime_is_replaced(tmp_path, monkeypatch):
         assert client.submit(_square, 5).result() == 25
         assert not cluster.job_failures
         print(f"replaced {replaced:.1f} s after its workers connected")
+
+
+@pytest.mark.parametrize("batch", ["pbs", "lsf", "local"])
+def test_a_reachable_batch_system_answers_the_probe(batch, request):
+    from gpujobqueue.batch import cluster_class
+
+    if batch != "local":
+        request.getfixturevalue(batch)  # the emulator's commands first on PATH
+    assert asyncio.run(cluster_class(batch).job_cls.probe()) is None
+
+
+def test_an_unreachable_batch_system_answers_the_probe_with_its_error(tmp_path, monkeypatch):
+    words = "slurm_load_jobs error: Unable to contact slurm controller (connect failure)"
+    (tmp_path / "squeue").write_text(f"#!/bin/sh\necho '{words}' >&2\nexit 1\n")
+    (tmp_path / "squeue").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    error = asyncio.run(SLURMGPUCluster.job_cls.probe())
+    assert error == words
