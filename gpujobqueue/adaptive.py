@@ -26,7 +26,12 @@ class GPUAdaptive(Adaptive):
       scheduler (``scheduler="job"``) is never picked.
     - A job whose workers are retiring before its walltime (``walltime_margin``) no longer
       counts: its replacement is submitted as its workers start to leave, not after its
-      job has ended (dask-jobqueue #691).
+      job has ended (dask-jobqueue #691), but only within ``maximum``: jobs held, leaving
+      ones included, never exceed it. A job whose workers retire while the cluster holds
+      ``maximum`` jobs is replaced once it has ended.
+    - Jobs that end before their workers connect count towards the cluster's bound on
+      failures in a row (``gpujobqueue.replace.max-failures``); once it is reached, adapt
+      submits nothing more until ``scale()`` is called.
 
     Parameters
     ----------
@@ -69,8 +74,16 @@ class GPUAdaptive(Adaptive):
         needed = target // self.workers_per_job
         if needed >= len(planned):
             self._low_needs.clear()
-            # scale() counts every job it holds, the leaving ones too
-            return {"status": "up", "n": target + len(leaving) * self.workers_per_job} if needed > len(planned) else {"status": "same"}
+            if needed == len(planned):
+                return {"status": "same"}
+            # scale() counts every job it holds, the leaving ones too; a leaving job is
+            # replaced before it ends only while that keeps the jobs within the maximum
+            held = needed + len(leaving)
+            if not math.isinf(self.maximum):
+                held = min(held, max(needed, math.floor(self.maximum / self.workers_per_job)))
+            if held <= len(self.planned_jobs()):
+                return {"status": "same"}
+            return {"status": "up", "n": held * self.workers_per_job}
         self._low_needs.append(needed)
         recent = self._low_needs[-self.wait_count:]
         if len(recent) < self.wait_count:
@@ -86,6 +99,14 @@ class GPUAdaptive(Adaptive):
         if not jobs:
             return {"status": "same"}
         return {"status": "down", "workers": [name for job in jobs for name in planned[job]]}
+
+    async def scale_up(self, n: int) -> None:
+        """Scale to ``n`` workers in whole jobs, unless failures in a row stopped the replacing
+        (adapt's scale-ups do not resume it; the user's ``scale()`` does)."""
+        kept = getattr(self.cluster, "_replacement", None)
+        if kept is not None and not kept.may_replace:
+            return
+        await self.cluster._scale_jobs(math.ceil(n / self.workers_per_job))
 
     async def jobs_to_close(self, planned: dict[str, list[str]], count: int) -> list[str]:
         """``count`` jobs to cancel: queued ones first (newest first), then running ones in

@@ -35,6 +35,7 @@ from .job_watch import JobTable, JobWatch
 from .notebook import cluster_status_html
 from .progress import WaitProgress
 from .private_folders import make_private_directory, remove_stale_private_directories
+from .replacement import Replacement, forget_unsubmitted
 from .render import check_scheduler_can_run_in_job
 from .limits import MAX_JOBS_PER_CLUSTER
 from .request import JobRequest, parse_bool, parse_name, parse_positive_int
@@ -190,7 +191,8 @@ class GPUJobQueueCluster(JobQueueCluster):
         How long before the walltime the workers retire gracefully (their data moved to
         other workers, their job then ending on its own), staggered by a quarter of the
         margin either way so they do not all leave at once. Default ``"auto"``: 5 % of the
-        walltime, at least 1 and at most 10 minutes (never more than half the walltime);
+        walltime, at least 20 s and at most 10 minutes, and never more than a quarter of
+        the walltime (a 2-minute job works 100 s, a 1-hour job 57 minutes);
         ``False`` lets the walltime end them. Passed to the workers as dask config
         (``distributed.worker.lifetime``), since ``dask cuda worker`` takes no ``--lifetime``.
     queue, account, qos, constraint : str
@@ -329,6 +331,7 @@ class GPUJobQueueCluster(JobQueueCluster):
         # A SIGKILLed cluster could not remove its folder (its TLS key inside); this start does.
         for folder in remove_stale_private_directories(self._shared_directory)[0]:
             logger.info("removed the private folder %s: %s", folder.path, folder.reason)
+        self._replacement = Replacement()  # keeps the jobs scale() asked for (replacement.py)
         self._job_watch = JobWatch(self)
         if self.scheduler_placement == "job":
             scheduler_file = os.path.join(self._private_folder(), SCHEDULER_FILE_NAME)
@@ -505,6 +508,8 @@ class GPUJobQueueCluster(JobQueueCluster):
     def jobs(self) -> JobTable:
         """The cluster's jobs: name, batch job id, state, pending reason, nodes, GPUs and
         workers connected, as the batch system answered (asked afresh unless asynchronous).
+        While the batch system cannot be reached, the table's first line says since when
+        and its error, and each job's state is ``unknown`` (``last seen RUNNING``).
 
         Examples
         --------
@@ -513,9 +518,16 @@ class GPUJobQueueCluster(JobQueueCluster):
         gpujobqueue-0   4021    RUNNING  -         nid01  4     4
         gpujobqueue-1   4022    PENDING  Priority  -      4     0
         """
-        if not self.asynchronous and self.status == Status.running:
+        # During an outage the watch keeps asking in the background; a query here would only
+        # wait for the batch command's own timeout to show the same notice.
+        if not self.asynchronous and self.status == Status.running and self._job_watch.unreachable_since is None:
             self.sync(self._job_watch.poll)
         return self._job_watch.rows()
+
+    def __repr__(self) -> str:
+        text = super().__repr__()
+        notice = self._job_watch.notice() if hasattr(self, "_job_watch") else None
+        return f"{text[:-1]}, {notice})" if notice else text
 
     def _repr_html_(self, cluster_status: str | None = None) -> str:
         return super()._repr_html_(cluster_status=cluster_status_html(self) + (cluster_status or ""))
@@ -526,14 +538,17 @@ class GPUJobQueueCluster(JobQueueCluster):
         return list(self._job_watch.failures)
 
     async def _wait_for_workers(self, n_workers: int = 0, timeout: Any = None) -> None:
-        """Wait for ``n_workers`` running workers; raise :class:`JobFailedError` as soon as a
-        job ends before its workers connected, rather than wait for workers that will never come."""
+        """Wait for ``n_workers`` running workers. A job that ends before its workers connect
+        is replaced (:meth:`scale`); once ``gpujobqueue.replace.max-failures`` of them in a row
+        have failed, raise the last one's :class:`JobFailedError` rather than wait for workers
+        that will never come."""
         deadline = None if not timeout else time.monotonic() + parse_timedelta(timeout)
         last_report = time.monotonic()
         progress = WaitProgress(n_workers)  # on a terminal only
         try:
             while True:
-                failure = self._job_watch.take_failure()
+                # Each failed job is logged and replaced; the one that stopped the replacing is raised.
+                failure = self._replacement.take_stop()
                 if failure is not None:
                     raise failure
                 self.scheduler_info = SchedulerInfo(await self.scheduler_comm.identity())
@@ -669,7 +684,17 @@ class GPUJobQueueCluster(JobQueueCluster):
 
         Rounds up to whole jobs; submits (or cancels) and returns once the batch system
         has answered, raising :class:`SubmissionError` with its message if it refused.
-        Jobs still queued are cancelled before running ones when scaling down. The GPU
+        Jobs still queued are cancelled before running ones when scaling down.
+
+        The cluster then keeps that many jobs until it closes: a job that ends early
+        (cancelled from outside, a failed node, its walltime) is replaced within one
+        job poll (``gpujobqueue.job-poll-interval``). A job that ends before its workers
+        connect counts as a failure; after ``gpujobqueue.replace.max-failures`` (default 3)
+        of them in a row no more jobs are submitted and :meth:`wait_for_workers` raises the
+        last :class:`JobFailedError`; calling ``scale()`` again resumes. A submission refused
+        while the batch system cannot be reached (its status query fails too) is not
+        raised: it is logged, shown by :attr:`jobs` and the repr, and submitted again once
+        the batch system answers. The GPU
         pool and the CPU pool are scaled separately: ``scale(cpu_workers=8)`` leaves the
         GPU workers as they are, ``scale(gpus=4)`` the CPU workers.
 
@@ -715,6 +740,7 @@ class GPUJobQueueCluster(JobQueueCluster):
             if count is not None and (isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_JOBS_PER_CLUSTER):
                 raise ValidationError(field if field != "jobs" or n is None else "n",
                                       f"{count!r} jobs: a cluster holds 0 to {MAX_JOBS_PER_CLUSTER} jobs (gpujobqueue.limits)")
+        self._replacement.resume()
         if self.asynchronous:
             return asyncio.ensure_future(self._scale_jobs(gpu_jobs, cpu_jobs))
         return self.sync(self._scale_jobs, gpu_jobs, cpu_jobs)
@@ -729,6 +755,7 @@ class GPUJobQueueCluster(JobQueueCluster):
             targets["cpu"] = cpu_jobs
         connected = {self._worker_to_job.job_of(w["name"]) for w in self.scheduler_info["workers"].values()}
         for pool, target in targets.items():
+            self._replacement.set_target(pool, target)
             entries = [job for job, spec in self.worker_spec.items() if spec.get("pool", "gpu") == pool]
             surplus = len(entries) - target
             if surplus > 0:
@@ -740,12 +767,19 @@ class GPUJobQueueCluster(JobQueueCluster):
                 self.worker_spec.update(self.new_worker_spec() if pool == "gpu" else self._new_cpu_job_spec())
         try:
             await self._correct_state()
-        except SubmissionError:
-            for job_name, job in list(self.workers.items()):
-                if job.job_id is None:  # its submission failed: forget it
-                    self.worker_spec.pop(job_name, None)
-                    self.workers.pop(job_name, None)
-            raise
+            self._replacement.deferred_since = None
+        except SubmissionError as error:
+            forget_unsubmitted(self)
+            if closing or await self._batch_reachable():
+                raise
+            # An outage, not a refusal: the job watch submits them once the batch system answers.
+            self._replacement.defer()
+            logger.warning("gpujobqueue: %s; the jobs will be submitted when it answers (%s)",
+                           self._job_watch.unreachable, error)
+
+    async def _batch_reachable(self) -> bool:
+        """Whether the batch system answers a status query now (recorded for :attr:`jobs`)."""
+        return await self._job_watch.reachable()
 
     def adapt(
         self,

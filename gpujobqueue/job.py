@@ -246,11 +246,45 @@ class GPUJob(Job):
             Job id to :class:`JobStatus`; empty when the batch system did not answer (a job
             is never taken for ended because its batch system was unreachable).
         """
+        statuses, _ = await cls.query_answer(jobs)
+        return statuses or {}
+
+    # A job id no batch system has given: asked about it, a reachable batch system answers
+    # that it does not know it, an unreachable one fails.
+    PROBE_ID: ClassVar[str] = "999999999"
+
+    @classmethod
+    async def query_answer(cls, jobs: list["GPUJob"]) -> tuple[dict[str, JobStatus] | None, str]:
+        """The statuses of several jobs, or why the batch system gave none.
+
+        Returns
+        -------
+        statuses : dict or None
+            Job id to :class:`JobStatus`; None when the batch system could not be reached
+            (its query failed with an error rather than a listing).
+        error : str
+            The query's error output when ``statuses`` is None, else ``""``.
+        """
         ids = [job.job_id for job in jobs if job.job_id]
         if not ids:
-            return {}
-        code, out, err = await run_query(cls.query_command(ids, jobs))
-        return cls.interpret_statuses(ids, code, out, err) or {}
+            return {}, ""
+        return await cls._ask(ids, jobs)
+
+    @classmethod
+    async def _ask(cls, ids: list[str], jobs: list["GPUJob"]) -> tuple[dict[str, JobStatus] | None, str]:
+        command = cls.query_command(ids, jobs)
+        code, out, err = await run_query(command)
+        statuses = cls.interpret_statuses(ids, code, out, err)
+        if statuses is None:
+            lines = [line.strip() for line in (err or out).splitlines() if line.strip()]
+            return None, lines[-1] if lines else f"{command[0]} exited with status {code}"
+        return statuses, ""
+
+    @classmethod
+    async def probe(cls) -> str | None:
+        """Ask the batch system about a job id it never gave: None when it answers, else its error."""
+        statuses, error = await cls._ask([cls.PROBE_ID], [])
+        return None if statuses is not None else error
 
     @classmethod
     def query_command(cls, job_ids: list[str], jobs: list["GPUJob"]) -> list[str]:

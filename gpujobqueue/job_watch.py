@@ -1,6 +1,7 @@
 """The cluster's watch over its jobs: it asks the batch system how they are at a modest rate
 (one query per batch system per interval), reports a job that ends before its workers
-connect, forgets jobs that have ended, and keeps what ``cluster.jobs`` shows."""
+connect, forgets jobs that have ended and has them replaced (:mod:`gpujobqueue.replacement`),
+notices when the batch system cannot be reached, and keeps what ``cluster.jobs`` shows."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 import dask.config
 from dask.utils import parse_timedelta
 
+from . import replacement
 from .job_status import JobCannotStartError, JobFailedError, JobStatus
 
 logger = logging.getLogger(__name__)
@@ -59,7 +61,16 @@ class JobRow:
 
 
 class JobTable(list):
-    """The cluster's jobs, one :class:`JobRow` each; shown as a table."""
+    """The cluster's jobs, one :class:`JobRow` each; shown as a table.
+
+    Attributes
+    ----------
+    notice : str or None
+        What the table cannot show as rows: that the batch system cannot be reached (its
+        states are then unknown), jobs waiting to be submitted, replacing stopped.
+    """
+
+    notice: str | None = None
 
     def _cells(self) -> list[list[str]]:
         return [["-" if getattr(row, column) in (None, "") else str(getattr(row, column)) for column in JobRow.COLUMNS] for row in self]
@@ -67,12 +78,14 @@ class JobTable(list):
     def __repr__(self) -> str:
         rows = [list(JobRow.COLUMNS)] + self._cells()
         widths = [max(len(row[i]) for row in rows) for i in range(len(JobRow.COLUMNS))]
-        return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
+        table = "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
+        return f"{self.notice}\n{table}" if self.notice else table
 
     def _repr_html_(self) -> str:
         head = "".join(f"<th>{column}</th>" for column in JobRow.COLUMNS)
         body = "".join("<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in cells) + "</tr>" for cells in self._cells())
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        notice = f"<p><strong>{html.escape(self.notice)}</strong></p>" if self.notice else ""
+        return f"{notice}<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 class JobWatch:
@@ -95,6 +108,8 @@ class JobWatch:
         self.first_connected: dict[str, float] = {}  # job -> when its first worker connected (monotonic clock)
         self._task: asyncio.Task | None = None
         self._polling = asyncio.Lock()  # the periodic look and cluster.jobs must not act on one ending twice
+        self.unreachable_since: float | None = None  # time.time() of the first failed query of this outage
+        self.unreachable_error: str | None = None  # the batch system's last error then
 
     def start(self) -> None:
         if self._task is None:
@@ -114,7 +129,37 @@ class JobWatch:
 
     def note_worker(self, worker_name: str) -> None:
         """A worker connected: its job has started workers."""
-        self.first_connected.setdefault(self.cluster._worker_to_job.job_of(worker_name), time.monotonic())
+        job = self.cluster._worker_to_job.job_of(worker_name)
+        if job not in self.first_connected:
+            self.first_connected[job] = time.monotonic()
+            self.cluster._replacement.worker_connected()
+
+    @property
+    def unreachable(self) -> str | None:
+        """``"batch system unreachable since HH:MM:SS: <its error>"`` during an outage, else None."""
+        if self.unreachable_since is None:
+            return None
+        since = time.strftime("%H:%M:%S", time.localtime(self.unreachable_since))
+        return f"batch system unreachable since {since}: {self.unreachable_error}"
+
+    def _answered(self, error: str | None) -> None:
+        """Record whether the batch system answered (error None) or not."""
+        if error is None:
+            if self.unreachable_since is not None:
+                logger.warning("gpujobqueue: the batch system answers again after %.0f s",
+                               time.time() - self.unreachable_since)
+            self.unreachable_since = self.unreachable_error = None
+            return
+        if self.unreachable_since is None:
+            self.unreachable_since = time.time()
+            logger.warning("gpujobqueue: the batch system cannot be reached: %s", error)
+        self.unreachable_error = error
+
+    async def reachable(self) -> bool:
+        """Ask the batch system about a job it never gave; record and return whether it answered."""
+        error = await self.cluster.job_cls.probe()
+        self._answered(error)
+        return error is None
 
     def take_failure(self) -> JobFailedError | None:
         """The oldest failure not raised yet (each is raised once)."""
@@ -151,7 +196,10 @@ class JobWatch:
         for name, job in jobs.items():
             by_class.setdefault(type(job), []).append((name, job))
         for job_cls, group in by_class.items():
-            statuses = await job_cls.query_statuses([job for _, job in group])
+            statuses, error = await job_cls.query_answer([job for _, job in group])
+            self._answered(None if statuses is not None else error)
+            if statuses is None:
+                continue
             for name, job in group:
                 status = statuses.get(job.job_id)
                 if status is None:
@@ -170,6 +218,10 @@ class JobWatch:
         for name in list(self.first_connected):
             if name not in self.cluster.workers and name not in self.cluster.worker_spec:
                 del self.first_connected[name]
+        if self.cluster._replacement.deferred_since is not None and not by_class:
+            await self.reachable()  # no job to ask about: ask whether the batch system answers
+        if self.unreachable_since is None:
+            await replacement.top_up(self.cluster)
 
     async def _ended(self, name: str, job: Any, status: JobStatus) -> None:
         if name in self.cluster.pinned_jobs:
@@ -182,11 +234,13 @@ class JobWatch:
             failure = await job.failure(status)
             logger.error("gpujobqueue: %s", failure)
         # The batch system is done with it: forget it, so that scale() and adapt() count it
-        # gone (and a job stuck in an error state is deleted from the queue).
+        # gone (and a job stuck in an error state is deleted from the queue); the poll then
+        # submits its replacement (replacement.top_up), unless failures in a row stopped that.
         self.cluster.worker_spec.pop(name, None)
         await self.cluster._correct_state()
-        if failure is not None:
+        if failure is not None:  # recorded once the job is gone: wait_for_workers may raise it at once
             self.failures.append(failure)
+            self.cluster._replacement.job_failed(failure)
 
     @staticmethod
     def _hopeless(job: Any, status: JobStatus) -> bool:
@@ -203,6 +257,7 @@ class JobWatch:
         self.cluster.worker_spec.pop(name, None)
         await self.cluster._correct_state()  # cancels it
         self.failures.append(failure)
+        self.cluster._replacement.job_failed(failure)  # stops the replacing: the same request would wait for ever too
 
     def rows(self) -> JobTable:
         """The table of :attr:`GPUJobQueueCluster.jobs`, from the last answers."""
@@ -211,15 +266,37 @@ class JobWatch:
             job_name = self.cluster._worker_to_job.job_of(str(worker.get("name")))
             connected[job_name] = connected.get(job_name, 0) + 1
         table = JobTable()
+        outage = self.unreachable
         for name, entry in list(self.cluster.workers.items()):
             job = getattr(entry, "job", entry)
             status = self.statuses.get(str(name))
             launch = getattr(job, "launch", None)
+            state = status.state if status else None
+            reason = status.reason if status and status.reason not in ("None", "-") else None
+            if outage:  # the last answer is stale: say so rather than show it as now
+                state, reason = "unknown", f"last seen {state}" if state else None
             table.append(JobRow(
                 name=str(name), job_id=getattr(job, "job_id", None),
-                state=status.state if status else None, reason=status.reason if status and status.reason not in ("None", "-") else None,
+                state=state, reason=reason,
                 nodes=status.nodes if status else None,
                 gpus=launch.gpus * job.request.nodes if launch is not None and launch.mode != "cpu" else 0,
                 workers=connected.get(str(name), 0),
             ))
+        table.notice = self.notice()
         return table
+
+    def notice(self) -> str | None:
+        """The outage, the jobs waiting for it to end, and a stop of the replacing, in words."""
+        kept = self.cluster._replacement
+        parts = [self.unreachable] if self.unreachable else []
+        waiting = sum(kept.missing(self.cluster, pool) for pool in kept.targets) if kept.may_replace else 0
+        if kept.deferred_since is not None and waiting:
+            parts.append(f"{waiting} job(s) to submit when it answers")
+        if kept.stopped is not None:
+            if isinstance(kept.stopped, JobFailedError):
+                why = f"{kept.failures_in_a_row} job(s) in a row failed"
+            else:
+                why = "a submission was refused"
+            first_line = str(kept.stopped).splitlines()[0]
+            parts.append(f"replacing stopped after {why} (scale() again to resume): {first_line}")
+        return "; ".join(parts) or None

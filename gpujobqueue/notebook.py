@@ -1,5 +1,6 @@
 """What a notebook shows of a cluster: its site and batch system, GPUs asked for and
-connected, and its jobs with their state and why they wait."""
+connected, its jobs with their state and why they wait, and whether the batch system can be
+reached."""
 
 from __future__ import annotations
 
@@ -23,6 +24,9 @@ def cluster_status_html(cluster: Any) -> str:
     ]
     if waiting:
         facts.append(("Waiting", "; ".join(f"{row.name}: {row.state} ({row.reason})" for row in waiting)))
+    if rows.notice:  # the batch system unreachable (states unknown), jobs to submit, replacing stopped
+        facts.append(("Attention", rows.notice))
+        rows.notice = None  # said once, above the table
     table = "".join(f"<tr><th style='text-align: left'>{html.escape(key)}</th><td style='text-align: left'>{html.escape(str(value))}</td></tr>" for key, value in facts)
     jobs = rows._repr_html_() if rows else "<p>No jobs: <code>cluster.scale(gpus=N)</code> or <code>cluster.adapt()</code> submits them.</p>"
     return f"<table>{table}</table><details open><summary>Jobs</summary>{jobs}</details>"

@@ -95,10 +95,24 @@ def parse_bool(field_name: str, value: Any) -> bool:
     raise ValidationError(field_name, f"expected true or false, got {value!r}")
 
 
+# The automatic walltime margin: 5 % of the walltime, within these bounds (seconds), and
+# never more than a quarter of the walltime, so short jobs spend most of it working.
+MARGIN_FRACTION = 20  # 1/20 = 5 %
+MARGIN_FEWEST_SECONDS = 20
+MARGIN_MOST_SECONDS = 600
+
+
 def default_walltime_margin(walltime: int) -> int:
-    """Seconds before the walltime at which workers retire: 5 % of the walltime, at least a
-    minute and at most ten, and never more than half the walltime."""
-    return min(max(60, min(walltime // 20, 600)), walltime // 2)
+    """Seconds before the walltime at which workers retire: 5 % of the walltime, at least 20 s
+    and at most 10 minutes, and never more than a quarter of the walltime.
+
+    Examples
+    --------
+    >>> [default_walltime_margin(w) for w in (60, 120, 600, 3600, 86400)]
+    [15, 20, 30, 180, 600]
+    """
+    share = min(max(walltime // MARGIN_FRACTION, MARGIN_FEWEST_SECONDS), MARGIN_MOST_SECONDS)
+    return min(share, walltime // 4)
 
 
 def parse_walltime_margin(field_name: str, value: Any, walltime: int) -> int | None:

@@ -127,3 +127,20 @@ def test_a_need_that_keeps_varying_below_the_jobs_held_goes_down_to_its_recent_p
     assert [look(target) for target in (2, 4, 2, 4, 2)] == [{"status": "same"}] * 5
     down = look(4)  # below the jobs held for 3 x wait_count looks, never settled
     assert down["status"] == "down" and len(down["workers"]) == 4, "down to two jobs, the peak of the last two looks"
+
+
+def test_a_walltime_handover_stays_within_the_maximum():
+    # Two 2-GPU jobs under adapt(maximum=4): both jobs' workers are retiring. Replacing them
+    # before they end would hold four jobs, twice the maximum.
+    cluster = FakeCluster(jobs=[0, 1], connected=[0, 1])
+    cluster.retiring_jobs = lambda: {"c-0", "c-1"}
+    at_most_two_jobs = adaptive_over(cluster, minimum=4, maximum=4)
+    assert asyncio.run(at_most_two_jobs.recommendations(4)) == {"status": "same"}, "replaced once they have ended"
+    cluster.retiring_jobs = lambda: {"c-0"}
+    at_most_three_jobs = adaptive_over(cluster, minimum=4, maximum=6)
+    assert asyncio.run(at_most_three_jobs.recommendations(4)) == {"status": "up", "n": 6}, \
+        "one leaving job replaced early, within the maximum"
+    unbounded = adaptive_over(FakeCluster(jobs=[0, 1], connected=[0, 1]), minimum=4)
+    unbounded.cluster.retiring_jobs = lambda: {"c-0", "c-1"}
+    assert asyncio.run(unbounded.recommendations(4)) == {"status": "up", "n": 8}, \
+        "no maximum: both replaced before they go"

@@ -204,7 +204,9 @@ FAULTS = {
 @pytest.mark.parametrize("fault", sorted(FAULTS))
 def test_a_job_that_fails_before_its_workers_connect_is_reported_with_exit_code_and_log(backend, fault):
     keywords, exit_code, words = FAULTS[fault]
-    with dask.config.set({"gpujobqueue.job-poll-interval": "2s"}), backend.cluster(**keywords) as cluster, Client(cluster) as client:
+    # max-failures 1: the first failure is raised, and not replaced (tests/test_keep_n.py tests the replacing)
+    fast_once = {"gpujobqueue.job-poll-interval": "2s", "gpujobqueue.replace.max-failures": 1}
+    with dask.config.set(fast_once), backend.cluster(**keywords) as cluster, Client(cluster) as client:
         cluster.scale(gpus=2)
         job = next(iter(cluster.workers.values()))
         started = time.monotonic()

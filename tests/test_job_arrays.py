@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 
+import dask.config
 import pytest
 from dask.distributed import Client
 
@@ -113,7 +114,9 @@ def test_four_jobs_go_as_one_array_and_scale_down_cancels_exactly_two_elements(a
 
 def test_an_array_element_that_fails_is_reported_with_its_own_log(array_backend):
     backend = array_backend
-    with backend.cluster(job_array=True, gpus_per_node=1, job_script_prologue=["module load cuda/99"]) as cluster:
+    # max-failures 1: the first element's failure is raised, and nothing replaced (a replacement is no element)
+    with dask.config.set({"gpujobqueue.replace.max-failures": 1}), \
+            backend.cluster(job_array=True, gpus_per_node=1, job_script_prologue=["module load cuda/99"]) as cluster:
         cluster.scale(gpus=2)
         with Client(cluster) as client, pytest.raises(JobFailedError) as raised:
             client.wait_for_workers(2, timeout=120)

@@ -23,6 +23,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -206,22 +207,39 @@ def _minute_of_work(i):
 @pytest.mark.slurm
 @pytest.mark.timeout(900)
 def test_a_computation_longer_than_the_walltime_retires_workers_gracefully(slurm, counted, tmp_path):
-    # Two-minute jobs: workers retire 60 s (+/- 15 s) after they start; the computation takes
-    # about five minutes on four workers. Adapt keeps four GPUs by replacing retiring jobs.
+    # One-minute jobs: workers retire 45 s (+/- 3 s) after they start (margin: a quarter of the
+    # walltime); the computation takes about two minutes on four workers. Adapt keeps four GPUs
+    # by replacing retiring jobs early, within its maximum of four jobs: never more are held.
+    # (With maximum_gpus=4 there is no room for an early replacement: the jobs are replaced once
+    # they have ended, and tasks running on the leaving workers run again.)
     # The jobs ask for no GPU (the partition stands for GPUs): the one node has four, and a
     # replacement must be able to start beside the job it replaces, as on a real machine,
     # so that the leaving workers have somewhere to hand their results.
-    keywords = {**COMMON, "gpu_request": "none", "walltime": "00:02:00", "log_directory": str(tmp_path / "logs")}
+    keywords = {**COMMON, "gpu_request": "none", "walltime": "00:01:00", "log_directory": str(tmp_path / "logs")}
     with SLURMGPUCluster(**keywords, queue="gpu") as cluster, Client(cluster) as client:
-        cluster.adapt(minimum_gpus=4, maximum_gpus=4, interval="1s", wait_count=4)
-        futures = client.map(_minute_of_work, range(600), pure=False, resources={"GPU": 1})
-        assert client.gather(futures) == list(range(1, 601))
+        cluster.adapt(minimum_gpus=4, maximum_gpus=8, interval="1s", wait_count=4)
+        held, done = [], threading.Event()
+
+        def sample_jobs_held():
+            while not done.is_set():
+                held.append(len(cluster.worker_spec))
+                time.sleep(0.2)
+        sampler = threading.Thread(target=sample_jobs_held)
+        sampler.start()
+        try:
+            futures = client.map(_minute_of_work, range(240), pure=False, resources={"GPU": 1})
+            assert client.gather(futures) == list(range(1, 241))
+        finally:
+            done.set()
+            sampler.join()
+        assert max(held) <= 4, f"adapt(maximum_gpus=8) held {max(held)} two-GPU jobs at once"
     wait_until(lambda: not slurm.squeue_ids(), 60, what="the queue to empty")
     logs = {path.name: path.read_text(errors="replace") for path in (tmp_path / "logs").iterdir()}
     assert not [name for name, text in logs.items() if "DUE TO TIME LIMIT" in text], "a job reached its walltime"
     retired = [name for name, text in logs.items() if "worker-lifetime-reached" in text]
     assert len(retired) >= 2, f"workers retired gracefully in {retired}"
     assert counted.count("sbatch") >= 4, "retiring jobs were replaced"
+    print(f"{counted.count('sbatch')} jobs, {len(retired)} retired gracefully, at most {max(held)} held at once")
 
 
 def test_tls_by_default_refuses_a_client_without_the_certificate(slurm, counted, tmp_path):

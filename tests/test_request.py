@@ -110,3 +110,16 @@ def test_job_paths_keep_variables_for_the_node():
     for bad in ("$(reboot)", "`id`", "$TMPDIR; rm -rf ~", '$TMPDIR"x', "${A:-/tmp}"):
         with pytest.raises(ValidationError, match="local_directory"):
             parse_job_path("local_directory", bad)
+
+
+@pytest.mark.parametrize("walltime, margin", [
+    ("00:01:00", 15),  # a quarter of a minute
+    ("00:02:00", 20),  # the least margin: a 2-minute job works 100 s, not 60
+    ("00:10:00", 30),  # 5 %
+    ("01:00:00", 180),
+    ("1-00:00:00", 600),  # at most ten minutes
+])
+def test_the_automatic_walltime_margin_is_5_percent_within_20_s_to_10_min_and_a_quarter_at_most(walltime, margin):
+    request = JobRequest.from_settings({"walltime": walltime, "gpus_per_node": 1})
+    assert request.walltime - request.worker_lifetime == margin
+    assert request.lifetime_stagger == margin // 4

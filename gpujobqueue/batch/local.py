@@ -106,7 +106,11 @@ class LocalGPUJob(GPUJob):
         await super(Job, self).start()  # ProcessInterface.start: mark running; no submit command
 
     @classmethod
-    async def query_statuses(cls, jobs: list[GPUJob]) -> dict[str, JobStatus]:
+    async def probe(cls) -> str | None:
+        return None  # the local batch system is this process: it always answers
+
+    @classmethod
+    async def query_answer(cls, jobs: list[GPUJob]) -> tuple[dict[str, JobStatus] | None, str]:
         statuses = {}
         for job in jobs:
             if job.process is None:
@@ -117,7 +121,7 @@ class LocalGPUJob(GPUJob):
             else:  # a negative return code is the signal that ended it
                 exit_code = 128 - returncode if returncode < 0 else returncode
                 statuses[job.job_id] = JobStatus(job.job_id, "EXITED", ended=True, exit_code=exit_code)
-        return statuses
+        return statuses, ""
 
     def log_paths(self) -> list[str]:
         return [self.log_path] if self.log_path else []
