@@ -249,3 +249,50 @@ def test_dask_cuda_workers_talk_tls_by_default_and_retire_before_the_walltime():
         assert all(3420 - 45 <= f["lifetime"] <= 3420 + 45 for f in facts), facts
         futures = [client.submit(cupy_sum, 10**6, workers=[address], pure=False) for address in client.scheduler_info()["workers"]]
         assert client.gather(futures) == [float(sum(range(10**6)))] * len(GPUS)
+
+
+STOPPED_CLIENT = """
+import sys, time
+from dask.distributed import Client
+from gpujobqueue import LocalGPUCluster
+
+gpus = int(sys.argv[1])
+cluster = LocalGPUCluster(gpus_per_node=gpus, death_timeout=15)
+client = Client(cluster)
+cluster.scale(gpus=gpus)
+client.wait_for_workers(gpus, timeout=180)
+assert cluster.launch.mode == "dask-cuda" and cluster.scheduler_address.startswith("tls://")
+print("READY " + " ".join(str(job.job_id) for job in cluster.workers.values()), flush=True)
+time.sleep(600)
+"""
+
+
+def test_dask_cuda_workers_of_a_stopped_client_exit_within_death_timeout(tmp_path):
+    """`dask cuda worker` preloads the watchdog into the workers its nannies start: with the
+    client stopped (SIGSTOP), they close and the job ends, within death_timeout + a minute."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from test_reliability import local_jobs_alive
+
+    pytest.importorskip("dask_cuda")
+    script = tmp_path / "client.py"
+    script.write_text(STOPPED_CLIENT)
+    process = subprocess.Popen([sys.executable, str(script), str(min(2, len(GPUS)))], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, cwd=tmp_path)
+    try:
+        line = process.stdout.readline()
+        assert line.startswith("READY"), line + process.stderr.read()
+        jobs = line.split()[1:]
+        assert local_jobs_alive(jobs) == jobs
+        process.send_signal(signal.SIGSTOP)
+        stopped = time.monotonic()
+        while local_jobs_alive(jobs):
+            assert time.monotonic() - stopped < 15 + 60, f"dask-cuda jobs {local_jobs_alive(jobs)} of a stopped client still run"
+            time.sleep(0.5)
+        print(f"\ndask-cuda: {len(jobs)} job(s) ended {time.monotonic() - stopped:.1f} s after SIGSTOP (death_timeout=15)")
+    finally:
+        process.kill()
+        process.wait()
