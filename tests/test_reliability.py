@@ -208,7 +208,7 @@ def _minute_of_work(i):
 @pytest.mark.timeout(900)
 def test_a_computation_longer_than_the_walltime_retires_workers_gracefully(slurm, counted, tmp_path):
     # One-minute jobs: workers retire 45 s (+/- 3 s) after they start (margin: a quarter of the
-    # walltime); the computation takes about two minutes on four workers. Adapt keeps four GPUs
+    # walltime); the computation takes about 80 s on four workers, so the first jobs retire. Adapt keeps four GPUs
     # by replacing retiring jobs early, within its maximum of four jobs: never more are held.
     # (With maximum_gpus=4 there is no room for an early replacement: the jobs are replaced once
     # they have ended, and tasks running on the leaving workers run again.)
@@ -227,8 +227,8 @@ def test_a_computation_longer_than_the_walltime_retires_workers_gracefully(slurm
         sampler = threading.Thread(target=sample_jobs_held)
         sampler.start()
         try:
-            futures = client.map(_minute_of_work, range(240), pure=False, resources={"GPU": 1})
-            assert client.gather(futures) == list(range(1, 241))
+            futures = client.map(_minute_of_work, range(160), pure=False, resources={"GPU": 1})
+            assert client.gather(futures) == list(range(1, 161))
         finally:
             done.set()
             sampler.join()
