@@ -112,7 +112,7 @@ def pattern_problem(pattern: Any) -> str | None:
     character classes (``\\w+``, ``[0-9]{4}``, ``(ab)+``), hold at most
     :data:`~gpujobqueue.limits.MAX_PATTERN_REPEATS` unbounded repeats, and no backreference;
     and it is matched against at most :data:`~gpujobqueue.limits.MAX_PATTERN_INPUT` characters.
-    That bounds a match to about 255**3 steps, well under a second.
+    That bounds a match to about 128**3 steps, well under a second.
     """
     if not isinstance(pattern, str):
         return "not a string"
