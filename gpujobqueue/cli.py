@@ -164,7 +164,7 @@ def sites() -> None:
         rows = site_table()
     except GPUJobQueueError as error:
         raise click.ClickException(str(error)) from None
-    headers = {"name": "SITE", "centre": "CENTRE", "scheduler": "SCHEDULER", "gpus": "GPUS/NODE", "gpu": "GPU", "protocol": "PROTOCOL", "status": "STATUS"}
+    headers = {"name": "SITE", "centre": "CENTRE", "scheduler": "SCHEDULER", "gpus": "GPUS/NODE", "gpu": "GPU", "protocol": "PROTOCOL", "status": "STATUS", "retired": "RETIRED"}
     widths = {key: max(len(title), *(len(str(row[key])) for row in rows)) if rows else len(title) for key, title in headers.items()}
     click.echo("  ".join(title.ljust(widths[key]) for key, title in headers.items()).rstrip())
     for row in rows:
@@ -175,7 +175,7 @@ def sites() -> None:
 @click.argument("site")
 def show(site: str) -> None:
     """Print SITE's resolved config, each value with the file and line it came from."""
-    from .sites import load_site
+    from .sites import load_site, sources_text
 
     try:
         loaded = load_site(site)
@@ -193,6 +193,7 @@ def show(site: str) -> None:
 
     click.echo(f"# site {loaded.name} from {', '.join(loaded.files)}")
     walk(loaded.data, (), "")
+    click.echo(sources_text(loaded))
 
 
 @main.command()

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import copy
+import datetime
 import functools
 import logging
 import os
 import re
 import socket
+import urllib.parse
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -48,6 +51,41 @@ class SiteConfigError(GPUJobQueueError):
         super().__init__(f"{where}: {key or '(file)'}: {message}")
 
 
+class RetiredSiteWarning(UserWarning):
+    """The site is a machine that has been retired: its scripts are kept as examples, no job will run there."""
+
+
+def warn_if_retired(site: "Site") -> None:
+    """Warn (:class:`RetiredSiteWarning`), naming the date, when ``site`` is a retired machine."""
+    if site.data.get("status") == "retired":
+        since = f" on {site.data['retired']}" if site.data.get("retired") else ""
+        warnings.warn(f"site {site.name} is a retired machine (it stopped running jobs{since}); the script is an example "
+                      f"of its form, no job will run there ({site.files[0]})", RetiredSiteWarning, stacklevel=3)
+
+
+def sources_text(site: "Site") -> str:
+    """The site's sources, one per paragraph (address, dates, the keys it confirms), then the key
+    groups no source covers and its unconfirmed facts: what ``gpujobqueue show`` prints."""
+    data = site.data
+    out = []
+    if data.get("status") == "retired":
+        out.append(f"# retired: {data.get('retired', 'date not given')}")
+    out.append(f"# sources ({len(data.get('sources', []))}):")
+    for source in data.get("sources", []):
+        shows = f", the page shows {source['shows']}" if source.get("shows") else ""
+        out.append(f"#   {source['url']}")
+        out.append(f"#     checked {source['checked']}{shows}; covers {', '.join(source['covers'])}")
+        if source.get("note"):
+            out.append(f"#     {source['note']}")
+    missing = unsourced_groups(data)
+    if missing:
+        out.append(f"# no source for: {', '.join(missing)}")
+    if data.get("unconfirmed"):
+        out.append("# unconfirmed:")
+        out += [f"#   - {line}" for line in data["unconfirmed"]]
+    return "\n".join(out)
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
     """A safe loader that refuses a key given twice in one mapping (PyYAML keeps the last)."""
 
@@ -64,6 +102,12 @@ def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: b
 
 
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+# Dates stay text: the checks below name a bad one's key, where PyYAML's own conversion of
+# 2026-13-45 raises a bare ValueError; and a date the schema reads is a YYYY-MM-DD string either way.
+_UniqueKeyLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
 
 
 def _read_bounded_text(path: Path) -> str:
@@ -302,6 +346,7 @@ def _semantic_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[Sit
         if problem:
             error(("account", "pattern"), problem)
     errors += _value_errors(data, path, lines)
+    errors += _source_errors(data, path, lines)
     # The site's worker, and each queue's own worker over it, blamed on the key that makes it wrong.
     site_worker = data.get("worker", {})
     workers = [(("worker", "visibility_variable"), site_worker)]
@@ -320,6 +365,103 @@ def _semantic_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[Sit
         error(("launcher", "name"), "jsrun goes with LSF's CSM style (gpu_request.style: csm) and only with it")
     elif launcher not in (None, "direct", *BATCH_LAUNCHERS.get(data.get("scheduler"), ())):
         error(("launcher", "name"), f"{launcher} does not start tasks on {data.get('scheduler')} nodes; use one of direct, {', '.join(BATCH_LAUNCHERS.get(data.get('scheduler'), ()))}")
+    return errors
+
+
+# The groups of keys a site's facts come in; each shipped site's sources cover every one it has
+# (or its unconfirmed list names it). Each queue is a group of its own: queues.NAME.
+FACT_GROUPS = ("hostnames", "node", "gpu_request", "account", "directives", "default_queue", "launcher", "worker", "network",
+               "prologue", "environment")
+_KEYS_PREFIX = re.compile(r"^([a-z_][A-Za-z0-9_.-]*(?:, *[a-z_][A-Za-z0-9_.-]*)*): ")
+
+
+def _has_key(data: Any, dotted: str) -> bool:
+    """Whether a dotted key path (``queues.debug.max_walltime``) names a key of ``data``."""
+    for part in dotted.split("."):
+        if not isinstance(data, dict) or part not in data:
+            return False
+        data = data[part]
+    return True
+
+
+def _iso_date_problem(text: Any, *, past: bool) -> str | None:
+    """Why ``text`` is not a YYYY-MM-DD date (that has come, with ``past``), or None."""
+    try:
+        day = datetime.date.fromisoformat(str(text))
+    except ValueError:
+        return f"{text!r} is not a date; write YYYY-MM-DD"
+    if len(str(text)) != 10:
+        return f"{text!r}: write the date as YYYY-MM-DD"
+    if past and day > datetime.date.today():
+        return f"{text} is in the future"
+    return None
+
+
+def unconfirmed_keys(line: str) -> list[str]:
+    """The keys an ``unconfirmed`` line names before its colon (``queues.debug, node.cpus: why``), or none."""
+    match = _KEYS_PREFIX.match(line)
+    if not match or match.group(1).split(".")[0].split(",")[0] not in _top_level_keys():
+        return []
+    return [key.strip() for key in match.group(1).split(",")]
+
+
+@functools.lru_cache(maxsize=1)
+def _top_level_keys() -> frozenset[str]:
+    return frozenset(_schemas()[0]["properties"])
+
+
+def fact_groups(data: dict) -> list[str]:
+    """The groups of keys a site file holds facts in: :data:`FACT_GROUPS` it has, and ``queues.NAME`` per queue."""
+    return [key for key in FACT_GROUPS if key in data] + [f"queues.{name}" for name in data.get("queues", {})]
+
+
+def unsourced_groups(data: dict) -> list[str]:
+    """The fact groups of a site that no source covers and no ``unconfirmed`` line names.
+
+    A source covers a group when its ``covers`` names the group or a key that holds it
+    (``queues`` covers ``queues.debug``); naming one key inside a group (``node.cpus``) is
+    precise but leaves the rest of the group to be sourced or listed.
+    """
+    named = {key for source in data.get("sources", []) for key in source.get("covers", [])}
+    named |= {key for line in data.get("unconfirmed", []) for key in unconfirmed_keys(line)}
+    return [group for group in fact_groups(data)
+            if not any(group == key or group.startswith(key + ".") for key in named)]
+
+
+def _source_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[SiteConfigError]:
+    """Sources' URLs and dates, the keys they cover, and a retired machine's date."""
+    errors = []
+
+    def error(key: tuple, message: str):
+        errors.append(SiteConfigError(path, _dotted(key), lines.get(key), message))
+
+    for i, source in enumerate(data.get("sources") or []):
+        if not isinstance(source, dict):
+            continue
+        url = urllib.parse.urlsplit(str(source.get("url", "")))
+        if url.scheme not in ("http", "https") or "." not in (url.hostname or ""):
+            error(("sources", i, "url"), f"{source.get('url')!r} is not the address of a page (https://host/...)")
+        for field_name, past in (("checked", True), ("shows", False)):
+            if field_name in source:
+                problem = _iso_date_problem(source[field_name], past=past)
+                if problem:
+                    error(("sources", i, field_name), problem)
+        for j, key in enumerate(source.get("covers") or []):
+            if not _has_key(data, str(key)):
+                error(("sources", i, "covers", j), f"{key!r} is not a key of this file; a source covers keys the file sets")
+    for i, line in enumerate(data.get("unconfirmed") or []):
+        for key in unconfirmed_keys(str(line)):
+            if not _has_key(data, key):
+                error(("unconfirmed", i), f"{key!r} is not a key of this file (an unconfirmed line starts with the keys it is about)")
+    retired = data.get("retired")
+    if retired is not None:
+        problem = _iso_date_problem(retired, past=True)
+        if problem:
+            error(("retired",), problem)
+        if data.get("status") != "retired":
+            error(("retired",), f"a retirement date with status {data.get('status', 'production')!r}; set status: retired")
+    elif data.get("status") == "retired":
+        error(("status",), "a retired machine gives the date it stopped running jobs: retired: YYYY-MM-DD")
     return errors
 
 
@@ -560,7 +702,9 @@ def site_problems(target: "str | os.PathLike[str]") -> list[str]:
         # A job the queue takes: as many nodes as it needs at least, and its longest walltime.
         keywords = {"site": site, "queue": queue, "nodes": entry.get("min_nodes"), "walltime": entry.get("max_walltime")}
         try:
-            cluster_class(site.scheduler).parse_keywords(keywords)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RetiredSiteWarning)  # checking a retired site's file is not using it
+                cluster_class(site.scheduler).parse_keywords(keywords)
         except SiteConfigError as error:
             if not error.key.startswith("account."):  # the account is the user's to give
                 problems.append(str(error))
@@ -570,18 +714,21 @@ def site_problems(target: "str | os.PathLike[str]") -> list[str]:
 
 
 def site_table() -> list[dict[str, Any]]:
-    """One row per known site: name, centre, scheduler, GPUs per node, GPU model, protocol; a
-    site whose files do not load gets a row saying why, and the others are listed as usual."""
+    """One row per known site: name, centre, scheduler, GPUs per node, GPU model, protocol, status
+    and ``retired`` (the date a retired machine stopped, else empty); a site whose files do not
+    load gets a row saying why, and the others are listed as usual."""
     rows = []
     for name in sorted(site_files()):
         try:
             data = load_site(name).data
         except SiteConfigError as error:
-            rows.append({"name": name, "centre": "-", "scheduler": "-", "gpus": "-", "gpu": "-", "protocol": "-", "status": f"broken: {error}"})
+            rows.append({"name": name, "centre": "-", "scheduler": "-", "gpus": "-", "gpu": "-", "protocol": "-", "status": f"broken: {error}",
+                         "retired": ""})
             continue
         rows.append({
             "name": name, "centre": data["centre"], "scheduler": data["scheduler"], "gpus": data["node"]["gpus"],
             "gpu": data["node"]["gpu_model"], "protocol": data["network"]["protocol"], "status": data.get("status", "production"),
+            "retired": data.get("retired", ""),
         })
     return rows
 

@@ -1,0 +1,82 @@
+"""Site facts with their sources: every shipped site's key groups are covered by a dated source
+or listed as unconfirmed, ``show`` prints them, and a retired machine warns with its date."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+from gpujobqueue import GPUCluster
+from gpujobqueue.scripts import job_script_for
+from gpujobqueue.sites import RetiredSiteWarning, fact_groups, load_site, site_table, unsourced_groups
+from site_samples import SHIPPED
+
+
+@pytest.fixture(autouse=True)
+def _shipped_sites_only(monkeypatch):
+    monkeypatch.delenv("GPUJOBQUEUE_SITE_PATH", raising=False)
+    monkeypatch.setenv("HOME", "/nonexistent")
+
+
+def gpujobqueue(*args):
+    return subprocess.run([sys.executable, "-m", "gpujobqueue.cli", *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_every_key_group_of_a_shipped_site_has_a_source_or_is_listed_unconfirmed(name):
+    data = load_site(name).data
+    assert len(fact_groups(data)) >= 8 + len(data["queues"]) - 1
+    assert unsourced_groups(data) == [], f"{name}: no source covers these and no unconfirmed line names them"
+    if data["status"] != "generic":  # generic sites describe no machine, so no centre's page confirms them
+        assert data.get("sources"), f"{name} cites no source"
+
+
+def test_a_group_is_covered_by_a_source_of_it_or_of_a_key_holding_it():
+    data = {"node": {"gpus": 4}, "queues": {"a": {}, "b": {}}, "launcher": {"name": "srun"},
+            "sources": [{"url": "https://x.org/", "checked": "2026-11-24", "covers": ["queues", "node.gpus"]}],
+            "unconfirmed": ["launcher: the centre shows no multi-node example", "node is thought to be 4 GPUs"]}
+    # node.gpus is only part of node; the second unconfirmed line names no key before a colon
+    assert unsourced_groups(data) == ["node"]
+
+
+def test_show_prints_the_sources_with_their_dates(tmp_path):
+    result = gpujobqueue("show", "aurora")
+    assert result.returncode == 0, result.stderr
+    sources = load_site("aurora").data["sources"]
+    for source in sources:
+        assert f"#   {source['url']}\n#     checked {source['checked']}" in result.stdout
+    assert f"# sources ({len(sources)}):" in result.stdout
+
+
+def test_a_retired_site_warns_with_its_date_when_rendered_and_when_a_cluster_is_made():
+    with pytest.warns(RetiredSiteWarning, match=r"summit is a retired machine .*on 2024-11-15"):
+        job_script_for("summit", {"account": "ABC123", "python": "python3"}, name="w", scheduler="tls://10.0.0.1:8786")
+    with pytest.warns(RetiredSiteWarning, match="2024-11-15"):
+        GPUCluster(site="summit", account="ABC123").close()
+    result = gpujobqueue("render", "summit", "--account", "ABC123", "--no-tls")
+    assert result.returncode == 0, result.stderr
+    assert "summit is a retired machine (it stopped running jobs on 2024-11-15)" in result.stderr
+    assert result.stdout.startswith("#!")
+
+
+def test_a_production_site_does_not_warn():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RetiredSiteWarning)
+        job_script_for("frontier", {"account": "abc123", "python": "python3"}, name="w", scheduler="tls://10.0.0.1:8786")
+
+
+def test_checking_a_retired_site_file_is_not_using_it():
+    result = gpujobqueue("check", "summit")
+    assert result.returncode == 0 and "retired" not in result.stderr, result.stderr
+
+
+def test_the_sites_table_marks_a_retired_machine_with_its_date():
+    rows = {row["name"]: row for row in site_table()}
+    assert rows["summit"]["status"] == "retired" and rows["summit"]["retired"] == "2024-11-15"
+    assert rows["frontier"]["retired"] == ""
+    result = gpujobqueue("sites")
+    line = next(line for line in result.stdout.splitlines() if line.startswith("summit "))
+    assert "retired" in line and "2024-11-15" in line
