@@ -19,7 +19,7 @@ export DASK_DISTRIBUTED__WORKER__LIFETIME__RESTART=False
 trap 'echo "gpujobqueue: prologue command failed with status $?: $BASH_COMMAND" >&2' ERR
 set -e
 source /etc/profile.d/modules.sh
-module load cuda/12.6
+module load cuda/12.6/12.6.1
 set +e
 trap - ERR
 
