@@ -59,8 +59,8 @@ def warn_if_retired(site: "Site") -> None:
     """Warn (:class:`RetiredSiteWarning`), naming the date, when ``site`` is a retired machine."""
     if site.data.get("status") == "retired":
         since = f" on {site.data['retired']}" if site.data.get("retired") else ""
-        warnings.warn(f"site {site.name} is a retired machine (it stopped running jobs{since}); the script is an example "
-                      f"of its form, no job will run there ({site.files[0]})", RetiredSiteWarning, stacklevel=3)
+        warnings.warn(f"site {site.name} is a retired machine (it stopped running jobs{since}); the script is an "
+                      f"example of its form, no job will run there ({site.files[0]})", RetiredSiteWarning, stacklevel=3)
 
 
 def sources_text(site: "Site") -> str:
@@ -370,8 +370,8 @@ def _semantic_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[Sit
 
 # The groups of keys a site's facts come in; each shipped site's sources cover every one it has
 # (or its unconfirmed list names it). Each queue is a group of its own: queues.NAME.
-FACT_GROUPS = ("hostnames", "node", "gpu_request", "account", "directives", "default_queue", "launcher", "worker", "network",
-               "prologue", "environment")
+FACT_GROUPS = ("hostnames", "node", "gpu_request", "account", "directives", "default_queue", "launcher", "worker",
+               "network", "prologue", "environment")
 _KEYS_PREFIX = re.compile(r"^([a-z_][A-Za-z0-9_.-]*(?:, *[a-z_][A-Za-z0-9_.-]*)*): ")
 
 
@@ -448,18 +448,21 @@ def _source_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[SiteC
                     error(("sources", i, field_name), problem)
         for j, key in enumerate(source.get("covers") or []):
             if not _has_key(data, str(key)):
-                error(("sources", i, "covers", j), f"{key!r} is not a key of this file; a source covers keys the file sets")
+                error(("sources", i, "covers", j), f"{key!r} is not a key of this file; a source covers keys the file "
+                                                    "sets")
     for i, line in enumerate(data.get("unconfirmed") or []):
         for key in unconfirmed_keys(str(line)):
             if not _has_key(data, key):
-                error(("unconfirmed", i), f"{key!r} is not a key of this file (an unconfirmed line starts with the keys it is about)")
+                error(("unconfirmed", i), f"{key!r} is not a key of this file (an unconfirmed line starts with the keys "
+                                          "it is about)")
     retired = data.get("retired")
     if retired is not None:
         problem = _iso_date_problem(retired, past=True)
         if problem:
             error(("retired",), problem)
         if data.get("status") != "retired":
-            error(("retired",), f"a retirement date with status {data.get('status', 'production')!r}; set status: retired")
+            status = data.get("status", "production")
+            error(("retired",), f"a retirement date with status {status!r}; set status: retired")
     elif data.get("status") == "retired":
         error(("status",), "a retired machine gives the date it stopped running jobs: retired: YYYY-MM-DD")
     return errors
@@ -722,8 +725,8 @@ def site_table() -> list[dict[str, Any]]:
         try:
             data = load_site(name).data
         except SiteConfigError as error:
-            rows.append({"name": name, "centre": "-", "scheduler": "-", "gpus": "-", "gpu": "-", "protocol": "-", "status": f"broken: {error}",
-                         "retired": ""})
+            rows.append({"name": name, "centre": "-", "scheduler": "-", "gpus": "-", "gpu": "-", "protocol": "-",
+                         "status": f"broken: {error}", "retired": ""})
             continue
         rows.append({
             "name": name, "centre": data["centre"], "scheduler": data["scheduler"], "gpus": data["node"]["gpus"],
