@@ -309,6 +309,8 @@ def read_site_file(path: str | os.PathLike[str], *, partial: bool = False) -> tu
     errors = _schema_errors(data, relaxed if partial else full, str(path), lines)
     if not partial:
         errors += _semantic_errors(data, str(path), lines)
+    else:  # an override's sources may cover keys of the file below it: only their form is checked here
+        errors += _source_errors(data, str(path), lines, whole=False)
     if errors:
         first = errors[0]
         first.errors = errors
@@ -428,8 +430,9 @@ def unsourced_groups(data: dict) -> list[str]:
             if not any(group == key or group.startswith(key + ".") for key in named)]
 
 
-def _source_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[SiteConfigError]:
-    """Sources' URLs and dates, the keys they cover, and a retired machine's date."""
+def _source_errors(data: dict, path: str, lines: dict[tuple, int], whole: bool = True) -> list[SiteConfigError]:
+    """Sources' URLs and dates, the keys they cover, and a retired machine's date (the last two
+    only for a ``whole`` site file, not an override)."""
     errors = []
 
     def error(key: tuple, message: str):
@@ -447,9 +450,11 @@ def _source_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[SiteC
                 if problem:
                     error(("sources", i, field_name), problem)
         for j, key in enumerate(source.get("covers") or []):
-            if not _has_key(data, str(key)):
+            if whole and not _has_key(data, str(key)):
                 error(("sources", i, "covers", j), f"{key!r} is not a key of this file; a source covers keys the file "
                                                     "sets")
+    if not whole:
+        return errors
     for i, line in enumerate(data.get("unconfirmed") or []):
         for key in unconfirmed_keys(str(line)):
             if not _has_key(data, key):

@@ -11,7 +11,7 @@ import pytest
 
 from gpujobqueue import GPUCluster
 from gpujobqueue.scripts import job_script_for
-from gpujobqueue.sites import RetiredSiteWarning, fact_groups, load_site, site_table, unsourced_groups
+from gpujobqueue.sites import RetiredSiteWarning, SiteConfigError, fact_groups, load_site, site_table, unsourced_groups
 from site_samples import SHIPPED
 
 
@@ -42,6 +42,16 @@ def test_a_group_is_covered_by_a_source_of_it_or_of_a_key_holding_it():
             "unconfirmed": ["launcher: the centre shows no multi-node example", "node is thought to be 4 GPUs"]}
     # node.gpus is only part of node; the second unconfirmed line names no key before a colon
     assert unsourced_groups(data) == ["node"]
+
+
+def test_an_override_file_s_source_dates_are_checked(tmp_path, monkeypatch):
+    folder = tmp_path / "sites"
+    folder.mkdir()
+    (folder / "polaris.yaml").write_text('sources:\n  - url: https://docs.alcf.anl.gov/polaris/\n'
+                                         '    checked: "2026-02-30"\n    covers: [node]\n')
+    monkeypatch.setenv("GPUJOBQUEUE_SITE_PATH", str(folder))
+    with pytest.raises(SiteConfigError, match=r"polaris.yaml:3: sources.0.checked: '2026-02-30' is not a date"):
+        load_site("polaris")
 
 
 def test_show_prints_the_sources_with_their_dates(tmp_path):
