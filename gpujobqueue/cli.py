@@ -83,9 +83,10 @@ def _in_option_terms(error: GPUJobQueueError, command: click.Command) -> str:
     options = {param.name: param.opts[0] for param in command.params if isinstance(param, click.Option) and param.name}
     options.update({field: options[param] for field, param in _FIELD_PARAMS.items() if param in options})
     text = str(error)
-    field = getattr(error, "field", None)
-    if field in options and text.startswith(f"{field}: "):
-        text = f"{options[field]}: {text[len(field) + 2:]}"
+    field = str(getattr(error, "field", ""))
+    base = re.split(r"[\[.]", field, maxsplit=1)[0]  # job_extra_directives[0], environment.NAME: one value of a list or mapping
+    if base in options and text.startswith(f"{field}: "):
+        text = options[base] + text[len(base):]
     return _KEYWORD_SETTING.sub(lambda match: f"{options[match[1]]} " if match[1] in options else match[0], text)
 
 

@@ -77,7 +77,8 @@ def test_overrides_merge_in_precedence_order(site_path, tmp_path, monkeypatch):
     assert site.where("node", "gpus") == f"{override / 'minimal.yaml'}:6"
     assert site.where("node", "cpus") == f"{base / 'minimal.yaml'}:14"
     shown = gpujobqueue("show", "minimal")
-    assert re.search(r"gpus: 8 .*# .*override/minimal.yaml:6", shown.stdout), shown.stdout
+    assert f"# file 2: {override / 'minimal.yaml'}\n" in shown.stdout  # each file named once, values point at them
+    assert re.search(r"gpus: 8 .*# file 2, line 6$", shown.stdout, re.M), shown.stdout
 
 
 def test_a_broken_override_is_refused_with_its_own_file_and_line(site_path, tmp_path, monkeypatch):
