@@ -23,7 +23,8 @@ _SCALAR_OPTIONS = {
     "nthreads": int, "memory-limit": str, "device-memory-limit": str, "rmm-pool-size": str,
     "rmm-maximum-pool-size": str, "rmm-release-threshold": str, "set-rmm-allocator-for-libs": str,
     "death-timeout": int, "local-directory": str, "protocol": str, "interface": str,
-    "processes": int, "python": str, "worker-command": str, "shebang": str, "job-mem": str, "job-cpu": int, "walltime-margin": str,
+    "processes": int, "python": str, "worker-command": str, "shebang": str, "job-mem": str, "job-cpu": int,
+    "walltime-margin": str,
     # PBS
     "place": str, "filesystems": str, "resource-spec": str,
     # LSF
@@ -57,8 +58,8 @@ def _keyword_options(command):
     for switch in ("rmm-async", "rmm-managed-memory"):
         command = click.option(f"--{switch}/--no-{switch}", switch.replace("-", "_"), default=None, help=f"dask-cuda's {switch.replace('-', '_')}.")(command)
     # As dask-cuda spells them; --no-enable-cudf-spill is the older spelling.
-    command = click.option("--enable-cudf-spill/--disable-cudf-spill", " /--no-enable-cudf-spill", "enable_cudf_spill", default=None,
-                           help="dask-cuda's enable_cudf_spill.")(command)
+    command = click.option("--enable-cudf-spill/--disable-cudf-spill", " /--no-enable-cudf-spill", "enable_cudf_spill",
+                           default=None, help="dask-cuda's enable_cudf_spill.")(command)
     for transport in ("tcp-over-ucx", "infiniband", "nvlink", "rdmacm"):
         command = click.option(f"--enable-{transport}/--disable-{transport}", f"enable_{transport.replace('-', '_')}", default=None,
                                help=f"UCX over {transport.replace('-over-ucx', '')} (default: UCX chooses).")(command)
@@ -84,7 +85,8 @@ def _in_option_terms(error: GPUJobQueueError, command: click.Command) -> str:
     options.update({field: options[param] for field, param in _FIELD_PARAMS.items() if param in options})
     text = str(error)
     field = str(getattr(error, "field", ""))
-    base = re.split(r"[\[.]", field, maxsplit=1)[0]  # job_extra_directives[0], environment.NAME: one value of a list or mapping
+    # job_extra_directives[0], environment.NAME: one value of a list or mapping
+    base = re.split(r"[\[.]", field, maxsplit=1)[0]
     if base in options and text.startswith(f"{field}: "):
         text = options[base] + text[len(base):]
     return _KEYWORD_SETTING.sub(lambda match: f"{options[match[1]]} " if match[1] in options else match[0], text)
@@ -139,7 +141,8 @@ def render(batch: str, client_args: tuple[str, ...], scheduler_address: str | No
     if client_script is not None and scheduler_address is not None:
         raise click.UsageError("--run starts its own scheduler in the job; leave out --scheduler-address")
 
-    if batch not in BATCH_SYSTEMS and not batch.endswith((".yaml", ".yml")) and os.sep not in batch and batch not in site_files():
+    a_file = batch.endswith((".yaml", ".yml")) or os.sep in batch
+    if batch not in BATCH_SYSTEMS and not a_file and batch not in site_files():
         raise click.BadParameter(f"{batch!r} is neither a batch system ({', '.join(BATCH_SYSTEMS)}) nor a known site"
                                  f"{_did_you_mean(batch, [*BATCH_SYSTEMS, *sorted(site_files())])}"
                                  " (`gpujobqueue sites` lists the sites)", param_hint="BATCH|SITE")
@@ -193,8 +196,8 @@ def credentials(directory: str) -> None:
 
 
 # The `sites` table: key -> heading; the centre and GPU columns are shortened to fit the terminal.
-_SITE_COLUMNS = {"name": "SITE", "centre": "CENTRE", "scheduler": "BATCH", "gpus": "GPUS", "gpu": "GPU", "protocol": "PROTOCOL",
-                 "status": "STATUS", "unconfirmed": "UNCONFIRMED"}
+_SITE_COLUMNS = {"name": "SITE", "centre": "CENTRE", "scheduler": "BATCH", "gpus": "GPUS", "gpu": "GPU",
+                 "protocol": "PROTOCOL", "status": "STATUS", "unconfirmed": "UNCONFIRMED"}
 _SHORTENED = ("centre", "gpu")
 
 
@@ -215,10 +218,12 @@ def sites() -> None:
     except GPUJobQueueError as error:
         raise click.ClickException(str(error)) from None
     broken = {row["name"]: row["status"].partition(": ")[2] for row in rows if str(row["status"]).startswith("broken")}
-    cells = [{key: "broken" if key == "status" and row["name"] in broken else str(row[key]) for key in _SITE_COLUMNS} for row in rows]
+    cells = [{key: "broken" if key == "status" and row["name"] in broken else str(row[key]) for key in _SITE_COLUMNS}
+             for row in rows]
     widths = {key: max([len(title)] + [len(cell[key]) for cell in cells]) for key, title in _SITE_COLUMNS.items()}
     # Shorten the centre and GPU columns, the longer first, until the table fits the terminal.
-    room = shutil.get_terminal_size((100, 24)).columns - 2 * (len(widths) - 1) - sum(w for k, w in widths.items() if k not in _SHORTENED)
+    fixed = sum(width for key, width in widths.items() if key not in _SHORTENED) + 2 * (len(widths) - 1)
+    room = shutil.get_terminal_size((100, 24)).columns - fixed
     while sum(widths[key] for key in _SHORTENED) > room and max(widths[key] for key in _SHORTENED) > 8:
         longest = max(_SHORTENED, key=lambda key: widths[key])
         widths[longest] -= 1
@@ -259,7 +264,8 @@ def show(site: str) -> None:
                 click.echo(f"{indent}{key}:")
                 walk(item, path + (key,), indent + "  ")
                 continue
-            text = yaml.dump({key: item}, Dumper=_show_dumper(), sort_keys=False, allow_unicode=True, default_flow_style=False, width=10**6)
+            text = yaml.dump({key: item}, Dumper=_show_dumper(), sort_keys=False, allow_unicode=True,
+                             default_flow_style=False, width=10**6)
             first, *rest = text.rstrip("\n").split("\n")
             where = origin(path + (key,))
             click.echo(f"{indent}{first}".ljust(60) + f"  # {where}" if where else f"{indent}{first}")

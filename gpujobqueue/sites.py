@@ -482,7 +482,8 @@ def load_site(name_or_path: str | os.PathLike[str]) -> Site:
             known = sorted(site_files())
             close = difflib.get_close_matches(name, known, n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
-            raise SiteConfigError(name, "", None, f"no site called {name!r}; {hint}known sites: {', '.join(known) or 'none'}")
+            raise SiteConfigError(name, "", None,
+                                  f"no site called {name!r}; {hint}known sites: {', '.join(known) or 'none'}")
     data, lines = read_site_file(paths[0], partial=len(paths) > 1)
     all_lines = {str(paths[0]): lines}
     origins: dict[tuple, str] = {}
@@ -575,14 +576,15 @@ def site_problems(target: "str | os.PathLike[str]") -> list[str]:
 
 def site_table() -> list[dict[str, Any]]:
     """One row per known site: name, centre, scheduler, GPUs per node, GPU model, protocol, status
-    and the number of unconfirmed facts; a site whose files do not load gets a row saying why, and the others are listed as usual."""
+    and the number of unconfirmed facts; a site whose files do not load gets a row saying why, and the
+    others are listed as usual."""
     rows = []
     for name in sorted(site_files()):
         try:
             data = load_site(name).data
         except SiteConfigError as error:
-            rows.append({"name": name, "centre": "-", "scheduler": "-", "gpus": "-", "gpu": "-", "protocol": "-", "status": f"broken: {error}",
-                         "unconfirmed": "-"})
+            rows.append({"name": name, "centre": "-", "scheduler": "-", "gpus": "-", "gpu": "-", "protocol": "-",
+                         "status": f"broken: {error}", "unconfirmed": "-"})
             continue
         rows.append({
             "name": name, "centre": data["centre"], "scheduler": data["scheduler"], "gpus": data["node"]["gpus"],
@@ -736,7 +738,8 @@ def unconfirmed_warning(site: Site, width: int = 120) -> str | None:
             break
         heads.append(head)
     named = "; ".join(heads) + (f"; and {len(facts) - len(heads)} more" if len(heads) < len(facts) else "")
-    return (f"{site.name}: {len(facts)} fact{'s' if len(facts) > 1 else ''} unconfirmed by the centre's documentation: {named}; "
+    plural = "s" if len(facts) > 1 else ""
+    return (f"{site.name}: {len(facts)} fact{plural} unconfirmed by the centre's documentation: {named}; "
             f"see gpujobqueue show {site.name}")
 
 

@@ -140,7 +140,8 @@ def test_show_names_each_file_of_a_merged_site_once_and_where_each_value_came_fr
     env = {"GPUJOBQUEUE_SITE_PATH": f"{MINIMAL.parent}{os.pathsep}{tmp_path}", "HOME": str(tmp_path / "home")}
     out = run("show", "minimal", env=env).stdout
     assert out.count(str(MINIMAL)) == 1 and out.count(str(tmp_path / "minimal.yaml")) == 1, out
-    assert re.search(r"^  gpus: 2 +# file 2, line 3$", out, re.M) and re.search(r"^  cpus: 8 +# file 1, line 14$", out, re.M), out
+    assert re.search(r"^  gpus: 2 +# file 2, line 3$", out, re.M), out
+    assert re.search(r"^  cpus: 8 +# file 1, line 14$", out, re.M), out
 
 
 def test_sites_fits_100_columns_and_counts_each_sites_unconfirmed_facts():
@@ -177,4 +178,5 @@ def test_one_broken_file_on_the_site_path_is_reported_and_the_other_sites_still_
     assert "#SBATCH --gpus-per-node=4" in run("render", "minimal", env=env).stdout
     assert "#SBATCH" in run("render", "generic-slurm", env=env).stdout
     refused = run("render", "typo", env=env, check=False)
-    assert refused.returncode == 1 and f"{broken}:12: node.gpus: 'four' is not of type 'integer'" in refused.stderr, refused.stderr
+    assert refused.returncode == 1, refused.stderr
+    assert f"{broken}:12: node.gpus: 'four' is not of type 'integer'" in refused.stderr, refused.stderr

@@ -72,15 +72,18 @@ def test_the_site_table_lists_every_site(html):
 def test_the_site_tables_unconfirmed_column_matches_the_site_files(html):
     text = page(html, "sites")
     table = text[text.index("<table"):text.index("</table>")]
-    headings = [unescape(re.sub(r"<[^>]+>", "", cell)).strip() for cell in re.findall(r"<th[^>]*>(.*?)</th>", table, re.S)]
+    def texts(cells: list[str]) -> list[str]:
+        return [unescape(re.sub(r"<[^>]+>", "", cell)).strip() for cell in cells]
+
+    headings = texts(re.findall(r"<th[^>]*>(.*?)</th>", table, re.S))
     column = headings.index("Unconfirmed facts")
     counts = {}
     for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table, re.S)[1:]:
-        cells = [unescape(re.sub(r"<[^>]+>", "", cell)).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+        cells = texts(re.findall(r"<td[^>]*>(.*?)</td>", row, re.S))
         counts[cells[0]] = cells[column]
     for path in (ROOT / "site-configs").glob("[!_]*.yaml"):
         facts = yaml.safe_load(path.read_text()).get("unconfirmed") or []
-        assert counts[path.stem] == str(len(facts)), f"{path.stem}: the table says {counts[path.stem]}, the file lists {len(facts)}"
+        assert counts[path.stem] == str(len(facts)), (path.stem, counts[path.stem], len(facts))
 
 
 def test_there_is_a_page_per_batch_system_with_rendered_scripts(html):

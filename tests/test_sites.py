@@ -270,8 +270,9 @@ def test_a_site_with_unconfirmed_facts_warns_once_at_render_naming_them(monkeypa
     with warnings.catch_warnings():  # once per site per process
         warnings.simplefilter("error")
         job_script_for("generic-slurm", {}, name="w")
-    with pytest.warns(UnconfirmedSiteFactsWarning, match=r"^perlmutter: 8 facts unconfirmed .*QoS limits; account required; .* and \d+ more; "
-                                                         r"see gpujobqueue show perlmutter$"):
+    expected = (r"^perlmutter: 8 facts unconfirmed .*QoS limits; account required; .* and \d+ more; "
+                r"see gpujobqueue show perlmutter$")
+    with pytest.warns(UnconfirmedSiteFactsWarning, match=expected):
         job_script_for("perlmutter", {"account": "m1234_g"}, name="w")
 
 
@@ -281,7 +282,8 @@ def test_a_cluster_warns_at_start_about_its_sites_unconfirmed_facts(minimal, cou
         warnings.simplefilter("error", UnconfirmedSiteFactsWarning)
         SLURMGPUCluster(site="minimal").close()
     minimal.write_text(minimal.read_text() + "unconfirmed:\n  - the partition name gpu (a guess)\n")
-    with pytest.warns(UnconfirmedSiteFactsWarning, match="^minimal: 1 fact unconfirmed by the centre's documentation: the partition name gpu; "):
+    expected = "^minimal: 1 fact unconfirmed by the centre's documentation: the partition name gpu; "
+    with pytest.warns(UnconfirmedSiteFactsWarning, match=expected):
         cluster = SLURMGPUCluster(site="minimal")
     cluster.close()
     assert counted.count("sbatch") == 0
@@ -291,5 +293,6 @@ def test_the_cli_render_prints_one_warning_line_for_the_unconfirmed_facts():
     result = gpujobqueue("render", "generic-pbspro")
     assert result.returncode == 0 and result.stdout.startswith("#!")
     lines = [line for line in result.stderr.splitlines() if "unconfirmed" in line]
-    assert lines == ["gpujobqueue: warning: generic-pbspro: 3 facts unconfirmed by the centre's documentation: node values; "
-                     "workq being the default queue; walltime and node limits of workq; see gpujobqueue show generic-pbspro"], result.stderr
+    assert lines == ["gpujobqueue: warning: generic-pbspro: 3 facts unconfirmed by the centre's documentation: "
+                     "node values; workq being the default queue; walltime and node limits of workq; "
+                     "see gpujobqueue show generic-pbspro"], result.stderr
