@@ -11,7 +11,7 @@ import warnings
 
 import click
 
-from .errors import GPUJobQueueError
+from .errors import GPUJobQueueError, UnknownKeywordError
 from .script_tls import InsecureScriptWarning
 from .workers import LAUNCHERS
 
@@ -87,6 +87,11 @@ def _in_option_terms(error: GPUJobQueueError, command: click.Command) -> str:
     field = str(getattr(error, "field", ""))
     # job_extra_directives[0], environment.NAME: one value of a list or mapping
     base = re.split(r"[\[.]", field, maxsplit=1)[0]
+    if isinstance(error, UnknownKeywordError) and field in options:  # a keyword of another batch system
+        close = re.search(r"Did you mean (.+)\?$", text)
+        names = [options.get(name, name) for name in close[1].split(", ")] if close else []
+        hint = f"; did you mean {', '.join(names)}?" if names else ""
+        return f"{options[field]} is not an option for this batch system{hint}"
     if base in options and text.startswith(f"{field}: "):
         text = options[base] + text[len(base):]
     return _KEYWORD_SETTING.sub(lambda match: f"{options[match[1]]} " if match[1] in options else match[0], text)

@@ -123,6 +123,9 @@ def test_check_site_and_an_unknown_command_get_the_closest_name_too():
     (("render", "perlmutter", "--walltime", "00:10:00"), "jobs need an account (--account ...)"),
     (("render", "slurm", "--processes", "3", "--gpus-per-node", "2"), "--processes 3 but --gpus-per-node 2"),
     (("render", "slurm", "--name", "a/b"), "--name"),
+    (("render", "pbs", "--qos", "regular"), "Error: --qos is not an option for this batch system"),
+    (("render", "perlmutter", "--gpu-complex", "gpu"), "--gpu-complex is not an option for this batch system; did you mean "
+                                                        "--gpu-type"),
     (("render", "slurm", "--scheduler-address", "tls://bad address"), "Error: --scheduler-address: "),
 ])
 def test_command_line_errors_name_the_option_not_the_keyword(args, option_words):
