@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import difflib
+import os
+import re
+import shutil
 import sys
 import warnings
 
 import click
 
-from .errors import GPUJobQueueError
+from .errors import GPUJobQueueError, UnknownKeywordError
 from .script_tls import InsecureScriptWarning
 from .workers import LAUNCHERS
 
@@ -19,7 +23,8 @@ _SCALAR_OPTIONS = {
     "nthreads": int, "memory-limit": str, "device-memory-limit": str, "rmm-pool-size": str,
     "rmm-maximum-pool-size": str, "rmm-release-threshold": str, "set-rmm-allocator-for-libs": str,
     "death-timeout": int, "local-directory": str, "protocol": str, "interface": str,
-    "python": str, "worker-command": str, "shebang": str, "job-mem": str, "job-cpu": int, "walltime-margin": str,
+    "processes": int, "python": str, "worker-command": str, "shebang": str, "job-mem": str, "job-cpu": int,
+    "walltime-margin": str,
     # PBS
     "place": str, "filesystems": str, "resource-spec": str,
     # LSF
@@ -50,8 +55,11 @@ def _keyword_options(command):
     command = click.option("--launcher", type=click.Choice(list(LAUNCHERS)), default=None,
                            help="How a job of several nodes starts the workers of each (srun, mpiexec-pals, mpiexec-openmpi, mpiexec-mpich, ibrun; jsrun from a CSM launch node).")(command)
     command = click.option("--worker-mode", type=click.Choice(["dask-cuda", "per-device"]), default=None, help="dask-cuda per node, or one dask worker per device.")(command)
-    for switch in ("rmm-async", "rmm-managed-memory", "enable-cudf-spill"):
+    for switch in ("rmm-async", "rmm-managed-memory"):
         command = click.option(f"--{switch}/--no-{switch}", switch.replace("-", "_"), default=None, help=f"dask-cuda's {switch.replace('-', '_')}.")(command)
+    # As dask-cuda spells them; --no-enable-cudf-spill is the older spelling.
+    command = click.option("--enable-cudf-spill/--disable-cudf-spill", " /--no-enable-cudf-spill", "enable_cudf_spill",
+                           default=None, help="dask-cuda's enable_cudf_spill.")(command)
     for transport in ("tcp-over-ucx", "infiniband", "nvlink", "rdmacm"):
         command = click.option(f"--enable-{transport}/--disable-{transport}", f"enable_{transport.replace('-', '_')}", default=None,
                                help=f"UCX over {transport.replace('-over-ucx', '')} (default: UCX chooses).")(command)
@@ -59,7 +67,37 @@ def _keyword_options(command):
     return command
 
 
-@click.group(name="gpujobqueue")
+def _did_you_mean(name: str, known: list[str]) -> str:
+    """'; did you mean 'x'?' for the known name closest to a mistyped one, or ''."""
+    close = difflib.get_close_matches(name, known, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+# A keyword written as a setting in a message: "(account=...)", "processes=4 but gpus_per_node=2".
+_KEYWORD_SETTING = re.compile(r"(?:^|(?<=[\s(]))([a-z][a-z0-9_]*)=(?=[^\s=])")
+# Fields whose render option is not named after them.
+_FIELD_PARAMS = {"name": "worker_name", "job_array": "array_jobs", "scheduler": "scheduler_address"}
+
+
+def _in_option_terms(error: GPUJobQueueError, command: click.Command) -> str:
+    """The error's message as the command line speaks: ``--account``, not the keyword ``account=``."""
+    options = {param.name: param.opts[0] for param in command.params if isinstance(param, click.Option) and param.name}
+    options.update({field: options[param] for field, param in _FIELD_PARAMS.items() if param in options})
+    text = str(error)
+    field = str(getattr(error, "field", ""))
+    # job_extra_directives[0], environment.NAME: one value of a list or mapping
+    base = re.split(r"[\[.]", field, maxsplit=1)[0]
+    if isinstance(error, UnknownKeywordError) and field in options:  # a keyword of another batch system
+        close = re.search(r"Did you mean (.+)\?$", text)
+        names = [options.get(name, name) for name in close[1].split(", ")] if close else []
+        hint = f"; did you mean {', '.join(names)}?" if names else ""
+        return f"{options[field]} is not an option for this batch system{hint}"
+    if base in options and text.startswith(f"{field}: "):
+        text = options[base] + text[len(base):]
+    return _KEYWORD_SETTING.sub(lambda match: f"{options[match[1]]} " if match[1] in options else match[0], text)
+
+
+@click.group(name="gpujobqueue", context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="gpujobqueue")
 def main() -> None:
     """Dask clusters of GPU workers on HPC batch systems (also ``dask gpujobqueue``)."""
@@ -96,16 +134,23 @@ def render(batch: str, client_args: tuple[str, ...], scheduler_address: str | No
     job; the workers of other scripts read the ones `gpujobqueue credentials` made, which your
     scheduler uses too. --no-tls is plain TCP. UCX has no TLS.
     """
+    from .batch import BATCH_SYSTEMS
     from .render import PLACEHOLDER_SCHEDULER
     from .request import parse_name
     from .run import ClientRun
     from .scripts import job_script_for
+    from .sites import site_files
 
     if client_args and client_script is None:
         raise click.UsageError(f"unexpected arguments {' '.join(client_args)!r}: arguments after -- are for the --run script")
     if client_script is not None and scheduler_address is not None:
         raise click.UsageError("--run starts its own scheduler in the job; leave out --scheduler-address")
 
+    a_file = batch.endswith((".yaml", ".yml")) or os.sep in batch
+    if batch not in BATCH_SYSTEMS and not a_file and batch not in site_files():
+        raise click.BadParameter(f"{batch!r} is neither a batch system ({', '.join(BATCH_SYSTEMS)}) nor a known site"
+                                 f"{_did_you_mean(batch, [*BATCH_SYSTEMS, *sorted(site_files())])}"
+                                 " (`gpujobqueue sites` lists the sites)", param_hint="BATCH|SITE")
     try:
         parse_name("name", worker_name)
     except GPUJobQueueError as error:
@@ -129,7 +174,7 @@ def render(batch: str, client_args: tuple[str, ...], scheduler_address: str | No
             text = job_script_for(batch, keywords, name=worker_name, scheduler=scheduler_address or PLACEHOLDER_SCHEDULER, run=run, array_jobs=array_jobs,
                                   tls=not no_tls, tls_directory=tls_directory)
     except GPUJobQueueError as error:
-        raise click.ClickException(str(error)) from None
+        raise click.ClickException(_in_option_terms(error, click.get_current_context().command)) from None
     for warning in caught:
         click.echo(f"gpujobqueue: warning: {warning.message}", err=True)
     click.echo(text, nl=False)
@@ -155,45 +200,105 @@ def credentials(directory: str) -> None:
                f"tls_client_key='{path}/key.pem', require_encryption=True))")
 
 
+# The `sites` table: key -> heading; the centre and GPU columns are shortened to fit the terminal.
+_SITE_COLUMNS = {"name": "SITE", "centre": "CENTRE", "scheduler": "BATCH", "gpus": "GPUS", "gpu": "GPU",
+                 "protocol": "PROTOCOL", "status": "STATUS", "unconfirmed": "UNCONFIRMED"}
+_SHORTENED = ("centre", "gpu")
+
+
+def _shorten(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 1, 0)].rstrip() + "…"
+
+
 @main.command()
 def sites() -> None:
-    """List the known site configs: name, centre, scheduler, GPUs per node, GPU model, protocol."""
+    """List the known site configs: name, centre, batch system, GPUs per node, GPU model,
+    protocol, status, and how many of the site's facts its centre's documentation did not
+    confirm (`gpujobqueue show SITE` lists them). A site file that does not load is listed as
+    broken, and its error printed after the table."""
     from .sites import site_table
 
     try:
         rows = site_table()
     except GPUJobQueueError as error:
         raise click.ClickException(str(error)) from None
-    headers = {"name": "SITE", "centre": "CENTRE", "scheduler": "SCHEDULER", "gpus": "GPUS/NODE", "gpu": "GPU", "protocol": "PROTOCOL", "status": "STATUS", "retired": "RETIRED"}
-    widths = {key: max(len(title), *(len(str(row[key])) for row in rows)) if rows else len(title) for key, title in headers.items()}
-    click.echo("  ".join(title.ljust(widths[key]) for key, title in headers.items()).rstrip())
-    for row in rows:
-        click.echo("  ".join(str(row[key]).ljust(widths[key]) for key in headers).rstrip())
+    broken = {row["name"]: row["status"].partition(": ")[2] for row in rows if str(row["status"]).startswith("broken")}
+    cells = [{key: str(row[key]) for key in _SITE_COLUMNS} for row in rows]
+    for cell, row in zip(cells, rows):
+        if row["name"] in broken:
+            cell["status"] = "broken"
+        elif row.get("retired"):
+            cell["status"] = f"retired {row['retired']}"
+    widths = {key: max([len(title)] + [len(cell[key]) for cell in cells]) for key, title in _SITE_COLUMNS.items()}
+    # Shorten the centre and GPU columns, the longer first, until the table fits the terminal.
+    fixed = sum(width for key, width in widths.items() if key not in _SHORTENED) + 2 * (len(widths) - 1)
+    room = shutil.get_terminal_size((100, 24)).columns - fixed
+    while sum(widths[key] for key in _SHORTENED) > room and max(widths[key] for key in _SHORTENED) > 8:
+        longest = max(_SHORTENED, key=lambda key: widths[key])
+        widths[longest] -= 1
+    click.echo("  ".join(title.ljust(widths[key]) for key, title in _SITE_COLUMNS.items()).rstrip())
+    for cell in cells:
+        click.echo("  ".join(_shorten(cell[key], widths[key]).ljust(widths[key]) for key in _SITE_COLUMNS).rstrip())
+    for name, error in broken.items():
+        click.echo(f"gpujobqueue: site {name} is broken: {error}", err=True)
 
 
 @main.command()
 @click.argument("site")
 def show(site: str) -> None:
-    """Print SITE's resolved config, each value with the file and line it came from."""
+    """Print SITE's resolved config as YAML, each value with the line (and, for a site merged
+    from several files, the file) it came from."""
+    import yaml
+
     from .sites import load_site, sources_text
 
     try:
         loaded = load_site(site)
     except GPUJobQueueError as error:
         raise click.ClickException(str(error)) from None
+    files = {path: number for number, path in enumerate(loaded.files, 1)}
+    click.echo(f"# site {loaded.name}")
+    for path, number in files.items():
+        click.echo(f"# {'file ' + str(number) + ': ' if len(files) > 1 else 'from '}{path}")
 
-    def walk(value, path, indent):
-        if isinstance(value, dict):
-            for key, item in value.items():
-                if isinstance(item, dict):
-                    click.echo(f"{indent}{key}:")
-                    walk(item, path + (key,), indent + "  ")
-                else:
-                    click.echo(f"{indent}{key}: {item!r}".ljust(60) + f"  # {loaded.where(*path, key)}")
+    def origin(path: tuple) -> str:
+        file, _, line = loaded.where(*path).rpartition(":")
+        if not line.isdigit():
+            return ""
+        return f"line {line}" if len(files) == 1 else f"file {files.get(file, '?')}, line {line}"
 
-    click.echo(f"# site {loaded.name} from {', '.join(loaded.files)}")
+    def walk(value: dict, path: tuple, indent: str) -> None:
+        for key, item in value.items():
+            if isinstance(item, dict) and item:
+                click.echo(f"{indent}{key}:")
+                walk(item, path + (key,), indent + "  ")
+                continue
+            text = yaml.dump({key: item}, Dumper=_show_dumper(), sort_keys=False, allow_unicode=True,
+                             default_flow_style=False, width=10**6)
+            first, *rest = text.rstrip("\n").split("\n")
+            where = origin(path + (key,))
+            click.echo(f"{indent}{first}".ljust(60) + f"  # {where}" if where else f"{indent}{first}")
+            for line in rest:
+                click.echo(f"{indent}{line}")
+
     walk(loaded.data, (), "")
     click.echo(sources_text(loaded))
+
+
+def _block_text(dumper, text: str):
+    """Text of several lines as a YAML block (``|``), as site files write notes."""
+    style = "|" if "\n" in text else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+
+def _show_dumper():
+    import yaml
+
+    class ShowDumper(yaml.SafeDumper):
+        """The safe dumper, writing text of several lines as a block."""
+
+    ShowDumper.add_representer(str, _block_text)
+    return ShowDumper
 
 
 @main.command()

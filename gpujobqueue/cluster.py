@@ -304,6 +304,7 @@ class GPUJobQueueCluster(JobQueueCluster):
         check_log_directory(request.log_directory)
         security, launch = resolve_security(security, launch)
         self.request, self.launch, self.site = request, launch, settings["site"]
+        sites.warn_unconfirmed(self.site)
         self.cpu_pool = CPUPool.from_keyword(cpu_pool if cpu_pool is not None else config.configured(self.job_cls.batch, "cpu_pool"),
                                              batch=self.job_cls.batch, site=self.site)
         self.cpu_request, self.cpu_launch = self.cpu_pool.job_shape(request, launch) if self.cpu_pool else (None, None)

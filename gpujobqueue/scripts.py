@@ -13,7 +13,7 @@ from .render import PLACEHOLDER_SCHEDULER, render_job_script
 from .request import _matching, parse_name, parse_positive_int
 from .run import ClientRun
 from .script_tls import ScriptTLS, warn_plain_tcp
-from .sites import load_site
+from .sites import load_site, warn_unconfirmed
 from .workers import WorkerLaunch
 
 # protocol://host:port; the placeholder's <...> too. It is shell-quoted into the script.
@@ -59,7 +59,8 @@ def job_script_for(batch: str, keywords: Mapping[str, Any], *, name: str, schedu
         site = load_site(batch)
         batch, keywords["site"] = site.scheduler, site
     cluster_cls = cluster_class(batch)
-    _, request, launch = cluster_cls.parse_keywords(keywords)
+    settings, request, launch = cluster_cls.parse_keywords(keywords)
+    warn_unconfirmed(settings["site"])
     script_tls, launch = _script_security(launch, run=run is not None, tls=tls, tls_directory=tls_directory)
     if scheduler == PLACEHOLDER_SCHEDULER:
         scheduler = scheduler.replace("tcp://", f"{launch.protocol or 'tcp'}://", 1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import difflib
 import functools
 import logging
 import os
@@ -627,8 +628,11 @@ def load_site(name_or_path: str | os.PathLike[str]) -> Site:
         name = text
         paths = site_files().get(name)
         if not paths:
-            known = ", ".join(sorted(site_files())) or "none"
-            raise SiteConfigError(name, "", None, f"no site called {name!r}; known sites: {known}")
+            known = sorted(site_files())
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise SiteConfigError(name, "", None,
+                                  f"no site called {name!r}; {hint}known sites: {', '.join(known) or 'none'}")
     data, lines = read_site_file(paths[0], partial=len(paths) > 1)
     all_lines = {str(paths[0]): lines}
     origins: dict[tuple, str] = {}
@@ -723,20 +727,21 @@ def site_problems(target: "str | os.PathLike[str]") -> list[str]:
 
 def site_table() -> list[dict[str, Any]]:
     """One row per known site: name, centre, scheduler, GPUs per node, GPU model, protocol, status
-    and ``retired`` (the date a retired machine stopped, else empty); a site whose files do not
-    load gets a row saying why, and the others are listed as usual."""
+    and the number of unconfirmed facts, and ``retired`` (the date a retired machine stopped, else empty);
+    a site whose files do not load gets a row saying why, and the others are listed as usual."""
     rows = []
     for name in sorted(site_files()):
         try:
             data = load_site(name).data
         except SiteConfigError as error:
             rows.append({"name": name, "centre": "-", "scheduler": "-", "gpus": "-", "gpu": "-", "protocol": "-",
-                         "status": f"broken: {error}", "retired": ""})
+                         "status": f"broken: {error}", "retired": "", "unconfirmed": "-"})
             continue
         rows.append({
             "name": name, "centre": data["centre"], "scheduler": data["scheduler"], "gpus": data["node"]["gpus"],
             "gpu": data["node"]["gpu_model"], "protocol": data["network"]["protocol"], "status": data.get("status", "production"),
             "retired": data.get("retired", ""),
+            "unconfirmed": len(unconfirmed_facts(data)),
         })
     return rows
 
@@ -845,3 +850,66 @@ def check_request(site: Site, queue: str | None, request: Any) -> None:
         refuse(("account", "pattern"), f"account {request.account!r} does not match {account['pattern']!r}{': ' + account['hint'] if account.get('hint') else ''}")
     if request.gpu_request in data["gpu_request"].get("rejects", []):
         refuse(("gpu_request", "rejects"), f"the site refuses GPU requests of the {request.gpu_request!r} form; use {data['gpu_request']['style']!r}")
+
+
+class UnconfirmedSiteFactsWarning(UserWarning):
+    """A site in use states facts that its centre's documentation did not confirm (its
+    ``unconfirmed`` list): they may be wrong on the machine."""
+
+
+_warned_unconfirmed: set[str] = set()
+
+
+def unconfirmed_facts(data: dict) -> list[str]:
+    """The facts a site file lists as not confirmed by the centre's documentation.
+
+    Parameters
+    ----------
+    data : dict
+        A site's merged config (:attr:`Site.data`).
+    """
+    return [str(fact) for fact in data.get("unconfirmed") or []]
+
+
+def _fact_head(fact: str, width: int = 40) -> str:
+    """A fact's leading words, before its explanation (in parentheses, after a comma or a semicolon);
+    for a line that starts with the keys it is about, those keys."""
+    keys = unconfirmed_keys(fact)
+    if keys:
+        shown = [keys[0]]
+        for key in keys[1:]:
+            if len("/".join(shown + [key])) > width - 1:
+                return "/".join(shown) + "/…"
+            shown.append(key)
+        return "/".join(shown)
+    head = re.split(r" \(|[;,:] | - ", " ".join(fact.split()), maxsplit=1)[0].rstrip(" ,.:")
+    return head if len(head) <= width else head[: width - 1].rstrip() + "…"
+
+
+def unconfirmed_warning(site: Site, width: int = 120) -> str | None:
+    """The one-line warning naming the site's unconfirmed facts (by their leading words, as many
+    as fit in ``width`` characters, then how many more), or None when it has none."""
+    facts = unconfirmed_facts(site.data)
+    if not facts:
+        return None
+    heads: list[str] = []
+    for fact in facts:
+        head = _fact_head(fact)
+        if heads and len("; ".join(heads + [head])) > width:
+            break
+        heads.append(head)
+    named = "; ".join(heads) + (f"; and {len(facts) - len(heads)} more" if len(heads) < len(facts) else "")
+    plural = "s" if len(facts) > 1 else ""
+    return (f"{site.name}: {len(facts)} fact{plural} unconfirmed by the centre's documentation: {named}; "
+            f"see gpujobqueue show {site.name}")
+
+
+def warn_unconfirmed(site: Site | None) -> None:
+    """Warn (:class:`UnconfirmedSiteFactsWarning`, once per site per process) that a site in
+    use has unconfirmed facts; a rendered script or a started cluster calls it."""
+    if site is None or site.name in _warned_unconfirmed:
+        return
+    message = unconfirmed_warning(site)
+    if message is not None:
+        _warned_unconfirmed.add(site.name)
+        warnings.warn(message, UnconfirmedSiteFactsWarning, stacklevel=3)

@@ -1,15 +1,36 @@
 """The gpujobqueue command: render and demo, run as a user runs them."""
 
+import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
+import click
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from gpujobqueue.cli import main
 from gpujobqueue.gpus import nvidia_gpu_ids
+from gpujobqueue.sites import load_site
 
 GPUJOBQUEUE = [sys.executable, "-m", "gpujobqueue.cli"]
+SHIPPED = Path(__file__).resolve().parent.parent / "site-configs"
+MINIMAL = Path(__file__).parent / "sites" / "good" / "minimal.yaml"
 
 
 def run(*args, check=True):
     return subprocess.run([*GPUJOBQUEUE, *args], capture_output=True, text=True, check=check, timeout=300)
+
+
+def cli(*args, env=None, check=True):
+    """``gpujobqueue ARGS`` in this process (no interpreter start-up), with ``env`` set meanwhile."""
+    result = CliRunner().invoke(main, list(args), env=env)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    assert result.exit_code == 0 or not check, result.stderr
+    return subprocess.CompletedProcess(args, result.exit_code, result.stdout, result.stderr)
 
 
 def test_render_options_mirror_keywords():
@@ -58,3 +79,115 @@ def test_render_refuses_another_batch_systems_option():
     assert result.returncode != 0 and "qos" in result.stderr and result.stdout == ""
     result = run("render", "sge", "--gpu-request", "gres", check=False)
     assert result.returncode != 0 and "complex, resource-type, none" in result.stderr
+
+
+def every_command(group: click.Group, path: tuple = ()) -> list[tuple]:
+    found = [path]
+    for name, command in group.commands.items():
+        found += every_command(command, path + (name,)) if isinstance(command, click.Group) else [path + (name,)]
+    return found
+
+
+def test_h_is_help_on_every_command_and_group():
+    commands = every_command(main)
+    assert len(commands) >= 8
+    for path in commands:
+        short, long = (CliRunner().invoke(main, [*path, flag]) for flag in ("-h", "--help"))
+        assert short.exit_code == 0 and short.output == long.output and "Usage:" in short.output, (path, short.output)
+
+
+@pytest.mark.parametrize("args, closest", [
+    (("render", "slrum"), "slurm"),
+    (("render", "perlmuter", "--account", "m1234_g"), "perlmutter"),
+    (("render", "lfs"), "lsf"),
+    (("show", "perlmuter"), "perlmutter"),
+    (("show", "polars"), "polaris"),
+])
+def test_a_mistyped_batch_system_or_site_gets_the_closest_name(args, closest):
+    result = cli(*args, check=False)
+    assert result.returncode != 0 and result.stdout == ""
+    assert f"did you mean {closest!r}?" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_check_site_and_an_unknown_command_get_the_closest_name_too():
+    result = run("check", "--site", "frontiers", check=False)
+    assert result.returncode == 1 and "did you mean 'frontier'?" in result.stdout, result.stdout + result.stderr
+    result = run("rendr", "slurm", check=False)
+    assert result.returncode == 2 and "Did you mean 'render'?" in result.stderr
+
+
+@pytest.mark.parametrize("args, option_words", [
+    (("render", "slurm", "--account", "a b"), "Error: --account: 'a b' is not accepted"),
+    (("render", "slurm", "--gpus-per-node", "0"), "Error: --gpus-per-node: "),
+    (("render", "perlmutter", "--walltime", "00:10:00"), "jobs need an account (--account ...)"),
+    (("render", "slurm", "--processes", "3", "--gpus-per-node", "2"), "--processes 3 but --gpus-per-node 2"),
+    (("render", "slurm", "--name", "a/b"), "--name"),
+    (("render", "pbs", "--qos", "regular"), "Error: --qos is not an option for this batch system"),
+    (("render", "perlmutter", "--gpu-complex", "gpu"), "--gpu-complex is not an option for this batch system; did you mean "
+                                                        "--gpu-type"),
+    (("render", "slurm", "--scheduler-address", "tls://bad address"), "Error: --scheduler-address: "),
+])
+def test_command_line_errors_name_the_option_not_the_keyword(args, option_words):
+    result = cli(*args, check=False)
+    assert result.returncode != 0 and result.stdout == ""
+    assert option_words in result.stderr, result.stderr
+    assert not re.search(r"Error: [a-z_]+: |\(account=|\bprocesses=|\bgpus_per_node=", result.stderr), result.stderr
+
+
+def test_show_prints_the_sites_yaml_naming_its_file_once():
+    result = cli("show", "perlmutter")
+    path = str(load_site("perlmutter").files[0])
+    assert result.stdout.count(path) == 1, result.stdout
+    assert yaml.safe_load(result.stdout) == load_site("perlmutter").data  # YAML, with the lines as comments
+    lines = Path(path).read_text().splitlines()
+    account = next(line for line in result.stdout.splitlines() if line.strip().startswith("required:"))
+    number = int(re.search(r"# line (\d+)$", account)[1])
+    assert lines[number - 1].strip() == "required: true"
+
+
+def test_show_names_each_file_of_a_merged_site_once_and_where_each_value_came_from(tmp_path):
+    (tmp_path / "minimal.yaml").write_text("# my override\nnode:\n  gpus: 2\n")
+    env = {"GPUJOBQUEUE_SITE_PATH": f"{MINIMAL.parent}{os.pathsep}{tmp_path}", "HOME": str(tmp_path / "home")}
+    out = cli("show", "minimal", env=env).stdout
+    assert out.count(str(MINIMAL)) == 1 and out.count(str(tmp_path / "minimal.yaml")) == 1, out
+    assert re.search(r"^  gpus: 2 +# file 2, line 3$", out, re.M), out
+    assert re.search(r"^  cpus: 8 +# file 1, line 14$", out, re.M), out
+
+
+def test_sites_fits_100_columns_and_counts_each_sites_unconfirmed_facts():
+    result = cli("sites", env={"COLUMNS": "100"})
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 100, "\n".join(line for line in lines if len(line) > 100)
+    headings = lines[0].split()
+    assert headings[-1] == "UNCONFIRMED"
+    counted = {line.split()[0]: int(line.split()[-1]) for line in lines[1:]}
+    for path in SHIPPED.glob("[!_]*.yaml"):
+        assert counted[path.stem] == len(yaml.safe_load(path.read_text()).get("unconfirmed") or []), path.stem
+    assert len(counted) >= 20 and sum(counted.values()) > 0
+
+
+def test_render_spells_cudf_spill_as_dask_cuda_does_and_takes_processes():
+    for flag in ("--disable-cudf-spill", "--no-enable-cudf-spill"):
+        out = cli("render", "slurm", "--gpus-per-node", "2", flag).stdout
+        assert "--disable-cudf-spill" in out and "--enable-cudf-spill" not in out
+    assert "--enable-cudf-spill" in cli("render", "slurm", "--enable-cudf-spill").stdout
+    out = cli("render", "slurm", "--processes", "3").stdout  # dask-jobqueue's workers per job: one per GPU here
+    assert "#SBATCH --gpus-per-node=3\n" in out
+
+
+def test_one_broken_file_on_the_site_path_is_reported_and_the_other_sites_still_work(tmp_path):
+    (tmp_path / "minimal.yaml").write_text(MINIMAL.read_text())
+    broken = tmp_path / "typo.yaml"
+    broken.write_text(MINIMAL.read_text().replace("name: minimal", "name: typo").replace("  gpus: 4", "  gpus: four"))
+    env = {"GPUJOBQUEUE_SITE_PATH": str(tmp_path), "HOME": str(tmp_path / "home"), "COLUMNS": "100"}
+    listed = cli("sites", env=env)
+    rows = {line.split()[0]: line for line in listed.stdout.splitlines()[1:]}
+    assert "minimal" in rows and "perlmutter" in rows and rows["typo"].split()[-2:] == ["broken", "-"]
+    reported = [line for line in listed.stderr.splitlines() if str(broken) in line]
+    assert len(reported) == 1 and "node.gpus: 'four' is not of type 'integer'" in reported[0], listed.stderr
+    assert "#SBATCH --gpus-per-node=4" in cli("render", "minimal", env=env).stdout
+    assert "#SBATCH" in cli("render", "generic-slurm", env=env).stdout
+    refused = cli("render", "typo", env=env, check=False)
+    assert refused.returncode == 1, refused.stderr
+    assert f"{broken}:12: node.gpus: 'four' is not of type 'integer'" in refused.stderr, refused.stderr

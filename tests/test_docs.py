@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 import pytest
+import yaml
 
 import gpujobqueue
 from gpujobqueue.batch import BATCH_SYSTEMS
@@ -65,6 +66,24 @@ def test_the_site_table_lists_every_site(html):
         assert re.search(rf'<span class="pre">{re.escape(name)}</span>', table), f"site {name} is not in the site table"
         assert f'id="site-{name}"' in text, f"site {name} has no section"
     assert 'id="site-_template"' not in text  # files named _*.yaml are not sites
+
+
+
+def test_the_site_tables_unconfirmed_column_matches_the_site_files(html):
+    text = page(html, "sites")
+    table = text[text.index("<table"):text.index("</table>")]
+    def texts(cells: list[str]) -> list[str]:
+        return [unescape(re.sub(r"<[^>]+>", "", cell)).strip() for cell in cells]
+
+    headings = texts(re.findall(r"<th[^>]*>(.*?)</th>", table, re.S))
+    column = headings.index("Unconfirmed facts")
+    counts = {}
+    for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table, re.S)[1:]:
+        cells = texts(re.findall(r"<td[^>]*>(.*?)</td>", row, re.S))
+        counts[cells[0]] = cells[column]
+    for path in (ROOT / "site-configs").glob("[!_]*.yaml"):
+        facts = yaml.safe_load(path.read_text()).get("unconfirmed") or []
+        assert counts[path.stem] == str(len(facts)), (path.stem, counts[path.stem], len(facts))
 
 
 def test_there_is_a_page_per_batch_system_with_rendered_scripts(html):

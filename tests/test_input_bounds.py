@@ -87,8 +87,10 @@ def test_every_size_is_bounded_before_anything_is_allocated():
 
 
 def test_render_refuses_a_trillion_gpus_and_a_million_element_array(tmp_path):
-    for options, field in ((["--gpus-per-node", "1000000000000"], "gpus_per_node"), (["--job-array", "1000000"], "job_array"),
-                           (["--nodes", "1000000000000", "--launcher", "srun"], "nodes")):
+    # The command line names its options, not the keywords (gpus_per_node=) they mirror.
+    for options, field in ((["--gpus-per-node", "1000000000000"], "--gpus-per-node: "),
+                           (["--job-array", "1000000"], "--job-array: "),
+                           (["--nodes", "1000000000000", "--launcher", "srun"], "--nodes: ")):
         result = bounded([sys.executable, "-m", "gpujobqueue.cli", "render", "slurm", *options], timeout=60, cwd=tmp_path)
         assert result.returncode == 1 and field in result.stderr and "Traceback" not in result.stderr, result.stderr[-2000:]
         assert not result.stdout
@@ -160,7 +162,8 @@ def test_an_odd_number_is_refused_naming_the_field(keywords, field):
 
 def test_render_refuses_an_overflowing_size_naming_it():
     result = subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "render", "slurm", "--memory-per-gpu", "1e400"], capture_output=True, text=True)
-    assert result.returncode == 1 and "memory_per_gpu" in result.stderr and "Traceback" not in result.stderr, result.stderr
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "--memory-per-gpu: " in result.stderr, result.stderr
 
 
 @pytest.mark.parametrize("below", ["", "logs"])

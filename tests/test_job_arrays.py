@@ -167,4 +167,4 @@ def test_the_cli_renders_the_array_a_cluster_submits(batch, jobs, directive):
 
 def test_the_cli_refuses_an_array_where_there_is_none():
     result = subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "render", "local", "--job-array", "2"], capture_output=True, text=True)
-    assert result.returncode != 0 and "job_array" in result.stderr and not result.stdout
+    assert result.returncode != 0 and "--job-array: " in result.stderr and not result.stdout

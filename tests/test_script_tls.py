@@ -104,7 +104,7 @@ def test_tls_is_the_default_on_every_batch_system(batch):
 
 def test_a_tcp_scheduler_address_is_refused_unless_tls_is_turned_off():
     result = cli("render", "slurm", "--scheduler-address", "tcp://10.0.0.1:8786", check=False)
-    assert result.returncode != 0 and "scheduler: 'tcp://10.0.0.1:8786' is not TLS" in result.stderr
+    assert result.returncode != 0 and "--scheduler-address: 'tcp://10.0.0.1:8786' is not TLS" in result.stderr
     assert "dask_cuda.cli tcp://10.0.0.1:8786 \\" in cli("render", "slurm", "--scheduler-address", "tcp://10.0.0.1:8786", "--no-tls").stdout
 
 

@@ -7,13 +7,15 @@ import re
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
 
 from gpujobqueue import GPUCluster, PBSGPUCluster, SLURMGPUCluster
 from gpujobqueue.errors import ValidationError
-from gpujobqueue.sites import SiteConfigError, detect_site, load_site, site_files
+import gpujobqueue.sites as sites_module
+from gpujobqueue.sites import SiteConfigError, UnconfirmedSiteFactsWarning, detect_site, load_site, site_files
 from gpujobqueue.scripts import job_script_for
 from site_samples import SHIPPED, site_job_script
 
@@ -75,7 +77,8 @@ def test_overrides_merge_in_precedence_order(site_path, tmp_path, monkeypatch):
     assert site.where("node", "gpus") == f"{override / 'minimal.yaml'}:6"
     assert site.where("node", "cpus") == f"{base / 'minimal.yaml'}:14"
     shown = gpujobqueue("show", "minimal")
-    assert re.search(r"gpus: 8 .*# .*override/minimal.yaml:6", shown.stdout), shown.stdout
+    assert f"# file 2: {override / 'minimal.yaml'}\n" in shown.stdout  # each file named once, values point at them
+    assert re.search(r"gpus: 8 .*# file 2, line 6$", shown.stdout, re.M), shown.stdout
 
 
 def test_a_broken_override_is_refused_with_its_own_file_and_line(site_path, tmp_path, monkeypatch):
@@ -254,3 +257,43 @@ def test_the_site_config_docs_explain_every_schema_key():
     template = (Path(__file__).parent.parent / "site-configs" / "_template.yaml").read_text()
     top_level = {key for key in keys if "." not in key}
     assert {key for key in top_level if not re.search(rf"^#? ?{key}:", template, flags=re.M)} == set(), "keys the template does not show"
+
+
+def test_a_site_with_unconfirmed_facts_warns_once_at_render_naming_them(monkeypatch):
+    monkeypatch.setattr(sites_module, "_warned_unconfirmed", set())
+    with pytest.warns(UnconfirmedSiteFactsWarning) as caught:
+        job_script_for("generic-slurm", {}, name="w")
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    assert message == ("generic-slurm: 3 facts unconfirmed by the centre's documentation: every node value; "
+                       "the partition name gpu; node/gpu_request/account/default_queue/…; "
+                       "see gpujobqueue show generic-slurm")
+    with warnings.catch_warnings():  # once per site per process
+        warnings.simplefilter("error")
+        job_script_for("generic-slurm", {}, name="w")
+    expected = (r"^perlmutter: 8 facts unconfirmed .*QoS limits; account required; .* and \d+ more; "
+                r"see gpujobqueue show perlmutter$")
+    with pytest.warns(UnconfirmedSiteFactsWarning, match=expected):
+        job_script_for("perlmutter", {"account": "m1234_g"}, name="w")
+
+
+def test_a_cluster_warns_at_start_about_its_sites_unconfirmed_facts(minimal, counted, monkeypatch):
+    monkeypatch.setattr(sites_module, "_warned_unconfirmed", set())
+    with warnings.catch_warnings():  # a site without unconfirmed facts: no warning
+        warnings.simplefilter("error", UnconfirmedSiteFactsWarning)
+        SLURMGPUCluster(site="minimal").close()
+    minimal.write_text(minimal.read_text() + "unconfirmed:\n  - the partition name gpu (a guess)\n")
+    expected = "^minimal: 1 fact unconfirmed by the centre's documentation: the partition name gpu; "
+    with pytest.warns(UnconfirmedSiteFactsWarning, match=expected):
+        cluster = SLURMGPUCluster(site="minimal")
+    cluster.close()
+    assert counted.count("sbatch") == 0
+
+
+def test_the_cli_render_prints_one_warning_line_for_the_unconfirmed_facts():
+    result = gpujobqueue("render", "generic-pbspro")
+    assert result.returncode == 0 and result.stdout.startswith("#!")
+    lines = [line for line in result.stderr.splitlines() if "unconfirmed" in line]
+    assert lines == ["gpujobqueue: warning: generic-pbspro: 4 facts unconfirmed by the centre's documentation: "
+                     "node values; workq being the default queue; walltime and node limits of workq; "
+                     "node/gpu_request/account/directives/…; see gpujobqueue show generic-pbspro"], result.stderr

@@ -30,7 +30,7 @@ logger = logging.getLogger(__name__)
 
 # Where the shown commands pretend to run (the build runs them in a temporary folder).
 SHOWN_FOLDER = "/home/me/project"
-# Columns a site table can show: key -> heading. The default columns are the first seven.
+# Columns a site table can show: key -> heading. The default columns are the first eight.
 SITE_COLUMNS = {
     "name": "Site",
     "centre": "Centre",
@@ -39,13 +39,14 @@ SITE_COLUMNS = {
     "gpu": "GPU model",
     "network": "Protocol / network",
     "status": "Status",
+    "unconfirmed": "Unconfirmed facts",
     "ucx": "UCX transports",
     "launcher": "Launcher",
     "request": "GPU request",
     "worker": "Workers",
     "description": "Description",
 }
-DEFAULT_COLUMNS = ("name", "centre", "scheduler", "gpus", "gpu", "network", "status")
+DEFAULT_COLUMNS = ("name", "centre", "scheduler", "gpus", "gpu", "network", "status", "unconfirmed")
 
 
 def _table(headings: list[str], rows: list[list[nodes.Node | str]], widths: list[int] | None = None) -> nodes.table:
