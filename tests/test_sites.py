@@ -271,7 +271,7 @@ def test_a_site_with_unconfirmed_facts_warns_once_at_render_naming_them(monkeypa
     with warnings.catch_warnings():  # once per site per process
         warnings.simplefilter("error")
         job_script_for("generic-slurm", {}, name="w")
-    expected = (r"^perlmutter: 8 facts unconfirmed .*QoS limits; account required; .* and \d+ more; "
+    expected = (r"^perlmutter: 9 facts unconfirmed .*: queues; account; .* and \d+ more; "
                 r"see gpujobqueue show perlmutter$")
     with pytest.warns(UnconfirmedSiteFactsWarning, match=expected):
         job_script_for("perlmutter", {"account": "m1234_g"}, name="w")
