@@ -605,7 +605,8 @@ class GPUJobQueueCluster(JobQueueCluster):
             shutil.rmtree(self._private_directory, ignore_errors=True)
 
     @classmethod
-    def parse_keywords(cls, kwargs: dict[str, Any], owner: str | None = None) -> tuple[dict[str, Any], JobRequest, WorkerLaunch]:
+    def parse_keywords(cls, kwargs: dict[str, Any],
+                       owner: str | None = None) -> tuple[dict[str, Any], JobRequest, WorkerLaunch]:
         """Check, resolve and validate cluster keywords; start nothing. An unknown keyword's
         error names ``owner`` (default: this class) and the keywords given.
 
@@ -625,7 +626,8 @@ class GPUJobQueueCluster(JobQueueCluster):
         kwargs = dict(kwargs)
         processes = kwargs.pop("processes", None)
         site = kwargs.pop("site", None)
-        config.check_keywords(kwargs, names + tuple(RENAMED_KEYWORDS) + tuple(cls.batch_synonyms), owner or cls.__name__)
+        config.check_keywords(kwargs, names + tuple(RENAMED_KEYWORDS) + tuple(cls.batch_synonyms),
+                              owner or cls.__name__)
         batch = cls.job_cls.batch
         given = _take_keywords(kwargs, cls.batch_synonyms)
         site_defaults, site_queue = {}, None

@@ -14,7 +14,8 @@ def _sections(lines: list[str]) -> list[tuple[str, int, int]]:
     """The numpydoc sections of a docstring's lines: (title, first body line, end)."""
     starts = [(lines[i].strip(), i) for i in range(len(lines) - 1)
               if lines[i].strip() and _UNDERLINE.fullmatch(lines[i + 1])]
-    return [(title, i + 2, starts[k + 1][1] if k + 1 < len(starts) else len(lines)) for k, (title, i) in enumerate(starts)]
+    ends = [i for _, i in starts[1:]] + [len(lines)]
+    return [(title, i + 2, end) for (title, i), end in zip(starts, ends)]
 
 
 def _entries(body: list[str]) -> list[tuple[set[str], list[str]]]:
@@ -48,7 +49,8 @@ def with_shared_parameters(doc: str, shared_doc: str) -> str:
         own = (at + 2, at + 2)
     own_entries = _entries(lines[own[0]:own[1]])
     documented = set().union(*(names for names, _ in own_entries))
-    added = [line for names, entry in _entries(shared_lines[shared[0]:shared[1]]) if not names <= documented for line in entry]
+    shared_entries = _entries(shared_lines[shared[0]:shared[1]])
+    added = [line for names, entry in shared_entries if not names <= documented for line in entry]
     merged = [line for _, entry in own_entries for line in entry] + added + [""]
     lines[own[0]:own[1]] = merged
     return "\n".join(lines).rstrip() + "\n    "

@@ -142,7 +142,8 @@ class GPUJob(Job):
         **cluster_keywords: Any,
     ):
         if request is None or launch is None:
-            request, launch = self._from_cluster_keywords(dict(cluster_keywords, interface=interface, protocol=protocol), request, launch)
+            keywords = dict(cluster_keywords, interface=interface, protocol=protocol)
+            request, launch = self._from_cluster_keywords(keywords, request, launch)
         elif cluster_keywords:
             config.check_keywords(cluster_keywords, (), type(self).__name__)
         make_log_directory(request.log_directory)  # where dask-jobqueue's Job makes it

@@ -491,7 +491,8 @@ class JobRequest:
             prologue=parse_lines("job_script_prologue", get("job_script_prologue")),
             epilogue=parse_lines("job_script_epilogue", get("job_script_epilogue")),
             environment=parse_environment("environment", get("environment")),
-            shebang=_matching("shebang", given_or(get("shebang"), DEFAULT_SHEBANG), re.compile(r"#![^\n]+"), "a line starting with #!"),
+            shebang=_matching("shebang", given_or(get("shebang"), DEFAULT_SHEBANG), re.compile(r"#![^\n]+"),
+                              "a line starting with #!"),
             job_mem=optional("job_mem", parse_slurm_memory_text),
             walltime_margin=parse_walltime_margin("walltime_margin", get("walltime_margin"), parse_walltime("walltime", walltime)),
         )

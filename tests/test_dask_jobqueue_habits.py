@@ -54,8 +54,8 @@ def test_the_log_directory_is_made_with_the_cluster(tmp_path):
 
 
 @pytest.mark.parametrize("batch, prefix", [("pbs", "#PBS"), ("sge", "#$")])
-@pytest.mark.parametrize("shebang, shell", [(None, "/bin/bash"), ("#!/bin/bash -l", "/bin/bash"), ("#!/bin/zsh", "/bin/zsh"),
-                                            ("#!/usr/bin/env python3", None)])
+@pytest.mark.parametrize("shebang, shell", [(None, "/bin/bash"), ("#!/bin/bash -l", "/bin/bash"),
+                                            ("#!/bin/zsh", "/bin/zsh"), ("#!/usr/bin/env python3", None)])
 def test_pbs_and_grid_engine_run_the_script_with_the_shebangs_interpreter(batch, prefix, shebang, shell):
     keywords = {"shebang": shebang} if shebang else {}
     script = _script(batch, keywords)
@@ -76,6 +76,7 @@ def test_each_class_documents_every_keyword_it_takes(cluster_cls):
     for parameter in NumpyDocString(inspect.cleandoc(cluster_cls.__doc__))["Parameters"]:
         documented |= {name.strip() for name in parameter.name.split(",")}
     signature = set(inspect.signature(cluster_cls.__init__).parameters) - {"self", "kwargs"}
-    taken = signature | {*REQUEST_KEYWORDS, *LAUNCH_KEYWORDS, *cluster_cls.batch_keywords, *cluster_cls.batch_synonyms, "processes"}
+    taken = signature | {*REQUEST_KEYWORDS, *LAUNCH_KEYWORDS, *cluster_cls.batch_keywords, *cluster_cls.batch_synonyms,
+                         "processes"}
     assert not taken - documented, f"{cluster_cls.__name__} does not document {sorted(taken - documented)}"
     assert "cores :" in cluster_cls.__doc__

@@ -54,7 +54,8 @@ def run_shipped_tests(report: Path) -> dict[str, str]:
         name = case.get("name")
         assert name not in outcomes, f"two items named {name}"
         kinds = {child.tag for child in case} & {"failure", "error", "skipped"}
-        outcomes[name] = "error" if "error" in kinds else "failed" if "failure" in kinds else "skipped" if kinds else "passed"
+        outcome = "error" if "error" in kinds else "failed" if "failure" in kinds else "skipped" if kinds else "passed"
+        outcomes[name] = outcome
     return outcomes
 
 
@@ -67,7 +68,8 @@ def test_dask_jobqueues_own_tests_pass_except_those_docs_list_as_differing_by_de
 
     assert (len(outcomes), counts["skipped"]) == (COLLECTED, SKIPPED), f"another dask-jobqueue suite? {counts}"
     assert not not_passing - set(listed), f"failing, and not in {MIGRATING.name}: {sorted(not_passing - set(listed))}"
-    assert not set(listed) - not_passing, f"listed in {MIGRATING.name} but passing now: {sorted(set(listed) - not_passing)}"
+    passing_now = sorted(set(listed) - not_passing)
+    assert not passing_now, f"listed in {MIGRATING.name} but passing now: {passing_now}"
     assert counts["passed"] >= LEAST_PASSING, counts
 
 
@@ -76,7 +78,8 @@ def test_the_list_of_differences_names_tests_of_the_shipped_files():
     tests = set()
     for module in ("test_job", "test_jobqueue_core"):  # read, not imported: their marks are the suite conftest's
         source = Path(importlib.util.find_spec(f"dask_jobqueue.tests.{module}").origin).read_text()
-        tests |= {node.name for node in ast.parse(source).body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        functions = (ast.FunctionDef, ast.AsyncFunctionDef)
+        tests |= {node.name for node in ast.parse(source).body if isinstance(node, functions)}
     listed = documented_differences()
     assert listed, f"{MIGRATING.name} lists no test"
     for item, reason in listed.items():

@@ -7,7 +7,8 @@ pytest runs them unchanged. Their names do not match ``test_*.py``: the whole su
 them once, in tests/test_dask_jobqueue_suite.py, which checks the outcome against the list
 in docs/migrating.md. By hand::
 
-    python -m pytest -p no:cacheprovider tests/dask_jobqueue_suite/shipped_job.py tests/dask_jobqueue_suite/shipped_jobqueue_core.py
+    python -m pytest -p no:cacheprovider tests/dask_jobqueue_suite/shipped_job.py \
+        tests/dask_jobqueue_suite/shipped_jobqueue_core.py
 """
 
 from __future__ import annotations
@@ -36,4 +37,5 @@ def Cluster(request):
 def EnvSpecificCluster(request):
     """The tests that submit jobs to a running batch system (dask-jobqueue runs them in its
     docker-compose CI with ``-E NAME``): skipped, as dask-jobqueue skips them without ``-E``."""
-    pytest.skip(f"submits jobs to a running {request.node.callspec.id} batch system (dask-jobqueue's -E {request.node.callspec.id})")
+    name = request.node.callspec.id
+    pytest.skip(f"submits jobs to a running {name} batch system (dask-jobqueue's -E {name})")
