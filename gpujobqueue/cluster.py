@@ -37,6 +37,7 @@ from .progress import WaitProgress
 from .private_folders import make_private_directory, remove_stale_private_directories
 from .replacement import Replacement, forget_unsubmitted
 from .render import check_scheduler_can_run_in_job
+from .docstrings import with_shared_parameters
 from .limits import MAX_JOBS_PER_CLUSTER
 from .request import JobRequest, parse_bool, parse_name, parse_positive_int
 from .scheduler_job import (SCHEDULER_FILE_NAME, HostedWorkers, JobScheduler, SchedulerStart, parse_scheduler_placement,
@@ -152,7 +153,7 @@ def _take_keywords(kwargs: dict[str, Any], synonyms: dict[str, str]) -> dict[str
             value = given.pop(old)
             if value is not None:
                 warnings.warn(f"{old} has been renamed to {new} (as in dask-jobqueue); {old} is used only where {new} is not set", FutureWarning, stacklevel=4)
-                if given.get(new) is None:
+                if given.get(new) is None or given.get(new) == []:  # dask-jobqueue takes an empty list for unset too
                     given[new] = value
     for synonym, name in synonyms.items():
         if synonym in given:
@@ -203,6 +204,8 @@ class GPUJobQueueCluster(JobQueueCluster):
         The batch job's name.
     gpu_request : {"gpus-per-node", "gres", "none"}
         How the job asks for GPUs; ``gpu_type`` adds a model (``--gres=gpu:a100:4``).
+    gpu_type : str
+        The GPU model asked for, in the batch system's spelling.
     worker_mode : {"dask-cuda", "per-device"}
         ``dask cuda worker`` per node, or one ``dask worker`` per allocated device.
     nthreads : int
@@ -253,8 +256,33 @@ class GPUJobQueueCluster(JobQueueCluster):
         its GPUs are the cluster's minimum, and closing the cluster ends it last. The
         default with ``protocol="ucx"`` on a batch system: UCX has no TLS, so the scheduler
         is kept off the shared login node, on the job's own network (``interface``).
+    nodes : int
+        Nodes per job (default 1); each node runs ``gpus_per_node`` GPU workers, started
+        through ``launcher``.
+    processes : int
+        dask-jobqueue's workers per job. One worker runs per GPU, so ``processes`` is
+        ``gpus_per_node`` (giving both with different values is refused).
+    launcher : str
+        How a job of several nodes starts one task per node: ``srun``, ``ibrun``,
+        ``mpiexec-pals``, ``mpiexec-openmpi``, ``mpiexec-mpich`` or ``jsrun``.
+    launcher_args : list of str
+        More launcher options, after gpujobqueue's own.
+    allocation_variable : str
+        The variable from which a job reads the devices the batch system allocated
+        (default: ``visibility_variable``); where it is unset, devices ``0 .. G-1``.
+    memory_limit : str
+        Each worker's host memory limit, instead of its share of the job's memory.
+    dashboard_address : str
+        Where the dashboard listens (default ``127.0.0.1:8787``, the loopback); an address
+        beyond the loopback warns.
+    host : str
+        Refused, as in dask-jobqueue: give the scheduler's host in ``scheduler_options``.
+    job_cls : type
+        The job class; each batch system's cluster class sets its own.
     death_timeout, local_directory, interface, protocol, security, python, worker_command, worker_extra_args, nanny, shebang, scheduler_options, scheduler_cls, shared_temp_directory, silence_logs, asynchronous, loop, name, config_name
-        As in :class:`dask_jobqueue.SLURMCluster`.
+        As in :class:`dask_jobqueue.SLURMCluster`. On PBS and Grid Engine, whose ``-S``
+        names the shell that runs the script whatever its first line, ``-S`` follows
+        ``shebang``'s interpreter.
 
     Raises
     ------
@@ -272,6 +300,11 @@ class GPUJobQueueCluster(JobQueueCluster):
     gpu_request_styles: ClassVar[tuple[str, ...]] = ("none",)
     # Launchers that start one task per node of this batch system's multi-node jobs.
     launchers: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("__doc__"):  # a batch system's class documents the shared keywords too
+            cls.__doc__ = with_shared_parameters(cls.__doc__, GPUJobQueueCluster.__doc__ or "")
 
     def __init__(
         self,
@@ -573,8 +606,10 @@ class GPUJobQueueCluster(JobQueueCluster):
             shutil.rmtree(self._private_directory, ignore_errors=True)
 
     @classmethod
-    def parse_keywords(cls, kwargs: dict[str, Any]) -> tuple[dict[str, Any], JobRequest, WorkerLaunch]:
-        """Check, resolve and validate cluster keywords; start nothing.
+    def parse_keywords(cls, kwargs: dict[str, Any],
+                       owner: str | None = None) -> tuple[dict[str, Any], JobRequest, WorkerLaunch]:
+        """Check, resolve and validate cluster keywords; start nothing. An unknown keyword's
+        error names ``owner`` (default: this class) and the keywords given.
 
         Returns
         -------
@@ -592,7 +627,8 @@ class GPUJobQueueCluster(JobQueueCluster):
         kwargs = dict(kwargs)
         processes = kwargs.pop("processes", None)
         site = kwargs.pop("site", None)
-        config.check_keywords(kwargs, names + tuple(RENAMED_KEYWORDS) + tuple(cls.batch_synonyms))
+        config.check_keywords(kwargs, names + tuple(RENAMED_KEYWORDS) + tuple(cls.batch_synonyms),
+                              owner or cls.__name__)
         batch = cls.job_cls.batch
         given = _take_keywords(kwargs, cls.batch_synonyms)
         site_defaults, site_queue = {}, None

@@ -23,12 +23,14 @@ def _register_defaults() -> None:
 _register_defaults()
 
 
-def check_keywords(given: Iterable[str], accepted: Iterable[str]) -> None:
-    """Raise :class:`UnknownKeywordError` for the first keyword not in ``accepted``."""
+def check_keywords(given: Iterable[str], accepted: Iterable[str], owner: str | None = None) -> None:
+    """Raise :class:`UnknownKeywordError` for the first keyword not in ``accepted``; with
+    ``owner`` (the refusing class's name), its message shows ``given`` (a mapping) too."""
     accepted = sorted(set(accepted))
     for keyword in given:
         if keyword not in accepted:
-            raise UnknownKeywordError(keyword, difflib.get_close_matches(keyword, accepted, n=3))
+            raise UnknownKeywordError(keyword, difflib.get_close_matches(keyword, accepted, n=3), owner,
+                                      dict(given) if owner is not None and isinstance(given, Mapping) else None)
 
 
 def configured(batch: str, name: str) -> Any:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class GPUJobQueueError(Exception):
     """Base class of every error gpujobqueue raises on purpose."""
@@ -23,13 +25,38 @@ class ValidationError(GPUJobQueueError, ValueError):
         super().__init__(f"{field}: {message}")
 
 
-class UnknownKeywordError(GPUJobQueueError, TypeError):
-    """A keyword that no gpujobqueue cluster accepts."""
+class UnknownKeywordError(GPUJobQueueError, TypeError, ValueError):
+    """A keyword that no gpujobqueue cluster accepts.
 
-    def __init__(self, keyword: str, suggestions: list[str] | None = None):
+    A :class:`TypeError`, as Python's own error for an unexpected keyword argument, and a
+    :class:`ValueError`, as dask-jobqueue raises it.
+
+    Parameters
+    ----------
+    keyword : str
+        The keyword refused.
+    suggestions : list of str, optional
+        Accepted keywords spelt like it.
+    owner : str, optional
+        The class that refused it (``SLURMGPUCluster``).
+    given : dict, optional
+        Every keyword given with it, shown (values shortened) as dask-jobqueue shows its ``job_kwargs``.
+    """
+
+    def __init__(self, keyword: str, suggestions: list[str] | None = None, owner: str | None = None,
+                 given: dict[str, Any] | None = None):
         self.field = keyword
         hint = f" Did you mean {', '.join(suggestions)}?" if suggestions else ""
-        super().__init__(f"{keyword}: unknown keyword.{hint}")
+        context = ""
+        if owner is not None:
+            shown = ", ".join(f"{name}={_short_repr(value)}" for name, value in (given or {}).items())
+            context = f" (unexpected keyword argument {keyword!r} given to {owner} with job_kwargs {shown})"
+        super().__init__(f"{keyword}: unknown keyword.{hint}{context}")
+
+
+def _short_repr(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 class SubmissionError(GPUJobQueueError, RuntimeError):

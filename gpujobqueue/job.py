@@ -8,13 +8,14 @@ import logging
 import os
 import subprocess
 import tempfile
-from typing import ClassVar, Iterator
+from typing import Any, ClassVar, Iterator
 
 from dask_jobqueue.core import Job
 from distributed.core import Status
 from distributed.deploy.spec import ProcessInterface
 from distributed.security import Security
 
+from . import config
 from .errors import SubmissionError, ValidationError
 from .job_commands import CANCEL_CHUNK, ArrayElements, JobCommands
 from .job_status import JobFailedError, JobStatus, read_log_tail, run_query, script_exit_code
@@ -61,6 +62,22 @@ def check_log_directory(path: str | None) -> None:
         raise ValidationError("log_directory", f"{path!r} cannot be made: {parent!r} is not writable by this user")
 
 
+def make_log_directory(path: str | None) -> None:
+    """Make ``log_directory`` (and its parents) if it is not there yet.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``log_directory``, when it cannot be made.
+    """
+    if not path:
+        return
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as error:
+        raise ValidationError("log_directory", f"{path!r} cannot be made a directory: {error.strerror}") from None
+
+
 class GPUJob(Job):
     """A batch job that runs one Dask worker per GPU.
 
@@ -91,6 +108,10 @@ class GPUJob(Job):
     config_name, interface, protocol
         Accepted from :class:`dask_jobqueue.JobQueueCluster`, which passes them to every
         job; ``launch`` already holds the interface and protocol.
+    **cluster_keywords
+        Without ``request`` and ``launch``, the job is made as dask-jobqueue's jobs are, from
+        the keywords of its batch system's cluster class (``cores=``, ``memory=``,
+        ``job_extra_directives=``, ...), resolved and validated as the cluster does.
     """
 
     batch: ClassVar[str]
@@ -109,8 +130,8 @@ class GPUJob(Job):
         scheduler: str | None = None,
         name: str | None = None,
         *,
-        request: JobRequest,
-        launch: WorkerLaunch,
+        request: JobRequest | None = None,
+        launch: WorkerLaunch | None = None,
         security: Security | None = None,
         config_name: str | None = None,
         interface: str | None = None,
@@ -118,7 +139,14 @@ class GPUJob(Job):
         scheduler_file: str | None = None,
         start_scheduler: SchedulerStart | None = None,
         commands: JobCommands | None = None,
+        **cluster_keywords: Any,
     ):
+        if request is None or launch is None:
+            keywords = dict(cluster_keywords, interface=interface, protocol=protocol)
+            request, launch = self._from_cluster_keywords(keywords, request, launch)
+        elif cluster_keywords:
+            config.check_keywords(cluster_keywords, (), type(self).__name__)
+        make_log_directory(request.log_directory)  # where dask-jobqueue's Job makes it
         # Job.__init__ would read jobqueue.yaml for every setting; ours are resolved already.
         ProcessInterface.__init__(self)
         self.scheduler = scheduler
@@ -139,6 +167,18 @@ class GPUJob(Job):
         self.commands = commands
         # Where batch systems write logs by default; set again when the job is submitted.
         self.submit_directory = os.getcwd()
+
+    @classmethod
+    def _from_cluster_keywords(cls, keywords: dict[str, Any], request: JobRequest | None,
+                               launch: WorkerLaunch | None) -> tuple[JobRequest, WorkerLaunch]:
+        """The request and launch that the batch system's cluster class makes of ``keywords``."""
+        if request is not None or launch is not None:
+            raise TypeError(f"{cls.__name__} takes request and launch together, or neither")
+        from .batch import cluster_class  # the batch modules import this one
+
+        _, request, launch = cluster_class(cls.batch).parse_keywords(keywords, owner=cls.__name__)
+        check_log_directory(request.log_directory)
+        return request, launch
 
     def job_script(self, array: ArrayElements | None = None) -> str:
         """The script this job submits; with ``array``, the script of that job array."""
@@ -175,11 +215,7 @@ class GPUJob(Job):
 
     async def start(self) -> None:
         try:
-            if self.log_directory:
-                try:
-                    os.makedirs(self.log_directory, exist_ok=True)
-                except OSError as error:
-                    raise ValidationError("log_directory", f"{self.log_directory!r} cannot be made a directory: {error.strerror}") from None
+            make_log_directory(self.log_directory)
             self.submit_directory = os.getcwd()
             await self._start_job()
         except BaseException:

@@ -23,6 +23,7 @@ _SAFE_WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}")
 _CONSTRAINT = re.compile(r"(?!-)[A-Za-z0-9_.&|,:*\[\]()-]{1,256}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PATH = re.compile(r"(?!-)[A-Za-z0-9_./+@%=,:-]+")
+DEFAULT_SHEBANG = "#!/usr/bin/env bash"
 DEFAULT_WALLTIME = "01:00:00"  # every job ends: an allocation nobody closes burns hours at most
 _WALLTIME_FORMS = "HH:MM:SS, D-HH:MM:SS, D-HH:MM, D-HH, MM:SS or MM"
 
@@ -398,10 +399,22 @@ class JobRequest:
     prologue: tuple[str, ...] = ()
     epilogue: tuple[str, ...] = ()
     environment: tuple[tuple[str, str], ...] = field(default_factory=tuple)
-    shebang: str = "#!/usr/bin/env bash"
+    shebang: str = DEFAULT_SHEBANG
     job_mem: str | None = None
     walltime_margin: int | None = None
     options: Any = None
+
+    @property
+    def shell(self) -> str | None:
+        """The shell that PBS's and Grid Engine's ``-S`` name, which run the script with it
+        whatever its first line: the shebang's interpreter (``/bin/bash`` for the default
+        ``#!/usr/bin/env bash``); None for another ``#!/usr/bin/env NAME``, which names no path."""
+        if self.shebang == DEFAULT_SHEBANG:
+            return "/bin/bash"
+        interpreter = self.shebang[2:].split(maxsplit=1)[0] if self.shebang[2:].strip() else ""
+        if interpreter == "/usr/bin/env" or not re.fullmatch(r"/[\w./+-]+", interpreter):
+            return None
+        return interpreter
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any], *, gpu_request_styles: Sequence[str] = GPU_REQUEST_STYLES) -> "JobRequest":
@@ -478,7 +491,8 @@ class JobRequest:
             prologue=parse_lines("job_script_prologue", get("job_script_prologue")),
             epilogue=parse_lines("job_script_epilogue", get("job_script_epilogue")),
             environment=parse_environment("environment", get("environment")),
-            shebang=_matching("shebang", given_or(get("shebang"), "#!/usr/bin/env bash"), re.compile(r"#![^\n]+"), "a line starting with #!"),
+            shebang=_matching("shebang", given_or(get("shebang"), DEFAULT_SHEBANG), re.compile(r"#![^\n]+"),
+                              "a line starting with #!"),
             job_mem=optional("job_mem", parse_slurm_memory_text),
             walltime_margin=parse_walltime_margin("walltime_margin", get("walltime_margin"), parse_walltime("walltime", walltime)),
         )

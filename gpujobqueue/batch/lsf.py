@@ -157,6 +157,12 @@ class LSFGPUCluster(GPUJobQueueCluster):
         ``LSF_UNIT_FOR_LIMITS`` of the cluster; read from ``$LSF_ENVDIR/lsf.conf`` when not given.
     use_stdin : bool
         Submit as ``bsub < script`` (default) or ``bsub script``.
+    ncpus : int
+        dask-jobqueue's ``-n``: the job's cores, instead of ``cores``.
+    mem : int or str
+        dask-jobqueue's bytes of ``-M``, instead of ``memory``.
+    project : str
+        ``-P``; a synonym of ``account``.
     walltime : str
         As elsewhere, except that two fields are LSF's and dask-jobqueue's ``HH:MM``
         (``"01:30"`` is an hour and a half, as ``bsub -W 01:30`` reads it), not ``MM:SS``.

@@ -205,6 +205,8 @@ class SGEGPUCluster(GPUJobQueueCluster):
         asked for, as with dask-jobqueue's SGECluster.
     resource_spec : str
         More ``-l`` resources, e.g. ``h_vmem=8G``.
+    project : str
+        ``-P``; a synonym of ``account``.
 
     Examples
     --------

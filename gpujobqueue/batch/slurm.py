@@ -78,6 +78,19 @@ class SLURMGPUCluster(GPUJobQueueCluster):
     Takes every keyword of :class:`dask_jobqueue.SLURMCluster` with the same meaning, and
     the GPU keywords of :class:`~gpujobqueue.cluster.GPUJobQueueCluster`.
 
+    Parameters
+    ----------
+    qos : str
+        ``--qos``.
+    constraint : str
+        ``--constraint``, e.g. ``gpu`` or ``a100&hbm80g``.
+    partition : str
+        A synonym of ``queue`` (``--partition``).
+    job_cpu : int
+        dask-jobqueue's ``--cpus-per-task``: the job's cores, instead of ``cores``.
+    job_mem : str
+        dask-jobqueue's raw ``--mem`` value (``10G``, ``4000``), instead of ``memory``.
+
     Examples
     --------
     >>> cluster = SLURMGPUCluster(gpus_per_node=4, queue="gpu", account="m1234", walltime="01:00:00")

@@ -1,0 +1,3 @@
+"""dask-jobqueue 0.9's tests/test_job.py, from the installed package, run unchanged (see conftest.py)."""
+
+from dask_jobqueue.tests.test_job import *  # noqa: F401,F403

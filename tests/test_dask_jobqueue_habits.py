@@ -1,0 +1,82 @@
+"""What dask-jobqueue's own tests expect of a batch class, checked here by behaviour: its Job
+class made from dask-jobqueue's Job keywords, an unknown keyword as a ValueError, the log
+directory made with the cluster, PBS's and Grid Engine's -S after the shebang, and a
+docstring that documents every keyword the class takes."""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+
+import pytest
+from numpydoc.docscrape import NumpyDocString
+
+from gpujobqueue import (LocalGPUCluster, LSFGPUCluster, PBSGPUCluster, SGEGPUCluster, SLURMGPUCluster,
+                         UnknownKeywordError)
+from gpujobqueue.cluster import LAUNCH_KEYWORDS, REQUEST_KEYWORDS
+from gpujobqueue.scripts import job_script_for
+
+CLASSES = [SLURMGPUCluster, PBSGPUCluster, LSFGPUCluster, SGEGPUCluster]
+
+
+@pytest.mark.parametrize("cluster_cls", CLASSES, ids=lambda cls: cls.job_cls.batch)
+def test_a_job_made_from_dask_jobqueues_job_keywords_asks_for_what_the_cluster_would(cluster_cls):
+    keywords = {"cores": 8, "memory": "16GB", "gpus_per_node": 2, "walltime": "00:30:00", "job_name": "mine"}
+    job = cluster_cls.job_cls(scheduler="tcp://127.0.0.1:8786", name="mine-0", **keywords)
+    _, request, launch = cluster_cls.parse_keywords(keywords)
+    assert (job.request, job.launch) == (request, launch)
+    script = job.job_script()
+    assert "tcp://127.0.0.1:8786" in script and "mine-0" in script
+    assert job.worker_processes == 2
+
+
+@pytest.mark.parametrize("cluster_cls", CLASSES, ids=lambda cls: cls.job_cls.batch)
+def test_an_unknown_keyword_to_a_job_class_names_that_class(cluster_cls):
+    with pytest.raises(ValueError, match=rf"gpus_per_nodes: unknown keyword.*{cluster_cls.job_cls.__name__}") as info:
+        cluster_cls.job_cls(cores=1, gpus_per_nodes=2)
+    assert isinstance(info.value, UnknownKeywordError) and isinstance(info.value, TypeError)
+    assert info.value.field == "gpus_per_nodes"
+
+
+def test_an_unknown_keyword_names_the_class_and_shows_the_keywords_given_shortened():
+    with pytest.raises(ValueError) as info:
+        SLURMGPUCluster(cores=1, memory="1GB", wrong_parameter="x" * 500)
+    message = str(info.value)
+    assert message.startswith("wrong_parameter: unknown keyword.")
+    assert "SLURMGPUCluster" in message and "cores=1, memory='1GB'" in message
+    assert "x" * 50 in message and "x" * 100 not in message
+
+
+def test_the_log_directory_is_made_with_the_cluster(tmp_path):
+    folder = tmp_path / "logs" / "today"
+    with SLURMGPUCluster(queue="gpu", log_directory=str(folder)):
+        assert folder.is_dir()
+
+
+@pytest.mark.parametrize("batch, prefix", [("pbs", "#PBS"), ("sge", "#$")])
+@pytest.mark.parametrize("shebang, shell", [(None, "/bin/bash"), ("#!/bin/bash -l", "/bin/bash"),
+                                            ("#!/bin/zsh", "/bin/zsh"), ("#!/usr/bin/env python3", None)])
+def test_pbs_and_grid_engine_run_the_script_with_the_shebangs_interpreter(batch, prefix, shebang, shell):
+    keywords = {"shebang": shebang} if shebang else {}
+    script = _script(batch, keywords)
+    assert script.splitlines()[0] == (shebang or "#!/usr/bin/env bash")
+    shells = [line.split()[-1] for line in script.splitlines() if line.startswith(f"{prefix} -S ")]
+    assert shells == ([shell] if shell else [])
+
+
+def _script(batch: str, keywords: dict) -> str:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # plain TCP warns; TLS is not what this test is about
+        return job_script_for(batch, keywords, name="job", tls=False)
+
+
+@pytest.mark.parametrize("cluster_cls", [*CLASSES, LocalGPUCluster], ids=lambda cls: cls.__name__)
+def test_each_class_documents_every_keyword_it_takes(cluster_cls):
+    documented = set()
+    for parameter in NumpyDocString(inspect.cleandoc(cluster_cls.__doc__))["Parameters"]:
+        documented |= {name.strip() for name in parameter.name.split(",")}
+    signature = set(inspect.signature(cluster_cls.__init__).parameters) - {"self", "kwargs"}
+    taken = signature | {*REQUEST_KEYWORDS, *LAUNCH_KEYWORDS, *cluster_cls.batch_keywords, *cluster_cls.batch_synonyms,
+                         "processes"}
+    assert not taken - documented, f"{cluster_cls.__name__} does not document {sorted(taken - documented)}"
+    assert "cores :" in cluster_cls.__doc__
