@@ -129,17 +129,14 @@ class OpenDashboardWarning(UserWarning):
     """The dashboard listens beyond the loopback, without authentication."""
 
 
-def dashboard_options(scheduler_options: dict | None, dashboard_address: str | None) -> dict[str, Any]:
-    """The scheduler options with the dashboard on the loopback unless an address is given
-    (``dashboard_address=`` or ``scheduler_options["dashboard_address"]``); an address open
-    beyond the loopback warns."""
+def dashboard_options(scheduler_options: dict | None) -> dict[str, Any]:
+    """The scheduler options with the dashboard on the loopback unless
+    ``scheduler_options["dashboard_address"]`` gives an address; one open beyond the loopback warns."""
     options = dict(scheduler_options or {})
-    if dashboard_address is not None:
-        options["dashboard_address"] = dashboard_address
     address = options.setdefault("dashboard_address", DEFAULT_DASHBOARD_ADDRESS)
     if address not in (None, False) and not is_loopback_address(address):
         warnings.warn(f"the dashboard at {address!r} listens beyond this machine's loopback, without authentication, "
-                      "and shows your workers' logs; leave dashboard_address unset to keep it on 127.0.0.1 and reach "
+                      "and shows your workers' logs; leave scheduler_options' dashboard_address unset to keep it on 127.0.0.1 and reach "
                       "it through an SSH tunnel",
                       OpenDashboardWarning, stacklevel=3)
     return options
@@ -273,8 +270,8 @@ class GPUJobQueueCluster(JobQueueCluster):
     memory_limit : str
         Each worker's host memory limit, instead of its share of the job's memory.
     dashboard_address : str
-        Where the dashboard listens (default ``127.0.0.1:8787``, the loopback); an address
-        beyond the loopback warns.
+        Refused, as in dask-jobqueue: give it in ``scheduler_options`` (where the dashboard
+        listens, default ``127.0.0.1:8787``, the loopback; an address beyond it warns).
     host : str
         Refused, as in dask-jobqueue: give the scheduler's host in ``scheduler_options``.
     job_cls : type
@@ -328,6 +325,9 @@ class GPUJobQueueCluster(JobQueueCluster):
         job_array: bool | None = None,
         **kwargs: Any,
     ):
+        if dashboard_address is not None:  # dask-jobqueue's rule, and its words
+            raise ValidationError("dashboard_address", "pass 'dashboard_address' through 'scheduler_options', "
+                                  f"e.g. scheduler_options={{'dashboard_address': {dashboard_address!r}}}")
         if job_cls is not None:
             self.job_cls = job_cls
         config_name = config_name or self.job_cls.config_name
@@ -376,7 +376,7 @@ class GPUJobQueueCluster(JobQueueCluster):
             )
         if scheduler_options is None:
             scheduler_options = dask.config.get(f"jobqueue.{config_name}.scheduler-options", default=None)
-        scheduler_options = dashboard_options(scheduler_options, dashboard_address)
+        scheduler_options = dashboard_options(scheduler_options)
         self._dashboard_address = scheduler_options["dashboard_address"]
         exit_cleanup.track(self)  # from here on, its jobs are cancelled when this process ends
         try:

@@ -30,13 +30,10 @@ def test_the_dashboard_listens_on_the_loopback_only_by_default(tmp_path):
         assert "127.0.0.1" in cluster.dashboard_link
 
 
-@pytest.mark.parametrize("how", ["dashboard_address", "scheduler_options"])
-def test_an_open_dashboard_must_be_asked_for_and_warns(tmp_path, how):
+def test_an_open_dashboard_must_be_asked_for_and_warns(tmp_path):
     from gpujobqueue.cluster import OpenDashboardWarning
 
-    keywords = {"dashboard_address": ":0"}
-    if how == "scheduler_options":
-        keywords = {"scheduler_options": keywords}
+    keywords = {"scheduler_options": {"dashboard_address": ":0"}}
     with pytest.warns(OpenDashboardWarning, match="without authentication"):
         cluster = LocalGPUCluster(**SMALL, shared_temp_directory=str(tmp_path), **keywords)
     with cluster:
@@ -50,3 +47,10 @@ def test_the_scheduler_jobs_dashboard_is_on_its_nodes_loopback(tmp_path):
         port = client.scheduler_info()["services"]["dashboard"]
         hosts = listening_hosts(port, psutil.net_connections(kind="tcp"))  # the scheduler's own process
         assert hosts == {"127.0.0.1"}, hosts
+
+
+def test_dashboard_address_goes_through_scheduler_options_as_in_dask_jobqueue(tmp_path):
+    from gpujobqueue.errors import ValidationError
+
+    with pytest.raises(ValidationError, match="dashboard_address: pass 'dashboard_address' through 'scheduler_options'"):
+        LocalGPUCluster(**SMALL, shared_temp_directory=str(tmp_path), dashboard_address=":8787")
