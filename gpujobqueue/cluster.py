@@ -38,7 +38,7 @@ from .private_folders import make_private_directory, remove_stale_private_direct
 from .replacement import Replacement, forget_unsubmitted
 from .render import check_scheduler_can_run_in_job
 from .limits import MAX_JOBS_PER_CLUSTER
-from .request import JobRequest, parse_bool, parse_name, parse_positive_int
+from .request import DEFAULT_WALLTIME, JobRequest, parse_bool, parse_name, parse_positive_int
 from .scheduler_job import (SCHEDULER_FILE_NAME, HostedWorkers, JobScheduler, SchedulerStart, parse_scheduler_placement,
                             scheduler_tls_args, write_private_file)
 from .tls import resolve_security
@@ -272,6 +272,8 @@ class GPUJobQueueCluster(JobQueueCluster):
     gpu_request_styles: ClassVar[tuple[str, ...]] = ("none",)
     # Launchers that start one task per node of this batch system's multi-node jobs.
     launchers: ClassVar[tuple[str, ...]] = ()
+    # The walltime of jobs given none; None where nothing ends jobs (the local batch system).
+    default_walltime: ClassVar[str | None] = DEFAULT_WALLTIME
 
     def __init__(
         self,
@@ -617,7 +619,7 @@ class GPUJobQueueCluster(JobQueueCluster):
                 raise ValidationError("processes", f"processes={processes} but gpus_per_node={gpus}: one worker runs per GPU, so give gpus_per_node alone")
             settings["gpus_per_node"] = processes
         cls._apply_batch_defaults(settings)
-        request = JobRequest.from_settings(settings, gpu_request_styles=cls.gpu_request_styles)
+        request = JobRequest.from_settings(settings, gpu_request_styles=cls.gpu_request_styles, default_walltime=cls.default_walltime)
         request = dataclasses.replace(request, options=cls._parse_batch_options(settings, request))
         launch = WorkerLaunch.from_settings(settings, gpus=request.gpus_per_node, memory_per_node=request.memory_per_node,
                                             cpus_per_node=request.cpus_per_node, nodes=request.nodes)

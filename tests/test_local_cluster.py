@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 
 import dask.array as da
+import dask.config
 import psutil
 import pytest
 from dask.distributed import Client
@@ -132,3 +134,47 @@ def test_scheduler_placement_is_checked_before_anything_starts(keywords, field):
     with pytest.raises(ValidationError) as info:
         LocalGPUCluster(gpus_per_node=1, devices=["0"], **keywords)
     assert info.value.field == field
+
+
+def _lifetime(dask_worker):
+    return dask_worker.lifetime
+
+
+@pytest.mark.parametrize("walltime, lifetime", [(None, None), ("00:10:00", (570 - 7, 570 + 7))])
+def test_local_workers_retire_only_before_a_walltime_given(walltime, lifetime):
+    # The local batch system ends no job at a walltime: without one given its workers must not retire
+    # (they did after 57 minutes, a batch system's default hour less the margin).
+    options = {**SMALL, **({"walltime": walltime} if walltime else {})}
+    with LocalGPUCluster(gpus_per_node=1, devices=["0"], **options) as cluster, Client(cluster) as client:
+        script = cluster.job_script()
+        assert cluster.request.walltime == (None if walltime is None else 600)
+        assert ("LIFETIME__DURATION=570s" in script) == (walltime is not None)
+        if walltime is None:
+            assert "LIFETIME" not in script and "walltime" not in script
+        cluster.scale(1)
+        client.wait_for_workers(1, timeout=60)
+        (seen,) = client.run(_lifetime).values()
+        if lifetime is None:
+            assert seen is None
+        else:
+            assert lifetime[0] <= seen <= lifetime[1]
+
+
+def test_a_walltime_margin_without_a_walltime_is_refused():
+    with pytest.raises(ValidationError) as info:
+        LocalGPUCluster(gpus_per_node=1, devices=["0"], walltime_margin="5m", **SMALL)
+    assert info.value.field == "walltime_margin"
+
+
+def test_scale_replaces_a_local_job_that_ended():
+    with dask.config.set({"gpujobqueue.job-poll-interval": "1s"}), \
+            LocalGPUCluster(gpus_per_node=1, devices=["0", "1"], **SMALL) as cluster, Client(cluster) as client:
+        cluster.scale(1)
+        client.wait_for_workers(1, timeout=60)
+        ((name, job),) = cluster.workers.items()
+        os.killpg(int(job.job_id), signal.SIGKILL)  # ended from outside, as a failed node would end it
+        wait_until(lambda: set(cluster.worker_spec) - {name}, 30, what=lambda: f"a replacement for {name}: {list(cluster.worker_spec)}")
+        wait_until(lambda: [w["name"] for w in client.scheduler_info()["workers"].values()] not in ([], [name]), 60,
+                   what="the replacement's worker")
+        assert client.submit(sum, [1, 2, 3]).result() == 6
+        assert len(cluster.worker_spec) == 1 and not cluster.job_failures

@@ -195,9 +195,15 @@ class LocalGPUCluster(GPUJobQueueCluster):
         ``dask-cuda`` where NVIDIA GPUs are present and ``per-device`` elsewhere;
         ``protocol`` defaults to ``"ucx"`` where two or more of this machine's GPUs are
         joined by NVLink and distributed-ucxx is installed, and to TCP elsewhere.
+        ``walltime`` defaults to none: the workers live until the cluster stops them. Given
+        one, the workers retire gracefully before it (``walltime_margin``) and ``scale()``
+        replaces their job, as on a batch system.
     """
     job_cls = LocalGPUJob
     batch_keywords = ("devices",)
+    # Nothing here ends a job at a walltime, so workers retire before one only when it is given:
+    # the batch systems' default hour made workstation workers leave after 57 minutes.
+    default_walltime = None
 
     @classmethod
     def _apply_batch_defaults(cls, settings: dict[str, Any]) -> None:
