@@ -178,3 +178,42 @@ def test_scale_replaces_a_local_job_that_ended():
                    what="the replacement's worker")
         assert client.submit(sum, [1, 2, 3]).result() == 6
         assert len(cluster.worker_spec) == 1 and not cluster.job_failures
+
+
+def _group_members(pgid: int) -> set[int]:
+    return {p.pid for p in psutil.process_iter() if _pgid(p.pid) == pgid}
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_a_normal_close_leaves_quiet_logs_and_no_process(tmp_path):
+    # The close used to SIGTERM the whole process group at once: the worker processes died under their
+    # nannies (12 leaked semaphores in the log) and the script's wait, cut short by its trap, ended it with 143.
+    with LocalGPUCluster(gpus_per_node=2, devices=["0", "1"], log_directory=str(tmp_path), **SMALL) as cluster, \
+            Client(cluster) as client:
+        cluster.scale(2)
+        client.wait_for_workers(2, timeout=60)
+        x = da.ones((2000, 2000), chunks=500)
+        assert client.compute((x + 1).sum(), resources={"GPU": 1}).result() == 2 * 2000 * 2000
+        (job,) = cluster.workers.values()
+        members = _group_members(int(job.job_id))
+        assert len(members) >= 4, members  # the script, the worker command, two worker processes
+    assert job.process.returncode == 0
+    (log,) = tmp_path.glob("*.out")
+    text = log.read_text()
+    assert "job script exits with status 0" in text
+    for noise in ("status 143", "leaked semaphore", "Traceback"):
+        assert noise not in text, text[-3000:]
+    assert not [pid for pid in members if _alive(pid)]
