@@ -128,6 +128,10 @@ class OpenDashboardWarning(UserWarning):
     """The dashboard listens beyond the loopback, without authentication."""
 
 
+class LocalFallbackWarning(UserWarning):
+    """``GPUCluster()`` found no site and runs its jobs on this machine (the local batch system)."""
+
+
 def dashboard_options(scheduler_options: dict | None, dashboard_address: str | None) -> dict[str, Any]:
     """The scheduler options with the dashboard on the loopback unless an address is given
     (``dashboard_address=`` or ``scheduler_options["dashboard_address"]``); an address open
@@ -866,7 +870,8 @@ def GPUCluster(batch: str | None = None, *, site: Any = None, **kwargs: Any) -> 
     batch : {"slurm", "pbs", "lsf", "sge", "local"}, optional
         The batch system. Without it and without ``site``: the site ``gpujobqueue.site``
         of dask config names, else the site detected from the host name (the choice is
-        logged); where no site matches, ``gpujobqueue.batch`` from dask config (``local``).
+        logged); where no site matches, ``gpujobqueue.batch`` from dask config (``local``, which
+        warns: :class:`LocalFallbackWarning`, naming how to pick a site).
     site : str or Site, optional
         A site config by name (``"perlmutter"``) or path; its scheduler picks the class.
     **kwargs
@@ -887,4 +892,12 @@ def GPUCluster(batch: str | None = None, *, site: Any = None, **kwargs: Any) -> 
         if batch is not None and batch != site.scheduler:
             raise ValidationError("batch", f"batch={batch!r} but site {site.name} runs {site.scheduler} ({site.files[0]})")
         return cluster_class(site.scheduler)(site=site, **kwargs)
-    return cluster_class(batch or dask.config.get("gpujobqueue.batch", default="local"))(**kwargs)
+    chosen = batch or dask.config.get("gpujobqueue.batch", default="local")
+    if chosen == "local" and batch is None:
+        # Without this a user on a login node whose site was not recognised would run workers there, silently.
+        warnings.warn(f"GPUCluster: {how} ({socket.gethostname()}), so the jobs run on this machine, with the local batch "
+                      "system; to use a site's batch system pass site='perlmutter' (or a YAML file), or set it once in "
+                      "dask config: gpujobqueue.site in ~/.config/dask/gpujobqueue.yaml or DASK_GPUJOBQUEUE__SITE=perlmutter "
+                      "(`gpujobqueue sites` lists them); pass batch='local' to say that this is meant",
+                      LocalFallbackWarning, stacklevel=2)
+    return cluster_class(chosen)(**kwargs)

@@ -217,3 +217,21 @@ def test_a_normal_close_leaves_quiet_logs_and_no_process(tmp_path):
     for noise in ("status 143", "leaked semaphore", "Traceback"):
         assert noise not in text, text[-3000:]
     assert not [pid for pid in members if _alive(pid)]
+
+
+def test_gpucluster_without_a_site_warns_that_it_falls_back_to_this_machine(monkeypatch):
+    from gpujobqueue import GPUCluster, LocalFallbackWarning, sites
+
+    monkeypatch.setattr(sites, "detect_site", lambda: None)  # whatever this host is called
+    with dask.config.set({"gpujobqueue.site": None, "gpujobqueue.batch": "local"}):
+        with pytest.warns(LocalFallbackWarning, match=r"no site matches this host name.*local batch system.*site=.*"
+                                                      r"DASK_GPUJOBQUEUE__SITE.*batch='local'") as record:
+            cluster = GPUCluster(gpus_per_node=1, devices=["0"], **SMALL)
+        with cluster:
+            assert isinstance(cluster, LocalGPUCluster)
+        assert len([w for w in record if issubclass(w.category, LocalFallbackWarning)]) == 1
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", LocalFallbackWarning)
+            with GPUCluster("local", gpus_per_node=1, devices=["0"], **SMALL) as chosen:  # asked for: no warning
+                assert isinstance(chosen, LocalGPUCluster)
