@@ -132,9 +132,11 @@ class LocalGPUJob(GPUJob):
         if process is not None and process.poll() is None:
             self._ask_to_stop()
             deadline = time.monotonic() + self.stop_grace_seconds
-            while time.monotonic() < deadline and self._group_alive():
+            while (alive := self._group_alive()) and time.monotonic() < deadline:
                 await asyncio.sleep(0.1)
-            self._kill_group()
+            if alive:
+                self._kill_group()
+            process.wait()
         self._release_devices()
         await super(Job, self).close()
 
@@ -148,7 +150,9 @@ class LocalGPUJob(GPUJob):
         while time.monotonic() < deadline and any(job._group_alive() for job in running):
             time.sleep(0.1)
         for job in running:
-            job._kill_group()
+            if job._group_alive():
+                job._kill_group()
+            job.process.wait()
         for job in jobs:
             job._release_devices()
 
@@ -173,7 +177,6 @@ class LocalGPUJob(GPUJob):
     def _kill_group(self) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait()
 
     def _release_devices(self) -> None:
         if self.device_pool is not None:
