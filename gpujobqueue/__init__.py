@@ -5,7 +5,7 @@ from .batch.lsf import LSFGPUCluster
 from .batch.pbs import PBSGPUCluster
 from .batch.sge import SGEGPUCluster
 from .batch.slurm import SLURMGPUCluster
-from .cluster import GPUCluster
+from .cluster import GPUCluster, LocalFallbackWarning
 from .errors import GPUJobQueueError, SubmissionError, UnknownKeywordError, ValidationError
 from .job_status import JobFailedError, JobStatus
 from .render import render_job_script
@@ -18,6 +18,7 @@ __all__ = [
     "JobFailedError",
     "JobRequest",
     "JobStatus",
+    "LocalFallbackWarning",
     "LocalGPUCluster",
     "LSFGPUCluster",
     "PBSGPUCluster",

@@ -39,7 +39,7 @@ from .replacement import Replacement, forget_unsubmitted
 from .render import check_scheduler_can_run_in_job
 from .docstrings import with_shared_parameters
 from .limits import MAX_JOBS_PER_CLUSTER
-from .request import JobRequest, parse_bool, parse_name, parse_positive_int
+from .request import DEFAULT_WALLTIME, JobRequest, parse_bool, parse_name, parse_positive_int
 from .scheduler_job import (SCHEDULER_FILE_NAME, HostedWorkers, JobScheduler, SchedulerStart, parse_scheduler_placement,
                             scheduler_tls_args, write_private_file)
 from .tls import resolve_security
@@ -127,6 +127,10 @@ def is_loopback_address(address: Any) -> bool:
 
 class OpenDashboardWarning(UserWarning):
     """The dashboard listens beyond the loopback, without authentication."""
+
+
+class LocalFallbackWarning(UserWarning):
+    """``GPUCluster()`` found no site and runs its jobs on this machine (the local batch system)."""
 
 
 def dashboard_options(scheduler_options: dict | None) -> dict[str, Any]:
@@ -297,6 +301,8 @@ class GPUJobQueueCluster(JobQueueCluster):
     gpu_request_styles: ClassVar[tuple[str, ...]] = ("none",)
     # Launchers that start one task per node of this batch system's multi-node jobs.
     launchers: ClassVar[tuple[str, ...]] = ()
+    # The walltime of jobs given none; None where nothing ends jobs (the local batch system).
+    default_walltime: ClassVar[str | None] = DEFAULT_WALLTIME
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -654,7 +660,7 @@ class GPUJobQueueCluster(JobQueueCluster):
                 raise ValidationError("processes", f"processes={processes} but gpus_per_node={gpus}: one worker runs per GPU, so give gpus_per_node alone")
             settings["gpus_per_node"] = processes
         cls._apply_batch_defaults(settings)
-        request = JobRequest.from_settings(settings, gpu_request_styles=cls.gpu_request_styles)
+        request = JobRequest.from_settings(settings, gpu_request_styles=cls.gpu_request_styles, default_walltime=cls.default_walltime)
         request = dataclasses.replace(request, options=cls._parse_batch_options(settings, request))
         launch = WorkerLaunch.from_settings(settings, gpus=request.gpus_per_node, memory_per_node=request.memory_per_node,
                                             cpus_per_node=request.cpus_per_node, nodes=request.nodes)
@@ -902,7 +908,8 @@ def GPUCluster(batch: str | None = None, *, site: Any = None, **kwargs: Any) -> 
     batch : {"slurm", "pbs", "lsf", "sge", "local"}, optional
         The batch system. Without it and without ``site``: the site ``gpujobqueue.site``
         of dask config names, else the site detected from the host name (the choice is
-        logged); where no site matches, ``gpujobqueue.batch`` from dask config (``local``).
+        logged); where no site matches, ``gpujobqueue.batch`` from dask config (``local``, which
+        warns: :class:`LocalFallbackWarning`, naming how to pick a site).
     site : str or Site, optional
         A site config by name (``"perlmutter"``) or path; its scheduler picks the class.
     **kwargs
@@ -923,4 +930,12 @@ def GPUCluster(batch: str | None = None, *, site: Any = None, **kwargs: Any) -> 
         if batch is not None and batch != site.scheduler:
             raise ValidationError("batch", f"batch={batch!r} but site {site.name} runs {site.scheduler} ({site.files[0]})")
         return cluster_class(site.scheduler)(site=site, **kwargs)
-    return cluster_class(batch or dask.config.get("gpujobqueue.batch", default="local"))(**kwargs)
+    chosen = batch or dask.config.get("gpujobqueue.batch", default="local")
+    if chosen == "local" and batch is None:
+        # Without this a user on a login node whose site was not recognised would run workers there, silently.
+        warnings.warn(f"GPUCluster: {how} ({socket.gethostname()}), so the jobs run on this machine, with the local batch "
+                      "system; to use a site's batch system pass site='perlmutter' (or a YAML file), or set it once in "
+                      "dask config: gpujobqueue.site in ~/.config/dask/gpujobqueue.yaml or DASK_GPUJOBQUEUE__SITE=perlmutter "
+                      "(`gpujobqueue sites` lists them); pass batch='local' to say that this is meant",
+                      LocalFallbackWarning, stacklevel=2)
+    return cluster_class(chosen)(**kwargs)

@@ -4,32 +4,21 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 import dask
 import dask.array as da
 from dask.utils import format_bytes
 from distributed import Client
 
-from .batch.local import LocalGPUCluster
+from .batch.local import LocalGPUCluster, LocalGPUJob
+from .demo_sizes import DemoSizes, demo_sizes
 from .errors import GPUJobQueueError
 from .gpus import machine_gpus, nvidia_gpu_ids
 from .install import install_line
-
-# (random array side, its chunk side, SVD rows, SVD columns, SVD row chunk)
-SIZES = {
-    "gpu": {
-        "small": (20_000, 5_000, 100_000, 100, 10_000),
-        "medium": (100_000, 10_000, 1_000_000, 1_000, 100_000),
-        "large": (500_000, 10_000, 10_000_000, 1_000, 100_000),
-    },
-    "cpu": {
-        "small": (4_000, 1_000, 20_000, 50, 2_000),
-        "medium": (20_000, 2_500, 200_000, 100, 20_000),
-        "large": (50_000, 5_000, 2_000_000, 100, 100_000),
-    },
-}
 
 
 @dataclass
@@ -88,13 +77,64 @@ def _tail(path: str | None, lines: int = 25) -> str:
         return "(no log)"
 
 
+def one_line(error: BaseException) -> str:
+    """An exception as one line: its type and the first line of its message."""
+    message = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {message[0]}" if message else type(error).__name__
+
+
+def gpu_memories(gpu_ids: list[str]) -> list[int]:
+    """Each of these GPUs' memory in bytes (NVML, else nvidia-smi, else cupy); a GPU whose
+    memory cannot be read is left out."""
+    by_index = {str(gpu.index): gpu.memory_bytes for gpu in machine_gpus().gpus}
+    memories = []
+    for position, gpu_id in enumerate(gpu_ids):
+        memory = by_index.get(gpu_id)
+        if memory is None:
+            with contextlib.suppress(Exception):  # no cupy, or no device of that number
+                import cupy
+
+                memory = int(cupy.cuda.runtime.getDeviceProperties(position)["totalGlobalMem"])
+        if memory:
+            memories.append(memory)
+    return memories
+
+
+def _save_job_script(job: LocalGPUJob) -> str | None:
+    """Keep a copy of the script the job ran next to its log (mode 0600), for the user to read."""
+    if not job.log_path:
+        return None
+    path = os.path.splitext(job.log_path)[0] + ".sh"
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as f:
+        f.write(job.job_script())
+    return path
+
+
+def _print_job_files(jobs: list[LocalGPUJob], scripts: dict[str, str | None]) -> None:
+    for job in jobs:
+        ended = "" if job.process is None or job.process.returncode is None else f", exit status {job.process.returncode}"
+        print(f"job {job.name} (process {job.job_id}{ended}):")
+        script = scripts.get(str(job.name))
+        if script:
+            print(f"  job script: {script} (the local batch system ran it from memory, as bash's argument, "
+                  "and wrote no copy; the demo saved this one, kept)")
+        log = job.log_path
+        kept = "kept: the local batch system leaves job logs in place; remove them when done" if log and os.path.exists(log) else "removed"
+        print(f"  log:        {log} ({kept})")
+
+
 def run_demo(size: str = "medium", gpus: int | None = None) -> int:
     """Start a LocalGPUCluster, run the seed workloads, print a table; return an exit code.
+
+    A failure of a workload (cupy's OutOfMemoryError, a worker that died) is reported on
+    one line, with the job's log, and the exit code is 1; nothing ends in a traceback.
 
     Parameters
     ----------
     size : {"small", "medium", "large"}
-        Problem sizes (scaled for GPUs or CPUs).
+        Problem sizes, fitted to the memory of the GPUs used (see
+        :func:`gpujobqueue.demo_sizes.demo_sizes`), or CPU sizes without GPUs.
     gpus : int, optional
         Workers to start; default every GPU here, or two CPU workers without GPUs.
     """
@@ -108,27 +148,63 @@ def run_demo(size: str = "medium", gpus: int | None = None) -> int:
                                    f"{install_line(machine_gpus().cuda_driver_version)}") from error
         workers, mode, backend = gpus or len(gpu_ids), "dask-cuda", "cupy"
         print(f"gpujobqueue demo: {len(gpu_ids)} NVIDIA GPU(s) found; starting {workers} dask-cuda worker(s), one per GPU")
-        kinds = SIZES["gpu"]
+        memories = gpu_memories(gpu_ids[:workers]) or [0]
+        if memories == [0]:
+            raise GPUJobQueueError("could not read the GPUs' memory (NVML, nvidia-smi, cupy) to size the demo's arrays")
+        print(f"GPU memory: {', '.join(format_bytes(m) for m in memories)}")
     else:
         workers, mode, backend = gpus or 2, "per-device", "numpy"
         print(f"gpujobqueue demo: no NVIDIA GPU here; starting {workers} per-device CPU worker(s) (numpy arrays) in their place")
-        kinds = SIZES["cpu"]
-    side, chunk, rows, cols, row_chunk = kinds[size]
+        memories = []
+    sizes = demo_sizes(size, memories)
+    if sizes.fitted:
+        print(f"sizes: {sizes.fitted}")
 
+    jobs: list[LocalGPUJob] = []
+    scripts: dict[str, str | None] = {}
+    outcomes: list[Outcome] = []
+    failure = None
     started = time.perf_counter()
-    with contextlib.ExitStack() as stack:
-        cluster = stack.enter_context(LocalGPUCluster(gpus_per_node=workers, worker_mode=mode, devices=gpu_ids[:workers] or None))
-        cluster.scale(gpus=workers)
-        client = stack.enter_context(Client(cluster))
-        try:
-            client.wait_for_workers(workers, timeout=120)
-        except TimeoutError:
-            for job in cluster.workers.values():
-                print(f"--- end of the log of job {job.name} ({job.log_path}):\n{_tail(job.log_path)}")
-            raise GPUJobQueueError(f"{workers} worker(s) did not connect within 120 s; the job logs are above") from None
-        print(f"{workers} worker(s) up in {time.perf_counter() - started:.1f} s; dashboard: {cluster.dashboard_link}")
-        stack.enter_context(dask.config.set({"array.backend": backend}))
-        outcomes = [_random_sum(side, chunk), _tall_skinny_svd(rows, cols, row_chunk)]
-        _print_table(outcomes, backend)
-    print("cluster closed; no job left running")
+    try:
+        with contextlib.ExitStack() as stack:
+            cluster = stack.enter_context(LocalGPUCluster(gpus_per_node=workers, worker_mode=mode, devices=gpu_ids[:workers] or None))
+            cluster.scale(gpus=workers)
+            jobs = list(cluster.workers.values())
+            scripts = {str(job.name): _save_job_script(job) for job in jobs}
+            client = stack.enter_context(Client(cluster))
+            try:
+                client.wait_for_workers(workers, timeout=120)
+            except TimeoutError:
+                for job in cluster.workers.values():
+                    print(f"--- end of the log of job {job.name} ({job.log_path}):\n{_tail(job.log_path)}")
+                raise GPUJobQueueError(f"{workers} worker(s) did not connect within 120 s; the job logs are above") from None
+            print(f"{workers} worker(s) up in {time.perf_counter() - started:.1f} s; dashboard: {cluster.dashboard_link}")
+            stack.enter_context(dask.config.set({"array.backend": backend}))
+            workloads: list[tuple[str, Callable[[], Outcome]]] = [
+                ("the sum", lambda: _random_sum(sizes.side, sizes.chunk)),
+                ("the SVD", lambda: _tall_skinny_svd(sizes.rows, sizes.cols, sizes.row_chunk)),
+            ]
+            for what, workload in workloads:
+                try:
+                    outcomes.append(workload())
+                except Exception as error:  # cupy's OutOfMemoryError, a worker lost: one line, not a traceback
+                    failure = f"{what} failed: {one_line(error)}"
+                    break
+            if outcomes:
+                _print_table(outcomes, backend)
+    except GPUJobQueueError:
+        raise
+    except Exception as error:  # the cluster itself failed (start, close): one line too
+        failure = f"the local cluster failed: {one_line(error)}"
+    if jobs:
+        running = [str(job.name) for job in jobs if job.process is not None and job.process.poll() is None]
+        print(f"\ncluster closed; {'jobs still running: ' + ', '.join(running) if running else 'no job left running'}")
+    _print_job_files(jobs, scripts)
+    if failure:
+        print(f"\ngpujobqueue demo: {failure} (sizes: {_describe(sizes)}; the job log above has the workers' side)")
+        return 1
     return 0 if all(o.ok for o in outcomes) else 1
+
+
+def _describe(sizes: DemoSizes) -> str:
+    return f"sum {sizes.side}² in chunks of {sizes.chunk}², SVD {sizes.rows} x {sizes.cols} in row chunks of {sizes.row_chunk}"

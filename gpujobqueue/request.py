@@ -116,15 +116,18 @@ def default_walltime_margin(walltime: int) -> int:
     return min(share, walltime // 4)
 
 
-def parse_walltime_margin(field_name: str, value: Any, walltime: int) -> int | None:
+def parse_walltime_margin(field_name: str, value: Any, walltime: int | None) -> int | None:
     """``walltime_margin``: ``"auto"``/None (the default), False or 0 (off), or a duration
-    (``"5m"``, ``"00:05:00"``, seconds) shorter than the walltime."""
+    (``"5m"``, ``"00:05:00"``, seconds) shorter than the walltime; a job without a walltime
+    (``walltime`` None) takes none but the default or off."""
     if value is None or (isinstance(value, str) and value.strip().lower() == "auto"):
         return None
     if value is False or value == 0 or (isinstance(value, str) and value.strip().lower() in ("false", "off", "0", "no")):
         return 0
     if isinstance(value, bool):  # True: the default
         return None
+    if walltime is None:
+        raise ValidationError(field_name, f"{value!r}: these jobs have no walltime for the workers to retire before; give walltime too")
     try:
         if isinstance(value, str) and len(value) > 40:
             raise ValueError(value)
@@ -345,8 +348,9 @@ class JobRequest:
         CPU cores asked for on each node.
     memory_per_node : int or None
         Bytes of host memory per node, or None to leave it to the batch system's default.
-    walltime : int
-        Seconds; one hour unless given.
+    walltime : int or None
+        Seconds; one hour unless given. None (the local batch system, unless one is given):
+        no walltime, and the workers live until the cluster stops them.
     account, queue, qos, constraint : str or None
         Where the job is charged and placed; ``queue`` is SLURM's partition.
     exclusive : bool
@@ -385,7 +389,7 @@ class JobRequest:
     gpus_per_node: int = 1
     cpus_per_node: int = 1
     memory_per_node: int | None = None
-    walltime: int = 3600
+    walltime: int | None = 3600
     account: str | None = None
     queue: str | None = None
     qos: str | None = None
@@ -417,7 +421,8 @@ class JobRequest:
         return interpreter
 
     @classmethod
-    def from_settings(cls, settings: Mapping[str, Any], *, gpu_request_styles: Sequence[str] = GPU_REQUEST_STYLES) -> "JobRequest":
+    def from_settings(cls, settings: Mapping[str, Any], *, gpu_request_styles: Sequence[str] = GPU_REQUEST_STYLES,
+                      default_walltime: str | None = DEFAULT_WALLTIME) -> "JobRequest":
         """Parse and validate the request part of resolved settings.
 
         Parameters
@@ -427,6 +432,8 @@ class JobRequest:
             values take the defaults.
         gpu_request_styles : sequence of str
             The batch system's GPU request styles; the first is the default.
+        default_walltime : str or None
+            The walltime when none is given; None for none (jobs that no batch system ends).
 
         Raises
         ------
@@ -470,14 +477,15 @@ class JobRequest:
             return None if value is None else parser(name, value)
 
         walltime = get("walltime")
-        walltime = DEFAULT_WALLTIME if walltime is None else walltime
+        walltime = default_walltime if walltime is None else walltime
+        walltime = None if walltime is None else parse_walltime("walltime", walltime)
         return cls(
             job_name=parse_name("job_name", given_or(get("job_name"), "gpujobqueue")),
             nodes=nodes,
             gpus_per_node=gpus,
             cpus_per_node=cpus,
             memory_per_node=memory_bytes,
-            walltime=parse_walltime("walltime", walltime),
+            walltime=walltime,
             account=optional("account", parse_word),
             queue=optional("queue", parse_word),
             qos=optional("qos", parse_word),
@@ -494,7 +502,7 @@ class JobRequest:
             shebang=_matching("shebang", given_or(get("shebang"), DEFAULT_SHEBANG), re.compile(r"#![^\n]+"),
                               "a line starting with #!"),
             job_mem=optional("job_mem", parse_slurm_memory_text),
-            walltime_margin=parse_walltime_margin("walltime_margin", get("walltime_margin"), parse_walltime("walltime", walltime)),
+            walltime_margin=parse_walltime_margin("walltime_margin", get("walltime_margin"), walltime),
         )
 
     @property
@@ -505,6 +513,8 @@ class JobRequest:
     @property
     def worker_lifetime(self) -> int | None:
         """Seconds a worker lives before it retires (dask's ``lifetime``), None for no limit."""
+        if self.walltime is None:
+            return None
         margin = default_walltime_margin(self.walltime) if self.walltime_margin is None else self.walltime_margin
         return self.walltime - margin if margin else None
 
@@ -516,5 +526,5 @@ class JobRequest:
 
     @property
     def walltime_text(self) -> str:
-        """The walltime as SLURM writes it."""
-        return format_walltime(self.walltime)
+        """The walltime as SLURM writes it; ``"none"`` for a job without one."""
+        return "none" if self.walltime is None else format_walltime(self.walltime)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 
 import dask.array as da
+import dask.config
 import psutil
 import pytest
 from dask.distributed import Client
@@ -132,3 +134,104 @@ def test_scheduler_placement_is_checked_before_anything_starts(keywords, field):
     with pytest.raises(ValidationError) as info:
         LocalGPUCluster(gpus_per_node=1, devices=["0"], **keywords)
     assert info.value.field == field
+
+
+def _lifetime(dask_worker):
+    return dask_worker.lifetime
+
+
+@pytest.mark.parametrize("walltime, lifetime", [(None, None), ("00:10:00", (570 - 7, 570 + 7))])
+def test_local_workers_retire_only_before_a_walltime_given(walltime, lifetime):
+    # The local batch system ends no job at a walltime: without one given its workers must not retire
+    # (they did after 57 minutes, a batch system's default hour less the margin).
+    options = {**SMALL, **({"walltime": walltime} if walltime else {})}
+    with LocalGPUCluster(gpus_per_node=1, devices=["0"], **options) as cluster, Client(cluster) as client:
+        script = cluster.job_script()
+        assert cluster.request.walltime == (None if walltime is None else 600)
+        assert ("LIFETIME__DURATION=570s" in script) == (walltime is not None)
+        if walltime is None:
+            assert "LIFETIME" not in script and "walltime" not in script
+        cluster.scale(1)
+        client.wait_for_workers(1, timeout=60)
+        (seen,) = client.run(_lifetime).values()
+        if lifetime is None:
+            assert seen is None
+        else:
+            assert lifetime[0] <= seen <= lifetime[1]
+
+
+def test_a_walltime_margin_without_a_walltime_is_refused():
+    with pytest.raises(ValidationError) as info:
+        LocalGPUCluster(gpus_per_node=1, devices=["0"], walltime_margin="5m", **SMALL)
+    assert info.value.field == "walltime_margin"
+
+
+def test_scale_replaces_a_local_job_that_ended():
+    with dask.config.set({"gpujobqueue.job-poll-interval": "1s"}), \
+            LocalGPUCluster(gpus_per_node=1, devices=["0", "1"], **SMALL) as cluster, Client(cluster) as client:
+        cluster.scale(1)
+        client.wait_for_workers(1, timeout=60)
+        ((name, job),) = cluster.workers.items()
+        os.killpg(int(job.job_id), signal.SIGKILL)  # ended from outside, as a failed node would end it
+        wait_until(lambda: set(cluster.worker_spec) - {name}, 30, what=lambda: f"a replacement for {name}: {list(cluster.worker_spec)}")
+        wait_until(lambda: [w["name"] for w in client.scheduler_info()["workers"].values()] not in ([], [name]), 60,
+                   what="the replacement's worker")
+        assert client.submit(sum, [1, 2, 3]).result() == 6
+        assert len(cluster.worker_spec) == 1 and not cluster.job_failures
+
+
+def _group_members(pgid: int) -> set[int]:
+    return {p.pid for p in psutil.process_iter() if _pgid(p.pid) == pgid}
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_a_normal_close_leaves_quiet_logs_and_no_process(tmp_path):
+    # The close used to SIGTERM the whole process group at once: the worker processes died under their
+    # nannies (12 leaked semaphores in the log) and the script's wait, cut short by its trap, ended it with 143.
+    with LocalGPUCluster(gpus_per_node=2, devices=["0", "1"], log_directory=str(tmp_path), **SMALL) as cluster, \
+            Client(cluster) as client:
+        cluster.scale(2)
+        client.wait_for_workers(2, timeout=60)
+        x = da.ones((2000, 2000), chunks=500)
+        assert client.compute((x + 1).sum(), resources={"GPU": 1}).result() == 2 * 2000 * 2000
+        (job,) = cluster.workers.values()
+        members = _group_members(int(job.job_id))
+        assert len(members) >= 4, members  # the script, the worker command, two worker processes
+    assert job.process.returncode == 0
+    (log,) = tmp_path.glob("*.out")
+    text = log.read_text()
+    assert "job script exits with status 0" in text
+    for noise in ("status 143", "leaked semaphore", "Traceback"):
+        assert noise not in text, text[-3000:]
+    assert not [pid for pid in members if _alive(pid)]
+
+
+def test_gpucluster_without_a_site_warns_that_it_falls_back_to_this_machine(monkeypatch):
+    from gpujobqueue import GPUCluster, LocalFallbackWarning, sites
+
+    monkeypatch.setattr(sites, "detect_site", lambda: None)  # whatever this host is called
+    with dask.config.set({"gpujobqueue.site": None, "gpujobqueue.batch": "local"}):
+        with pytest.warns(LocalFallbackWarning, match=r"no site matches this host name.*local batch system.*site=.*"
+                                                      r"DASK_GPUJOBQUEUE__SITE.*batch='local'") as record:
+            cluster = GPUCluster(gpus_per_node=1, devices=["0"], **SMALL)
+        with cluster:
+            assert isinstance(cluster, LocalGPUCluster)
+        assert len([w for w in record if issubclass(w.category, LocalFallbackWarning)]) == 1
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", LocalFallbackWarning)
+            with GPUCluster("local", gpus_per_node=1, devices=["0"], **SMALL) as chosen:  # asked for: no warning
+                assert isinstance(chosen, LocalGPUCluster)

@@ -69,7 +69,7 @@ class LocalGPUJob(GPUJob):
     submit_command = "bash"
     cancel_command = "kill"
     config_name = "local"
-    stop_grace_seconds = 5.0
+    stop_grace_seconds = 12.0  # the worker commands give their nannies 10 s to close
 
     def __init__(self, *args: Any, device_pool: DevicePool | None = None, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -77,6 +77,7 @@ class LocalGPUJob(GPUJob):
         self.process: subprocess.Popen | None = None
         self.devices: list[str] | None = None
         self.log_path: str | None = None
+        self._orphans_told = False
 
     @property
     def job_header(self) -> str:
@@ -129,40 +130,53 @@ class LocalGPUJob(GPUJob):
     async def close(self) -> None:
         process = self.process
         if process is not None and process.poll() is None:
-            try:
-                os.killpg(process.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-            for _ in range(int(self.stop_grace_seconds * 10)):
-                if process.poll() is not None:
-                    break
+            self._ask_to_stop()
+            deadline = time.monotonic() + self.stop_grace_seconds
+            while (alive := self._group_alive()) and time.monotonic() < deadline:
                 await asyncio.sleep(0.1)
-            else:
-                try:
-                    os.killpg(process.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                process.wait()
+            if alive:
+                self._kill_group()
+            process.wait()
         self._release_devices()
         await super(Job, self).close()
 
     @classmethod
     def cancel_now(cls, jobs: list[GPUJob]) -> None:
-        """End the jobs' process groups at once: SIGTERM, then SIGKILL after the grace period."""
+        """End the jobs at once: SIGTERM to each script, SIGKILL to what is left after the grace period."""
         running = [job for job in jobs if job.process is not None and job.process.poll() is None]
         for job in running:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(job.process.pid, signal.SIGTERM)
+            job._ask_to_stop()
         deadline = time.monotonic() + cls.stop_grace_seconds
-        while time.monotonic() < deadline and any(job.process.poll() is None for job in running):
+        while time.monotonic() < deadline and any(job._group_alive() for job in running):
             time.sleep(0.1)
         for job in running:
-            if job.process.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(job.process.pid, signal.SIGKILL)
-                job.process.wait()
+            if job._group_alive():
+                job._kill_group()
+            job.process.wait()
         for job in jobs:
             job._release_devices()
+
+    def _ask_to_stop(self) -> None:
+        # SIGTERM to the script alone: its trap passes it to the worker commands, which close their
+        # workers gracefully. Signalling the whole group killed the worker processes under their
+        # nannies (leaked semaphores) and cut the script's wait short (exit status 143).
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.process.pid, signal.SIGTERM)
+
+    def _group_alive(self) -> bool:
+        """Whether the script or anything it started still runs; what the script left behind gets SIGTERM once."""
+        if self.process.poll() is None:
+            return True
+        try:
+            os.killpg(self.process.pid, 0 if self._orphans_told else signal.SIGTERM)
+        except ProcessLookupError:
+            return False
+        self._orphans_told = True
+        return True
+
+    def _kill_group(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
 
     def _release_devices(self) -> None:
         if self.device_pool is not None:
@@ -195,9 +209,15 @@ class LocalGPUCluster(GPUJobQueueCluster):
         ``dask-cuda`` where NVIDIA GPUs are present and ``per-device`` elsewhere;
         ``protocol`` defaults to ``"ucx"`` where two or more of this machine's GPUs are
         joined by NVLink and distributed-ucxx is installed, and to TCP elsewhere.
+        ``walltime`` defaults to none: the workers live until the cluster stops them. Given
+        one, the workers retire gracefully before it (``walltime_margin``) and ``scale()``
+        replaces their job, as on a batch system.
     """
     job_cls = LocalGPUJob
     batch_keywords = ("devices",)
+    # Nothing here ends a job at a walltime, so workers retire before one only when it is given:
+    # the batch systems' default hour made workstation workers leave after 57 minutes.
+    default_walltime = None
 
     @classmethod
     def _apply_batch_defaults(cls, settings: dict[str, Any]) -> None:
