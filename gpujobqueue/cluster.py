@@ -623,7 +623,7 @@ class GPUJobQueueCluster(JobQueueCluster):
                                             cpus_per_node=request.cpus_per_node, nodes=request.nodes)
         cls._check_launch(request, launch)
         if site is not None:
-            sites.check_request(site, site_queue, request)
+            sites.check_request(site, site_queue, request, settings)
         settings["site"] = site
         return settings, request, launch
 
