@@ -6,7 +6,7 @@ from .batch.pbs import PBSGPUCluster
 from .batch.sge import SGEGPUCluster
 from .batch.slurm import SLURMGPUCluster
 from .cluster import GPUCluster
-from .errors import GPUJobQueueError, SubmissionError, UnknownKeywordError, ValidationError
+from .errors import GPUJobQueueError, InterfaceNotFoundError, SubmissionError, UnknownKeywordError, ValidationError
 from .job_status import JobFailedError, JobStatus
 from .render import render_job_script
 from .request import JobRequest
@@ -15,6 +15,7 @@ from .workers import WorkerLaunch
 __all__ = [
     "GPUCluster",
     "GPUJobQueueError",
+    "InterfaceNotFoundError",
     "JobFailedError",
     "JobRequest",
     "JobStatus",

@@ -28,6 +28,7 @@ from . import config, exit_cleanup, gpus, sites
 from .errors import GPUJobQueueError, SubmissionError, ValidationError
 from .adaptive import GPUAdaptive
 from .cpu_pool import CPUPool
+from .interfaces import check_scheduler_interface
 from .job import GPUJob, check_log_directory
 from .job_commands import JobCommands
 from .job_status import JobFailedError
@@ -344,6 +345,10 @@ class GPUJobQueueCluster(JobQueueCluster):
             scheduler_options = dask.config.get(f"jobqueue.{config_name}.scheduler-options", default=None)
         scheduler_options = dashboard_options(scheduler_options, dashboard_address)
         self._dashboard_address = scheduler_options["dashboard_address"]
+        if self.scheduler_placement == "local" and host is None and "host" not in scheduler_options:
+            # Here, on the login node, not on the compute nodes: the scheduler's interface must exist on this host.
+            named = "scheduler_options" if "interface" in scheduler_options else "interface"
+            check_scheduler_interface(scheduler_options.get("interface", launch.interface), named, self.site)
         exit_cleanup.track(self)  # from here on, its jobs are cancelled when this process ends
         try:
             self._init_job_queue_cluster(
