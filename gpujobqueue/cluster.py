@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import dataclasses
 import functools
@@ -357,11 +358,26 @@ class GPUJobQueueCluster(JobQueueCluster):
                 host=host, scheduler_options=scheduler_options, scheduler_cls=scheduler_cls, config_name=config_name,
                 job_kwargs=job_kwargs,
             )
+            if n_workers:
+                self.scale(n_workers)
         except BaseException:
-            self._remove_private_directory()
+            self._abandon()
             raise
-        if n_workers:
-            self.scale(n_workers)
+
+    def _abandon(self) -> None:
+        """Undo a constructor that failed half way: the caller never gets the cluster, so close
+        what it started (scheduler, job watch, any job submitted) and stop its event loop's
+        thread; nothing of it is left running, nor closed at exit."""
+        if not getattr(self, "asynchronous", True):
+            if getattr(self, "status", None) == Status.running:
+                with contextlib.suppress(Exception):
+                    self.close(timeout=30)
+            loop_runner = getattr(self, "_loop_runner", None)
+            if loop_runner is not None:
+                with contextlib.suppress(Exception):
+                    loop_runner.stop()
+        self._remove_private_directory()
+        exit_cleanup.forget(self)
 
     def _init_job_queue_cluster(self, *, job_kwargs: dict[str, Any], **options: Any) -> None:
         launch = self.launch

@@ -61,5 +61,10 @@ def test_sbatch_refusal_is_raised_with_its_message(slurm, counted, keywords, std
             cluster.scale(jobs=1)
         assert stderr in str(info.value).lower()
         assert "sbatch" in str(info.value)
+        # sbatch's own words once, and not the temporary script file, deleted by now
+        said = [line for line in str(info.value).splitlines() if line.startswith("sbatch: error:")]
+        assert said and all(str(info.value).count(line) == 1 for line in said), str(info.value)
+        assert "gpujobqueue-job-" not in str(info.value) and info.value.__cause__ is None, str(info.value)
         assert not cluster.worker_spec and not cluster.workers
     assert not slurm.squeue_ids()
+
