@@ -5,7 +5,7 @@ from .batch.lsf import LSFGPUCluster
 from .batch.pbs import PBSGPUCluster
 from .batch.sge import SGEGPUCluster
 from .batch.slurm import SLURMGPUCluster
-from .cluster import GPUCluster
+from .cluster import GPUCluster, WorkersNotStartedError
 from .errors import GPUJobQueueError, InterfaceNotFoundError, SubmissionError, UnknownKeywordError, ValidationError
 from .job_status import JobFailedError, JobStatus
 from .render import render_job_script
@@ -28,6 +28,7 @@ __all__ = [
     "UnknownKeywordError",
     "ValidationError",
     "WorkerLaunch",
+    "WorkersNotStartedError",
     "render_job_script",
 ]
 

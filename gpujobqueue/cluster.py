@@ -58,6 +58,31 @@ except ImportError:  # older distributed keeps a plain dict and raises a Timeout
 
 logger = logging.getLogger(__name__)
 
+
+class WorkersNotStartedError(WorkerStartTimeoutError, GPUJobQueueError):
+    """:meth:`~GPUJobQueueCluster.wait_for_workers` timed out; the message keeps why the jobs
+    wait, as the batch system said: ``0/8 workers after 12 s; SLURMGPUCluster-0 PENDING (Resources)``.
+
+    Attributes
+    ----------
+    waiting : list of str
+        Each job without all its workers: its name, state and the batch system's reason.
+    """
+
+    def __init__(self, available_workers: int, expected_workers: int, timeout: Any, waiting: list[str]):
+        self.waiting = waiting
+        super().__init__(available_workers, expected_workers, timeout)
+        self.available_workers, self.expected_workers, self.timeout = available_workers, expected_workers, timeout
+
+    def __str__(self) -> str:
+        seconds = parse_timedelta(self.timeout)
+        return (f"{self.available_workers}/{self.expected_workers} workers after {seconds:g} s; "
+                f"{', '.join(self.waiting) or 'no job submitted'}")
+
+
+# Jobs named in a wait_for_workers timeout; the rest are counted.
+MAX_JOBS_NAMED = 8
+
 # Keywords every batch system takes; each cluster class adds its own (batch_keywords).
 REQUEST_KEYWORDS = (
     "nodes", "gpus_per_node", "cpus_per_gpu", "cores", "memory", "memory_per_gpu",
@@ -577,7 +602,7 @@ class GPUJobQueueCluster(JobQueueCluster):
                 if running >= n_workers:
                     return
                 if deadline is not None and time.monotonic() > deadline:
-                    raise WorkerStartTimeoutError(running, n_workers, timeout)
+                    raise WorkersNotStartedError(running, n_workers, timeout, await self._why_jobs_wait())
                 if progress.shown:
                     progress.show(running, self._job_watch.rows())
                 if time.monotonic() - last_report > 60:
@@ -587,6 +612,21 @@ class GPUJobQueueCluster(JobQueueCluster):
                 await asyncio.sleep(0.2)
         finally:
             progress.close()
+
+    async def _why_jobs_wait(self) -> list[str]:
+        """Each job short of its workers, as the batch system says now: ``name STATE (reason)``;
+        the batch system's outage, where it does not answer."""
+        if self._job_watch.unreachable_since is None:  # in an outage, the notice says so without a query's wait
+            with contextlib.suppress(Exception):  # the timeout is raised whatever the batch system says
+                await asyncio.wait_for(self._job_watch.poll(), 30)
+        rows = self._job_watch.rows()
+        waiting = [f"{row.name} {row.state or 'not yet listed'}" + (f" ({row.reason})" if row.reason else "")
+                   for row in rows if row.workers < max(1, row.gpus)]
+        if len(waiting) > MAX_JOBS_NAMED:
+            waiting = waiting[:MAX_JOBS_NAMED] + [f"{len(waiting) - MAX_JOBS_NAMED} more"]
+        if rows.notice:
+            waiting.append(rows.notice)
+        return waiting
 
     def _remove_private_directory(self) -> None:
         if self._private_directory is not None:
