@@ -332,11 +332,12 @@ def _network_findings(facts: MachineFacts) -> list[Finding]:
         # The workers' interface is on the compute nodes; the scheduler's is here, on the login node.
         first = choices.split(", ")[0]
         where = f"a {facts.site} login node" if facts.site else "the site's login node"
-        findings.append(Finding("fail", "site interface", f"{facts.interface} is not on this host ({facts.hostname}), and the scheduler of a cluster "
-                                                           "made here runs here (scheduler='local') and listens on it: the cluster cannot start",
-                                f"run on {where}, where {facts.interface} is; or give the scheduler one of this host's interfaces "
-                                f"({choices}): scheduler_options={{'interface': '{first}'}} (the workers keep {facts.interface} on the "
-                                f"compute nodes), or interface='{first}' for the scheduler and the workers"))
+        detail = (f"{facts.interface} is not on this host ({facts.hostname}), and the scheduler of a cluster made here "
+                  "runs here (scheduler='local') and listens on it: the cluster cannot start")
+        fix = (f"run on {where}, where {facts.interface} is; or give the scheduler one of this host's interfaces "
+               f"({choices}): scheduler_options={{'interface': '{first}'}} (the workers keep {facts.interface} on "
+               f"the compute nodes), or interface='{first}' for the scheduler and the workers")
+        findings.append(Finding("fail", "site interface", detail, fix))
     else:
         findings.append(Finding("warn", "site interface", f"{facts.interface} is not on this host (a login node?); the workers need it on the compute nodes, "
                                                            "where `gpujobqueue check` in a job tells", fix))

@@ -57,12 +57,14 @@ def check_scheduler_interface(interface: str | None, field: str, site: Any = Non
         login = ", ".join(site.data.get("hostnames", [])) or "its login nodes"
         first = f"run this on a {site.name} login node ({login}), where {interface!r} is"
     else:
-        origin, first = f"{field}={interface!r}" if field == "interface" else f"scheduler_options={{'interface': {interface!r}}}", None
+        first = None
+        named = f"scheduler_options={{'interface': {interface!r}}}"
+        origin = f"interface={interface!r}" if field == "interface" else named
     ways = [first] if first else []
     ways.append(f"give scheduler_options={{'interface': {example!r}}} for the scheduler alone"
                 + (f" (the workers keep {interface!r} on the compute nodes)" if field == "interface" else ""))
     if field == "interface":
         ways.append(f"or interface={example!r} for the scheduler and the workers")
-    message = (f"the scheduler runs in this process and would listen on {interface!r} ({origin}), which this host ({host}) "
-               f"{state}; its interfaces: {listed}. To fix: {'; '.join(ways)}.")
+    message = (f"the scheduler runs in this process and would listen on {interface!r} ({origin}), "
+               f"which this host ({host}) {state}; its interfaces: {listed}. To fix: {'; '.join(ways)}.")
     raise InterfaceNotFoundError(field, interface, available, message)

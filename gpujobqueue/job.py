@@ -37,7 +37,8 @@ class CommandFailed(RuntimeError):
 
     def __init__(self, command: list[str], code: int | None, out: str, err: str):
         self.command, self.code, self.out, self.err = command, code, out, err
-        super().__init__(f"{os.path.basename(command[0]) if command else 'the command'} exited with status {code}: {self.said}")
+        name = os.path.basename(command[0]) if command else "the command"
+        super().__init__(f"{name} exited with status {code}: {self.said}")
 
     @property
     def said(self) -> str:
@@ -347,17 +348,20 @@ class GPUJob(Job):
         process = await create(*cmd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, **kwargs)
         out, err = await process.communicate()
         if process.returncode != 0:
-            raise CommandFailed(list(cmd), process.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
+            raise CommandFailed(list(cmd), process.returncode, out.decode(errors="replace"),
+                                err.decode(errors="replace"))
         return out.decode()
 
     async def _submit_job(self, script_filename: str) -> str:
         try:
             return await self._run_submit_command(script_filename)
         except FileNotFoundError:
-            raise SubmissionError(f"{self.submit_command} is not on PATH: cannot submit job {self.name} to {self.batch}") from None
+            raise SubmissionError(f"{self.submit_command} is not on PATH: cannot submit job {self.name} "
+                                  f"to {self.batch}") from None
         except CommandFailed as error:
             # What the batch system said, once: not chained to the command's own error, which says it again.
-            raise SubmissionError(f"{self.submit_command} refused job {self.name} (exit status {error.code}):\n{error.said}") from None
+            raise SubmissionError(f"{self.submit_command} refused job {self.name} "
+                                  f"(exit status {error.code}):\n{error.said}") from None
         except RuntimeError as error:
             raise SubmissionError(f"{self.submit_command} refused job {self.name}: {error}") from None
 

@@ -716,7 +716,8 @@ def check_request(site: Site, queue: str | None, request: Any, settings: Any = N
                field=_given_field(settings, "cores", "cpus_per_gpu"))
     node_memory = node_memory_bytes(node["memory"]) if node.get("memory") is not None else None
     if node_memory is not None and request.memory_per_node is not None and request.memory_per_node > node_memory:
-        asked = _asked_per_node(settings, "memory", "memory_per_gpu", request, f"{request.memory_per_node / 2**30:.4g} GiB")
+        amount = f"{request.memory_per_node / 2**30:.4g} GiB"
+        asked = _asked_per_node(settings, "memory", "memory_per_gpu", request, amount)
         refuse(site.key_of(queue_name, "node", "memory"), f"{asked} asked but {queue_name} nodes have {node['memory']} "
                                                                 f"(read as {node_memory / 2**30:.4g} GiB)",
                field=_given_field(settings, "memory", "memory_per_gpu"))

@@ -71,8 +71,9 @@ def test_a_host_without_the_sites_interface_fails_for_the_scheduler_it_would_run
     assert status == 1
     assert result["facts"]["batch"] == "slurm" and result["facts"]["interface"] == "hsn0"
     assert result["facts"]["scheduler_placement"] == "local"
-    assert found["site interface"]["status"] == "fail" and "hsn0 is not on this host" in found["site interface"]["detail"]
-    assert "the scheduler" in found["site interface"]["detail"]
+    detail = found["site interface"]["detail"]
+    assert found["site interface"]["status"] == "fail" and "hsn0 is not on this host" in detail
+    assert "the scheduler" in detail
     fix = found["site interface"]["fix"]
     assert "run on a perlmutter login node" in fix and "scheduler_options={'interface': " in fix, fix
     others = [name for name, addresses in result["facts"]["interfaces"].items() if addresses and name != "lo"]

@@ -86,7 +86,8 @@ def test_a_failed_constructor_leaves_nothing_running(refusing_sbatch, tmp_path):
         print("open clusters", len(exit_cleanup._open_clusters))
     """, env=refusing_sbatch, cwd=tmp_path)
     assert result.stderr == ""
-    assert result.stdout.splitlines() == ["SubmissionError", "InterfaceNotFoundError", "threads ['MainThread']", "open clusters 0"]
+    assert result.stdout.splitlines() == ["SubmissionError", "InterfaceNotFoundError",
+                                          "threads ['MainThread']", "open clusters 0"]
     assert not (tmp_path / "bin" / "scancel.log").exists(), "no job was submitted, none to cancel"
 
 
@@ -100,8 +101,8 @@ def test_an_uncaught_refusal_prints_sbatchs_message_once_and_no_deleted_file(ref
     assert result.stderr.count("Invalid partition name specified") == 1, result.stderr
     assert "gpujobqueue-job-" not in result.stderr and ".sh" not in result.stderr, result.stderr
     # The error is the last thing printed: nothing at exit after it.
-    assert result.stderr.endswith("gpujobqueue.errors.SubmissionError: sbatch refused job SLURMGPUCluster-0 (exit status 1):\n"
-                                  + SBATCH_SAYS + "\n"), result.stderr
+    last = "gpujobqueue.errors.SubmissionError: sbatch refused job SLURMGPUCluster-0 (exit status 1):\n"
+    assert result.stderr.endswith(last + SBATCH_SAYS + "\n"), result.stderr
 
 
 def test_a_handled_refusal_prints_nothing(refusing_sbatch, tmp_path):

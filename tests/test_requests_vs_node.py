@@ -27,7 +27,8 @@ def perlmutter_line(key: str) -> str:
 
 @pytest.mark.parametrize("options, words", [
     (["--memory", "2TB"], "memory='2TB' per node asked but regular nodes have 256GB"),
-    (["--memory-per-gpu", "100GB"], "memory_per_gpu='100GB' x 4 GPUs = 372.5 GiB per node asked but regular nodes have 256GB"),
+    (["--memory-per-gpu", "100GB"],
+     "memory_per_gpu='100GB' x 4 GPUs = 372.5 GiB per node asked but regular nodes have 256GB"),
     (["--memory", "600GB", "--nodes", "2"], "memory='600GB' over 2 nodes = 279.4 GiB per node asked"),
     (["--cores", "256"], "cores=256 per node asked but regular nodes have 128"),
     (["--cpus-per-gpu", "33"], "cpus_per_gpu=33 x 4 GPUs = 132 cores per node asked but regular nodes have 128"),
@@ -71,7 +72,8 @@ def test_check_file_refuses_a_site_whose_own_memory_per_gpu_overflows_its_node(t
 
 
 def test_every_shipped_site_passes_the_node_check():
-    result = gpujobqueue("check", *sorted(str(p) for p in (Path(__file__).parent.parent / "site-configs").glob("[!_]*.yaml")))
+    shipped = sorted(str(p) for p in (Path(__file__).parent.parent / "site-configs").glob("[!_]*.yaml"))
+    result = gpujobqueue("check", *shipped)
     assert result.returncode == 0, result.stderr
 
 
