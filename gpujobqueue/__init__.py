@@ -5,8 +5,8 @@ from .batch.lsf import LSFGPUCluster
 from .batch.pbs import PBSGPUCluster
 from .batch.sge import SGEGPUCluster
 from .batch.slurm import SLURMGPUCluster
-from .cluster import GPUCluster, LocalFallbackWarning
-from .errors import GPUJobQueueError, SubmissionError, UnknownKeywordError, ValidationError
+from .cluster import GPUCluster, LocalFallbackWarning, WorkersNotStartedError
+from .errors import GPUJobQueueError, InterfaceNotFoundError, SubmissionError, UnknownKeywordError, ValidationError
 from .job_status import JobFailedError, JobStatus
 from .render import render_job_script
 from .request import JobRequest
@@ -15,6 +15,7 @@ from .workers import WorkerLaunch
 __all__ = [
     "GPUCluster",
     "GPUJobQueueError",
+    "InterfaceNotFoundError",
     "JobFailedError",
     "JobRequest",
     "JobStatus",
@@ -28,6 +29,7 @@ __all__ = [
     "UnknownKeywordError",
     "ValidationError",
     "WorkerLaunch",
+    "WorkersNotStartedError",
     "render_job_script",
 ]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import dataclasses
 import functools
@@ -28,6 +29,7 @@ from . import config, exit_cleanup, gpus, sites
 from .errors import GPUJobQueueError, SubmissionError, ValidationError
 from .adaptive import GPUAdaptive
 from .cpu_pool import CPUPool
+from .interfaces import check_scheduler_interface
 from .job import GPUJob, check_log_directory
 from .job_commands import JobCommands
 from .job_status import JobFailedError
@@ -56,6 +58,31 @@ except ImportError:  # older distributed keeps a plain dict and raises a Timeout
             super().__init__(f"only {available_workers} of {expected_workers} workers started within {timeout}")
 
 logger = logging.getLogger(__name__)
+
+
+class WorkersNotStartedError(WorkerStartTimeoutError, GPUJobQueueError):
+    """:meth:`~GPUJobQueueCluster.wait_for_workers` timed out; the message keeps why the jobs
+    wait, as the batch system said: ``0/8 workers after 12 s; SLURMGPUCluster-0 PENDING (Resources)``.
+
+    Attributes
+    ----------
+    waiting : list of str
+        Each job without all its workers: its name, state and the batch system's reason.
+    """
+
+    def __init__(self, available_workers: int, expected_workers: int, timeout: Any, waiting: list[str]):
+        self.waiting = waiting
+        super().__init__(available_workers, expected_workers, timeout)
+        self.available_workers, self.expected_workers, self.timeout = available_workers, expected_workers, timeout
+
+    def __str__(self) -> str:
+        seconds = parse_timedelta(self.timeout)
+        return (f"{self.available_workers}/{self.expected_workers} workers after {seconds:g} s; "
+                f"{', '.join(self.waiting) or 'no job submitted'}")
+
+
+# Jobs named in a wait_for_workers timeout; the rest are counted.
+MAX_JOBS_NAMED = 8
 
 # Keywords every batch system takes; each cluster class adds its own (batch_keywords).
 REQUEST_KEYWORDS = (
@@ -384,6 +411,10 @@ class GPUJobQueueCluster(JobQueueCluster):
             scheduler_options = dask.config.get(f"jobqueue.{config_name}.scheduler-options", default=None)
         scheduler_options = dashboard_options(scheduler_options)
         self._dashboard_address = scheduler_options["dashboard_address"]
+        if self.scheduler_placement == "local" and host is None and "host" not in scheduler_options:
+            # Here, on the login node, not on the compute nodes: the scheduler's interface must exist on this host.
+            named = "scheduler_options" if "interface" in scheduler_options else "interface"
+            check_scheduler_interface(scheduler_options.get("interface", launch.interface), named, self.site)
         exit_cleanup.track(self)  # from here on, its jobs are cancelled when this process ends
         try:
             self._init_job_queue_cluster(
@@ -392,11 +423,28 @@ class GPUJobQueueCluster(JobQueueCluster):
                 host=host, scheduler_options=scheduler_options, scheduler_cls=scheduler_cls, config_name=config_name,
                 job_kwargs=job_kwargs,
             )
+            if n_workers:
+                self.scale(n_workers)
         except BaseException:
-            self._remove_private_directory()
+            self._abandon()
             raise
-        if n_workers:
-            self.scale(n_workers)
+
+    def _abandon(self) -> None:
+        """Undo a constructor that failed half way: the caller never gets the cluster, so close
+        what it started (scheduler, job watch, any job submitted) and stop its event loop's
+        thread; nothing of it is left running, nor closed at exit."""
+        if not getattr(self, "asynchronous", True):
+            if getattr(self, "status", None) == Status.running:
+                with contextlib.suppress(Exception):
+                    self.close(timeout=30)
+            loop_runner = getattr(self, "_loop_runner", None)
+            if loop_runner is not None:
+                with contextlib.suppress(Exception):
+                    loop_runner.stop()
+        # A constructor refused before distributed's Cluster was set up has no name yet.
+        with contextlib.suppress(Exception):
+            self._remove_private_directory()
+        exit_cleanup.forget(self)
 
     def _init_job_queue_cluster(self, *, job_kwargs: dict[str, Any], **options: Any) -> None:
         launch = self.launch
@@ -596,7 +644,7 @@ class GPUJobQueueCluster(JobQueueCluster):
                 if running >= n_workers:
                     return
                 if deadline is not None and time.monotonic() > deadline:
-                    raise WorkerStartTimeoutError(running, n_workers, timeout)
+                    raise WorkersNotStartedError(running, n_workers, timeout, await self._why_jobs_wait())
                 if progress.shown:
                     progress.show(running, self._job_watch.rows())
                 if time.monotonic() - last_report > 60:
@@ -606,6 +654,21 @@ class GPUJobQueueCluster(JobQueueCluster):
                 await asyncio.sleep(0.2)
         finally:
             progress.close()
+
+    async def _why_jobs_wait(self) -> list[str]:
+        """Each job short of its workers, as the batch system says now: ``name STATE (reason)``;
+        the batch system's outage, where it does not answer."""
+        if self._job_watch.unreachable_since is None:  # in an outage, the notice says so without a query's wait
+            with contextlib.suppress(Exception):  # the timeout is raised whatever the batch system says
+                await asyncio.wait_for(self._job_watch.poll(), 30)
+        rows = self._job_watch.rows()
+        waiting = [f"{row.name} {row.state or 'not yet listed'}" + (f" ({row.reason})" if row.reason else "")
+                   for row in rows if row.workers < max(1, row.gpus)]
+        if len(waiting) > MAX_JOBS_NAMED:
+            waiting = waiting[:MAX_JOBS_NAMED] + [f"{len(waiting) - MAX_JOBS_NAMED} more"]
+        if rows.notice:
+            waiting.append(rows.notice)
+        return waiting
 
     def _remove_private_directory(self) -> None:
         if self._private_directory is not None:
@@ -667,7 +730,7 @@ class GPUJobQueueCluster(JobQueueCluster):
         cls._check_launch(request, launch)
         if site is not None:
             sites.warn_if_retired(site)
-            sites.check_request(site, site_queue, request)
+            sites.check_request(site, site_queue, request, settings)
         settings["site"] = site
         return settings, request, launch
 

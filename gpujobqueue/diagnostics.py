@@ -97,6 +97,8 @@ class MachineFacts:
     worker_mode: str | None
     site_gpu_vendor: str | None = None
     site_files_checked: int = 0
+    # "local" where a cluster made here runs its scheduler here (and listens on the interface), else "job"
+    scheduler_placement: str | None = None
     site_file_errors: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -168,7 +170,19 @@ def gather_facts(site: str | None = None, batch: str | None = None, interface: s
         site_gpu_vendor=loaded.data.get("node", {}).get("gpu_vendor") if loaded else None,
         site_files_checked=checked,
         site_file_errors=file_errors,
+        scheduler_placement=_scheduler_placement(target_batch, protocol or network.get("protocol")),
     )
+
+
+def _scheduler_placement(batch: str, protocol: str | None) -> str | None:
+    """Where a cluster made here would run its scheduler (``gpujobqueue.<batch>.scheduler``)."""
+    from .config import configured
+    from .scheduler_job import parse_scheduler_placement
+
+    try:
+        return parse_scheduler_placement(configured(batch, "scheduler"), batch, protocol)
+    except GPUJobQueueError:
+        return None
 
 
 def judge(facts: MachineFacts) -> list[Finding]:
@@ -314,6 +328,16 @@ def _network_findings(facts: MachineFacts) -> list[Finding]:
     fix = f"pass interface= one of {choices} (or correct the site's network.interface)"
     if facts.job_of or facts.batch == "local":
         findings.append(Finding("fail", "site interface", f"{facts.interface} is not an interface of this host, where the workers run", fix))
+    elif facts.scheduler_placement == "local":
+        # The workers' interface is on the compute nodes; the scheduler's is here, on the login node.
+        first = choices.split(", ")[0]
+        where = f"a {facts.site} login node" if facts.site else "the site's login node"
+        detail = (f"{facts.interface} is not on this host ({facts.hostname}), and the scheduler of a cluster made here "
+                  "runs here (scheduler='local') and listens on it: the cluster cannot start")
+        fix = (f"run on {where}, where {facts.interface} is; or give the scheduler one of this host's interfaces "
+               f"({choices}): scheduler_options={{'interface': '{first}'}} (the workers keep {facts.interface} on "
+               f"the compute nodes), or interface='{first}' for the scheduler and the workers")
+        findings.append(Finding("fail", "site interface", detail, fix))
     else:
         findings.append(Finding("warn", "site interface", f"{facts.interface} is not on this host (a login node?); the workers need it on the compute nodes, "
                                                            "where `gpujobqueue check` in a job tells", fix))
@@ -428,11 +452,9 @@ def _first_line(command: list[str]) -> str | None:
 
 
 def _interfaces() -> dict[str, list[str]]:
-    import psutil
+    from .interfaces import host_interfaces
 
-    stats = psutil.net_if_stats()
-    return {name: [a.address for a in addrs if a.family == socket.AF_INET]
-            for name, addrs in sorted(psutil.net_if_addrs().items()) if stats.get(name) is None or stats[name].isup}
+    return host_interfaces()
 
 
 def _job_of() -> str | None:

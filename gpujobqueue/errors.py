@@ -61,3 +61,24 @@ def _short_repr(value: Any, limit: int = 60) -> str:
 
 class SubmissionError(GPUJobQueueError, RuntimeError):
     """The batch system refused a job, or could not be reached."""
+
+
+class InterfaceNotFoundError(ValidationError):
+    """The scheduler would listen on a network interface that this host does not have: a
+    site's interface off that site (a laptop, another centre), or a name mistyped.
+
+    Parameters
+    ----------
+    field : str
+        ``interface`` or ``scheduler_options``: the setting that named it.
+    interface : str
+        The interface asked for.
+    available : dict
+        This host's interfaces that are up, name to IPv4 addresses.
+    message : str
+        What is wrong and what to do.
+    """
+
+    def __init__(self, field: str, interface: str, available: dict[str, list[str]], message: str):
+        self.interface, self.available = interface, available
+        super().__init__(field, message)

@@ -20,20 +20,22 @@ logger = logging.getLogger(__name__)
 # A closed SSH session (SIGHUP) or a batch system ending a job that runs the client (SIGTERM).
 HANDLED_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
-_open_clusters: "weakref.WeakSet[Any]" = weakref.WeakSet()
+# By identity: distributed's Cluster compares by name, which a half-made cluster does not have yet.
+_open_clusters: "weakref.WeakValueDictionary[int, Any]" = weakref.WeakValueDictionary()
 _installed = False
 _install_lock = threading.Lock()
 
 
 def track(cluster: Any) -> None:
     """Cancel ``cluster``'s jobs when this process ends, if it is still open then."""
-    _open_clusters.add(cluster)
+    _open_clusters[id(cluster)] = cluster
     _install()
 
 
 def forget(cluster: Any) -> None:
     """``cluster`` has closed: nothing is left to cancel."""
-    _open_clusters.discard(cluster)
+    if _open_clusters.get(id(cluster)) is cluster:
+        del _open_clusters[id(cluster)]
 
 
 def _install() -> None:
@@ -53,7 +55,7 @@ def _install() -> None:
 
 def cancel_all_now() -> None:
     """Cancel every job of every open cluster at once, without the event loop."""
-    for cluster in list(_open_clusters):
+    for cluster in list(_open_clusters.values()):
         try:
             cluster.cancel_jobs_now()
         except Exception:  # one cluster's failure must not keep the others' jobs alive
@@ -69,7 +71,7 @@ def _on_signal(signum: int, frame: Any) -> None:
 
 
 def _at_exit() -> None:
-    for cluster in list(_open_clusters):
+    for cluster in list(_open_clusters.values()):
         if not getattr(cluster, "asynchronous", False):
             with contextlib.suppress(Exception):
                 cluster.close(timeout=10)  # gracefully, where the loop still runs

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import logging
@@ -25,6 +26,27 @@ from .scheduler_job import SchedulerStart
 from .workers import WorkerLaunch
 
 logger = logging.getLogger(__name__)
+
+
+class CommandFailed(RuntimeError):
+    """A batch command that exited with an error: its exit status and what it printed.
+
+    A RuntimeError, as dask-jobqueue's own command runner raises, but whose message is what the
+    command said, once, without the command line (which names a temporary script file that is
+    deleted by the time anyone reads it).
+    """
+
+    def __init__(self, command: list[str], code: int | None, out: str, err: str):
+        self.command, self.code, self.out, self.err = command, code, out, err
+        name = os.path.basename(command[0]) if command else "the command"
+        # dask-jobqueue's layout, which its users match on, less the command's arguments.
+        super().__init__(f"Command exited with non-zero exit code.\nExit code: {code}\nCommand: {name}\n"
+                         f"stdout:\n{out}\nstderr:\n{err}\n")
+
+    @property
+    def said(self) -> str:
+        """What the command printed: its error output, else its output."""
+        return self.err.strip() or self.out.strip() or "(it printed nothing)"
 
 
 def worker_tls_args(security: Security | None) -> list[str]:
@@ -356,13 +378,30 @@ class GPUJob(Job):
             exit_code = script_exit_code(tail)
         return JobFailedError(str(self.name), self.batch, dataclasses.replace(status, exit_code=exit_code), path, tail, before)
 
+    @staticmethod
+    async def _call(cmd: list[str], *, shell: bool = False, **kwargs: Any) -> str:
+        """Run a batch command (as dask-jobqueue's ``Job._call``); its output, or :class:`CommandFailed`."""
+        logger.debug("gpujobqueue: running %s", " ".join(cmd))
+        create = asyncio.create_subprocess_shell if shell else asyncio.create_subprocess_exec
+        process = await create(*cmd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, **kwargs)
+        out, err = await process.communicate()
+        if process.returncode != 0:
+            raise CommandFailed(list(cmd), process.returncode, out.decode(errors="replace"),
+                                err.decode(errors="replace"))
+        return out.decode()
+
     async def _submit_job(self, script_filename: str) -> str:
         try:
             return await self._run_submit_command(script_filename)
-        except FileNotFoundError as error:
-            raise SubmissionError(f"{self.submit_command} is not on PATH: cannot submit job {self.name} to {self.batch}") from error
+        except FileNotFoundError:
+            raise SubmissionError(f"{self.submit_command} is not on PATH: cannot submit job {self.name} "
+                                  f"to {self.batch}") from None
+        except CommandFailed as error:
+            # What the batch system said, once: not chained to the command's own error, which says it again.
+            raise SubmissionError(f"{self.submit_command} refused job {self.name} "
+                                  f"(exit status {error.code}):\n{error.said}") from None
         except RuntimeError as error:
-            raise SubmissionError(f"{self.submit_command} refused job {self.name}:\n{error}") from error
+            raise SubmissionError(f"{self.submit_command} refused job {self.name}: {error}") from None
 
     async def _run_submit_command(self, script_filename: str) -> str:
         """Run the batch system's submit command on the script; return its output."""

@@ -804,7 +804,38 @@ def site_settings(site: Site, queue: str | None) -> dict[str, Any]:
     return {key: value for key, value in settings.items() if value is not None}
 
 
-def check_request(site: Site, queue: str | None, request: Any) -> None:
+def node_memory_bytes(size: Any) -> int:
+    """A node's ``memory`` in bytes, ``GB`` and ``TB`` read as GiB and TiB: a node's memory is
+    built and sold in binary units (Perlmutter's "256 GB" is 256 GiB of DIMMs), whatever the
+    page says; a request is checked against that."""
+    from .request import parse_size
+
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKMGTP])i?B\s*", str(size))
+    if match is None:
+        return parse_size("node.memory", size)
+    return int(float(match.group(1)) * 1024 ** " KMGTP".index(match.group(2).upper()))
+
+
+def _given_field(settings: Any, per_job: str, per_gpu: str) -> str | None:
+    """Which keyword set an amount: the per-job one (``memory``) or the per-GPU one (``memory_per_gpu``)."""
+    if not settings:
+        return None
+    return per_job if settings.get(per_job) is not None else per_gpu if settings.get(per_gpu) is not None else None
+
+
+def _asked_per_node(settings: Any, per_job: str, per_gpu: str, request: Any, text: str) -> str:
+    """A per-node amount as it was asked, in the user's words: ``memory_per_gpu='100GB' x 4 GPUs = 400 GB per node``."""
+    field = _given_field(settings, per_job, per_gpu)
+    if field == per_gpu:
+        return f"{per_gpu}={settings[per_gpu]!r} x {request.gpus_per_node} GPUs = {text} per node"
+    if field == per_job and request.nodes > 1:
+        return f"{per_job}={settings[per_job]!r} over {request.nodes} nodes = {text} per node"
+    if field == per_job:
+        return f"{per_job}={settings[per_job]!r} per node"
+    return f"{text} per node"
+
+
+def check_request(site: Site, queue: str | None, request: Any, settings: Any = None) -> None:
     """Refuse a job request the site cannot run, naming the site file and key.
 
     Parameters
@@ -814,6 +845,9 @@ def check_request(site: Site, queue: str | None, request: Any) -> None:
         The site queue the job goes to (None: the default).
     request : JobRequest
         The parsed request.
+    settings : mapping, optional
+        The settings it was parsed from: a refusal then names the keyword that asked too
+        much (``memory`` or ``memory_per_gpu``), as the error's ``field``.
 
     Raises
     ------
@@ -825,9 +859,11 @@ def check_request(site: Site, queue: str | None, request: Any) -> None:
     queue_name = queue or data["default_queue"]
     entry = site.queue(queue_name)
 
-    def refuse(key: tuple, message: str):
+    def refuse(key: tuple, message: str, field: str | None = None):
         path, line = site.location(*key)
-        raise SiteConfigError(path, _dotted(key), line, f"{site.name}: {message}")
+        error = SiteConfigError(path, _dotted(key), line, f"{site.name}: {message}")
+        error.field = field  # the keyword asking too much, where one does
+        raise error
 
     node = site.node(queue_name)
     gpus_key = ("queues", queue_name, "gpus_per_node") if "gpus_per_node" in entry else site.key_of(queue_name, "node", "gpus")
@@ -835,7 +871,16 @@ def check_request(site: Site, queue: str | None, request: Any) -> None:
     if request.gpus_per_node > node_gpus:
         refuse(gpus_key, f"gpus_per_node={request.gpus_per_node} but {queue_name} jobs get at most {node_gpus} GPUs per node")
     if request.cpus_per_node > node["cpus"]:
-        refuse(site.key_of(queue_name, "node", "cpus"), f"{request.cpus_per_node} cores per node asked but {queue_name} nodes have {node['cpus']}")
+        asked = _asked_per_node(settings, "cores", "cpus_per_gpu", request, f"{request.cpus_per_node} cores")
+        refuse(site.key_of(queue_name, "node", "cpus"), f"{asked} asked but {queue_name} nodes have {node['cpus']}",
+               field=_given_field(settings, "cores", "cpus_per_gpu"))
+    node_memory = node_memory_bytes(node["memory"]) if node.get("memory") is not None else None
+    if node_memory is not None and request.memory_per_node is not None and request.memory_per_node > node_memory:
+        amount = f"{request.memory_per_node / 2**30:.4g} GiB"
+        asked = _asked_per_node(settings, "memory", "memory_per_gpu", request, amount)
+        refuse(site.key_of(queue_name, "node", "memory"), f"{asked} asked but {queue_name} nodes have {node['memory']} "
+                                                                f"(read as {node_memory / 2**30:.4g} GiB)",
+               field=_given_field(settings, "memory", "memory_per_gpu"))
     max_walltime = entry.get("max_walltime")
     if max_walltime is not None and request.walltime > parse_walltime("max_walltime", max_walltime):
         refuse(("queues", queue_name, "max_walltime"), f"walltime {request.walltime_text} is over the {queue_name} queue's limit of {max_walltime}")

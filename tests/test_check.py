@@ -63,14 +63,30 @@ def test_the_text_report_names_every_topic_and_sums_up():
     assert re.match(r"(nothing missing|\d+ problem\(s\) stop GPU workers here)", done.stdout.strip().splitlines()[-1])
 
 
-def test_a_login_node_without_the_sites_interface_is_a_warning_with_the_interfaces_that_exist():
+def test_a_host_without_the_sites_interface_fails_for_the_scheduler_it_would_run_with_the_interfaces_that_exist():
+    # The scheduler runs here (scheduler='local' over TCP) and listens on the site's interface:
+    # GPUCluster(site="perlmutter") cannot start on this host, whatever the compute nodes have.
     status, result = check("--site", "perlmutter")
     found = by_topic(result)
+    assert status == 1
     assert result["facts"]["batch"] == "slurm" and result["facts"]["interface"] == "hsn0"
-    assert found["site interface"]["status"] == "warn" and "hsn0 is not on this host" in found["site interface"]["detail"]
+    assert result["facts"]["scheduler_placement"] == "local"
+    detail = found["site interface"]["detail"]
+    assert found["site interface"]["status"] == "fail" and "hsn0 is not on this host" in detail
+    assert "the scheduler" in detail
+    fix = found["site interface"]["fix"]
+    assert "run on a perlmutter login node" in fix and "scheduler_options={'interface': " in fix, fix
     others = [name for name, addresses in result["facts"]["interfaces"].items() if addresses and name != "lo"]
-    assert all(name in found["site interface"]["fix"] for name in others)
+    assert all(name in fix for name in others)
     assert found["batch commands"]["status"] == ("ok" if shutil.which("sbatch") else "fail")
+
+
+def test_with_the_scheduler_in_a_job_a_missing_interface_is_the_compute_nodes_business():
+    # UCX puts the scheduler in the first job (scheduler='job'): only the workers' nodes need hsn0.
+    status, result = check("--site", "perlmutter", "--protocol", "ucx")
+    found = by_topic(result)
+    assert result["facts"]["scheduler_placement"] == "job"
+    assert found["site interface"]["status"] == "warn" and "compute nodes" in found["site interface"]["detail"]
 
 
 def test_inside_a_job_a_missing_interface_and_no_gpus_are_failures():

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 
 import pytest
+from distributed.exceptions import WorkerStartTimeoutError
 
 from conftest import wait_until
-from gpujobqueue import SLURMGPUCluster, SubmissionError, UnknownKeywordError, ValidationError
+from gpujobqueue import GPUJobQueueError, SLURMGPUCluster, SubmissionError, UnknownKeywordError, ValidationError
 
 pytestmark = pytest.mark.slurm
 
@@ -61,5 +62,23 @@ def test_sbatch_refusal_is_raised_with_its_message(slurm, counted, keywords, std
             cluster.scale(jobs=1)
         assert stderr in str(info.value).lower()
         assert "sbatch" in str(info.value)
+        # sbatch's own words once, and not the temporary script file, deleted by now
+        said = [line for line in str(info.value).splitlines() if line.startswith("sbatch: error:")]
+        assert said and all(str(info.value).count(line) == 1 for line in said), str(info.value)
+        assert "gpujobqueue-job-" not in str(info.value) and info.value.__cause__ is None, str(info.value)
         assert not cluster.worker_spec and not cluster.workers
     assert not slurm.squeue_ids()
+
+
+def test_a_wait_for_workers_timeout_keeps_the_reason_the_jobs_wait(slurm, counted):
+    # Held jobs cannot start: the timeout says so, as squeue does, not just "0/2 workers arrived".
+    with SLURMGPUCluster(**SMALL, job_extra_directives=["--hold"], scheduler_options={"dashboard_address": "127.0.0.1:0"}) as cluster:
+        cluster.scale(jobs=2)
+        with pytest.raises(WorkerStartTimeoutError) as info:
+            cluster.wait_for_workers(2, timeout=2)
+        names = sorted(cluster.workers)
+    assert isinstance(info.value, GPUJobQueueError)
+    message = str(info.value)
+    assert message.startswith("0/2 workers after 2 s; "), message
+    assert all(f"{name} PENDING (JobHeldUser)" in message for name in names) and len(names) == 2, message
+    assert wait_until(lambda: not slurm.squeue_ids(), 30, what="squeue to empty after close()")

@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 from ..cluster import GPUJobQueueCluster
 from ..errors import SubmissionError, ValidationError
-from ..job import GPUJob
+from ..job import CommandFailed, GPUJob
 from ..job_status import JobStatus, run_query, unlisted
 from ..request import JobRequest, _matching, given_or
 from ..workers import BATCH_LAUNCHERS
@@ -165,9 +165,9 @@ class SGEGPUJob(GPUJob):
             # `-w e` says only "no suitable queues"; `-w v` submits nothing and says why.
             try:
                 explanation = await self._call([self.submit_command, "-w", "v", script_filename])
-            except RuntimeError as verification:
-                explanation = str(verification)
-            raise SubmissionError(f"{error}\nqsub -w v explains:\n{explanation}") from error
+            except CommandFailed as verification:  # -w v writes its reasons on either stream
+                explanation = "\n".join(text.strip() for text in (verification.out, verification.err) if text.strip())
+            raise SubmissionError(f"{error}\nqsub -w v explains:\n{explanation.strip()}") from None
 
 
 class SGEGPUCluster(GPUJobQueueCluster):

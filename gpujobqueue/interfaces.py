@@ -1,0 +1,70 @@
+"""This host's network interfaces, and the refusal of a scheduler interface it does not have."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+from .errors import InterfaceNotFoundError
+
+
+def host_interfaces() -> dict[str, list[str]]:
+    """This host's network interfaces that are up, name to IPv4 addresses, sorted by name."""
+    import psutil
+
+    stats = psutil.net_if_stats()
+    return {name: [a.address for a in addrs if a.family == socket.AF_INET]
+            for name, addrs in sorted(psutil.net_if_addrs().items()) if stats.get(name) is None or stats[name].isup}
+
+
+def usable_interfaces(interfaces: dict[str, list[str]]) -> list[str]:
+    """The interfaces a scheduler can listen on for workers on other nodes: with an IPv4
+    address, the loopback last (only workers on this host reach it)."""
+    return sorted((name for name, addresses in interfaces.items() if addresses), key=lambda name: (name == "lo", name))
+
+
+def check_scheduler_interface(interface: str | None, field: str, site: Any = None) -> None:
+    """Refuse a scheduler that would listen, in this process, on an interface this host lacks.
+
+    distributed would fail with a RuntimeError of its own once the scheduler starts; this says
+    which setting named the interface (a site's ``network.interface`` is the interface of
+    that site's nodes) and what to do, before anything starts.
+
+    Parameters
+    ----------
+    interface : str or None
+        The scheduler's interface; None is distributed's choice and always works.
+    field : {"interface", "scheduler_options"}
+        The keyword that named it.
+    site : Site, optional
+        The cluster's site, whose ``network.interface`` it may be.
+
+    Raises
+    ------
+    InterfaceNotFoundError
+    """
+    available = host_interfaces()
+    if interface is None or available.get(interface):
+        return
+    host = socket.gethostname()
+    choices = usable_interfaces(available)
+    listed = ", ".join(f"{name} ({' '.join(available[name])})" for name in choices) or "none with an IPv4 address"
+    example = choices[0] if choices else "eth0"
+    state = "has no IPv4 address on" if interface in available else "does not have"
+    network = (site.data.get("network") or {}) if site is not None else {}
+    if site is not None and field == "interface" and network.get("interface") == interface:
+        origin = f"{site.name}'s network.interface, {site.where('network', 'interface')}"
+        login = ", ".join(site.data.get("hostnames", [])) or "its login nodes"
+        first = f"run this on a {site.name} login node ({login}), where {interface!r} is"
+    else:
+        first = None
+        named = f"scheduler_options={{'interface': {interface!r}}}"
+        origin = f"interface={interface!r}" if field == "interface" else named
+    ways = [first] if first else []
+    ways.append(f"give scheduler_options={{'interface': {example!r}}} for the scheduler alone"
+                + (f" (the workers keep {interface!r} on the compute nodes)" if field == "interface" else ""))
+    if field == "interface":
+        ways.append(f"or interface={example!r} for the scheduler and the workers")
+    message = (f"the scheduler runs in this process and would listen on {interface!r} ({origin}), "
+               f"which this host ({host}) {state}; its interfaces: {listed}. To fix: {'; '.join(ways)}.")
+    raise InterfaceNotFoundError(field, interface, available, message)
