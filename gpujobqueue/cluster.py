@@ -24,7 +24,7 @@ from distributed.scheduler import Scheduler
 from distributed.security import Security
 from distributed.utils import format_dashboard_link
 
-from . import config, exit_cleanup, gpus, sites
+from . import config, exit_cleanup, gpus, hand_written_gpus, sites
 from .errors import GPUJobQueueError, SubmissionError, ValidationError
 from .adaptive import GPUAdaptive
 from .cpu_pool import CPUPool
@@ -614,6 +614,11 @@ class GPUJobQueueCluster(JobQueueCluster):
             settings["queue"] = site_defaults.get("queue")
         if processes is not None:  # dask-jobqueue's workers per job: here, one per GPU
             processes = parse_positive_int("processes", processes)
+        explicit = {name: settings[name] for name in names
+                    if given.get(name) is not None or config.configured(batch, name) is not None}
+        hand_written_gpus.adopt(batch, settings, explicit, processes=processes, site=site,
+                                node_gpus=site_defaults.get("gpus_per_node") if site is not None else None)
+        if processes is not None:
             gpus = settings.get("gpus_per_node")
             if gpus is not None and parse_positive_int("gpus_per_node", gpus) != processes:
                 raise ValidationError("processes", f"processes={processes} but gpus_per_node={gpus}: one worker runs per GPU, so give gpus_per_node alone")
