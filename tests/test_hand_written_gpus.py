@@ -139,6 +139,13 @@ CONFLICTS = [
     ("lsf", {"job_extra_directives": ['-gpu "num=2:mps=yes"']}, ["mps", "gpu_request='none'"]),
     ("sge", {"gpus_per_node": 4, "job_extra_directives": ["-l gpu=2"]}, ["gpus_per_node=4", "'-l gpu=2'"]),
     ("sge", {"processes": 1, "resource_spec": "gpu=2"}, ["processes=1", "resource_spec 'gpu=2'"]),
+    ("sge", {"parallel_environment": "smp", "cores": 2, "job_extra_directives": ["-l gpu=2"]},
+     ["parallel_environment='smp'", "'-l gpu=2'", "gpus_per_node"]),
+    ("lsf", {"gpu_request": "csm", "job_extra_directives": ['-gpu "num=2"']},
+     ["gpu_request='csm'", "'-gpu \"num=2\"'"]),
+    ("pbs", {"nodes": 1, "resource_spec": "select=2:ncpus=8:ngpus=2"}, ["nodes=1", "'select=2:ncpus=8:ngpus=2'"]),
+    ("slurm", {"job_extra_directives": ["--gres=gpu:2 --exclusive"]},
+     ["'--gres=gpu:2 --exclusive'", "line of its own"]),
 ]
 
 
