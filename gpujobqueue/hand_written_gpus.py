@@ -373,7 +373,7 @@ def adopt(batch: str, settings: dict[str, Any], explicit: Mapping[str, Any], *, 
             _drop_line(settings, found)
         if style is None and found.style == "torque":
             settings["gpu_request"] = "torque"
-    elif style == "none":
+    elif style == "none" or _generated_is_skipped(style or found.style, count, settings):
         pass  # the user's own line is the job's GPU request
     elif found.style == "gres" and found.rest and style in (None, "gres"):
         # sbatch keeps the last --gres it reads: the user's line, with its other resources, is the request
@@ -388,6 +388,18 @@ def adopt(batch: str, settings: dict[str, Any], explicit: Mapping[str, Any], *, 
     logger.info("%s asks for %d GPU%s per node (%s): starting %d GPU workers per job",
                 found.field.partition("[")[0], count, "s" if count > 1 else "", found.text.strip(), count * nodes)
     return found
+
+
+def _generated_is_skipped(style: str, count: int, settings: Mapping[str, Any]) -> bool:
+    """Whether ``job_directives_skip`` leaves the generated GPU request out (the user then
+    writes their own, as the multi-node stand-in of tests/test_multi_node.py does)."""
+    generated = {
+        "gpus-per-node": f"--gpus-per-node={count}", "gres": f"--gres=gpu:{count}", "select": "-l select=",
+        "torque": "-l nodes=", "gpu": f'-gpu "num={count}',
+        "complex": f"-l {settings.get('gpu_complex') or 'gpu'}={count}",
+    }.get(style)
+    skip = settings.get("job_directives_skip") or ()
+    return generated is not None and any(isinstance(n, str) and n.strip() and n in generated for n in skip)
 
 
 def _same(name: str, given: Any, written: Any) -> bool:
