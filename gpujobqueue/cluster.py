@@ -229,7 +229,10 @@ class GPUJobQueueCluster(JobQueueCluster):
         Where the batch system writes the job's output.
     job_extra_directives, job_directives_skip, job_script_prologue, job_script_epilogue : list of str
         Extra directive lines, generated lines to leave out, and shell lines before and
-        after the workers.
+        after the workers. A GPU request written among the extra directives (or in
+        ``resource_spec``), as dask-jobqueue users write it, is read: its count is the
+        GPUs per node unless ``gpus_per_node`` says otherwise, which is refused
+        (:mod:`gpujobqueue.hand_written_gpus`).
     environment : dict
         Variables exported in the job.
     cpu_pool : dict, optional

@@ -335,9 +335,9 @@ def adopt(batch: str, settings: dict[str, Any], explicit: Mapping[str, Any], *, 
     if given is not None and str(given) != str(count):
         raise ValidationError("gpus_per_node", f"gpus_per_node={given} but {where} asks for {count} GPU(s) per node; "
                                                "give one of them")
-    if processes is not None and processes != count * nodes:
-        raise ValidationError("processes", f"processes={processes} but {where} asks for {count} GPU(s) per job, "
-                                           f"and gpujobqueue runs one worker per GPU; give processes={count * nodes} "
+    if processes is not None and processes != count:  # processes stands for gpus_per_node (cluster.parse_keywords)
+        raise ValidationError("processes", f"processes={processes} but {where} asks for {count} GPU(s) per node, "
+                                           f"and gpujobqueue runs one worker per GPU; give processes={count} "
                                            f"or ask for {processes} GPUs")
     if node_gpus is not None and count > node_gpus:
         raise ValidationError(found.field, f"{where} asks for {count} GPUs per node but the nodes of site "
