@@ -88,8 +88,7 @@ def _in_option_terms(error: GPUJobQueueError, command: click.Command) -> str:
     # job_extra_directives[0], environment.NAME: one value of a list or mapping
     base = re.split(r"[\[.]", field, maxsplit=1)[0]
     if isinstance(error, UnknownKeywordError) and field in options:  # a keyword of another batch system
-        close = re.search(r"Did you mean (.+)\?$", text)
-        names = [options.get(name, name) for name in close[1].split(", ")] if close else []
+        names = [options.get(name, name) for name in error.suggestions]
         hint = f"; did you mean {', '.join(names)}?" if names else ""
         return f"{options[field]} is not an option for this batch system{hint}"
     if base in options and text.startswith(f"{field}: "):

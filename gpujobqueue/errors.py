@@ -40,16 +40,20 @@ class UnknownKeywordError(GPUJobQueueError, TypeError, ValueError):
     owner : str, optional
         The class that refused it (``SLURMGPUCluster``).
     given : dict, optional
-        Every keyword given with it, shown (values shortened) as dask-jobqueue shows its ``job_kwargs``.
+        Every keyword given with it, named as dask-jobqueue shows its ``job_kwargs`` (the refused
+        keyword with its value, shortened; the others by name only).
     """
 
     def __init__(self, keyword: str, suggestions: list[str] | None = None, owner: str | None = None,
                  given: dict[str, Any] | None = None):
         self.field = keyword
+        self.suggestions = list(suggestions or [])
         hint = f" Did you mean {', '.join(suggestions)}?" if suggestions else ""
         context = ""
         if owner is not None:
-            shown = ", ".join(f"{name}={_short_repr(value)}" for name, value in (given or {}).items())
+            # The other keywords by name only: their values (an environment's, say) may be private.
+            shown = ", ".join(f"{name}={_short_repr(value)}" if name == keyword else name
+                              for name, value in (given or {}).items())
             context = f" (unexpected keyword argument {keyword!r} given to {owner} with job_kwargs {shown})"
         super().__init__(f"{keyword}: unknown keyword.{hint}{context}")
 

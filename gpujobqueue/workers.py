@@ -320,6 +320,28 @@ def default_threads(mode: str, gpus: int, cpus_per_node: int | None) -> int:
     return max(1, min(DASK_CUDA_DEFAULT_THREADS, cpus_per_node // gpus))
 
 
+def threads_of_cores(cores_per_node: int, workers_per_node: int) -> int:
+    """Threads per worker when dask-jobqueue's ``cores`` (per job) is given: the node's cores
+    shared evenly by its workers, so that none is left idle; a node with fewer cores than
+    workers gives each one thread.
+
+    Raises
+    ------
+    ValidationError
+        When the cores cannot be shared evenly, naming ``cores`` and ``gpus_per_node``.
+    """
+    if cores_per_node <= workers_per_node:
+        return 1
+    if cores_per_node % workers_per_node:
+        threads = cores_per_node // workers_per_node
+        idle = cores_per_node - threads * workers_per_node
+        raise ValidationError("cores", f"{cores_per_node} cores per node cannot be shared evenly by its "
+                                       f"gpus_per_node={workers_per_node} workers (one per GPU): {threads} threads each "
+                                       f"would leave {idle} idle; give cores={threads * workers_per_node} or "
+                                       f"{(threads + 1) * workers_per_node} per node, or nthreads to choose the threads yourself")
+    return cores_per_node // workers_per_node
+
+
 _DASK_CUDA_MEMORY_KEYWORDS = ("rmm_pool_size", "rmm_maximum_pool_size", "rmm_async", "rmm_managed_memory", "rmm_release_threshold",
                               "device_memory_limit", "enable_cudf_spill", "set_rmm_allocator_for_libs")
 

@@ -40,11 +40,12 @@ def test_an_unknown_keyword_to_a_job_class_names_that_class(cluster_cls):
 
 def test_an_unknown_keyword_names_the_class_and_shows_the_keywords_given_shortened():
     with pytest.raises(ValueError) as info:
-        SLURMGPUCluster(cores=1, memory="1GB", wrong_parameter="x" * 500)
+        SLURMGPUCluster(cores=1, memory="1GB", environment={"TOKEN": "s3cret"}, wrong_parameter="x" * 500)
     message = str(info.value)
     assert message.startswith("wrong_parameter: unknown keyword.")
-    assert "SLURMGPUCluster" in message and "cores=1, memory='1GB'" in message
+    assert "SLURMGPUCluster" in message and "cores, memory, environment, wrong_parameter=" in message
     assert "x" * 50 in message and "x" * 100 not in message
+    assert "s3cret" not in message, "the other keywords' values are not shown"
 
 
 def test_the_log_directory_is_made_with_the_cluster(tmp_path):

@@ -293,3 +293,39 @@ def test_lsf_walltime_of_two_fields_is_hours_and_minutes_as_in_dask_jobqueue(wal
 
     ours_script = job_script_for("lsf", {"walltime": walltime, "lsf_units": "mb"}, name="w", scheduler="tls://127.0.0.1:8786")
     assert f"#BSUB -W {walltime[:5]}\n" in ours_script
+
+
+# dask-jobqueue's cores, processes and memory are per job: the threads, workers and memory of the whole job.
+@pytest.mark.parametrize("keywords, threads", [
+    ({"cores": 24}, 24),  # one GPU: its worker gets every core (4 threads left 20 idle)
+    ({"cores": 24, "gpus_per_node": 4}, 6),
+    ({"cores": 24, "processes": 4, "memory": "100GB"}, 6),
+    ({"cores": 8, "gpus_per_node": 2, "worker_mode": "per-device"}, 4),
+    ({"cores": 48, "gpus_per_node": 4, "nodes": 2, "launcher": "srun"}, 6),
+    ({"cores": 24, "gpus_per_node": 4, "nthreads": 2}, 2),  # nthreads chosen by hand stays
+    ({"cores": 2, "gpus_per_node": 4}, 1),  # fewer cores than workers: none idle, one thread each
+])
+def test_cores_are_the_threads_of_all_the_jobs_workers(keywords, threads):
+    _, request, launch = SLURMGPUCluster.parse_keywords(keywords)
+    assert launch.nthreads == threads
+    script = SLURMGPUCluster.job_cls("tcp://127.0.0.1:8786", name="w", request=request, launch=launch).job_script()
+    assert f"--nthreads {threads} \\" in script
+
+
+def test_processes_and_memory_are_per_job_as_in_dask_jobqueue():
+    _, request, launch = SLURMGPUCluster.parse_keywords({"cores": 24, "processes": 4, "memory": "100GB"})
+    assert (request.gpus_per_node, request.cpus_per_node, request.memory_per_node) == (4, 24, 100 * 10**9)
+    assert (launch.gpus, launch.nthreads, launch.memory_limit) == (4, 6, 25 * 10**9)
+
+
+@pytest.mark.parametrize("cluster_cls, keywords", [
+    (SLURMGPUCluster, {"cores": 10, "gpus_per_node": 4}),
+    (PBSGPUCluster, {"cores": 30, "processes": 4}),
+    (LSFGPUCluster, {"cores": 7, "gpus_per_node": 2}),
+    (SGEGPUCluster, {"cores": 9, "gpus_per_node": 2, "gpu_consumable": "job", "parallel_environment": "smp"}),
+])
+def test_cores_that_would_leave_some_idle_are_refused_naming_cores_and_gpus(cluster_cls, keywords):
+    with pytest.raises(ValidationError) as info:
+        cluster_cls.parse_keywords(keywords)
+    assert info.value.field == "cores"
+    assert "gpus_per_node=" in str(info.value) and "idle" in str(info.value)

@@ -81,7 +81,7 @@ def test_rendered_lsf_script_is_accepted(case):
     ("pbs", ["--queue", "nosuchqueue"], "unknown queue"),
     ("pbs", ["--chunk-resource", "colour=blue"], "unknown resource"),
     ("pbs", ["--queue", "debug", "--walltime", "02:00:00"], "resource limits"),
-    ("pbs", ["--job-extra-directives", "-l ngpus=2"], "cannot be used with"),
+    ("pbs", ["--job-extra-directives", "-l ncpus=2"], "cannot be used with"),  # -l ngpus=2 is taken over (hand_written_gpus)
     ("lsf", ["--queue", "nosuchqueue"], "no such queue"),
     ("lsf", ["--queue", "short", "--walltime", "01:00:00"], "runlimit"),
     ("lsf", ["--gpu-request", "csm", "--queue", "batch", "--account", "ABC123", "--job-extra-directives", "-n 4"], "-n is no longer supported"),

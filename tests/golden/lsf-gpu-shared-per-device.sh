@@ -155,7 +155,7 @@ python3 -m distributed.cli.dask_worker tls://10.0.0.1:8786 \
     --nworkers 2 \
     --nanny \
     --preload-nanny "$pin_device" \
-    --nthreads 1 \
+    --nthreads 2 \
     --memory-limit 0.5 \
     --death-timeout 60 \
     --preload "$scheduler_watchdog" \

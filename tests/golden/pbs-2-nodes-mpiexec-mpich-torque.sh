@@ -143,7 +143,7 @@ GPUJOBQUEUE_WATCHDOG
 export CUDA_VISIBLE_DEVICES="$(IFS=,; echo "${devices[*]}")"
 python3 -m dask_cuda.cli tls://10.0.0.1:8786 \
     --name gpujobqueue-worker-"$node_rank" \
-    --nthreads 4 \
+    --nthreads 8 \
     --memory-limit auto \
     --death-timeout 60 \
     --preload "$scheduler_watchdog" \

@@ -139,8 +139,8 @@ fi
 export CUDA_VISIBLE_DEVICES="$(IFS=,; echo "${devices[*]}")"
 python3 -m dask_cuda.cli tls://10.0.0.1:8786 \
     --name gpujobqueue-worker \
-    --nthreads 1 \
-    --memory-limit auto \
+    --nthreads 16 \
+    --memory-limit 128849018880 \
     --death-timeout 60 \
     --preload "$scheduler_watchdog" \
     --protocol tls \

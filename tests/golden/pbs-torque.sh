@@ -140,7 +140,7 @@ fi
 export CUDA_VISIBLE_DEVICES="$(IFS=,; echo "${devices[*]}")"
 python3 -m dask_cuda.cli tls://10.0.0.1:8786 \
     --name gpujobqueue-worker \
-    --nthreads 4 \
+    --nthreads 8 \
     --memory-limit 34359738368 \
     --death-timeout 60 \
     --preload "$scheduler_watchdog" \
