@@ -397,3 +397,13 @@ def test_amd_and_intel_workers_do_not_preload_it():
     script = job_script_for("slurm", {"gpus_per_node": 2, "python": "python3", "worker_mode": "per-device",
                                       "visibility_variable": "ROCR_VISIBLE_DEVICES"}, name="job-1")
     assert "nic_affinity" not in script
+
+
+def test_a_malformed_pinned_map_is_refused_before_any_script_is_written():
+    from gpujobqueue import ValidationError
+
+    for bad in ("mlx5_1:1", "0=mlx5_0:1;reboot", "0=", "=mlx5_0:1"):
+        with pytest.raises(ValidationError, match=r"^environment\[GPUJOBQUEUE_NIC_MAP\]: .*is not GPU=card"):
+            job_script_for("slurm", {"environment": {"GPUJOBQUEUE_NIC_MAP": f"1=mlx5_1:1,{bad}"}}, name="job-1")
+    script = job_script_for("slurm", {"environment": {"GPUJOBQUEUE_NIC_MAP": "0=mlx5_0:1, GPU-8a4e=mlx5_1:1"}}, name="job-1")
+    assert "export GPUJOBQUEUE_NIC_MAP='0=mlx5_0:1, GPU-8a4e=mlx5_1:1'" in script
