@@ -348,15 +348,14 @@ def parse_pinned_map(text):
     """``GPUJOBQUEUE_NIC_MAP``: ``0=mlx5_0:1,1=mlx5_3:1`` -> {key: card}; keys are GPU indices, UUIDs or bus ids."""
     pinned = {}
     for item in filter(None, (part.strip() for part in (text or "").split(","))):
-        key, _, card = item.partition("=")
-        if not key.strip() or not card.strip():
-            raise ValueError(f"{MAP_VARIABLE}: {item!r} is not GPU=card")
-        key = key.strip()
+        key, _, card = (part.strip() for part in item.partition("="))
+        if not re.fullmatch(r"[A-Za-z0-9_.:-]{1,64}", key) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,32}(:\d{1,3})?", card):
+            raise ValueError(f"{MAP_VARIABLE}: {item!r} is not GPU=card (such as 0=mlx5_0:1)")
         try:
             key = normalise_bus_id(key)
         except ValueError:
             pass
-        pinned[key] = card.strip()
+        pinned[key] = card
     return pinned
 
 
