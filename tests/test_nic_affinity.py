@@ -213,6 +213,22 @@ def test_a_worker_sets_ucx_net_devices_to_its_own_gpu_s_card(tmp_path):
     assert environ["UCX_NET_DEVICES"] == "mlx5_4:1"
 
 
+def test_a_choice_inherited_from_the_worker_command_s_process_is_made_again(tmp_path):
+    # `dask cuda worker` imports the preload itself, with every device visible: its choice (GPU 0's
+    # card) reaches each worker's environment, where it is not the user's and is made again.
+    sysfs, gpus = dgx_h100(tmp_path)
+    command = {"CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"}
+    nic.apply(command, gpus=gpus, sysfs=sysfs, topo_text="")
+    assert command["UCX_NET_DEVICES"] == "mlx5_0:1"
+    worker = {**command, "CUDA_VISIBLE_DEVICES": "7,0,1,2,3,4,5,6"}
+    assert nic.apply(worker, gpus=gpus, sysfs=sysfs, topo_text="") == " (GPU 0000:df:00.0) -> mlx5_11:1, same PCIe switch"
+    assert worker["UCX_NET_DEVICES"] == "mlx5_11:1"
+    # a worker whose GPU gets no card drops the inherited choice: UCX chooses
+    one_card = {**command, "CUDA_VISIBLE_DEVICES": "7"}
+    nic.apply(one_card, gpus=gpus, sysfs=str(tmp_path / "none"), topo_text="")
+    assert "UCX_NET_DEVICES" not in one_card
+
+
 def test_the_user_s_ucx_net_devices_wins(tmp_path):
     sysfs, gpus = dgx_h100(tmp_path)
     environ = {"CUDA_VISIBLE_DEVICES": "3", "UCX_NET_DEVICES": "mlx5_0:1"}
@@ -407,3 +423,39 @@ def test_a_malformed_pinned_map_is_refused_before_any_script_is_written():
             job_script_for("slurm", {"environment": {"GPUJOBQUEUE_NIC_MAP": f"1=mlx5_1:1,{bad}"}}, name="job-1")
     script = job_script_for("slurm", {"environment": {"GPUJOBQUEUE_NIC_MAP": "0=mlx5_0:1, GPU-8a4e=mlx5_1:1"}}, name="job-1")
     assert "export GPUJOBQUEUE_NIC_MAP='0=mlx5_0:1, GPU-8a4e=mlx5_1:1'" in script
+
+
+FAKE_NVIDIA_SMI = """#!/bin/sh
+# nvidia-smi --query-gpu=index,uuid,pci.bus_id --format=csv,noheader on a DGX H100
+i=0
+for bus in 1B 43 52 61 9D C3 D1 DF; do
+    echo "$i, GPU-0000000$i-fake, 00000000:$bus:00.0"
+    i=$((i + 1))
+done
+"""
+
+
+@pytest.mark.skipif(bool(__import__("gpujobqueue.gpus").gpus.nvidia_gpu_ids()), reason="NVML here would name this host's GPUs, not the recorded ones")
+def test_a_real_job_on_a_recorded_dgx_h100_puts_each_worker_on_its_gpu_s_card(tmp_path, monkeypatch):
+    # The whole path: the script's heredoc, the preload in real worker processes, nvidia-smi (NVML
+    # is absent here), the recorded /sys, the environment the workers run with and the job log.
+    sysfs, _ = dgx_h100(tmp_path)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nvidia-smi").write_text(FAKE_NVIDIA_SMI)
+    (bin_dir / "nvidia-smi").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("GPUJOBQUEUE_SYSFS", sysfs)
+    logs = tmp_path / "logs"
+    with LocalGPUCluster(gpus_per_node=2, worker_mode="per-device", memory_per_gpu="512MiB", devices=["5", "2"], death_timeout=20,
+                         log_directory=str(logs), shared_temp_directory=str(tmp_path)) as cluster, Client(cluster) as client:
+        cluster.scale(gpus=2)
+        client.wait_for_workers(2, timeout=60)
+        assert da.ones((100, 100), chunks=10).sum().compute() == 10000
+        seen = client.run(lambda dask_worker: (dask_worker.name, os.environ["CUDA_VISIBLE_DEVICES"], os.environ.get("UCX_NET_DEVICES")))
+    expected = {"5": ("0000:c3:00.0", "mlx5_9:1"), "2": ("0000:52:00.0", "mlx5_4:1")}
+    assert sorted(device for _, device, _ in seen.values()) == ["2", "5"]
+    text = "".join(path.read_text() for path in logs.iterdir())
+    for name, device, card in seen.values():
+        assert card == expected[device][1]
+        assert f"gpujobqueue: worker {name} (GPU {expected[device][0]}) -> {card}, same PCIe switch\n" in text

@@ -164,6 +164,11 @@ from collections import namedtuple
 NET_DEVICES = "UCX_NET_DEVICES"
 MAP_VARIABLE = "GPUJOBQUEUE_NIC_MAP"
 NAMES_VARIABLE = "GPUJOBQUEUE_NIC_NAMES"
+SYSFS_VARIABLE = "GPUJOBQUEUE_SYSFS"
+# What this module set UCX_NET_DEVICES to. `dask worker` and `dask cuda worker` import each preload
+# once in their own process too (to check its arguments), where CUDA_VISIBLE_DEVICES lists every
+# device: the workers inherit that choice, and must tell it from one the user made.
+CHOSEN_VARIABLE = "GPUJOBQUEUE_NIC_CHOSEN"
 LEVELS = ("same PCIe switch", "same root complex", "same NUMA node", "across NUMA nodes")
 # nvidia-smi topo -m's path codes as (level, extra hops): PXB is a switch further than PIX.
 TOPO_CODES = {"PIX": (0, 0), "PXB": (0, 1), "PHB": (1, 0), "NODE": (2, 0), "SYS": (3, 0), "SOC": (3, 0)}
@@ -430,7 +435,7 @@ def choose(environ, gpus=None, sysfs="/sys", topo_text=None):
         The node's GPUs; None reads them (NVML, nvidia-smi) once /sys shows two cards or more.
     """
     try:
-        if environ.get(NET_DEVICES):
+        if environ.get(NET_DEVICES) and environ[NET_DEVICES] != environ.get(CHOSEN_VARIABLE):
             return None, f": UCX_NET_DEVICES={environ[NET_DEVICES]} was set for this job and is kept"
         visible = environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
         if not visible:
@@ -455,7 +460,7 @@ def map_lines(gpus: list | None = None, environ: dict | None = None, sysfs: str 
               topo_text: str | None = None) -> list[str]:
     """The GPU <-> card map this node would give its workers, one line per GPU, for ``gpujobqueue check``."""
     environ = os.environ if environ is None else environ
-    if environ.get(NET_DEVICES):
+    if environ.get(NET_DEVICES) and environ[NET_DEVICES] != environ.get(CHOSEN_VARIABLE):
         return [f"UCX_NET_DEVICES={environ[NET_DEVICES]} is set here and would be kept for every worker"]
     gpus = node_gpus() if gpus is None else gpus
     if not gpus:
@@ -476,12 +481,15 @@ def apply(environ=None, **where):
     environ = os.environ if environ is None else environ
     card, text = choose(environ, **where)
     if card:
-        environ[NET_DEVICES] = card
+        environ[NET_DEVICES] = environ[CHOSEN_VARIABLE] = card
+    elif environ.get(CHOSEN_VARIABLE) and environ.get(NET_DEVICES) == environ[CHOSEN_VARIABLE]:
+        del environ[NET_DEVICES], environ[CHOSEN_VARIABLE]  # another process's choice: UCX chooses here
     return text
 
 
-# At import, in the worker's process, before it listens: see the module's docstring.
-_CHOICE = apply() if __name__ != "gpujobqueue.nic_affinity" else None
+# At import, in the worker's process, before it listens: see the module's docstring. GPUJOBQUEUE_SYSFS
+# names another /sys (the host's, mounted elsewhere in a container; a recorded one in tests).
+_CHOICE = apply(sysfs=os.environ.get(SYSFS_VARIABLE) or "/sys") if __name__ != "gpujobqueue.nic_affinity" else None
 
 
 async def dask_setup(worker):
