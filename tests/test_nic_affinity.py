@@ -57,7 +57,8 @@ def build_sysfs(tmp_path: Path, gpus: dict[str, str], cards: dict[str, str], num
         device.mkdir(parents=True, exist_ok=True)
         (device / "numa_node").write_text(f"{numa.get(path.split('/')[0], -1)}\n")
         bus_id = path.rsplit("/", 1)[1]
-        assert bus_id not in path.split("/")[:-1] and not (pci_devices / bus_id).exists(), f"{bus_id} twice in the fake tree"
+        twice = bus_id in path.split("/")[:-1] or (pci_devices / bus_id).exists()
+        assert not twice, f"{bus_id} twice in the fake tree"
         if pci:
             (pci_devices / bus_id).symlink_to(device)
         if name in gpus:
@@ -89,7 +90,8 @@ def dgx_h100(tmp_path, **options):
         gpus[f"gpu{i}"] = switched(root, f"{gpu}:00.0", "00.0")
         cards[f"{card}:1"] = switched(root, f"{card_bus}:00.0", "01.0")
         numa[f"pci0000:{root}"] = 0 if i < 4 else 1
-    for card, root, function in (("mlx5_1", "27", "0"), ("mlx5_2", "27", "1"), ("mlx5_7", "a8", "0"), ("mlx5_8", "a8", "1")):
+    storage = (("mlx5_1", "27", "0"), ("mlx5_2", "27", "1"), ("mlx5_7", "a8", "0"), ("mlx5_8", "a8", "1"))
+    for card, root, function in storage:
         cards[f"{card}:1"] = chain(root, f"{root}:01.0", f"{int(root, 16) + 2:02x}:00.{function}")
         numa[f"pci0000:{root}"] = 0 if root == "27" else 1
     return build_sysfs(tmp_path, gpus, cards, numa, **options)
@@ -112,7 +114,8 @@ def dgx_a100(tmp_path):
         numa[f"pci0000:{root}"] = node
         for port, gpu in enumerate(gpu_buses):  # each GPU behind a second-level switch
             sub = f"{int(gpu, 16) - 2:02x}"
-            gpus[f"gpu{len(gpus)}"] = switched(root, f"{sub}:00.0", f"0{port}.0") + f"/0000:{int(sub, 16) + 1:02x}:00.0/0000:{gpu}:00.0"
+            below = f"/0000:{int(sub, 16) + 1:02x}:00.0/0000:{gpu}:00.0"
+            gpus[f"gpu{len(gpus)}"] = switched(root, f"{sub}:00.0", f"0{port}.0") + below
         for port, card in enumerate(card_buses):
             cards[f"{next(names)}:1"] = switched(root, f"{card}:00.0", f"1{port}.0")
     for function, card in enumerate(("mlx5_4", "mlx5_5")):
@@ -143,7 +146,8 @@ def one_hca(tmp_path):
 
 
 def no_hca(tmp_path):
-    return build_sysfs(tmp_path, {"gpu0": switched("01", "05:00.0", "00.0"), "gpu1": switched("41", "45:00.0", "00.0")}, {})
+    gpus = {"gpu0": switched("01", "05:00.0", "00.0"), "gpu1": switched("41", "45:00.0", "00.0")}
+    return build_sysfs(tmp_path, gpus, {})
 
 
 def node_map(sysfs, gpus, environ=None, topo_text=""):
@@ -186,7 +190,8 @@ def test_without_switches_the_root_complex_then_the_numa_node_decides(tmp_path):
     gpus = {"gpu0": chain("00", "00:01.0", "01:00.0"), "gpu1": chain("80", "80:01.0", "81:00.0")}
     cards = {"mlx5_0:1": chain("40", "40:01.0", "41:00.0"), "mlx5_1:1": chain("80", "80:03.0", "83:00.0"),
              "mlx5_2:1": chain("c0", "c0:01.0", "c1:00.0")}
-    sysfs, node_gpus = build_sysfs(tmp_path, gpus, cards, {"pci0000:00": 0, "pci0000:40": 0, "pci0000:80": 1, "pci0000:c0": 1})
+    numa = {"pci0000:00": 0, "pci0000:40": 0, "pci0000:80": 1, "pci0000:c0": 1}
+    sysfs, node_gpus = build_sysfs(tmp_path, gpus, cards, numa)
     assert node_map(sysfs, node_gpus) == {0: ("mlx5_0:1", "same NUMA node"), 1: ("mlx5_1:1", "same root complex")}
 
 
@@ -221,7 +226,8 @@ def test_a_choice_inherited_from_the_worker_command_s_process_is_made_again(tmp_
     nic.apply(command, gpus=gpus, sysfs=sysfs, topo_text="")
     assert command["UCX_NET_DEVICES"] == "mlx5_0:1"
     worker = {**command, "CUDA_VISIBLE_DEVICES": "7,0,1,2,3,4,5,6"}
-    assert nic.apply(worker, gpus=gpus, sysfs=sysfs, topo_text="") == " (GPU 0000:df:00.0) -> mlx5_11:1, same PCIe switch"
+    text = nic.apply(worker, gpus=gpus, sysfs=sysfs, topo_text="")
+    assert text == " (GPU 0000:df:00.0) -> mlx5_11:1, same PCIe switch"
     assert worker["UCX_NET_DEVICES"] == "mlx5_11:1"
     # a worker whose GPU gets no card drops the inherited choice: UCX chooses
     one_card = {**command, "CUDA_VISIBLE_DEVICES": "7"}
@@ -242,7 +248,8 @@ def test_the_user_s_ucx_net_devices_wins(tmp_path):
 def test_a_pinned_map_beats_the_topology(tmp_path):
     sysfs, gpus = juwels_booster(tmp_path)
     environ = {"CUDA_VISIBLE_DEVICES": "1", "GPUJOBQUEUE_NIC_MAP": "0=mlx5_3:1, 0000:45:00.0=mlx5_2:1"}
-    assert nic.apply(environ, gpus=gpus, sysfs=sysfs, topo_text="") == " (GPU 0000:45:00.0) -> mlx5_2:1, pinned by GPUJOBQUEUE_NIC_MAP"
+    text = nic.apply(environ, gpus=gpus, sysfs=sysfs, topo_text="")
+    assert text == " (GPU 0000:45:00.0) -> mlx5_2:1, pinned by GPUJOBQUEUE_NIC_MAP"
     assert environ["UCX_NET_DEVICES"] == "mlx5_2:1"
     # a malformed map is said in the log, and UCX is left alone: the worker still starts
     environ = {"CUDA_VISIBLE_DEVICES": "1", "GPUJOBQUEUE_NIC_MAP": "mlx5_2:1"}
@@ -258,7 +265,8 @@ def test_named_interfaces_stand_in_where_there_is_no_infiniband(tmp_path):
         (Path(sysfs) / "bus" / "pci" / "devices" / path.rsplit("/", 1)[1]).symlink_to(device)
         (Path(sysfs) / "class" / "net" / name).mkdir(parents=True)
         (Path(sysfs) / "class" / "net" / name / "device").symlink_to(device)
-    assert node_map(sysfs, gpus, {"GPUJOBQUEUE_NIC_NAMES": "hsn0,hsn1"}) == {0: ("hsn0", "same root complex"), 1: ("hsn1", "same root complex")}
+    chosen = node_map(sysfs, gpus, {"GPUJOBQUEUE_NIC_NAMES": "hsn0,hsn1"})
+    assert chosen == {0: ("hsn0", "same root complex"), 1: ("hsn1", "same root complex")}
     assert node_map(sysfs, gpus) == {}
 
 

@@ -332,7 +332,8 @@ def parse_pinned_map(text):
     pinned = {}
     for item in filter(None, (part.strip() for part in (text or "").split(","))):
         key, _, card = (part.strip() for part in item.partition("="))
-        if not re.fullmatch(r"[A-Za-z0-9_.:-]{1,64}", key) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,32}(:\d{1,3})?", card):
+        good_card = re.fullmatch(r"[A-Za-z0-9_.-]{1,32}(:\d{1,3})?", card)
+        if not re.fullmatch(r"[A-Za-z0-9_.:-]{1,64}", key) or not good_card:
             raise ValueError(f"{MAP_VARIABLE}: {item!r} is not GPU=card (such as 0=mlx5_0:1)")
         try:
             key = normalise_bus_id(key)
