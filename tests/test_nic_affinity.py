@@ -7,6 +7,7 @@ the rest of each tree (root ports, switch ports) is constructed to match the doc
 
 from __future__ import annotations
 
+import asyncio
 import io
 import os
 import subprocess
@@ -20,6 +21,7 @@ from distributed.preloading import _import_module
 
 from gpujobqueue import LocalGPUCluster
 from gpujobqueue import nic_affinity as nic
+from gpujobqueue.gpus import nvidia_gpu_ids
 from gpujobqueue.nic_affinity import Gpu
 from gpujobqueue.render import environment
 from gpujobqueue.scripts import job_script_for
@@ -323,7 +325,8 @@ def test_topo_matrix_is_read_in_both_formats():
     assert nic.parse_topo_matrix(DGX_H100_TOPO)[5] == {
         "mlx5_0:1": (3, 0), "mlx5_3:1": (3, 0), "mlx5_4:1": (3, 0), "mlx5_5:1": (3, 0),
         "mlx5_6:1": (2, 0), "mlx5_9:1": (0, 0), "mlx5_10:1": (2, 0), "mlx5_11:1": (2, 0)}
-    assert nic.parse_topo_matrix(JUWELS_TOPO_OLD)[2] == {"mlx5_0:1": (3, 0), "mlx5_1:1": (3, 0), "mlx5_2:1": (0, 1), "mlx5_3:1": (3, 0)}
+    assert nic.parse_topo_matrix(JUWELS_TOPO_OLD)[2] == {
+        "mlx5_0:1": (3, 0), "mlx5_1:1": (3, 0), "mlx5_2:1": (0, 1), "mlx5_3:1": (3, 0)}
     assert nic.parse_topo_matrix("") == {}
 
 
@@ -337,14 +340,15 @@ def test_topo_matrix_places_the_cards_where_sys_has_no_pci_tree(tmp_path, topolo
     assert {i: card for i, (card, _) in node_map(sysfs, gpus, topo_text=text).items()} == expected
     # neither /sys nor nvidia-smi places them: nothing is chosen, the worker says so
     environ = {"CUDA_VISIBLE_DEVICES": "0"}
-    assert nic.apply(environ, gpus=gpus, sysfs=sysfs, topo_text="").endswith("no card placed near it among 12, UCX left to choose"
-                                                                                 if topology is dgx_h100 else
-                                                                                 "no card placed near it among 4, UCX left to choose")
+    count = 12 if topology is dgx_h100 else 4
+    text = nic.apply(environ, gpus=gpus, sysfs=sysfs, topo_text="")
+    assert text.endswith(f"no card placed near it among {count}, UCX left to choose")
     assert "UCX_NET_DEVICES" not in environ
 
 
 def test_gpu_queries_are_read_from_nvidia_smi_s_csv():
-    text = "0, GPU-8a4e6f1c-aaaa-bbbb-cccc-000000000001, 00000000:1B:00.0\n1, GPU-8a4e6f1c-aaaa-bbbb-cccc-000000000002, 00000000:43:00.0\n"
+    text = ("0, GPU-8a4e6f1c-aaaa-bbbb-cccc-000000000001, 00000000:1B:00.0\n"
+            "1, GPU-8a4e6f1c-aaaa-bbbb-cccc-000000000002, 00000000:43:00.0\n")
     assert nic.parse_gpu_query(text) == [Gpu(0, "GPU-8a4e6f1c-aaaa-bbbb-cccc-000000000001", "0000:1b:00.0"),
                                          Gpu(1, "GPU-8a4e6f1c-aaaa-bbbb-cccc-000000000002", "0000:43:00.0")]
 
@@ -360,9 +364,9 @@ def test_the_preloaded_text_logs_its_choice_under_the_worker_s_name(monkeypatch)
 
     stderr = io.StringIO()
     with redirect_stderr(stderr):
-        import asyncio
         asyncio.run(module.dask_setup(Worker()))
-    assert stderr.getvalue() == "gpujobqueue: worker job-3-1: UCX_NET_DEVICES=mlx5_7:1 was set for this job and is kept\n"
+    expected = "gpujobqueue: worker job-3-1: UCX_NET_DEVICES=mlx5_7:1 was set for this job and is kept\n"
+    assert stderr.getvalue() == expected
 
 
 @pytest.mark.parametrize("keywords, module", [
@@ -372,25 +376,29 @@ def test_the_preloaded_text_logs_its_choice_under_the_worker_s_name(monkeypatch)
     ({"worker_mode": "dask-cuda", "nodes": 2, "launcher": "srun"}, "dask_cuda.cli"),
 ])
 def test_scripts_carry_the_module_and_preload_it_in_gpu_workers(keywords, module, tmp_path):
-    script = job_script_for("slurm", {"gpus_per_node": 2, "python": "python3", **keywords}, name="job-1", scheduler="tls://10.0.0.1:8786")
+    script = job_script_for("slurm", {"gpus_per_node": 2, "python": "python3", **keywords}, name="job-1",
+                            scheduler="tls://10.0.0.1:8786")
     assert SOURCE in script
     command = script[script.index(f" -m {module} "):].split("&\n")[0]
     assert '--preload "$nic_affinity"' in command
     # the heredoc hands bash the module's text unchanged
     heredoc = script[script.index("read -r -d '' nic_affinity"):]
     heredoc = heredoc[:heredoc.index("\nGPUJOBQUEUE_NIC_AFFINITY\n") + len("\nGPUJOBQUEUE_NIC_AFFINITY\n")]
-    done = subprocess.run(["bash", "-c", f'{heredoc}\nprintf %s "$nic_affinity"'], capture_output=True, text=True, check=True)
+    command = f'{heredoc}\nprintf %s "$nic_affinity"'
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, check=True)
     assert done.stdout == SOURCE
 
 
 def test_a_local_job_without_gpus_or_cards_still_computes_and_logs_each_worker(tmp_path):
     logs = tmp_path / "logs"
-    with LocalGPUCluster(gpus_per_node=2, worker_mode="per-device", memory_per_gpu="512MiB", devices=["0", "1"], death_timeout=20,
-                         log_directory=str(logs), shared_temp_directory=str(tmp_path)) as cluster, Client(cluster) as client:
+    keywords = dict(gpus_per_node=2, worker_mode="per-device", memory_per_gpu="512MiB", devices=["0", "1"],
+                    death_timeout=20, log_directory=str(logs), shared_temp_directory=str(tmp_path))
+    with LocalGPUCluster(**keywords) as cluster, Client(cluster) as client:
         cluster.scale(gpus=2)
         client.wait_for_workers(2, timeout=60)
         assert da.ones((100, 100), chunks=10).sum().compute() == 10000
-        assert client.run(lambda: os.environ.get("UCX_NET_DEVICES")) == dict.fromkeys(client.scheduler_info()["workers"], None)
+        unset = dict.fromkeys(client.scheduler_info()["workers"], None)
+        assert client.run(lambda: os.environ.get("UCX_NET_DEVICES")) == unset
         names = sorted(w["name"] for w in client.scheduler_info()["workers"].values())
     text = "".join(path.read_text() for path in logs.iterdir())
     for name, device in zip(names, ("0", "1")):
@@ -429,7 +437,8 @@ def test_a_malformed_pinned_map_is_refused_before_any_script_is_written():
     for bad in ("mlx5_1:1", "0=mlx5_0:1;reboot", "0=", "=mlx5_0:1"):
         with pytest.raises(ValidationError, match=r"^environment\[GPUJOBQUEUE_NIC_MAP\]: .*is not GPU=card"):
             job_script_for("slurm", {"environment": {"GPUJOBQUEUE_NIC_MAP": f"1=mlx5_1:1,{bad}"}}, name="job-1")
-    script = job_script_for("slurm", {"environment": {"GPUJOBQUEUE_NIC_MAP": "0=mlx5_0:1, GPU-8a4e=mlx5_1:1"}}, name="job-1")
+    pinned = {"GPUJOBQUEUE_NIC_MAP": "0=mlx5_0:1, GPU-8a4e=mlx5_1:1"}
+    script = job_script_for("slurm", {"environment": pinned}, name="job-1")
     assert "export GPUJOBQUEUE_NIC_MAP='0=mlx5_0:1, GPU-8a4e=mlx5_1:1'" in script
 
 
@@ -443,7 +452,7 @@ done
 """
 
 
-@pytest.mark.skipif(bool(__import__("gpujobqueue.gpus").gpus.nvidia_gpu_ids()), reason="NVML here would name this host's GPUs, not the recorded ones")
+@pytest.mark.skipif(bool(nvidia_gpu_ids()), reason="NVML here would name this host's GPUs, not the recorded ones")
 def test_a_real_job_on_a_recorded_dgx_h100_puts_each_worker_on_its_gpu_s_card(tmp_path, monkeypatch):
     # The whole path: the script's heredoc, the preload in real worker processes, nvidia-smi (NVML
     # is absent here), the recorded /sys, the environment the workers run with and the job log.
@@ -455,12 +464,14 @@ def test_a_real_job_on_a_recorded_dgx_h100_puts_each_worker_on_its_gpu_s_card(tm
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     monkeypatch.setenv("GPUJOBQUEUE_SYSFS", sysfs)
     logs = tmp_path / "logs"
-    with LocalGPUCluster(gpus_per_node=2, worker_mode="per-device", memory_per_gpu="512MiB", devices=["5", "2"], death_timeout=20,
-                         log_directory=str(logs), shared_temp_directory=str(tmp_path)) as cluster, Client(cluster) as client:
+    keywords = dict(gpus_per_node=2, worker_mode="per-device", memory_per_gpu="512MiB", devices=["5", "2"],
+                    death_timeout=20, log_directory=str(logs), shared_temp_directory=str(tmp_path))
+    with LocalGPUCluster(**keywords) as cluster, Client(cluster) as client:
         cluster.scale(gpus=2)
         client.wait_for_workers(2, timeout=60)
         assert da.ones((100, 100), chunks=10).sum().compute() == 10000
-        seen = client.run(lambda dask_worker: (dask_worker.name, os.environ["CUDA_VISIBLE_DEVICES"], os.environ.get("UCX_NET_DEVICES")))
+        seen = client.run(lambda dask_worker: (dask_worker.name, os.environ["CUDA_VISIBLE_DEVICES"],
+                                               os.environ.get("UCX_NET_DEVICES")))
     expected = {"5": ("0000:c3:00.0", "mlx5_9:1"), "2": ("0000:52:00.0", "mlx5_4:1")}
     assert sorted(device for _, device, _ in seen.values()) == ["2", "5"]
     text = "".join(path.read_text() for path in logs.iterdir())
