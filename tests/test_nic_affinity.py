@@ -358,6 +358,11 @@ def test_the_preloaded_text_logs_its_choice_under_the_worker_s_name(monkeypatch)
     monkeypatch.setenv("UCX_NET_DEVICES", "mlx5_7:1")
     module = _import_module(SOURCE)
     assert module._CHOICE == ": UCX_NET_DEVICES=mlx5_7:1 was set for this job and is kept"
+    # the same through the one-line preload of the scripts, which runs the text the job exported
+    monkeypatch.setenv("GPUJOBQUEUE_NIC_AFFINITY_SOURCE", SOURCE)
+    script = job_script_for("slurm", {"gpus_per_node": 2}, name="job-1")
+    stub = script[script.index("\nnic_affinity='") + len("\nnic_affinity='"):].split("'\n")[0]
+    assert _import_module(stub)._CHOICE == module._CHOICE
 
     class Worker:
         name = "job-3-1"
@@ -381,12 +386,14 @@ def test_scripts_carry_the_module_and_preload_it_in_gpu_workers(keywords, module
     assert SOURCE in script
     command = script[script.index(f" -m {module} "):].split("&\n")[0]
     assert '--preload "$nic_affinity"' in command
-    # the heredoc hands bash the module's text unchanged
-    heredoc = script[script.index("read -r -d '' nic_affinity"):]
-    heredoc = heredoc[:heredoc.index("\nGPUJOBQUEUE_NIC_AFFINITY\n") + len("\nGPUJOBQUEUE_NIC_AFFINITY\n")]
-    command = f'{heredoc}\nprintf %s "$nic_affinity"'
-    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, check=True)
-    assert done.stdout == SOURCE
+    # the heredoc hands the workers' environment the module's text unchanged, and the preload runs it
+    part = script[script.index("read -r -d '' nic_affinity_source"):]
+    part = part[:part.index("\n", part.index("\nnic_affinity=") + 1)]
+    command = f'{part}\nprintf %s "$GPUJOBQUEUE_NIC_AFFINITY_SOURCE" >source.py; printf %s "$nic_affinity" >preload.txt'
+    subprocess.run(["bash", "-c", command], check=True, cwd=tmp_path)
+    assert (tmp_path / "source.py").read_text() == SOURCE
+    preload = (tmp_path / "preload.txt").read_text()
+    assert len(preload.splitlines()) == 1  # distributed logs the preload's text: one line, not the module
 
 
 def test_a_local_job_without_gpus_or_cards_still_computes_and_logs_each_worker(tmp_path):

@@ -122,8 +122,9 @@ async def dask_teardown(server):
 GPUJOBQUEUE_WATCHDOG
 
 # Each GPU worker sets UCX_NET_DEVICES to the network card nearest its GPU where the node has two or more,
-# and says which in this log: gpujobqueue/nic_affinity.py, preloaded.
-read -r -d '' nic_affinity <<'GPUJOBQUEUE_NIC_AFFINITY'
+# and says which in this log: gpujobqueue/nic_affinity.py, preloaded. The workers get its text from the
+# environment, so that distributed's log of each preload shows the one line below, not the module.
+read -r -d '' nic_affinity_source <<'GPUJOBQUEUE_NIC_AFFINITY'
 """Puts each GPU worker on the network card nearest its GPU, by setting ``UCX_NET_DEVICES``.
 
 Job scripts carry this module's text and pass it with ``--preload`` to their GPU workers, so
@@ -489,6 +490,8 @@ async def dask_setup(worker):
     if _CHOICE is not None:
         print(f"gpujobqueue: worker {worker.name}{_CHOICE}", file=sys.stderr, flush=True)
 GPUJOBQUEUE_NIC_AFFINITY
+export GPUJOBQUEUE_NIC_AFFINITY_SOURCE="$nic_affinity_source"
+nic_affinity='import os; exec(compile(os.environ.get("GPUJOBQUEUE_NIC_AFFINITY_SOURCE", ""), "nic_affinity", "exec"))'
 
 # The devices this job may use: $CUDA_VISIBLE_DEVICES as the batch system set it,
 # else 0..1. One worker per device, at most 2.
