@@ -27,6 +27,7 @@ from . import sites
 from .errors import GPUJobQueueError
 from .gpus import GPU, machine_gpus
 from .install import cuda_major, install_line
+from .nic_affinity import map_lines
 
 # The commands each batch system's cluster runs: submit, status, cancel (then optional ones).
 BATCH_COMMANDS = {
@@ -100,6 +101,7 @@ class MachineFacts:
     # "local" where a cluster made here runs its scheduler here (and listens on the interface), else "job"
     scheduler_placement: str | None = None
     site_file_errors: list[str] = field(default_factory=list)
+    nic_map: list[str] = field(default_factory=list)  # the GPU <-> network card map the workers would use
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -171,6 +173,7 @@ def gather_facts(site: str | None = None, batch: str | None = None, interface: s
         site_files_checked=checked,
         site_file_errors=file_errors,
         scheduler_placement=_scheduler_placement(target_batch, protocol or network.get("protocol")),
+        nic_map=map_lines() if machine.gpus else [],
     )
 
 
@@ -202,6 +205,7 @@ def judge(facts: MachineFacts) -> list[Finding]:
     findings += _package_findings(facts)
     findings += _ucx_findings(facts)
     findings += _network_findings(facts)
+    findings += [Finding("info", "network cards", line) for line in facts.nic_map]
     findings += _batch_findings(facts)
     if facts.site_file_errors:
         findings.append(Finding("fail", "site files", "; ".join(facts.site_file_errors), "correct the file and key named (gpujobqueue check FILE shows each problem)"))

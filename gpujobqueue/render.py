@@ -116,6 +116,7 @@ def environment() -> jinja2.Environment:
     # Job scripts carry the watchdog's text: the compute nodes need no gpujobqueue installed.
     # It is the package's own text, not a value: its line breaks are meant.
     env.globals["watchdog_source"] = _MacroLines((Path(__file__).resolve().parent / "watchdog.py").read_text().rstrip("\n"))
+    env.globals["nic_affinity_source"] = _MacroLines((Path(__file__).resolve().parent / "nic_affinity.py").read_text().rstrip("\n"))
     env.filters["macro_lines"] = _MacroLines
     return env
 

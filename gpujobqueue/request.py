@@ -14,6 +14,7 @@ from dask.utils import parse_bytes, parse_timedelta
 
 from .errors import ValidationError
 from .limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_MEMORY_BYTES, MAX_NODES, MAX_WALLTIME_SECONDS
+from .nic_affinity import MAP_VARIABLE as NIC_MAP_VARIABLE, parse_pinned_map
 
 GPU_REQUEST_STYLES = ("gpus-per-node", "gres", "none")  # SLURM's; each batch system names its own
 
@@ -314,6 +315,11 @@ def parse_environment(field_name: str, value: Any) -> tuple[tuple[str, str], ...
         if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
             raise ValidationError(field_name, f"{name!r} is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)")
         out.append((name, _one_line(f"{field_name}[{name}]", str(raw))))
+        if name == NIC_MAP_VARIABLE:  # read by each GPU worker (nic_affinity.py): refuse a bad map before submitting
+            try:
+                parse_pinned_map(out[-1][1])
+            except ValueError as error:
+                raise ValidationError(f"{field_name}[{name}]", str(error)) from None
     return tuple(out)
 
 

@@ -279,6 +279,12 @@ class WorkerLaunch:
         return [(f"DASK_DISTRIBUTED_UCXX__{UCX_TRANSPORTS[name].upper()}", str(on)) for name, on in self.ucx_transports]
 
     @property
+    def nic_affinity(self) -> bool:
+        """Whether the workers preload gpujobqueue/nic_affinity.py: NVIDIA GPU workers, whose
+        ``CUDA_VISIBLE_DEVICES`` names their GPU."""
+        return self.mode != "cpu" and self.visibility_variable == "CUDA_VISIBLE_DEVICES"
+
+    @property
     def name_suffixes(self) -> list[str]:
         """Suffixes that turn a job's name into its workers' names, in node then device order:
         ``-<gpu>`` on one node, ``-<node>-<gpu>`` on several."""

@@ -51,6 +51,7 @@ BAD_KEYWORDS = [
     ({"environment": {"PATH" + INJECTION: "1"}}, "environment"),
     ({"environment": {"A": "x" + INJECTION}}, "environment[A]"),
     ({"environment": ["A=1"]}, "environment"),
+    ({"environment": {"GPUJOBQUEUE_NIC_MAP": "0=mlx5_0:1,mlx5_1:1"}}, "environment[GPUJOBQUEUE_NIC_MAP]"),
     ({"log_directory": "/tmp/logs; rm -rf ~"}, "log_directory"),
     ({"log_directory": "/tmp/$(id)"}, "log_directory"),
     ({"local_directory": "/tmp/two words"}, "local_directory"),

@@ -19,6 +19,9 @@ from gpujobqueue.scripts import job_script_for
 pytest.importorskip("dask_cuda.cli", reason="dask-cuda (with cuda-bindings) is needed to parse its command line")
 
 WATCHDOG_SOURCE = environment().globals["watchdog_source"]
+# nic_affinity.py's text travels in the environment; the preload is one line that runs it.
+NIC_AFFINITY_PRELOAD = ('import os; exec(compile(os.environ.get("GPUJOBQUEUE_NIC_AFFINITY_SOURCE", ""), '
+                        '"nic_affinity", "exec"))')
 FULL_DASK_CUDA = {
     "gpus_per_node": 4, "python": "python3", "rmm_pool_size": "20GB", "device_memory_limit": "0.8",
     "local_directory": "/tmp/dask", "protocol": "ucx", "interface": "ib0", "death_timeout": 30,
@@ -56,7 +59,8 @@ def worker_arguments(script: str, module: str) -> list[str]:
     credentials = credentials_folder()
     words = shlex.split(" ".join(command).rstrip("&").replace("$GPUJOBQUEUE_TLS_DIR", credentials))
     # The script's watchdog text, as bash hands it to the worker command (which imports it to check it).
-    words = [WATCHDOG_SOURCE if word == "$scheduler_watchdog" else word for word in words]
+    sources = {"$scheduler_watchdog": WATCHDOG_SOURCE, "$nic_affinity": NIC_AFFINITY_PRELOAD}
+    words = [sources.get(word, word) for word in words]
     return words[words.index(module.split()[0]) + len(module.split()):]
 
 
@@ -73,7 +77,7 @@ def test_dask_cuda_command_parses_under_dask_cuda():
     assert params["device_memory_limit"] == "0.8"
     assert params["protocol"] == "ucx" and params["interface"] == "ib0"
     assert params["death_timeout"] == "30"
-    assert params["preload"] == (WATCHDOG_SOURCE,)
+    assert params["preload"] == (WATCHDOG_SOURCE, NIC_AFFINITY_PRELOAD)
     assert params["memory_limit"] == str(60 * 2**30)
 
 
@@ -124,7 +128,7 @@ def test_per_device_command_parses_under_dask_worker():
     assert params["n_workers"] == "2"
     assert params["nanny"] is True
     assert params["preload_nanny"] == ("$pin_device",)  # the script's inline pinning code
-    assert params["preload"] == (WATCHDOG_SOURCE,) and params["death_timeout"] == "30"
+    assert params["preload"] == (WATCHDOG_SOURCE, NIC_AFFINITY_PRELOAD) and params["death_timeout"] == "30"
     assert params["resources"] == "GPU=1"
     assert params["memory_limit"] == "0.5"
 
@@ -142,4 +146,4 @@ def test_workers_get_a_death_timeout_of_60_s_unless_told():
                             scheduler="tls://10.0.0.1:8786")
     args = worker_arguments(script, "distributed.cli.dask_worker")
     params = python_m_command("distributed.cli.dask_worker").make_context("dask-worker", args).params
-    assert params["death_timeout"] == "60" and params["preload"] == (WATCHDOG_SOURCE,)
+    assert params["death_timeout"] == "60" and params["preload"] == (WATCHDOG_SOURCE, NIC_AFFINITY_PRELOAD)
