@@ -13,8 +13,8 @@ SHIPPED = sorted(p.stem for p in SITE_CONFIGS.glob("[!_]*.yaml"))
 # An account each site accepts, where the site requires one.
 SAMPLE_ACCOUNTS = {"aurora": "MyProject", "casper": "UABC0001", "delta": "bbka-delta-gpu", "derecho": "UABC0001",
                    "expanse": "abc123", "frontier": "abc123", "juwels-booster": "mybudget", "kestrel": "abc123",
-                   "lumi-g": "project_465000123", "perlmutter": "m1234_g", "polaris": "MyProject", "sophia": "MyProject",
-                   "summit": "ABC123"}
+                   "lumi-g": "project_465000123", "perlmutter": "m1234_g", "polaris": "MyProject",
+                   "sophia": "MyProject", "summit": "ABC123", "wice": "lp_myproject"}
 
 # Host names of each machine's login nodes, short and fully qualified, as the centres' docs
 # and users' job logs give them.  Sites without hostnames (generic ones, abci3) are never detected.
@@ -30,6 +30,7 @@ SAMPLE_HOSTNAMES = {
     "frontera": ["login2.frontera.tacc.utexas.edu", "login4.frontera.tacc.utexas.edu"],
     "frontier": ["login05.frontier.olcf.ornl.gov", "login11.frontier"],
     "juwels-booster": ["jwlogin22", "jwlogin24.juwels"],
+    "leibniz": ["login1-leibniz.hpc.uantwerpen.be", "login2.leibniz.antwerpen.vsc"],
     "lonestar6": ["login1.ls6.tacc.utexas.edu", "login3.ls6.tacc.utexas.edu"],
     "lumi-g": ["lumi-uan01.csc.fi", "lumi-uan04"],
     "perlmutter": ["login01.chn.perlmutter.nersc.gov", "login31.chn.perlmutter.nersc.gov"],
@@ -39,6 +40,7 @@ SAMPLE_HOSTNAMES = {
     "stampede3": ["login1.stampede3.tacc.utexas.edu", "login4.stampede3.tacc.utexas.edu"],
     "summit": ["login1.summit.olcf.ornl.gov"],
     "tsubame4": ["login1.t4.gsic.titech.ac.jp", "login2.t4.cii.isct.ac.jp"],
+    "vaughan": ["login-vaughan.hpc.uantwerpen.be", "login1.vaughan.antwerpen.vsc"],
     "vista": ["login1.vista.tacc.utexas.edu", "login2.vista.tacc.utexas.edu"],
 }
 
