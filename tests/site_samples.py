@@ -11,8 +11,9 @@ SITE_CONFIGS = Path(__file__).parent.parent / "site-configs"
 SHIPPED = sorted(p.stem for p in SITE_CONFIGS.glob("[!_]*.yaml"))
 
 # An account each site accepts, where the site requires one.
-SAMPLE_ACCOUNTS = {"aurora": "MyProject", "casper": "UABC0001", "delta": "bbka-delta-gpu", "derecho": "UABC0001",
-                   "expanse": "abc123", "frontier": "abc123", "juwels-booster": "mybudget", "kestrel": "abc123",
+SAMPLE_ACCOUNTS = {"andes": "abc123", "aurora": "MyProject", "casper": "UABC0001", "delta": "bbka-delta-gpu",
+                   "derecho": "UABC0001", "expanse": "abc123", "frontier": "abc123", "juwels-booster": "mybudget",
+                   "kestrel": "abc123",
                    "lumi-g": "project_465000123", "perlmutter": "m1234_g", "polaris": "MyProject",
                    "sophia": "MyProject", "summit": "ABC123", "wice": "lp_myproject"}
 
