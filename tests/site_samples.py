@@ -11,35 +11,45 @@ SITE_CONFIGS = Path(__file__).parent.parent / "site-configs"
 SHIPPED = sorted(p.stem for p in SITE_CONFIGS.glob("[!_]*.yaml"))
 
 # An account each site accepts, where the site requires one.
-SAMPLE_ACCOUNTS = {"aurora": "MyProject", "casper": "UABC0001", "delta": "bbka-delta-gpu", "derecho": "UABC0001", "expanse": "abc123",
-                   "frontier": "abc123", "juwels-booster": "mybudget", "lumi-g": "project_465000123", "perlmutter": "m1234_g",
-                   "polaris": "MyProject", "summit": "ABC123"}
+SAMPLE_ACCOUNTS = {"andes": "abc123", "aurora": "MyProject", "casper": "UABC0001", "delta": "bbka-delta-gpu",
+                   "derecho": "UABC0001", "expanse": "abc123", "frontier": "abc123", "juwels-booster": "mybudget",
+                   "kestrel": "abc123",
+                   "lumi-g": "project_465000123", "perlmutter": "m1234_g", "polaris": "MyProject",
+                   "sophia": "MyProject", "summit": "ABC123", "wice": "lp_myproject"}
 
 # Host names of each machine's login nodes, short and fully qualified, as the centres' docs
 # and users' job logs give them.  Sites without hostnames (generic ones, abci3) are never detected.
 SAMPLE_HOSTNAMES = {
-    "alps": ["daint-ln001", "clariden-ln003", "daint-ln002.cscs.ch"],
+    "alps": ["daint-ln001", "daint-ln002.cscs.ch"],
     "aurora": ["aurora-uan-0009", "aurora-uan-0012.hostmgmt.cm.aurora.alcf.anl.gov"],
     "bridges2": ["br012.ib.bridges2.psc.edu"],
     "casper": ["casper-login1", "casper-login2.hpc.ucar.edu"],
+    "clariden": ["clariden-ln003", "clariden-ln001.cscs.ch"],
     "delta": ["dt-login03.delta.ncsa.illinois.edu", "dt-login01", "login.delta.ncsa.illinois.edu"],
     "derecho": ["derecho5", "derecho1.hsn.de.hpc.ucar.edu"],
     "expanse": ["login01.expanse.sdsc.edu", "login02.expanse.sdsc.edu"],
+    "frontera": ["login2.frontera.tacc.utexas.edu", "login4.frontera.tacc.utexas.edu"],
     "frontier": ["login05.frontier.olcf.ornl.gov", "login11.frontier"],
     "juwels-booster": ["jwlogin22", "jwlogin24.juwels"],
+    "leibniz": ["login1-leibniz.hpc.uantwerpen.be", "login2.leibniz.antwerpen.vsc"],
     "lonestar6": ["login1.ls6.tacc.utexas.edu", "login3.ls6.tacc.utexas.edu"],
     "lumi-g": ["lumi-uan01.csc.fi", "lumi-uan04"],
     "perlmutter": ["login01.chn.perlmutter.nersc.gov", "login31.chn.perlmutter.nersc.gov"],
     "polaris": ["polaris-login-02", "polaris-login-04.hsn.cm.polaris.alcf.anl.gov"],
+    "santis": ["santis-ln001", "santis-ln004.cscs.ch"],
+    "sophia": ["sophia-login-01", "sophia-login-02.alcf.anl.gov"],
+    "stampede3": ["login1.stampede3.tacc.utexas.edu", "login4.stampede3.tacc.utexas.edu"],
     "summit": ["login1.summit.olcf.ornl.gov"],
     "tsubame4": ["login1.t4.gsic.titech.ac.jp", "login2.t4.cii.isct.ac.jp"],
+    "vaughan": ["login-vaughan.hpc.uantwerpen.be", "login1.vaughan.antwerpen.vsc"],
     "vista": ["login1.vista.tacc.utexas.edu", "login2.vista.tacc.utexas.edu"],
 }
 
 # Machines gpujobqueue has no site for, or names that only look like a known one's.
 UNRELATED_HOSTNAMES = [
     "localhost", "my-laptop", "login01", "login1", "nid001234", "jwlogin05",  # JUWELS Cluster, not the Booster
-    "daint-ln005", "casper-login1.example.com", "login1.stampede3.tacc.utexas.edu", "login1.ls5.tacc.utexas.edu",
+    "daint-ln005", "santis-ln005", "casper-login1.example.com", "login1.stampede2.tacc.utexas.edu", "sophia-login",
+    "login1.ls5.tacc.utexas.edu",
     "derecho", "polaris-login-02.evil.example", "login01.perlmutter.nersc.gov.example", "ip-10-0-0-12.ec2.internal",
     "summit", "frontier", "dt-login03.delta.ncsa.illinois.edu.attacker",
 ]

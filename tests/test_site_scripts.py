@@ -65,10 +65,12 @@ def test_render_site_on_the_command_line_gives_the_golden_script(name):
 # -- SLURM: the real sbatch -----------------------------------------------------------------
 
 def fit_to_fixture_slurm(text, slurm):
-    """Map a site's partition, constraint, GPU type and node size to the fixture's; every other
-    directive is left as the site wrote it."""
+    """Map a site's partition, constraint, GPU type and node size to the fixture's, and its cluster
+    (``--clusters``, wICE) to the fixture's only one; every other directive is left as the site wrote it."""
     def directive(match):
         key, value = match.group(1), match.group(2)
+        if key == "clusters":  # the fixture is one cluster without slurmdbd, which --clusters would query
+            return f"# --clusters={value}: the fixture's one cluster"
         if key == "partition":
             value = slurm.partition
         elif key == "constraint":
@@ -88,13 +90,15 @@ def fit_to_fixture_slurm(text, slurm):
 
 
 def test_the_slurm_mapping_changes_only_site_values():
-    text = "#SBATCH --partition=GPU\n#SBATCH --gres=gpu:v100-32:8\n#SBATCH --gres=gpu:4\n#SBATCH --qos=regular\n#SBATCH --account=m1234_g\n"
+    text = ("#SBATCH --partition=GPU\n#SBATCH --gres=gpu:v100-32:8\n#SBATCH --gres=gpu:4\n#SBATCH --qos=regular\n"
+            "#SBATCH --account=m1234_g\n#SBATCH --clusters=wice\n")
 
     class Fixture:
         partition, feature, gpu_type, gpu_count, cpus, real_memory_mb = "gpu", "gpu", "h200", 4, 2, 8000
 
     assert fit_to_fixture_slurm(text, Fixture) == (
-        "#SBATCH --partition=gpu\n#SBATCH --gres=gpu:h200:4\n#SBATCH --gres=gpu:4\n#SBATCH --qos=regular\n#SBATCH --account=m1234_g\n")
+        "#SBATCH --partition=gpu\n#SBATCH --gres=gpu:h200:4\n#SBATCH --gres=gpu:4\n#SBATCH --qos=regular\n#SBATCH --account=m1234_g\n"
+        "# --clusters=wice: the fixture's one cluster\n")
 
 
 @pytest.mark.slurm

@@ -217,6 +217,16 @@ def test_every_machine_the_issue_names_ships():
     assert wanted <= set(SHIPPED), sorted(wanted - set(SHIPPED))
 
 
+def test_the_sites_command_lists_at_least_thirty_real_machines(monkeypatch):
+    """Issue 20: 30 real GPU machines or more, each a site of its own (not generic-*, not dgx-slurm)."""
+    monkeypatch.delenv("GPUJOBQUEUE_SITE_PATH", raising=False)
+    result = subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "sites"], capture_output=True, text=True, check=True)
+    listed = {line.split()[0] for line in result.stdout.splitlines()[1:] if line.strip()}
+    real = {name for name in listed if name in SHIPPED and load_site(name).data["status"] != "generic"}
+    assert "dgx-slurm" not in real and not any(name.startswith("generic-") for name in real)
+    assert len(real) >= 30, sorted(real)
+
+
 @pytest.mark.parametrize("name", SHIPPED)
 def test_every_shipped_site_loads_and_renders_its_default_job(name, monkeypatch):
     monkeypatch.delenv("GPUJOBQUEUE_SITE_PATH", raising=False)
