@@ -169,9 +169,16 @@ python3 -m distributed.cli.dask_worker tls://10.0.0.1:8786 \
     --tls-key "$GPUJOBQUEUE_TLS_DIR/key.pem" \
     --resources GPU=1 &
 worker_pids=($!)
+# A TERM (a cancel, the cluster's close) goes on to the workers, which then close gracefully: the
+# trap cuts a `wait` short, so the script waits again until each worker has really ended.
 trap 'kill -TERM "${worker_pids[@]}" 2>/dev/null' TERM INT HUP
 worker_status=0
 for pid in "${worker_pids[@]}"; do
-    wait "$pid" || worker_status=$?
+    while :; do
+        wait "$pid"
+        status=$?
+        if [ "$status" -le 128 ] || ! kill -0 "$pid" 2>/dev/null; then break; fi
+    done
+    if [ "$status" -ne 0 ]; then worker_status=$status; fi
 done
 exit "$worker_status"
