@@ -167,7 +167,7 @@ def run_demo(size: str = "medium", gpus: int | None = None) -> int:
     started = time.perf_counter()
     try:
         with contextlib.ExitStack() as stack:
-            cluster = stack.enter_context(LocalGPUCluster(gpus_per_node=workers, worker_mode=mode, devices=gpu_ids[:workers] or None))
+            cluster = stack.enter_context(LocalGPUCluster(gpus_per_node=workers, worker_mode=mode, devices=gpu_ids[:workers] or list(range(workers))))
             cluster.scale(gpus=workers)
             jobs = list(cluster.workers.values())
             scripts = {str(job.name): _save_job_script(job) for job in jobs}

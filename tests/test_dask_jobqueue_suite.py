@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -46,8 +47,10 @@ def documented_differences() -> dict[str, str]:
 
 def run_shipped_tests(report: Path) -> dict[str, str]:
     """Run the shipped tests in a child pytest; each item's outcome (passed, failed, error, skipped)."""
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--junitxml={report}",
-                           *map(str, SHIPPED)], cwd=ROOT, capture_output=True, text=True, timeout=540)
+    path = os.pathsep.join(filter(None, [str(SUITE), os.environ.get("PYTHONPATH")]))
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "djq_suite_plugin", "-p", "no:cacheprovider", "-q",
+                           f"--junitxml={report}", *map(str, SHIPPED)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=540, env={**os.environ, "PYTHONPATH": path})
     assert report.exists(), f"the child pytest wrote no report:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     outcomes = {}
     for case in ElementTree.parse(report).iter("testcase"):
@@ -76,7 +79,7 @@ def test_dask_jobqueues_own_tests_pass_except_those_docs_list_as_differing_by_de
 def test_the_list_of_differences_names_tests_of_the_shipped_files():
     """Every name docs/migrating.md lists is a test of dask-jobqueue's files, with a reason."""
     tests = set()
-    for module in ("test_job", "test_jobqueue_core"):  # read, not imported: their marks are the suite conftest's
+    for module in ("test_job", "test_jobqueue_core"):  # read, not imported: their marks are the suite plugin's
         source = Path(importlib.util.find_spec(f"dask_jobqueue.tests.{module}").origin).read_text()
         functions = (ast.FunctionDef, ast.AsyncFunctionDef)
         tests |= {node.name for node in ast.parse(source).body if isinstance(node, functions)}

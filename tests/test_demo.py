@@ -64,6 +64,9 @@ def test_a_failed_computation_is_one_line_and_the_job_files_are_named(monkeypatc
 
     monkeypatch.setattr(demo, "nvidia_gpu_ids", lambda: [])
     monkeypatch.setattr(demo, "_tall_skinny_svd", failing_svd)
+    # No GPU, even on the GPU machine: there distributed's NVML would refuse the CPU workers'
+    # stand-in device 1 (CUDA_VISIBLE_DEVICES=1 on a one-GPU host) and the nannies fail to start.
+    monkeypatch.setenv("DASK_DISTRIBUTED__DIAGNOSTICS__NVML", "False")
     children_before = {p.pid for p in psutil.Process().children(recursive=True)}
     assert demo.run_demo(size="small") == 1
     out, err = capfd.readouterr()

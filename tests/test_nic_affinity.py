@@ -396,7 +396,9 @@ def test_scripts_carry_the_module_and_preload_it_in_gpu_workers(keywords, module
     assert len(preload.splitlines()) == 1  # distributed logs the preload's text: one line, not the module
 
 
-def test_a_local_job_without_gpus_or_cards_still_computes_and_logs_each_worker(tmp_path):
+def test_a_local_job_without_gpus_or_cards_still_computes_and_logs_each_worker(tmp_path, monkeypatch):
+    # No GPU, even on the GPU machine, where distributed's NVML would refuse stand-in device 1.
+    monkeypatch.setenv("DASK_DISTRIBUTED__DIAGNOSTICS__NVML", "False")
     logs = tmp_path / "logs"
     keywords = dict(gpus_per_node=2, worker_mode="per-device", memory_per_gpu="512MiB", devices=["0", "1"],
                     death_timeout=20, log_directory=str(logs), shared_temp_directory=str(tmp_path))

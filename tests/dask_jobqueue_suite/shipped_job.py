@@ -1,3 +1,3 @@
-"""dask-jobqueue 0.9's tests/test_job.py, from the installed package, run unchanged (see conftest.py)."""
+"""dask-jobqueue 0.9's tests/test_job.py, from the installed package, run unchanged (see djq_suite_plugin.py)."""
 
 from dask_jobqueue.tests.test_job import *  # noqa: F401,F403

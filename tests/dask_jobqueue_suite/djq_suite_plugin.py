@@ -5,10 +5,11 @@ gpujobqueue's four batch classes instead of dask-jobqueue's.
 ``tests/test_job.py`` and ``tests/test_jobqueue_core.py`` from the installed package, so
 pytest runs them unchanged. Their names do not match ``test_*.py``: the whole suite runs
 them once, in tests/test_dask_jobqueue_suite.py, which checks the outcome against the list
-in docs/migrating.md. By hand::
+in docs/migrating.md. This is a plugin, not a conftest.py, so that the whole suite's
+collection does not meet a second module named ``conftest``. By hand::
 
-    python -m pytest -p no:cacheprovider tests/dask_jobqueue_suite/shipped_job.py \
-        tests/dask_jobqueue_suite/shipped_jobqueue_core.py
+    PYTHONPATH=tests/dask_jobqueue_suite python -m pytest -p djq_suite_plugin -p no:cacheprovider \
+        tests/dask_jobqueue_suite/shipped_job.py tests/dask_jobqueue_suite/shipped_jobqueue_core.py
 """
 
 from __future__ import annotations
