@@ -296,7 +296,7 @@ def test_a_stopped_client_releases_its_jobs_within_death_timeout_and_a_minute(re
     # scheduler job): its sockets stay open and the kernel still completes handshakes, so
     # only the missing replies tell the workers, or the job's scheduler, that it is gone.
     backend = _backend(request, backend_name)
-    death_timeout = 15
+    death_timeout = 10
     extra = {"death_timeout": death_timeout, "scheduler": scheduler}
     if mode == "per-device-no-nanny":
         extra["nanny"] = False
