@@ -234,3 +234,38 @@ def test_a_job_in_a_gap_between_bins_is_refused(tmp_path, monkeypatch):
     with pytest.raises(QueueRefusedError, match=in_no_bin):
         parse("minimal", nodes=2)
     assert parse("minimal", nodes=4, walltime="1-00:00:00")[1].queue == "gpu"
+
+
+# -- the routed scripts go to the PBS emulator, set up with Polaris' queues and their limits --
+
+def polaris_server():
+    """A PBS server with Polaris' queues, each with its node-count and walltime limits
+    (``resources_min/max.nodect``, ``resources_max.walltime``), and Polaris' node."""
+    from emulators import pbs as pbs_emulator
+
+    site = load_site("polaris")
+    node, queues = site.data["node"], {}
+    for name, queue in site.data["queues"].items():
+        queues[name] = {"resources_max": {"walltime": queue["max_walltime"], "nodect": queue["max_nodes"]},
+                        "resources_min": {"nodect": queue.get("min_nodes", 1)}}
+    memory = node["memory"].lower().replace("ib", "")  # 503GiB -> 503gb: PBS sizes are binary
+    return pbs_emulator.default_config("pbspro", ncpus=node["cpus"], ngpus=node["gpus"], mem=memory, queues=queues,
+                                       default_queue="debug")
+
+
+@pytest.mark.parametrize("nodes, walltime, queue", [(2, "01:00:00", "debug"), (4, "7-00:00:00", "capacity"),
+                                                    (24, "03:00:00", "prod"), (496, "24:00:00", "prod")])
+def test_the_routed_script_is_accepted_by_a_pbs_server_with_polaris_queues(nodes, walltime, queue):
+    from emulators import pbs as pbs_emulator
+    from emulators.common import Rejected
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        script = job_script_for("polaris", {"nodes": nodes, "walltime": walltime, "account": ACCOUNT}, name="w")
+    server = polaris_server()
+    parsed = pbs_emulator.parse_submission(script, (), server)
+    assert parsed.queue == queue and parsed.nodect == nodes
+    # the same job sent to the default queue, as it went before the site chose: the server refuses it
+    if queue != "debug":
+        with pytest.raises(Rejected, match="violates queue"):
+            pbs_emulator.parse_submission(script.replace(f"#PBS -q {queue}\n", "#PBS -q debug\n"), (), server)
