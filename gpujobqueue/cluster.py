@@ -25,7 +25,7 @@ from distributed.scheduler import Scheduler
 from distributed.security import Security
 from distributed.utils import format_dashboard_link
 
-from . import config, exit_cleanup, gpus, hand_written_gpus, sites
+from . import config, exit_cleanup, gpus, hand_written_gpus, queue_routing, sites
 from .errors import GPUJobQueueError, SubmissionError, ValidationError
 from .adaptive import GPUAdaptive
 from .cpu_pool import CPUPool
@@ -699,6 +699,7 @@ class GPUJobQueueCluster(JobQueueCluster):
         """
         names = REQUEST_KEYWORDS + LAUNCH_KEYWORDS + cls.batch_keywords
         kwargs = dict(kwargs)
+        original = dict(kwargs)
         processes = kwargs.pop("processes", None)
         site = kwargs.pop("site", None)
         config.check_keywords(kwargs, names + tuple(RENAMED_KEYWORDS) + tuple(cls.batch_synonyms),
@@ -744,6 +745,16 @@ class GPUJobQueueCluster(JobQueueCluster):
         cls._check_launch(request, launch)
         if site is not None:
             sites.warn_if_retired(site)
+            if site_queue is None:  # the site picks the queue that takes the job's nodes and walltime
+                site_queue, why = sites.route_queue(site, request)
+                logger.info("gpujobqueue: site %s chose %s", site.name, why)
+                if site_queue != site.data["default_queue"]:
+                    queue_names = {"queue", *(s for s, name in cls.batch_synonyms.items() if name == "queue")}
+                    again = {k: v for k, v in original.items() if k not in queue_names}
+                    settings, request, launch = cls.parse_keywords({**again, "site": site, "queue": site_queue}, owner)
+                    return settings, dataclasses.replace(request, queue_choice=why), launch
+                if queue_routing.walltime_bins(site.queue(site_queue)):  # the default queue, by its bin: say which
+                    request = dataclasses.replace(request, queue_choice=why)
             sites.check_request(site, site_queue, request, settings)
         settings["site"] = site
         return settings, request, launch

@@ -388,6 +388,8 @@ class JobRequest:
     options : object
         The batch system's own settings (for example :class:`~gpujobqueue.batch.pbs.PBSOptions`),
         or None.
+    queue_choice : str or None
+        Why the site chose the queue, for a job that named none (a comment line in the script).
     """
 
     job_name: str = "gpujobqueue"
@@ -413,6 +415,7 @@ class JobRequest:
     job_mem: str | None = None
     walltime_margin: int | None = None
     options: Any = None
+    queue_choice: str | None = None
 
     @property
     def shell(self) -> str | None:

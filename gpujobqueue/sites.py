@@ -19,7 +19,8 @@ from typing import Any, Iterable
 import jsonschema
 import yaml
 
-from .errors import GPUJobQueueError
+from . import queue_routing
+from .errors import GPUJobQueueError, ValidationError
 from .limits import MAX_PATTERN_INPUT, MAX_PATTERN_REPEATS, MAX_SITE_DEPTH, MAX_SITE_FILE_BYTES
 from .render import package_data_dir
 from .workers import BATCH_LAUNCHERS
@@ -50,6 +51,26 @@ class SiteConfigError(GPUJobQueueError):
         self.path, self.key, self.line, self.message = str(path), key, line, message
         where = f"{self.path}:{line}" if line else self.path
         super().__init__(f"{where}: {key or '(file)'}: {message}")
+
+
+class QueueRefusedError(SiteConfigError, ValidationError):
+    """A job the queue cannot take (too many or too few nodes, too long, no GPUs): a
+    :class:`SiteConfigError` naming the site key whose limit it breaks, and a
+    :class:`~gpujobqueue.errors.ValidationError` whose ``field`` is the keyword to change
+    (``queue`` when the user named a queue and another one takes the job).
+
+    Parameters
+    ----------
+    path, key, line, message
+        As :class:`SiteConfigError`.
+    field : str
+        The keyword to change.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], key: str, line: int | None, message: str, field: str):
+        self.path, self.key, self.line, self.message, self.field = str(path), key, line, message, field
+        where = f"{self.path}:{line}" if line else self.path
+        Exception.__init__(self, f"{where}: {key or '(file)'}: {message}")
 
 
 class RetiredSiteWarning(UserWarning):
@@ -360,6 +381,10 @@ def _semantic_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[Sit
     for key, worker in workers:
         if worker.get("mode") == "dask-cuda" and worker.get("visibility_variable", "CUDA_VISIBLE_DEVICES") != "CUDA_VISIBLE_DEVICES":
             error(key, "dask-cuda pins NVIDIA GPUs through CUDA_VISIBLE_DEVICES; use mode per-device for other variables")
+    for queue_name, queue in (data.get("queues") or {}).items():
+        if isinstance(queue, dict):
+            for key, problem in queue_routing.bin_problems(queue_name, queue):
+                error(key, problem)
     network = data.get("network", {})
     if "ucx" in network and network.get("protocol") != "ucx":
         error(("network", "ucx"), "UCX transports are given but the protocol is not ucx")
@@ -711,8 +736,12 @@ def site_problems(target: "str | os.PathLike[str]") -> list[str]:
 
     problems = []
     for queue, entry in site.data["queues"].items():
-        # A job the queue takes: as many nodes as it needs at least, and its longest walltime.
-        keywords = {"site": site, "queue": queue, "nodes": entry.get("min_nodes"), "walltime": entry.get("max_walltime")}
+        if not queue_routing.has_gpus(entry):
+            continue  # no GPU job goes there
+        # A job the queue takes: as many nodes as it needs at least (its first bin's), and its longest walltime there.
+        bins = sorted(queue_routing.walltime_bins(entry), key=lambda b: b.low)
+        nodes, walltime = (bins[0].low, bins[0].max_walltime) if bins else (entry.get("min_nodes"), entry.get("max_walltime"))
+        keywords = {"site": site, "queue": queue, "nodes": nodes, "walltime": walltime}
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RetiredSiteWarning)  # checking a retired site's file is not using it
@@ -852,9 +881,9 @@ def check_request(site: Site, queue: str | None, request: Any, settings: Any = N
     Raises
     ------
     SiteConfigError
+        :class:`QueueRefusedError` (also a ``ValidationError``) for a job the queue cannot take,
+        naming the queue that can.
     """
-    from .request import parse_walltime
-
     data = site.data
     queue_name = queue or data["default_queue"]
     entry = site.queue(queue_name)
@@ -881,13 +910,18 @@ def check_request(site: Site, queue: str | None, request: Any, settings: Any = N
         refuse(site.key_of(queue_name, "node", "memory"), f"{asked} asked but {queue_name} nodes have {node['memory']} "
                                                                 f"(read as {node_memory / 2**30:.4g} GiB)",
                field=_given_field(settings, "memory", "memory_per_gpu"))
-    max_walltime = entry.get("max_walltime")
-    if max_walltime is not None and request.walltime > parse_walltime("max_walltime", max_walltime):
-        refuse(("queues", queue_name, "max_walltime"), f"walltime {request.walltime_text} is over the {queue_name} queue's limit of {max_walltime}")
-    if entry.get("min_nodes") is not None and request.nodes < entry["min_nodes"]:
-        refuse(("queues", queue_name, "min_nodes"), f"{request.nodes} node(s) per job but the {queue_name} queue takes jobs of {entry['min_nodes']} nodes or more")
-    if entry.get("max_nodes") is not None and request.nodes > entry["max_nodes"]:
-        refuse(("queues", queue_name, "max_nodes"), f"{request.nodes} nodes per job but the {queue_name} queue allows {entry['max_nodes']}")
+    refused = queue_routing.refusal(queue_name, entry, request.nodes, request.walltime, request.walltime_text)
+    if refused is not None:
+        others = [name for name in queue_routing.queues_taking(data["queues"], data["default_queue"], request.nodes,
+                                                                request.walltime, request.walltime_text, routed_only=False)
+                  if name != queue_name]
+        if others:
+            hint, field = f"; queue {others[0]!r} takes it (queue={others[0]!r})", "queue"
+        else:
+            hint = f"; no queue of {site.name} takes {queue_routing.nodes_text(request.nodes)} for {request.walltime_text}"
+            field = refused.field
+        path, line = site.location(*refused.key)
+        raise QueueRefusedError(path, _dotted(refused.key), line, f"{site.name}: {refused.message}{hint}", field)
     account = data.get("account", {})
     if account.get("required") and not request.account:
         refuse(("account", "required"), f"jobs need an account (account=...){': ' + account['hint'] if account.get('hint') else ''}")
@@ -895,6 +929,49 @@ def check_request(site: Site, queue: str | None, request: Any, settings: Any = N
         refuse(("account", "pattern"), f"account {request.account!r} does not match {account['pattern']!r}{': ' + account['hint'] if account.get('hint') else ''}")
     if request.gpu_request in data["gpu_request"].get("rejects", []):
         refuse(("gpu_request", "rejects"), f"the site refuses GPU requests of the {request.gpu_request!r} form; use {data['gpu_request']['style']!r}")
+
+
+def route_queue(site: Site, request: Any) -> tuple[str, str]:
+    """The queue a site picks for a job that names none, and why (one line).
+
+    The first of :func:`~gpujobqueue.queue_routing.routing_order` (the default queue, then the
+    others in file order but those with ``routing: false``) that takes the job's nodes and walltime.
+
+    Parameters
+    ----------
+    site : Site
+    request : JobRequest
+        The parsed request (its ``nodes`` and ``walltime`` count).
+
+    Raises
+    ------
+    QueueRefusedError
+        No queue the site picks takes the job: the default queue's refusal, naming a queue
+        the user may name (a debug one) where one takes it.
+    """
+    data = site.data
+    taking = queue_routing.queues_taking(data["queues"], data["default_queue"], request.nodes, request.walltime,
+                                         request.walltime_text)
+    if taking:
+        name = taking[0]
+        return name, queue_routing.fit_text(name, data["queues"][name], request.nodes, request.walltime_text)
+    order = queue_routing.routing_order(data["queues"], data["default_queue"])
+    refusals = {name: queue_routing.refusal(name, data["queues"][name], request.nodes, request.walltime,
+                                            request.walltime_text) for name in order}
+    # Blame the first queue that takes the job's nodes but not its walltime, else the first one.
+    blamed = next((r for r in refusals.values() if r is not None and r.field == "walltime"),
+                  next(iter(refusals.values()), None))
+    if blamed is None:  # no queue with GPUs: the default queue's refusal says so
+        check_request(site, None, request)
+        raise AssertionError("the default queue takes the job it was found not to take")  # pragma: no cover
+    others = [name for name in queue_routing.queues_taking(data["queues"], data["default_queue"], request.nodes,
+                                                            request.walltime, request.walltime_text, routed_only=False)]
+    hint = f"; name queue={others[0]!r}, which takes it" if others else ""
+    why = "; ".join(f"{name}: {refused.message}" for name, refused in refusals.items() if refused is not None)
+    path, line = site.location(*blamed.key)
+    raise QueueRefusedError(path, _dotted(blamed.key), line,
+                            f"{site.name}: no queue it chooses takes {queue_routing.nodes_text(request.nodes)} for "
+                            f"{request.walltime_text} ({why}){hint}", "queue" if others else blamed.field)
 
 
 class UnconfirmedSiteFactsWarning(UserWarning):

@@ -94,6 +94,20 @@ def _field_list(fields: list[tuple[str, nodes.Node | str]]) -> nodes.field_list:
     return field_list
 
 
+def _walltime_text(name: str, queue: dict) -> str:
+    """A queue's walltime limit, its limits by node count where it has them (``1-91 nodes: 02:00:00``), and
+    whether the site may choose it for a job that names no queue."""
+    from gpujobqueue.queue_routing import routable
+
+    text = str(queue.get("max_walltime", ""))
+    bins = queue.get("walltime_by_nodes") or []
+    if bins:
+        text += " (" + "; ".join(f"{b['nodes']} nodes: {b['max_walltime']}" for b in bins) + ")"
+    if not routable(name, queue):
+        text += "; used when named, never chosen"
+    return text
+
+
 class SiteTable(SphinxDirective):
     """``.. gpujobqueue-site-table::``: the known sites, from their YAML files, at build time.
 
@@ -198,10 +212,11 @@ class SiteTable(SphinxDirective):
             queue_rows.append([
                 nodes.paragraph("", "", nodes.literal(text=queue_name)),
                 queue.get("description", ""),
-                str(queue.get("max_walltime", "")),
-                str(queue.get("max_nodes", "")),
+                _walltime_text(queue_name, queue),
+                (f"{queue['min_nodes']}-{queue.get('max_nodes', '')}" if queue.get("min_nodes", 1) != 1
+                 else str(queue.get("max_nodes", ""))),
             ])
-        section += _table(["Queue", "Description", "Max walltime", "Max nodes"], queue_rows, [12, 40, 10, 8])
+        section += _table(["Queue", "Description", "Max walltime", "Nodes (max, or min-max)"], queue_rows, [12, 40, 10, 8])
         if data.get("notes"):
             notes = nodes.container(classes=["gpujobqueue-site-notes"])
             for paragraph in re.split(r"\n\s*\n", data["notes"].strip()):
