@@ -25,6 +25,7 @@ from typing import Any, Callable, Mapping
 from dask.utils import parse_bytes
 
 from .errors import ValidationError
+from .limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_NODES
 
 logger = logging.getLogger(__name__)
 
@@ -72,9 +73,13 @@ class HandWrittenGPUs:
         return f"{self.field} {self.text!r}"
 
 
-def _count(field_name: str, text: str, value: str) -> int:
-    if not re.fullmatch(r"\d{1,4}", value) or int(value) < 1:
-        raise ValidationError(field_name, f"{text!r}: {value!r} is not a number of GPUs (1 or more)")
+def _count(field_name: str, text: str, value: str, what: str = "GPUs", most: int = MAX_GPUS_PER_NODE * MAX_NODES) -> int:
+    """A count written in a directive: digits, 1 to ``most`` (gpujobqueue.limits)."""
+    if not re.fullmatch(r"\d{1,40}", value) or int(value) < 1:
+        raise ValidationError(field_name, f"{text!r}: {value!r} is not a number of {what} (1 or more)")
+    if int(value) > most:
+        raise ValidationError(field_name, f"{text!r}: {value} {what} is more than the {most} gpujobqueue accepts "
+                                          "(gpujobqueue.limits)")
     return int(value)
 
 
@@ -111,7 +116,7 @@ def parse_slurm(field_name: str, text: str, nodes: int) -> HandWrittenGPUs | Non
         parts = gpus[0].split(":")[1:]
         if len(parts) > 2:
             raise ValidationError(field_name, f"{text!r}: gpujobqueue reads gpu, gpu:N and gpu:TYPE:N")
-        count = _count(field_name, text, parts[-1]) if parts and parts[-1].isdigit() else 1
+        count = _count(field_name, text, parts[-1], "GPUs per node", MAX_GPUS_PER_NODE) if parts and parts[-1].isdigit() else 1
         kind = parts[0] if parts and not parts[0].isdigit() else None
         others = [entry for entry in entries if entry is not gpus[0]]
         rest = f"--gres={','.join(others)}" if others else None
@@ -152,13 +157,13 @@ def _pbs_chunk(field_name: str, text: str, value: str) -> HandWrittenGPUs | None
                                               "gpujobqueue starts one kind: give one chunk")
         count, *pairs = chunk.split(":")
         values = dict(pair.partition("=")[::2] for pair in pairs)
-        chunks = _count(field_name, text, count) if count.isdigit() else 1
+        chunks = _count(field_name, text, count, "chunks (nodes)", MAX_NODES) if count.isdigit() else 1
         settings: dict[str, Any] = {"nodes": chunks}
         if values.get(cpu_key):
-            settings["cores"] = chunks * _count(field_name, text, values[cpu_key])
+            settings["cores"] = chunks * _count(field_name, text, values[cpu_key], "cores per chunk", MAX_CPUS_PER_NODE)
         if values.get("mem"):
             settings["memory"] = chunks * _pbs_size(field_name, text, values["mem"])
-        gpus = _count(field_name, text, values[gpu_key])
+        gpus = _count(field_name, text, values[gpu_key], "GPUs per chunk", MAX_GPUS_PER_NODE)
         kind = values.get("gpu_type")
         return HandWrittenGPUs(field_name, text, gpus, kind, style, settings=settings, keeps_line=True)
     return None
@@ -199,7 +204,7 @@ def parse_lsf(field_name: str, text: str, nodes: int, *, keep: bool = False) -> 
     mode = values.get("mode")
     if mode is not None and mode not in ("exclusive_process", "shared"):
         raise ValidationError(field_name, f"{text!r}: mode={mode} is not exclusive_process or shared")
-    count = _count(field_name, text, values["num"]) if "num" in values else 1
+    count = _count(field_name, text, values["num"], "GPUs per host", MAX_GPUS_PER_NODE) if "num" in values else 1
     settings = {"gpu_mode": mode} if mode else {}
     return HandWrittenGPUs(field_name, text, count, values.get("gmodel"), "gpu", settings=settings)
 
@@ -215,7 +220,7 @@ def _sge_resources(field_name: str, text: str, value: str,
         raise ValidationError(field_name, f"{text!r} asks for GPUs twice; give one")
     name, _, count = gpus[0].partition("=")
     others = [r for r in resources if r is not gpus[0]]
-    return _count(field_name, text, count), name, ",".join(others) or None
+    return _count(field_name, text, count, "GPUs", MAX_GPUS_PER_NODE), name, ",".join(others) or None
 
 
 def parse_sge(field_name: str, text: str, nodes: int, *,

@@ -253,3 +253,17 @@ def test_slurm_gres_by_hand_gets_two_workers_on_two_devices(slurm, counted):
         assert counted.count("sbatch") == 1
         assert len(set(devices)) == 2 and set(devices) == allocated
     wait_until(lambda: not slurm.squeue_ids(), 60, what="the SLURM queue to empty after close()")
+
+
+@pytest.mark.parametrize("cls, keywords, bound", [
+    (SLURMGPUCluster, {"job_extra_directives": ["--gres=gpu:a100:99999999999999999999"]}, "more than the 64"),
+    (SLURMGPUCluster, {"job_extra_directives": ["--gpus=99999999999999999999999"]}, "more than the 640000"),
+    (PBSGPUCluster, {"resource_spec": "select=1:ncpus=99999999999999999:ngpus=2"}, "cores per chunk is more than the 4096"),
+    (PBSGPUCluster, {"resource_spec": "select=99999:ncpus=8:ngpus=2"}, "chunks (nodes) is more than the 10000"),
+    (SGEGPUCluster, {"job_extra_directives": ["-l gpu=9999999999999999"]}, "more than the 64"),
+])
+def test_a_huge_count_in_a_hand_written_line_is_refused_naming_the_bound(cls, keywords, bound):
+    # Before: the counts were read as at most four digits and called "not a number of GPUs",
+    # whatever they counted (cores, chunks).
+    with pytest.raises(ValidationError, match=re.escape(bound)):
+        cls(**keywords)
