@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 
 import psutil
 import pytest
@@ -81,3 +82,25 @@ def test_a_failed_computation_is_one_line_and_the_job_files_are_named(monkeypatc
     assert "exit status 0" in out and "no job left running" in out and "kept" in out
     left = [p for p in psutil.Process().children(recursive=True) if p.pid not in children_before and p.status() != psutil.STATUS_ZOMBIE]
     assert not left
+
+
+def test_the_saved_job_script_is_private_and_not_written_through_a_link(tmp_path):
+    # Before: an older copy kept its mode (0644 stayed readable), and a link planted at the
+    # name was followed.
+    class Job:
+        log_path = str(tmp_path / "job.out")
+
+        def job_script(self):
+            return "#!/bin/bash\n"
+
+    old = tmp_path / "job.sh"
+    old.write_text("old")
+    old.chmod(0o644)
+    assert demo._save_job_script(Job()) == str(old)
+    assert stat.S_IMODE(old.stat().st_mode) == 0o600 and old.read_text() == "#!/bin/bash\n"
+    old.unlink()
+    target = tmp_path / "elsewhere"
+    target.write_text("keep")
+    old.symlink_to(target)
+    assert demo._save_job_script(Job()) is None
+    assert target.read_text() == "keep"
