@@ -99,7 +99,7 @@ def time_startup(make_cluster, bench: SlurmBench) -> tuple[float, float]:
 
 def time_render(repeats: int = 2000) -> float:
     """Median seconds to render one job script."""
-    with SLURMGPUCluster(gpus_per_node=2, worker_mode="per-device", queue="gpu", **COMMON) as cluster:
+    with SLURMGPUCluster(gpus_per_node=2, worker_mode="per-device", memory_per_gpu="512MiB", cpus_per_gpu=1, queue="gpu", **COMMON) as cluster:
         job = cluster._dummy_job
         job.job_script()  # the first call compiles the templates
         samples = []

@@ -43,6 +43,10 @@ def parser(doc: str) -> argparse.ArgumentParser:
     cluster.add_argument("--gpus", type=int, help="GPU workers to start (default: every GPU here, or 2 CPU workers without "
                                                   "GPUs, for local; one job's worth on a batch system)")
     cluster.add_argument("--gpus-per-node", type=int, help="GPUs each job asks for (default: the site's; local: --gpus)")
+    cluster.add_argument("--cores", type=int, help="cores of each job (with --memory: needed with --batch and no --site)")
+    cluster.add_argument("--memory", help="memory of each job, e.g. 64GB")
+    cluster.add_argument("--cpus-per-gpu", type=int, help="cores for each GPU, in place of --cores")
+    cluster.add_argument("--memory-per-gpu", help="memory for each GPU, in place of --memory")
     cluster.add_argument("--account", help="account (project) charged")
     cluster.add_argument("--queue", help="queue, or the site's queue name")
     cluster.add_argument("--walltime", help="walltime of each job, HH:MM:SS")
@@ -69,7 +73,8 @@ def parse(p: argparse.ArgumentParser, argv: list[str] | None = None) -> argparse
 
 def cluster_keywords(args: argparse.Namespace) -> dict:
     """The GPUCluster keywords given on the command line (the others come from the site or the defaults)."""
-    given = {"gpus_per_node": args.gpus_per_node, "account": args.account, "queue": args.queue, "walltime": args.walltime}
+    given = {"gpus_per_node": args.gpus_per_node, "cores": args.cores, "memory": args.memory, "cpus_per_gpu": args.cpus_per_gpu,
+             "memory_per_gpu": args.memory_per_gpu, "account": args.account, "queue": args.queue, "walltime": args.walltime}
     return {key: value for key, value in given.items() if value is not None}
 
 

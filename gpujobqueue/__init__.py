@@ -6,8 +6,15 @@ from .batch.pbs import PBSGPUCluster
 from .batch.sge import SGEGPUCluster
 from .batch.slurm import SLURMGPUCluster
 from .cluster import GPUCluster, LocalFallbackWarning, WorkersNotStartedError
-from .errors import GPUJobQueueError, InterfaceNotFoundError, SubmissionError, UnknownKeywordError, ValidationError
-from .job_status import JobFailedError, JobStatus
+from .errors import (
+    GPUJobQueueError,
+    InterfaceNotFoundError,
+    JobSizeMissingError,
+    SubmissionError,
+    UnknownKeywordError,
+    ValidationError,
+)
+from .job_status import JobCannotStartError, JobFailedError, JobStatus
 from .render import render_job_script
 from .request import JobRequest
 from .workers import WorkerLaunch
@@ -16,8 +23,10 @@ __all__ = [
     "GPUCluster",
     "GPUJobQueueError",
     "InterfaceNotFoundError",
+    "JobCannotStartError",
     "JobFailedError",
     "JobRequest",
+    "JobSizeMissingError",
     "JobStatus",
     "LocalFallbackWarning",
     "LocalGPUCluster",

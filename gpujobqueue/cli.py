@@ -11,7 +11,7 @@ import warnings
 
 import click
 
-from .errors import GPUJobQueueError, UnknownKeywordError
+from .errors import GPUJobQueueError, JobSizeMissingError, UnknownKeywordError
 from .script_tls import InsecureScriptWarning
 from .workers import LAUNCHERS
 
@@ -87,6 +87,8 @@ def _in_option_terms(error: GPUJobQueueError, command: click.Command) -> str:
     field = str(getattr(error, "field", ""))
     # job_extra_directives[0], environment.NAME: one value of a list or mapping
     base = re.split(r"[\[.]", field, maxsplit=1)[0]
+    if isinstance(error, JobSizeMissingError):
+        return error.command_line_text()
     if isinstance(error, UnknownKeywordError) and field in options:  # a keyword of another batch system
         names = [options.get(name, name) for name in error.suggestions]
         hint = f"; did you mean {', '.join(names)}?" if names else ""

@@ -26,7 +26,7 @@ from distributed.security import Security
 from distributed.utils import format_dashboard_link
 
 from . import config, exit_cleanup, gpus, hand_written_gpus, queue_routing, sites
-from .errors import GPUJobQueueError, SubmissionError, ValidationError
+from .errors import GPUJobQueueError, JobSizeMissingError, SubmissionError, ValidationError
 from .adaptive import GPUAdaptive
 from .cpu_pool import CPUPool
 from .interfaces import check_scheduler_interface
@@ -210,10 +210,12 @@ class GPUJobQueueCluster(JobQueueCluster):
     gpus_per_node : int
         GPUs each job asks for on its node; one worker per GPU.
     cpus_per_gpu, cores : int
-        CPU cores per GPU, or per job (dask-jobqueue's ``cores``); default one per GPU.
+        CPU cores per GPU, or per job (dask-jobqueue's ``cores``). With a site, the site's
+        share of the node by default; without one, one of them is required (with memory),
+        as dask-jobqueue requires ``cores`` and ``memory``.
     memory_per_gpu, memory : str
         Host memory per GPU, or per job (dask-jobqueue's ``memory``), e.g. ``"60GiB"``;
-        each worker's memory limit is its share.
+        each worker's memory limit is its share. Required without a site, as above.
     walltime : str
         ``HH:MM:SS``, ``D-HH:MM:SS`` or minutes.
     walltime_margin : str, int or False
@@ -756,6 +758,8 @@ class GPUJobQueueCluster(JobQueueCluster):
                 if queue_routing.walltime_bins(site.queue(site_queue)):  # the default queue, by its bin: say which
                     request = dataclasses.replace(request, queue_choice=why)
             sites.check_request(site, site_queue, request, settings)
+        elif batch != "local":  # last, so that a wrong value is named before a missing size
+            require_job_size(owner or cls.__name__, batch, settings)
         settings["site"] = site
         return settings, request, launch
 
@@ -986,6 +990,32 @@ def check_ucx_scheduler_host(scheduler_here: bool = True) -> None:
     if scheduler_here and not gpus.nvidia_gpu_ids():
         raise ValidationError("protocol", f"protocol='ucx' needs a GPU where the scheduler runs, for its CUDA context, and {socket.gethostname()} has none "
                                           "(a login node?); use scheduler='job' (the scheduler then runs in the first job, on a GPU node), protocol='tcp' or 'tls', or start the cluster on a GPU node")
+
+
+CORE_KEYWORDS = ("cores", "cpus_per_gpu", "job_cpu", "ncpus")
+MEMORY_KEYWORDS = ("memory", "memory_per_gpu", "job_mem", "mem")
+
+
+def require_job_size(owner: str, batch: str, settings: dict[str, Any]) -> None:
+    """Refuse a job whose cores or memory nothing says, as dask-jobqueue refuses one.
+
+    With no site describing the node, such a job gets the batch system's default (often one
+    core and a few GB) while its worker would size its memory limit and spilling for the
+    whole node.
+    """
+    has_cores = any(settings.get(name) is not None for name in CORE_KEYWORDS)
+    has_memory = any(settings.get(name) is not None for name in MEMORY_KEYWORDS)
+    if has_cores and has_memory:
+        return
+    cores = settings.get("cores") if settings.get("cores") is not None else 8
+    memory = settings.get("memory") if settings.get("memory") is not None else "64GB"
+    missing = [name for name, given in (("cores", has_cores), ("memory", has_memory)) if not given]
+    raise JobSizeMissingError(
+        owner, missing,
+        f"{owner} has no site to size its jobs, so say how many cores and how much memory each job "
+        f"asks for, as with dask-jobqueue: {owner}(cores={cores!r}, memory={memory!r}) ({' and '.join(missing)} not "
+        "given; cpus_per_gpu and memory_per_gpu size them by the GPU instead, site= takes both from a site file, "
+        f"and gpujobqueue.{batch}.cores and .memory in dask config set them once)")
 
 
 def GPUCluster(batch: str | None = None, *, site: Any = None, **kwargs: Any) -> GPUJobQueueCluster:

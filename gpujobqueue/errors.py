@@ -25,6 +25,30 @@ class ValidationError(GPUJobQueueError, ValueError):
         super().__init__(f"{field}: {message}")
 
 
+class JobSizeMissingError(ValidationError):
+    """A job off any site whose cores or memory nothing says (dask-jobqueue refuses it too).
+
+    Parameters
+    ----------
+    owner : str
+        The class the keywords were given to.
+    missing : list of str
+        ``cores``, ``memory`` or both.
+    message : str
+        The message, in keyword terms.
+    """
+
+    def __init__(self, owner: str, missing: list[str], message: str):
+        self.owner, self.missing = owner, list(missing)
+        super().__init__(missing[0], message)
+
+    def command_line_text(self) -> str:
+        """The same advice in option terms, for ``render`` and the other commands."""
+        return (f"{' and '.join('--' + name for name in self.missing)} not given: with no --site to size its jobs, say how "
+                "many cores and how much memory each job asks for, as dask-jobqueue needs them: --cores 8 --memory 64GB, "
+                "or --cpus-per-gpu and --memory-per-gpu")
+
+
 class UnknownKeywordError(GPUJobQueueError, TypeError, ValueError):
     """A keyword that no gpujobqueue cluster accepts.
 

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from fixtures.sizes import with_job_size, with_size_options
 from gpujobqueue import GPUCluster, GPUJobQueueError, SLURMGPUCluster, ValidationError
 from gpujobqueue.scripts import job_script_for
 
@@ -92,7 +93,7 @@ def nothing_submitted(slurm, counted):
 
 @pytest.mark.parametrize("keywords, field", BAD_KEYWORDS, ids=[f"{i}-{field}" for i, (_, field) in enumerate(BAD_KEYWORDS)])
 def test_a_bad_keyword_is_refused_by_name_and_nothing_is_submitted(nothing_submitted, keywords, field):
-    keywords = {"queue": "gpu", **keywords} if "site" not in keywords else keywords
+    keywords = with_job_size({"queue": "gpu", **keywords}) if "site" not in keywords else keywords
     with pytest.raises(GPUJobQueueError) as info:
         cluster = SLURMGPUCluster(**keywords)
         cluster.scale(gpus=2)  # never reached
@@ -119,7 +120,7 @@ BAD_OPTIONS = [  # the command line names its options, not the keywords they mir
 
 @pytest.mark.parametrize("options, field", BAD_OPTIONS, ids=[field.strip(": ") for _, field in BAD_OPTIONS])
 def test_a_bad_command_line_option_is_refused_by_name_and_writes_no_script(nothing_submitted, options, field):
-    result = subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "render", "slurm", *options], capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "render", "slurm", *with_size_options(options)], capture_output=True, text=True)
     assert result.returncode != 0
     assert not result.stdout, "no script is written"
     assert field in result.stderr, result.stderr
@@ -143,7 +144,8 @@ def test_there_are_at_least_forty_bad_inputs():
 # -- property: what is accepted is quoted ----------------------------------------------------
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=30)
-BASELINE = job_script_for("slurm", {}, name="w")
+SIZE = {"cores": 1, "memory": "4GB"}
+BASELINE = job_script_for("slurm", SIZE, name="w")
 
 
 def directives(script: str) -> list[str]:
@@ -152,7 +154,7 @@ def directives(script: str) -> list[str]:
 
 def script_or_refusal(keywords):
     try:
-        return job_script_for("slurm", keywords, name="w")
+        return job_script_for("slurm", {**SIZE, **keywords}, name="w")
     except ValidationError:
         return None
 

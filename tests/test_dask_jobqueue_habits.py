@@ -15,6 +15,7 @@ from gpujobqueue import (LocalGPUCluster, LSFGPUCluster, PBSGPUCluster, SGEGPUCl
                          UnknownKeywordError)
 from gpujobqueue.cluster import LAUNCH_KEYWORDS, REQUEST_KEYWORDS
 from gpujobqueue.scripts import job_script_for
+from fixtures.sizes import with_job_size
 
 CLASSES = [SLURMGPUCluster, PBSGPUCluster, LSFGPUCluster, SGEGPUCluster]
 
@@ -50,7 +51,7 @@ def test_an_unknown_keyword_names_the_class_and_shows_the_keywords_given_shorten
 
 def test_the_log_directory_is_made_with_the_cluster(tmp_path):
     folder = tmp_path / "logs" / "today"
-    with SLURMGPUCluster(queue="gpu", log_directory=str(folder)):
+    with SLURMGPUCluster(cpus_per_gpu=1, memory_per_gpu="512MiB", queue="gpu", log_directory=str(folder)):
         assert folder.is_dir()
 
 
@@ -68,7 +69,7 @@ def test_pbs_and_grid_engine_run_the_script_with_the_shebangs_interpreter(batch,
 def _script(batch: str, keywords: dict) -> str:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # plain TCP warns; TLS is not what this test is about
-        return job_script_for(batch, keywords, name="job", tls=False)
+        return job_script_for(batch, with_job_size(keywords), name="job", tls=False)
 
 
 @pytest.mark.parametrize("cluster_cls", [*CLASSES, LocalGPUCluster], ids=lambda cls: cls.__name__)

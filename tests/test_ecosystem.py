@@ -30,7 +30,7 @@ def test_the_defaults_are_in_dask_config_and_environment_variables_set_them():
 
 
 def test_dask_gpujobqueue_is_the_gpujobqueue_command():
-    args = ["render", "slurm", "--gpus-per-node", "2", "--queue", "gpu", "--job-array", "4"]
+    args = ["render", "slurm", "--gpus-per-node", "2", "--cores", "2", "--memory", "8GB", "--queue", "gpu", "--job-array", "4"]
     through_dask = run("-m", "dask", "gpujobqueue", *args)
     alone = run("-m", "gpujobqueue.cli", *args)
     assert through_dask.returncode == 0, through_dask.stderr

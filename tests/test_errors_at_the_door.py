@@ -65,7 +65,7 @@ def test_a_sites_interface_missing_here_is_one_error_saying_what_to_do():
 def test_a_missing_scheduler_interface_is_refused_before_anything_starts():
     before = io_loop_threads()
     with pytest.raises(InterfaceNotFoundError) as info:
-        SLURMGPUCluster(scheduler_options={"interface": "nosuchif0", "dashboard_address": "127.0.0.1:0"})
+        SLURMGPUCluster(cpus_per_gpu=1, memory_per_gpu="512MiB", scheduler_options={"interface": "nosuchif0", "dashboard_address": "127.0.0.1:0"})
     assert isinstance(info.value, GPUJobQueueError) and info.value.field == "scheduler_options"
     assert info.value.interface == "nosuchif0" and set(info.value.available) == set(host_interfaces())
     assert io_loop_threads() == before and not list(exit_cleanup._open_clusters)
@@ -80,7 +80,7 @@ def test_a_failed_constructor_leaves_nothing_running(refusing_sbatch, tmp_path):
         for keywords in ({"n_workers": 1}, {"scheduler_options": {"interface": "nosuchif0"}}):
             try:
                 options = {"dashboard_address": "127.0.0.1:0", **keywords.pop("scheduler_options", {})}
-                SLURMGPUCluster(gpus_per_node=1, walltime="00:05:00", scheduler_options=options, **keywords)
+                SLURMGPUCluster(gpus_per_node=1, cpus_per_gpu=1, memory_per_gpu="512MiB", walltime="00:05:00", scheduler_options=options, **keywords)
             except Exception as error:
                 print(type(error).__name__)
         print("threads", sorted(t.name for t in threading.enumerate()))
@@ -95,7 +95,7 @@ def test_a_failed_constructor_leaves_nothing_running(refusing_sbatch, tmp_path):
 def test_an_uncaught_refusal_prints_sbatchs_message_once_and_no_deleted_file(refusing_sbatch, tmp_path):
     result = run_python("""
         from gpujobqueue import SLURMGPUCluster
-        SLURMGPUCluster(n_workers=1, gpus_per_node=1, walltime="00:05:00", scheduler_options={"dashboard_address": "127.0.0.1:0"})
+        SLURMGPUCluster(cpus_per_gpu=1, memory_per_gpu="512MiB", n_workers=1, gpus_per_node=1, walltime="00:05:00", scheduler_options={"dashboard_address": "127.0.0.1:0"})
     """, env=refusing_sbatch, cwd=tmp_path)
     assert result.returncode == 1
     assert result.stderr.count("Traceback") == 1, result.stderr
@@ -110,7 +110,7 @@ def test_a_handled_refusal_prints_nothing(refusing_sbatch, tmp_path):
     result = run_python("""
         from gpujobqueue import SLURMGPUCluster, SubmissionError
         try:
-            SLURMGPUCluster(n_workers=1, gpus_per_node=1, walltime="00:05:00", scheduler_options={"dashboard_address": "127.0.0.1:0"})
+            SLURMGPUCluster(cpus_per_gpu=1, memory_per_gpu="512MiB", n_workers=1, gpus_per_node=1, walltime="00:05:00", scheduler_options={"dashboard_address": "127.0.0.1:0"})
         except SubmissionError as error:
             print(error)
     """, env=refusing_sbatch, cwd=tmp_path)
@@ -130,7 +130,7 @@ def test_a_constructor_refused_early_prints_nothing_at_exit(keywords, tmp_path):
     result = run_python(f"""
         from gpujobqueue import SLURMGPUCluster
         try:
-            SLURMGPUCluster(gpus_per_node=1, {keywords})
+            SLURMGPUCluster(cpus_per_gpu=1, memory_per_gpu="512MiB", gpus_per_node=1, {keywords})
         except Exception as error:
             print(type(error).__name__)
     """, cwd=tmp_path)

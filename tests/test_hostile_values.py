@@ -41,6 +41,7 @@ from gpujobqueue import cluster as cluster_module
 from gpujobqueue.batch import BATCH_SYSTEMS, cluster_class
 from gpujobqueue.cli import render
 from gpujobqueue.scripts import job_script_for
+from fixtures.sizes import with_job_size
 
 MARKER = "GPUJQ_MARKER"
 HOSTILE = {
@@ -176,7 +177,7 @@ def bash_syntax_ok(script: str) -> bool:
 
 def render_or_error(batch: str, keywords: dict, name: str = "w"):
     try:
-        return job_script_for(batch, keywords, name=name), None
+        return job_script_for(batch, with_job_size(keywords), name=name), None
     except Exception as error:  # anything but a GPUJobQueueError naming the field fails the test below
         return None, error
 
@@ -197,9 +198,9 @@ def test_every_keyword_refuses_or_quotes_every_hostile_value(batch):
         for shape in shapes:
             harmless = SHAPES[shape]("ok")
             if keyword == "name":
-                baseline = job_script_for(batch, {}, name="ok")
+                baseline = job_script_for(batch, with_job_size({}), name="ok")
             else:
-                baseline = render_or_error(batch, {keyword: harmless})[0] or job_script_for(batch, {}, name="w")
+                baseline = render_or_error(batch, {keyword: harmless})[0] or job_script_for(batch, with_job_size({}), name="w")
             for label, value in HOSTILE.items():
                 if keyword == "name":
                     script, error = render_or_error(batch, {}, name=value)
@@ -246,6 +247,13 @@ OPTION_FIELDS = {"scheduler_address": "scheduler", "client_script": "run", "arra
                  "chunk_resources": "chunk_resources", "worker_name": "name"}
 
 
+def size_options(flag: str) -> list[str]:
+    """The smallest job size, leaving out the half that ``flag`` itself gives."""
+    keyword = flag[2:].replace("-", "_")
+    added = {name: value for name, value in with_job_size({keyword: 1}).items() if name != keyword}
+    return [word for name, value in added.items() for word in (f"--{name.replace('_', '-')}", str(value))]
+
+
 @pytest.mark.parametrize("batch", BATCH_SYSTEMS)
 def test_every_render_option_refuses_or_quotes_every_hostile_value(batch):
     runner = CliRunner()
@@ -257,10 +265,11 @@ def test_every_render_option_refuses_or_quotes_every_hostile_value(batch):
         for label, raw in HOSTILE.items():
             for value in cli_values(option, raw):
                 harmless = value.replace(raw, "ok")
-                base = runner.invoke(render, [batch, flag, harmless])
+                size = size_options(flag)
+                base = runner.invoke(render, [batch, *size, flag, harmless])
                 if base.exit_code != 0:
-                    base = runner.invoke(render, [batch])
-                result = runner.invoke(render, [batch, flag, value])
+                    base = runner.invoke(render, [batch, *size])
+                result = runner.invoke(render, [batch, *size, flag, value])
                 what = f"{batch} {flag} {label}"
                 if result.exit_code != 0:
                     refused += 1
@@ -302,7 +311,7 @@ def test_accepted_hostile_scripts_run_without_running_the_value(tmp_path, batch,
     the values, the marker file is never made, and the exported values arrive verbatim."""
     from gpujobqueue.script_tls import make_credentials
 
-    script = job_script_for(batch, {**keywords, "python": "false"}, name="w", scheduler="tls://127.0.0.1:1")
+    script = job_script_for(batch, {**with_job_size(keywords), "python": "false"}, name="w", scheduler="tls://127.0.0.1:1")
     path = tmp_path / "job.sh"
     path.write_text(script + 'printf "%s\\n" "${GPUJQ_X-}" "${GPUJQ_Z-}" > values\n')
     make_credentials(tmp_path / ".config" / "gpujobqueue" / "tls")  # the workers' TLS credentials, so that the script goes on to them

@@ -23,6 +23,7 @@ from gpujobqueue import SLURMGPUCluster, ValidationError
 from gpujobqueue.errors import GPUJobQueueError
 from gpujobqueue.scripts import job_script_for
 from gpujobqueue.sites import SiteConfigError, detect_site, load_site, site_problems, site_table
+from fixtures.sizes import with_job_size
 
 MINIMAL = (Path(__file__).parent / "sites" / "good" / "minimal.yaml").read_text()
 ADDRESS_SPACE = 2 * 2**30
@@ -91,20 +92,20 @@ def test_render_refuses_a_trillion_gpus_and_a_million_element_array(tmp_path):
     for options, field in ((["--gpus-per-node", "1000000000000"], "--gpus-per-node: "),
                            (["--job-array", "1000000"], "--job-array: "),
                            (["--nodes", "1000000000000", "--launcher", "srun"], "--nodes: ")):
-        result = bounded([sys.executable, "-m", "gpujobqueue.cli", "render", "slurm", *options], timeout=60, cwd=tmp_path)
+        result = bounded([sys.executable, "-m", "gpujobqueue.cli", "render", "slurm", "--cores", "1", "--memory", "1GB", *options], timeout=60, cwd=tmp_path)
         assert result.returncode == 1 and field in result.stderr and "Traceback" not in result.stderr, result.stderr[-2000:]
         assert not result.stdout
 
 
 def test_the_largest_array_the_package_submits_renders():
-    script = job_script_for("slurm", {}, name="w", array_jobs=1000)
+    script = job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB"}, name="w", array_jobs=1000)
     assert "#SBATCH --array=1-1000" in script
 
 
 def test_scale_refuses_more_jobs_than_a_cluster_holds(tmp_path):
     code = textwrap.dedent("""
         from gpujobqueue import SLURMGPUCluster
-        with SLURMGPUCluster(queue="gpu") as cluster:
+        with SLURMGPUCluster(cpus_per_gpu=1, memory_per_gpu="512MiB", queue="gpu") as cluster:
             try:
                 cluster.scale(10**12)
             except Exception as error:
@@ -161,7 +162,7 @@ def test_an_odd_number_is_refused_naming_the_field(keywords, field):
 
 
 def test_render_refuses_an_overflowing_size_naming_it():
-    result = subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "render", "slurm", "--memory-per-gpu", "1e400"], capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "render", "slurm", "--cpus-per-gpu", "1", "--memory-per-gpu", "1e400"], capture_output=True, text=True)
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
     assert "--memory-per-gpu: " in result.stderr, result.stderr
 
@@ -171,7 +172,7 @@ def test_a_log_directory_that_cannot_be_a_directory_is_refused_when_the_cluster_
     (tmp_path / "passwd").write_text("root:x:0:0\n")
     log_directory = str(tmp_path / "passwd" / below) if below else str(tmp_path / "passwd")
     with pytest.raises(ValidationError) as info:
-        SLURMGPUCluster(queue="gpu", log_directory=log_directory).close()
+        SLURMGPUCluster(queue="gpu", cpus_per_gpu=1, memory_per_gpu="512MiB", log_directory=log_directory).close()
     assert info.value.field == "log_directory"
 
 
@@ -238,12 +239,12 @@ def test_a_safe_account_pattern_still_matches():
                                             (["#"], "job_directives_skip"), (["-"], "job_directives_skip")])
 def test_a_skip_can_never_drop_the_walltime(batch, needles, field):
     with pytest.raises(ValidationError) as info:
-        job_script_for(batch, {"job_directives_skip": needles}, name="w")
+        job_script_for(batch, with_job_size({"job_directives_skip": needles}), name="w")
     assert info.value.field == field
 
 
 def test_a_skipped_walltime_may_be_replaced_by_an_extra_directive():
-    script = job_script_for("slurm", {"job_directives_skip": ["--time"], "job_extra_directives": ["--time=00:10:00"]}, name="w")
+    script = job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "job_directives_skip": ["--time"], "job_extra_directives": ["--time=00:10:00"]}, name="w")
     assert "#SBATCH --time=00:10:00" in script.split("\n")
 
 
@@ -251,7 +252,7 @@ def test_a_skipped_walltime_may_be_replaced_by_an_extra_directive():
                                                 ("365-00:00:00", True), ("7-00:00:00", True)])
 def test_walltime_is_at_most_a_year(walltime, accepted):
     if accepted:
-        assert "#SBATCH --time=" in job_script_for("slurm", {"walltime": walltime}, name="w")
+        assert "#SBATCH --time=" in job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "walltime": walltime}, name="w")
     else:
         with pytest.raises(ValidationError) as info:
             job_script_for("slurm", {"walltime": walltime}, name="w")
@@ -264,7 +265,7 @@ def test_walltime_is_at_most_a_year(walltime, accepted):
 def test_allocation_variable_names_a_device_list(variable, accepted):
     keywords = {"allocation_variable": variable, "worker_mode": "per-device"}
     if accepted:
-        assert f'allocated="${{{variable}:-}}"' in job_script_for("slurm", keywords, name="w")
+        assert f'allocated="${{{variable}:-}}"' in job_script_for("slurm", with_job_size(keywords), name="w")
     else:
         with pytest.raises(ValidationError) as info:
             job_script_for("slurm", keywords, name="w")
@@ -322,7 +323,7 @@ def test_a_job_pending_for_a_reason_that_never_clears_fails_wait_for_workers_and
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{__import__('os').environ['PATH']}")
     monkeypatch.chdir(tmp_path)
     with dask.config.set({"gpujobqueue.job-poll-interval": "0.2s"}):
-        with SLURMGPUCluster(queue="gpu", cores=8) as cluster:
+        with SLURMGPUCluster(memory_per_gpu="512MiB", queue="gpu", cores=8) as cluster:
             cluster.scale(1)
             started = time.monotonic()
             with pytest.raises(JobFailedError) as info:

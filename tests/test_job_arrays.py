@@ -23,6 +23,7 @@ from gpujobqueue import JobFailedError, LocalGPUCluster, SLURMGPUCluster, Valida
 from gpujobqueue.job_commands import consecutive_runs
 from test_conformance import BATCH, Backend, _backend, tmp_path_cwd  # noqa: F401  (fixture)
 
+SIZE = {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB"}  # off a site, a job says its cores and memory
 TASK_VARIABLE = {"slurm": "SLURM_ARRAY_TASK_ID", "sge": "SGE_TASK_ID", "pbs": "PBS_ARRAY_INDEX", "lsf": "LSB_JOBINDEX"}
 # An element's id: its array's id and its index, as each batch system writes them.
 ELEMENT_ID = {
@@ -143,7 +144,7 @@ def test_consecutive_runs_split_at_gaps_and_at_the_size_limit():
 ])
 def test_job_arrays_are_refused_where_there_are_none(cluster_cls, keywords, refusal):
     with pytest.raises(ValidationError, match="job_array") as raised:
-        cluster_cls(gpus_per_node=1, job_array=True, **keywords)
+        cluster_cls(gpus_per_node=1, job_array=True, **keywords, **({} if cluster_cls is LocalGPUCluster else SIZE))
     assert refusal in str(raised.value)
 
 
@@ -155,7 +156,8 @@ def test_job_arrays_are_refused_where_there_are_none(cluster_cls, keywords, refu
     ("sge", 3, "#$ -t 1-3\n"),
 ])
 def test_the_cli_renders_the_array_a_cluster_submits(batch, jobs, directive):
-    result = subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "render", batch, "--name", "gpujobqueue", "--job-array", str(jobs)],
+    result = subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "render", batch, "--cores", "1", "--memory", "1GB", "--name", "gpujobqueue",
+                             "--job-array", str(jobs)],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     if directive is None:

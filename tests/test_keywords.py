@@ -14,6 +14,7 @@ from dask_jobqueue.slurm import SLURMJob
 
 from gpujobqueue import GPUCluster, LocalGPUCluster, LSFGPUCluster, PBSGPUCluster, SGEGPUCluster, SLURMGPUCluster, UnknownKeywordError, ValidationError
 from gpujobqueue.cluster import LAUNCH_KEYWORDS, RENAMED_KEYWORDS, REQUEST_KEYWORDS
+from fixtures.sizes import with_job_size
 
 
 def _parameters(*callables):
@@ -55,10 +56,10 @@ def test_dask_jobqueue_keywords_reach_the_script():
 
 def test_renamed_keywords_warn_and_keep_meaning():
     with pytest.warns(FutureWarning, match="project has been renamed to account"):
-        _, request, _ = SLURMGPUCluster.parse_keywords({"project": "m9"})
+        _, request, _ = SLURMGPUCluster.parse_keywords(with_job_size({"project": "m9"}))
     assert request.account == "m9"
     with pytest.warns(FutureWarning, match="env_extra"):
-        _, request, _ = SLURMGPUCluster.parse_keywords({"env_extra": ["module load x"]})
+        _, request, _ = SLURMGPUCluster.parse_keywords(with_job_size({"env_extra": ["module load x"]}))
     assert request.prologue == ("module load x",)
 
 
@@ -81,7 +82,7 @@ def test_gpucluster_picks_the_batch_system():
 
 def test_dask_config_fills_what_keywords_leave_out():
     with dask.config.set({"gpujobqueue.slurm.queue": "debug", "gpujobqueue.slurm.gpus-per-node": 4, "gpujobqueue.slurm.walltime": "00:20:00"}):
-        _, request, launch = SLURMGPUCluster.parse_keywords({"walltime": "00:05:00"})
+        _, request, launch = SLURMGPUCluster.parse_keywords(with_job_size({"walltime": "00:05:00"}))
     assert request.queue == "debug" and request.gpus_per_node == 4 and launch.gpus == 4
     assert request.walltime == 300  # the keyword wins over the config
 
@@ -96,10 +97,10 @@ def test_project_keeps_each_batch_systems_meaning():
     # dask-jobqueue renamed SLURM's and PBS's project to account (with a warning); LSF and SGE keep project as -P.
     for cluster_cls in (SLURMGPUCluster, PBSGPUCluster):
         with pytest.warns(FutureWarning, match="project has been renamed to account"):
-            _, request, _ = cluster_cls.parse_keywords({"project": "p1"})
+            _, request, _ = cluster_cls.parse_keywords(with_job_size({"project": "p1"}))
         assert request.account == "p1"
     for cluster_cls in (LSFGPUCluster, SGEGPUCluster):
-        _, request, _ = cluster_cls.parse_keywords({"project": "p1", "lsf_units": "mb"} if cluster_cls is LSFGPUCluster else {"project": "p1"})
+        _, request, _ = cluster_cls.parse_keywords(with_job_size({"project": "p1", "lsf_units": "mb"} if cluster_cls is LSFGPUCluster else {"project": "p1"}))
         assert request.account == "p1"
 
 
@@ -170,7 +171,7 @@ def test_ucx_without_distributed_ucxx_is_refused_before_anything_starts(monkeypa
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "distributed_ucxx" else real(name, *a))
     with pytest.raises(ValidationError, match="needs distributed-ucxx"):
-        SLURMGPUCluster(gpus_per_node=2, protocol="ucx")
+        SLURMGPUCluster(gpus_per_node=2, cpus_per_gpu=1, memory_per_gpu="512MiB", protocol="ucx")
 
 
 def test_ucx_with_the_scheduler_on_a_host_without_gpus_is_refused(monkeypatch):
@@ -182,7 +183,7 @@ def test_ucx_with_the_scheduler_on_a_host_without_gpus_is_refused(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "distributed_ucxx" else real(name, *a))
     monkeypatch.setattr(gpus, "nvidia_gpu_ids", lambda: [])
     with pytest.raises(ValidationError, match="needs a GPU where the scheduler runs"):
-        SLURMGPUCluster(gpus_per_node=2, protocol="ucx", scheduler="local")
+        SLURMGPUCluster(gpus_per_node=2, cpus_per_gpu=1, memory_per_gpu="512MiB", protocol="ucx", scheduler="local")
 
 
 @pytest.mark.parametrize("batch, protocol, given, placement", [
@@ -212,9 +213,9 @@ def test_the_scheduler_runs_in_the_job_by_default_with_ucx_on_a_batch_system(bat
 def test_cpu_pool_is_checked_key_by_key(cpu_pool, field):
     from gpujobqueue import SLURMGPUCluster
 
-    SLURMGPUCluster.parse_keywords({"gpus_per_node": 4})  # the GPU part alone is fine
+    SLURMGPUCluster.parse_keywords(with_job_size({"gpus_per_node": 4}))  # the GPU part alone is fine
     with pytest.raises(ValidationError) as info:
-        SLURMGPUCluster(gpus_per_node=4, cpu_pool=cpu_pool)
+        SLURMGPUCluster(gpus_per_node=4, cpus_per_gpu=1, memory_per_gpu="512MiB", cpu_pool=cpu_pool)
     assert info.value.field == field
 
 
@@ -252,7 +253,7 @@ def test_cpu_pool_on_a_site_takes_the_sites_queue_table_and_its_own_constraint()
     with GPUCluster(site="perlmutter", account="m1234_g", interface="lo", cpu_pool={"queue": "cpuq"}) as cluster:
         assert "#SBATCH --partition=cpuq\n" in cluster.cpu_job_script()  # not a site queue: the batch system's own
     with pytest.raises(ValidationError) as info:
-        GPUCluster("pbs", gpus_per_node=4, cpu_pool={"constraint": "cpu"})
+        GPUCluster("pbs", gpus_per_node=4, cpus_per_gpu=1, memory_per_gpu="512MiB", cpu_pool={"constraint": "cpu"})
     assert info.value.field == "cpu_pool.constraint"
 
 
@@ -274,9 +275,9 @@ def test_several_nodes_count_every_gpu_and_name_every_worker():
     assert (request.nodes, request.gpus_per_job, request.cpus_per_node, request.memory_per_node) == (3, 12, 32, 2**30)
     assert launch.name_suffixes == [f"-{node}-{gpu}" for node in range(3) for gpu in range(4)]
     assert launch.rank_expression == "${SLURM_PROCID:-0}"
-    _, _, one_node = SLURMGPUCluster.parse_keywords({"gpus_per_node": 4, "launcher": "srun", "launcher_args": ["--cpu-bind=none"]})
+    _, _, one_node = SLURMGPUCluster.parse_keywords(with_job_size({"gpus_per_node": 4, "launcher": "srun", "launcher_args": ["--cpu-bind=none"]}))
     assert (one_node.launcher, one_node.launcher_args) == ("direct", ()), "a one-node job starts its workers directly"
-    _, _, single = SLURMGPUCluster.parse_keywords({"nodes": 2, "gpus_per_node": 1, "launcher": "srun"})
+    _, _, single = SLURMGPUCluster.parse_keywords(with_job_size({"nodes": 2, "gpus_per_node": 1, "launcher": "srun"}))
     assert single.name_suffixes == ["-0", "-1"]
 
 
@@ -284,14 +285,14 @@ def test_several_nodes_count_every_gpu_and_name_every_worker():
 @pytest.mark.parametrize("walltime", ["01:30", "00:45", "12:00", "02:00:00"])
 def test_lsf_walltime_of_two_fields_is_hours_and_minutes_as_in_dask_jobqueue(walltime):
     theirs = LSFJob(cores=1, memory="1GB", walltime=walltime, lsf_units="mb", scheduler="tcp://127.0.0.1:8786").job_script()
-    ours = LSFGPUCluster.parse_keywords({"walltime": walltime, "lsf_units": "mb"})[1]
+    ours = LSFGPUCluster.parse_keywords(with_job_size({"walltime": walltime, "lsf_units": "mb"}))[1]
     hours, minutes = map(int, walltime.split(":")[:2])
     assert ours.walltime == hours * 3600 + minutes * 60
     their_line = next(line for line in theirs.splitlines() if line.startswith("#BSUB -W"))
     assert their_line.split()[-1].startswith(walltime[:5]), their_line  # dask-jobqueue hands bsub HH:MM
     from gpujobqueue.scripts import job_script_for
 
-    ours_script = job_script_for("lsf", {"walltime": walltime, "lsf_units": "mb"}, name="w", scheduler="tls://127.0.0.1:8786")
+    ours_script = job_script_for("lsf", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "walltime": walltime, "lsf_units": "mb"}, name="w", scheduler="tls://127.0.0.1:8786")
     assert f"#BSUB -W {walltime[:5]}\n" in ours_script
 
 
@@ -306,7 +307,7 @@ def test_lsf_walltime_of_two_fields_is_hours_and_minutes_as_in_dask_jobqueue(wal
     ({"cores": 2, "gpus_per_node": 4}, 1),  # fewer cores than workers: none idle, one thread each
 ])
 def test_cores_are_the_threads_of_all_the_jobs_workers(keywords, threads):
-    _, request, launch = SLURMGPUCluster.parse_keywords(keywords)
+    _, request, launch = SLURMGPUCluster.parse_keywords(with_job_size(keywords))
     assert launch.nthreads == threads
     script = SLURMGPUCluster.job_cls("tcp://127.0.0.1:8786", name="w", request=request, launch=launch).job_script()
     assert f"--nthreads {threads} \\" in script

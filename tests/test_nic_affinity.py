@@ -360,7 +360,7 @@ def test_the_preloaded_text_logs_its_choice_under_the_worker_s_name(monkeypatch)
     assert module._CHOICE == ": UCX_NET_DEVICES=mlx5_7:1 was set for this job and is kept"
     # the same through the one-line preload of the scripts, which runs the text the job exported
     monkeypatch.setenv("GPUJOBQUEUE_NIC_AFFINITY_SOURCE", SOURCE)
-    script = job_script_for("slurm", {"gpus_per_node": 2}, name="job-1")
+    script = job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "gpus_per_node": 2}, name="job-1")
     stub = script[script.index("\nnic_affinity='") + len("\nnic_affinity='"):].split("'\n")[0]
     assert _import_module(stub)._CHOICE == module._CHOICE
 
@@ -381,7 +381,7 @@ def test_the_preloaded_text_logs_its_choice_under_the_worker_s_name(monkeypatch)
     ({"worker_mode": "dask-cuda", "nodes": 2, "launcher": "srun"}, "dask_cuda.cli"),
 ])
 def test_scripts_carry_the_module_and_preload_it_in_gpu_workers(keywords, module, tmp_path):
-    script = job_script_for("slurm", {"gpus_per_node": 2, "python": "python3", **keywords}, name="job-1",
+    script = job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "gpus_per_node": 2, "python": "python3", **keywords}, name="job-1",
                             scheduler="tls://10.0.0.1:8786")
     assert SOURCE in script
     command = script[script.index(f" -m {module} "):].split("&\n")[0]
@@ -435,7 +435,7 @@ def test_check_on_a_gpu_node_prints_the_map(tmp_path, monkeypatch):
 
 def test_amd_and_intel_workers_do_not_preload_it():
     # their GPU is named by ROCR_VISIBLE_DEVICES or ZE_AFFINITY_MASK, and UCX's card choice is theirs
-    script = job_script_for("slurm", {"gpus_per_node": 2, "python": "python3", "worker_mode": "per-device",
+    script = job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "gpus_per_node": 2, "python": "python3", "worker_mode": "per-device",
                                       "visibility_variable": "ROCR_VISIBLE_DEVICES"}, name="job-1")
     assert "nic_affinity" not in script
 
@@ -447,7 +447,7 @@ def test_a_malformed_pinned_map_is_refused_before_any_script_is_written():
         with pytest.raises(ValidationError, match=r"^environment\[GPUJOBQUEUE_NIC_MAP\]: .*is not GPU=card"):
             job_script_for("slurm", {"environment": {"GPUJOBQUEUE_NIC_MAP": f"1=mlx5_1:1,{bad}"}}, name="job-1")
     pinned = {"GPUJOBQUEUE_NIC_MAP": "0=mlx5_0:1, GPU-8a4e=mlx5_1:1"}
-    script = job_script_for("slurm", {"environment": pinned}, name="job-1")
+    script = job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "environment": pinned}, name="job-1")
     assert "export GPUJOBQUEUE_NIC_MAP='0=mlx5_0:1, GPU-8a4e=mlx5_1:1'" in script
 
 

@@ -20,7 +20,7 @@ def test_installed_package_renders_from_its_own_templates(tmp_path):
         capture_output=True, text=True, check=True, cwd=tmp_path,
     ).stdout.split()
     assert all(str(env_dir) in line for line in where), f"not loaded from the installed package: {where}"
-    script = subprocess.run([env_dir / "bin" / "gpujobqueue", "render", "slurm", "--gpus-per-node", "2"], capture_output=True, text=True, check=True, cwd=tmp_path).stdout
+    script = subprocess.run([env_dir / "bin" / "gpujobqueue", "render", "slurm", "--gpus-per-node", "2", "--cores", "2", "--memory", "8GB"], capture_output=True, text=True, check=True, cwd=tmp_path).stdout
     assert "#SBATCH --gpus-per-node=2" in script and "-m dask_cuda.cli " in script
     # The site schema ships too: the installed command checks a site file.
     checked = subprocess.run([env_dir / "bin" / "gpujobqueue", "check", str(REPO / "tests" / "sites" / "good" / "minimal.yaml")], capture_output=True, text=True, cwd=tmp_path)

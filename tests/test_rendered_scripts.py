@@ -14,6 +14,7 @@ from emulators import lsf as lsf_emulator
 from emulators import pbs as pbs_emulator
 from emulators.common import Rejected
 from gpujobqueue.scripts import job_script_for
+from fixtures.sizes import with_job_size, with_size_options
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -46,7 +47,8 @@ def test_golden_lsf_script_is_accepted_by_the_lsf_grammar(golden):
 
 
 def render(batch, *args):
-    return subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "render", batch, *args], capture_output=True, text=True, check=True).stdout
+    return subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "render", batch, *with_size_options(args)], capture_output=True, text=True,
+                          check=True).stdout
 
 
 PBS_RENDERINGS = {
@@ -95,7 +97,7 @@ def test_the_grammars_refuse_what_the_batch_system_refuses(batch, args, refusal)
 
 
 def test_job_script_for_matches_the_cli():
-    assert render("sge", "--gpus-per-node", "2") == job_script_for("sge", {"gpus_per_node": 2}, name="gpujobqueue-worker")
+    assert render("sge", "--gpus-per-node", "2") == job_script_for("sge", with_job_size({"gpus_per_node": 2}), name="gpujobqueue-worker")
 
 
 # Grid Engine: the real qsub verifies each rendering against the fixture's queues, complexes,

@@ -10,6 +10,7 @@ import sys
 import textwrap
 
 import pytest
+from fixtures.sizes import with_size_options
 
 # A process of the same user on the same node without the job's credentials: plain TCP, and
 # TLS with a certificate of another CA. Prints how many of its tries the scheduler refused.
@@ -140,5 +141,5 @@ def test_run_script_runs_on_this_machine_with_the_local_batch_system(tmp_path):
 ])
 def test_run_refuses_what_it_cannot_do(args, words):
     batch = "lsf" if "csm" in args else "slurm"
-    result = subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "render", batch, *args], capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "render", batch, *with_size_options(args)], capture_output=True, text=True)
     assert result.returncode != 0 and words in result.stderr, result.stderr

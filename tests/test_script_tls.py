@@ -19,6 +19,7 @@ from distributed.security import Security
 from gpujobqueue.errors import ValidationError
 from gpujobqueue.script_tls import InsecureScriptWarning
 from gpujobqueue.scripts import job_script_for
+from fixtures.sizes import with_job_size
 
 CLI = [sys.executable, "-m", "gpujobqueue.cli"]
 WORKER = ["--worker-mode", "per-device", "--gpus-per-node", "1", "--python", sys.executable, "--memory-per-gpu", "512MiB"]
@@ -86,49 +87,49 @@ def test_a_job_without_the_credentials_fails_at_once_naming_the_command(tmp_path
 
 
 def test_no_tls_is_explicit_and_warned():
-    result = cli("render", "slurm", "--no-tls")
+    result = cli("render", "slurm", "--cpus-per-gpu", "1", "--memory-per-gpu", "512MiB", "--no-tls")
     assert "warning: plain TCP (--no-tls): anyone who can reach" in result.stderr
     assert "'tcp://<insert-scheduler-address-here>:8786'" in result.stdout and "--tls-" not in result.stdout
     assert "# Plain TCP (--no-tls)" in result.stdout
     with pytest.warns(InsecureScriptWarning):
-        job_script_for("slurm", {}, name="w", tls=False)
+        job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB"}, name="w", tls=False)
 
 
 @pytest.mark.parametrize("batch", ["slurm", "pbs", "lsf", "sge", "local"])
 def test_tls_is_the_default_on_every_batch_system(batch):
-    text = job_script_for(batch, {}, name="w")
+    text = job_script_for(batch, with_job_size({}), name="w")
     assert "'tls://<insert-scheduler-address-here>:8786'" in text and "--protocol tls" in text
     for option, name in (("--tls-ca-file", "ca"), ("--tls-cert", "cert"), ("--tls-key", "key")):
         assert f'{option} "$GPUJOBQUEUE_TLS_DIR/{name}.pem"' in text
 
 
 def test_a_tcp_scheduler_address_is_refused_unless_tls_is_turned_off():
-    result = cli("render", "slurm", "--scheduler-address", "tcp://10.0.0.1:8786", check=False)
+    result = cli("render", "slurm", "--cpus-per-gpu", "1", "--memory-per-gpu", "512MiB", "--scheduler-address", "tcp://10.0.0.1:8786", check=False)
     assert result.returncode != 0 and "--scheduler-address: 'tcp://10.0.0.1:8786' is not TLS" in result.stderr
-    assert "dask_cuda.cli tcp://10.0.0.1:8786 \\" in cli("render", "slurm", "--scheduler-address", "tcp://10.0.0.1:8786", "--no-tls").stdout
+    assert "dask_cuda.cli tcp://10.0.0.1:8786 \\" in cli("render", "slurm", "--cpus-per-gpu", "1", "--memory-per-gpu", "512MiB", "--scheduler-address", "tcp://10.0.0.1:8786", "--no-tls").stdout
 
 
 def test_ucx_scripts_have_no_tls_and_no_warning(recwarn):
-    text = job_script_for("slurm", {"protocol": "ucx"}, name="w")
+    text = job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "protocol": "ucx"}, name="w")
     assert "--tls-" not in text and "'ucx://" in text
     assert not [w for w in recwarn if issubclass(w.category, InsecureScriptWarning)]
 
 
 def test_a_tls_directory_is_a_path_the_job_can_expand_safely():
-    text = job_script_for("slurm", {}, name="w", tls_directory="$SCRATCH/dask-tls")
+    text = job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB"}, name="w", tls_directory="$SCRATCH/dask-tls")
     assert 'export GPUJOBQUEUE_TLS_DIR="$SCRATCH/dask-tls"' in text
     for hostile in ("$(id)", "/a b", "`id`", "x\ny"):
         with pytest.raises(ValidationError, match="tls_directory"):
-            job_script_for("slurm", {}, name="w", tls_directory=hostile)
+            job_script_for("slurm", with_job_size({}), name="w", tls_directory=hostile)
 
 
 def test_the_run_script_makes_its_credentials_in_a_private_folder_of_the_job():
     from gpujobqueue.run import ClientRun
 
     run = ClientRun.from_command_line(__file__)
-    single = job_script_for("slurm", {}, name="w", run=run)
+    single = job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB"}, name="w", run=run)
     assert re.search(r'run_dir="\$\(mktemp -d "\$\{TMPDIR:-/tmp\}/gpujobqueue-run\.XXXXXX"\)"', single)
     assert "--host 127.0.0.1" in single and "--dashboard-address 127.0.0.1:8787" in single
-    several = job_script_for("slurm", {"nodes": 2, "launcher": "srun"}, name="w", run=run)
+    several = job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "nodes": 2, "launcher": "srun"}, name="w", run=run)
     # The job's other nodes read the credentials: a private folder of the submit directory, and the scheduler on the node's name.
     assert 'mktemp -d "${PBS_O_WORKDIR:-$PWD}/.gpujobqueue-run.XXXXXX"' in several and '--host "$(hostname)"' in several

@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import pytest
+from fixtures.sizes import with_size_options
 
 pytestmark = pytest.mark.slurm
 
@@ -23,7 +24,8 @@ RENDERINGS = {
 
 
 def render(args):
-    return subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "render", "slurm", *args], capture_output=True, text=True, check=True).stdout
+    return subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "render", "slurm", *with_size_options(args)], capture_output=True, text=True,
+                          check=True).stdout
 
 
 def sbatch_test_only(script_path):

@@ -15,6 +15,7 @@ import pytest
 from gpujobqueue.render import environment
 from gpujobqueue.script_tls import make_credentials
 from gpujobqueue.scripts import job_script_for
+from fixtures.sizes import with_job_size
 
 pytest.importorskip("dask_cuda.cli", reason="dask-cuda (with cuda-bindings) is needed to parse its command line")
 
@@ -65,7 +66,7 @@ def worker_arguments(script: str, module: str) -> list[str]:
 
 
 def test_dask_cuda_command_parses_under_dask_cuda():
-    script = job_script_for("slurm", FULL_DASK_CUDA, name="job-7", scheduler="tcp://10.0.0.1:8786")
+    script = job_script_for("slurm", with_job_size(FULL_DASK_CUDA), name="job-7", scheduler="tcp://10.0.0.1:8786")
     args = worker_arguments(script, "dask_cuda.cli")
     context = python_m_command("dask_cuda.cli").make_context("dask_cuda.cli", args)
     params = context.params
@@ -85,7 +86,7 @@ def test_memory_and_ucx_options_parse_under_dask_cuda_with_its_names():
     keywords = {**FULL_DASK_CUDA, "rmm_pool_size": None, "rmm_async": True, "rmm_maximum_pool_size": "100GB", "rmm_release_threshold": "0.5",
                 "enable_cudf_spill": True, "set_rmm_allocator_for_libs": "cupy,torch", "enable_nvlink": True, "enable_infiniband": False,
                 "enable_rdmacm": False, "enable_tcp_over_ucx": True}
-    script = job_script_for("slurm", keywords, name="job-7", scheduler="ucx://10.0.0.1:8786")
+    script = job_script_for("slurm", with_job_size(keywords), name="job-7", scheduler="ucx://10.0.0.1:8786")
     params = python_m_command("dask_cuda.cli").make_context("dask_cuda.cli", worker_arguments(script, "dask_cuda.cli")).params
     assert (params["rmm_async"], params["rmm_pool_size"], params["rmm_maximum_pool_size"], params["rmm_release_threshold"]) == (True, None, str(100 * 10**9), "0.5")
     assert params["enable_cudf_spill"] is True and params["rmm_allocator_external_lib_list"] == ["cupy", "torch"]
@@ -95,7 +96,7 @@ def test_memory_and_ucx_options_parse_under_dask_cuda_with_its_names():
 def test_ucx_gets_an_rmm_pool_unless_the_user_says_otherwise():
     def params(**keywords):
         protocol = keywords.get("protocol", "ucx")
-        script = job_script_for("slurm", {"python": "python3", "protocol": "ucx", **keywords}, name="w", scheduler=f"{'ucx' if protocol == 'ucx' else 'tls'}://10.0.0.1:8786")
+        script = job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "python": "python3", "protocol": "ucx", **keywords}, name="w", scheduler=f"{'ucx' if protocol == 'ucx' else 'tls'}://10.0.0.1:8786")
         return python_m_command("dask_cuda.cli").make_context("dask_cuda.cli", worker_arguments(script, "dask_cuda.cli")).params
 
     assert params()["rmm_pool_size"] == str(10**9)
@@ -108,7 +109,7 @@ def test_ucx_gets_an_rmm_pool_unless_the_user_says_otherwise():
 def test_parser_rejects_what_dask_cuda_rejects():
     # The check above can fail: dask-cuda refuses --lifetime, which dask worker takes. With a
     # --preload (the watchdog) an unknown option goes to the preload's arguments, refused too.
-    script = job_script_for("slurm", {**FULL_DASK_CUDA, "worker_extra_args": ["--lifetime", "1h"]}, name="job-7")
+    script = job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", **FULL_DASK_CUDA, "worker_extra_args": ["--lifetime", "1h"]}, name="job-7")
     with pytest.raises(click.UsageError):
         python_m_command("dask_cuda.cli").make_context("dask_cuda.cli", worker_arguments(script, "dask_cuda.cli"))
 
@@ -121,7 +122,7 @@ def test_a_subcommand_word_is_caught_as_the_scheduler():
 
 
 def test_per_device_command_parses_under_dask_worker():
-    script = job_script_for("slurm", {"gpus_per_node": 2, "worker_mode": "per-device", "python": "python3", "death_timeout": 30}, name="job-3", scheduler="tls://10.0.0.1:8786")
+    script = job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "gpus_per_node": 2, "worker_mode": "per-device", "python": "python3", "death_timeout": 30}, name="job-3", scheduler="tls://10.0.0.1:8786")
     args = worker_arguments(script, "distributed.cli.dask_worker")
     params = python_m_command("distributed.cli.dask_worker").make_context("dask-worker", args).params
     assert params["name"] == "job-3"  # dask worker names its nannies' workers job-3-0, job-3-1
@@ -130,11 +131,11 @@ def test_per_device_command_parses_under_dask_worker():
     assert params["preload_nanny"] == ("$pin_device",)  # the script's inline pinning code
     assert params["preload"] == (WATCHDOG_SOURCE, NIC_AFFINITY_PRELOAD) and params["death_timeout"] == "30"
     assert params["resources"] == "GPU=1"
-    assert params["memory_limit"] == "0.5"
+    assert params["memory_limit"] == str(512 * 2**20)  # memory_per_gpu, each worker its GPU's share
 
 
 def test_per_device_without_nanny_parses_under_dask_worker():
-    script = job_script_for("slurm", {"gpus_per_node": 2, "worker_mode": "per-device", "python": "python3", "nanny": False}, name="job-3")
+    script = job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "gpus_per_node": 2, "worker_mode": "per-device", "python": "python3", "nanny": False}, name="job-3")
     params = python_m_command("distributed.cli.dask_worker").make_context("dask-worker", worker_arguments(script, "distributed.cli.dask_worker")).params
     assert params["name"] == "job-3-$i"  # the script expands $i to the device's index
     assert params["nanny"] is False
@@ -142,7 +143,7 @@ def test_per_device_without_nanny_parses_under_dask_worker():
 
 def test_workers_get_a_death_timeout_of_60_s_unless_told():
     # The key is always in the settings (None when not given): it must not mean "no timeout".
-    script = job_script_for("slurm", {"gpus_per_node": 2, "worker_mode": "per-device", "python": "python3"}, name="job-3",
+    script = job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "gpus_per_node": 2, "worker_mode": "per-device", "python": "python3"}, name="job-3",
                             scheduler="tls://10.0.0.1:8786")
     args = worker_arguments(script, "distributed.cli.dask_worker")
     params = python_m_command("distributed.cli.dask_worker").make_context("dask-worker", args).params

@@ -13,7 +13,7 @@ from gpujobqueue import SLURMGPUCluster
 from gpujobqueue.install import dask_cuda_import_error
 from gpujobqueue.scripts import job_script_for
 
-KEYWORDS = {"gpus_per_node": 2, "walltime": "00:10:00"}
+KEYWORDS = {"gpus_per_node": 2, "cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "walltime": "00:10:00"}
 
 
 @pytest.fixture
@@ -38,14 +38,14 @@ def runs(python: str) -> int:
 
 def test_render_warns_at_once_naming_the_python_and_the_install_line(python_without_dask_cuda):
     with pytest.warns(UserWarning) as caught:
-        script = job_script_for("slurm", {**KEYWORDS, "python": python_without_dask_cuda}, name="w")
+        script = job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", **KEYWORDS, "python": python_without_dask_cuda}, name="w")
     assert f"{python_without_dask_cuda} -m dask_cuda.cli" in script  # the script is still written
     message = str(caught[0].message)
     assert f"the workers' python {python_without_dask_cuda} cannot import dask_cuda (ModuleNotFoundError" in message
     assert f"{python_without_dask_cuda} -m pip install 'gpujobqueue[cuda12]'" in message and "[cuda13]" in message
     # The probe runs once per python, however many scripts are rendered.
     with pytest.warns(UserWarning):
-        job_script_for("slurm", {**KEYWORDS, "python": python_without_dask_cuda}, name="w")
+        job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", **KEYWORDS, "python": python_without_dask_cuda}, name="w")
     assert runs(python_without_dask_cuda) == 1
 
 
@@ -60,7 +60,7 @@ def test_a_cluster_warns_when_it_is_made_before_any_job_is_submitted(python_with
 
 def test_the_cli_render_prints_the_warning(python_without_dask_cuda):
     # A subprocess: pytest records the warnings of the test's own process instead of printing them.
-    command = [sys.executable, "-c", "from gpujobqueue.cli import main; main()", "render", "slurm", "--gpus-per-node", "2",
+    command = [sys.executable, "-c", "from gpujobqueue.cli import main; main()", "render", "slurm", "--gpus-per-node", "2", "--cores", "2", "--memory", "8GB",
                "--walltime", "00:10:00", "--python", python_without_dask_cuda]
     result = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
@@ -78,4 +78,4 @@ def test_no_warning_where_dask_cuda_is_not_needed_or_cannot_be_probed(python_wit
     keywords = {"python": python_without_dask_cuda, **keywords}
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        job_script_for("slurm", {**KEYWORDS, **keywords}, name="w")
+        job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", **KEYWORDS, **keywords}, name="w")

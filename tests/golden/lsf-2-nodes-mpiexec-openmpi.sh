@@ -5,6 +5,8 @@
 #BSUB -q gpu
 #BSUB -n 64
 #BSUB -R "span[ptile=32]"
+#BSUB -R "rusage[mem=122071]"
+#BSUB -M 122071
 #BSUB -gpu "num=4:mode=exclusive_process"
 #BSUB -W 01:00
 
@@ -517,7 +519,7 @@ export CUDA_VISIBLE_DEVICES="$(IFS=,; echo "${devices[*]}")"
 python3 -m dask_cuda.cli tls://10.0.0.1:8786 \
     --name gpujobqueue-worker-"$node_rank" \
     --nthreads 4 \
-    --memory-limit auto \
+    --memory-limit 32000000000 \
     --death-timeout 60 \
     --preload "$scheduler_watchdog" \
     --preload "$nic_affinity" \

@@ -6,6 +6,8 @@
 #BSUB -q gpu
 #BSUB -n 32
 #BSUB -R "span[ptile=32]"
+#BSUB -R "rusage[mem=122071]"
+#BSUB -M 122071
 #BSUB -gpu "num=4:mode=exclusive_process"
 #BSUB -W 01:00
 
@@ -516,7 +518,7 @@ export CUDA_VISIBLE_DEVICES="$(IFS=,; echo "${devices[*]}")"
 python3 -m dask_cuda.cli tls://10.0.0.1:8786 \
     --name "$job_in_cluster" \
     --nthreads 4 \
-    --memory-limit auto \
+    --memory-limit 32000000000 \
     --death-timeout 60 \
     --preload "$scheduler_watchdog" \
     --preload "$nic_affinity" \

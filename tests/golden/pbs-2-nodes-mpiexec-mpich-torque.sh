@@ -3,6 +3,7 @@
 #PBS -N gpujobqueue
 #PBS -q gpu
 #PBS -l nodes=2:ppn=16:gpus=2
+#PBS -l mem=122071mb
 #PBS -l walltime=01:00:00
 #PBS -j oe
 #PBS -S /bin/bash
@@ -516,7 +517,7 @@ export CUDA_VISIBLE_DEVICES="$(IFS=,; echo "${devices[*]}")"
 python3 -m dask_cuda.cli tls://10.0.0.1:8786 \
     --name gpujobqueue-worker-"$node_rank" \
     --nthreads 8 \
-    --memory-limit auto \
+    --memory-limit 32000000000 \
     --death-timeout 60 \
     --preload "$scheduler_watchdog" \
     --preload "$nic_affinity" \

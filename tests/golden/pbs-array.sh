@@ -3,7 +3,7 @@
 #PBS -N gpujobqueue
 #PBS -q gpu
 #PBS -A MyProject
-#PBS -l select=1:ncpus=32:ngpus=4
+#PBS -l select=1:ncpus=32:ngpus=4:mem=122071mb
 #PBS -l walltime=01:00:00
 #PBS -J 1-8
 #PBS -j oe
@@ -516,7 +516,7 @@ export CUDA_VISIBLE_DEVICES="$(IFS=,; echo "${devices[*]}")"
 python3 -m dask_cuda.cli tls://10.0.0.1:8786 \
     --name "$job_in_cluster" \
     --nthreads 4 \
-    --memory-limit auto \
+    --memory-limit 32000000000 \
     --death-timeout 60 \
     --preload "$scheduler_watchdog" \
     --preload "$nic_affinity" \

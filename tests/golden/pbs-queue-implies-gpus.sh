@@ -2,7 +2,7 @@
 
 #PBS -N gpujobqueue
 #PBS -q gpu
-#PBS -l select=1:ncpus=4
+#PBS -l select=1:ncpus=4:mem=122071mb
 #PBS -l walltime=01:00:00
 #PBS -j oe
 #PBS -S /bin/bash
@@ -512,7 +512,7 @@ export CUDA_VISIBLE_DEVICES="$(IFS=,; echo "${devices[*]}")"
 python3 -m dask_cuda.cli tls://10.0.0.1:8786 \
     --name gpujobqueue-worker \
     --nthreads 1 \
-    --memory-limit auto \
+    --memory-limit 32000000000 \
     --death-timeout 60 \
     --preload "$scheduler_watchdog" \
     --preload "$nic_affinity" \

@@ -3,7 +3,7 @@
 #PBS -N gpujobqueue
 #PBS -q debug
 #PBS -A MyProject
-#PBS -l select=1:ncpus=32:ngpus=4:system=polaris
+#PBS -l select=1:ncpus=32:ngpus=4:mem=122071mb:system=polaris
 #PBS -l place=scatter
 #PBS -l walltime=01:00:00
 #PBS -l filesystems=home:eagle
@@ -523,7 +523,7 @@ export CUDA_VISIBLE_DEVICES="$(IFS=,; echo "${devices[*]}")"
 python3 -m dask_cuda.cli tls://10.0.0.1:8786 \
     --name gpujobqueue-worker \
     --nthreads 4 \
-    --memory-limit auto \
+    --memory-limit 32000000000 \
     --death-timeout 60 \
     --preload "$scheduler_watchdog" \
     --preload "$nic_affinity" \

@@ -530,7 +530,7 @@ python3 -m distributed.cli.dask_worker tls://10.0.0.1:8786 \
     --nanny \
     --preload-nanny "$pin_device" \
     --nthreads 1 \
-    --memory-limit 0.5 \
+    --memory-limit 32000000000 \
     --death-timeout 60 \
     --preload "$scheduler_watchdog" \
     --protocol tls \

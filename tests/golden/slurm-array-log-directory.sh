@@ -8,6 +8,7 @@
 #SBATCH --ntasks-per-node=1
 #SBATCH --cpus-per-task=2
 #SBATCH --gpus-per-node=2
+#SBATCH --mem=61036M
 #SBATCH --time=01:00:00
 #SBATCH --array=1-8
 
@@ -518,7 +519,7 @@ export CUDA_VISIBLE_DEVICES="$(IFS=,; echo "${devices[*]}")"
 python3 -m dask_cuda.cli tls://10.0.0.1:8786 \
     --name "$job_in_cluster" \
     --nthreads 1 \
-    --memory-limit auto \
+    --memory-limit 32000000000 \
     --death-timeout 60 \
     --preload "$scheduler_watchdog" \
     --preload "$nic_affinity" \

@@ -4,6 +4,7 @@
 #SBATCH --nodes=1
 #SBATCH --cpus-per-task=8
 #SBATCH --gpus-per-node=8
+#SBATCH --mem=244141M
 #SBATCH --time=01:00:00
 #SBATCH --mail-type=END
 
@@ -153,7 +154,7 @@ python3 -m distributed.cli.dask_worker tls://10.0.0.1:8786 \
     --nanny \
     --preload-nanny "$pin_device" \
     --nthreads 1 \
-    --memory-limit 0.125 \
+    --memory-limit 32000000000 \
     --death-timeout 60 \
     --preload "$scheduler_watchdog" \
     --protocol tls \
