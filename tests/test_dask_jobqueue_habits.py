@@ -82,3 +82,33 @@ def test_each_class_documents_every_keyword_it_takes(cluster_cls):
                          "processes"}
     assert not taken - documented, f"{cluster_cls.__name__} does not document {sorted(taken - documented)}"
     assert "cores :" in cluster_cls.__doc__
+
+
+@pytest.mark.parametrize("cluster_cls", [SLURMGPUCluster, PBSGPUCluster, LSFGPUCluster, SGEGPUCluster])
+@pytest.mark.parametrize("keywords, missing", [({}, ["cores", "memory"]), ({"cores": 4}, ["memory"]),
+                                               ({"memory_per_gpu": "8GB"}, ["cores"])])
+def test_off_a_site_a_job_without_cores_or_memory_is_refused_naming_what_is_missing(cluster_cls, keywords, missing, counted):
+    from gpujobqueue import JobSizeMissingError
+
+    with pytest.raises(JobSizeMissingError) as info:
+        cluster_cls(gpus_per_node=2, **keywords)
+    assert isinstance(info.value, ValueError) and info.value.missing == missing and info.value.field == missing[0]
+    assert f"{cluster_cls.__name__}(cores=" in str(info.value) and "cpus_per_gpu and memory_per_gpu" in str(info.value)
+    assert counted.count("sbatch") == 0
+
+
+def test_the_size_is_asked_for_in_option_terms_and_a_site_or_dask_config_gives_it():
+    import subprocess
+    import sys
+
+    import dask
+
+    result = subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "render", "pbs", "--gpus-per-node", "2", "--cores", "4"],
+                            capture_output=True, text=True)
+    assert result.returncode == 1 and not result.stdout
+    assert result.stderr.startswith("Error: --memory not given: ") and "--cpus-per-gpu and --memory-per-gpu" in result.stderr
+    assert "#SBATCH --cpus-per-task=128" in job_script_for("perlmutter", {"account": "m1234_g"}, name="w")  # the site's whole node
+    with dask.config.set({"gpujobqueue.slurm.cores": 8, "gpujobqueue.slurm.memory": "64GB"}):
+        assert "#SBATCH --mem=61036M" in job_script_for("slurm", {}, name="w")
+    resource_spec = job_script_for("pbs", {"resource_spec": "select=1:ncpus=8:ngpus=2:mem=32gb"}, name="w")
+    assert "#PBS -l select=1:ncpus=8:ngpus=2:mem=32gb" in resource_spec  # dask-jobqueue's own way of saying both
