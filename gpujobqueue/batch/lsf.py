@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 import re
+import shutil
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from dask_jobqueue.lsf import lsf_detect_units
 
@@ -100,6 +101,14 @@ class LSFGPUJob(GPUJob):
     ended_states = frozenset({"DONE", "EXIT"})
     array_task_variable = "LSB_JOBINDEX"
     array_size_limit = 1000  # MAX_JOB_ARRAY_SIZE's default
+
+    @classmethod
+    def installed_version(cls, first_line: Callable[[list[str]], str | None]) -> str | None:
+        """This machine's LSF as ``gpujobqueue check`` reports it, or None where its commands are
+        missing or are another batch system's; ``first_line`` runs a command and gives its first line."""
+        if not shutil.which("bsub"):
+            return None
+        return (first_line(["lsid"]) if shutil.which("lsid") else None) or "LSF"
 
     @classmethod
     def array_element_id(cls, array_id: str, index: int) -> str:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import shutil
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..cluster import GPUJobQueueCluster
 from ..errors import ValidationError
@@ -119,6 +120,18 @@ class PBSGPUJob(GPUJob):
     ended_states = frozenset({"F", "X", "C"})  # finished, subjob finished, Torque's completed
     array_task_variable = "PBS_ARRAY_INDEX"
     array_size_limit = 10000  # the server's max_array_size default
+
+    @classmethod
+    def installed_version(cls, first_line: Callable[[list[str]], str | None]) -> str | None:
+        """This machine's PBS as ``gpujobqueue check`` reports it, or None where its commands are
+        missing or are another batch system's; ``first_line`` runs a command and gives its first line."""
+        if not shutil.which("qstat"):
+            return None
+        # PBS Pro answers --version with "pbs_version = X", Torque with "Version: X" (Grid Engine prints its usage).
+        line = first_line(["qstat", "--version"]) or ""
+        if "pbs_version" in line:
+            return "PBS " + line.split("=")[-1].strip()
+        return f"Torque {line.split(':', 1)[1].strip()}" if line.startswith("Version:") else None
 
     @classmethod
     def array_element_id(cls, array_id: str, index: int) -> str:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import shutil
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ..cluster import GPUJobQueueCluster
 from ..errors import SubmissionError, ValidationError
@@ -117,6 +118,16 @@ class SGEGPUJob(GPUJob):
     job_id_regexp = r"Your job(?:-array)? (?P<job_id>\d+)"
     array_task_variable = "SGE_TASK_ID"
     array_size_limit = 75000  # max_aj_tasks' default
+
+    @classmethod
+    def installed_version(cls, first_line: Callable[[list[str]], str | None]) -> str | None:
+        """This machine's Grid Engine as ``gpujobqueue check`` reports it, or None where its commands are
+        missing or are another batch system's; ``first_line`` runs a command and gives its first line."""
+        if not shutil.which("qstat"):
+            return None
+        # Grid Engine has no --version and prints its usage, headed "SGE 8.1.9" (PBS answers with its version).
+        line = first_line(["qstat", "--version"]) or ""
+        return line if re.match(r"(SGE|GE|OGS|UGE|AGE|Univa|Son of Grid Engine)\b", line) else None
 
     @classmethod
     def array_element_id(cls, array_id: str, index: int) -> str:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Mapping
+import shutil
+from typing import Any, Callable, Mapping
 
 from ..cluster import GPUJobQueueCluster
 from ..job import GPUJob
@@ -47,6 +48,15 @@ class SLURMGPUJob(GPUJob):
     @classmethod
     def array_element_id(cls, array_id: str, index: int) -> str:
         return f"{array_id}_{index}"
+
+    @classmethod
+    def installed_version(cls, first_line: Callable[[list[str]], str | None]) -> str | None:
+        """This machine's SLURM as ``gpujobqueue check`` reports it, or None where its commands are
+        missing or are another batch system's; ``first_line`` runs a command and gives its first line."""
+        if not shutil.which("sbatch"):
+            return None
+        line = first_line(["sbatch", "--version"]) or ""
+        return line if re.match(r"slurm \S+$", line) else "slurm"
 
     @classmethod
     def query_command(cls, job_ids: list[str], jobs: list[GPUJob]) -> list[str]:
