@@ -230,7 +230,6 @@ def render_job_script(
         worker_name = '"$job_in_cluster"'  # element i's job name, worked out in the job
     template = environment().get_template(f"{batch}.sh.j2")
     text = template.render(
-        batch=batch,
         # The file listing the job's hosts, for launchers that need it (mpiexec under PBS), else None.
         node_file_variable=getattr(cluster_class(batch).job_cls, "node_file_variable", None),
         request=request,
