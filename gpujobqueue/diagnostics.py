@@ -133,7 +133,7 @@ def gather_facts(site: str | None = None, batch: str | None = None, interface: s
     worker = loaded.worker(loaded.data["default_queue"]) if loaded else {}
     ucx_source, transports = _ucx_resources()
     checked, file_errors = _check_site_files()
-    target_batch = loaded.scheduler if loaded else (batch or dask.config.get("gpujobqueue.batch", default=DEFAULT_BATCH))
+    target_batch = loaded.scheduler if loaded else batch or dask.config.get("gpujobqueue.batch", default=DEFAULT_BATCH)
     return MachineFacts(
         hostname=socket.gethostname(),
         python=platform.python_version(),
@@ -149,7 +149,8 @@ def gather_facts(site: str | None = None, batch: str | None = None, interface: s
         ucx_transports=transports,
         interfaces=_interfaces(),
         infiniband_devices=sorted(p.name for p in Path("/sys/class/infiniband").glob("*")),
-        batch_commands={command: shutil.which(command) for batch in _submitting() for command in (*_commands(batch), *_optional_commands(batch))},
+        batch_commands={command: shutil.which(command)
+                        for batch in _submitting() for command in (*_commands(batch), *_optional_commands(batch))},
         batch_versions=_batch_versions(),
         job_of=_job_of(),
         batch=target_batch,
@@ -344,7 +345,7 @@ def _batch_findings(facts: MachineFacts) -> list[Finding]:
                if all(facts.batch_commands.get(c) for c in _commands(batch)) and batch in facts.batch_versions]
     if _runs_jobs_here(facts.batch):
         also = "; on PATH: " + ", ".join(facts.batch_versions[b] for b in present) + " (pass site= or batch= to use it)" if present else ""
-        return [Finding("ok", "batch commands", f"none needed for the local batch system{also}")]
+        return [Finding("ok", "batch commands", f"none needed for the {facts.batch} batch system{also}")]
     missing = [c for c in _commands(facts.batch) if not facts.batch_commands.get(c)]
     if missing:
         return [Finding("fail", "batch commands", f"{', '.join(missing)} not on PATH; {facts.batch} clusters submit, watch and cancel with them",
@@ -353,11 +354,15 @@ def _batch_findings(facts: MachineFacts) -> list[Finding]:
     namesakes = [b for b in _submitting() if b != facts.batch and _commands(b) == _commands(facts.batch)]
     if namesakes and facts.batch_versions and facts.batch not in facts.batch_versions:
         other = next((facts.batch_versions[b] for b in namesakes if b in facts.batch_versions), "another batch system")
-        return [Finding("fail", "batch commands", f"{', '.join(_commands(facts.batch)[:-1])} and {_commands(facts.batch)[-1]} here are {other}'s, not {facts.batch}'s",
+        *named, last = _commands(facts.batch)
+        return [Finding("fail", "batch commands",
+                        f"{', '.join(named)} and {last} here are {other}'s, not {facts.batch}'s",
                         f"put {facts.batch}'s commands first on PATH, or pass the site or batch= this machine runs")]
-    found = [f"{c} {facts.batch_commands[c]}" for c in (*_commands(facts.batch), *_optional_commands(facts.batch)) if facts.batch_commands.get(c)]
+    found = [f"{c} {facts.batch_commands[c]}" for c in (*_commands(facts.batch), *_optional_commands(facts.batch))
+             if facts.batch_commands.get(c)]
     version = f"{facts.batch_versions[facts.batch]}: " if facts.batch in facts.batch_versions else ""
-    inside = f"; inside {facts.job_of} job {os.environ.get(cluster_class(facts.job_of).job_cls.job_id_variable, '')}" if facts.job_of else ""
+    job_id = os.environ.get(cluster_class(facts.job_of).job_cls.job_id_variable, "") if facts.job_of else ""
+    inside = f"; inside {facts.job_of} job {job_id}" if facts.job_of else ""
     return [Finding("ok", "batch commands", version + "; ".join(found) + inside)]
 
 

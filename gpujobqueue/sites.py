@@ -395,7 +395,8 @@ def _semantic_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[Sit
     if (launcher == "jsrun") != (style == "csm"):
         error(("launcher", "name"), "jsrun goes with LSF's CSM style (gpu_request.style: csm) and only with it")
     elif launcher not in (None, "direct", *(batch_cls.launchers if batch_cls else ())):
-        error(("launcher", "name"), f"{launcher} does not start tasks on {scheduler} nodes; use one of direct, {', '.join(batch_cls.launchers if batch_cls else ())}")
+        accepted = ", ".join(("direct", *(batch_cls.launchers if batch_cls else ())))
+        error(("launcher", "name"), f"{launcher} does not start tasks on {scheduler} nodes; use one of {accepted}")
     return errors
 
 

@@ -22,20 +22,20 @@ NAMES = ("slurm", "pbs", "lsf", "sge", "local")
 
 # (file, name) -> (how many uses, why they stay). Keep it short: move knowledge to the batch module instead.
 ALLOWED = {
-    ("gpujobqueue/cli.py", "slurm"): (1, "--batch's choices; to be generated from batch.BATCH_SYSTEMS (cli.py: another part)"),
+    ("gpujobqueue/cli.py", "slurm"): (1, "--batch's choices; to come from batch.BATCH_SYSTEMS (cli.py: another part)"),
     ("gpujobqueue/cli.py", "pbs"): (1, "as above"),
     ("gpujobqueue/cli.py", "lsf"): (1, "as above"),
     ("gpujobqueue/cli.py", "sge"): (1, "as above"),
     ("gpujobqueue/cli.py", "local"): (1, "as above"),
     ("gpujobqueue/cluster.py", "local"): (4, "2 are scheduler='local' (a placement, not the batch system); 2 are "
-                                             "GPUCluster's default batch, to read batch.DEFAULT_BATCH (cluster.py: another part)"),
-    ("gpujobqueue/scheduler_job.py", "local"): (4, "3 are the placement 'local'; 1 keeps UCX's scheduler here on the local batch "
-                                                   "system, to ask its job class's runs_jobs_here (another part)"),
+                                             "GPUCluster's default batch, to read batch.DEFAULT_BATCH (another part)"),
+    ("gpujobqueue/scheduler_job.py", "local"): (4, "3 are the placement 'local'; 1 keeps UCX's scheduler here on the "
+                                                   "local batch system, to ask its runs_jobs_here (another part)"),
     ("gpujobqueue/diagnostics.py", "local"): (1, "scheduler_placement == 'local' (a placement, not the batch system)"),
     ("gpujobqueue/cpu_pool.py", "slurm"): (2, "cpu_pool.constraint is SLURM's; to ask 'constraint' in the class's "
                                               "batch_keywords (cpu_pool.py: another part)"),
     ("gpujobqueue/hand_written_gpus.py", "slurm"): (1, "the parser of each batch system's hand-written GPU lines; "
-                                                       "to move to the batch modules (a module of its own, not yet moved)"),
+                                                       "to move to the batch modules (not yet moved)"),
     ("gpujobqueue/hand_written_gpus.py", "pbs"): (3, "as above, and PBS's select line kept whole"),
     ("gpujobqueue/hand_written_gpus.py", "lsf"): (1, "as above"),
     ("gpujobqueue/hand_written_gpus.py", "sge"): (3, "as above, and Grid Engine's parallel environment slots"),
@@ -77,7 +77,8 @@ def batch_branches_in_templates(root: Path = ROOT) -> list[tuple[str, int, str]]
         text = path.read_text()
         for match in _JINJA_TAG.finditer(text):
             if _BRANCH.search(match.group(1)):
-                found.append((path.relative_to(root).as_posix(), text.count("\n", 0, match.start()) + 1, match.group(0)))
+                line = text.count("\n", 0, match.start()) + 1
+                found.append((path.relative_to(root).as_posix(), line, match.group(0)))
     return found
 
 
@@ -101,7 +102,8 @@ def test_no_template_branches_on_a_batch_system_name():
 def test_the_scan_finds_a_planted_name(tmp_path):
     """The scanners see the forms they forbid (so the two tests above can fail)."""
     (tmp_path / "gpujobqueue" / "batch").mkdir(parents=True)
-    (tmp_path / "gpujobqueue" / "mod.py").write_text('"""Docstrings may say "slurm"."""\nif batch == "pbs":\n    pass\n')
+    planted = '"""Docstrings may say "slurm"."""\nif batch == "pbs":\n    pass\n'
+    (tmp_path / "gpujobqueue" / "mod.py").write_text(planted)
     (tmp_path / "gpujobqueue" / "batch" / "pbs.py").write_text('batch = "pbs"\n')
     (tmp_path / "templates").mkdir()
     (tmp_path / "templates" / "t.sh.j2").write_text('echo slurm\n{% if batch == "sge" %}x{% endif %}\n')

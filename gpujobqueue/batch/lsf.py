@@ -200,7 +200,8 @@ class LSFGPUCluster(GPUJobQueueCluster):
     template_filters = {"lsf_walltime": format_lsf_walltime}  # used by lsf.sh.j2
 
     @classmethod
-    def site_settings(cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any], directives: Mapping[str, Any]) -> dict[str, Any]:
+    def site_settings(cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any],
+                      directives: Mapping[str, Any]) -> dict[str, Any]:
         """This batch system's keywords from a site's queue ``entry``, its ``gpu_request`` and ``directives``
         (the queue's over the site's); None values are dropped by the caller."""
         return {"gpu_mode": gpu.get("gpu_mode")}

@@ -230,12 +230,13 @@ class PBSGPUCluster(GPUJobQueueCluster):
     template_filters = {"pbs_memory": format_pbs_memory}  # used by pbs.sh.j2
 
     @classmethod
-    def site_settings(cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any], directives: Mapping[str, Any]) -> dict[str, Any]:
+    def site_settings(cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any],
+                      directives: Mapping[str, Any]) -> dict[str, Any]:
         """This batch system's keywords from a site's queue ``entry``, its ``gpu_request`` and ``directives``
         (the queue's over the site's); None values are dropped by the caller."""
         chunk = {**directives.get("chunk_resources", {}), **entry.get("chunk_resources", {})}
-        return {"chunk_resources": {k: str(v) for k, v in chunk.items()} or None, "filesystems": directives.get("filesystems"),
-                "place": directives.get("place")}
+        return {"chunk_resources": {k: str(v) for k, v in chunk.items()} or None,
+                "filesystems": directives.get("filesystems"), "place": directives.get("place")}
 
     @classmethod
     def _check_job_array(cls, request: JobRequest) -> None:

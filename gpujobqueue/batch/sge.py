@@ -237,10 +237,12 @@ class SGEGPUCluster(GPUJobQueueCluster):
     launchers = ("mpiexec-openmpi", "mpiexec-mpich")
 
     @classmethod
-    def site_settings(cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any], directives: Mapping[str, Any]) -> dict[str, Any]:
+    def site_settings(cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any],
+                      directives: Mapping[str, Any]) -> dict[str, Any]:
         """This batch system's keywords from a site's queue ``entry``, its ``gpu_request`` and ``directives``
         (the queue's over the site's); None values are dropped by the caller."""
-        return {"gpu_complex": gpu.get("complex"), "gpu_consumable": gpu.get("consumable"), "resource_type": gpu.get("resource_type"),
+        return {"gpu_complex": gpu.get("complex"), "gpu_consumable": gpu.get("consumable"),
+                "resource_type": gpu.get("resource_type"),
                 "parallel_environment": directives.get("parallel_environment")}
 
     @classmethod

@@ -127,7 +127,8 @@ class SLURMGPUCluster(GPUJobQueueCluster):
     template_filters = {"slurm_memory": format_slurm_memory}  # used by slurm.sh.j2
 
     @classmethod
-    def site_settings(cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any], directives: Mapping[str, Any]) -> dict[str, Any]:
+    def site_settings(cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any],
+                      directives: Mapping[str, Any]) -> dict[str, Any]:
         """This batch system's keywords from a site's queue ``entry``, its ``gpu_request`` and ``directives``
         (the queue's over the site's); None values are dropped by the caller."""
         return {"qos": entry.get("qos"), "constraint": entry.get("constraint") or directives.get("constraint")}
