@@ -24,21 +24,12 @@ from typing import Any
 import dask
 
 from . import sites
+from .batch import BATCH_SYSTEMS, DEFAULT_BATCH, cluster_class
 from .errors import GPUJobQueueError
 from .gpus import GPU, machine_gpus
 from .install import cuda_major, install_line
 from .nic_affinity import map_lines
 
-# The commands each batch system's cluster runs: submit, status, cancel (then optional ones).
-BATCH_COMMANDS = {
-    "slurm": ("sbatch", "squeue", "scancel"),
-    "pbs": ("qsub", "qstat", "qdel"),
-    "lsf": ("bsub", "bjobs", "bkill"),
-    "sge": ("qsub", "qstat", "qdel"),
-}
-OPTIONAL_BATCH_COMMANDS = {"slurm": ("sacct", "scontrol"), "pbs": (), "lsf": (), "sge": ("qacct",)}
-# The variable each batch system sets inside a job (SGE's JOB_ID is checked with SGE_ROOT).
-JOB_VARIABLES = {"slurm": "SLURM_JOB_ID", "pbs": "PBS_JOBID", "lsf": "LSB_JOBID", "sge": "JOB_ID"}
 PACKAGES = ("dask", "distributed", "dask-jobqueue", "dask-cuda", "distributed-ucxx", "ucxx", "cupy", "cudf", "rmm", "pynvml")
 # Distribution names differ by CUDA major version; the first one installed is reported.
 DISTRIBUTIONS = {
@@ -142,7 +133,7 @@ def gather_facts(site: str | None = None, batch: str | None = None, interface: s
     worker = loaded.worker(loaded.data["default_queue"]) if loaded else {}
     ucx_source, transports = _ucx_resources()
     checked, file_errors = _check_site_files()
-    target_batch = loaded.scheduler if loaded else (batch or dask.config.get("gpujobqueue.batch", default="local"))
+    target_batch = loaded.scheduler if loaded else batch or dask.config.get("gpujobqueue.batch", default=DEFAULT_BATCH)
     return MachineFacts(
         hostname=socket.gethostname(),
         python=platform.python_version(),
@@ -158,7 +149,8 @@ def gather_facts(site: str | None = None, batch: str | None = None, interface: s
         ucx_transports=transports,
         interfaces=_interfaces(),
         infiniband_devices=sorted(p.name for p in Path("/sys/class/infiniband").glob("*")),
-        batch_commands={command: shutil.which(command) for commands in (*BATCH_COMMANDS.values(), *OPTIONAL_BATCH_COMMANDS.values()) for command in commands},
+        batch_commands={command: shutil.which(command)
+                        for batch in _submitting() for command in (*_commands(batch), *_optional_commands(batch))},
         batch_versions=_batch_versions(),
         job_of=_job_of(),
         batch=target_batch,
@@ -241,7 +233,7 @@ def _gpu_findings(facts: MachineFacts) -> list[Finding]:
     if facts.job_of:
         return [Finding("fail", "GPUs", f"none seen inside this {facts.job_of} job{why}",
                         "ask the job for GPUs (gpus_per_node=, or the site's GPU queue) and check CUDA_VISIBLE_DEVICES is not empty")]
-    if facts.batch == "local":
+    if _runs_jobs_here(facts.batch):
         return [Finding("warn", "GPUs", f"no NVIDIA GPU here{why}; the local batch system will start CPU workers in their place",
                         "run on a GPU node, or pass site= / batch= to submit to the machine's batch system")]
     return [Finding("info", "GPUs", f"none here{why}: usual on a login node; the workers run on {facts.batch} compute nodes (run `gpujobqueue check` in a job to check those)")]
@@ -330,7 +322,7 @@ def _network_findings(facts: MachineFacts) -> list[Finding]:
         return findings
     choices = ", ".join(name for name, addrs in facts.interfaces.items() if addrs and name != "lo") or "lo"
     fix = f"pass interface= one of {choices} (or correct the site's network.interface)"
-    if facts.job_of or facts.batch == "local":
+    if facts.job_of or _runs_jobs_here(facts.batch):
         findings.append(Finding("fail", "site interface", f"{facts.interface} is not an interface of this host, where the workers run", fix))
     elif facts.scheduler_placement == "local":
         # The workers' interface is on the compute nodes; the scheduler's is here, on the login node.
@@ -349,23 +341,50 @@ def _network_findings(facts: MachineFacts) -> list[Finding]:
 
 
 def _batch_findings(facts: MachineFacts) -> list[Finding]:
-    present = [batch for batch, commands in BATCH_COMMANDS.items()
-               if all(facts.batch_commands.get(c) for c in commands) and batch in facts.batch_versions]
-    if facts.batch == "local":
+    present = [batch for batch in _submitting()
+               if all(facts.batch_commands.get(c) for c in _commands(batch)) and batch in facts.batch_versions]
+    if _runs_jobs_here(facts.batch):
         also = "; on PATH: " + ", ".join(facts.batch_versions[b] for b in present) + " (pass site= or batch= to use it)" if present else ""
-        return [Finding("ok", "batch commands", f"none needed for the local batch system{also}")]
-    missing = [c for c in BATCH_COMMANDS[facts.batch] if not facts.batch_commands.get(c)]
+        return [Finding("ok", "batch commands", f"none needed for the {facts.batch} batch system{also}")]
+    missing = [c for c in _commands(facts.batch) if not facts.batch_commands.get(c)]
     if missing:
         return [Finding("fail", "batch commands", f"{', '.join(missing)} not on PATH; {facts.batch} clusters submit, watch and cancel with them",
                         f"run on a login node of the {facts.batch} machine, or load the module that puts {missing[0]} on PATH")]
-    if facts.batch in ("pbs", "sge") and facts.batch_versions and facts.batch not in facts.batch_versions:
-        other = facts.batch_versions.get("sge" if facts.batch == "pbs" else "pbs", "another batch system")
-        return [Finding("fail", "batch commands", f"qsub, qstat and qdel here are {other}'s, not {facts.batch}'s",
+    # Batch systems whose commands have the same names (PBS's and Grid Engine's qsub, qstat, qdel).
+    namesakes = [b for b in _submitting() if b != facts.batch and _commands(b) == _commands(facts.batch)]
+    if namesakes and facts.batch_versions and facts.batch not in facts.batch_versions:
+        other = next((facts.batch_versions[b] for b in namesakes if b in facts.batch_versions), "another batch system")
+        *named, last = _commands(facts.batch)
+        return [Finding("fail", "batch commands",
+                        f"{', '.join(named)} and {last} here are {other}'s, not {facts.batch}'s",
                         f"put {facts.batch}'s commands first on PATH, or pass the site or batch= this machine runs")]
-    found = [f"{c} {facts.batch_commands[c]}" for c in (*BATCH_COMMANDS[facts.batch], *OPTIONAL_BATCH_COMMANDS[facts.batch]) if facts.batch_commands.get(c)]
+    found = [f"{c} {facts.batch_commands[c]}" for c in (*_commands(facts.batch), *_optional_commands(facts.batch))
+             if facts.batch_commands.get(c)]
     version = f"{facts.batch_versions[facts.batch]}: " if facts.batch in facts.batch_versions else ""
-    inside = f"; inside {facts.job_of} job {os.environ.get(JOB_VARIABLES[facts.job_of], '')}" if facts.job_of else ""
+    job_id = os.environ.get(cluster_class(facts.job_of).job_cls.job_id_variable, "") if facts.job_of else ""
+    inside = f"; inside {facts.job_of} job {job_id}" if facts.job_of else ""
     return [Finding("ok", "batch commands", version + "; ".join(found) + inside)]
+
+
+def _runs_jobs_here(batch: str) -> bool:
+    """Whether the batch system runs its jobs on this host, needing no batch commands (the local one)."""
+    return getattr(cluster_class(batch).job_cls, "runs_jobs_here", False)
+
+
+def _submitting() -> list[str]:
+    """The batch systems that submit to a batch server, in the registry's order."""
+    return [batch for batch in BATCH_SYSTEMS if not _runs_jobs_here(batch)]
+
+
+def _commands(batch: str) -> tuple[str, ...]:
+    """The commands a batch system's clusters submit, watch and cancel with."""
+    job = cluster_class(batch).job_cls
+    return (job.submit_command, job.status_command, job.cancel_command)
+
+
+def _optional_commands(batch: str) -> tuple[str, ...]:
+    """Commands its clusters use where present (a finished job's exit code)."""
+    return getattr(cluster_class(batch).job_cls, "optional_commands", ())
 
 
 def _package(name: str) -> Package:
@@ -428,21 +447,15 @@ def _ucx_resources() -> tuple[str | None, list[str] | None]:
 
 def _batch_versions() -> dict[str, str]:
     """Which batch systems' commands these are: PBS and Grid Engine share qsub, qstat and qdel."""
-    versions = {}
-    if shutil.which("sbatch"):
-        line = _first_line(["sbatch", "--version"]) or ""
-        versions["slurm"] = line if re.match(r"slurm \S+$", line) else "slurm"
-    if shutil.which("bsub"):
-        versions["lsf"] = _first_line(["lsid"]) if shutil.which("lsid") else "LSF"
-    if shutil.which("qstat"):
-        # PBS Pro answers --version with "pbs_version = X", Torque with "Version: X";
-        # Grid Engine has no --version and prints its usage, headed "SGE 8.1.9".
-        line = _first_line(["qstat", "--version"]) or ""
-        if "pbs_version" in line or line.startswith("Version:"):
-            versions["pbs"] = ("PBS " + line.split("=")[-1].strip()) if "pbs_version" in line else f"Torque {line.split(':', 1)[1].strip()}"
-        elif re.match(r"(SGE|GE|OGS|UGE|AGE|Univa|Son of Grid Engine)\b", line):
-            versions["sge"] = line
-    return versions
+    answers: dict[tuple[str, ...], str | None] = {}
+
+    def first_line(command: list[str]) -> str | None:  # each command run once, whichever modules ask
+        if tuple(command) not in answers:
+            answers[tuple(command)] = _first_line(command)
+        return answers[tuple(command)]
+
+    versions = {batch: cluster_class(batch).job_cls.installed_version(first_line) for batch in _submitting()}
+    return {batch: version for batch, version in versions.items() if version is not None}
 
 
 def _first_line(command: list[str]) -> str | None:
@@ -462,8 +475,9 @@ def _interfaces() -> dict[str, list[str]]:
 
 
 def _job_of() -> str | None:
-    for batch, variable in JOB_VARIABLES.items():
-        if os.environ.get(variable) and (batch != "sge" or os.environ.get("SGE_ROOT")):
+    for batch in _submitting():
+        job = cluster_class(batch).job_cls
+        if all(os.environ.get(variable) for variable in (job.job_id_variable, *getattr(job, "job_also_sets", ()))):
             return batch
     return None
 

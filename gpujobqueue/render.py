@@ -13,7 +13,8 @@ import jinja2
 
 from .errors import ValidationError
 from .job_commands import ArrayElements
-from .request import JobRequest, format_hours_walltime, format_lsf_walltime, format_pbs_memory, format_slurm_memory
+from .batch import BATCH_SYSTEMS, cluster_class
+from .request import JobRequest, format_hours_walltime
 from .run import ClientRun
 from .scheduler_job import SchedulerStart
 from .script_tls import ScriptTLS
@@ -37,11 +38,6 @@ def package_data_dir(name: str) -> Path:
     raise FileNotFoundError(f"gpujobqueue's {name} folder is missing: looked in {installed} and {checkout}")
 
 
-# How each batch system's header sets the walltime: job_directives_skip may drop the generated
-# walltime directive only where an extra directive gives one, or the job would run unlimited.
-WALLTIME_DIRECTIVES = ("#SBATCH --time", "#SBATCH -t", "#PBS -l walltime", "#BSUB -W", "#$ -l h_rt")
-
-
 def _skip_lines(text: str, needles: Sequence[str]) -> str:
     """Drop the lines of ``text`` that contain any of ``needles`` (dask-jobqueue's job_directives_skip)."""
     if not needles:
@@ -62,9 +58,12 @@ def check_walltime_kept(batch: str, script: str, request: JobRequest) -> None:
     ValidationError
         Naming ``job_directives_skip``.
     """
-    if batch == "local" or not request.directives_skip:
+    # job_directives_skip may drop the generated walltime directive only where an extra directive
+    # gives one, or the job would run unlimited. A batch system that ends no job at a walltime has none.
+    directives = getattr(cluster_class(batch).job_cls, "walltime_directives", ())
+    if not directives or not request.directives_skip:
         return
-    if not any(line.startswith(WALLTIME_DIRECTIVES) for line in script.split("\n")):
+    if not any(line.startswith(directives) for line in script.split("\n")):
         raise ValidationError("job_directives_skip", f"{list(request.directives_skip)!r} removes the walltime directive, and the job would "
                                                      "run without a time limit; keep it, or give your own in job_extra_directives")
 
@@ -108,10 +107,9 @@ def environment() -> jinja2.Environment:
         finalize=_refuse_line_breaks,
     )
     env.filters["shquote"] = lambda value: shlex.quote(str(value))
-    env.filters["slurm_memory"] = format_slurm_memory
-    env.filters["pbs_memory"] = format_pbs_memory
     env.filters["hours_walltime"] = format_hours_walltime
-    env.filters["lsf_walltime"] = format_lsf_walltime
+    for batch in BATCH_SYSTEMS:  # each batch system's own formatters, for its header template
+        env.filters.update(getattr(cluster_class(batch), "template_filters", {}))
     env.filters["skip_lines"] = _skip_lines
     # Job scripts carry the watchdog's text: the compute nodes need no gpujobqueue installed.
     # It is the package's own text, not a value: its line breaks are meant.
@@ -232,7 +230,8 @@ def render_job_script(
         worker_name = '"$job_in_cluster"'  # element i's job name, worked out in the job
     template = environment().get_template(f"{batch}.sh.j2")
     text = template.render(
-        batch=batch,
+        # The file listing the job's hosts, for launchers that need it (mpiexec under PBS), else None.
+        node_file_variable=getattr(cluster_class(batch).job_cls, "node_file_variable", None),
         request=request,
         launch=launch,
         name=name,

@@ -213,12 +213,6 @@ def format_hours_walltime(seconds: int) -> str:
     return f"{hours:02d}:{minutes:02d}:{secs:02d}"
 
 
-def format_lsf_walltime(seconds: int) -> str:
-    """Seconds as LSF's ``-W HH:MM``, rounded up to the minute."""
-    hours, minutes = divmod(math.ceil(seconds / 60), 60)
-    return f"{hours:02d}:{minutes:02d}"
-
-
 def parse_size(field_name: str, value: Any, maximum: int = MAX_MEMORY_BYTES) -> int:
     """Parse a memory size such as ``60GiB``, ``60 GB`` or a number of bytes into bytes (at most ``maximum``)."""
     if isinstance(value, bool):
@@ -241,18 +235,6 @@ def parse_size(field_name: str, value: Any, maximum: int = MAX_MEMORY_BYTES) -> 
     if number > maximum:
         raise ValidationError(field_name, f"{value!r} is more than {maximum // 2**40} TiB, the largest size gpujobqueue accepts here")
     return number
-
-
-def format_slurm_memory(nbytes: int) -> str:
-    """Bytes as SLURM memory (binary units), rounded up: ``60G`` or ``1536M``."""
-    mebibytes = math.ceil(nbytes / 2**20)
-    return f"{mebibytes // 1024}G" if mebibytes % 1024 == 0 else f"{mebibytes}M"
-
-
-def format_pbs_memory(nbytes: int) -> str:
-    """Bytes as a PBS size (binary units), rounded up: ``60gb`` or ``1536mb``."""
-    mebibytes = math.ceil(nbytes / 2**20)
-    return f"{mebibytes // 1024}gb" if mebibytes % 1024 == 0 else f"{mebibytes}mb"
 
 
 def parse_path(field_name: str, value: Any) -> str:
@@ -537,3 +519,12 @@ class JobRequest:
     def walltime_text(self) -> str:
         """The walltime as SLURM writes it; ``"none"`` for a job without one."""
         return "none" if self.walltime is None else format_walltime(self.walltime)
+
+
+def __getattr__(name: str) -> Any:
+    # format_slurm_memory moved to gpujobqueue.batch.slurm; it stays importable from here.
+    if name == "format_slurm_memory":
+        from .batch.slurm import format_slurm_memory
+
+        return format_slurm_memory
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -23,7 +23,6 @@ from . import queue_routing
 from .errors import GPUJobQueueError, ValidationError
 from .limits import MAX_PATTERN_INPUT, MAX_PATTERN_REPEATS, MAX_SITE_DEPTH, MAX_SITE_FILE_BYTES
 from .render import package_data_dir
-from .workers import BATCH_LAUNCHERS
 
 logger = logging.getLogger(__name__)
 SCHEMA_FILE = Path(__file__).with_name("site_schema.yaml")
@@ -352,10 +351,14 @@ def _semantic_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[Sit
         error(("name",), f"{data.get('name')!r} must be the file's name without .yaml ({stem!r})")
     scheduler = data.get("scheduler")
     style = data.get("gpu_request", {}).get("style")
-    if scheduler in ("slurm", "pbs", "lsf", "sge"):
-        from .batch import cluster_class  # the batch modules import this one
+    from .batch import BATCH_SYSTEMS, cluster_class  # the batch modules import this one
 
-        styles = cluster_class(scheduler).gpu_request_styles
+    # The schema refuses any other scheduler; a batch system without a site hook (local) has no sites.
+    batch_cls = cluster_class(scheduler) if scheduler in BATCH_SYSTEMS else None
+    if not hasattr(batch_cls, "site_settings"):
+        batch_cls = None
+    if batch_cls is not None:
+        styles = batch_cls.gpu_request_styles
         if style not in styles:
             error(("gpu_request", "style"), f"{style!r} is not a {scheduler} GPU request style; use one of {', '.join(styles)}")
     if data.get("default_queue") not in data.get("queues", {}):
@@ -391,8 +394,9 @@ def _semantic_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[Sit
     launcher = data.get("launcher", {}).get("name")
     if (launcher == "jsrun") != (style == "csm"):
         error(("launcher", "name"), "jsrun goes with LSF's CSM style (gpu_request.style: csm) and only with it")
-    elif launcher not in (None, "direct", *BATCH_LAUNCHERS.get(data.get("scheduler"), ())):
-        error(("launcher", "name"), f"{launcher} does not start tasks on {data.get('scheduler')} nodes; use one of direct, {', '.join(BATCH_LAUNCHERS.get(data.get('scheduler'), ()))}")
+    elif launcher not in (None, "direct", *(batch_cls.launchers if batch_cls else ())):
+        accepted = ", ".join(("direct", *(batch_cls.launchers if batch_cls else ())))
+        error(("launcher", "name"), f"{launcher} does not start tasks on {scheduler} nodes; use one of {accepted}")
     return errors
 
 
@@ -818,18 +822,10 @@ def site_settings(site: Site, queue: str | None) -> dict[str, Any]:
     }
     for transport, on in network.get("ucx", {}).items():
         settings[f"enable_{transport}"] = on
-    scheduler = data["scheduler"]
-    if scheduler == "slurm":
-        settings["qos"] = entry.get("qos")
-        settings["constraint"] = entry.get("constraint") or directives.get("constraint")
-    elif scheduler == "pbs":
-        chunk = {**directives.get("chunk_resources", {}), **entry.get("chunk_resources", {})}
-        settings.update(chunk_resources={k: str(v) for k, v in chunk.items()} or None, filesystems=directives.get("filesystems"), place=directives.get("place"))
-    elif scheduler == "lsf":
-        settings["gpu_mode"] = gpu.get("gpu_mode")
-    elif scheduler == "sge":
-        settings.update(gpu_complex=gpu.get("complex"), gpu_consumable=gpu.get("consumable"), resource_type=gpu.get("resource_type"),
-                        parallel_environment=directives.get("parallel_environment"))
+    from .batch import cluster_class  # the batch modules import this one
+
+    # The batch system's own keywords, read from the site by its module.
+    settings.update(cluster_class(data["scheduler"]).site_settings(entry=entry, gpu=gpu, directives=directives))
     return {key: value for key, value in settings.items() if value is not None}
 
 

@@ -20,14 +20,6 @@ VISIBILITY_VARIABLES = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFI
 # the script runs on it), or through a launcher that runs one task per node. jsrun (LSF CSM
 # machines such as Summit) is needed even for one node: the script runs on a launch node.
 LAUNCHERS = ("direct", "srun", "mpiexec-pals", "mpiexec-openmpi", "mpiexec-mpich", "jsrun", "ibrun")
-# The launchers that start one task per node of each batch system's jobs.
-BATCH_LAUNCHERS = {
-    "slurm": ("srun", "ibrun", "mpiexec-openmpi", "mpiexec-mpich"),
-    "pbs": ("mpiexec-pals", "mpiexec-openmpi", "mpiexec-mpich"),
-    "lsf": ("jsrun", "mpiexec-openmpi", "mpiexec-mpich"),
-    "sge": ("mpiexec-openmpi", "mpiexec-mpich"),
-    "local": (),
-}
 # The variable that tells a launched task its rank (= its node), launcher's own first.
 LAUNCHER_RANK_VARIABLES = {
     "srun": ("SLURM_PROCID",),

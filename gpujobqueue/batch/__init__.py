@@ -6,7 +6,8 @@ import importlib
 
 from ..errors import ValidationError
 
-# name -> (module, cluster class)
+# name -> (module, cluster class). The one place outside a batch module that names the batch
+# systems: everything else reads their names from here and their knowledge from their classes.
 _CLUSTERS = {
     "slurm": ("slurm", "SLURMGPUCluster"),
     "pbs": ("pbs", "PBSGPUCluster"),
@@ -15,6 +16,8 @@ _CLUSTERS = {
     "local": ("local", "LocalGPUCluster"),
 }
 BATCH_SYSTEMS = tuple(_CLUSTERS)
+# Without a site or gpujobqueue.batch: the embedded batch system, jobs as processes on this machine.
+DEFAULT_BATCH = "local"
 
 
 def cluster_class(batch: str) -> type:

@@ -66,6 +66,7 @@ class LocalGPUJob(GPUJob):
 
     batch = "local"
     directive_prefix = "#"
+    runs_jobs_here = True  # no batch server: `gpujobqueue check` looks for no batch commands
     submit_command = "bash"
     cancel_command = "kill"
     config_name = "local"

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 import re
+import shutil
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from dask_jobqueue.lsf import lsf_detect_units
 
@@ -15,7 +16,7 @@ from ..job import GPUJob
 from ..job_status import JobStatus, unlisted
 from ..limits import MAX_CPUS_PER_NODE, MAX_NODES
 from ..request import JobRequest, given_or, parse_bool, parse_positive_int, parse_size
-from ..workers import BATCH_LAUNCHERS, WorkerLaunch
+from ..workers import WorkerLaunch
 
 GPU_MODES = ("exclusive_process", "shared")
 LSF_UNITS = ("kb", "mb", "gb", "tb", "pb", "eb")
@@ -34,6 +35,12 @@ def format_lsf_memory(nbytes: int, lsf_units: str) -> str:
     """
     power = LSF_UNITS.index(lsf_units) + 1
     return str(math.ceil(nbytes / 1024**power))
+
+
+def format_lsf_walltime(seconds: int) -> str:
+    """Seconds as LSF's ``-W HH:MM``, rounded up to the minute."""
+    hours, minutes = divmod(math.ceil(seconds / 60), 60)
+    return f"{hours:02d}:{minutes:02d}"
 
 
 @dataclass(frozen=True)
@@ -83,13 +90,25 @@ class LSFGPUJob(GPUJob):
 
     batch = "lsf"
     directive_prefix = "#BSUB"
+    # The header lines that set the walltime, which job_directives_skip must leave (or an extra directive give).
+    walltime_directives = ("#BSUB -W",)
     submit_command = "bsub"
+    status_command = "bjobs"
     cancel_command = "bkill"
+    job_id_variable = "LSB_JOBID"  # set inside a job
     config_name = "lsf"
     job_id_regexp = r"Job <(?P<job_id>\d+)>"
     ended_states = frozenset({"DONE", "EXIT"})
     array_task_variable = "LSB_JOBINDEX"
     array_size_limit = 1000  # MAX_JOB_ARRAY_SIZE's default
+
+    @classmethod
+    def installed_version(cls, first_line: Callable[[list[str]], str | None]) -> str | None:
+        """This machine's LSF as ``gpujobqueue check`` reports it, or None where its commands are
+        missing or are another batch system's; ``first_line`` runs a command and gives its first line."""
+        if not shutil.which("bsub"):
+            return None
+        return (first_line(["lsid"]) if shutil.which("lsid") else None) or "LSF"
 
     @classmethod
     def array_element_id(cls, array_id: str, index: int) -> str:
@@ -176,7 +195,16 @@ class LSFGPUCluster(GPUJobQueueCluster):
     batch_keywords = ("ncpus", "mem", "lsf_units", "use_stdin", "gpu_mode")
     batch_synonyms = {"project": "account"}
     gpu_request_styles = ("gpu", "csm", "none")
-    launchers = BATCH_LAUNCHERS["lsf"]
+    # The launchers that start one task per node of its jobs (the site schema and keywords accept these).
+    launchers = ("jsrun", "mpiexec-openmpi", "mpiexec-mpich")
+    template_filters = {"lsf_walltime": format_lsf_walltime}  # used by lsf.sh.j2
+
+    @classmethod
+    def site_settings(cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any],
+                      directives: Mapping[str, Any]) -> dict[str, Any]:
+        """This batch system's keywords from a site's queue ``entry``, its ``gpu_request`` and ``directives``
+        (the queue's over the site's); None values are dropped by the caller."""
+        return {"gpu_mode": gpu.get("gpu_mode")}
 
     @classmethod
     def _apply_batch_defaults(cls, settings: dict[str, Any]) -> None:

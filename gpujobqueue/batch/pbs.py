@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
+import shutil
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..cluster import GPUJobQueueCluster
 from ..errors import ValidationError
 from ..job import GPUJob
 from ..job_status import JobStatus, unlisted
 from ..request import JobRequest, _matching
-from ..workers import BATCH_LAUNCHERS
 
 # PBS resource names and values: no spaces, colons, commas, plus signs or shell characters,
 # so a value cannot open another chunk (+), resource (:, ,) or directive.
@@ -49,6 +50,12 @@ def parse_chunk_resources(field_name: str, value: Any) -> tuple[tuple[str, str],
             raise ValidationError(field_name, f"{name} is set from gpujobqueue's own keywords (cores/cpus_per_gpu, gpus_per_node, memory, gpu_type); do not repeat it here")
         _matching(f"{field_name}[{name}]", resource_value, _RESOURCE_VALUE, "a PBS resource value (letters, digits, _ . @ / -)")
     return tuple(items)
+
+
+def format_pbs_memory(nbytes: int) -> str:
+    """Bytes as a PBS size (binary units), rounded up: ``60gb`` or ``1536mb``."""
+    mebibytes = math.ceil(nbytes / 2**20)
+    return f"{mebibytes // 1024}gb" if mebibytes % 1024 == 0 else f"{mebibytes}mb"
 
 
 @dataclass(frozen=True)
@@ -99,14 +106,32 @@ class PBSGPUJob(GPUJob):
 
     batch = "pbs"
     directive_prefix = "#PBS"
+    # The header lines that set the walltime, which job_directives_skip must leave (or an extra directive give).
+    walltime_directives = ("#PBS -l walltime",)
     submit_command = "qsub"
+    status_command = "qstat"
     cancel_command = "qdel"
+    job_id_variable = "PBS_JOBID"  # set inside a job
+    # The file listing the job's hosts, which mpiexec needs to run on all of them.
+    node_file_variable = "PBS_NODEFILE"
     config_name = "pbs"
     # `1234.server`: the whole id, which qdel and qstat take on every PBS.
     job_id_regexp = r"(?P<job_id>\d+(?:\[\d*\])?(?:\.[A-Za-z0-9_.-]+)?)"
     ended_states = frozenset({"F", "X", "C"})  # finished, subjob finished, Torque's completed
     array_task_variable = "PBS_ARRAY_INDEX"
     array_size_limit = 10000  # the server's max_array_size default
+
+    @classmethod
+    def installed_version(cls, first_line: Callable[[list[str]], str | None]) -> str | None:
+        """This machine's PBS as ``gpujobqueue check`` reports it, or None where its commands are
+        missing or are another batch system's; ``first_line`` runs a command and gives its first line."""
+        if not shutil.which("qstat"):
+            return None
+        # PBS Pro answers --version with "pbs_version = X", Torque with "Version: X" (Grid Engine prints its usage).
+        line = first_line(["qstat", "--version"]) or ""
+        if "pbs_version" in line:
+            return "PBS " + line.split("=")[-1].strip()
+        return f"Torque {line.split(':', 1)[1].strip()}" if line.startswith("Version:") else None
 
     @classmethod
     def array_element_id(cls, array_id: str, index: int) -> str:
@@ -200,7 +225,18 @@ class PBSGPUCluster(GPUJobQueueCluster):
     job_cls = PBSGPUJob
     batch_keywords = ("chunk_resources", "place", "filesystems", "resource_spec")
     gpu_request_styles = ("select", "torque", "none")
-    launchers = BATCH_LAUNCHERS["pbs"]
+    # The launchers that start one task per node of its jobs (the site schema and keywords accept these).
+    launchers = ("mpiexec-pals", "mpiexec-openmpi", "mpiexec-mpich")
+    template_filters = {"pbs_memory": format_pbs_memory}  # used by pbs.sh.j2
+
+    @classmethod
+    def site_settings(cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any],
+                      directives: Mapping[str, Any]) -> dict[str, Any]:
+        """This batch system's keywords from a site's queue ``entry``, its ``gpu_request`` and ``directives``
+        (the queue's over the site's); None values are dropped by the caller."""
+        chunk = {**directives.get("chunk_resources", {}), **entry.get("chunk_resources", {})}
+        return {"chunk_resources": {k: str(v) for k, v in chunk.items()} or None,
+                "filesystems": directives.get("filesystems"), "place": directives.get("place")}
 
     @classmethod
     def _check_job_array(cls, request: JobRequest) -> None:

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import shutil
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ..cluster import GPUJobQueueCluster
 from ..errors import SubmissionError, ValidationError
 from ..job import CommandFailed, GPUJob
 from ..job_status import JobStatus, run_query, unlisted
 from ..request import JobRequest, _matching, given_or
-from ..workers import BATCH_LAUNCHERS
 
 GPU_CONSUMABLES = ("slot", "job")
 _COMPLEX = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
@@ -106,12 +106,28 @@ class SGEGPUJob(GPUJob):
 
     batch = "sge"
     directive_prefix = "#$"
+    # The header lines that set the walltime, which job_directives_skip must leave (or an extra directive give).
+    walltime_directives = ("#$ -l h_rt",)
     submit_command = "qsub"
+    status_command = "qstat"
     cancel_command = "qdel"
+    optional_commands = ("qacct",)
+    job_id_variable = "JOB_ID"  # set inside a job; a name common enough that SGE_ROOT must be set too
+    job_also_sets = ("SGE_ROOT",)
     config_name = "sge"
     job_id_regexp = r"Your job(?:-array)? (?P<job_id>\d+)"
     array_task_variable = "SGE_TASK_ID"
     array_size_limit = 75000  # max_aj_tasks' default
+
+    @classmethod
+    def installed_version(cls, first_line: Callable[[list[str]], str | None]) -> str | None:
+        """This machine's Grid Engine as ``gpujobqueue check`` reports it, or None where its commands are
+        missing or are another batch system's; ``first_line`` runs a command and gives its first line."""
+        if not shutil.which("qstat"):
+            return None
+        # Grid Engine has no --version and prints its usage, headed "SGE 8.1.9" (PBS answers with its version).
+        line = first_line(["qstat", "--version"]) or ""
+        return line if re.match(r"(SGE|GE|OGS|UGE|AGE|Univa|Son of Grid Engine)\b", line) else None
 
     @classmethod
     def array_element_id(cls, array_id: str, index: int) -> str:
@@ -217,7 +233,17 @@ class SGEGPUCluster(GPUJobQueueCluster):
     batch_keywords = ("gpu_complex", "gpu_consumable", "resource_type", "parallel_environment", "resource_spec")
     batch_synonyms = {"project": "account"}
     gpu_request_styles = ("complex", "resource-type", "none")
-    launchers = BATCH_LAUNCHERS["sge"]
+    # The launchers that start one task per node of its jobs (the site schema and keywords accept these).
+    launchers = ("mpiexec-openmpi", "mpiexec-mpich")
+
+    @classmethod
+    def site_settings(cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any],
+                      directives: Mapping[str, Any]) -> dict[str, Any]:
+        """This batch system's keywords from a site's queue ``entry``, its ``gpu_request`` and ``directives``
+        (the queue's over the site's); None values are dropped by the caller."""
+        return {"gpu_complex": gpu.get("complex"), "gpu_consumable": gpu.get("consumable"),
+                "resource_type": gpu.get("resource_type"),
+                "parallel_environment": directives.get("parallel_environment")}
 
     @classmethod
     def _apply_batch_defaults(cls, settings: dict[str, Any]) -> None:

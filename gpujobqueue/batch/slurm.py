@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import math
 import re
+import shutil
+from typing import Any, Callable, Mapping
 
 from ..cluster import GPUJobQueueCluster
 from ..job import GPUJob
 from ..job_status import JobStatus, run_query, unlisted
-from ..workers import BATCH_LAUNCHERS
+
+
+def format_slurm_memory(nbytes: int) -> str:
+    """Bytes as SLURM memory (binary units), rounded up: ``60G`` or ``1536M``."""
+    mebibytes = math.ceil(nbytes / 2**20)
+    return f"{mebibytes // 1024}G" if mebibytes % 1024 == 0 else f"{mebibytes}M"
 
 
 class SLURMGPUJob(GPUJob):
@@ -15,8 +23,13 @@ class SLURMGPUJob(GPUJob):
 
     batch = "slurm"
     directive_prefix = "#SBATCH"
+    # The header lines that set the walltime, which job_directives_skip must leave (or an extra directive give).
+    walltime_directives = ("#SBATCH --time", "#SBATCH -t")
     submit_command = "sbatch"
+    status_command = "squeue"
     cancel_command = "scancel"
+    optional_commands = ("sacct", "scontrol")  # exit codes of ended jobs
+    job_id_variable = "SLURM_JOB_ID"  # set inside a job
     config_name = "slurm"
     job_id_regexp = r"Submitted batch job (?P<job_id>\d+)"
     ended_states = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
@@ -35,6 +48,15 @@ class SLURMGPUJob(GPUJob):
     @classmethod
     def array_element_id(cls, array_id: str, index: int) -> str:
         return f"{array_id}_{index}"
+
+    @classmethod
+    def installed_version(cls, first_line: Callable[[list[str]], str | None]) -> str | None:
+        """This machine's SLURM as ``gpujobqueue check`` reports it, or None where its commands are
+        missing or are another batch system's; ``first_line`` runs a command and gives its first line."""
+        if not shutil.which("sbatch"):
+            return None
+        line = first_line(["sbatch", "--version"]) or ""
+        return line if re.match(r"slurm \S+$", line) else "slurm"
 
     @classmethod
     def query_command(cls, job_ids: list[str], jobs: list[GPUJob]) -> list[str]:
@@ -100,4 +122,13 @@ class SLURMGPUCluster(GPUJobQueueCluster):
     batch_keywords = ("qos", "constraint", "job_cpu", "job_mem")
     batch_synonyms = {"partition": "queue"}
     gpu_request_styles = ("gpus-per-node", "gres", "none")
-    launchers = BATCH_LAUNCHERS["slurm"]
+    # The launchers that start one task per node of its jobs (the site schema and keywords accept these).
+    launchers = ("srun", "ibrun", "mpiexec-openmpi", "mpiexec-mpich")
+    template_filters = {"slurm_memory": format_slurm_memory}  # used by slurm.sh.j2
+
+    @classmethod
+    def site_settings(cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any],
+                      directives: Mapping[str, Any]) -> dict[str, Any]:
+        """This batch system's keywords from a site's queue ``entry``, its ``gpu_request`` and ``directives``
+        (the queue's over the site's); None values are dropped by the caller."""
+        return {"qos": entry.get("qos"), "constraint": entry.get("constraint") or directives.get("constraint")}

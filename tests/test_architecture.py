@@ -1,0 +1,131 @@
+"""The house rules that a test can hold: what a batch system knows lives in its own module.
+
+Outside ``gpujobqueue/batch/`` no code and no template names a batch system as a value (a string
+``"slurm"``, ``"pbs"``, ``"lsf"``, ``"sge"`` or ``"local"``; a template's ``batch ==``): such code
+would branch on a name instead of asking the batch module. The few uses that stay are listed in
+ALLOWED with the reason; a new one fails here, naming its file and line.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from gpujobqueue.batch import BATCH_SYSTEMS, cluster_class
+
+ROOT = Path(__file__).resolve().parents[1]
+NAMES = ("slurm", "pbs", "lsf", "sge", "local")
+
+# (file, name) -> (how many uses, why they stay). Keep it short: move knowledge to the batch module instead.
+ALLOWED = {
+    ("gpujobqueue/cli.py", "slurm"): (1, "--batch's choices; to come from batch.BATCH_SYSTEMS (cli.py: another part)"),
+    ("gpujobqueue/cli.py", "pbs"): (1, "as above"),
+    ("gpujobqueue/cli.py", "lsf"): (1, "as above"),
+    ("gpujobqueue/cli.py", "sge"): (1, "as above"),
+    ("gpujobqueue/cli.py", "local"): (1, "as above"),
+    ("gpujobqueue/cluster.py", "local"): (4, "2 are scheduler='local' (a placement, not the batch system); 2 are "
+                                             "GPUCluster's default batch, to read batch.DEFAULT_BATCH (another part)"),
+    ("gpujobqueue/scheduler_job.py", "local"): (4, "3 are the placement 'local'; 1 keeps UCX's scheduler here on the "
+                                                   "local batch system, to ask its runs_jobs_here (another part)"),
+    ("gpujobqueue/diagnostics.py", "local"): (1, "scheduler_placement == 'local' (a placement, not the batch system)"),
+    ("gpujobqueue/cpu_pool.py", "slurm"): (2, "cpu_pool.constraint is SLURM's; to ask 'constraint' in the class's "
+                                              "batch_keywords (cpu_pool.py: another part)"),
+    ("gpujobqueue/hand_written_gpus.py", "slurm"): (1, "the parser of each batch system's hand-written GPU lines; "
+                                                       "to move to the batch modules (not yet moved)"),
+    ("gpujobqueue/hand_written_gpus.py", "pbs"): (3, "as above, and PBS's select line kept whole"),
+    ("gpujobqueue/hand_written_gpus.py", "lsf"): (1, "as above"),
+    ("gpujobqueue/hand_written_gpus.py", "sge"): (3, "as above, and Grid Engine's parallel environment slots"),
+}
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def batch_names_in_code(root: Path = ROOT) -> list[tuple[str, int, str]]:
+    """(file, line, name) of each batch system's name written as a string value outside gpujobqueue/batch/."""
+    uses = []
+    for path in sorted((root / "gpujobqueue").rglob("*.py")):
+        relative = path.relative_to(root).as_posix()
+        if relative.startswith("gpujobqueue/batch/"):
+            continue
+        tree = ast.parse(path.read_text(), relative)
+        docstrings = _docstrings(tree)
+        uses += [(relative, node.lineno, node.value) for node in ast.walk(tree)
+                 if isinstance(node, ast.Constant) and node.value in NAMES and id(node) not in docstrings]
+    return sorted(uses)
+
+
+_JINJA_TAG = re.compile(r"\{[{%](.*?)[}%]\}", re.DOTALL)
+_BRANCH = re.compile(r"\bbatch\s*(?:==|!=|\bin\b|\bnot\s+in\b)|[\"'](?:" + "|".join(NAMES) + r")[\"']")
+
+
+def batch_branches_in_templates(root: Path = ROOT) -> list[tuple[str, int, str]]:
+    """(file, line, tag) of each Jinja tag that compares ``batch`` or names a batch system."""
+    found = []
+    for path in sorted((root / "templates").rglob("*.j2")):
+        text = path.read_text()
+        for match in _JINJA_TAG.finditer(text):
+            if _BRANCH.search(match.group(1)):
+                line = text.count("\n", 0, match.start()) + 1
+                found.append((path.relative_to(root).as_posix(), line, match.group(0)))
+    return found
+
+
+def test_no_code_outside_the_batch_modules_names_a_batch_system_beyond_the_allow_list():
+    uses = batch_names_in_code()
+    counted = Counter((path, name) for path, _, name in uses)
+    unexpected = [f"{path}:{line}: {name!r}" for path, line, name in uses
+                  if counted[path, name] > ALLOWED.get((path, name), (0, ""))[0]]
+    assert not unexpected, ("batch-system names used as values outside gpujobqueue/batch/; ask the batch module "
+                            "(gpujobqueue.batch.cluster_class(name)) instead:\n" + "\n".join(unexpected))
+    stale = {key: (counted[key], allowed) for key, (allowed, _) in ALLOWED.items() if counted[key] < allowed}
+    assert not stale, f"allow-list entries larger than the uses left (lower them): {stale}"
+
+
+def test_no_template_branches_on_a_batch_system_name():
+    found = batch_branches_in_templates()
+    assert not found, "templates branching on a batch system's name; branch on a value its module gives:\n" + "\n".join(
+        f"{path}:{line}: {tag}" for path, line, tag in found)
+
+
+def test_the_scan_finds_a_planted_name(tmp_path):
+    """The scanners see the forms they forbid (so the two tests above can fail)."""
+    (tmp_path / "gpujobqueue" / "batch").mkdir(parents=True)
+    planted = '"""Docstrings may say "slurm"."""\nif batch == "pbs":\n    pass\n'
+    (tmp_path / "gpujobqueue" / "mod.py").write_text(planted)
+    (tmp_path / "gpujobqueue" / "batch" / "pbs.py").write_text('batch = "pbs"\n')
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "t.sh.j2").write_text('echo slurm\n{% if batch == "sge" %}x{% endif %}\n')
+    assert batch_names_in_code(tmp_path) == [("gpujobqueue/mod.py", 2, "pbs")]
+    assert [(path, line) for path, line, _ in batch_branches_in_templates(tmp_path)] == [("templates/t.sh.j2", 2)]
+
+
+@pytest.mark.parametrize("batch", BATCH_SYSTEMS)
+def test_each_batch_module_declares_what_the_rest_of_the_package_reads(batch):
+    """The checklist of docs/contributing.md ("Adding a batch system"), held for every registered batch system."""
+    from gpujobqueue.batch import DEFAULT_BATCH
+
+    cls = cluster_class(batch)
+    job = cls.job_cls
+    assert job.batch == batch and cls.__module__ == f"gpujobqueue.batch.{batch}"
+    assert isinstance(cls.launchers, tuple) and isinstance(cls.gpu_request_styles, tuple) and cls.gpu_request_styles
+    assert (ROOT / "templates" / f"{batch}.sh.j2").is_file()
+    assert isinstance(job.submit_command, str) and isinstance(job.cancel_command, str)
+    if getattr(job, "runs_jobs_here", False):
+        assert batch == DEFAULT_BATCH and not cls.launchers, "the embedded batch system: one-node jobs on this machine"
+        return
+    assert isinstance(job.status_command, str) and re.fullmatch(r"[A-Z][A-Z_]*", job.job_id_variable)
+    assert job.walltime_directives and all(d.startswith("#") for d in job.walltime_directives)
+    assert callable(job.installed_version) and callable(cls.site_settings)
+    assert set(cls.site_settings(entry={}, gpu={}, directives={})) <= set(cls.batch_keywords)
