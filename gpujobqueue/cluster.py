@@ -758,7 +758,7 @@ class GPUJobQueueCluster(JobQueueCluster):
                 if queue_routing.walltime_bins(site.queue(site_queue)):  # the default queue, by its bin: say which
                     request = dataclasses.replace(request, queue_choice=why)
             sites.check_request(site, site_queue, request, settings)
-        elif batch != "local":  # last, so that a wrong value is named before a missing size
+        elif not getattr(cls.job_cls, "runs_jobs_here", False):  # the local machine sizes itself; last, so a wrong value is named first
             require_job_size(owner or cls.__name__, batch, settings)
         settings["site"] = site
         return settings, request, launch
