@@ -30,6 +30,7 @@ from .errors import GPUJobQueueError, JobSizeMissingError, SubmissionError, Vali
 from .adaptive import GPUAdaptive
 from .cpu_pool import CPUPool
 from .interfaces import check_scheduler_interface
+from .keywords import LAUNCH_KEYWORDS, RENAMED_KEYWORDS, REQUEST_KEYWORDS, Keyword  # noqa: F401  (re-exported)
 from .job import GPUJob, check_log_directory
 from .job_commands import JobCommands
 from .job_status import JobFailedError
@@ -83,32 +84,6 @@ class WorkersNotStartedError(WorkerStartTimeoutError, GPUJobQueueError):
 
 # Jobs named in a wait_for_workers timeout; the rest are counted.
 MAX_JOBS_NAMED = 8
-
-# Keywords every batch system takes; each cluster class adds its own (batch_keywords).
-REQUEST_KEYWORDS = (
-    "nodes", "gpus_per_node", "cpus_per_gpu", "cores", "memory", "memory_per_gpu",
-    "walltime", "account", "queue", "exclusive", "job_name",
-    "log_directory", "job_extra_directives", "job_directives_skip", "job_script_prologue",
-    "job_script_epilogue", "environment", "gpu_request", "gpu_type", "shebang", "walltime_margin",
-)
-LAUNCH_KEYWORDS = (
-    "worker_mode", "python", "worker_command", "nthreads", "memory_limit", "device_memory_limit",
-    "rmm_pool_size", "visibility_variable", "allocation_variable", "nanny", "death_timeout",
-    "local_directory", "protocol", "interface", "worker_extra_args", "launcher", "launcher_args",
-    # dask-cuda's names for device memory and UCX transports
-    "rmm_maximum_pool_size", "rmm_async", "rmm_managed_memory", "rmm_release_threshold", "enable_cudf_spill",
-    "set_rmm_allocator_for_libs", "enable_tcp_over_ucx", "enable_infiniband", "enable_nvlink", "enable_rdmacm",
-)
-# dask-jobqueue's deprecated spellings, kept with the same meaning and warning
-# (unless a batch system keeps the old name as its own, as PBS, LSF and SGE keep project).
-RENAMED_KEYWORDS = {
-    "project": "account",
-    "job_extra": "job_extra_directives",
-    "header_skip": "job_directives_skip",
-    "env_extra": "job_script_prologue",
-    "extra": "worker_extra_args",
-}
-
 
 CPU_JOB_INFIX = "-cpu-"  # CPU jobs are <cluster>-cpu-<i>; their workers add their own suffixes
 
@@ -328,7 +303,7 @@ class GPUJobQueueCluster(JobQueueCluster):
     """
 
     job_cls: ClassVar[type[GPUJob]]
-    batch_keywords: ClassVar[tuple[str, ...]] = ()
+    batch_keywords: ClassVar[tuple[Keyword, ...]] = ()
     # Other names of keywords, in this batch system's (or dask-jobqueue's) vocabulary.
     batch_synonyms: ClassVar[dict[str, str]] = {}
     # How this batch system can ask for GPUs; the first is the default.
