@@ -14,6 +14,7 @@ import click
 
 from .errors import GPUJobQueueError, JobSizeMissingError, UnknownKeywordError
 from .script_tls import InsecureScriptWarning
+from .batch import BATCH_SYSTEMS
 from .keywords import CHOICE, INT, LIST, PAIRS, SWITCH, Keyword, command_line_keywords
 
 
@@ -106,7 +107,6 @@ def render(batch: str, client_args: tuple[str, ...], scheduler_address: str | No
     job; the workers of other scripts read the ones `gpujobqueue credentials` made, which your
     scheduler uses too. --no-tls is plain TCP. UCX has no TLS.
     """
-    from .batch import BATCH_SYSTEMS
     from .render import PLACEHOLDER_SCHEDULER
     from .request import parse_name
     from .run import ClientRun
@@ -276,7 +276,7 @@ def _show_dumper():
 @main.command()
 @click.argument("files", nargs=-1, type=click.Path())
 @click.option("--site", default=None, help="Check against this site (name or file) instead of the one GPUCluster() would pick.")
-@click.option("--batch", type=click.Choice(["slurm", "pbs", "lsf", "sge", "local"]), default=None, help="The batch system, where no site is used.")
+@click.option("--batch", type=click.Choice(list(BATCH_SYSTEMS)), default=None, help="The batch system, where no site is used.")
 @click.option("--interface", default=None, help="The interface keyword: check it exists here (default: the site's).")
 @click.option("--protocol", type=click.Choice(["tcp", "tls", "ucx"]), default=None, help="The protocol keyword (default: the site's).")
 @click.option("--json", "as_json", is_flag=True, help="Print the facts and findings as JSON.")
