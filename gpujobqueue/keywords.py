@@ -126,6 +126,8 @@ LAUNCH: tuple[Keyword, ...] = (
               options=(f"--enable-{transport}/--disable-{transport}",))
       for transport in ("tcp-over-ucx", "infiniband", "nvlink", "rdmacm")),
 )
+# The UCX transport switches, which mean something only with protocol="ucx".
+UCX_TRANSPORT_KEYWORDS: tuple[str, ...] = ("enable_tcp_over_ucx", "enable_infiniband", "enable_nvlink", "enable_rdmacm")
 # dask-jobqueue's workers per job, taken and turned into GPUs per node.
 PROCESSES = Keyword("processes", INT, "dask-jobqueue's workers per job: one per GPU here, so the GPUs per node.")
 

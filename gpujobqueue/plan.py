@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 from . import config, hand_written_gpus, queue_routing, sites
 from .errors import JobSizeMissingError, ValidationError
-from .keywords import LAUNCH_KEYWORDS, RENAMED_KEYWORDS, REQUEST_KEYWORDS
+from .keywords import LAUNCH_KEYWORDS, RENAMED_KEYWORDS, REQUEST_KEYWORDS, UCX_TRANSPORT_KEYWORDS
 from .request import JobRequest, parse_positive_int
 from .workers import WorkerLaunch, threads_of_cores
 
@@ -82,6 +82,11 @@ def make_plan(cls: type, kwargs: Mapping[str, Any], owner: str | None = None) ->
         for per_job, per_gpu in (("cores", "cpus_per_gpu"), ("job_cpu", "cpus_per_gpu"), ("ncpus", "cpus_per_gpu"), ("memory", "memory_per_gpu")):
             if given.get(per_job) is not None or config.configured(batch, per_job) is not None:
                 site_defaults.pop(per_gpu, None)
+        # The site's UCX transports go with the site's UCX: a user who picks another protocol drops them.
+        protocol = given.get("protocol") or config.configured(batch, "protocol")
+        if protocol is not None and protocol != "ucx":
+            for name in UCX_TRANSPORT_KEYWORDS:
+                site_defaults.pop(name, None)
     settings = config.resolve(batch, given, names, site_defaults)
     if site is not None:
         settings["queue"] = site_defaults.get("queue")
