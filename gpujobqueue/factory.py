@@ -46,17 +46,26 @@ def GPUCluster(batch: str | None = None, *, site: Any = None, **kwargs: Any) -> 
     """
     site, how = sites.choose_site(site, batch)
     if how == sites.DETECTED:
-        logger.warning("gpujobqueue: this host matches site %r (%s); pass site= or batch= to choose otherwise", site.name, site.files[-1])
+        logger.warning(
+            "gpujobqueue: this host matches site %r (%s); pass site= or batch= to choose otherwise",
+            site.name,
+            site.files[-1],
+        )
     if site is not None:
         if batch is not None and batch != site.scheduler:
-            raise ValidationError("batch", f"batch={batch!r} but site {site.name} runs {site.scheduler} ({site.files[0]})")
+            raise ValidationError(
+                "batch", f"batch={batch!r} but site {site.name} runs {site.scheduler} ({site.files[0]})"
+            )
         return cluster_class(site.scheduler)(site=site, **kwargs)
     chosen = batch or dask.config.get("gpujobqueue.batch", default=DEFAULT_BATCH)
     if batch is None and getattr(cluster_class(chosen).job_cls, "runs_jobs_here", False):
         # Without this a user on a login node whose site was not recognised would run workers there, silently.
-        warnings.warn(f"GPUCluster: {how} ({socket.gethostname()}), so the jobs run on this machine, with the local batch "
-                      "system; to use a site's batch system pass site='perlmutter' (or a YAML file), or set it once in "
-                      "dask config: gpujobqueue.site in ~/.config/dask/gpujobqueue.yaml or DASK_GPUJOBQUEUE__SITE=perlmutter "
-                      "(`gpujobqueue sites` lists them); pass batch='local' to say that this is meant",
-                      LocalFallbackWarning, stacklevel=2)
+        warnings.warn(
+            f"GPUCluster: {how} ({socket.gethostname()}), so the jobs run on this machine, with the local batch "
+            "system; to use a site's batch system pass site='perlmutter' (or a YAML file), or set it once in "
+            "dask config: gpujobqueue.site in ~/.config/dask/gpujobqueue.yaml or DASK_GPUJOBQUEUE__SITE=perlmutter "
+            "(`gpujobqueue sites` lists them); pass batch='local' to say that this is meant",
+            LocalFallbackWarning,
+            stacklevel=2,
+        )
     return cluster_class(chosen)(**kwargs)

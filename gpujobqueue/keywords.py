@@ -40,8 +40,16 @@ class Keyword(str):
     choices: Sequence[str] | Callable[[], Sequence[str]]
     command_line: str | None
 
-    def __new__(cls, name: str, kind: str = TEXT, help: str = "", *, options: Sequence[str] = (),
-                choices: Sequence[str] | Callable[[], Sequence[str]] = (), command_line: str | None = None) -> "Keyword":
+    def __new__(
+        cls,
+        name: str,
+        kind: str = TEXT,
+        help: str = "",
+        *,
+        options: Sequence[str] = (),
+        choices: Sequence[str] | Callable[[], Sequence[str]] = (),
+        command_line: str | None = None,
+    ) -> "Keyword":
         keyword = super().__new__(cls, name)
         keyword.kind, keyword.help, keyword.options = kind, help or f"The {name} keyword.", tuple(options)
         keyword.choices, keyword.command_line = choices, command_line
@@ -87,15 +95,22 @@ REQUEST: tuple[Keyword, ...] = (
     Keyword("job_script_prologue", LIST, "Shell line run before the workers (e.g. 'module load cuda'); repeatable."),
     Keyword("job_script_epilogue", LIST, "Shell line run after the workers stop; repeatable."),
     Keyword("environment", PAIRS, "Variable exported in the job; repeatable.", options=("--env",)),
-    Keyword("gpu_request", CHOICE, "How the job asks for GPUs, in the batch system's terms (slurm: gpus-per-node, gres; "
-            "pbs: select, torque; lsf: gpu, csm; sge: complex, resource-type).", choices=_gpu_request_styles),
+    Keyword(
+        "gpu_request",
+        CHOICE,
+        "How the job asks for GPUs, in the batch system's terms (slurm: gpus-per-node, gres; "
+        "pbs: select, torque; lsf: gpu, csm; sge: complex, resource-type).",
+        choices=_gpu_request_styles,
+    ),
     Keyword("gpu_type", TEXT, "GPU model to ask for (a100, h100, ...)."),
     Keyword("shebang", TEXT, "First line of the script."),
     Keyword("walltime_margin", TEXT, "How long before the walltime the workers retire (auto, 5m, 0)."),
 )
 # ... and how its workers start.
 LAUNCH: tuple[Keyword, ...] = (
-    Keyword("worker_mode", CHOICE, "dask-cuda per node, or one dask worker per device.", choices=("dask-cuda", "per-device")),
+    Keyword(
+        "worker_mode", CHOICE, "dask-cuda per node, or one dask worker per device.", choices=("dask-cuda", "per-device")
+    ),
     Keyword("python", TEXT, "The workers' python (default: this one)."),
     Keyword("worker_command", TEXT, "The worker module, as dask-jobqueue's worker_command."),
     Keyword("nthreads", INT, "Threads per worker."),
@@ -104,27 +119,49 @@ LAUNCH: tuple[Keyword, ...] = (
     Keyword("rmm_pool_size", TEXT, "dask-cuda's rmm_pool_size."),
     Keyword("visibility_variable", TEXT, "CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES or ZE_AFFINITY_MASK."),
     Keyword("allocation_variable", TEXT, "The variable in which the batch system names the job's devices."),
-    Keyword("nanny", SWITCH, "Workers under a nanny (per-device workers always have one).", options=("--nanny/--no-nanny",)),
+    Keyword(
+        "nanny", SWITCH, "Workers under a nanny (per-device workers always have one).", options=("--nanny/--no-nanny",)
+    ),
     Keyword("death_timeout", INT, "Seconds a worker waits for a scheduler that is gone."),
     Keyword("local_directory", TEXT, "The workers' scratch folder."),
     Keyword("protocol", TEXT, "tcp, tls or ucx."),
     Keyword("interface", TEXT, "The workers' network interface (ib0, hsn0)."),
     Keyword("worker_extra_args", LIST, "Extra worker argument; repeatable."),
-    Keyword("launcher", CHOICE, "How a job of several nodes starts the workers of each (srun, mpiexec-pals, mpiexec-openmpi, "
-            "mpiexec-mpich, ibrun; jsrun from a CSM launch node).", choices=_launcher_names),
+    Keyword(
+        "launcher",
+        CHOICE,
+        "How a job of several nodes starts the workers of each (srun, mpiexec-pals, mpiexec-openmpi, "
+        "mpiexec-mpich, ibrun; jsrun from a CSM launch node).",
+        choices=_launcher_names,
+    ),
     Keyword("launcher_args", LIST, "Extra launcher option (e.g. --cpu-bind=none); repeatable."),
     # dask-cuda's names for device memory and UCX transports
     Keyword("rmm_maximum_pool_size", TEXT, "dask-cuda's rmm_maximum_pool_size."),
     Keyword("rmm_async", SWITCH, "dask-cuda's rmm_async.", options=("--rmm-async/--no-rmm-async",)),
-    Keyword("rmm_managed_memory", SWITCH, "dask-cuda's rmm_managed_memory.", options=("--rmm-managed-memory/--no-rmm-managed-memory",)),
+    Keyword(
+        "rmm_managed_memory",
+        SWITCH,
+        "dask-cuda's rmm_managed_memory.",
+        options=("--rmm-managed-memory/--no-rmm-managed-memory",),
+    ),
     Keyword("rmm_release_threshold", TEXT, "dask-cuda's rmm_release_threshold."),
     # As dask-cuda spells them; --no-enable-cudf-spill is the older spelling.
-    Keyword("enable_cudf_spill", SWITCH, "dask-cuda's enable_cudf_spill.",
-            options=("--enable-cudf-spill/--disable-cudf-spill", " /--no-enable-cudf-spill")),
+    Keyword(
+        "enable_cudf_spill",
+        SWITCH,
+        "dask-cuda's enable_cudf_spill.",
+        options=("--enable-cudf-spill/--disable-cudf-spill", " /--no-enable-cudf-spill"),
+    ),
     Keyword("set_rmm_allocator_for_libs", TEXT, "dask-cuda's set_rmm_allocator_for_libs."),
-    *(Keyword(f"enable_{transport.replace('-', '_')}", SWITCH, f"UCX over {transport.replace('-over-ucx', '')} (default: UCX chooses).",
-              options=(f"--enable-{transport}/--disable-{transport}",))
-      for transport in ("tcp-over-ucx", "infiniband", "nvlink", "rdmacm")),
+    *(
+        Keyword(
+            f"enable_{transport.replace('-', '_')}",
+            SWITCH,
+            f"UCX over {transport.replace('-over-ucx', '')} (default: UCX chooses).",
+            options=(f"--enable-{transport}/--disable-{transport}",),
+        )
+        for transport in ("tcp-over-ucx", "infiniband", "nvlink", "rdmacm")
+    ),
 )
 # The UCX transport switches, which mean something only with protocol="ucx".
 UCX_TRANSPORT_KEYWORDS: tuple[str, ...] = ("enable_tcp_over_ucx", "enable_infiniband", "enable_nvlink", "enable_rdmacm")

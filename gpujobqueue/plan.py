@@ -65,21 +65,28 @@ def make_plan(cls: type, kwargs: Mapping[str, Any], owner: str | None = None) ->
     original = dict(kwargs)
     processes = kwargs.pop("processes", None)
     site = kwargs.pop("site", None)
-    config.check_keywords(kwargs, names + tuple(RENAMED_KEYWORDS) + tuple(cls.batch_synonyms),
-                          owner or cls.__name__)
+    config.check_keywords(kwargs, names + tuple(RENAMED_KEYWORDS) + tuple(cls.batch_synonyms), owner or cls.__name__)
     batch = cls.job_cls.batch
     given = _take_keywords(kwargs, cls.batch_synonyms)
     site_defaults, site_queue = {}, None
     if site is not None:
         site = sites.load_site(site) if not isinstance(site, sites.Site) else site
         if site.scheduler != batch:
-            raise ValidationError("site", f"{site.name} runs {site.scheduler}, not {batch}; use GPUCluster(site={site.name!r}) ({site.files[0]})")
+            raise ValidationError(
+                "site",
+                f"{site.name} runs {site.scheduler}, not {batch}; use GPUCluster(site={site.name!r}) ({site.files[0]})",
+            )
         # A queue named by the user is the site's queue name; the site maps it to its partition and QoS.
         site_queue = given.get("queue") or config.configured(batch, "queue")
         site_defaults = {k: v for k, v in sites.site_settings(site, site_queue).items() if k in names}
         given.pop("queue", None)
         # A per-job keyword given by the user replaces the site's per-GPU one.
-        for per_job, per_gpu in (("cores", "cpus_per_gpu"), ("job_cpu", "cpus_per_gpu"), ("ncpus", "cpus_per_gpu"), ("memory", "memory_per_gpu")):
+        for per_job, per_gpu in (
+            ("cores", "cpus_per_gpu"),
+            ("job_cpu", "cpus_per_gpu"),
+            ("ncpus", "cpus_per_gpu"),
+            ("memory", "memory_per_gpu"),
+        ):
             if given.get(per_job) is not None or config.configured(batch, per_job) is not None:
                 site_defaults.pop(per_gpu, None)
         # The site's UCX transports go with the site's UCX: a user who picks another protocol drops them.
@@ -92,24 +99,43 @@ def make_plan(cls: type, kwargs: Mapping[str, Any], owner: str | None = None) ->
         settings["queue"] = site_defaults.get("queue")
     if processes is not None:  # dask-jobqueue's workers per job: here, one per GPU
         processes = parse_positive_int("processes", processes)
-    explicit = {name: settings[name] for name in names
-                if given.get(name) is not None or config.configured(batch, name) is not None}
-    hand_written_gpus.adopt(batch, settings, explicit, processes=processes, site=site,
-                            node_gpus=site_defaults.get("gpus_per_node") if site is not None else None)
+    explicit = {
+        name: settings[name]
+        for name in names
+        if given.get(name) is not None or config.configured(batch, name) is not None
+    }
+    hand_written_gpus.adopt(
+        batch,
+        settings,
+        explicit,
+        processes=processes,
+        site=site,
+        node_gpus=site_defaults.get("gpus_per_node") if site is not None else None,
+    )
     if processes is not None:
         gpus = settings.get("gpus_per_node")
         if gpus is not None and parse_positive_int("gpus_per_node", gpus) != processes:
-            raise ValidationError("processes", f"processes={processes} but gpus_per_node={gpus}: one worker runs per GPU, so give gpus_per_node alone")
+            raise ValidationError(
+                "processes",
+                f"processes={processes} but gpus_per_node={gpus}: one worker runs per GPU, so give gpus_per_node alone",
+            )
         settings["gpus_per_node"] = processes
     cls._apply_batch_defaults(settings)
-    request = JobRequest.from_settings(settings, gpu_request_styles=cls.gpu_request_styles, default_walltime=cls.default_walltime)
+    request = JobRequest.from_settings(
+        settings, gpu_request_styles=cls.gpu_request_styles, default_walltime=cls.default_walltime
+    )
     request = dataclasses.replace(request, options=cls._parse_batch_options(settings, request))
     if settings.get("cores") is not None and settings.get("nthreads") is None:
         # dask-jobqueue's cores: the threads of all the job's workers, none left idle
         cores = parse_positive_int("cores", settings["cores"])
         settings["nthreads"] = threads_of_cores(cores // request.nodes, request.gpus_per_node)
-    launch = WorkerLaunch.from_settings(settings, gpus=request.gpus_per_node, memory_per_node=request.memory_per_node,
-                                        cpus_per_node=request.cpus_per_node, nodes=request.nodes)
+    launch = WorkerLaunch.from_settings(
+        settings,
+        gpus=request.gpus_per_node,
+        memory_per_node=request.memory_per_node,
+        cpus_per_node=request.cpus_per_node,
+        nodes=request.nodes,
+    )
     cls._check_launch(request, launch)
     if site is not None:
         sites.warn_if_retired(site)
@@ -124,11 +150,12 @@ def make_plan(cls: type, kwargs: Mapping[str, Any], owner: str | None = None) ->
             if queue_routing.walltime_bins(site.queue(site_queue)):  # the default queue, by its bin: say which
                 request = dataclasses.replace(request, queue_choice=why)
         sites.check_request(site, site_queue, request, settings)
-    elif not getattr(cls.job_cls, "runs_jobs_here", False):  # the local machine sizes itself; last, so a wrong value is named first
+    elif not getattr(
+        cls.job_cls, "runs_jobs_here", False
+    ):  # the local machine sizes itself; last, so a wrong value is named first
         require_job_size(owner or cls.__name__, batch, settings)
     settings["site"] = site
     return Plan(settings=settings, request=request, launch=launch, site=site)
-
 
 
 def _take_keywords(kwargs: dict[str, Any], synonyms: dict[str, str]) -> dict[str, Any]:
@@ -138,7 +165,11 @@ def _take_keywords(kwargs: dict[str, Any], synonyms: dict[str, str]) -> dict[str
         if old in given and old not in synonyms:
             value = given.pop(old)
             if value is not None:
-                warnings.warn(f"{old} has been renamed to {new} (as in dask-jobqueue); {old} is used only where {new} is not set", FutureWarning, stacklevel=4)
+                warnings.warn(
+                    f"{old} has been renamed to {new} (as in dask-jobqueue); {old} is used only where {new} is not set",
+                    FutureWarning,
+                    stacklevel=4,
+                )
                 if given.get(new) is None or given.get(new) == []:  # dask-jobqueue takes an empty list for unset too
                     given[new] = value
     for synonym, name in synonyms.items():
@@ -169,8 +200,10 @@ def require_job_size(owner: str, batch: str, settings: dict[str, Any]) -> None:
     memory = settings.get("memory") if settings.get("memory") is not None else "64GB"
     missing = [name for name, given in (("cores", has_cores), ("memory", has_memory)) if not given]
     raise JobSizeMissingError(
-        owner, missing,
+        owner,
+        missing,
         f"{owner} has no site to size its jobs, so say how many cores and how much memory each job "
         f"asks for, as with dask-jobqueue: {owner}(cores={cores!r}, memory={memory!r}) ({' and '.join(missing)} not "
         "given; cpus_per_gpu and memory_per_gpu size them by the GPU instead, site= takes both from a site file, "
-        f"and gpujobqueue.{batch}.cores and .memory in dask config set them once)")
+        f"and gpujobqueue.{batch}.cores and .memory in dask config set them once)",
+    )
