@@ -75,10 +75,12 @@ def check_request(site: Site, queue: str | None, request: Any, settings: Any = N
         raise error
 
     node = site.node(queue_name)
-    gpus_key = ("queues", queue_name, "gpus_per_node") if "gpus_per_node" in entry else site.key_of(queue_name, "node", "gpus")
+    gpus_key = (("queues", queue_name, "gpus_per_node") if "gpus_per_node" in entry
+                else site.key_of(queue_name, "node", "gpus"))
     node_gpus = entry.get("gpus_per_node", node["gpus"])
     if request.gpus_per_node > node_gpus:
-        refuse(gpus_key, f"gpus_per_node={request.gpus_per_node} but {queue_name} jobs get at most {node_gpus} GPUs per node")
+        refuse(gpus_key,
+               f"gpus_per_node={request.gpus_per_node} but {queue_name} jobs get at most {node_gpus} GPUs per node")
     if request.cpus_per_node > node["cpus"]:
         asked = _asked_per_node(settings, "cores", "cpus_per_gpu", request, f"{request.cpus_per_node} cores")
         refuse(site.key_of(queue_name, "node", "cpus"), f"{asked} asked but {queue_name} nodes have {node['cpus']}",
@@ -93,7 +95,7 @@ def check_request(site: Site, queue: str | None, request: Any, settings: Any = N
     refused = routing.refusal(queue_name, entry, request.nodes, request.walltime, request.walltime_text)
     if refused is not None:
         others = [name for name in routing.queues_taking(data["queues"], data["default_queue"], request.nodes,
-                                                                request.walltime, request.walltime_text, routed_only=False)
+                                                         request.walltime, request.walltime_text, routed_only=False)
                   if name != queue_name]
         if others:
             hint, field = f"; queue {others[0]!r} takes it (queue={others[0]!r})", "queue"
@@ -104,11 +106,14 @@ def check_request(site: Site, queue: str | None, request: Any, settings: Any = N
         raise QueueRefusedError(path, dotted_key(refused.key), line, f"{site.name}: {refused.message}{hint}", field)
     account = data.get("account", {})
     if account.get("required") and not request.account:
-        refuse(("account", "required"), f"jobs need an account (account=...){': ' + account['hint'] if account.get('hint') else ''}")
+        hint = ": " + account["hint"] if account.get("hint") else ""
+        refuse(("account", "required"), f"jobs need an account (account=...){hint}")
     if request.account and account.get("pattern") and not pattern_matches(account["pattern"], request.account):
-        refuse(("account", "pattern"), f"account {request.account!r} does not match {account['pattern']!r}{': ' + account['hint'] if account.get('hint') else ''}")
+        hint = ": " + account["hint"] if account.get("hint") else ""
+        refuse(("account", "pattern"), f"account {request.account!r} does not match {account['pattern']!r}{hint}")
     if request.gpu_request in data["gpu_request"].get("rejects", []):
-        refuse(("gpu_request", "rejects"), f"the site refuses GPU requests of the {request.gpu_request!r} form; use {data['gpu_request']['style']!r}")
+        refuse(("gpu_request", "rejects"), f"the site refuses GPU requests of the {request.gpu_request!r} form; "
+                                           f"use {data['gpu_request']['style']!r}")
 
 
 def route_queue(site: Site, request: Any) -> tuple[str, str]:

@@ -126,7 +126,8 @@ def site_table() -> list[dict[str, Any]]:
             continue
         rows.append({
             "name": name, "centre": data["centre"], "scheduler": data["scheduler"], "gpus": data["node"]["gpus"],
-            "gpu": data["node"]["gpu_model"], "protocol": data["network"]["protocol"], "status": data.get("status", "production"),
+            "gpu": data["node"]["gpu_model"], "protocol": data["network"]["protocol"],
+            "status": data.get("status", "production"),
             "retired": data.get("retired", ""),
             "unconfirmed": len(unconfirmed_facts(data)),
         })

@@ -120,8 +120,8 @@ def source_errors(data: dict, path: str, lines: dict[tuple, int], whole: bool = 
     for i, line in enumerate(data.get("unconfirmed") or []):
         for key in unconfirmed_keys(str(line)):
             if not _has_key(data, key):
-                error(("unconfirmed", i), f"{key!r} is not a key of this file (an unconfirmed line starts with the keys "
-                                          "it is about)")
+                error(("unconfirmed", i), f"{key!r} is not a key of this file (an unconfirmed line starts with "
+                                          "the keys it is about)")
     retired = data.get("retired")
     if retired is not None:
         problem = _iso_date_problem(retired, past=True)
