@@ -307,3 +307,14 @@ def test_the_cli_render_prints_one_warning_line_for_the_unconfirmed_facts():
     assert lines == ["gpujobqueue: warning: generic-pbspro: 4 facts unconfirmed by the centre's documentation: "
                      "node values; workq being the default queue; walltime and node limits of workq; "
                      "node/gpu_request/account/directives/…; see gpujobqueue show generic-pbspro"], result.stderr
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_a_shipped_site_leaves_the_ucx_transports_to_ucx(name):
+    # dask-cuda 26.x: "Prefer automatic UCX transport selection for routine deployments; set individual UCX
+    # transport flags only for transport-specific benchmarking" (docs.nvidia.com/dask-cuda/26.10/examples/ucx/).
+    # No centre's documentation asks for given transports, so no shipped site forces them.
+    site = load_site(name)
+    assert "ucx" not in site.data.get("network", {}), f"{name} forces UCX transports"
+    script = site_job_script(name)
+    assert "--enable-infiniband" not in script and "--enable-nvlink" not in script and "DASK_DISTRIBUTED_UCXX__" not in script

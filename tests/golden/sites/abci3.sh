@@ -517,9 +517,6 @@ python3 -m dask_cuda.cli tls://10.0.0.1:8786 \
     --preload "$scheduler_watchdog" \
     --preload "$nic_affinity" \
     --protocol ucx \
-    --enable-tcp-over-ucx \
-    --enable-infiniband \
-    --enable-nvlink \
     --resources GPU=1 &
 worker_pids=($!)
 # A TERM (a cancel, the cluster's close) goes on to the workers, which then close gracefully: the
