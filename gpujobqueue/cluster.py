@@ -335,6 +335,8 @@ class GPUJobQueueCluster(JobQueueCluster):
     gpu_request_styles: ClassVar[tuple[str, ...]] = ("none",)
     # Launchers that start one task per node of this batch system's multi-node jobs.
     launchers: ClassVar[tuple[str, ...]] = ()
+    # The launcher of a job of several nodes that names none (nor its site); None: such a job must name one.
+    native_launcher: ClassVar[str | None] = None
     # The walltime of jobs given none; None where nothing ends jobs (the local batch system).
     default_walltime: ClassVar[str | None] = DEFAULT_WALLTIME
 
@@ -743,7 +745,8 @@ class GPUJobQueueCluster(JobQueueCluster):
             cores = parse_positive_int("cores", settings["cores"])
             settings["nthreads"] = threads_of_cores(cores // request.nodes, request.gpus_per_node)
         launch = WorkerLaunch.from_settings(settings, gpus=request.gpus_per_node, memory_per_node=request.memory_per_node,
-                                            cpus_per_node=request.cpus_per_node, nodes=request.nodes)
+                                            cpus_per_node=request.cpus_per_node, nodes=request.nodes,
+                                            native_launcher=cls.native_launcher)
         cls._check_launch(request, launch)
         if site is not None:
             sites.warn_if_retired(site)
