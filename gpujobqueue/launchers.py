@@ -201,7 +201,9 @@ class PerHostLauncher(Launcher):
         return [
             *self.host_list_lines(),
             f'if [ "${{#hosts[@]}}" -ne {context.nodes} ]; then',
-            f'    echo "gpujobqueue: {self.name}: the job has ${{#hosts[@]}} hosts, not {context.nodes}: ${{hosts[*]}}" >&2; exit 1',
+            f'    echo "gpujobqueue: {self.name}: the job has ${{#hosts[@]}} hosts, not {context.nodes}:" \\',
+            '        "${hosts[*]}" >&2',
+            "    exit 1",
             "fi",
             "exported=()  # NAME=value for each of these that is set here",
             f"for variable in {' '.join(context.exports)}; do",
@@ -274,7 +276,8 @@ class QrshInherit(PerHostLauncher):
         return "qrsh -inherit -nostdin", ' "$host" "$(printf \'%q \' "${task[@]}")"'
 
 
-_ALL = (Direct(), Srun(), MpiexecPals(), MpiexecOpenMPI(), MpiexecMPICH(), Jsrun(), Ibrun(), Pbsdsh(), Blaunch(), QrshInherit())
+_ALL = (Direct(), Srun(), MpiexecPals(), MpiexecOpenMPI(), MpiexecMPICH(), Jsrun(), Ibrun(),
+        Pbsdsh(), Blaunch(), QrshInherit())
 LAUNCHER_OBJECTS: dict[str, Launcher] = {launcher.name: launcher for launcher in _ALL}
 # The ``launcher`` keyword's values.
 LAUNCHERS: tuple[str, ...] = tuple(LAUNCHER_OBJECTS)

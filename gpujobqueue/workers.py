@@ -20,7 +20,8 @@ VISIBILITY_VARIABLES = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFI
 # How the batch script starts the workers of each of the job's nodes: directly (one node;
 # the script runs on it), or through a launcher that runs one task per node (gpujobqueue/launchers.py).
 # The variables that tell a launched task its rank (= its node), launcher's own first.
-LAUNCHER_RANK_VARIABLES = {launcher.name: launcher.rank_variables for launcher in LAUNCHER_OBJECTS.values() if launcher.rank_variables}
+LAUNCHER_RANK_VARIABLES = {launcher.name: launcher.rank_variables
+                           for launcher in LAUNCHER_OBJECTS.values() if launcher.rank_variables}
 PROTOCOLS = ("tcp", "tls", "ucx", "inproc", "ws", "wss")
 # Variables that can hold the devices a batch system gave a job (a comma-separated list):
 # the visibility variables, Grid Engine's SGE_HGR_<complex>, SLURM_JOB_GPUS-style lists. Any

@@ -25,14 +25,17 @@ TWO_NODES = LaunchContext(nodes=2, cpus_per_node=8, gpus_per_node=4, launcher_ar
     ("srun", "srun --ntasks=2 --ntasks-per-node=1 --cpus-per-task=8 '--x=1 2' \\", "${SLURM_PROCID:-0}"),
     ("ibrun", "ibrun '--x=1 2' \\", "${PMI_RANK:-${MV2_COMM_WORLD_RANK:-${SLURM_PROCID:-0}}}"),
     ("mpiexec-pals", "mpiexec -n 2 --ppn 1 --depth 8 --cpu-bind depth '--x=1 2' \\", "${PALS_RANKID:-${PMI_RANK:-0}}"),
-    ("mpiexec-openmpi", 'mpiexec -n 2 -npernode 1 --bind-to none --hostfile "$PBS_NODEFILE" "${exported[@]}" \'--x=1 2\' \\',
+    ("mpiexec-openmpi",
+     'mpiexec -n 2 -npernode 1 --bind-to none --hostfile "$PBS_NODEFILE" "${exported[@]}" \'--x=1 2\' \\',
      "${OMPI_COMM_WORLD_RANK:-0}"),
     ("mpiexec-mpich", 'mpiexec -n 2 -ppn 1 -f "$PBS_NODEFILE" \'--x=1 2\' \\', "${PMI_RANK:-0}"),
     ("jsrun", "jsrun --nrs 2 --rs_per_host 1 --tasks_per_rs 1 --cpu_per_rs 8 --gpu_per_rs 4 --bind rs '--x=1 2' \\",
      "${JSM_NAMESPACE_RANK:-${OMPI_COMM_WORLD_RANK:-0}}"),
     ("pbsdsh", '    pbsdsh -n "${node_index[$node]}" \'--x=1 2\' -- "${task[@]}" &', f"${{{NODE_RANK_VARIABLE}:-0}}"),
-    ("blaunch", '    blaunch \'--x=1 2\' "$host" "$(printf \'%q \' "${task[@]}")" &', f"${{{NODE_RANK_VARIABLE}:-0}}"),
-    ("qrsh-inherit", '    qrsh -inherit -nostdin \'--x=1 2\' "$host" "$(printf \'%q \' "${task[@]}")" &', f"${{{NODE_RANK_VARIABLE}:-0}}"),
+    ("blaunch", '    blaunch \'--x=1 2\' "$host" "$(printf \'%q \' "${task[@]}")" &',
+     f"${{{NODE_RANK_VARIABLE}:-0}}"),
+    ("qrsh-inherit", '    qrsh -inherit -nostdin \'--x=1 2\' "$host" "$(printf \'%q \' "${task[@]}")" &',
+     f"${{{NODE_RANK_VARIABLE}:-0}}"),
 ])
 def test_each_launcher_object_writes_its_command_for_two_nodes(name, command, rank):
     launcher = launcher_named(name)
@@ -72,7 +75,8 @@ def test_a_job_of_several_nodes_without_a_launcher_uses_its_batch_systems_own(cl
     _, _, one = cluster_cls.parse_keywords(with_job_size({"gpus_per_node": 2, **extra}))
     assert one.launcher == "direct", "a one-node job starts its workers directly"
     given = cluster_cls.launchers[0] if cluster_cls.launchers[0] != "jsrun" else "mpiexec-openmpi"
-    _, _, chosen = cluster_cls.parse_keywords(with_job_size({"nodes": 2, "gpus_per_node": 2, "launcher": given, **extra}))
+    keywords = with_job_size({"nodes": 2, "gpus_per_node": 2, "launcher": given, **extra})
+    _, _, chosen = cluster_cls.parse_keywords(keywords)
     assert chosen.launcher == given, "a launcher given wins over the native one"
 
 
@@ -103,7 +107,8 @@ def test_render_slurm_of_four_nodes_needs_no_launcher_and_uses_srun():
 # environment (the task gets only what the script passes), through a shell where the real one uses one.
 STAND_INS = {
     "pbsdsh": r'''
-[ "$1" = -n ] && [[ "$2" =~ ^[0-9]+$ ]] && [ "$3" = -- ] || { echo "pbsdsh: usage: pbsdsh -n node -- program" >&2; exit 2; }
+[ "$1" = -n ] && [[ "$2" =~ ^[0-9]+$ ]] && [ "$3" = -- ] ||
+    { echo "pbsdsh: usage: pbsdsh -n node -- program" >&2; exit 2; }
 host=$(sed -n "$(($2 + 1))p" "$PBS_NODEFILE"); [ -n "$host" ] || { echo "pbsdsh: node $2 not in the job" >&2; exit 1; }
 echo "$host" >> "$RESULTS/hosts"; shift 3
 exec env -i PATH=/usr/bin:/bin "$@"''',
@@ -113,7 +118,8 @@ case " $LSB_MCPU_HOSTS " in *" $1 "*) ;; *) echo "blaunch: $1 is not a host of t
 echo "$1" >> "$RESULTS/hosts"
 exec env -i PATH=/usr/bin:/bin /bin/sh -c "$2"''',
     "qrsh": r'''
-[ "$1" = -inherit ] && [ "$2" = -nostdin ] && [ -n "$JOB_ID" ] || { echo "qrsh: expected -inherit -nostdin in a job" >&2; exit 2; }
+[ "$1" = -inherit ] && [ "$2" = -nostdin ] && [ -n "$JOB_ID" ] ||
+    { echo "qrsh: expected -inherit -nostdin in a job" >&2; exit 2; }
 cut -d' ' -f1 "$PE_HOSTFILE" | grep -qx "$3" || { echo "qrsh: $3 is not a host of the job" >&2; exit 1; }
 echo "$3" >> "$RESULTS/hosts"; shift 3
 exec env -i PATH=/usr/bin:/bin /bin/sh -c "$*"''',
@@ -133,7 +139,8 @@ def test_a_per_host_launcher_starts_one_task_on_each_host_with_its_rank_and_the_
     node_part = 'echo "$GPUJOBQUEUE_NODE_RANK|$PROBE|${SECRET-unset}" > "$RESULTS/rank-$GPUJOBQUEUE_NODE_RANK"'
     script = "\n".join([f"node_part={node_part!r}", *launcher_named(name).start_lines(context),
                         'for pid in "${worker_pids[@]}"; do wait "$pid" || exit 3; done'])
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "RESULTS": str(results), "PROBE": "a b 'c' \"d\" $x;`e`", "SECRET": "not passed",
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "RESULTS": str(results), "PROBE": "a b 'c' \"d\" $x;`e`",
+           "SECRET": "not passed",
            "PBS_NODEFILE": str(tmp_path / "nodefile"), "LSB_MCPU_HOSTS": "n1 4 n2 4", "JOB_ID": "7",
            "PE_HOSTFILE": str(tmp_path / "pe_hostfile")}
     result = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=30)
@@ -146,8 +153,8 @@ def test_a_per_host_launcher_starts_one_task_on_each_host_with_its_rank_and_the_
 def test_a_per_host_launcher_refuses_a_job_with_another_number_of_hosts(tmp_path):
     (tmp_path / "nodefile").write_text("n1\n")
     script = "\n".join(["node_part=true", *launcher_named("pbsdsh").start_lines(TWO_NODES)])
-    result = subprocess.run(["bash", "-c", script], env={"PATH": "/usr/bin:/bin", "PBS_NODEFILE": str(tmp_path / "nodefile")},
-                            capture_output=True, text=True, timeout=30)
+    env = {"PATH": "/usr/bin:/bin", "PBS_NODEFILE": str(tmp_path / "nodefile")}
+    result = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=30)
     assert result.returncode == 1 and "has 1 hosts, not 2" in result.stderr
 
 
@@ -155,7 +162,8 @@ def test_the_emulators_accept_the_native_scripts_of_two_nodes(pbs, lsf):
     pbs_script = job_script_for(PBSGPUCluster.job_cls.batch, {**SMALL_JOB, "nodes": 2, "gpus_per_node": 1}, name="w")
     assert "pbsdsh -n" in pbs_script
     assert pbs.parse(pbs_script).nodect == 2
-    lsf_script = job_script_for(LSFGPUCluster.job_cls.batch, {**SMALL_JOB, "nodes": 2, "gpus_per_node": 1, "lsf_units": "mb"}, name="w")
+    lsf_keywords = {**SMALL_JOB, "nodes": 2, "gpus_per_node": 1, "lsf_units": "mb"}
+    lsf_script = job_script_for(LSFGPUCluster.job_cls.batch, lsf_keywords, name="w")
     assert 'blaunch "$host"' in lsf_script
     assert lsf.parse(lsf_script).slots >= 2
     for script in (pbs_script, lsf_script):

@@ -262,6 +262,7 @@ class SGEGPUCluster(GPUJobQueueCluster):
     def _check_launch(cls, request: JobRequest, launch: WorkerLaunch) -> None:
         super()._check_launch(request, launch)
         if launch.launcher == "qrsh-inherit" and request.options.parallel_environment is None:
-            raise ValidationError("parallel_environment", f"a job of {request.nodes} nodes started by qrsh -inherit is a parallel job: "
-                                                          "give the parallel environment (parallel_environment='mpi'; one whose "
-                                                          "control_slaves is TRUE), or a launcher such as mpiexec-openmpi")
+            raise ValidationError("parallel_environment",
+                                  f"a job of {request.nodes} nodes started by qrsh -inherit is a parallel job: give the "
+                                  "parallel environment (parallel_environment='mpi'; one whose control_slaves is TRUE), "
+                                  "or a launcher such as mpiexec-openmpi")
