@@ -287,6 +287,8 @@ class GPUJobQueueCluster(JobQueueCluster):
     gpu_request_styles: ClassVar[tuple[str, ...]] = ("none",)
     # Launchers that start one task per node of this batch system's multi-node jobs.
     launchers: ClassVar[tuple[str, ...]] = ()
+    # The launcher of a job of several nodes that names none (nor its site); None: such a job must name one.
+    native_launcher: ClassVar[str | None] = None
     # The walltime of jobs given none; None where nothing ends jobs (the local batch system).
     default_walltime: ClassVar[str | None] = DEFAULT_WALLTIME
 

@@ -13,6 +13,7 @@ import jinja2
 
 from .errors import ValidationError
 from .job_commands import ArrayElements
+from .launchers import launch_context
 from .batch import BATCH_SYSTEMS, cluster_class
 from .request import JobRequest, format_hours_walltime
 from .run import ClientRun
@@ -128,7 +129,7 @@ def check_scheduler_can_run_in_job(launch: WorkerLaunch, field_name: str, what: 
     ValidationError
         Naming ``field_name``.
     """
-    if launch.launcher == "jsrun":
+    if launch.task_launcher.runs_on_launch_node:
         raise ValidationError(field_name, f"{what} starts the scheduler where the batch script runs; with launcher {launch.launcher!r} that is a launch node without the job's GPUs")
 
 
@@ -229,14 +230,17 @@ def render_job_script(
         name = f"{array.prefix}-<element's number>"
         worker_name = '"$job_in_cluster"'  # element i's job name, worked out in the job
     template = environment().get_template(f"{batch}.sh.j2")
+    # The file listing the job's hosts, for launchers that need it (mpiexec under PBS), else None.
+    node_file_variable = getattr(cluster_class(batch).job_cls, "node_file_variable", None)
+    exports = launcher_exports(request, launch, run is not None, script_tls)
+    launch_lines = [] if launch.launcher == "direct" else launch.task_launcher.start_lines(
+        launch_context(request, launch, exports, node_file_variable))
     text = template.render(
-        # The file listing the job's hosts, for launchers that need it (mpiexec under PBS), else None.
-        node_file_variable=getattr(cluster_class(batch).job_cls, "node_file_variable", None),
         request=request,
         launch=launch,
+        launch_lines=launch_lines,
         name=name,
         worker_name=worker_name,
-        launch_exports=launcher_exports(request, launch, run is not None, script_tls),
         scheduler_arg=scheduler_arg,
         run=run,
         start_scheduler=start_scheduler,

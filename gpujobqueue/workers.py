@@ -11,24 +11,17 @@ from dask.utils import parse_timedelta
 
 from .errors import ValidationError
 from .install import warn_if_no_dask_cuda
+from .launchers import LAUNCHER_OBJECTS, LAUNCHERS, Launcher, launcher_named
 from .limits import MAX_THREADS_PER_WORKER, MAX_WAIT_SECONDS
 from .request import _PATH, _matching, _one_line, given_or, parse_bool, parse_job_path, parse_lines, parse_positive_int, parse_size
 
 WORKER_MODES = ("dask-cuda", "per-device")
 VISIBILITY_VARIABLES = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "HIP_VISIBLE_DEVICES")
 # How the batch script starts the workers of each of the job's nodes: directly (one node;
-# the script runs on it), or through a launcher that runs one task per node. jsrun (LSF CSM
-# machines such as Summit) is needed even for one node: the script runs on a launch node.
-LAUNCHERS = ("direct", "srun", "mpiexec-pals", "mpiexec-openmpi", "mpiexec-mpich", "jsrun", "ibrun")
-# The variable that tells a launched task its rank (= its node), launcher's own first.
-LAUNCHER_RANK_VARIABLES = {
-    "srun": ("SLURM_PROCID",),
-    "mpiexec-pals": ("PALS_RANKID", "PMI_RANK"),
-    "mpiexec-openmpi": ("OMPI_COMM_WORLD_RANK",),
-    "mpiexec-mpich": ("PMI_RANK",),
-    "jsrun": ("JSM_NAMESPACE_RANK", "OMPI_COMM_WORLD_RANK"),
-    "ibrun": ("PMI_RANK", "MV2_COMM_WORLD_RANK", "SLURM_PROCID"),
-}
+# the script runs on it), or through a launcher that runs one task per node (gpujobqueue/launchers.py).
+# The variables that tell a launched task its rank (= its node), launcher's own first.
+LAUNCHER_RANK_VARIABLES = {launcher.name: launcher.rank_variables
+                           for launcher in LAUNCHER_OBJECTS.values() if launcher.rank_variables}
 PROTOCOLS = ("tcp", "tls", "ucx", "inproc", "ws", "wss")
 # Variables that can hold the devices a batch system gave a job (a comma-separated list):
 # the visibility variables, Grid Engine's SGE_HGR_<complex>, SLURM_JOB_GPUS-style lists. Any
@@ -108,7 +101,10 @@ class WorkerLaunch:
         ``"direct"``: the batch script runs on the job's one node and starts the workers
         itself; ``"srun"``, ``"mpiexec-pals"``, ``"mpiexec-openmpi"``, ``"mpiexec-mpich"``,
         ``"ibrun"``: it starts one task per node, each starting that node's workers;
-        ``"jsrun"``: the same from a launch node without GPUs (LSF CSM).
+        ``"jsrun"``: the same from a launch node without GPUs (LSF CSM); ``"pbsdsh"``,
+        ``"blaunch"``, ``"qrsh-inherit"``: the batch system's own, one task per host
+        (gpujobqueue/launchers.py). A job of several nodes that names none takes its
+        batch system's native launcher.
     launcher_args : tuple of str
         More launcher options (a site's ``launcher.args``), after gpujobqueue's own.
     nodes : int
@@ -144,7 +140,7 @@ class WorkerLaunch:
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any], *, gpus: int, memory_per_node: int | None, cpus_per_node: int | None = None,
-                      nodes: int = 1) -> "WorkerLaunch":
+                      nodes: int = 1, native_launcher: str | None = None) -> "WorkerLaunch":
         """Parse and validate the worker part of resolved settings.
 
         Parameters
@@ -206,8 +202,10 @@ class WorkerLaunch:
         if launcher not in LAUNCHERS:
             raise ValidationError("launcher", f"{launcher!r} is not a launcher; use one of {', '.join(LAUNCHERS)}")
         launcher_args = parse_lines("launcher_args", get("launcher_args"))
-        if nodes == 1 and launcher != "jsrun":
+        if nodes == 1 and not launcher_named(launcher).runs_on_launch_node:
             launcher, launcher_args = "direct", ()  # the script runs on the job's one node
+        if nodes > 1 and get("launcher") is None and native_launcher is not None:
+            launcher = native_launcher  # the batch system's own (a site's launcher came in the settings)
         if nodes > 1 and launcher == "direct":
             raise ValidationError("launcher", f"a job of {nodes} nodes needs a launcher that starts the workers of every node: "
                                               f"{', '.join(name for name in LAUNCHERS if name != 'direct')} (a site config names its own)")
@@ -289,10 +287,12 @@ class WorkerLaunch:
     def rank_expression(self) -> str:
         """Shell expansion of a launched task's rank, which numbers its node: the first of the
         launcher's rank variables that is set, else 0."""
-        expression = "0"
-        for variable in reversed(LAUNCHER_RANK_VARIABLES.get(self.launcher, ())):
-            expression = f"${{{variable}:-{expression}}}"
-        return expression
+        return self.task_launcher.rank_expression
+
+    @property
+    def task_launcher(self) -> Launcher:
+        """The :class:`~gpujobqueue.launchers.Launcher` object named by ``launcher``."""
+        return launcher_named(self.launcher)
 
     @property
     def memory_limit_arg(self) -> str:

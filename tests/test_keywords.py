@@ -121,7 +121,10 @@ def test_project_keeps_each_batch_systems_meaning():
     (SGEGPUCluster, {"parallel_environment": "smp 4"}, "parallel_environment"),
     (SLURMGPUCluster, {"launcher": "jsrun"}, "launcher"),
     # jobs of several nodes
-    (SLURMGPUCluster, {"nodes": 2}, "launcher"),
+    # issue 19: SLURM's jobs of several nodes take srun when no launcher is given; the embedded batch
+    # system has no launcher, and qrsh -inherit (Grid Engine's own) needs a parallel environment
+    (LocalGPUCluster, {"nodes": 2}, "launcher"),
+    (SGEGPUCluster, {"nodes": 2, "gpu_request": "none"}, "parallel_environment"),
     (SLURMGPUCluster, {"nodes": 2, "launcher": "mpiexec-pals"}, "launcher"),
     (PBSGPUCluster, {"nodes": 2, "launcher": "srun"}, "launcher"),
     (LSFGPUCluster, {"nodes": 2, "launcher": "ibrun", "lsf_units": "mb"}, "launcher"),

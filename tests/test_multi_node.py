@@ -56,3 +56,24 @@ def test_a_two_task_job_starts_a_worker_group_per_task_through_srun(slurm, count
         assert wait_until(lambda: not slurm.squeue_ids(), 60, what=lambda: f"queue to empty after scale(0): {slurm.squeue_ids()}")
         assert counted.count("sbatch") == 1 and counted.count("scancel") == 1
     assert not slurm.squeue_ids()
+
+
+def test_without_a_launcher_a_job_of_two_nodes_starts_its_groups_through_srun(slurm, counted):
+    # issue 19: no launcher given, SLURM's own starts one task per node
+    keywords = {key: value for key, value in STAND_IN.items() if key != "launcher"}
+    with SLURMGPUCluster(**keywords) as cluster, Client(cluster) as client:
+        assert cluster.launch.launcher == "srun"
+        srun = "srun --ntasks=2 --ntasks-per-node=1 --cpus-per-task=1 --ntasks-per-node=2 --gpus-per-task=2"
+        assert srun in cluster.job_script()
+        cluster.scale(gpus=4)
+        client.wait_for_workers(4, timeout=120)
+        (job,) = cluster.workers.values()
+        facts = list(client.run(group_facts).values())
+        names = sorted(f"{job.name}-{node}-{gpu}" for node in (0, 1) for gpu in (0, 1))
+        assert sorted(f["name"] for f in facts) == names
+        assert all(f["step"] not in (None, "batch") for f in facts), f"workers must run in an srun step: {facts}"
+        assert {f["task"] for f in facts if f["name"].startswith(f"{job.name}-1-")} == {"1"}
+        cluster.scale(gpus=0)
+        assert wait_until(lambda: not slurm.squeue_ids(), 60, what=lambda: f"queue to empty: {slurm.squeue_ids()}")
+        assert counted.count("sbatch") == 1 and counted.count("scancel") == 1
+    assert not slurm.squeue_ids()

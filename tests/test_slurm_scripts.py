@@ -50,11 +50,14 @@ def test_sbatch_test_only_does_refuse_what_slurm_cannot_run(slurm, tmp_path, arg
     assert result.returncode != 0 and refusal in result.stderr.lower()
 
 
-@pytest.mark.parametrize("launcher", ["srun", "ibrun", "mpiexec-openmpi", "mpiexec-mpich"])
+@pytest.mark.parametrize("launcher", ["srun", "ibrun", "mpiexec-openmpi", "mpiexec-mpich", None])
 def test_two_node_script_of_each_launcher_is_accepted_by_sbatch(slurm, tmp_path, launcher):
     # One slurmd cannot offer two nodes: sbatch's own options (which win over #SBATCH lines)
     # turn the node count into two tasks on the one node; every other directive is the script's.
-    text = render(["--nodes", "2", "--gpus-per-node", "2", "--job-cpu", "1", "--queue", "gpu", "--launcher", launcher])
+    # None: no launcher given, SLURM's own (srun) is used.
+    text = render(["--nodes", "2", "--gpus-per-node", "2", "--job-cpu", "1", "--queue", "gpu", *(["--launcher", launcher] if launcher else [])])
+    if launcher is None:
+        assert "srun --ntasks=2 --ntasks-per-node=1" in text
     assert "#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n" in text
     path = tmp_path / "job.sh"
     path.write_text(text)

@@ -204,7 +204,9 @@ class LSFGPUCluster(GPUJobQueueCluster):
     batch_synonyms = {"project": "account"}
     gpu_request_styles = ("gpu", "csm", "none")
     # The launchers that start one task per node of its jobs (the site schema and keywords accept these).
-    launchers = ("jsrun", "mpiexec-openmpi", "mpiexec-mpich")
+    launchers = ("jsrun", "mpiexec-openmpi", "mpiexec-mpich", "blaunch")
+    # A job of several nodes that names no launcher (nor its site): blaunch, LSF's own (jsrun on CSM).
+    native_launcher = "blaunch"
     template_filters = {"lsf_walltime": format_lsf_walltime}  # used by lsf.sh.j2
 
     @classmethod

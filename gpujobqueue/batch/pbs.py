@@ -232,7 +232,9 @@ class PBSGPUCluster(GPUJobQueueCluster):
     )
     gpu_request_styles = ("select", "torque", "none")
     # The launchers that start one task per node of its jobs (the site schema and keywords accept these).
-    launchers = ("mpiexec-pals", "mpiexec-openmpi", "mpiexec-mpich")
+    launchers = ("mpiexec-pals", "mpiexec-openmpi", "mpiexec-mpich", "pbsdsh")
+    # A job of several nodes that names no launcher (nor its site): pbsdsh, PBS's own (the TM API).
+    native_launcher = "pbsdsh"
     template_filters = {"pbs_memory": format_pbs_memory}  # used by pbs.sh.j2
 
     @classmethod

@@ -12,6 +12,7 @@ from ..cluster import GPUJobQueueCluster
 from ..errors import SubmissionError, ValidationError
 from ..job import CommandFailed, GPUJob
 from ..job_status import JobStatus, run_query, unlisted
+from ..workers import WorkerLaunch
 from ..request import JobRequest, _matching, given_or
 from ..keywords import TEXT, Keyword
 
@@ -241,7 +242,10 @@ class SGEGPUCluster(GPUJobQueueCluster):
     batch_synonyms = {"project": "account"}
     gpu_request_styles = ("complex", "resource-type", "none")
     # The launchers that start one task per node of its jobs (the site schema and keywords accept these).
-    launchers = ("mpiexec-openmpi", "mpiexec-mpich")
+    launchers = ("mpiexec-openmpi", "mpiexec-mpich", "qrsh-inherit")
+    # A job of several nodes that names no launcher (nor its site): qrsh -inherit, tasks of the job's
+    # parallel environment (which needs control_slaves TRUE).
+    native_launcher = "qrsh-inherit"
 
     @classmethod
     def site_settings(cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any],
@@ -260,3 +264,12 @@ class SGEGPUCluster(GPUJobQueueCluster):
     @classmethod
     def _parse_batch_options(cls, settings: dict[str, Any], request: JobRequest) -> SGEOptions:
         return SGEOptions.from_settings(settings, request)
+
+    @classmethod
+    def _check_launch(cls, request: JobRequest, launch: WorkerLaunch) -> None:
+        super()._check_launch(request, launch)
+        if launch.launcher == "qrsh-inherit" and request.options.parallel_environment is None:
+            raise ValidationError("parallel_environment",
+                                  f"a job of {request.nodes} nodes started by qrsh -inherit is a parallel job: give the "
+                                  "parallel environment (parallel_environment='mpi'; one whose control_slaves is TRUE), "
+                                  "or a launcher such as mpiexec-openmpi")

@@ -130,6 +130,8 @@ class SLURMGPUCluster(GPUJobQueueCluster):
     gpu_request_styles = ("gpus-per-node", "gres", "none")
     # The launchers that start one task per node of its jobs (the site schema and keywords accept these).
     launchers = ("srun", "ibrun", "mpiexec-openmpi", "mpiexec-mpich")
+    # A job of several nodes that names no launcher: srun, one task per node of the allocation.
+    native_launcher = "srun"
     template_filters = {"slurm_memory": format_slurm_memory}  # used by slurm.sh.j2
 
     @classmethod

@@ -1,0 +1,301 @@
+"""Launchers: how a job script of several nodes starts one task per node, and how a task knows its node.
+
+Each launcher is an object (Parsl's way) that knows its name, the shell lines that start the
+node part of the script once per node, and the variables that give a task its rank (= its node).
+Which batch systems a launcher runs under is each batch class's to say (its ``launchers`` tuple,
+and its ``native_launcher`` used when a job of several nodes names none).
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+# The variable gpujobqueue sets itself, per host, where a launcher starts one task per host named
+# by the script (pbsdsh -n, blaunch <host>, qrsh -inherit <host>) and so gives no rank of its own.
+NODE_RANK_VARIABLE = "GPUJOBQUEUE_NODE_RANK"
+
+
+@dataclass(frozen=True)
+class LaunchContext:
+    """What a launcher's command lines need to know of the job.
+
+    Parameters
+    ----------
+    nodes : int
+        Nodes of the job: one task each.
+    cpus_per_node, gpus_per_node : int
+        The job's cores and GPUs on each node.
+    launcher_args : tuple of str
+        More launcher options (a site's ``launcher.args``), each quoted into the script.
+    exports : tuple of str
+        Variables set in the script that every node's workers need (a launcher that passes on
+        only the variables it is told of passes these).
+    node_file_variable : str or None
+        The batch system's variable naming the file of the job's hosts (``PBS_NODEFILE``), or None.
+    """
+
+    nodes: int
+    cpus_per_node: int
+    gpus_per_node: int
+    launcher_args: tuple[str, ...] = ()
+    exports: tuple[str, ...] = ()
+    node_file_variable: str | None = None
+
+    @property
+    def quoted_args(self) -> str:
+        """The launcher options as shell words, each after a space."""
+        return "".join(f" {shlex.quote(arg)}" for arg in self.launcher_args)
+
+
+_RUN_NODE_PART = '    bash -c "$node_part" &'
+
+
+class Launcher:
+    """A way of starting one task per node of a job; subclasses say how.
+
+    Attributes
+    ----------
+    name : str
+        The ``launcher`` keyword's value.
+    rank_variables : tuple of str
+        Variables giving a launched task its rank (its node), the launcher's own first.
+    runs_on_launch_node : bool
+        The batch script runs on a launch node without the job's GPUs (jsrun): even a job of one
+        node starts its workers through the launcher, and no scheduler can run in the script.
+    """
+
+    name: str = ""
+    rank_variables: tuple[str, ...] = ()
+    runs_on_launch_node: bool = False
+
+    def start_lines(self, context: LaunchContext) -> list[str]:
+        """Shell lines, each one line, that start ``bash -c "$node_part"`` once on each node in the
+        background and leave the pids to wait for in ``worker_pids``."""
+        return [*self.setup_lines(context), f"{self.command(context)}{context.quoted_args} \\", _RUN_NODE_PART,
+                "worker_pids=($!)"]
+
+    def setup_lines(self, context: LaunchContext) -> list[str]:
+        """Lines run before the launch command."""
+        return []
+
+    def command(self, context: LaunchContext) -> str:
+        """The launch command with gpujobqueue's own options, before the launcher arguments."""
+        raise NotImplementedError(self.name)
+
+    @property
+    def rank_expression(self) -> str:
+        """Shell expansion of a task's rank: the first of the rank variables that is set, else 0."""
+        expression = "0"
+        for variable in reversed(self.rank_variables):
+            expression = f"${{{variable}:-{expression}}}"
+        return expression
+
+    def runs_under(self, batch_cls: Any) -> bool:
+        """Whether this launcher starts tasks on the nodes of ``batch_cls``'s jobs (the batch class says)."""
+        return self.name == "direct" or self.name in getattr(batch_cls, "launchers", ())
+
+    def __repr__(self) -> str:
+        return f"<launcher {self.name}>"
+
+
+class Direct(Launcher):
+    """No launcher: the script runs on the job's one node and starts its workers itself."""
+
+    name = "direct"
+
+    def start_lines(self, context: LaunchContext) -> list[str]:
+        raise ValueError("the direct launcher starts no tasks: the script starts its one node's workers itself")
+
+
+class Srun(Launcher):
+    """SLURM's ``srun``: one task per node of the allocation; ``SLURM_PROCID`` is the task's rank."""
+
+    name = "srun"
+    rank_variables = ("SLURM_PROCID",)
+
+    def command(self, context: LaunchContext) -> str:
+        return f"srun --ntasks={context.nodes} --ntasks-per-node=1 --cpus-per-task={context.cpus_per_node}"
+
+
+class Ibrun(Launcher):
+    """TACC's ``ibrun``, which takes its tasks from the job's ``#SBATCH --nodes`` and ``--ntasks-per-node=1``."""
+
+    name = "ibrun"
+    rank_variables = ("PMI_RANK", "MV2_COMM_WORLD_RANK", "SLURM_PROCID")
+
+    def command(self, context: LaunchContext) -> str:
+        return "ibrun"
+
+
+class MpiexecPals(Launcher):
+    """HPE Cray PALS's ``mpiexec`` (PBS Pro machines such as Polaris)."""
+
+    name = "mpiexec-pals"
+    rank_variables = ("PALS_RANKID", "PMI_RANK")
+
+    def command(self, context: LaunchContext) -> str:
+        return f"mpiexec -n {context.nodes} --ppn 1 --depth {context.cpus_per_node} --cpu-bind depth"
+
+
+class MpiexecOpenMPI(Launcher):
+    """Open MPI's ``mpiexec``: it binds each rank to a core unless told not to, and passes on only the
+    variables named by ``-x``."""
+
+    name = "mpiexec-openmpi"
+    rank_variables = ("OMPI_COMM_WORLD_RANK",)
+
+    def setup_lines(self, context: LaunchContext) -> list[str]:
+        return ["exported=()  # -x for each of these that is set here",
+                f"for variable in {' '.join(context.exports)}; do",
+                '    if [ -n "${!variable+set}" ]; then exported+=(-x "$variable"); fi',
+                "done"]
+
+    def command(self, context: LaunchContext) -> str:
+        hostfile = f' --hostfile "${context.node_file_variable}"' if context.node_file_variable else ""
+        return f'mpiexec -n {context.nodes} -npernode 1 --bind-to none{hostfile} "${{exported[@]}}"'
+
+
+class MpiexecMPICH(Launcher):
+    """MPICH's (Hydra's) ``mpiexec``, which passes the whole environment on."""
+
+    name = "mpiexec-mpich"
+    rank_variables = ("PMI_RANK",)
+
+    def command(self, context: LaunchContext) -> str:
+        hostfile = f' -f "${context.node_file_variable}"' if context.node_file_variable else ""
+        return f"mpiexec -n {context.nodes} -ppn 1{hostfile}"
+
+
+class Jsrun(Launcher):
+    """LSF CSM's ``jsrun`` (Summit): one resource set per node holding its GPUs and cores, started from
+    a launch node."""
+
+    name = "jsrun"
+    rank_variables = ("JSM_NAMESPACE_RANK", "OMPI_COMM_WORLD_RANK")
+    runs_on_launch_node = True
+
+    def command(self, context: LaunchContext) -> str:
+        return (f"jsrun --nrs {context.nodes} --rs_per_host 1 --tasks_per_rs 1 --cpu_per_rs {context.cpus_per_node} "
+                f"--gpu_per_rs {context.gpus_per_node} --bind rs")
+
+
+class PerHostLauncher(Launcher):
+    """A launcher that starts one task on one host named by the script (rsh-like, or by node index): the
+    script loops over the job's hosts, giving each task its rank in :data:`NODE_RANK_VARIABLE` and the
+    variables it needs explicitly (these launchers pass on the job's environment, not the script's)."""
+
+    rank_variables = (NODE_RANK_VARIABLE,)
+
+    def host_list_lines(self) -> list[str]:
+        """Lines that set the array ``hosts`` to the job's distinct hosts, the script's own first."""
+        raise NotImplementedError(self.name)
+
+    def spawn(self, context: LaunchContext) -> tuple[str, str]:
+        """The command that starts ``"${task[@]}"`` on host ``$host`` (node index ``$node``): the words
+        before the launcher arguments, and those after."""
+        raise NotImplementedError(self.name)
+
+    def start_lines(self, context: LaunchContext) -> list[str]:
+        return [
+            *self.host_list_lines(),
+            f'if [ "${{#hosts[@]}}" -ne {context.nodes} ]; then',
+            f'    echo "gpujobqueue: {self.name}: the job has ${{#hosts[@]}} hosts, not {context.nodes}:" \\',
+            '        "${hosts[*]}" >&2',
+            "    exit 1",
+            "fi",
+            "exported=()  # NAME=value for each of these that is set here",
+            f"for variable in {' '.join(context.exports)}; do",
+            '    if [ -n "${!variable+set}" ]; then exported+=("$variable=${!variable}"); fi',
+            "done",
+            "worker_pids=()",
+            'for node in "${!hosts[@]}"; do',
+            '    host=${hosts[$node]}',
+            f'    task=(env "${{exported[@]}}" {NODE_RANK_VARIABLE}="$node" bash -c "$node_part")',
+            "    {}{}{} &".format(self.spawn(context)[0], context.quoted_args, self.spawn(context)[1]),
+            "    worker_pids+=($!)",
+            "done",
+        ]
+
+
+class Pbsdsh(PerHostLauncher):
+    """PBS's ``pbsdsh``: ``pbsdsh -n <i> -- program args`` spawns the program through the TM API on the
+    i-th node allocated (the pbsdsh(1B) man page: "-n node: the program is spawned on one node which is the
+    node-th node allocated"), without a shell. The i-th entry of ``$PBS_NODEFILE`` is that node, so the
+    first entry of each host is its index. pbsdsh sets ``PBS_NODENUM`` (the node identifier) and
+    ``PBS_TASKNUM`` (the TM task id), but the node identifier counts a host once per entry of a Torque
+    ``ppn`` job; the script gives each task its host's rank itself."""
+
+    name = "pbsdsh"
+
+    def host_list_lines(self) -> list[str]:
+        return ['hosts=(); node_index=()  # each host once, and the index of its first line in $PBS_NODEFILE',
+                'line=0',
+                'while read -r entry; do',
+                '    case " ${hosts[*]} " in *" $entry "*) ;; *) hosts+=("$entry"); node_index+=("$line") ;; esac',
+                '    line=$((line + 1))',
+                'done < "$PBS_NODEFILE"']
+
+    def spawn(self, context: LaunchContext) -> tuple[str, str]:
+        return 'pbsdsh -n "${node_index[$node]}"', ' -- "${task[@]}"'
+
+
+class Blaunch(PerHostLauncher):
+    """LSF's ``blaunch``: ``blaunch <host> command`` starts a task on a host of the job's allocation, as
+    ``rsh host command`` would (IBM LSF command reference, blaunch: ``blaunch [-n] [-u host_file | -z
+    host_name ... | host_name] [-use-login-shell | -no-shell] command [argument ...]``); the command is
+    run by a shell, so it goes as one quoted string. The hosts are ``$LSB_MCPU_HOSTS``'s
+    (``host1 slots1 host2 slots2 ...``, each host once, the first the script's)."""
+
+    name = "blaunch"
+
+    def host_list_lines(self) -> list[str]:
+        return ['hosts=()  # every other word of "host1 slots1 host2 slots2 ..."',
+                'read -r -a mcpu_hosts <<< "$LSB_MCPU_HOSTS"',
+                'for ((i = 0; i < ${#mcpu_hosts[@]}; i += 2)); do hosts+=("${mcpu_hosts[i]}"); done']
+
+    def spawn(self, context: LaunchContext) -> tuple[str, str]:
+        return "blaunch", ' "$host" "$(printf \'%q \' "${task[@]}")"'
+
+
+class QrshInherit(PerHostLauncher):
+    """Grid Engine's ``qrsh -inherit <host> command``: a task of the running parallel job on one of its
+    hosts (qrsh(1): "-inherit ... the job is identified by JOB_ID ... hostname as first argument"; the
+    parallel environment needs ``control_slaves TRUE``). The hosts are the first words of
+    ``$PE_HOSTFILE``'s lines (``host slots queue processors``). The command is run by a shell on the host,
+    as rsh's is, so it goes as one quoted string."""
+
+    name = "qrsh-inherit"
+
+    def host_list_lines(self) -> list[str]:
+        return ['hosts=()  # the first word of each line of "host slots queue processors"',
+                'while read -r host _; do hosts+=("$host"); done < "$PE_HOSTFILE"']
+
+    def spawn(self, context: LaunchContext) -> tuple[str, str]:
+        return "qrsh -inherit -nostdin", ' "$host" "$(printf \'%q \' "${task[@]}")"'
+
+
+_ALL = (Direct(), Srun(), MpiexecPals(), MpiexecOpenMPI(), MpiexecMPICH(), Jsrun(), Ibrun(),
+        Pbsdsh(), Blaunch(), QrshInherit())
+LAUNCHER_OBJECTS: dict[str, Launcher] = {launcher.name: launcher for launcher in _ALL}
+# The ``launcher`` keyword's values.
+LAUNCHERS: tuple[str, ...] = tuple(LAUNCHER_OBJECTS)
+
+
+def launcher_named(name: str) -> Launcher:
+    """The launcher object of a name in :data:`LAUNCHERS`.
+
+    Raises
+    ------
+    KeyError
+        For any other name (keywords are checked by :class:`~gpujobqueue.workers.WorkerLaunch` first).
+    """
+    return LAUNCHER_OBJECTS[name]
+
+
+def launch_context(request: Any, launch: Any, exports: Sequence[str], node_file_variable: str | None) -> LaunchContext:
+    """The :class:`LaunchContext` of a job's request and worker launch."""
+    return LaunchContext(nodes=request.nodes, cpus_per_node=request.cpus_per_node, gpus_per_node=request.gpus_per_node,
+                         launcher_args=tuple(launch.launcher_args), exports=tuple(exports),
+                         node_file_variable=node_file_variable)

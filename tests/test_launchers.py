@@ -1,0 +1,170 @@
+"""Launchers as objects, and each batch system's native launcher for jobs of several nodes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from fixtures.sizes import SMALL_JOB, with_job_size, with_size_options
+from gpujobqueue import LSFGPUCluster, LocalGPUCluster, PBSGPUCluster, SGEGPUCluster, SLURMGPUCluster
+from gpujobqueue.batch import BATCH_SYSTEMS, cluster_class
+from gpujobqueue.cli import main
+from gpujobqueue.errors import ValidationError
+from gpujobqueue.launchers import LAUNCHER_OBJECTS, LAUNCHERS, NODE_RANK_VARIABLE, LaunchContext, launcher_named
+from gpujobqueue.scripts import job_script_for
+
+TWO_NODES = LaunchContext(nodes=2, cpus_per_node=8, gpus_per_node=4, launcher_args=("--x=1 2",), exports=("PATH", "A"),
+                          node_file_variable="PBS_NODEFILE")
+
+
+@pytest.mark.parametrize("name, command, rank", [
+    ("srun", "srun --ntasks=2 --ntasks-per-node=1 --cpus-per-task=8 '--x=1 2' \\", "${SLURM_PROCID:-0}"),
+    ("ibrun", "ibrun '--x=1 2' \\", "${PMI_RANK:-${MV2_COMM_WORLD_RANK:-${SLURM_PROCID:-0}}}"),
+    ("mpiexec-pals", "mpiexec -n 2 --ppn 1 --depth 8 --cpu-bind depth '--x=1 2' \\", "${PALS_RANKID:-${PMI_RANK:-0}}"),
+    ("mpiexec-openmpi",
+     'mpiexec -n 2 -npernode 1 --bind-to none --hostfile "$PBS_NODEFILE" "${exported[@]}" \'--x=1 2\' \\',
+     "${OMPI_COMM_WORLD_RANK:-0}"),
+    ("mpiexec-mpich", 'mpiexec -n 2 -ppn 1 -f "$PBS_NODEFILE" \'--x=1 2\' \\', "${PMI_RANK:-0}"),
+    ("jsrun", "jsrun --nrs 2 --rs_per_host 1 --tasks_per_rs 1 --cpu_per_rs 8 --gpu_per_rs 4 --bind rs '--x=1 2' \\",
+     "${JSM_NAMESPACE_RANK:-${OMPI_COMM_WORLD_RANK:-0}}"),
+    ("pbsdsh", '    pbsdsh -n "${node_index[$node]}" \'--x=1 2\' -- "${task[@]}" &', f"${{{NODE_RANK_VARIABLE}:-0}}"),
+    ("blaunch", '    blaunch \'--x=1 2\' "$host" "$(printf \'%q \' "${task[@]}")" &',
+     f"${{{NODE_RANK_VARIABLE}:-0}}"),
+    ("qrsh-inherit", '    qrsh -inherit -nostdin \'--x=1 2\' "$host" "$(printf \'%q \' "${task[@]}")" &',
+     f"${{{NODE_RANK_VARIABLE}:-0}}"),
+])
+def test_each_launcher_object_writes_its_command_for_two_nodes(name, command, rank):
+    launcher = launcher_named(name)
+    lines = launcher.start_lines(TWO_NODES)
+    assert command in lines, f"{name}: {lines}"
+    assert launcher.rank_expression == rank
+    assert all("\n" not in line for line in lines)
+    text = "\n".join(["node_part=true", *lines])
+    assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0, text
+
+
+def test_every_launcher_is_an_object_and_runs_under_the_batch_systems_that_name_it():
+    assert set(LAUNCHERS) == set(LAUNCHER_OBJECTS) and LAUNCHERS[0] == "direct"
+    named = set()
+    for batch in BATCH_SYSTEMS:
+        cls = cluster_class(batch)
+        named.update(cls.launchers)
+        assert all(launcher_named(name).runs_under(cls) for name in cls.launchers)
+        if cls.native_launcher is not None:
+            assert cls.native_launcher in cls.launchers, f"{batch}'s native launcher must be one of its launchers"
+    assert named == set(LAUNCHERS) - {"direct"}, "every launcher runs under some batch system"
+    assert not launcher_named("pbsdsh").runs_under(SLURMGPUCluster)
+    with pytest.raises(ValueError):
+        launcher_named("direct").start_lines(TWO_NODES)
+
+
+@pytest.mark.parametrize("cluster_cls, extra, native", [
+    (SLURMGPUCluster, {}, "srun"),
+    (PBSGPUCluster, {}, "pbsdsh"),
+    (LSFGPUCluster, {"lsf_units": "mb"}, "blaunch"),
+    (SGEGPUCluster, {"parallel_environment": "smp", "gpu_request": "none"}, "qrsh-inherit"),
+])
+def test_a_job_of_several_nodes_without_a_launcher_uses_its_batch_systems_own(cluster_cls, extra, native):
+    assert cluster_cls.native_launcher == native
+    _, request, launch = cluster_cls.parse_keywords(with_job_size({"nodes": 2, "gpus_per_node": 2, **extra}))
+    assert (request.nodes, launch.launcher, launch.task_launcher.name) == (2, native, native)
+    _, _, one = cluster_cls.parse_keywords(with_job_size({"gpus_per_node": 2, **extra}))
+    assert one.launcher == "direct", "a one-node job starts its workers directly"
+    given = cluster_cls.launchers[0] if cluster_cls.launchers[0] != "jsrun" else "mpiexec-openmpi"
+    keywords = with_job_size({"nodes": 2, "gpus_per_node": 2, "launcher": given, **extra})
+    _, _, chosen = cluster_cls.parse_keywords(keywords)
+    assert chosen.launcher == given, "a launcher given wins over the native one"
+
+
+def test_a_sites_launcher_wins_over_the_native_one():
+    _, _, launch = PBSGPUCluster.parse_keywords({"site": "polaris", "nodes": 2, "account": "MyProject"})
+    assert launch.launcher == "mpiexec-pals"
+
+
+def test_qrsh_inherit_needs_a_parallel_environment_and_nothing_without_a_native_launcher_is_guessed():
+    with pytest.raises(ValidationError) as info:
+        SGEGPUCluster.parse_keywords(with_job_size({"nodes": 2, "gpus_per_node": 2, "gpu_request": "none"}))
+    assert info.value.field == "parallel_environment"
+    with pytest.raises(ValidationError) as info:
+        LocalGPUCluster.parse_keywords({"nodes": 2})
+    assert info.value.field == "launcher"
+
+
+def test_render_slurm_of_four_nodes_needs_no_launcher_and_uses_srun():
+    result = CliRunner().invoke(main, ["render", "slurm", *with_size_options(["--nodes", "4", "--gpus-per-node", "2"])])
+    assert result.exit_code == 0, result.output
+    assert "#SBATCH --nodes=4" in result.stdout
+    assert "srun --ntasks=4 --ntasks-per-node=1 --cpus-per-task=2 \\\n    bash -c \"$node_part\" &" in result.stdout
+    assert 'node_rank="${SLURM_PROCID:-0}"' in result.stdout
+
+
+# Strict stand-ins for the per-host launchers: each checks its command line as the real one takes it,
+# refuses a host outside the job's allocation, records the host, and runs the task with an emptied
+# environment (the task gets only what the script passes), through a shell where the real one uses one.
+STAND_INS = {
+    "pbsdsh": r'''
+[ "$1" = -n ] && [[ "$2" =~ ^[0-9]+$ ]] && [ "$3" = -- ] ||
+    { echo "pbsdsh: usage: pbsdsh -n node -- program" >&2; exit 2; }
+host=$(sed -n "$(($2 + 1))p" "$PBS_NODEFILE"); [ -n "$host" ] || { echo "pbsdsh: node $2 not in the job" >&2; exit 1; }
+echo "$host" >> "$RESULTS/hosts"; shift 3
+exec env -i PATH=/usr/bin:/bin "$@"''',
+    "blaunch": r'''
+[ $# -eq 2 ] || { echo "blaunch: expected a host and a command" >&2; exit 2; }
+case " $LSB_MCPU_HOSTS " in *" $1 "*) ;; *) echo "blaunch: $1 is not a host of the job" >&2; exit 1 ;; esac
+echo "$1" >> "$RESULTS/hosts"
+exec env -i PATH=/usr/bin:/bin /bin/sh -c "$2"''',
+    "qrsh": r'''
+[ "$1" = -inherit ] && [ "$2" = -nostdin ] && [ -n "$JOB_ID" ] ||
+    { echo "qrsh: expected -inherit -nostdin in a job" >&2; exit 2; }
+cut -d' ' -f1 "$PE_HOSTFILE" | grep -qx "$3" || { echo "qrsh: $3 is not a host of the job" >&2; exit 1; }
+echo "$3" >> "$RESULTS/hosts"; shift 3
+exec env -i PATH=/usr/bin:/bin /bin/sh -c "$*"''',
+}
+
+
+@pytest.mark.parametrize("name", ["pbsdsh", "blaunch", "qrsh-inherit"])
+def test_a_per_host_launcher_starts_one_task_on_each_host_with_its_rank_and_the_scripts_variables(tmp_path, name):
+    bin_dir, results = tmp_path / "bin", tmp_path / "results"
+    bin_dir.mkdir(), results.mkdir()
+    for command, body in STAND_INS.items():
+        (bin_dir / command).write_text("#!/bin/bash\n" + body.lstrip("\n") + "\n")
+        (bin_dir / command).chmod(0o755)
+    (tmp_path / "nodefile").write_text("n1\nn1\nn2\nn2\n")  # two MPI processes per host
+    (tmp_path / "pe_hostfile").write_text("n1 4 gpu.q@n1 UNDEFINED\nn2 4 gpu.q@n2 UNDEFINED\n")
+    context = LaunchContext(nodes=2, cpus_per_node=4, gpus_per_node=1, exports=("PATH", "RESULTS", "PROBE"))
+    node_part = 'echo "$GPUJOBQUEUE_NODE_RANK|$PROBE|${SECRET-unset}" > "$RESULTS/rank-$GPUJOBQUEUE_NODE_RANK"'
+    script = "\n".join([f"node_part={node_part!r}", *launcher_named(name).start_lines(context),
+                        'for pid in "${worker_pids[@]}"; do wait "$pid" || exit 3; done'])
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "RESULTS": str(results), "PROBE": "a b 'c' \"d\" $x;`e`",
+           "SECRET": "not passed",
+           "PBS_NODEFILE": str(tmp_path / "nodefile"), "LSB_MCPU_HOSTS": "n1 4 n2 4", "JOB_ID": "7",
+           "PE_HOSTFILE": str(tmp_path / "pe_hostfile")}
+    result = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert sorted((results / "hosts").read_text().split()) == ["n1", "n2"], "one task on each host"
+    for rank in (0, 1):
+        assert (results / f"rank-{rank}").read_text() == f"{rank}|{env['PROBE']}|unset\n"
+
+
+def test_a_per_host_launcher_refuses_a_job_with_another_number_of_hosts(tmp_path):
+    (tmp_path / "nodefile").write_text("n1\n")
+    script = "\n".join(["node_part=true", *launcher_named("pbsdsh").start_lines(TWO_NODES)])
+    env = {"PATH": "/usr/bin:/bin", "PBS_NODEFILE": str(tmp_path / "nodefile")}
+    result = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 1 and "has 1 hosts, not 2" in result.stderr
+
+
+def test_the_emulators_accept_the_native_scripts_of_two_nodes(pbs, lsf):
+    pbs_script = job_script_for(PBSGPUCluster.job_cls.batch, {**SMALL_JOB, "nodes": 2, "gpus_per_node": 1}, name="w")
+    assert "pbsdsh -n" in pbs_script
+    assert pbs.parse(pbs_script).nodect == 2
+    lsf_keywords = {**SMALL_JOB, "nodes": 2, "gpus_per_node": 1, "lsf_units": "mb"}
+    lsf_script = job_script_for(LSFGPUCluster.job_cls.batch, lsf_keywords, name="w")
+    assert 'blaunch "$host"' in lsf_script
+    assert lsf.parse(lsf_script).slots >= 2
+    for script in (pbs_script, lsf_script):
+        assert subprocess.run(["bash", "-n"], input=script, text=True).returncode == 0
