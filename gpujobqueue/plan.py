@@ -135,6 +135,7 @@ def make_plan(cls: type, kwargs: Mapping[str, Any], owner: str | None = None) ->
         memory_per_node=request.memory_per_node,
         cpus_per_node=request.cpus_per_node,
         nodes=request.nodes,
+        native_launcher=cls.native_launcher,
     )
     cls._check_launch(request, launch)
     if site is not None:
