@@ -13,7 +13,7 @@ from gpujobqueue import GPUCluster
 from gpujobqueue.sites import load_site, site_settings
 from gpujobqueue.batch import BATCH_SYSTEMS
 from gpujobqueue.scripts import job_script_for
-from site_samples import SAMPLE_ACCOUNTS, SHIPPED
+from site_samples import SAMPLE_ACCOUNTS, SHIPPED, SITE_CONFIGS
 
 QUIET_SCHEDULER = {"dashboard_address": "127.0.0.1:0", "interface": "lo"}
 SIZED = {"gpus_per_node": 2, "cpus_per_gpu": 2, "memory_per_gpu": "4GB", "walltime": "00:30:00", "interface": "lo"}
@@ -61,10 +61,13 @@ def test_render_and_the_cluster_differ_only_in_where_the_tls_credentials_are(bat
         assert _differences(job_script_for(batch, SIZED, name=name, scheduler=address, tls=False), plain) == []
 
 
-def test_another_protocol_on_a_ucx_site_leaves_the_sites_ucx_transports_out():
-    # Before, expanse's enable_infiniband made protocol="tcp" a refusal: "a UCX transport switch; it needs protocol='ucx'".
+def test_another_protocol_on_a_ucx_site_leaves_the_sites_ucx_transports_out(tmp_path):
+    # Before, a site's enable_infiniband made protocol="tcp" a refusal: "a UCX transport switch; it needs protocol='ucx'".
+    text = (SITE_CONFIGS / "expanse.yaml").read_text().replace("  protocol: ucx\n", "  protocol: ucx\n  ucx: {infiniband: true}\n")
+    site = tmp_path / "expanse.yaml"  # a copy that forces a transport, as a centre documenting one would
+    site.write_text(text)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        script = job_script_for("expanse", {"account": "abc123", "protocol": "tcp"}, name="w", tls=False)
+        script = job_script_for(str(site), {"account": "abc123", "protocol": "tcp"}, name="w", tls=False)
+        assert "--enable-infiniband" in job_script_for(str(site), {"account": "abc123"}, name="w")  # the site's UCX as it was
     assert "--protocol tcp" in script and "--enable-infiniband" not in script and "DASK_DISTRIBUTED_UCXX__" not in script
-    assert "--enable-infiniband" in job_script_for("expanse", {"account": "abc123"}, name="w")  # the site's UCX as it was
