@@ -41,6 +41,7 @@ from .replacement import Replacement, forget_unsubmitted
 from .render import check_scheduler_can_run_in_job
 from .docstrings import with_shared_parameters
 from .limits import MAX_JOBS_PER_CLUSTER
+from .naming import WorkerJobKey, cpu_job_name, gpu_job_name
 from .request import DEFAULT_WALLTIME, JobRequest, parse_bool, parse_name, parse_positive_int
 from .scheduler_job import (SCHEDULER_FILE_NAME, HostedWorkers, JobScheduler, SchedulerStart, parse_scheduler_placement,
                             scheduler_tls_args, write_private_file)
@@ -108,38 +109,6 @@ RENAMED_KEYWORDS = {
     "env_extra": "job_script_prologue",
     "extra": "worker_extra_args",
 }
-
-
-CPU_JOB_INFIX = "-cpu-"  # CPU jobs are <cluster>-cpu-<i>; their workers add their own suffixes
-
-
-class WorkerJobKey:
-    """Maps a scheduler's worker to the job that runs it, so whole jobs are retired together.
-
-    Parameters
-    ----------
-    suffixes : list of str
-        The suffixes that worker names add to their job's name.
-    """
-
-    def __init__(self, suffixes: list[str], cpu_suffixes: list[str] | None = None):
-        self.suffixes = sorted(suffixes, key=len, reverse=True)
-        self.cpu_suffixes = sorted(cpu_suffixes or [], key=len, reverse=True)
-
-    def job_of(self, worker_name: str) -> str:
-        """The job name of a worker name."""
-        if self.cpu_suffixes and CPU_JOB_INFIX in worker_name:
-            for suffix in self.cpu_suffixes:
-                job = worker_name[: len(worker_name) - len(suffix)]
-                if worker_name.endswith(suffix) and job.rpartition(CPU_JOB_INFIX)[2].isdigit():
-                    return job
-        for suffix in self.suffixes:
-            if suffix and worker_name.endswith(suffix):
-                return worker_name[: -len(suffix)]
-        return worker_name
-
-    def __call__(self, worker_state: Any) -> str:
-        return self.job_of(str(worker_state.name))
 
 
 # The dashboard shows worker logs and takes no password: on a shared login node (or a compute
@@ -466,6 +435,10 @@ class GPUJobQueueCluster(JobQueueCluster):
         )
         self.new_spec["group"] = launch.name_suffixes
 
+    def _new_worker_name(self, worker_number: int) -> str:
+        """The name of the GPU job number ``worker_number`` (:func:`gpujobqueue.naming.gpu_job_name`)."""
+        return gpu_job_name(self._name, worker_number)
+
     def new_worker_spec(self) -> dict[str, Any]:
         """A new job's name and spec. Job numbers are never reused (SpecCluster would give a
         job that ended its number again): a job's name, its workers' names and what the job
@@ -478,7 +451,7 @@ class GPUJobQueueCluster(JobQueueCluster):
                 return {name: self.new_spec}
 
     def _new_cpu_job_spec(self) -> dict[str, Any]:
-        name = f"{self._name}{CPU_JOB_INFIX}{self._cpu_i}"
+        name = cpu_job_name(self._name, self._cpu_i)
         self._cpu_i += 1
         options = dict(self._job_kwargs, request=self.cpu_request, launch=self.cpu_launch)
         return {name: {"cls": self.job_cls, "options": options, "group": self.cpu_launch.name_suffixes, "pool": "cpu"}}
