@@ -91,7 +91,8 @@ def test_a_cluster_with_a_cpu_pool_maps_both_pools_workers_to_their_jobs():
 def test_each_array_element_works_out_the_job_name_the_cluster_gave_it(prefix, offset):
     elements = ArrayElements(prefix, offset, 4, "SLURM_ARRAY_TASK_ID")
     for index in range(1, elements.count + 1):
-        out = subprocess.run(["bash", "-c", f"job_in_cluster={elements.shell_job_name}; echo {naming.SHELL_ARRAY_JOB_NAME}"],
+        line = f"job_in_cluster={elements.shell_job_name}; echo {naming.SHELL_ARRAY_JOB_NAME}"  # as job.sh.j2 has it
+        out = subprocess.run(["bash", "-c", line],
                              env={"SLURM_ARRAY_TASK_ID": str(index), "PATH": os.environ["PATH"]},
                              capture_output=True, text=True, check=True).stdout.strip()
         assert out == naming.gpu_job_name(prefix, offset + index)
@@ -122,7 +123,7 @@ def test_the_per_device_preload_pins_each_nannys_worker_to_the_device_its_name_n
     keywords = dict(SIZE, gpus_per_node=gpus, nodes=nodes, worker_mode="per-device",
                     **({"launcher": "srun"} if nodes > 1 else {}))
     script = job_script_for("slurm", keywords, name="my-job-4")
-    preload = re.search(r"<<'PYTHON'\n(.*?)\nPYTHON\n", script, re.S).group(1)
+    preload = re.search(r"<<'PYTHON'\n(.*?)\nPYTHON\n", script, re.DOTALL).group(1)
     assert naming.NANNY_GPU_INDEX in preload
     devices = [str(10 + i) for i in range(gpus)]
     namespace: dict = {}
