@@ -36,6 +36,11 @@ def gpu_job_name(cluster: str, number: int) -> str:
     return f"{cluster}{SEPARATOR}{number}"
 
 
+def array_job_name_text(prefix: str) -> str:
+    """How a job array's script names its elements' jobs in its comments: ``<prefix>-<element's number>``."""
+    return f"{prefix}{SEPARATOR}<element's number>"
+
+
 def cpu_job_name(cluster: str, number: int) -> str:
     """The name of the cluster's CPU-pool job number ``number``: ``<cluster>-cpu-<number>``."""
     return f"{cluster}{CPU_JOB_INFIX}{number}"

@@ -227,7 +227,7 @@ def render_job_script(
     if array is not None:
         if launch.nodes > 1 or run is not None or start_scheduler is not None:
             raise ValidationError("job_array", "a job array's elements are one-node worker jobs")
-        name = f"{array.prefix}-<element's number>"
+        name = naming.array_job_name_text(array.prefix)
         worker_name = naming.SHELL_ARRAY_JOB_NAME  # element i's job name, worked out in the job
     template = environment().get_template(f"{batch}.sh.j2")
     text = template.render(

@@ -161,7 +161,7 @@ HAND_MADE_NAMES = {
     r"""-\$\(\(""": "an array element's job name in shell arithmetic",
     r'''"\$job_in_cluster"''': "reads an array element's job name",
     r"""f["']-\{""": "formats a '-<number>' name suffix",
-    r"""self\._name\}-""": "formats a job name",
+    r"""self\._name\}-|\}-<element""": "formats a job name",
 }
 
 
