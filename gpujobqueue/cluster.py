@@ -41,6 +41,7 @@ from .replacement import Replacement, forget_unsubmitted
 from .render import check_scheduler_can_run_in_job
 from .docstrings import with_shared_parameters
 from .limits import MAX_JOBS_PER_CLUSTER
+from .naming import WorkerJobKey, cpu_job_name, gpu_job_name
 from .request import DEFAULT_WALLTIME, JobRequest, parse_bool, parse_name, parse_positive_int
 from .scheduler_job import (SCHEDULER_FILE_NAME, HostedWorkers, JobScheduler, SchedulerStart, parse_scheduler_placement,
                             scheduler_tls_args, write_private_file)
@@ -85,36 +86,30 @@ class WorkersNotStartedError(WorkerStartTimeoutError, GPUJobQueueError):
 # Jobs named in a wait_for_workers timeout; the rest are counted.
 MAX_JOBS_NAMED = 8
 
-CPU_JOB_INFIX = "-cpu-"  # CPU jobs are <cluster>-cpu-<i>; their workers add their own suffixes
-
-
-class WorkerJobKey:
-    """Maps a scheduler's worker to the job that runs it, so whole jobs are retired together.
-
-    Parameters
-    ----------
-    suffixes : list of str
-        The suffixes that worker names add to their job's name.
-    """
-
-    def __init__(self, suffixes: list[str], cpu_suffixes: list[str] | None = None):
-        self.suffixes = sorted(suffixes, key=len, reverse=True)
-        self.cpu_suffixes = sorted(cpu_suffixes or [], key=len, reverse=True)
-
-    def job_of(self, worker_name: str) -> str:
-        """The job name of a worker name."""
-        if self.cpu_suffixes and CPU_JOB_INFIX in worker_name:
-            for suffix in self.cpu_suffixes:
-                job = worker_name[: len(worker_name) - len(suffix)]
-                if worker_name.endswith(suffix) and job.rpartition(CPU_JOB_INFIX)[2].isdigit():
-                    return job
-        for suffix in self.suffixes:
-            if suffix and worker_name.endswith(suffix):
-                return worker_name[: -len(suffix)]
-        return worker_name
-
-    def __call__(self, worker_state: Any) -> str:
-        return self.job_of(str(worker_state.name))
+# Keywords every batch system takes; each cluster class adds its own (batch_keywords).
+REQUEST_KEYWORDS = (
+    "nodes", "gpus_per_node", "cpus_per_gpu", "cores", "memory", "memory_per_gpu",
+    "walltime", "account", "queue", "exclusive", "job_name",
+    "log_directory", "job_extra_directives", "job_directives_skip", "job_script_prologue",
+    "job_script_epilogue", "environment", "gpu_request", "gpu_type", "shebang", "walltime_margin",
+)
+LAUNCH_KEYWORDS = (
+    "worker_mode", "python", "worker_command", "nthreads", "memory_limit", "device_memory_limit",
+    "rmm_pool_size", "visibility_variable", "allocation_variable", "nanny", "death_timeout",
+    "local_directory", "protocol", "interface", "worker_extra_args", "launcher", "launcher_args",
+    # dask-cuda's names for device memory and UCX transports
+    "rmm_maximum_pool_size", "rmm_async", "rmm_managed_memory", "rmm_release_threshold", "enable_cudf_spill",
+    "set_rmm_allocator_for_libs", "enable_tcp_over_ucx", "enable_infiniband", "enable_nvlink", "enable_rdmacm",
+)
+# dask-jobqueue's deprecated spellings, kept with the same meaning and warning
+# (unless a batch system keeps the old name as its own, as PBS, LSF and SGE keep project).
+RENAMED_KEYWORDS = {
+    "project": "account",
+    "job_extra": "job_extra_directives",
+    "header_skip": "job_directives_skip",
+    "env_extra": "job_script_prologue",
+    "extra": "worker_extra_args",
+}
 
 
 # The dashboard shows worker logs and takes no password: on a shared login node (or a compute
@@ -420,6 +415,10 @@ class GPUJobQueueCluster(JobQueueCluster):
         )
         self.new_spec["group"] = launch.name_suffixes
 
+    def _new_worker_name(self, worker_number: int) -> str:
+        """The name of the GPU job number ``worker_number`` (:func:`gpujobqueue.naming.gpu_job_name`)."""
+        return gpu_job_name(self._name, worker_number)
+
     def new_worker_spec(self) -> dict[str, Any]:
         """A new job's name and spec. Job numbers are never reused (SpecCluster would give a
         job that ended its number again): a job's name, its workers' names and what the job
@@ -432,7 +431,7 @@ class GPUJobQueueCluster(JobQueueCluster):
                 return {name: self.new_spec}
 
     def _new_cpu_job_spec(self) -> dict[str, Any]:
-        name = f"{self._name}{CPU_JOB_INFIX}{self._cpu_i}"
+        name = cpu_job_name(self._name, self._cpu_i)
         self._cpu_i += 1
         options = dict(self._job_kwargs, request=self.cpu_request, launch=self.cpu_launch)
         return {name: {"cls": self.job_cls, "options": options, "group": self.cpu_launch.name_suffixes, "pool": "cpu"}}

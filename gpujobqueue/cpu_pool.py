@@ -9,8 +9,9 @@ from typing import Any, Mapping
 from .config import check_keywords
 from .errors import UnknownKeywordError, ValidationError
 from .limits import MAX_CPUS_PER_NODE, MAX_THREADS_PER_WORKER
+from .naming import cpu_batch_job_name
 from .request import JobRequest, parse_constraint, parse_lines, parse_name, parse_positive_int, parse_size, parse_walltime, parse_word
-from .workers import WorkerLaunch
+from .workers import CPU_WORKER_MODE, WorkerLaunch
 
 CPU_POOL_KEYS = ("processes", "cores", "nthreads", "memory", "queue", "account", "walltime", "qos", "constraint", "job_name", "job_extra_directives")
 
@@ -138,14 +139,14 @@ class CPUPool:
             account=self.account or gpu_request.account,
             qos=self.qos or gpu_request.qos,
             constraint=self.constraint or gpu_request.constraint,
-            job_name=self.job_name or f"{gpu_request.job_name}-cpu",
+            job_name=self.job_name or cpu_batch_job_name(gpu_request.job_name),
             walltime=self.walltime or gpu_request.walltime,
             extra_directives=self.job_extra_directives if self.job_extra_directives is not None else gpu_request.extra_directives,
             options=options,
         )
         launch = dataclasses.replace(
             gpu_launch,
-            mode="cpu",
+            mode=CPU_WORKER_MODE,
             gpus=self.processes,
             worker_command="distributed.cli.dask_worker",
             nthreads=self.threads_per_worker,

@@ -8,6 +8,8 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .naming import job_number, shell_array_job_name
+
 if TYPE_CHECKING:
     from .job import GPUJob
 
@@ -54,11 +56,10 @@ class ArrayElements:
             return self.task_variable
         return f"{self.task_variable} {'+' if self.offset > 0 else '-'} {abs(self.offset)}"
 
-
-def job_number(job_name: str) -> tuple[str, int] | None:
-    """``("cluster", 7)`` for the job ``cluster-7``; None for a name without a number."""
-    prefix, _, number = job_name.rpartition("-")
-    return (prefix, int(number)) if prefix and number.isdigit() else None
+    @property
+    def shell_job_name(self) -> str:
+        """An element's job name as the job works it out (:func:`gpujobqueue.naming.shell_array_job_name`)."""
+        return shell_array_job_name(self.prefix, self.number_expression)
 
 
 def consecutive_runs(jobs: list[GPUJob], longest: int) -> list[list[GPUJob]]:

@@ -279,7 +279,7 @@ class JobWatch:
                 name=str(name), job_id=getattr(job, "job_id", None),
                 state=state, reason=reason,
                 nodes=status.nodes if status else None,
-                gpus=launch.gpus * job.request.nodes if launch is not None and launch.mode != "cpu" else 0,
+                gpus=launch.gpus * job.request.nodes if launch is not None and not launch.cpu_workers else 0,
                 workers=connected.get(str(name), 0),
             ))
         table.notice = self.notice()

@@ -11,6 +11,7 @@ from typing import Sequence
 
 import jinja2
 
+from . import naming
 from .errors import ValidationError
 from .job_commands import ArrayElements
 from .launchers import launch_context
@@ -223,12 +224,12 @@ def render_job_script(
     else:
         scheduler_arg = shlex.quote(scheduler)
     # Workers are <name>-<i>, and on several nodes <name>-<node>-<i>, the node numbered by the launcher's rank.
-    worker_name = shlex.quote(name) + ('-"$node_rank"' if launch.nodes > 1 else "")
+    worker_name = naming.shell_worker_name(name, launch.nodes)
     if array is not None:
         if launch.nodes > 1 or run is not None or start_scheduler is not None:
             raise ValidationError("job_array", "a job array's elements are one-node worker jobs")
-        name = f"{array.prefix}-<element's number>"
-        worker_name = '"$job_in_cluster"'  # element i's job name, worked out in the job
+        name = naming.array_job_name_text(array.prefix)
+        worker_name = naming.SHELL_ARRAY_JOB_NAME  # element i's job name, worked out in the job
     template = environment().get_template(f"{batch}.sh.j2")
     # The file listing the job's hosts, for launchers that need it (mpiexec under PBS), else None.
     node_file_variable = getattr(cluster_class(batch).job_cls, "node_file_variable", None)
@@ -241,6 +242,8 @@ def render_job_script(
         launch_lines=launch_lines,
         name=name,
         worker_name=worker_name,
+        device_worker_name=naming.shell_device_worker_name(worker_name, launch.gpus),
+        nanny_gpu_index=naming.NANNY_GPU_INDEX,
         scheduler_arg=scheduler_arg,
         run=run,
         start_scheduler=start_scheduler,

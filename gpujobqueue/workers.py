@@ -13,9 +13,14 @@ from .errors import ValidationError
 from .install import warn_if_no_dask_cuda
 from .launchers import LAUNCHER_OBJECTS, LAUNCHERS, Launcher, launcher_named
 from .limits import MAX_THREADS_PER_WORKER, MAX_WAIT_SECONDS
+from .naming import worker_suffixes
 from .request import _PATH, _matching, _one_line, given_or, parse_bool, parse_job_path, parse_lines, parse_positive_int, parse_size
 
-WORKER_MODES = ("dask-cuda", "per-device")
+WORKER_MODES = ("dask-cuda", "per-device")  # what worker_mode takes
+# The third mode, the CPU pool's workers (templates/workers/cpu.sh.j2): no GPU, no device visible.
+# Only CPUPool.job_shape sets it; worker_mode refuses it (a GPU job would hold GPUs it leaves idle).
+CPU_WORKER_MODE = "cpu"
+ALL_WORKER_MODES = WORKER_MODES + (CPU_WORKER_MODE,)  # every mode a WorkerLaunch may have
 VISIBILITY_VARIABLES = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "HIP_VISIBLE_DEVICES")
 # How the batch script starts the workers of each of the job's nodes: directly (one node;
 # the script runs on it), or through a launcher that runs one task per node (gpujobqueue/launchers.py).
@@ -60,6 +65,8 @@ class WorkerLaunch:
         ``"per-device"``: one ``dask worker`` per allocated device, its process started with
         the visibility variable set to that one device, named ``<name>-<i>``. A single
         worker carries no suffix in either mode.
+        ``"cpu"`` (:data:`CPU_WORKER_MODE`): the CPU pool's ``dask worker`` processes, which
+        see no device; set by ``cpu_pool``, never by ``worker_mode``.
     gpus : int
         Workers per node (one per GPU).
     python : str
@@ -272,16 +279,18 @@ class WorkerLaunch:
     def nic_affinity(self) -> bool:
         """Whether the workers preload gpujobqueue/nic_affinity.py: NVIDIA GPU workers, whose
         ``CUDA_VISIBLE_DEVICES`` names their GPU."""
-        return self.mode != "cpu" and self.visibility_variable == "CUDA_VISIBLE_DEVICES"
+        return not self.cpu_workers and self.visibility_variable == "CUDA_VISIBLE_DEVICES"
+
+    @property
+    def cpu_workers(self) -> bool:
+        """Whether these are the CPU pool's workers (:data:`CPU_WORKER_MODE`), which hold no GPU."""
+        return self.mode == CPU_WORKER_MODE
 
     @property
     def name_suffixes(self) -> list[str]:
         """Suffixes that turn a job's name into its workers' names, in node then device order:
-        ``-<gpu>`` on one node, ``-<node>-<gpu>`` on several."""
-        per_node = [""] if self.gpus == 1 else [f"-{i}" for i in range(self.gpus)]  # a lone worker gets no suffix
-        if self.nodes == 1:
-            return per_node
-        return [f"-{node}{suffix}" for node in range(self.nodes) for suffix in per_node]
+        ``-<gpu>`` on one node, ``-<node>-<gpu>`` on several (:func:`gpujobqueue.naming.worker_suffixes`)."""
+        return worker_suffixes(self.gpus, self.nodes)
 
     @property
     def rank_expression(self) -> str:
