@@ -77,8 +77,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import dask  # noqa: E402
 import dask.array as da  # noqa: E402
-from dask.utils import format_bytes  # noqa: E402
 import distributed  # noqa: E402
+from dask.utils import format_bytes  # noqa: E402
 from distributed import Client, LocalCluster, futures_of, wait  # noqa: E402
 
 from gpujobqueue import LocalGPUCluster  # noqa: E402
@@ -134,11 +134,23 @@ class Setup:
     def detect(cls, smoke: bool, timeout: float | None, out: str) -> "Setup":
         """The GPUs here (or two fake devices in smoke mode) and the sizes that go with them."""
         if smoke:
-            return cls(True, ["0", "1"], "numpy", timeout or 60.0, (1 * MiB, 8 * MiB), (2000, 100), (200, 100), 1000, out)
+            return cls(
+                True, ["0", "1"], "numpy", timeout or 60.0, (1 * MiB, 8 * MiB), (2000, 100), (200, 100), 1000, out
+            )
         devices = nvidia_gpu_ids()
         if not devices:
             raise SystemExit("no NVIDIA GPU here (nvidia-smi / NVML found none); use --smoke on a machine without GPUs")
-        return cls(False, devices, "cupy", timeout or 300.0, (256 * MiB, 1 * GiB, 4 * GiB), (100_000, 1_000), (1_000, 1_000), 10_000, out)
+        return cls(
+            False,
+            devices,
+            "cupy",
+            timeout or 300.0,
+            (256 * MiB, 1 * GiB, 4 * GiB),
+            (100_000, 1_000),
+            (1_000, 1_000),
+            10_000,
+            out,
+        )
 
     def xp(self) -> Any:
         """The array module (cupy or numpy), imported."""
@@ -186,7 +198,10 @@ def log(message: str) -> None:
 
 def error_record(error: BaseException) -> dict[str, str]:
     """An exception as JSON: its type, message and the end of its traceback."""
-    return {"error": f"{type(error).__name__}: {error}", "traceback": "".join(traceback.format_exception(error))[-4000:]}
+    return {
+        "error": f"{type(error).__name__}: {error}",
+        "traceback": "".join(traceback.format_exception(error))[-4000:],
+    }
 
 
 def median(values: list[float]) -> float | None:
@@ -196,7 +211,19 @@ def median(values: list[float]) -> float | None:
 
 def versions() -> dict[str, str]:
     """Installed versions of the packages that take part, from their metadata (nothing is imported)."""
-    wanted = ("dask", "distributed", "dask-cuda", "distributed-ucxx", "ucxx", "libucx", "rmm", "cupy", "numpy", "gpujobqueue", "dask-jobqueue")
+    wanted = (
+        "dask",
+        "distributed",
+        "dask-cuda",
+        "distributed-ucxx",
+        "ucxx",
+        "libucx",
+        "rmm",
+        "cupy",
+        "numpy",
+        "gpujobqueue",
+        "dask-jobqueue",
+    )
     found = {}
     for dist in importlib.metadata.distributions():
         name = (dist.metadata["Name"] or "").lower().replace("_", "-")
@@ -250,7 +277,11 @@ def job_log_tails(cluster: LocalGPUCluster, lines: int = 20) -> str:
     for job in cluster.workers.values():
         path = getattr(job, "log_path", None)
         try:
-            text = "".join(Path(path).read_text(errors="replace").splitlines(keepends=True)[-lines:]) if path else "(no log)"
+            text = (
+                "".join(Path(path).read_text(errors="replace").splitlines(keepends=True)[-lines:])
+                if path
+                else "(no log)"
+            )
         except OSError:
             text = "(no log)"
         tails.append(f"--- job {job.name} ({path}):\n{text}")
@@ -264,7 +295,9 @@ def start_gpu_workers(cluster: LocalGPUCluster, client: Client, gpus: int, timeo
     try:
         client.wait_for_workers(gpus, timeout=timeout)
     except Exception as error:
-        raise RuntimeError(f"{gpus} worker(s) did not connect within {timeout} s: {error}\n{job_log_tails(cluster)}") from error
+        raise RuntimeError(
+            f"{gpus} worker(s) did not connect within {timeout} s: {error}\n{job_log_tails(cluster)}"
+        ) from error
     return time.perf_counter() - start
 
 
@@ -287,7 +320,16 @@ def worker_addresses(client: Client) -> list[str]:
 def hand_worker_command(setup: Setup, address: str, workers: int) -> list[str]:
     """The command line a user types: ``dask cuda worker`` (``dask worker --nworkers`` in smoke mode)."""
     if setup.smoke:
-        return [sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "1", "--nworkers", str(workers)]
+        return [
+            sys.executable,
+            "-m",
+            "distributed.cli.dask_worker",
+            address,
+            "--nthreads",
+            "1",
+            "--nworkers",
+            str(workers),
+        ]
     return [sys.executable, "-m", "dask_cuda.cli", address, "--nthreads", "1"]
 
 
@@ -310,8 +352,14 @@ def hand_started_workers(setup: Setup, address: str, workers: int, log_path: Pat
         env["CUDA_VISIBLE_DEVICES"] = ",".join(setup.devices[:workers])
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as output:
-        process = subprocess.Popen(hand_worker_command(setup, address, workers), stdin=subprocess.DEVNULL, stdout=output,
-                                   stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        process = subprocess.Popen(
+            hand_worker_command(setup, address, workers),
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
     try:
         yield process
     finally:
@@ -353,7 +401,9 @@ def time_hand_startup(setup: Setup, address: str, client: Client, gpus: int, log
         try:
             client.wait_for_workers(gpus, timeout=setup.timeout)
         except Exception as error:
-            raise RuntimeError(f"the hand-started workers did not connect within {setup.timeout} s (exit code {process.poll()}); see {log_path}") from error
+            raise RuntimeError(
+                f"the hand-started workers did not connect within {setup.timeout} s (exit code {process.poll()}); see {log_path}"
+            ) from error
         seconds = time.perf_counter() - start
         stopping = time.perf_counter()
     wait_for_worker_count(client, 0, setup.timeout)
@@ -363,8 +413,13 @@ def time_hand_startup(setup: Setup, address: str, client: Client, gpus: int, log
 def run_startup(setup: Setup, args: argparse.Namespace, record: dict[str, Any], report: Report) -> None:
     """Alternate gpujobqueue and the hand-started workers on all N devices, ``--repeats`` rounds."""
     gpus = len(setup.devices)
-    record.update(gpus=gpus, gpujobqueue=[], by_hand=[], hand_command=hand_worker_command(setup, "ADDRESS", gpus),
-                  gpujobqueue_cluster=f"LocalGPUCluster(gpus_per_node={gpus}, protocol='tcp'); scale(gpus={gpus})")
+    record.update(
+        gpus=gpus,
+        gpujobqueue=[],
+        by_hand=[],
+        hand_command=hand_worker_command(setup, "ADDRESS", gpus),
+        gpujobqueue_cluster=f"LocalGPUCluster(gpus_per_node={gpus}, protocol='tcp'); scale(gpus={gpus})",
+    )
     log_path = Path(args.out) / "logs" / "startup-by-hand.log"
     with contextlib.ExitStack() as stack:
         cluster = stack.enter_context(gpujobqueue_cluster(setup, "startup", gpus, protocol="tcp"))
@@ -384,7 +439,9 @@ def run_startup(setup: Setup, args: argparse.Namespace, record: dict[str, Any], 
                 for side in order:
                     result = sides[side]()
                     record[side].append(result)
-                    log(f"startup round {round_number + 1}/{args.repeats} {side:11s} {result['seconds']:.2f} s to {gpus} workers (stopped in {result['stop_seconds']:.2f} s)")
+                    log(
+                        f"startup round {round_number + 1}/{args.repeats} {side:11s} {result['seconds']:.2f} s to {gpus} workers (stopped in {result['stop_seconds']:.2f} s)"
+                    )
                     report.save()
         finally:  # the rounds done so far still give medians if a later one fails
             if record["gpujobqueue"] and record["by_hand"]:
@@ -413,7 +470,8 @@ def last_element(array: Any) -> float:
 def incoming_transfers_of(key: Any, dask_worker: Any = None) -> list[dict[str, Any]]:
     """The entries of this worker's ``transfer_incoming_log`` that carried ``key``."""
     return [
-        {name: entry.get(name) for name in ("total", "duration", "bandwidth", "who", "start", "stop")} | {"keys": len(entry.get("keys", {}))}
+        {name: entry.get(name) for name in ("total", "duration", "bandwidth", "who", "start", "stop")}
+        | {"keys": len(entry.get("keys", {}))}
         for entry in list(dask_worker.transfer_incoming_log)
         if key in entry.get("keys", {})
     ]
@@ -433,7 +491,9 @@ def worker_devices(dask_worker: Any = None) -> dict[str, Any]:
 
 def one_transfer(setup: Setup, client: Client, source: str, target: str, nbytes: int, value: float) -> dict[str, Any]:
     """Make an array on ``source``, use it on ``target``; the target's log gives the bandwidth."""
-    made = client.submit(make_filled, setup.array_module, nbytes, value, workers=[source], allow_other_workers=False, pure=False)
+    made = client.submit(
+        make_filled, setup.array_module, nbytes, value, workers=[source], allow_other_workers=False, pure=False
+    )
     wait(made, timeout=setup.timeout)
     start = time.perf_counter()
     used = client.submit(last_element, made, workers=[target], allow_other_workers=False, pure=False)
@@ -444,11 +504,22 @@ def one_transfer(setup: Setup, client: Client, source: str, target: str, nbytes:
     if got != value:
         raise AssertionError(f"the receiving worker read {got}, the sender wrote {value}")
     if not entries:
-        raise RuntimeError(f"no entry in {target}'s transfer_incoming_log carries {made.key}: the array did not move between workers")
+        raise RuntimeError(
+            f"no entry in {target}'s transfer_incoming_log carries {made.key}: the array did not move between workers"
+        )
     total = sum(e["total"] for e in entries)
     duration = sum(e["duration"] for e in entries)
-    return {"bytes": nbytes, "log_total_bytes": total, "log_duration_s": duration, "log_GBps": total / duration / 1e9,
-            "wall_s": wall, "wall_GBps": nbytes / wall / 1e9, "source": source, "target": target, "entries": entries}
+    return {
+        "bytes": nbytes,
+        "log_total_bytes": total,
+        "log_duration_s": duration,
+        "log_GBps": total / duration / 1e9,
+        "wall_s": wall,
+        "wall_GBps": nbytes / wall / 1e9,
+        "source": source,
+        "target": target,
+        "entries": entries,
+    }
 
 
 def measure_transfers(setup: Setup, label: str, keywords: dict[str, Any], repeats: int) -> dict[str, Any]:
@@ -456,7 +527,9 @@ def measure_transfers(setup: Setup, label: str, keywords: dict[str, Any], repeat
     result: dict[str, Any] = {"keywords": keywords, "sizes": {}}
     with gpujobqueue_cluster(setup, f"transfer-{label}", 2, **keywords) as cluster, Client(cluster) as client:
         result["scheme"] = scheme(cluster.scheduler_address)
-        log(f"transfer {label}: LocalGPUCluster(gpus_per_node=2{''.join(f', {k}={v!r}' for k, v in keywords.items())}) scheduler at {cluster.scheduler_address}")
+        log(
+            f"transfer {label}: LocalGPUCluster(gpus_per_node=2{''.join(f', {k}={v!r}' for k, v in keywords.items())}) scheduler at {cluster.scheduler_address}"
+        )
         result["startup_s"] = start_gpu_workers(cluster, client, 2, setup.timeout)
         source, target = worker_addresses(client)[:2]
         result["workers"] = {address: facts for address, facts in client.run(worker_devices).items()}
@@ -464,9 +537,15 @@ def measure_transfers(setup: Setup, label: str, keywords: dict[str, Any], repeat
         for nbytes in setup.transfer_sizes:
             rows = [one_transfer(setup, client, source, target, nbytes, float(i + 2)) for i in range(repeats)]
             size = size_label(nbytes)
-            result["sizes"][size] = {"rows": rows, "median_log_GBps": median([r["log_GBps"] for r in rows]), "median_wall_s": median([r["wall_s"] for r in rows])}
-            log(f"transfer {label} ({result['scheme']}) {size:>7s}: {result['sizes'][size]['median_log_GBps']:.2f} GB/s "
-                f"(worker log, median of {repeats}), wall {result['sizes'][size]['median_wall_s']:.3f} s")
+            result["sizes"][size] = {
+                "rows": rows,
+                "median_log_GBps": median([r["log_GBps"] for r in rows]),
+                "median_wall_s": median([r["wall_s"] for r in rows]),
+            }
+            log(
+                f"transfer {label} ({result['scheme']}) {size:>7s}: {result['sizes'][size]['median_log_GBps']:.2f} GB/s "
+                f"(worker log, median of {repeats}), wall {result['sizes'][size]['median_wall_s']:.3f} s"
+            )
     return result
 
 
@@ -490,19 +569,25 @@ def run_transfer(setup: Setup, args: argparse.Namespace, record: dict[str, Any],
         record["status"] = "skipped"
         record["reason"] = f"needs two GPUs, this machine has {len(setup.devices)}"
         return
-    record.update(sizes=[size_label(n) for n in setup.transfer_sizes], repeats=args.transfer_repeats, configs={}, errors={})
+    record.update(
+        sizes=[size_label(n) for n in setup.transfer_sizes], repeats=args.transfer_repeats, configs={}, errors={}
+    )
     plans = [("tcp", {"protocol": "tcp"}), ("default", {})]
     for label, keywords in plans:
         run_recorded(record, label, lambda: measure_transfers(setup, label, keywords, args.transfer_repeats), report)
     default_scheme = record["configs"].get("default", {}).get("scheme")
-    log(f"transfer: gpujobqueue's default protocol here is {default_scheme + '://' if default_scheme else 'unknown (its cluster failed)'}")
+    log(
+        f"transfer: gpujobqueue's default protocol here is {default_scheme + '://' if default_scheme else 'unknown (its cluster failed)'}"
+    )
     record["default_scheme"] = default_scheme
     reason = "the default is UCX already" if default_scheme == "ucx" else ucx_unavailable(setup)
     if reason:
         record["ucx_skipped"] = reason
         log(f"transfer ucx: skipped ({reason})")
     else:
-        run_recorded(record, "ucx", lambda: measure_transfers(setup, "ucx", {"protocol": "ucx"}, args.transfer_repeats), report)
+        run_recorded(
+            record, "ucx", lambda: measure_transfers(setup, "ucx", {"protocol": "ucx"}, args.transfer_repeats), report
+        )
 
 
 def run_recorded(record: dict[str, Any], label: str, measure: Callable[[], dict[str, Any]], report: Report) -> None:
@@ -606,17 +691,28 @@ def timed_sum(setup: Setup, size: int, chunk: int) -> dict[str, float]:
 PTDS_ENVIRONMENT = {"CUPY_CUDA_PER_THREAD_DEFAULT_STREAM": "1"}
 
 
-def measure_sum(setup: Setup, tool: str, gpus: int, nthreads: int, size: int, repeats: int, ptds: bool = False) -> dict[str, Any]:
+def measure_sum(
+    setup: Setup, tool: str, gpus: int, nthreads: int, size: int, repeats: int, ptds: bool = False
+) -> dict[str, Any]:
     """A fresh cluster of ``gpus`` workers (gpujobqueue or LocalCUDACluster) and ``repeats`` sums;
     ``ptds`` runs gpujobqueue's workers with CuPy's per-thread default stream."""
     chunk = min(setup.sum_chunk, size)
-    row: dict[str, Any] = {"tool": tool + (" ptds" if ptds else ""), "gpus": gpus, "nthreads": nthreads, "size": size, "chunk": chunk, "runs": []}
+    row: dict[str, Any] = {
+        "tool": tool + (" ptds" if ptds else ""),
+        "gpus": gpus,
+        "nthreads": nthreads,
+        "size": size,
+        "chunk": chunk,
+        "runs": [],
+    }
     start = time.perf_counter()
     if tool == "gpujobqueue":
         extra = {"environment": PTDS_ENVIRONMENT} if ptds else {}
         if nthreads:  # 0: gpujobqueue's default
             extra["nthreads"] = nthreads
-        cluster = gpujobqueue_cluster(setup, f"sum-{gpus}gpus-{nthreads or 'default'}threads{'-ptds' if ptds else ''}", gpus, **extra)
+        cluster = gpujobqueue_cluster(
+            setup, f"sum-{gpus}gpus-{nthreads or 'default'}threads{'-ptds' if ptds else ''}", gpus, **extra
+        )
         row["nthreads"] = cluster.launch.nthreads
     else:
         cluster = reference_cluster(setup, gpus)
@@ -629,7 +725,9 @@ def measure_sum(setup: Setup, tool: str, gpus: int, nthreads: int, size: int, re
         row["scheme"] = scheme(cluster.scheduler_address)
         for _ in range(repeats):
             row["runs"].append(timed_sum(setup, size, chunk))
-            log(f"sum {row['tool']:16s} {gpus} GPU(s) nthreads={row['nthreads']} ({row['scheme']}): {row['runs'][-1]['seconds']:.2f} s")
+            log(
+                f"sum {row['tool']:16s} {gpus} GPU(s) nthreads={row['nthreads']} ({row['scheme']}): {row['runs'][-1]['seconds']:.2f} s"
+            )
     # With --sum-repeats above 1 the first sum also pays each fresh worker's first use of its
     # kernels; the figure is then the median of the later (warm) sums, the first kept apart.
     seconds = [r["seconds"] for r in row["runs"]]
@@ -656,7 +754,9 @@ def run_sum(setup: Setup, args: argparse.Namespace, record: dict[str, Any], repo
         log(f"sum: GPU counts {left_out} left out, this machine has {len(setup.devices)}")
     record.update(size=args.size, gpu_counts=counts, left_out=left_out, rows=[], errors={})
     for index, gpus in enumerate(counts):
-        plans = [("gpujobqueue", n, False) for n in args.nthreads] + [("gpujobqueue", n, True) for n in args.nthreads if args.ptds]
+        plans = [("gpujobqueue", n, False) for n in args.nthreads] + [
+            ("gpujobqueue", n, True) for n in args.nthreads if args.ptds
+        ]
         plans.append(("LocalCUDACluster" if not setup.smoke else "LocalCluster", 1, False))
         if index % 2:
             plans.reverse()  # alternate which tool goes first
@@ -686,7 +786,11 @@ def goal_mark(met: bool | None, smoke: bool) -> str:
 def table(rows: list[list[str]], indent: str = "  ") -> list[str]:
     """Rows of cells as aligned lines: the first column left-aligned, the others right-aligned."""
     widths = [max(len(row[i]) for row in rows if i < len(row)) for i in range(max(map(len, rows)))]
-    return [indent + "  ".join(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+    return [
+        indent
+        + "  ".join(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row)).rstrip()
+        for row in rows
+    ]
 
 
 def number(value: float | None, digits: int = 2) -> str:
@@ -701,12 +805,26 @@ def summarise_startup(record: dict[str, Any], smoke: bool) -> list[str]:
         return []
     record["goal_met"] = None if smoke else record["ratio"] <= GOALS["startup_ratio"]
     rounds = len(record["gpujobqueue"])
-    return [f"startup: {record['gpus']} GPU workers registered, median of {rounds} rounds (s)"] + table([
-        ["", "median", "all rounds"],
-        ["gpujobqueue LocalGPUCluster (tcp)", number(medians["gpujobqueue"]), " ".join(number(r["seconds"]) for r in record["gpujobqueue"])],
-        ["by hand: " + record["hand_command"][2], number(medians["by_hand"]), " ".join(number(r["seconds"]) for r in record["by_hand"])],
-        ["ratio gpujobqueue / by hand", number(record["ratio"]), f"goal <= {GOALS['startup_ratio']}: {goal_mark(record['goal_met'], smoke)}"],
-    ])
+    return [f"startup: {record['gpus']} GPU workers registered, median of {rounds} rounds (s)"] + table(
+        [
+            ["", "median", "all rounds"],
+            [
+                "gpujobqueue LocalGPUCluster (tcp)",
+                number(medians["gpujobqueue"]),
+                " ".join(number(r["seconds"]) for r in record["gpujobqueue"]),
+            ],
+            [
+                "by hand: " + record["hand_command"][2],
+                number(medians["by_hand"]),
+                " ".join(number(r["seconds"]) for r in record["by_hand"]),
+            ],
+            [
+                "ratio gpujobqueue / by hand",
+                number(record["ratio"]),
+                f"goal <= {GOALS['startup_ratio']}: {goal_mark(record['goal_met'], smoke)}",
+            ],
+        ]
+    )
 
 
 def summarise_transfer(record: dict[str, Any], smoke: bool) -> list[str]:
@@ -718,18 +836,33 @@ def summarise_transfer(record: dict[str, Any], smoke: bool) -> list[str]:
     rows = [["config"] + [f"{s} GB/s" for s in sizes] + [f"{sizes[-1]} wall s"]]
     for label, result in configs.items():
         got = result["sizes"]
-        rows.append([f"{label} ({result['scheme']})"] + [number(got.get(s, {}).get("median_log_GBps")) for s in sizes]
-                    + [number(got.get(sizes[-1], {}).get("median_wall_s"), 3)])
+        rows.append(
+            [f"{label} ({result['scheme']})"]
+            + [number(got.get(s, {}).get("median_log_GBps")) for s in sizes]
+            + [number(got.get(sizes[-1], {}).get("median_wall_s"), 3)]
+        )
     if "tcp" in configs and "default" in configs:
         tcp, default = configs["tcp"]["sizes"], configs["default"]["sizes"]
-        rows.append(["default / tcp"] + [number(default[s]["median_log_GBps"] / tcp[s]["median_log_GBps"], 1) + "x" if s in tcp and s in default else "-" for s in sizes])
+        rows.append(
+            ["default / tcp"]
+            + [
+                number(default[s]["median_log_GBps"] / tcp[s]["median_log_GBps"], 1) + "x"
+                if s in tcp and s in default
+                else "-"
+                for s in sizes
+            ]
+        )
     at_4 = configs.get("default", {}).get("sizes", {}).get("4 GiB", {}).get("median_log_GBps")
     record["goal_met"] = None if smoke or at_4 is None else at_4 >= GOALS["transfer_default_4GiB_GBps"]
-    lines = [f"transfer: worker to worker, bandwidth from the receiving worker's transfer_incoming_log (total / duration), median of {record.get('repeats', '?')}"]
+    lines = [
+        f"transfer: worker to worker, bandwidth from the receiving worker's transfer_incoming_log (total / duration), median of {record.get('repeats', '?')}"
+    ]
     lines += table(rows)
     if record.get("ucx_skipped"):
         lines.append(f"  ucx skipped: {record['ucx_skipped']}")
-    lines.append(f"  goal >= {GOALS['transfer_default_4GiB_GBps']:g} GB/s at 4 GiB with the default: {goal_mark(record['goal_met'], smoke)}")
+    lines.append(
+        f"  goal >= {GOALS['transfer_default_4GiB_GBps']:g} GB/s at 4 GiB with the default: {goal_mark(record['goal_met'], smoke)}"
+    )
     return lines
 
 
@@ -740,14 +873,26 @@ def summarise_svd(record: dict[str, Any], smoke: bool) -> list[str]:
         return []
     rows = [["config", "median s", "all s", "warm-up s"]]
     for label, result in configs.items():
-        rows.append([f"{label} ({result['scheme']})", number(result["median_s"], 3), " ".join(number(r["seconds"], 3) for r in result["rows"]), number(result["warmup"]["seconds"], 3)])
+        rows.append(
+            [
+                f"{label} ({result['scheme']})",
+                number(result["median_s"], 3),
+                " ".join(number(r["seconds"], 3) for r in result["rows"]),
+                number(result["warmup"]["seconds"], 3),
+            ]
+        )
     if "default" in configs and "tcp" in configs:
         rows.append(["tcp / default", number(configs["tcp"]["median_s"] / configs["default"]["median_s"])])
     default = configs.get("default", {}).get("median_s")
     record["goal_met"] = None if smoke or default is None else default <= GOALS["svd_default_seconds"]
     shape, chunks = record["shape"], record["chunks"]
-    return ([f"svd: da.linalg.svd of {shape[0]} x {shape[1]} ({chunks[0]} x {chunks[1]} chunks) on {record['gpus']} GPU(s), u, s, v persisted"]
-            + table(rows) + [f"  goal <= {GOALS['svd_default_seconds']} s with the default: {goal_mark(record['goal_met'], smoke)}"])
+    return (
+        [
+            f"svd: da.linalg.svd of {shape[0]} x {shape[1]} ({chunks[0]} x {chunks[1]} chunks) on {record['gpus']} GPU(s), u, s, v persisted"
+        ]
+        + table(rows)
+        + [f"  goal <= {GOALS['svd_default_seconds']} s with the default: {goal_mark(record['goal_met'], smoke)}"]
+    )
 
 
 def summarise_sum(record: dict[str, Any], smoke: bool) -> list[str]:
@@ -757,14 +902,44 @@ def summarise_sum(record: dict[str, Any], smoke: bool) -> list[str]:
         return []
     reference = {r["gpus"]: r["seconds"] for r in rows if not r["tool"].startswith("gpujobqueue")}
     warm = any(len(r["runs"]) > 1 for r in rows)
-    cells = [["tool", "GPUs", "nthreads", "protocol", "warm s" if warm else "seconds", "first s", "speedup", "efficiency", "/ reference"]]
+    cells = [
+        [
+            "tool",
+            "GPUs",
+            "nthreads",
+            "protocol",
+            "warm s" if warm else "seconds",
+            "first s",
+            "speedup",
+            "efficiency",
+            "/ reference",
+        ]
+    ]
     for r in sorted(rows, key=lambda r: (not r["tool"].startswith("gpujobqueue"), r["tool"], r["nthreads"], r["gpus"])):
-        versus = number(r["seconds"] / reference[r["gpus"]]) if r["tool"].startswith("gpujobqueue") and r["gpus"] in reference else ""
-        cells.append([r["tool"], str(r["gpus"]), str(r["nthreads"]), r["scheme"], number(r["seconds"]), number(r.get("first_s")), number(r.get("speedup")), number(r.get("efficiency")), versus])
+        versus = (
+            number(r["seconds"] / reference[r["gpus"]])
+            if r["tool"].startswith("gpujobqueue") and r["gpus"] in reference
+            else ""
+        )
+        cells.append(
+            [
+                r["tool"],
+                str(r["gpus"]),
+                str(r["nthreads"]),
+                r["scheme"],
+                number(r["seconds"]),
+                number(r.get("first_s")),
+                number(r.get("speedup")),
+                number(r.get("efficiency")),
+                versus,
+            ]
+        )
     size = record["size"]
     nbytes = size * size * 8
     amount = f"{nbytes / 1e12:.2f} TB" if nbytes >= 1e11 else format_bytes(nbytes)
-    return [f"sum: (x + 1)[::2, ::2].sum() of {size} x {size} normal(10, 1) ({amount}), fresh cluster per row"] + table(cells)
+    return [f"sum: (x + 1)[::2, ::2].sum() of {size} x {size} normal(10, 1) ({amount}), fresh cluster per row"] + table(
+        cells
+    )
 
 
 SUMMARIES = {"startup": summarise_startup, "transfer": summarise_transfer, "svd": summarise_svd, "sum": summarise_sum}
@@ -814,18 +989,50 @@ def section_list(text: str) -> list[str]:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sections", type=section_list, default=list(SECTIONS), help=f"comma-separated, from {','.join(SECTIONS)} (default: all)")
-    parser.add_argument("--out", default=os.environ.get("OUT") or "/tmp/gpujobqueue-bench", help="directory for gpu-benchmarks.json (default $OUT, else /tmp/gpujobqueue-bench)")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--sections",
+        type=section_list,
+        default=list(SECTIONS),
+        help=f"comma-separated, from {','.join(SECTIONS)} (default: all)",
+    )
+    parser.add_argument(
+        "--out",
+        default=os.environ.get("OUT") or "/tmp/gpujobqueue-bench",
+        help="directory for gpu-benchmarks.json (default $OUT, else /tmp/gpujobqueue-bench)",
+    )
     parser.add_argument("--repeats", type=int, default=5, help="startup rounds, each side once per round (default 5)")
     parser.add_argument("--transfer-repeats", type=int, default=3, help="transfers per size (default 3)")
     parser.add_argument("--svd-repeats", type=int, default=3, help="timed SVDs after the warm-up (default 3)")
-    parser.add_argument("--gpus", type=int_list, default=[1, 2, 4], help="GPU counts for the sum (default 1,2,4; those above the machine's are left out)")
-    parser.add_argument("--size", type=int, default=None, help="side of the sum's square array (default 500000; 4000 with --smoke)")
+    parser.add_argument(
+        "--gpus",
+        type=int_list,
+        default=[1, 2, 4],
+        help="GPU counts for the sum (default 1,2,4; those above the machine's are left out)",
+    )
+    parser.add_argument(
+        "--size", type=int, default=None, help="side of the sum's square array (default 500000; 4000 with --smoke)"
+    )
     parser.add_argument("--sum-repeats", type=int, default=1, help="sums per cluster (default 1)")
-    parser.add_argument("--nthreads", type=lambda text: int_list(text, minimum=0), default=[0], help="threads per gpujobqueue worker in the sum, one row each; 0 is gpujobqueue's default (default 0)")
-    parser.add_argument("--ptds", action="store_true", help="also run each --nthreads row with CuPy's per-thread default stream (CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1)")
-    parser.add_argument("--timeout", type=float, default=None, help="seconds for any one wait or computation (default 300; 60 with --smoke)")
+    parser.add_argument(
+        "--nthreads",
+        type=lambda text: int_list(text, minimum=0),
+        default=[0],
+        help="threads per gpujobqueue worker in the sum, one row each; 0 is gpujobqueue's default (default 0)",
+    )
+    parser.add_argument(
+        "--ptds",
+        action="store_true",
+        help="also run each --nthreads row with CuPy's per-thread default stream (CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="seconds for any one wait or computation (default 300; 60 with --smoke)",
+    )
     parser.add_argument("--smoke", action="store_true", help="no GPUs: numpy, CPU workers, tiny sizes, UCX skipped")
     args = parser.parse_args(argv)
     if args.size is None:
@@ -837,11 +1044,21 @@ def main(argv: list[str] | None = None) -> int:
     """Run the chosen sections, print the summary, return 1 if anything failed."""
     args = parse_args(argv)
     setup = Setup.detect(args.smoke, args.timeout, args.out)
-    meta = {"started": datetime.datetime.now().astimezone().isoformat(), "host": socket.gethostname(), "python": platform.python_version(),
-            "versions": versions(), "gpus": nvidia_smi("-L"), "topology": nvidia_smi("topo", "-m"), "setup": asdict(setup), "args": vars(args)}
+    meta = {
+        "started": datetime.datetime.now().astimezone().isoformat(),
+        "host": socket.gethostname(),
+        "python": platform.python_version(),
+        "versions": versions(),
+        "gpus": nvidia_smi("-L"),
+        "topology": nvidia_smi("topo", "-m"),
+        "setup": asdict(setup),
+        "args": vars(args),
+    }
     report = Report(Path(args.out) / "gpu-benchmarks.json", meta)
-    log(f"gpujobqueue GPU benchmarks: sections {','.join(args.sections)}; devices {setup.devices} ({'smoke, numpy on CPU' if setup.smoke else 'cupy'}); "
-        f"dask {dask.__version__}, distributed {distributed.__version__}; JSON to {report.path}")
+    log(
+        f"gpujobqueue GPU benchmarks: sections {','.join(args.sections)}; devices {setup.devices} ({'smoke, numpy on CPU' if setup.smoke else 'cupy'}); "
+        f"dask {dask.__version__}, distributed {distributed.__version__}; JSON to {report.path}"
+    )
     for line in meta["gpus"]:
         log(line)
     for name in args.sections:

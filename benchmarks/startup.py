@@ -45,11 +45,15 @@ class SlurmBench:
         self.fixture = self.fixture_cls()
 
     def gpujobqueue(self):
-        return SLURMGPUCluster(gpus_per_node=2, worker_mode="per-device", memory_per_gpu="512MiB", cpus_per_gpu=1, queue="gpu", **COMMON)
+        return SLURMGPUCluster(
+            gpus_per_node=2, worker_mode="per-device", memory_per_gpu="512MiB", cpus_per_gpu=1, queue="gpu", **COMMON
+        )
 
     def dask_jobqueue(self):
         # The same two workers per job, the GPUs asked for by hand as users do today.
-        return SLURMCluster(cores=2, processes=2, memory="1GiB", job_extra_directives=["--gpus-per-node=2"], queue="gpu", **COMMON)
+        return SLURMCluster(
+            cores=2, processes=2, memory="1GiB", job_extra_directives=["--gpus-per-node=2"], queue="gpu", **COMMON
+        )
 
     def jobs_running(self) -> int:
         out = self.fixture.run("squeue", "--noheader", "--format=%t").stdout
@@ -66,11 +70,26 @@ class SGEBench(SlurmBench):
     fixture_cls = SGETestCluster
 
     def gpujobqueue(self):
-        return SGEGPUCluster(gpus_per_node=2, worker_mode="per-device", memory_per_gpu="512MiB", cpus_per_gpu=1,
-                             parallel_environment="smp", queue="gpu.q", **COMMON)
+        return SGEGPUCluster(
+            gpus_per_node=2,
+            worker_mode="per-device",
+            memory_per_gpu="512MiB",
+            cpus_per_gpu=1,
+            parallel_environment="smp",
+            queue="gpu.q",
+            **COMMON,
+        )
 
     def dask_jobqueue(self):
-        return SGECluster(cores=2, processes=2, memory="1GiB", resource_spec="gpu=1", job_extra_directives=["-pe smp 2"], queue="gpu.q", **COMMON)
+        return SGECluster(
+            cores=2,
+            processes=2,
+            memory="1GiB",
+            resource_spec="gpu=1",
+            job_extra_directives=["-pe smp 2"],
+            queue="gpu.q",
+            **COMMON,
+        )
 
     def jobs_running(self) -> int:
         return sum(1 for state in self.fixture.job_states().values() if state == "r")
@@ -99,7 +118,9 @@ def time_startup(make_cluster, bench: SlurmBench) -> tuple[float, float]:
 
 def time_render(repeats: int = 2000) -> float:
     """Median seconds to render one job script."""
-    with SLURMGPUCluster(gpus_per_node=2, worker_mode="per-device", memory_per_gpu="512MiB", cpus_per_gpu=1, queue="gpu", **COMMON) as cluster:
+    with SLURMGPUCluster(
+        gpus_per_node=2, worker_mode="per-device", memory_per_gpu="512MiB", cpus_per_gpu=1, queue="gpu", **COMMON
+    ) as cluster:
         job = cluster._dummy_job
         job.job_script()  # the first call compiles the templates
         samples = []
@@ -121,14 +142,18 @@ def compare(bench: SlurmBench, repeats: int) -> float:
             total, after_running = time_startup(makers[name], bench)
             times[name].append(total)
             in_job[name].append(after_running)
-            print(f"round {round_number + 1} {name:14s} {total:.2f} s ({after_running:.2f} s after running)", flush=True)
+            print(
+                f"round {round_number + 1} {name:14s} {total:.2f} s ({after_running:.2f} s after running)", flush=True
+            )
     medians = {name: statistics.median(values) for name, values in times.items()}
     job_medians = {name: statistics.median(values) for name, values in in_job.items()}
     ratio = medians["gpujobqueue"] / medians["dask-jobqueue"]
     job_ratio = job_medians["gpujobqueue"] / job_medians["dask-jobqueue"]
     print(f"\nscale() to {WORKERS} workers connected on the test {bench.name}, median of {repeats}:")
     for name, value in medians.items():
-        print(f"  {name:14s} {value:.2f} s, of which {job_medians[name]:.2f} s after running   (all: {', '.join(f'{v:.2f}' for v in times[name])})")
+        print(
+            f"  {name:14s} {value:.2f} s, of which {job_medians[name]:.2f} s after running   (all: {', '.join(f'{v:.2f}' for v in times[name])})"
+        )
     print(f"  ratio gpujobqueue / dask-jobqueue: {ratio:.2f} (target <= 1.10: {'met' if ratio <= 1.10 else 'NOT met'})")
     print(f"  ratio after running (the job script's own startup): {job_ratio:.2f}\n", flush=True)
     return ratio

@@ -49,31 +49,53 @@ HELD = dict(walltime="00:10:00", queue="gpu", death_timeout=20)
 
 
 def one_node_jobs(gpus: int) -> tuple[Any, Callable]:
-    cluster = SLURMGPUCluster(gpus_per_node=GPUS_PER_NODE, job_cpu=1, memory_per_gpu="64MiB", job_extra_directives=["--hold"], **HELD)
+    cluster = SLURMGPUCluster(
+        gpus_per_node=GPUS_PER_NODE, job_cpu=1, memory_per_gpu="64MiB", job_extra_directives=["--hold"], **HELD
+    )
     return cluster, lambda: cluster.scale(gpus=gpus)
 
 
 def array_jobs(gpus: int) -> tuple[Any, Callable]:
-    cluster = SLURMGPUCluster(gpus_per_node=GPUS_PER_NODE, job_cpu=1, memory_per_gpu="64MiB", job_extra_directives=["--hold"], job_array=True, **HELD)
+    cluster = SLURMGPUCluster(
+        gpus_per_node=GPUS_PER_NODE,
+        job_cpu=1,
+        memory_per_gpu="64MiB",
+        job_extra_directives=["--hold"],
+        job_array=True,
+        **HELD,
+    )
     return cluster, lambda: cluster.scale(gpus=gpus)
 
 
 def multi_node_job(gpus: int) -> tuple[Any, Callable]:
     nodes = gpus // GPUS_PER_NODE
     cluster = SLURMGPUCluster(
-        nodes=nodes, launcher="srun", gpus_per_node=GPUS_PER_NODE, job_cpu=1, memory_per_gpu="64MiB",
+        nodes=nodes,
+        launcher="srun",
+        gpus_per_node=GPUS_PER_NODE,
+        job_cpu=1,
+        memory_per_gpu="64MiB",
         # the one-node stand-in: sbatch gets --nodes=1 in place of --nodes=<nodes>
-        job_directives_skip=["--nodes="], job_extra_directives=["--nodes=1", "--hold"], **HELD,
+        job_directives_skip=["--nodes="],
+        job_extra_directives=["--nodes=1", "--hold"],
+        **HELD,
     )
     return cluster, lambda: cluster.scale(gpus=gpus)
 
 
 def dask_jobqueue_jobs(gpus: int) -> tuple[Any, Callable]:
-    cluster = SLURMCluster(cores=1, processes=GPUS_PER_NODE, memory="256MiB", job_extra_directives=["--gpus-per-node=4", "--hold"], **HELD)
+    cluster = SLURMCluster(
+        cores=1, processes=GPUS_PER_NODE, memory="256MiB", job_extra_directives=["--gpus-per-node=4", "--hold"], **HELD
+    )
     return cluster, lambda: cluster.scale(gpus)
 
 
-WAYS = {"one-node": one_node_jobs, "array": array_jobs, "multi-node": multi_node_job, "dask-jobqueue": dask_jobqueue_jobs}
+WAYS = {
+    "one-node": one_node_jobs,
+    "array": array_jobs,
+    "multi-node": multi_node_job,
+    "dask-jobqueue": dask_jobqueue_jobs,
+}
 
 
 def listed_jobs(fixture: SlurmTestCluster) -> int:
@@ -97,8 +119,14 @@ def one_round(way: str, gpus: int, fixture: SlurmTestCluster, commands: CommandL
         jobs_expected = 1 if way == "multi-node" else gpus // GPUS_PER_NODE
         started = time.perf_counter()
         scale()
-        wait_for(lambda: len(cluster.workers) == jobs_expected and all(getattr(job, "job_id", None) for job in cluster.workers.values()),
-                 600, f"{way}: {jobs_expected} jobs submitted")
+        wait_for(
+            lambda: (
+                len(cluster.workers) == jobs_expected
+                and all(getattr(job, "job_id", None) for job in cluster.workers.values())
+            ),
+            600,
+            f"{way}: {jobs_expected} jobs submitted",
+        )
         submit_seconds = time.perf_counter() - started
         listed = listed_jobs(fixture)
         if listed != jobs_expected:
@@ -109,11 +137,19 @@ def one_round(way: str, gpus: int, fixture: SlurmTestCluster, commands: CommandL
         cluster.close()
         close_seconds = time.perf_counter() - started
     wait_for(lambda: listed_jobs(fixture) == 0, 120, f"{way}: the queue to empty")
-    return {"submit_s": submit_seconds, "sbatch": submitted_with, "close_s": close_seconds, "scancel": commands.count("scancel"), "jobs": jobs_expected}
+    return {
+        "submit_s": submit_seconds,
+        "sbatch": submitted_with,
+        "close_s": close_seconds,
+        "scancel": commands.count("scancel"),
+        "jobs": jobs_expected,
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--repeats", type=int, default=3, help="rounds, each trying every way once (default 3)")
     parser.add_argument("--gpus", type=int, default=1024, help="GPUs asked for (default 1024: 256 four-GPU nodes)")
     parser.add_argument("--ways", nargs="+", choices=list(WAYS), default=list(WAYS))
@@ -128,29 +164,41 @@ def main(argv: list[str] | None = None) -> None:
     commands = CommandLog(workdir, ["sbatch", "scancel"])
     os.environ["PATH"] = f"{workdir}{os.pathsep}{os.environ['PATH']}"
     # slurmctld lists up to MaxJobCount jobs; a held array counts as one job until it runs.
-    print(f"SLURM fixture {fixture.conf_path}; scale(gpus={args.gpus}) with {GPUS_PER_NODE}-GPU nodes, jobs held; {args.repeats} rounds", flush=True)
+    print(
+        f"SLURM fixture {fixture.conf_path}; scale(gpus={args.gpus}) with {GPUS_PER_NODE}-GPU nodes, jobs held; {args.repeats} rounds",
+        flush=True,
+    )
     results: dict[str, list[dict[str, float]]] = {way: [] for way in args.ways}
     try:
         for round_number in range(args.repeats):
             for way in args.ways:
                 result = one_round(way, args.gpus, fixture, commands)
                 results[way].append(result)
-                print(f"round {round_number + 1} {way:13s} {result['jobs']:4d} jobs: scale {result['submit_s']:7.3f} s, {result['sbatch']:3d} sbatch; "
-                      f"close {result['close_s']:7.3f} s, {result['scancel']:3d} scancel", flush=True)
+                print(
+                    f"round {round_number + 1} {way:13s} {result['jobs']:4d} jobs: scale {result['submit_s']:7.3f} s, {result['sbatch']:3d} sbatch; "
+                    f"close {result['close_s']:7.3f} s, {result['scancel']:3d} scancel",
+                    flush=True,
+                )
     finally:
         fixture.stop()
         os.chdir("/")
         shutil.rmtree(workdir, ignore_errors=True)
 
-    reference = statistics.median(r["submit_s"] for r in results["dask-jobqueue"]) if results.get("dask-jobqueue") else None
+    reference = (
+        statistics.median(r["submit_s"] for r in results["dask-jobqueue"]) if results.get("dask-jobqueue") else None
+    )
     print()
-    print(f"{'way':13s} {'jobs':>5s} {'scale (median)':>15s} {'sbatch':>7s} {'close (median)':>15s} {'scancel':>8s} {'scale vs dask-jobqueue':>23s}")
+    print(
+        f"{'way':13s} {'jobs':>5s} {'scale (median)':>15s} {'sbatch':>7s} {'close (median)':>15s} {'scancel':>8s} {'scale vs dask-jobqueue':>23s}"
+    )
     for way, rounds in results.items():
         submit = statistics.median(r["submit_s"] for r in rounds)
         close = statistics.median(r["close_s"] for r in rounds)
         ratio = f"{submit / reference:.3f}" if reference else "-"
-        print(f"{way:13s} {rounds[0]['jobs']:5d} {submit:13.3f} s {statistics.median(r['sbatch'] for r in rounds):7.0f} "
-              f"{close:13.3f} s {statistics.median(r['scancel'] for r in rounds):8.0f} {ratio:>23s}")
+        print(
+            f"{way:13s} {rounds[0]['jobs']:5d} {submit:13.3f} s {statistics.median(r['sbatch'] for r in rounds):7.0f} "
+            f"{close:13.3f} s {statistics.median(r['scancel'] for r in rounds):8.0f} {ratio:>23s}"
+        )
 
 
 if __name__ == "__main__":

@@ -30,29 +30,55 @@ EXIT_WRONG_WORKERS = 4
 
 def parser(doc: str) -> argparse.ArgumentParser:
     """The options every example takes; each mirrors a cluster keyword or says what it sizes."""
-    p = argparse.ArgumentParser(description=doc.strip().splitlines()[0], epilog="See examples/README.md.",
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--size", choices=SIZES, default="small", help="problem size (default: small); examples/README.md lists what each size means")
-    p.add_argument("--form", choices=("auto", "gpu", "cpu"), default="auto",
-                   help="gpu: cupy/cudf/CUDA torch on the GPU workers; cpu: numpy/pandas/CPU torch; "
-                        "auto (default): gpu where the GPU library is importable here and there are GPUs to use")
+    p = argparse.ArgumentParser(
+        description=doc.strip().splitlines()[0],
+        epilog="See examples/README.md.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--size",
+        choices=SIZES,
+        default="small",
+        help="problem size (default: small); examples/README.md lists what each size means",
+    )
+    p.add_argument(
+        "--form",
+        choices=("auto", "gpu", "cpu"),
+        default="auto",
+        help="gpu: cupy/cudf/CUDA torch on the GPU workers; cpu: numpy/pandas/CPU torch; "
+        "auto (default): gpu where the GPU library is importable here and there are GPUs to use",
+    )
     cluster = p.add_argument_group("cluster (gpujobqueue.GPUCluster keywords)")
     cluster.add_argument("--site", help="a site config, e.g. perlmutter (see `gpujobqueue sites`)")
-    cluster.add_argument("--batch", choices=("slurm", "pbs", "lsf", "sge", "local"),
-                         help="batch system (default: the site's, else local: the job script runs on this machine)")
-    cluster.add_argument("--gpus", type=int, help="GPU workers to start (default: every GPU here, or 2 CPU workers without "
-                                                  "GPUs, for local; one job's worth on a batch system)")
-    cluster.add_argument("--gpus-per-node", type=int, help="GPUs each job asks for (default: the site's; local: --gpus)")
-    cluster.add_argument("--cores", type=int, help="cores of each job (with --memory: needed with --batch and no --site)")
+    cluster.add_argument(
+        "--batch",
+        choices=("slurm", "pbs", "lsf", "sge", "local"),
+        help="batch system (default: the site's, else local: the job script runs on this machine)",
+    )
+    cluster.add_argument(
+        "--gpus",
+        type=int,
+        help="GPU workers to start (default: every GPU here, or 2 CPU workers without "
+        "GPUs, for local; one job's worth on a batch system)",
+    )
+    cluster.add_argument(
+        "--gpus-per-node", type=int, help="GPUs each job asks for (default: the site's; local: --gpus)"
+    )
+    cluster.add_argument(
+        "--cores", type=int, help="cores of each job (with --memory: needed with --batch and no --site)"
+    )
     cluster.add_argument("--memory", help="memory of each job, e.g. 64GB")
     cluster.add_argument("--cpus-per-gpu", type=int, help="cores for each GPU, in place of --cores")
     cluster.add_argument("--memory-per-gpu", help="memory for each GPU, in place of --memory")
     cluster.add_argument("--account", help="account (project) charged")
     cluster.add_argument("--queue", help="queue, or the site's queue name")
     cluster.add_argument("--walltime", help="walltime of each job, HH:MM:SS")
-    cluster.add_argument("--timeout", type=float,
-                         help="seconds to wait for the workers (default: 120 for local, no limit on a batch system, "
-                              "where jobs may queue; a job that fails is reported at once)")
+    cluster.add_argument(
+        "--timeout",
+        type=float,
+        help="seconds to wait for the workers (default: 120 for local, no limit on a batch system, "
+        "where jobs may queue; a job that fails is reported at once)",
+    )
     return p
 
 
@@ -73,8 +99,16 @@ def parse(p: argparse.ArgumentParser, argv: list[str] | None = None) -> argparse
 
 def cluster_keywords(args: argparse.Namespace) -> dict:
     """The GPUCluster keywords given on the command line (the others come from the site or the defaults)."""
-    given = {"gpus_per_node": args.gpus_per_node, "cores": args.cores, "memory": args.memory, "cpus_per_gpu": args.cpus_per_gpu,
-             "memory_per_gpu": args.memory_per_gpu, "account": args.account, "queue": args.queue, "walltime": args.walltime}
+    given = {
+        "gpus_per_node": args.gpus_per_node,
+        "cores": args.cores,
+        "memory": args.memory,
+        "cpus_per_gpu": args.cpus_per_gpu,
+        "memory_per_gpu": args.memory_per_gpu,
+        "account": args.account,
+        "queue": args.queue,
+        "walltime": args.walltime,
+    }
     return {key: value for key, value in given.items() if value is not None}
 
 
@@ -93,8 +127,10 @@ def importable(name: str) -> bool:
 
 def missing_package(name: str, install: str, why: str) -> int:
     """Say which package is missing and how to install it; return the exit code for it."""
-    print(f"MISSING PACKAGE: {name} is not importable with {sys.executable}: {why}.\n"
-          f"    Install it with: {install}", file=sys.stderr)
+    print(
+        f"MISSING PACKAGE: {name} is not importable with {sys.executable}: {why}.\n    Install it with: {install}",
+        file=sys.stderr,
+    )
     print(f"RESULT: not run ({name} missing)")
     return EXIT_MISSING_PACKAGE
 
@@ -141,13 +177,21 @@ def check_workers(client, form: str, gpu_worker=lambda name: True) -> int:
     devices = client.run(worker_devices)
     rows = []
     for address, worker in sorted(info.items(), key=lambda item: str(item[1]["name"])):
-        rows.append((str(worker["name"]), ",".join(f"{k}={v:g}" for k, v in sorted(worker["resources"].items())) or "-",
-                     str(worker["nthreads"]), ",".join(devices.get(address, [])) or "none"))
+        rows.append(
+            (
+                str(worker["name"]),
+                ",".join(f"{k}={v:g}" for k, v in sorted(worker["resources"].items())) or "-",
+                str(worker["nthreads"]),
+                ",".join(devices.get(address, [])) or "none",
+            )
+        )
     print_table("workers", ("worker", "resources", "threads", "GPUs visible (its own first)"), rows)
     blind = [row[0] for row in rows if row[3] == "none" and gpu_worker(row[0])]
     if form == "gpu" and blind:
-        print(f"FAILED: the GPU form needs a GPU on every GPU worker; {', '.join(blind)} see(s) none. "
-              "Use --form cpu, or a site/queue whose nodes have GPUs.")
+        print(
+            f"FAILED: the GPU form needs a GPU on every GPU worker; {', '.join(blind)} see(s) none. "
+            "Use --form cpu, or a site/queue whose nodes have GPUs."
+        )
         print("RESULT: not run (workers without GPUs)")
         return EXIT_WRONG_WORKERS
     if form == "cpu" and any(row[3] != "none" for row in rows):

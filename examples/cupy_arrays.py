@@ -40,12 +40,12 @@ import math
 import sys
 import time
 
+import _common
 import dask
 import dask.array as da
 from dask.utils import format_bytes
 from distributed import Client, wait
 
-import _common
 from gpujobqueue import GPUCluster
 
 # Per form and size: random sum (side, chunk side); SVD (rows, columns, row chunk); spilling limit per worker.
@@ -74,9 +74,15 @@ def random_sum(side, chunk, checks, rows):
     seconds = time.perf_counter() - start
     count = math.ceil(side / 2) ** 2
     mean = total / count
-    rows.append(("(x + 1)[::2, ::2].sum()", f"{side} x {side}", format_bytes(x.nbytes), f"{chunk} x {chunk}", f"{seconds:.2f}"))
+    rows.append(
+        ("(x + 1)[::2, ::2].sum()", f"{side} x {side}", format_bytes(x.nbytes), f"{chunk} x {chunk}", f"{seconds:.2f}")
+    )
     # The sampled elements are N(1, 1): their mean is 1 within 6 standard errors (1 in 5e8 chance otherwise).
-    checks("random sum: mean of the sampled elements is 1", abs(mean - 1) < 6 / math.sqrt(count), f"mean {mean:.7f}, {count} elements")
+    checks(
+        "random sum: mean of the sampled elements is 1",
+        abs(mean - 1) < 6 / math.sqrt(count),
+        f"mean {mean:.7f}, {count} elements",
+    )
 
 
 def tall_skinny_svd(n_rows, n_cols, row_chunk, checks, rows):
@@ -86,7 +92,15 @@ def tall_skinny_svd(n_rows, n_cols, row_chunk, checks, rows):
     u, s, v = dask.persist(*da.linalg.svd(x))
     error = float((da.linalg.norm((u * s) @ v - x) / da.linalg.norm(x)).compute())
     seconds = time.perf_counter() - start
-    rows.append(("da.linalg.svd (tall-skinny)", f"{n_rows} x {n_cols}", format_bytes(x.nbytes), f"{row_chunk} x {n_cols}", f"{seconds:.2f}"))
+    rows.append(
+        (
+            "da.linalg.svd (tall-skinny)",
+            f"{n_rows} x {n_cols}",
+            format_bytes(x.nbytes),
+            f"{row_chunk} x {n_cols}",
+            f"{seconds:.2f}",
+        )
+    )
     checks("svd: u @ diag(s) @ v reconstructs x", error < 1e-8, f"relative error {error:.1e}")
 
 
@@ -104,8 +118,14 @@ def spill_state(dask_worker):
     else:
         limit, spilled, to = None, [], "nowhere"
     tasks = dask_worker.state.tasks
-    return {"limit": limit, "host_limit": dask_worker.memory_manager.memory_limit, "stored": len(data), "spilled": len(spilled), "to": to,
-            "spilled_bytes": sum(tasks[key].nbytes or 0 for key in spilled if key in tasks)}
+    return {
+        "limit": limit,
+        "host_limit": dask_worker.memory_manager.memory_limit,
+        "stored": len(data),
+        "spilled": len(spilled),
+        "to": to,
+        "spilled_bytes": sum(tasks[key].nbytes or 0 for key in spilled if key in tasks),
+    }
 
 
 def spilling(client, checks, rows):
@@ -113,11 +133,17 @@ def spilling(client, checks, rows):
     state = client.run(spill_state)
     limits = [s["limit"] for s in state.values()]
     hosts = [s["host_limit"] for s in state.values()]
-    if _common.inside_job() and (None in limits or any(host and limit > host / 2 for limit, host in zip(limits, hosts))):
+    if _common.inside_job() and (
+        None in limits or any(host and limit > host / 2 for limit, host in zip(limits, hosts))
+    ):
         # The job's workers were started without a device memory limit small enough to show spilling.
         print("\nspilling: not run; render the job with --device-memory-limit (e.g. 16GB) to see it")
         return
-    if not checks("spilling: the workers have a spill threshold", None not in limits, ", ".join("none" if limit is None else format_bytes(limit) for limit in limits)):
+    if not checks(
+        "spilling: the workers have a spill threshold",
+        None not in limits,
+        ", ".join("none" if limit is None else format_bytes(limit) for limit in limits),
+    ):
         return
     chunk = max(1, min(limits) // 8 // 8)  # elements of float64: an eighth of the smallest threshold
     n = chunk * 16 * len(limits)  # twice the thresholds summed over the workers
@@ -130,15 +156,37 @@ def spilling(client, checks, rows):
     total, squares = (float(v) for v in dask.compute(x.sum(), (x * x).sum()))
     seconds = time.perf_counter() - start
     del x
-    _common.print_table("spilling, per worker", ("worker", "spill threshold", "chunks held", "spilled", "spilled to"),
-                        [(names.get(a, a), format_bytes(s["limit"]), s["stored"], f"{s['spilled']} ({format_bytes(s['spilled_bytes'])})", s["to"])
-                         for a, s in sorted(state.items(), key=lambda item: str(names.get(item[0])))])
+    _common.print_table(
+        "spilling, per worker",
+        ("worker", "spill threshold", "chunks held", "spilled", "spilled to"),
+        [
+            (
+                names.get(a, a),
+                format_bytes(s["limit"]),
+                s["stored"],
+                f"{s['spilled']} ({format_bytes(s['spilled_bytes'])})",
+                s["to"],
+            )
+            for a, s in sorted(state.items(), key=lambda item: str(names.get(item[0])))
+        ],
+    )
     rows.append(("spill: arange, persisted, summed", f"{n}", format_bytes(n * 8), f"{chunk}", f"{seconds:.2f}"))
-    checks("spilling: the working set exceeded the workers' thresholds and was spilled", spilled > 0,
-           f"{format_bytes(n * 8)} persisted over {len(limits)} worker(s) of {format_bytes(min(limits))}; {format_bytes(spilled)} spilled")
+    checks(
+        "spilling: the working set exceeded the workers' thresholds and was spilled",
+        spilled > 0,
+        f"{format_bytes(n * 8)} persisted over {len(limits)} worker(s) of {format_bytes(min(limits))}; {format_bytes(spilled)} spilled",
+    )
     want_total, want_squares = n * (n - 1) / 2, (n - 1) * n * (2 * n - 1) / 6
-    checks("spilling: sum over the spilled array is n(n-1)/2", math.isclose(total, want_total, rel_tol=1e-12), f"{total:.0f}, want {want_total:.0f}")
-    checks("spilling: sum of squares over the spilled array is (n-1)n(2n-1)/6", math.isclose(squares, want_squares, rel_tol=1e-9), f"{squares:.9e}, want {want_squares:.9e}")
+    checks(
+        "spilling: sum over the spilled array is n(n-1)/2",
+        math.isclose(total, want_total, rel_tol=1e-12),
+        f"{total:.0f}, want {want_total:.0f}",
+    )
+    checks(
+        "spilling: sum of squares over the spilled array is (n-1)n(2n-1)/6",
+        math.isclose(squares, want_squares, rel_tol=1e-9),
+        f"{squares:.9e}, want {want_squares:.9e}",
+    )
 
 
 def run(client, args, form):
@@ -151,8 +199,11 @@ def run(client, args, form):
         random_sum(*sizes["sum"], checks, rows)
         tall_skinny_svd(*sizes["svd"], checks, rows)
         spilling(client, checks, rows)
-    _common.print_table(f"workloads ({'cupy' if form == 'gpu' else 'numpy'} chunks, --size {args.size})",
-                        ("workload", "shape", "size", "chunks", "seconds"), rows)
+    _common.print_table(
+        f"workloads ({'cupy' if form == 'gpu' else 'numpy'} chunks, --size {args.size})",
+        ("workload", "shape", "size", "chunks", "seconds"),
+        rows,
+    )
     return checks.exit_code()
 
 
@@ -160,8 +211,12 @@ def main(argv=None):
     args = _common.parse(_common.parser(__doc__), argv)
     form, why = _common.choose_form(args, "cupy")
     if form == "gpu" and not _common.importable("cupy"):
-        return _common.missing_package("cupy", "pip install cupy-cuda12x (or cupy-cuda13x)", "the GPU form builds cupy arrays")
-    print(f"form: {form.upper()} ({'cupy arrays on dask-cuda workers' if form == 'gpu' else 'numpy arrays on CPU workers'}): {why}")
+        return _common.missing_package(
+            "cupy", "pip install cupy-cuda12x (or cupy-cuda13x)", "the GPU form builds cupy arrays"
+        )
+    print(
+        f"form: {form.upper()} ({'cupy arrays on dask-cuda workers' if form == 'gpu' else 'numpy arrays on CPU workers'}): {why}"
+    )
 
     if _common.inside_job():  # gpujobqueue render ... --run: the job's workers are already up
         with Client() as client:
@@ -174,8 +229,11 @@ def main(argv=None):
     else:
         # Plain dask workers (one per device where there are GPUs): dask moves their host
         # memory to disk past memory_limit x distributed.worker.memory.target.
-        spill_keywords = {"worker_mode": "per-device", "memory_limit": sizes["memory_limit"],
-                          "environment": {"DASK_DISTRIBUTED__WORKER__MEMORY__TARGET": CPU_MEMORY_TARGET}}
+        spill_keywords = {
+            "worker_mode": "per-device",
+            "memory_limit": sizes["memory_limit"],
+            "environment": {"DASK_DISTRIBUTED__WORKER__MEMORY__TARGET": CPU_MEMORY_TARGET},
+        }
     with GPUCluster(site=args.site, batch=args.batch, **_common.cluster_keywords(args), **spill_keywords) as cluster:
         gpus = args.gpus or cluster.workers_per_job
         cluster.scale(gpus=gpus)

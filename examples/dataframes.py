@@ -36,11 +36,11 @@ import sys
 import tempfile
 import time
 
+import _common
 import numpy as np
 import pandas as pd
 from distributed import Client
 
-import _common
 from gpujobqueue import GPUCluster
 
 # (files, rows per file) by size; the same for both forms, so their answers can be compared.
@@ -53,12 +53,14 @@ def write_dataset(folder, files, rows):
     paths = []
     for i in range(files):
         rng = np.random.default_rng(1000 + i)
-        part = pd.DataFrame({
-            "id": rng.integers(0, 1_000, rows),
-            "name": np.asarray(NAMES, dtype=object)[rng.integers(0, len(NAMES), rows)],
-            "x": rng.normal(0, 1, rows),
-            "y": rng.normal(0.5, 2, rows),
-        })
+        part = pd.DataFrame(
+            {
+                "id": rng.integers(0, 1_000, rows),
+                "name": np.asarray(NAMES, dtype=object)[rng.integers(0, len(NAMES), rows)],
+                "x": rng.normal(0, 1, rows),
+                "y": rng.normal(0.5, 2, rows),
+            }
+        )
         path = os.path.join(folder, f"part-{i:03d}.parquet")
         part.to_parquet(path, index=False)
         paths.append(path)
@@ -113,7 +115,9 @@ def run(client, args, form):
     with tempfile.TemporaryDirectory(prefix="gpujobqueue-example-", dir=args.data_dir or os.getcwd()) as folder:
         start = time.perf_counter()
         paths = write_dataset(folder, files, rows_per_file)
-        print(f"\nwrote {files} Parquet files of {rows_per_file} rows to {folder} in {time.perf_counter() - start:.1f} s")
+        print(
+            f"\nwrote {files} Parquet files of {rows_per_file} rows to {folder} in {time.perf_counter() - start:.1f} s"
+        )
         timings = []
         with dask.config.set({"dataframe.backend": "cudf" if form == "gpu" else "pandas"}):
             ddf = dd.read_parquet(folder)
@@ -138,12 +142,24 @@ def run(client, args, form):
         timings.append(("pandas answers, file by file", time.perf_counter() - start))
 
     by_name.columns = ["count", "sum", "mean", "max"]  # from ("x", "count"), ("x", "sum"), ...
-    _common.print_table('groupby("name"): x count, sum, mean; y max', ("name", "count", "sum", "mean", "max"),
-                        [(name, int(r["count"]), f"{r['sum']:.4f}", f"{r['mean']:.6f}", f"{r['max']:.4f}") for name, r in by_name.sort_index().iterrows()])
-    _common.print_table("map_partitions(add_features): r by quadrant", ("quadrant", "count", "mean r"),
-                        [(q, int(r["count"]), f"{r['mean']:.6f}") for q, r in by_quadrant.sort_index().iterrows()])
-    _common.print_table(f"timings ({'cudf' if form == 'gpu' else 'pandas'} partitions, --size {args.size})", ("step", "seconds"),
-                        [(step, f"{seconds:.2f}") for step, seconds in timings])
+    _common.print_table(
+        'groupby("name"): x count, sum, mean; y max',
+        ("name", "count", "sum", "mean", "max"),
+        [
+            (name, int(r["count"]), f"{r['sum']:.4f}", f"{r['mean']:.6f}", f"{r['max']:.4f}")
+            for name, r in by_name.sort_index().iterrows()
+        ],
+    )
+    _common.print_table(
+        "map_partitions(add_features): r by quadrant",
+        ("quadrant", "count", "mean r"),
+        [(q, int(r["count"]), f"{r['mean']:.6f}") for q, r in by_quadrant.sort_index().iterrows()],
+    )
+    _common.print_table(
+        f"timings ({'cudf' if form == 'gpu' else 'pandas'} partitions, --size {args.size})",
+        ("step", "seconds"),
+        [(step, f"{seconds:.2f}") for step, seconds in timings],
+    )
     checks("rows read", rows == want_rows == files * rows_per_file, f"{rows} rows, want {files * rows_per_file}")
     checks("groupby aggregation equals pandas", *same_table(by_name, want_by_name))
     checks("map_partitions + groupby equals pandas", *same_table(by_quadrant, want_by_quadrant))
@@ -152,14 +168,24 @@ def run(client, args, form):
 
 def main(argv=None):
     p = _common.parser(__doc__)
-    p.add_argument("--data-dir", help="where the temporary folder of Parquet files goes (default: the current directory)")
+    p.add_argument(
+        "--data-dir", help="where the temporary folder of Parquet files goes (default: the current directory)"
+    )
     args = _common.parse(p, argv)
     if not _common.importable("pyarrow"):
-        return _common.missing_package("pyarrow", f"{sys.executable} -m pip install pyarrow", "dask.dataframe and Parquet need it")
+        return _common.missing_package(
+            "pyarrow", f"{sys.executable} -m pip install pyarrow", "dask.dataframe and Parquet need it"
+        )
     form, why = _common.choose_form(args, "dask_cudf")
     if form == "gpu" and not _common.importable("dask_cudf"):
-        return _common.missing_package("dask_cudf", "pip install cudf-cu12 dask-cudf-cu12 (or the -cu13 builds)", "the GPU form reads cuDF partitions")
-    print(f"form: {form.upper()} ({'cuDF partitions on dask-cuda workers' if form == 'gpu' else 'pandas partitions on CPU workers'}): {why}")
+        return _common.missing_package(
+            "dask_cudf",
+            "pip install cudf-cu12 dask-cudf-cu12 (or the -cu13 builds)",
+            "the GPU form reads cuDF partitions",
+        )
+    print(
+        f"form: {form.upper()} ({'cuDF partitions on dask-cuda workers' if form == 'gpu' else 'pandas partitions on CPU workers'}): {why}"
+    )
 
     if _common.inside_job():  # gpujobqueue render ... --run: the job's workers are already up
         with Client() as client:

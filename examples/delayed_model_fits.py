@@ -39,12 +39,12 @@ import math
 import sys
 import time
 
+import _common
 import dask
 import numpy as np
 from dask import delayed
 from distributed import Client, get_worker
 
-import _common
 from gpujobqueue import GPUCluster
 
 # Per form and size: (data slices, rows per slice, features, lambdas per slice).
@@ -109,24 +109,43 @@ def run(client, args, form):
         worst = max(worst, float(np.max(error / bound)))
         per_lambda[r["lambda"]].append(r)
 
-    _common.print_table(f"fits by lambda ({'cupy' if gpu else 'numpy'}, --size {args.size}; true coefficients linspace(-2, 2, {features}))",
-                        ("lambda", "fits", "mean |b - beta|", "max |b - beta|", "mean |b|"),
-                        [(f"{lam:.1f}", len(rs), f"{np.mean([np.abs(r['coef'] - beta).mean() for r in rs]):.5f}",
-                          f"{max(np.abs(r['coef'] - beta).max() for r in rs):.5f}", f"{np.mean([np.linalg.norm(r['coef']) for r in rs]):.5f}")
-                         for lam, rs in sorted(per_lambda.items()) if lam in (lambdas[0], lambdas[len(lambdas) // 2], lambdas[-1])])
+    _common.print_table(
+        f"fits by lambda ({'cupy' if gpu else 'numpy'}, --size {args.size}; true coefficients linspace(-2, 2, {features}))",
+        ("lambda", "fits", "mean |b - beta|", "max |b - beta|", "mean |b|"),
+        [
+            (
+                f"{lam:.1f}",
+                len(rs),
+                f"{np.mean([np.abs(r['coef'] - beta).mean() for r in rs]):.5f}",
+                f"{max(np.abs(r['coef'] - beta).max() for r in rs):.5f}",
+                f"{np.mean([np.linalg.norm(r['coef']) for r in rs]):.5f}",
+            )
+            for lam, rs in sorted(per_lambda.items())
+            if lam in (lambdas[0], lambdas[len(lambdas) // 2], lambdas[-1])
+        ],
+    )
     by_worker = collections.Counter(r["worker"] for r in results)
     _common.print_table("fits by worker", ("worker", "fits"), sorted(by_worker.items()))
 
     checks("all fits returned", len(results) == slices * n_lambdas, f"{len(results)} of {slices * n_lambdas}")
-    checks("every coefficient within shrinkage + 7 standard errors of the truth", worst <= 1,
-           f"largest error is {worst:.2f} of its bound; standard error {standard_error:.4f}")
+    checks(
+        "every coefficient within shrinkage + 7 standard errors of the truth",
+        worst <= 1,
+        f"largest error is {worst:.2f} of its bound; standard error {standard_error:.4f}",
+    )
     ols = np.mean([r["coef"] for r in per_lambda[lambdas[0]]], axis=0)
     ols_error = float(np.max(np.abs(ols - beta)))
-    checks("OLS averaged over slices recovers beta", ols_error <= BOUND_SIGMAS * standard_error / math.sqrt(slices),
-           f"max |mean b - beta| = {ols_error:.5f}")
+    checks(
+        "OLS averaged over slices recovers beta",
+        ols_error <= BOUND_SIGMAS * standard_error / math.sqrt(slices),
+        f"max |mean b - beta| = {ols_error:.5f}",
+    )
     monotone = True
     for i in range(slices):
-        norms = [np.linalg.norm(r["coef"]) for r in sorted((r for r in results if r["slice"] == i), key=lambda r: r["lambda"])]
+        norms = [
+            np.linalg.norm(r["coef"])
+            for r in sorted((r for r in results if r["slice"] == i), key=lambda r: r["lambda"])
+        ]
         monotone &= all(b <= a * (1 + 1e-12) for a, b in zip(norms, norms[1:]))
     checks("ridge shrinks: |b| does not grow with lambda on any slice", monotone)
     return checks.exit_code()
@@ -136,8 +155,12 @@ def main(argv=None):
     args = _common.parse(_common.parser(__doc__), argv)
     form, why = _common.choose_form(args, "cupy")
     if form == "gpu" and not _common.importable("cupy"):
-        return _common.missing_package("cupy", "pip install cupy-cuda12x (or cupy-cuda13x)", "the GPU form fits with cupy")
-    print(f"form: {form.upper()} ({'cupy fits on dask-cuda workers' if form == 'gpu' else 'numpy fits on CPU workers'}): {why}")
+        return _common.missing_package(
+            "cupy", "pip install cupy-cuda12x (or cupy-cuda13x)", "the GPU form fits with cupy"
+        )
+    print(
+        f"form: {form.upper()} ({'cupy fits on dask-cuda workers' if form == 'gpu' else 'numpy fits on CPU workers'}): {why}"
+    )
 
     if _common.inside_job():  # gpujobqueue render ... --run: the job's workers are already up
         with Client() as client:

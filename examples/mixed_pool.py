@@ -47,11 +47,11 @@ import os
 import sys
 import time
 
+import _common
 import dask
 import numpy as np
 from distributed import Client, get_worker
 
-import _common
 from gpujobqueue import GPUCluster
 
 # Per form and size: (pipelines, matrix side, unannotated tasks).
@@ -66,8 +66,13 @@ def here(step):
     from gpujobqueue.gpus import nvidia_gpu_ids
 
     worker = get_worker()
-    return {"step": step, "worker": str(worker.name), "resources": dict(worker.state.total_resources),
-            "gpus": nvidia_gpu_ids(), "visible": os.environ.get("CUDA_VISIBLE_DEVICES")}
+    return {
+        "step": step,
+        "worker": str(worker.name),
+        "resources": dict(worker.state.total_resources),
+        "gpus": nvidia_gpu_ids(),
+        "visible": os.environ.get("CUDA_VISIBLE_DEVICES"),
+    }
 
 
 def load(i, side):
@@ -84,14 +89,25 @@ def singular_values(item, gpu):
         values = cupy.linalg.svd(cupy.asarray(item["matrix"]), compute_uv=False).get()
     else:
         values = np.linalg.svd(item["matrix"], compute_uv=False)
-    return {"i": item["i"], "values": values, "frobenius2": item["frobenius2"], "trail": item["trail"] + [here("singular_values")]}
+    return {
+        "i": item["i"],
+        "values": values,
+        "frobenius2": item["frobenius2"],
+        "trail": item["trail"] + [here("singular_values")],
+    }
 
 
 def summarize(item):
     """Anywhere: the largest singular value, their sum (the nuclear norm) and the sum of their squares."""
     values = item["values"]
-    return {"i": item["i"], "largest": float(values[0]), "nuclear": float(values.sum()), "squares": float((values * values).sum()),
-            "frobenius2": item["frobenius2"], "trail": item["trail"] + [here("summarize")]}
+    return {
+        "i": item["i"],
+        "largest": float(values[0]),
+        "nuclear": float(values.sum()),
+        "squares": float((values * values).sum()),
+        "frobenius2": item["frobenius2"],
+        "trail": item["trail"] + [here("summarize")],
+    }
 
 
 def visible_devices(variable):
@@ -119,19 +135,28 @@ def main(argv=None):
     if _common.inside_job():
         print("this example starts its own cluster with a CPU pool; run it outside `gpujobqueue render --run`")
         return _common.EXIT_WRONG_WORKERS
-    print(f"form: {form.upper()} ({'cupy on dask-cuda GPU workers' if form == 'gpu' else 'numpy; without GPUs, the GPU workers are per-device CPU workers'}"
-          f" + {args.cpu_workers} CPU-only workers): {why}")
+    print(
+        f"form: {form.upper()} ({'cupy on dask-cuda GPU workers' if form == 'gpu' else 'numpy; without GPUs, the GPU workers are per-device CPU workers'}"
+        f" + {args.cpu_workers} CPU-only workers): {why}"
+    )
     gpu = form == "gpu"
 
     # One CPU job holding every CPU worker, one thread each; the rest (account, walltime) is the GPU jobs'.
-    cpu_pool = {"processes": args.cpu_workers, "cores": args.cpu_workers, "queue": args.cpu_queue, "account": args.cpu_account,
-                "constraint": args.cpu_constraint}
+    cpu_pool = {
+        "processes": args.cpu_workers,
+        "cores": args.cpu_workers,
+        "queue": args.cpu_queue,
+        "account": args.cpu_account,
+        "constraint": args.cpu_constraint,
+    }
     with GPUCluster(site=args.site, batch=args.batch, cpu_pool=cpu_pool, **_common.cluster_keywords(args)) as cluster:
         gpus = args.gpus or cluster.workers_per_job
         cluster.scale(gpus=gpus, cpu_workers=args.cpu_workers)
         with Client(cluster) as client:
             client.wait_for_workers(gpus + args.cpu_workers, timeout=args.timeout)
-            print(f"{gpus} GPU worker(s) and {args.cpu_workers} CPU worker(s) connected; dashboard: {cluster.dashboard_link}")
+            print(
+                f"{gpus} GPU worker(s) and {args.cpu_workers} CPU worker(s) connected; dashboard: {cluster.dashboard_link}"
+            )
             cpu_jobs = [job for job, spec in cluster.worker_spec.items() if spec.get("pool") == "cpu"]
 
             def pool(name):  # a worker's name starts with its job's name
@@ -157,26 +182,53 @@ def main(argv=None):
             summaries, others = client.gather(summaries), client.gather(others)
             seconds = time.perf_counter() - start
 
-            records = [record for s in summaries for record in s["trail"]] + [record for o in others for record in o["trail"]]
+            records = [record for s in summaries for record in s["trail"]] + [
+                record for o in others for record in o["trail"]
+            ]
             placed = collections.Counter((r["step"], r["worker"]) for r in records)
-            _common.print_table(f"where the tasks ran ({n_pipelines} pipelines of {side} x {side}, {n_anywhere} unannotated tasks; {seconds:.2f} s)",
-                                ("worker", "pool", "resources", "load", "singular_values (GPU)", "summarize", "anywhere"),
-                                [(name, pool(name), ",".join(f"{k}={v:g}" for k, v in sorted(workers[name]["resources"].items())) or "-",
-                                  *(placed[(step, name)] for step in ("load", "singular_values", "summarize", "anywhere")))
-                                 for name in sorted(workers)])
+            _common.print_table(
+                f"where the tasks ran ({n_pipelines} pipelines of {side} x {side}, {n_anywhere} unannotated tasks; {seconds:.2f} s)",
+                ("worker", "pool", "resources", "load", "singular_values (GPU)", "summarize", "anywhere"),
+                [
+                    (
+                        name,
+                        pool(name),
+                        ",".join(f"{k}={v:g}" for k, v in sorted(workers[name]["resources"].items())) or "-",
+                        *(placed[(step, name)] for step in ("load", "singular_values", "summarize", "anywhere")),
+                    )
+                    for name in sorted(workers)
+                ],
+            )
 
             checks = _common.Checks()
             gpu_steps = [r for r in records if r["step"] == "singular_values"]
-            wrong = sorted({r["worker"] for r in gpu_steps if pool(r["worker"]) != "gpu" or r["resources"].get("GPU", 0) < 1})
-            checks("GPU-annotated tasks ran only on GPU-pool workers carrying the GPU resource", not wrong and len(gpu_steps) == n_pipelines,
-                   f"{len(gpu_steps)} tasks on {', '.join(sorted({r['worker'] for r in gpu_steps}))}" + (f"; wrongly on {', '.join(wrong)}" if wrong else ""))
+            wrong = sorted(
+                {r["worker"] for r in gpu_steps if pool(r["worker"]) != "gpu" or r["resources"].get("GPU", 0) < 1}
+            )
+            checks(
+                "GPU-annotated tasks ran only on GPU-pool workers carrying the GPU resource",
+                not wrong and len(gpu_steps) == n_pipelines,
+                f"{len(gpu_steps)} tasks on {', '.join(sorted({r['worker'] for r in gpu_steps}))}"
+                + (f"; wrongly on {', '.join(wrong)}" if wrong else ""),
+            )
             if gpu:
                 blind = sorted({r["worker"] for r in gpu_steps if not r["gpus"]})
-                checks("GPU-annotated tasks saw a GPU", not blind, "every one" if not blind else f"none seen on {', '.join(blind)}")
+                checks(
+                    "GPU-annotated tasks saw a GPU",
+                    not blind,
+                    "every one" if not blind else f"none seen on {', '.join(blind)}",
+                )
             cpu_workers = [name for name in workers if pool(name) == "cpu"]
-            bad = [name for name in cpu_workers if workers[name]["resources"].get("GPU") or devices[name] or visible[name] != ""]
-            checks("the CPU pool's workers carry no GPU resource and see no device", len(cpu_workers) == args.cpu_workers and not bad,
-                   f"{len(cpu_workers)} CPU workers" + (f"; wrong: {', '.join(bad)}" if bad else f', {variable}=""'))
+            bad = [
+                name
+                for name in cpu_workers
+                if workers[name]["resources"].get("GPU") or devices[name] or visible[name] != ""
+            ]
+            checks(
+                "the CPU pool's workers carry no GPU resource and see no device",
+                len(cpu_workers) == args.cpu_workers and not bad,
+                f"{len(cpu_workers)} CPU workers" + (f"; wrong: {', '.join(bad)}" if bad else f', {variable}=""'),
+            )
             # Every pipeline: the squares of the singular values add up to the squared Frobenius norm
             # of its input; the first few: the same singular values as numpy's here.
             identity = max(abs(s["squares"] - s["frobenius2"]) / s["frobenius2"] for s in summaries)
@@ -184,12 +236,18 @@ def main(argv=None):
             for s in summaries[:4]:
                 want = np.linalg.svd(np.random.default_rng(s["i"]).standard_normal((side, side)), compute_uv=False)
                 worst = max(worst, abs(s["largest"] - want[0]) / want[0], abs(s["nuclear"] - want.sum()) / want.sum())
-            checks("pipelines' answers are right", identity < 1e-10 and worst < 1e-10,
-                   f"sum of squared singular values vs squared Frobenius norm: {identity:.1e}; vs numpy here (4 pipelines): {worst:.1e}")
+            checks(
+                "pipelines' answers are right",
+                identity < 1e-10 and worst < 1e-10,
+                f"sum of squared singular values vs squared Frobenius norm: {identity:.1e}; vs numpy here (4 pipelines): {worst:.1e}",
+            )
             wanted = [float(np.sqrt(np.arange(i * 1000, (i + 1) * 1000)).sum()) for i in range(n_anywhere)]
             ran_on = collections.Counter(pool(o["trail"][0]["worker"]) for o in others)
-            checks("every unannotated task ran, wherever the scheduler put it", [o["value"] for o in others] == wanted,
-                   f"{ran_on['gpu']} on GPU workers, {ran_on['cpu']} on CPU workers")
+            checks(
+                "every unannotated task ran, wherever the scheduler put it",
+                [o["value"] for o in others] == wanted,
+                f"{ran_on['gpu']} on GPU workers, {ran_on['cpu']} on CPU workers",
+            )
             return checks.exit_code()
 
 

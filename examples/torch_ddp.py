@@ -42,16 +42,24 @@ import socket
 import sys
 import time
 
+import _common
 from distributed import Client, get_worker
 from distributed.comm import get_address_host
 
-import _common
 from gpujobqueue import GPUCluster
 
 # Per form and size: samples per rank, features, hidden units, batch size, epochs.
 SIZES = {
-    "gpu": {"small": (65_536, 64, 256, 1_024, 10), "medium": (1_048_576, 128, 1_024, 4_096, 10), "large": (4_194_304, 256, 4_096, 8_192, 10)},
-    "cpu": {"small": (2_048, 16, 32, 128, 15), "medium": (16_384, 32, 128, 256, 15), "large": (131_072, 64, 256, 512, 15)},
+    "gpu": {
+        "small": (65_536, 64, 256, 1_024, 10),
+        "medium": (1_048_576, 128, 1_024, 4_096, 10),
+        "large": (4_194_304, 256, 4_096, 8_192, 10),
+    },
+    "cpu": {
+        "small": (2_048, 16, 32, 128, 15),
+        "medium": (16_384, 32, 128, 256, 15),
+        "large": (131_072, 64, 256, 512, 15),
+    },
 }
 SEED = 1234
 
@@ -88,13 +96,18 @@ def train(rank, world_size, master, port, gpu, size):
     else:
         device = torch.device("cpu")
         torch.set_num_threads(1)  # several ranks share this machine's cores; one thread each avoids oversubscription
-    dist.init_process_group("nccl" if gpu else "gloo", init_method=f"tcp://{master}:{port}", rank=rank,
-                            world_size=world_size, timeout=timedelta(minutes=5))
+    dist.init_process_group(
+        "nccl" if gpu else "gloo",
+        init_method=f"tcp://{master}:{port}",
+        rank=rank,
+        world_size=world_size,
+        timeout=timedelta(minutes=5),
+    )
     try:
         # The same dataset on every rank (one seed); each rank keeps its own shard.
         g = torch.Generator().manual_seed(SEED)
         x = torch.randn(samples * world_size, features, generator=g)
-        w = torch.randn(features, 1, generator=g) / features ** 0.5
+        w = torch.randn(features, 1, generator=g) / features**0.5
         y = x @ w + 0.3 * torch.sin(3 * x[:, :1]) + 0.05 * torch.randn(len(x), 1, generator=g)
         x, y = x[rank::world_size].to(device), y[rank::world_size].to(device)
 
@@ -117,7 +130,7 @@ def train(rank, world_size, master, port, gpu, size):
         for _ in range(epochs):
             order = torch.randperm(len(x), generator=shuffle).to(device)
             for i in range(0, len(x), batch):  # the same number of steps on every rank: equal shards
-                index = order[i:i + batch]
+                index = order[i : i + batch]
                 optimizer.zero_grad()
                 loss = nn.functional.mse_loss(ddp(x[index]), y[index])
                 loss.backward()  # DDP averages the gradients over the ranks here
@@ -128,9 +141,20 @@ def train(rank, world_size, master, port, gpu, size):
         seconds = time.perf_counter() - start
         final = loss_over_all_shards()
         weights = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).cpu().numpy()
-        return {"rank": rank, "worker": get_worker().name, "host": socket.gethostname(), "backend": dist.get_backend(),
-                "device": torch.cuda.get_device_name(device) if gpu else "cpu", "before": before, "synced": synced,
-                "initial": initial, "final": final, "steps": steps, "seconds": seconds, "weights": weights}
+        return {
+            "rank": rank,
+            "worker": get_worker().name,
+            "host": socket.gethostname(),
+            "backend": dist.get_backend(),
+            "device": torch.cuda.get_device_name(device) if gpu else "cpu",
+            "before": before,
+            "synced": synced,
+            "initial": initial,
+            "final": final,
+            "steps": steps,
+            "seconds": seconds,
+            "weights": weights,
+        }
     finally:
         dist.destroy_process_group()
 
@@ -144,11 +168,15 @@ def run(client, args, form):
     gpu = form == "gpu"
     found = client.run(torch_on_worker)
     if any(t["torch"] is None for t in found.values()):
-        print(f"FAILED: torch is not importable on the workers: {sorted({t.get('error') for t in found.values() if t['torch'] is None})}")
+        print(
+            f"FAILED: torch is not importable on the workers: {sorted({t.get('error') for t in found.values() if t['torch'] is None})}"
+        )
         print("RESULT: not run (torch missing on the workers)")
         return _common.EXIT_MISSING_PACKAGE
     if gpu and not all(t["cuda"] for t in found.values()):
-        print("FAILED: the GPU form needs torch with CUDA on every worker; torch sees no CUDA device on some. Use --form cpu.")
+        print(
+            "FAILED: the GPU form needs torch with CUDA on every worker; torch sees no CUDA device on some. Use --form cpu."
+        )
         print("RESULT: not run (no CUDA in torch on the workers)")
         return _common.EXIT_WRONG_WORKERS
 
@@ -159,47 +187,78 @@ def run(client, args, form):
     master = get_address_host(addresses[0])
     port = client.run(free_port, workers=[addresses[0]])[addresses[0]]
     size = SIZES[form][args.size]
-    print(f"\nDDP: {world_size} ranks, {'nccl' if gpu else 'gloo'} at tcp://{master}:{port}; "
-          f"{size[0]} samples x {size[1]} features per rank, MLP {size[1]}-{size[2]}-1, batch {size[3]}, {size[4]} epochs")
+    print(
+        f"\nDDP: {world_size} ranks, {'nccl' if gpu else 'gloo'} at tcp://{master}:{port}; "
+        f"{size[0]} samples x {size[1]} features per rank, MLP {size[1]}-{size[2]}-1, batch {size[3]}, {size[4]} epochs"
+    )
     start = time.perf_counter()
-    futures = [client.submit(train, rank, world_size, master, port, gpu, size, workers=[address], pure=False)
-               for rank, address in enumerate(addresses)]
+    futures = [
+        client.submit(train, rank, world_size, master, port, gpu, size, workers=[address], pure=False)
+        for rank, address in enumerate(addresses)
+    ]
     results = sorted(client.gather(futures), key=lambda r: r["rank"])
     seconds = time.perf_counter() - start
 
-    _common.print_table(f"ranks ({'CUDA torch, nccl' if gpu else 'CPU torch, gloo'}, --size {args.size}; {seconds:.1f} s in all)",
-                        ("rank", "worker", "device", "backend", "steps", "train s", "loss before", "loss after"),
-                        [(r["rank"], r["worker"], r["device"], r["backend"], r["steps"], f"{r['seconds']:.2f}", f"{r['initial']:.5f}", f"{r['final']:.5f}")
-                         for r in results])
+    _common.print_table(
+        f"ranks ({'CUDA torch, nccl' if gpu else 'CPU torch, gloo'}, --size {args.size}; {seconds:.1f} s in all)",
+        ("rank", "worker", "device", "backend", "steps", "train s", "loss before", "loss after"),
+        [
+            (
+                r["rank"],
+                r["worker"],
+                r["device"],
+                r["backend"],
+                r["steps"],
+                f"{r['seconds']:.2f}",
+                f"{r['initial']:.5f}",
+                f"{r['final']:.5f}",
+            )
+            for r in results
+        ],
+    )
     checks = _common.Checks()
     ran_on = [r["worker"] for r in results]
-    checks("one rank on each worker", sorted(ran_on) == sorted(str(workers[a]["name"]) for a in addresses) and len(set(ran_on)) == world_size,
-           f"{world_size} ranks on {len(set(ran_on))} workers")
+    checks(
+        "one rank on each worker",
+        sorted(ran_on) == sorted(str(workers[a]["name"]) for a in addresses) and len(set(ran_on)) == world_size,
+        f"{world_size} ranks on {len(set(ran_on))} workers",
+    )
     befores = [r["before"] for r in results]
-    checks("DDP started every replica from rank 0's weights",
-           (world_size == 1 or len(set(befores)) == world_size) and all(r["synced"] == results[0]["before"] for r in results),
-           f"sums of the initial weights {', '.join(f'{b:.4f}' for b in befores)} -> {results[0]['before']:.4f} on every rank")
+    checks(
+        "DDP started every replica from rank 0's weights",
+        (world_size == 1 or len(set(befores)) == world_size)
+        and all(r["synced"] == results[0]["before"] for r in results),
+        f"sums of the initial weights {', '.join(f'{b:.4f}' for b in befores)} -> {results[0]['before']:.4f} on every rank",
+    )
     initial, final = results[0]["initial"], results[0]["final"]
     checks("loss over all shards fell at least tenfold", final < initial / 10, f"{initial:.5f} -> {final:.5f}")
     difference = max(float(np.max(np.abs(r["weights"] - results[0]["weights"]))) for r in results)
-    checks("weights identical on every rank after training", difference == 0.0,
-           f"{results[0]['weights'].size} weights, largest difference between ranks {difference:.1e}")
+    checks(
+        "weights identical on every rank after training",
+        difference == 0.0,
+        f"{results[0]['weights'].size} weights, largest difference between ranks {difference:.1e}",
+    )
     return checks.exit_code()
 
 
 def main(argv=None):
     args = _common.parse(_common.parser(__doc__), argv)
     if not _common.importable("torch"):
-        return _common.missing_package("torch", f"{sys.executable} -m pip install torch --index-url https://download.pytorch.org/whl/cpu"
-                                                 " (a CPU build; plain `pip install torch` on Linux brings the CUDA libraries too)",
-                                       "this example trains a torch model")
+        return _common.missing_package(
+            "torch",
+            f"{sys.executable} -m pip install torch --index-url https://download.pytorch.org/whl/cpu"
+            " (a CPU build; plain `pip install torch` on Linux brings the CUDA libraries too)",
+            "this example trains a torch model",
+        )
     form, why = _common.choose_form(args, "torch")
     if form == "gpu" and args.form == "auto":
         import torch  # only to tell a CUDA build from a CPU one
 
         if torch.version.cuda is None:
             form, why = "cpu", f"torch {torch.__version__} here is a CPU build"
-    print(f"form: {form.upper()} ({'CUDA torch and nccl, one GPU per worker' if form == 'gpu' else 'CPU torch and gloo'}): {why}")
+    print(
+        f"form: {form.upper()} ({'CUDA torch and nccl, one GPU per worker' if form == 'gpu' else 'CPU torch and gloo'}): {why}"
+    )
 
     if _common.inside_job():  # gpujobqueue render ... --run: the job's workers are already up
         with Client() as client:

@@ -5,7 +5,8 @@ from .batch.lsf import LSFGPUCluster
 from .batch.pbs import PBSGPUCluster
 from .batch.sge import SGEGPUCluster
 from .batch.slurm import SLURMGPUCluster
-from .cluster import GPUCluster, LocalFallbackWarning, WorkersNotStartedError
+from .cluster import WorkersNotStartedError
+from .factory import GPUCluster, LocalFallbackWarning
 from .errors import (
     GPUJobQueueError,
     InterfaceNotFoundError,

@@ -8,62 +8,34 @@ import re
 import shutil
 import sys
 import warnings
+from typing import Callable
 
 import click
 
 from .errors import GPUJobQueueError, JobSizeMissingError, UnknownKeywordError
 from .security import InsecureScriptWarning
-from .workers import LAUNCHERS
-
-# CLI options mirror the cluster keywords: --gpus-per-node is gpus_per_node.
-_SCALAR_OPTIONS = {
-    "gpus-per-node": int, "nodes": int, "cpus-per-gpu": int, "cores": int, "memory": str,
-    "memory-per-gpu": str, "walltime": str, "account": str, "queue": str, "qos": str,
-    "constraint": str, "job-name": str, "log-directory": str, "gpu-type": str,
-    "nthreads": int, "memory-limit": str, "device-memory-limit": str, "rmm-pool-size": str,
-    "rmm-maximum-pool-size": str, "rmm-release-threshold": str, "set-rmm-allocator-for-libs": str,
-    "death-timeout": int, "local-directory": str, "protocol": str, "interface": str,
-    "processes": int, "python": str, "worker-command": str, "shebang": str, "job-mem": str, "job-cpu": int,
-    "walltime-margin": str,
-    # PBS
-    "place": str, "filesystems": str, "resource-spec": str,
-    # LSF
-    "ncpus": int, "lsf-units": str, "gpu-mode": str,
-    # Grid Engine
-    "gpu-complex": str, "gpu-consumable": str, "resource-type": str, "parallel-environment": str,
-}
-_GPU_REQUEST_STYLES = ["gpus-per-node", "gres", "select", "torque", "gpu", "csm", "complex", "resource-type", "none"]
-_LIST_OPTIONS = {
-    "job-extra-directives": "Extra directive (without its #SBATCH prefix); repeatable.",
-    "job-directives-skip": "Leave out generated directives containing this text; repeatable.",
-    "job-script-prologue": "Shell line run before the workers (e.g. 'module load cuda'); repeatable.",
-    "job-script-epilogue": "Shell line run after the workers stop; repeatable.",
-    "worker-extra-args": "Extra worker argument; repeatable.",
-    "launcher-args": "Extra launcher option (e.g. --cpu-bind=none); repeatable.",
-}
+from .batch import BATCH_SYSTEMS
+from .keywords import CHOICE, INT, LIST, PAIRS, SWITCH, Keyword, command_line_keywords
 
 
-def _keyword_options(command):
-    for name, kind in reversed(_SCALAR_OPTIONS.items()):
-        command = click.option(f"--{name}", type=kind, default=None, help=f"The {name.replace('-', '_')} keyword.")(command)
-    for name, text in reversed(_LIST_OPTIONS.items()):
-        command = click.option(f"--{name}", multiple=True, help=text)(command)
-    command = click.option("--env", "environment", multiple=True, metavar="NAME=VALUE", help="Variable exported in the job; repeatable.")(command)
-    command = click.option("--chunk-resource", "chunk_resources", multiple=True, metavar="NAME=VALUE", help="PBS select-chunk resource (system=polaris); repeatable.")(command)
-    command = click.option("--exclusive/--shared", default=None, help="Ask for whole nodes.")(command)
-    command = click.option("--gpu-request", type=click.Choice(_GPU_REQUEST_STYLES), default=None, help="How the job asks for GPUs, in the batch system's terms (slurm: gpus-per-node, gres; pbs: select, torque; lsf: gpu, csm; sge: complex, resource-type).")(command)
-    command = click.option("--launcher", type=click.Choice(list(LAUNCHERS)), default=None,
-                           help="How a job of several nodes starts the workers of each (srun, mpiexec-pals, mpiexec-openmpi, mpiexec-mpich, ibrun; jsrun from a CSM launch node).")(command)
-    command = click.option("--worker-mode", type=click.Choice(["dask-cuda", "per-device"]), default=None, help="dask-cuda per node, or one dask worker per device.")(command)
-    for switch in ("rmm-async", "rmm-managed-memory"):
-        command = click.option(f"--{switch}/--no-{switch}", switch.replace("-", "_"), default=None, help=f"dask-cuda's {switch.replace('-', '_')}.")(command)
-    # As dask-cuda spells them; --no-enable-cudf-spill is the older spelling.
-    command = click.option("--enable-cudf-spill/--disable-cudf-spill", " /--no-enable-cudf-spill", "enable_cudf_spill",
-                           default=None, help="dask-cuda's enable_cudf_spill.")(command)
-    for transport in ("tcp-over-ucx", "infiniband", "nvlink", "rdmacm"):
-        command = click.option(f"--enable-{transport}/--disable-{transport}", f"enable_{transport.replace('-', '_')}", default=None,
-                               help=f"UCX over {transport.replace('-over-ucx', '')} (default: UCX chooses).")(command)
-    command = click.option("--visibility-variable", default=None, help="CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES or ZE_AFFINITY_MASK.")(command)
+def _keyword_option(keyword: Keyword) -> Callable:
+    """The click option that mirrors one keyword (``gpus_per_node`` is ``--gpus-per-node``)."""
+    if keyword.kind == SWITCH:
+        return click.option(*keyword.options, str(keyword), default=None, help=keyword.help)
+    decls = (*(keyword.options or (keyword.option,)), str(keyword))
+    if keyword.kind in (LIST, PAIRS):
+        return click.option(*decls, multiple=True, metavar="NAME=VALUE" if keyword.kind == PAIRS else None, help=keyword.help)
+    if keyword.kind == CHOICE:
+        choices = keyword.choices() if callable(keyword.choices) else keyword.choices
+        return click.option(*decls, type=click.Choice(list(choices)), default=None, help=keyword.help)
+    return click.option(*decls, type=int if keyword.kind == INT else str, default=None, help=keyword.help)
+
+
+def _keyword_options(command: Callable) -> Callable:
+    """Every keyword's option (from the keyword registry), in the registry's order in --help."""
+    for keyword in reversed(command_line_keywords()):
+        if keyword.command_line is None:
+            command = _keyword_option(keyword)(command)
     return command
 
 
@@ -135,7 +107,6 @@ def render(batch: str, client_args: tuple[str, ...], scheduler_address: str | No
     job; the workers of other scripts read the ones `gpujobqueue credentials` made, which your
     scheduler uses too. --no-tls is plain TCP. UCX has no TLS.
     """
-    from .batch import BATCH_SYSTEMS
     from .render import PLACEHOLDER_SCHEDULER
     from .request import parse_name
     from .run import ClientRun
@@ -305,7 +276,7 @@ def _show_dumper():
 @main.command()
 @click.argument("files", nargs=-1, type=click.Path())
 @click.option("--site", default=None, help="Check against this site (name or file) instead of the one GPUCluster() would pick.")
-@click.option("--batch", type=click.Choice(["slurm", "pbs", "lsf", "sge", "local"]), default=None, help="The batch system, where no site is used.")
+@click.option("--batch", type=click.Choice(list(BATCH_SYSTEMS)), default=None, help="The batch system, where no site is used.")
 @click.option("--interface", default=None, help="The interface keyword: check it exists here (default: the site's).")
 @click.option("--protocol", type=click.Choice(["tcp", "tls", "ucx"]), default=None, help="The protocol keyword (default: the site's).")
 @click.option("--json", "as_json", is_flag=True, help="Print the facts and findings as JSON.")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import functools
 import importlib.util
 import logging
@@ -24,11 +23,12 @@ from distributed.scheduler import Scheduler
 from distributed.security import Security
 from distributed.utils import format_dashboard_link
 
-from . import config, exit_cleanup, gpus, hand_written_gpus, queue_routing, sites
-from .errors import GPUJobQueueError, JobSizeMissingError, SubmissionError, ValidationError
+from . import config, exit_cleanup, gpus, sites
+from .errors import GPUJobQueueError, SubmissionError, ValidationError
 from .adaptive import GPUAdaptive
 from .cpu_pool import CPUPool
 from .interfaces import check_scheduler_interface
+from .keywords import Keyword
 from .job import GPUJob, check_log_directory
 from .job_commands import JobCommands
 from .job_status import JobFailedError
@@ -44,7 +44,8 @@ from .scheduler_job import SCHEDULER_FILE_NAME, HostedWorkers, JobScheduler, Sch
 from .security import (make_private_directory, remove_stale_private_directories, resolve_security, scheduler_tls_args,
                        worker_security_with_files)
 from .watchdog import CLUSTER_ALIVE_HANDLER, probe_interval
-from .workers import WorkerLaunch, threads_of_cores
+from .plan import make_plan
+from .workers import WorkerLaunch
 
 try:
     from distributed.deploy.cluster import SchedulerInfo, WorkerStartTimeoutError
@@ -81,32 +82,6 @@ class WorkersNotStartedError(WorkerStartTimeoutError, GPUJobQueueError):
 
 # Jobs named in a wait_for_workers timeout; the rest are counted.
 MAX_JOBS_NAMED = 8
-
-# Keywords every batch system takes; each cluster class adds its own (batch_keywords).
-REQUEST_KEYWORDS = (
-    "nodes", "gpus_per_node", "cpus_per_gpu", "cores", "memory", "memory_per_gpu",
-    "walltime", "account", "queue", "exclusive", "job_name",
-    "log_directory", "job_extra_directives", "job_directives_skip", "job_script_prologue",
-    "job_script_epilogue", "environment", "gpu_request", "gpu_type", "shebang", "walltime_margin",
-)
-LAUNCH_KEYWORDS = (
-    "worker_mode", "python", "worker_command", "nthreads", "memory_limit", "device_memory_limit",
-    "rmm_pool_size", "visibility_variable", "allocation_variable", "nanny", "death_timeout",
-    "local_directory", "protocol", "interface", "worker_extra_args", "launcher", "launcher_args",
-    # dask-cuda's names for device memory and UCX transports
-    "rmm_maximum_pool_size", "rmm_async", "rmm_managed_memory", "rmm_release_threshold", "enable_cudf_spill",
-    "set_rmm_allocator_for_libs", "enable_tcp_over_ucx", "enable_infiniband", "enable_nvlink", "enable_rdmacm",
-)
-# dask-jobqueue's deprecated spellings, kept with the same meaning and warning
-# (unless a batch system keeps the old name as its own, as PBS, LSF and SGE keep project).
-RENAMED_KEYWORDS = {
-    "project": "account",
-    "job_extra": "job_extra_directives",
-    "header_skip": "job_directives_skip",
-    "env_extra": "job_script_prologue",
-    "extra": "worker_extra_args",
-}
-
 
 CPU_JOB_INFIX = "-cpu-"  # CPU jobs are <cluster>-cpu-<i>; their workers add their own suffixes
 
@@ -154,10 +129,6 @@ class OpenDashboardWarning(UserWarning):
     """The dashboard listens beyond the loopback, without authentication."""
 
 
-class LocalFallbackWarning(UserWarning):
-    """``GPUCluster()`` found no site and runs its jobs on this machine (the local batch system)."""
-
-
 def dashboard_options(scheduler_options: dict | None) -> dict[str, Any]:
     """The scheduler options with the dashboard on the loopback unless
     ``scheduler_options["dashboard_address"]`` gives an address; one open beyond the loopback warns."""
@@ -169,25 +140,6 @@ def dashboard_options(scheduler_options: dict | None) -> dict[str, Any]:
                       "it through an SSH tunnel",
                       OpenDashboardWarning, stacklevel=3)
     return options
-
-
-def _take_keywords(kwargs: dict[str, Any], synonyms: dict[str, str]) -> dict[str, Any]:
-    """Apply dask-jobqueue's renamed keywords and the batch system's synonyms; return the settings."""
-    given = dict(kwargs)
-    for old, new in RENAMED_KEYWORDS.items():
-        if old in given and old not in synonyms:
-            value = given.pop(old)
-            if value is not None:
-                warnings.warn(f"{old} has been renamed to {new} (as in dask-jobqueue); {old} is used only where {new} is not set", FutureWarning, stacklevel=4)
-                if given.get(new) is None or given.get(new) == []:  # dask-jobqueue takes an empty list for unset too
-                    given[new] = value
-    for synonym, name in synonyms.items():
-        if synonym in given:
-            value = given.pop(synonym)
-            if given.get(name) is not None and value is not None and value != given[name]:
-                raise ValidationError(synonym, f"{synonym}={value!r} contradicts {name}={given[name]!r}; give one")
-            given[name] = given.get(name) if value is None else value
-    return given
 
 
 class GPUJobQueueCluster(JobQueueCluster):
@@ -326,7 +278,7 @@ class GPUJobQueueCluster(JobQueueCluster):
     """
 
     job_cls: ClassVar[type[GPUJob]]
-    batch_keywords: ClassVar[tuple[str, ...]] = ()
+    batch_keywords: ClassVar[tuple[Keyword, ...]] = ()
     # Other names of keywords, in this batch system's (or dask-jobqueue's) vocabulary.
     batch_synonyms: ClassVar[dict[str, str]] = {}
     # How this batch system can ask for GPUs; the first is the default.
@@ -672,8 +624,7 @@ class GPUJobQueueCluster(JobQueueCluster):
     @classmethod
     def parse_keywords(cls, kwargs: dict[str, Any],
                        owner: str | None = None) -> tuple[dict[str, Any], JobRequest, WorkerLaunch]:
-        """Check, resolve and validate cluster keywords; start nothing. An unknown keyword's
-        error names ``owner`` (default: this class) and the keywords given.
+        """Check, resolve and validate cluster keywords; start nothing (see :func:`gpujobqueue.plan.make_plan`).
 
         Returns
         -------
@@ -682,74 +633,9 @@ class GPUJobQueueCluster(JobQueueCluster):
             ``site``: the :class:`~gpujobqueue.sites.Site` or None.
         request : JobRequest
         launch : WorkerLaunch
-
-        Raises
-        ------
-        UnknownKeywordError, ValidationError, SiteConfigError
         """
-        names = REQUEST_KEYWORDS + LAUNCH_KEYWORDS + cls.batch_keywords
-        kwargs = dict(kwargs)
-        original = dict(kwargs)
-        processes = kwargs.pop("processes", None)
-        site = kwargs.pop("site", None)
-        config.check_keywords(kwargs, names + tuple(RENAMED_KEYWORDS) + tuple(cls.batch_synonyms),
-                              owner or cls.__name__)
-        batch = cls.job_cls.batch
-        given = _take_keywords(kwargs, cls.batch_synonyms)
-        site_defaults, site_queue = {}, None
-        if site is not None:
-            site = sites.load_site(site) if not isinstance(site, sites.Site) else site
-            if site.scheduler != batch:
-                raise ValidationError("site", f"{site.name} runs {site.scheduler}, not {batch}; use GPUCluster(site={site.name!r}) ({site.files[0]})")
-            # A queue named by the user is the site's queue name; the site maps it to its partition and QoS.
-            site_queue = given.get("queue") or config.configured(batch, "queue")
-            site_defaults = {k: v for k, v in sites.site_settings(site, site_queue).items() if k in names}
-            given.pop("queue", None)
-            # A per-job keyword given by the user replaces the site's per-GPU one.
-            for per_job, per_gpu in (("cores", "cpus_per_gpu"), ("job_cpu", "cpus_per_gpu"), ("ncpus", "cpus_per_gpu"), ("memory", "memory_per_gpu")):
-                if given.get(per_job) is not None or config.configured(batch, per_job) is not None:
-                    site_defaults.pop(per_gpu, None)
-        settings = config.resolve(batch, given, names, site_defaults)
-        if site is not None:
-            settings["queue"] = site_defaults.get("queue")
-        if processes is not None:  # dask-jobqueue's workers per job: here, one per GPU
-            processes = parse_positive_int("processes", processes)
-        explicit = {name: settings[name] for name in names
-                    if given.get(name) is not None or config.configured(batch, name) is not None}
-        hand_written_gpus.adopt(batch, settings, explicit, processes=processes, site=site,
-                                node_gpus=site_defaults.get("gpus_per_node") if site is not None else None)
-        if processes is not None:
-            gpus = settings.get("gpus_per_node")
-            if gpus is not None and parse_positive_int("gpus_per_node", gpus) != processes:
-                raise ValidationError("processes", f"processes={processes} but gpus_per_node={gpus}: one worker runs per GPU, so give gpus_per_node alone")
-            settings["gpus_per_node"] = processes
-        cls._apply_batch_defaults(settings)
-        request = JobRequest.from_settings(settings, gpu_request_styles=cls.gpu_request_styles, default_walltime=cls.default_walltime)
-        request = dataclasses.replace(request, options=cls._parse_batch_options(settings, request))
-        if settings.get("cores") is not None and settings.get("nthreads") is None:
-            # dask-jobqueue's cores: the threads of all the job's workers, none left idle
-            cores = parse_positive_int("cores", settings["cores"])
-            settings["nthreads"] = threads_of_cores(cores // request.nodes, request.gpus_per_node)
-        launch = WorkerLaunch.from_settings(settings, gpus=request.gpus_per_node, memory_per_node=request.memory_per_node,
-                                            cpus_per_node=request.cpus_per_node, nodes=request.nodes)
-        cls._check_launch(request, launch)
-        if site is not None:
-            sites.warn_if_retired(site)
-            if site_queue is None:  # the site picks the queue that takes the job's nodes and walltime
-                site_queue, why = sites.route_queue(site, request)
-                logger.info("gpujobqueue: site %s chose %s", site.name, why)
-                if site_queue != site.data["default_queue"]:
-                    queue_names = {"queue", *(s for s, name in cls.batch_synonyms.items() if name == "queue")}
-                    again = {k: v for k, v in original.items() if k not in queue_names}
-                    settings, request, launch = cls.parse_keywords({**again, "site": site, "queue": site_queue}, owner)
-                    return settings, dataclasses.replace(request, queue_choice=why), launch
-                if queue_routing.walltime_bins(site.queue(site_queue)):  # the default queue, by its bin: say which
-                    request = dataclasses.replace(request, queue_choice=why)
-            sites.check_request(site, site_queue, request, settings)
-        elif not getattr(cls.job_cls, "runs_jobs_here", False):  # the local machine sizes itself; last, so a wrong value is named first
-            require_job_size(owner or cls.__name__, batch, settings)
-        settings["site"] = site
-        return settings, request, launch
+        plan = make_plan(cls, kwargs, owner)
+        return plan.settings, plan.request, plan.launch
 
     @classmethod
     def _apply_batch_defaults(cls, settings: dict[str, Any]) -> None:
@@ -978,70 +864,3 @@ def check_ucx_scheduler_host(scheduler_here: bool = True) -> None:
     if scheduler_here and not gpus.nvidia_gpu_ids():
         raise ValidationError("protocol", f"protocol='ucx' needs a GPU where the scheduler runs, for its CUDA context, and {socket.gethostname()} has none "
                                           "(a login node?); use scheduler='job' (the scheduler then runs in the first job, on a GPU node), protocol='tcp' or 'tls', or start the cluster on a GPU node")
-
-
-CORE_KEYWORDS = ("cores", "cpus_per_gpu", "job_cpu", "ncpus")
-MEMORY_KEYWORDS = ("memory", "memory_per_gpu", "job_mem", "mem")
-
-
-def require_job_size(owner: str, batch: str, settings: dict[str, Any]) -> None:
-    """Refuse a job whose cores or memory nothing says, as dask-jobqueue refuses one.
-
-    With no site describing the node, such a job gets the batch system's default (often one
-    core and a few GB) while its worker would size its memory limit and spilling for the
-    whole node.
-    """
-    has_cores = any(settings.get(name) is not None for name in CORE_KEYWORDS)
-    has_memory = any(settings.get(name) is not None for name in MEMORY_KEYWORDS)
-    if has_cores and has_memory:
-        return
-    cores = settings.get("cores") if settings.get("cores") is not None else 8
-    memory = settings.get("memory") if settings.get("memory") is not None else "64GB"
-    missing = [name for name, given in (("cores", has_cores), ("memory", has_memory)) if not given]
-    raise JobSizeMissingError(
-        owner, missing,
-        f"{owner} has no site to size its jobs, so say how many cores and how much memory each job "
-        f"asks for, as with dask-jobqueue: {owner}(cores={cores!r}, memory={memory!r}) ({' and '.join(missing)} not "
-        "given; cpus_per_gpu and memory_per_gpu size them by the GPU instead, site= takes both from a site file, "
-        f"and gpujobqueue.{batch}.cores and .memory in dask config set them once)")
-
-
-def GPUCluster(batch: str | None = None, *, site: Any = None, **kwargs: Any) -> GPUJobQueueCluster:
-    """A GPU cluster on a site's batch system, or on the named batch system.
-
-    Parameters
-    ----------
-    batch : {"slurm", "pbs", "lsf", "sge", "local"}, optional
-        The batch system. Without it and without ``site``: the site ``gpujobqueue.site``
-        of dask config names, else the site detected from the host name (the choice is
-        logged); where no site matches, ``gpujobqueue.batch`` from dask config (``local``, which
-        warns: :class:`LocalFallbackWarning`, naming how to pick a site).
-    site : str or Site, optional
-        A site config by name (``"perlmutter"``) or path; its scheduler picks the class.
-    **kwargs
-        The cluster's keywords (see :class:`GPUJobQueueCluster`).
-
-    Returns
-    -------
-    GPUJobQueueCluster
-        A :class:`SLURMGPUCluster`, :class:`PBSGPUCluster`, :class:`LSFGPUCluster`,
-        :class:`SGEGPUCluster` or :class:`LocalGPUCluster`.
-    """
-    from .batch import cluster_class
-
-    site, how = sites.choose_site(site, batch)
-    if how == sites.DETECTED:
-        logger.warning("gpujobqueue: this host matches site %r (%s); pass site= or batch= to choose otherwise", site.name, site.files[-1])
-    if site is not None:
-        if batch is not None and batch != site.scheduler:
-            raise ValidationError("batch", f"batch={batch!r} but site {site.name} runs {site.scheduler} ({site.files[0]})")
-        return cluster_class(site.scheduler)(site=site, **kwargs)
-    chosen = batch or dask.config.get("gpujobqueue.batch", default="local")
-    if chosen == "local" and batch is None:
-        # Without this a user on a login node whose site was not recognised would run workers there, silently.
-        warnings.warn(f"GPUCluster: {how} ({socket.gethostname()}), so the jobs run on this machine, with the local batch "
-                      "system; to use a site's batch system pass site='perlmutter' (or a YAML file), or set it once in "
-                      "dask config: gpujobqueue.site in ~/.config/dask/gpujobqueue.yaml or DASK_GPUJOBQUEUE__SITE=perlmutter "
-                      "(`gpujobqueue sites` lists them); pass batch='local' to say that this is meant",
-                      LocalFallbackWarning, stacklevel=2)
-    return cluster_class(chosen)(**kwargs)

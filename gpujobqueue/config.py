@@ -29,8 +29,12 @@ def check_keywords(given: Iterable[str], accepted: Iterable[str], owner: str | N
     accepted = sorted(set(accepted))
     for keyword in given:
         if keyword not in accepted:
-            raise UnknownKeywordError(keyword, difflib.get_close_matches(keyword, accepted, n=3), owner,
-                                      dict(given) if owner is not None and isinstance(given, Mapping) else None)
+            raise UnknownKeywordError(
+                keyword,
+                difflib.get_close_matches(keyword, accepted, n=3),
+                owner,
+                dict(given) if owner is not None and isinstance(given, Mapping) else None,
+            )
 
 
 def configured(batch: str, name: str) -> Any:
@@ -39,7 +43,9 @@ def configured(batch: str, name: str) -> Any:
     return section.get(name.replace("_", "-"))
 
 
-def resolve(batch: str, keywords: Mapping[str, Any], names: Iterable[str], site_defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def resolve(
+    batch: str, keywords: Mapping[str, Any], names: Iterable[str], site_defaults: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """Settings for one cluster: each name from the keywords, else ``gpujobqueue.<batch>.<name>``,
     else the site's value.
 

@@ -44,7 +44,15 @@ def _random_sum(side: int, chunk: int) -> Outcome:
     count = math.ceil(side / 2) ** 2
     mean_error = abs(total / count - 1)
     ok = mean_error < 6 / math.sqrt(count)  # six standard errors of a normal mean
-    return Outcome("(x + 1)[::2, ::2].sum()", (side, side), x.nbytes, (chunk, chunk), seconds, f"mean {total / count:.6f} (want 1)", ok)
+    return Outcome(
+        "(x + 1)[::2, ::2].sum()",
+        (side, side),
+        x.nbytes,
+        (chunk, chunk),
+        seconds,
+        f"mean {total / count:.6f} (want 1)",
+        ok,
+    )
 
 
 def _tall_skinny_svd(rows: int, cols: int, row_chunk: int) -> Outcome:
@@ -55,13 +63,28 @@ def _tall_skinny_svd(rows: int, cols: int, row_chunk: int) -> Outcome:
     u, s, v = dask.persist(u, s, v)
     error = float((da.linalg.norm((u * s) @ v - x) / da.linalg.norm(x)).compute())
     seconds = time.perf_counter() - start
-    return Outcome("da.linalg.svd (tall-skinny)", (rows, cols), x.nbytes, (row_chunk, cols), seconds, f"relative error {error:.1e}", error < 1e-8)
+    return Outcome(
+        "da.linalg.svd (tall-skinny)",
+        (rows, cols),
+        x.nbytes,
+        (row_chunk, cols),
+        seconds,
+        f"relative error {error:.1e}",
+        error < 1e-8,
+    )
 
 
 def _print_table(outcomes: list[Outcome], backend: str) -> None:
     header = ("workload", "shape", "size", "chunks", "seconds", "check")
     rows = [header] + [
-        (o.workload, " x ".join(map(str, o.shape)), format_bytes(o.nbytes), " x ".join(map(str, o.chunks)), f"{o.seconds:.2f}", ("ok: " if o.ok else "FAILED: ") + o.check)
+        (
+            o.workload,
+            " x ".join(map(str, o.shape)),
+            format_bytes(o.nbytes),
+            " x ".join(map(str, o.chunks)),
+            f"{o.seconds:.2f}",
+            ("ok: " if o.ok else "FAILED: ") + o.check,
+        )
         for o in outcomes
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
@@ -115,14 +138,22 @@ def _save_job_script(job: LocalGPUJob) -> str | None:
 
 def _print_job_files(jobs: list[LocalGPUJob], scripts: dict[str, str | None]) -> None:
     for job in jobs:
-        ended = "" if job.process is None or job.process.returncode is None else f", exit status {job.process.returncode}"
+        ended = (
+            "" if job.process is None or job.process.returncode is None else f", exit status {job.process.returncode}"
+        )
         print(f"job {job.name} (process {job.job_id}{ended}):")
         script = scripts.get(str(job.name))
         if script:
-            print(f"  job script: {script} (the local batch system ran it from memory, as bash's argument, "
-                  "and wrote no copy; the demo saved this one, kept)")
+            print(
+                f"  job script: {script} (the local batch system ran it from memory, as bash's argument, "
+                "and wrote no copy; the demo saved this one, kept)"
+            )
         log = job.log_path
-        kept = "kept: the local batch system leaves job logs in place; remove them when done" if log and os.path.exists(log) else "removed"
+        kept = (
+            "kept: the local batch system leaves job logs in place; remove them when done"
+            if log and os.path.exists(log)
+            else "removed"
+        )
         print(f"  log:        {log} ({kept})")
 
 
@@ -146,17 +177,23 @@ def run_demo(size: str = "medium", gpus: int | None = None) -> int:
             import cupy  # noqa: F401
             import dask_cuda  # noqa: F401
         except ImportError as error:
-            raise GPUJobQueueError(f"this machine has {len(gpu_ids)} NVIDIA GPU(s) but {error.name} is missing: "
-                                   f"{install_line(machine_gpus().cuda_driver_version)}") from error
+            raise GPUJobQueueError(
+                f"this machine has {len(gpu_ids)} NVIDIA GPU(s) but {error.name} is missing: "
+                f"{install_line(machine_gpus().cuda_driver_version)}"
+            ) from error
         workers, mode, backend = gpus or len(gpu_ids), "dask-cuda", "cupy"
-        print(f"gpujobqueue demo: {len(gpu_ids)} NVIDIA GPU(s) found; starting {workers} dask-cuda worker(s), one per GPU")
+        print(
+            f"gpujobqueue demo: {len(gpu_ids)} NVIDIA GPU(s) found; starting {workers} dask-cuda worker(s), one per GPU"
+        )
         memories = gpu_memories(gpu_ids[:workers]) or [0]
         if memories == [0]:
             raise GPUJobQueueError("could not read the GPUs' memory (NVML, nvidia-smi, cupy) to size the demo's arrays")
         print(f"GPU memory: {', '.join(format_bytes(m) for m in memories)}")
     else:
         workers, mode, backend = gpus or 2, "per-device", "numpy"
-        print(f"gpujobqueue demo: no NVIDIA GPU here; starting {workers} per-device CPU worker(s) (numpy arrays) in their place")
+        print(
+            f"gpujobqueue demo: no NVIDIA GPU here; starting {workers} per-device CPU worker(s) (numpy arrays) in their place"
+        )
         memories = []
     sizes = demo_sizes(size, memories)
     if sizes.fitted:
@@ -169,7 +206,11 @@ def run_demo(size: str = "medium", gpus: int | None = None) -> int:
     started = time.perf_counter()
     try:
         with contextlib.ExitStack() as stack:
-            cluster = stack.enter_context(LocalGPUCluster(gpus_per_node=workers, worker_mode=mode, devices=gpu_ids[:workers] or list(range(workers))))
+            cluster = stack.enter_context(
+                LocalGPUCluster(
+                    gpus_per_node=workers, worker_mode=mode, devices=gpu_ids[:workers] or list(range(workers))
+                )
+            )
             cluster.scale(gpus=workers)
             jobs = list(cluster.workers.values())
             scripts = {str(job.name): _save_job_script(job) for job in jobs}
@@ -179,8 +220,12 @@ def run_demo(size: str = "medium", gpus: int | None = None) -> int:
             except TimeoutError:
                 for job in cluster.workers.values():
                     print(f"--- end of the log of job {job.name} ({job.log_path}):\n{_tail(job.log_path)}")
-                raise GPUJobQueueError(f"{workers} worker(s) did not connect within 120 s; the job logs are above") from None
-            print(f"{workers} worker(s) up in {time.perf_counter() - started:.1f} s; dashboard: {cluster.dashboard_link}")
+                raise GPUJobQueueError(
+                    f"{workers} worker(s) did not connect within 120 s; the job logs are above"
+                ) from None
+            print(
+                f"{workers} worker(s) up in {time.perf_counter() - started:.1f} s; dashboard: {cluster.dashboard_link}"
+            )
             stack.enter_context(dask.config.set({"array.backend": backend}))
             workloads: list[tuple[str, Callable[[], Outcome]]] = [
                 ("the sum", lambda: _random_sum(sizes.side, sizes.chunk)),

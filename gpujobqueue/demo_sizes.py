@@ -78,7 +78,10 @@ def sum_peak_bytes(chunk: int) -> int:
 def svd_peak_bytes(rows: int, cols: int, row_chunk: int, gpus: int) -> int:
     """Bytes one GPU holds at most for the SVD and its check: its share of the whole copies
     plus every thread's temporaries of one row chunk."""
-    return math.ceil(SVD_COPIES * rows * cols * ITEM_BYTES / gpus) + THREADS_PER_WORKER * TEMPORARIES_PER_TASK * row_chunk * cols * ITEM_BYTES
+    return (
+        math.ceil(SVD_COPIES * rows * cols * ITEM_BYTES / gpus)
+        + THREADS_PER_WORKER * TEMPORARIES_PER_TASK * row_chunk * cols * ITEM_BYTES
+    )
 
 
 def _round_down(value: float, step: int, least: int) -> int:
@@ -125,11 +128,15 @@ def demo_sizes(size: str, gpu_memories: Sequence[int]) -> DemoSizes:
     # Then the SVD's rows: its whole copies in what the temporaries leave.
     room = budget - per_chunk_row * row_chunk * cols
     rows = min(rows, _round_down(room * gpus / (SVD_COPIES * cols * ITEM_BYTES), row_chunk, row_chunk))
-    side = min(side, _round_down(math.isqrt(int(SUM_ARRAY_PER_GPU_MEMORY * sum(gpu_memories) / ITEM_BYTES)), chunk, chunk))
+    side = min(
+        side, _round_down(math.isqrt(int(SUM_ARRAY_PER_GPU_MEMORY * sum(gpu_memories) / ITEM_BYTES)), chunk, chunk)
+    )
     nominal = NOMINAL["gpu"][size]
     fitted = (side, chunk, rows, cols, row_chunk)
     why = ""
     if fitted != nominal:
-        why = (f"shrunk from {nominal[0]}² (chunks {nominal[1]}²) and {nominal[2]} x {nominal[3]} (row chunks {nominal[4]}) to fit "
-               f"{gpus} GPU(s) of {min(gpu_memories) / 2**30:.0f} GiB (the smallest), using at most {MEMORY_SHARE:.0%} of its memory")
+        why = (
+            f"shrunk from {nominal[0]}² (chunks {nominal[1]}²) and {nominal[2]} x {nominal[3]} (row chunks {nominal[4]}) to fit "
+            f"{gpus} GPU(s) of {min(gpu_memories) / 2**30:.0f} GiB (the smallest), using at most {MEMORY_SHARE:.0%} of its memory"
+        )
     return DemoSizes(*fitted, fitted=why)

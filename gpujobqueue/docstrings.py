@@ -12,8 +12,9 @@ _UNDERLINE = re.compile(r"\s*-{3,}\s*")
 
 def _sections(lines: list[str]) -> list[tuple[str, int, int]]:
     """The numpydoc sections of a docstring's lines: (title, first body line, end)."""
-    starts = [(lines[i].strip(), i) for i in range(len(lines) - 1)
-              if lines[i].strip() and _UNDERLINE.fullmatch(lines[i + 1])]
+    starts = [
+        (lines[i].strip(), i) for i in range(len(lines) - 1) if lines[i].strip() and _UNDERLINE.fullmatch(lines[i + 1])
+    ]
     ends = [i for _, i in starts[1:]] + [len(lines)]
     return [(title, i + 2, end) for (title, i), end in zip(starts, ends)]
 
@@ -47,10 +48,10 @@ def with_shared_parameters(doc: str, shared_doc: str) -> str:
         at = sections[0][1] - 2 if sections else len(lines)
         lines[at:at] = [f"{_INDENT}Parameters", f"{_INDENT}----------"]
         own = (at + 2, at + 2)
-    own_entries = _entries(lines[own[0]:own[1]])
+    own_entries = _entries(lines[own[0] : own[1]])
     documented = set().union(*(names for names, _ in own_entries))
-    shared_entries = _entries(shared_lines[shared[0]:shared[1]])
+    shared_entries = _entries(shared_lines[shared[0] : shared[1]])
     added = [line for names, entry in shared_entries if not names <= documented for line in entry]
     merged = [line for _, entry in own_entries for line in entry] + added + [""]
-    lines[own[0]:own[1]] = merged
+    lines[own[0] : own[1]] = merged
     return "\n".join(lines).rstrip() + "\n    "

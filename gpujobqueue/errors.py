@@ -44,9 +44,11 @@ class JobSizeMissingError(ValidationError):
 
     def command_line_text(self) -> str:
         """The same advice in option terms, for ``render`` and the other commands."""
-        return (f"{' and '.join('--' + name for name in self.missing)} not given: with no --site to size its jobs, say how "
-                "many cores and how much memory each job asks for, as dask-jobqueue needs them: --cores 8 --memory 64GB, "
-                "or --cpus-per-gpu and --memory-per-gpu")
+        return (
+            f"{' and '.join('--' + name for name in self.missing)} not given: with no --site to size its jobs, say how "
+            "many cores and how much memory each job asks for, as dask-jobqueue needs them: --cores 8 --memory 64GB, "
+            "or --cpus-per-gpu and --memory-per-gpu"
+        )
 
 
 class UnknownKeywordError(GPUJobQueueError, TypeError, ValueError):
@@ -68,23 +70,29 @@ class UnknownKeywordError(GPUJobQueueError, TypeError, ValueError):
         keyword with its value, shortened; the others by name only).
     """
 
-    def __init__(self, keyword: str, suggestions: list[str] | None = None, owner: str | None = None,
-                 given: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        keyword: str,
+        suggestions: list[str] | None = None,
+        owner: str | None = None,
+        given: dict[str, Any] | None = None,
+    ):
         self.field = keyword
         self.suggestions = list(suggestions or [])
         hint = f" Did you mean {', '.join(suggestions)}?" if suggestions else ""
         context = ""
         if owner is not None:
             # The other keywords by name only: their values (an environment's, say) may be private.
-            shown = ", ".join(f"{name}={_short_repr(value)}" if name == keyword else name
-                              for name, value in (given or {}).items())
+            shown = ", ".join(
+                f"{name}={_short_repr(value)}" if name == keyword else name for name, value in (given or {}).items()
+            )
             context = f" (unexpected keyword argument {keyword!r} given to {owner} with job_kwargs {shown})"
         super().__init__(f"{keyword}: unknown keyword.{hint}{context}")
 
 
 def _short_repr(value: Any, limit: int = 60) -> str:
     text = repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class SubmissionError(GPUJobQueueError, RuntimeError):

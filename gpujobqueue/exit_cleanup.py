@@ -46,7 +46,9 @@ def _install() -> None:
         _installed = True
         atexit.register(_at_exit)
         if threading.current_thread() is not threading.main_thread():
-            logger.info("gpujobqueue: first cluster made outside the main thread: its jobs are cancelled at exit, not on SIGTERM or SIGHUP")
+            logger.info(
+                "gpujobqueue: first cluster made outside the main thread: its jobs are cancelled at exit, not on SIGTERM or SIGHUP"
+            )
             return
         for signum in HANDLED_SIGNALS:
             if signal.getsignal(signum) in (signal.SIG_DFL, None):  # never replace a handler the program set
@@ -63,7 +65,11 @@ def cancel_all_now() -> None:
 
 
 def _on_signal(signum: int, frame: Any) -> None:
-    logger.warning("gpujobqueue: %s received: cancelling the jobs of %d open cluster(s)", signal.Signals(signum).name, len(_open_clusters))
+    logger.warning(
+        "gpujobqueue: %s received: cancelling the jobs of %d open cluster(s)",
+        signal.Signals(signum).name,
+        len(_open_clusters),
+    )
     cancel_all_now()
     # Then end as the signal would have ended the process.
     signal.signal(signum, signal.SIG_DFL)

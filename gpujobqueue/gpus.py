@@ -85,17 +85,26 @@ def _nvml_gpus(pynvml: Any) -> MachineGPUs:
                 links += bool(pynvml.nvmlDeviceGetNvLinkState(handle, link))
             except Exception:  # NVML_ERROR_NOT_SUPPORTED or INVALID_ARGUMENT past the last link
                 break
-        gpus.append(GPU(index, text(pynvml.nvmlDeviceGetName(handle)), int(pynvml.nvmlDeviceGetMemoryInfo(handle).total), links))
+        gpus.append(
+            GPU(index, text(pynvml.nvmlDeviceGetName(handle)), int(pynvml.nvmlDeviceGetMemoryInfo(handle).total), links)
+        )
     cuda = pynvml.nvmlSystemGetCudaDriverVersion()
-    return MachineGPUs(tuple(gpus), "NVML", None, text(pynvml.nvmlSystemGetDriverVersion()), f"{cuda // 1000}.{cuda % 1000 // 10}")
+    return MachineGPUs(
+        tuple(gpus), "NVML", None, text(pynvml.nvmlSystemGetDriverVersion()), f"{cuda // 1000}.{cuda % 1000 // 10}"
+    )
 
 
 def _nvidia_smi_gpus(error: str | None) -> MachineGPUs:
     if shutil.which("nvidia-smi") is None:
         return MachineGPUs((), None, error, None, None)
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=index,name,memory.total,driver_version", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=30, check=True).stdout
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index,name,memory.total,driver_version", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout
     except (OSError, subprocess.SubprocessError) as smi_error:
         return MachineGPUs((), None, f"{error}; nvidia-smi: {smi_error}", None, None)
     rows = [[cell.strip() for cell in line.split(",")] for line in out.splitlines() if line.strip()]
@@ -119,7 +128,11 @@ def nvlink_between_gpus() -> bool:
     if len(machine_gpus().gpus) < 2 or shutil.which("nvidia-smi") is None:
         return False
     try:
-        out = subprocess.run(["nvidia-smi", "topo", "-m"], capture_output=True, text=True, timeout=30, check=True).stdout
+        out = subprocess.run(
+            ["nvidia-smi", "topo", "-m"], capture_output=True, text=True, timeout=30, check=True
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return False
-    return any(re.fullmatch(r"NV\d+", cell) for line in out.splitlines() if line.startswith("GPU") for cell in line.split()[1:])
+    return any(
+        re.fullmatch(r"NV\d+", cell) for line in out.splitlines() if line.startswith("GPU") for cell in line.split()[1:]
+    )

@@ -73,13 +73,16 @@ class HandWrittenGPUs:
         return f"{self.field} {self.text!r}"
 
 
-def _count(field_name: str, text: str, value: str, what: str = "GPUs", most: int = MAX_GPUS_PER_NODE * MAX_NODES) -> int:
+def _count(
+    field_name: str, text: str, value: str, what: str = "GPUs", most: int = MAX_GPUS_PER_NODE * MAX_NODES
+) -> int:
     """A count written in a directive: digits, 1 to ``most`` (gpujobqueue.limits)."""
     if not re.fullmatch(r"\d{1,40}", value) or int(value) < 1:
         raise ValidationError(field_name, f"{text!r}: {value!r} is not a number of {what} (1 or more)")
     if int(value) > most:
-        raise ValidationError(field_name, f"{text!r}: {value} {what} is more than the {most} gpujobqueue accepts "
-                                          "(gpujobqueue.limits)")
+        raise ValidationError(
+            field_name, f"{text!r}: {value} {what} is more than the {most} gpujobqueue accepts (gpujobqueue.limits)"
+        )
     return int(value)
 
 
@@ -90,9 +93,10 @@ def _typed_count(field_name: str, text: str, value: str) -> tuple[str | None, in
 
 
 def _own_line(field_name: str, text: str, option: str, match: re.Match) -> None:
-    if text[:match.start()].strip() or text[match.end():].strip():
-        raise ValidationError(field_name, f"{text!r}: put {option} on a line of its own, "
-                                          "so that gpujobqueue can take it over")
+    if text[: match.start()].strip() or text[match.end() :].strip():
+        raise ValidationError(
+            field_name, f"{text!r}: put {option} on a line of its own, so that gpujobqueue can take it over"
+        )
 
 
 _SLURM_OPTION = re.compile(r"(?<![\w-])(--gres|--gpus-per-node|--gpus-per-task|--gpus|-G)(?:=|\s+|(?<=-G)(?=\d))(\S+)")
@@ -116,7 +120,11 @@ def parse_slurm(field_name: str, text: str, nodes: int) -> HandWrittenGPUs | Non
         parts = gpus[0].split(":")[1:]
         if len(parts) > 2:
             raise ValidationError(field_name, f"{text!r}: gpujobqueue reads gpu, gpu:N and gpu:TYPE:N")
-        count = _count(field_name, text, parts[-1], "GPUs per node", MAX_GPUS_PER_NODE) if parts and parts[-1].isdigit() else 1
+        count = (
+            _count(field_name, text, parts[-1], "GPUs per node", MAX_GPUS_PER_NODE)
+            if parts and parts[-1].isdigit()
+            else 1
+        )
         kind = parts[0] if parts and not parts[0].isdigit() else None
         others = [entry for entry in entries if entry is not gpus[0]]
         rest = f"--gres={','.join(others)}" if others else None
@@ -125,8 +133,11 @@ def parse_slurm(field_name: str, text: str, nodes: int) -> HandWrittenGPUs | Non
     kind, count = _typed_count(field_name, text, value)
     if option in ("--gpus", "-G"):  # GPUs of the whole job
         if count % nodes:
-            raise ValidationError(field_name, f"{text!r} asks for {count} GPUs per job, which {nodes} nodes "
-                                              "cannot share evenly; give --gpus-per-node or gpus_per_node")
+            raise ValidationError(
+                field_name,
+                f"{text!r} asks for {count} GPUs per job, which {nodes} nodes "
+                "cannot share evenly; give --gpus-per-node or gpus_per_node",
+            )
         count //= nodes
     return HandWrittenGPUs(field_name, text, count, kind, "gpus-per-node")
 
@@ -153,8 +164,9 @@ def _pbs_chunk(field_name: str, text: str, value: str) -> HandWrittenGPUs | None
         if not re.search(rf"(?:^|[:+]){gpu_key}=", chunk):
             return None
         if "+" in chunk:
-            raise ValidationError(field_name, f"{text!r} holds several kinds of chunk; "
-                                              "gpujobqueue starts one kind: give one chunk")
+            raise ValidationError(
+                field_name, f"{text!r} holds several kinds of chunk; gpujobqueue starts one kind: give one chunk"
+            )
         count, *pairs = chunk.split(":")
         values = dict(pair.partition("=")[::2] for pair in pairs)
         chunks = _count(field_name, text, count, "chunks (nodes)", MAX_NODES) if count.isdigit() else 1
@@ -178,8 +190,11 @@ def parse_pbs(field_name: str, text: str, nodes: int) -> HandWrittenGPUs | None:
     if job_wide:  # PBS Pro refuses it beside a select line: it becomes the chunk's ngpus
         return HandWrittenGPUs(field_name, text, _count(field_name, text, job_wide.group(1)), None, "select")
     if found is None and re.search(r"(?:^|[:+,\s])n?gpus=", text):
-        raise ValidationError(field_name, f"{text!r}: gpujobqueue reads GPUs from '-l select=N:ncpus=C:ngpus=G' "
-                                          "(or Torque's '-l nodes=N:ppn=C:gpus=G') on a line of its own")
+        raise ValidationError(
+            field_name,
+            f"{text!r}: gpujobqueue reads GPUs from '-l select=N:ncpus=C:ngpus=G' "
+            "(or Torque's '-l nodes=N:ppn=C:gpus=G') on a line of its own",
+        )
     return found
 
 
@@ -198,9 +213,12 @@ def parse_lsf(field_name: str, text: str, nodes: int, *, keep: bool = False) -> 
     values = {} if value.strip() == "-" else dict(pair.partition("=")[::2] for pair in value.split(":"))
     unknown = [key for key in values if key not in LSF_GPU_KEYS]
     if unknown and not keep:
-        raise ValidationError(field_name, f"{text!r}: gpujobqueue writes num, mode and gmodel of -gpu, not "
-                                          f"{', '.join(unknown)}; give gpu_request='none' to keep your own -gpu line "
-                                          "as the job's request")
+        raise ValidationError(
+            field_name,
+            f"{text!r}: gpujobqueue writes num, mode and gmodel of -gpu, not "
+            f"{', '.join(unknown)}; give gpu_request='none' to keep your own -gpu line "
+            "as the job's request",
+        )
     mode = values.get("mode")
     if mode is not None and mode not in ("exclusive_process", "shared"):
         raise ValidationError(field_name, f"{text!r}: mode={mode} is not exclusive_process or shared")
@@ -209,8 +227,9 @@ def parse_lsf(field_name: str, text: str, nodes: int, *, keep: bool = False) -> 
     return HandWrittenGPUs(field_name, text, count, values.get("gmodel"), "gpu", settings=settings)
 
 
-def _sge_resources(field_name: str, text: str, value: str,
-                   names: tuple[str, ...]) -> tuple[int, str, str | None] | None:
+def _sge_resources(
+    field_name: str, text: str, value: str, names: tuple[str, ...]
+) -> tuple[int, str, str | None] | None:
     """The GPU count of a Grid Engine ``-l`` value, the complex's name, and the other resources."""
     resources = value.split(",")
     gpus = [r for r in resources if r.partition("=")[0] in names]
@@ -223,8 +242,9 @@ def _sge_resources(field_name: str, text: str, value: str,
     return _count(field_name, text, count, "GPUs", MAX_GPUS_PER_NODE), name, ",".join(others) or None
 
 
-def parse_sge(field_name: str, text: str, nodes: int, *,
-              names: tuple[str, ...] = ("gpu", "gpus")) -> HandWrittenGPUs | None:
+def parse_sge(
+    field_name: str, text: str, nodes: int, *, names: tuple[str, ...] = ("gpu", "gpus")
+) -> HandWrittenGPUs | None:
     """``-l gpu=G`` (or the site's GPU complex, or ``gpus``), alone or among other resources."""
     match = re.search(r"(?<![\w-])-l\s+(\S+)", text)
     found = _sge_resources(field_name, text, match.group(1), names) if match else None
@@ -232,8 +252,15 @@ def parse_sge(field_name: str, text: str, nodes: int, *,
         return None
     _own_line(field_name, text, "-l", match)
     count, name, others = found
-    return HandWrittenGPUs(field_name, text, count, None, "complex", rest=f"-l {others}" if others else None,
-                           settings={"gpu_complex": name})
+    return HandWrittenGPUs(
+        field_name,
+        text,
+        count,
+        None,
+        "complex",
+        rest=f"-l {others}" if others else None,
+        settings={"gpu_complex": name},
+    )
 
 
 def parse_sge_resource_spec(text: str, names: tuple[str, ...]) -> HandWrittenGPUs | None:
@@ -265,7 +292,8 @@ def find(batch: str, settings: Mapping[str, Any]) -> HandWrittenGPUs | None:
     keep = settings.get("gpu_request") == "none"
     names = tuple(dict.fromkeys([str(settings.get("gpu_complex") or "gpu"), "gpu", "gpus"]))
     parsers: dict[str, Callable[[str, str, int], HandWrittenGPUs | None]] = {
-        "slurm": parse_slurm, "pbs": parse_pbs,
+        "slurm": parse_slurm,
+        "pbs": parse_pbs,
         "lsf": lambda f, t, n: parse_lsf(f, t, n, keep=keep),
         "sge": lambda f, t, n: parse_sge(f, t, n, names=names),
     }
@@ -289,13 +317,21 @@ def find(batch: str, settings: Mapping[str, Any]) -> HandWrittenGPUs | None:
         if hit is not None:
             found.append(hit)
     if len(found) > 1:
-        raise ValidationError(found[1].field, f"{found[0].describe()} and {found[1].describe()} both ask for GPUs; "
-                                              "give one GPU request")
+        raise ValidationError(
+            found[1].field, f"{found[0].describe()} and {found[1].describe()} both ask for GPUs; give one GPU request"
+        )
     return found[0] if found else None
 
 
-def adopt(batch: str, settings: dict[str, Any], explicit: Mapping[str, Any], *, processes: int | None = None,
-          site: Any = None, node_gpus: int | None = None) -> HandWrittenGPUs | None:
+def adopt(
+    batch: str,
+    settings: dict[str, Any],
+    explicit: Mapping[str, Any],
+    *,
+    processes: int | None = None,
+    site: Any = None,
+    node_gpus: int | None = None,
+) -> HandWrittenGPUs | None:
     """Take a hand-written GPU request over into ``settings`` (changed in place).
 
     Parameters
@@ -334,26 +370,41 @@ def adopt(batch: str, settings: dict[str, Any], explicit: Mapping[str, Any], *, 
     count = found.gpus_per_node
     style = settings.get("gpu_request")
     if style in WHOLE_NODE_STYLES:
-        raise ValidationError(found.field, f"{where} asks for {count} GPU(s) but gpu_request={style!r} takes "
-                                           "whole nodes with their GPUs; leave the GPU directive out")
+        raise ValidationError(
+            found.field,
+            f"{where} asks for {count} GPU(s) but gpu_request={style!r} takes "
+            "whole nodes with their GPUs; leave the GPU directive out",
+        )
     given = explicit.get("gpus_per_node")
     if given is not None and str(given) != str(count):
-        raise ValidationError("gpus_per_node", f"gpus_per_node={given} but {where} asks for {count} GPU(s) per node; "
-                                               "give one of them")
+        raise ValidationError(
+            "gpus_per_node", f"gpus_per_node={given} but {where} asks for {count} GPU(s) per node; give one of them"
+        )
     if processes is not None and processes != count:  # processes stands for gpus_per_node (cluster.parse_keywords)
-        raise ValidationError("processes", f"processes={processes} but {where} asks for {count} GPU(s) per node, "
-                                           f"and gpujobqueue runs one worker per GPU; give processes={count} "
-                                           f"or ask for {processes} GPUs")
+        raise ValidationError(
+            "processes",
+            f"processes={processes} but {where} asks for {count} GPU(s) per node, "
+            f"and gpujobqueue runs one worker per GPU; give processes={count} "
+            f"or ask for {processes} GPUs",
+        )
     if node_gpus is not None and count > node_gpus:
-        raise ValidationError(found.field, f"{where} asks for {count} GPUs per node but the nodes of site "
-                                           f"{getattr(site, 'name', site)} have gpus_per_node={node_gpus}")
+        raise ValidationError(
+            found.field,
+            f"{where} asks for {count} GPUs per node but the nodes of site "
+            f"{getattr(site, 'name', site)} have gpus_per_node={node_gpus}",
+        )
     if found.gpu_type is not None and explicit.get("gpu_type") not in (None, found.gpu_type):
-        raise ValidationError("gpu_type", f"gpu_type={explicit['gpu_type']!r} but {where} asks for "
-                                          f"{found.gpu_type!r} GPUs; give one of them")
+        raise ValidationError(
+            "gpu_type",
+            f"gpu_type={explicit['gpu_type']!r} but {where} asks for {found.gpu_type!r} GPUs; give one of them",
+        )
     if batch == "sge" and settings.get("parallel_environment") and (settings.get("gpu_consumable") or "slot") == "slot":
-        raise ValidationError(found.field, f"{where}: with parallel_environment={settings['parallel_environment']!r} "
-                                           "Grid Engine counts the GPU complex per slot; give gpus_per_node (the job's "
-                                           "GPUs) instead of the directive")
+        raise ValidationError(
+            found.field,
+            f"{where}: with parallel_environment={settings['parallel_environment']!r} "
+            "Grid Engine counts the GPU complex per slot; give gpus_per_node (the job's "
+            "GPUs) instead of the directive",
+        )
     for name, value in found.settings.items():
         if name == "gpu_complex":
             continue
@@ -372,8 +423,11 @@ def adopt(batch: str, settings: dict[str, Any], explicit: Mapping[str, Any], *, 
     if batch == "pbs" and found.keeps_line:
         if found.field != "resource_spec":
             if settings.get("resource_spec") is not None:
-                raise ValidationError(found.field, f"{where} and resource_spec={settings['resource_spec']!r} both give "
-                                                   "the job's -l select line; give one")
+                raise ValidationError(
+                    found.field,
+                    f"{where} and resource_spec={settings['resource_spec']!r} both give "
+                    "the job's -l select line; give one",
+                )
             settings["resource_spec"] = re.fullmatch(r"\s*-l\s+(\S+)\s*", found.text).group(1)
             _drop_line(settings, found)
         if style is None and found.style == "torque":
@@ -390,8 +444,14 @@ def adopt(batch: str, settings: dict[str, Any], explicit: Mapping[str, Any], *, 
             settings["resource_spec"] = found.rest
         else:
             _drop_line(settings, found)
-    logger.info("%s asks for %d GPU%s per node (%s): starting %d GPU workers per job",
-                found.field.partition("[")[0], count, "s" if count > 1 else "", found.text.strip(), count * nodes)
+    logger.info(
+        "%s asks for %d GPU%s per node (%s): starting %d GPU workers per job",
+        found.field.partition("[")[0],
+        count,
+        "s" if count > 1 else "",
+        found.text.strip(),
+        count * nodes,
+    )
     return found
 
 
@@ -399,8 +459,11 @@ def _generated_is_skipped(style: str, count: int, settings: Mapping[str, Any]) -
     """Whether ``job_directives_skip`` leaves the generated GPU request out (the user then
     writes their own, as the multi-node stand-in of tests/test_multi_node.py does)."""
     generated = {
-        "gpus-per-node": f"--gpus-per-node={count}", "gres": f"--gres=gpu:{count}", "select": "-l select=",
-        "torque": "-l nodes=", "gpu": f'-gpu "num={count}',
+        "gpus-per-node": f"--gpus-per-node={count}",
+        "gres": f"--gres=gpu:{count}",
+        "select": "-l select=",
+        "torque": "-l nodes=",
+        "gpu": f'-gpu "num={count}',
         "complex": f"-l {settings.get('gpu_complex') or 'gpu'}={count}",
     }.get(style)
     skip = settings.get("job_directives_skip") or ()
@@ -423,5 +486,5 @@ def _drop_line(settings: dict[str, Any], found: HandWrittenGPUs) -> None:
     extras = settings["job_extra_directives"]
     extras = [extras] if isinstance(extras, str) else list(extras)
     index = int(found.field.partition("[")[2].rstrip("]"))
-    extras[index:index + 1] = [found.rest] if found.rest else []
+    extras[index : index + 1] = [found.rest] if found.rest else []
     settings["job_extra_directives"] = extras

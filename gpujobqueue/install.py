@@ -19,8 +19,16 @@ CUDA_EXTRAS = {12: "cuda12", 13: "cuda13"}
 DEFAULT_CUDA_MAJOR = 12  # the extra `cuda` is an alias of `cuda12`
 # The probe's exit status when the python ran but could not import dask_cuda.
 _CANNOT_IMPORT = 3
-_PROBE = "\n".join(["import sys", "try:", "    import dask_cuda", "except Exception as e:", "    print(repr(e))",
-                    f"    sys.exit({_CANNOT_IMPORT})"])
+_PROBE = "\n".join(
+    [
+        "import sys",
+        "try:",
+        "    import dask_cuda",
+        "except Exception as e:",
+        "    print(repr(e))",
+        f"    sys.exit({_CANNOT_IMPORT})",
+    ]
+)
 
 
 def cuda_major(cuda_version: str | None) -> int | None:
@@ -51,8 +59,10 @@ def install_line(cuda_version: str | None = None, *, ucx: bool = False, python: 
     pip = f"{python} -m pip" if python else "pip"
     major = cuda_major(cuda_version)
     if major is not None and major < min(CUDA_EXTRAS):
-        return (f"the driver's CUDA {cuda_version} is older than dask-cuda 26.x supports (CUDA {min(CUDA_EXTRAS)}); "
-                f"ask for a newer NVIDIA driver")
+        return (
+            f"the driver's CUDA {cuda_version} is older than dask-cuda 26.x supports (CUDA {min(CUDA_EXTRAS)}); "
+            f"ask for a newer NVIDIA driver"
+        )
 
     def line(m: int) -> str:
         extras = CUDA_EXTRAS[m] + (f",ucx{m}" if ucx else "")
@@ -88,8 +98,9 @@ def dask_cuda_import_error(python: str) -> str | None:
     if executable is None or not os.access(executable, os.X_OK):
         return None
     try:
-        probe = subprocess.run([executable, "-c", _PROBE], capture_output=True, text=True, timeout=60,
-                               stdin=subprocess.DEVNULL)
+        probe = subprocess.run(
+            [executable, "-c", _PROBE], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     if probe.returncode != _CANNOT_IMPORT:
@@ -114,8 +125,11 @@ def warn_if_no_dask_cuda(python: str, cuda_version: str | None = None) -> bool:
         from .gpus import machine_gpus
 
         cuda_version = machine_gpus().cuda_driver_version
-    warnings.warn(f"the workers' python {python} cannot import dask_cuda ({error}): its dask-cuda workers would fail "
-                  f"only after the jobs' queue wait. Install it there: {install_line(cuda_version, python=python)}; "
-                  f"or give worker_mode='per-device'",
-                  UserWarning, stacklevel=3)
+    warnings.warn(
+        f"the workers' python {python} cannot import dask_cuda ({error}): its dask-cuda workers would fail "
+        f"only after the jobs' queue wait. Install it there: {install_line(cuda_version, python=python)}; "
+        f"or give worker_mode='per-device'",
+        UserWarning,
+        stacklevel=3,
+    )
     return True

@@ -13,8 +13,11 @@ def host_interfaces() -> dict[str, list[str]]:
     import psutil
 
     stats = psutil.net_if_stats()
-    return {name: [a.address for a in addrs if a.family == socket.AF_INET]
-            for name, addrs in sorted(psutil.net_if_addrs().items()) if stats.get(name) is None or stats[name].isup}
+    return {
+        name: [a.address for a in addrs if a.family == socket.AF_INET]
+        for name, addrs in sorted(psutil.net_if_addrs().items())
+        if stats.get(name) is None or stats[name].isup
+    }
 
 
 def usable_interfaces(interfaces: dict[str, list[str]]) -> list[str]:
@@ -61,10 +64,14 @@ def check_scheduler_interface(interface: str | None, field: str, site: Any = Non
         named = f"scheduler_options={{'interface': {interface!r}}}"
         origin = f"interface={interface!r}" if field == "interface" else named
     ways = [first] if first else []
-    ways.append(f"give scheduler_options={{'interface': {example!r}}} for the scheduler alone"
-                + (f" (the workers keep {interface!r} on the compute nodes)" if field == "interface" else ""))
+    ways.append(
+        f"give scheduler_options={{'interface': {example!r}}} for the scheduler alone"
+        + (f" (the workers keep {interface!r} on the compute nodes)" if field == "interface" else "")
+    )
     if field == "interface":
         ways.append(f"or interface={example!r} for the scheduler and the workers")
-    message = (f"the scheduler runs in this process and would listen on {interface!r} ({origin}), "
-               f"which this host ({host}) {state}; its interfaces: {listed}. To fix: {'; '.join(ways)}.")
+    message = (
+        f"the scheduler runs in this process and would listen on {interface!r} ({origin}), "
+        f"which this host ({host}) {state}; its interfaces: {listed}. To fix: {'; '.join(ways)}."
+    )
     raise InterfaceNotFoundError(field, interface, available, message)

@@ -205,6 +205,7 @@ class GPUJob(Job):
             scheduler_file=self.scheduler_file,
             start_scheduler=self.start_scheduler,
             array=array,
+            plain_tcp=not self._tls_args and self.launch.protocol in (None, "tcp"),
         )
 
     @contextlib.contextmanager

@@ -67,7 +67,8 @@ async def run_query(command: list[str]) -> tuple[int, str, str]:
     """
     try:
         process = await asyncio.create_subprocess_exec(
-            *command, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            *command, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        )
     except OSError as error:
         return 127, "", str(error)
     out, err = await process.communicate()
@@ -127,8 +128,15 @@ class JobFailedError(GPUJobQueueError, RuntimeError):
         What it ended before.
     """
 
-    def __init__(self, name: str, batch: str, status: JobStatus, log_path: str | None, log_tail: str,
-                 before: str = "its workers connected"):
+    def __init__(
+        self,
+        name: str,
+        batch: str,
+        status: JobStatus,
+        log_path: str | None,
+        log_tail: str,
+        before: str = "its workers connected",
+    ):
         self.name = name
         self.batch = batch
         self.status = status
@@ -138,7 +146,9 @@ class JobFailedError(GPUJobQueueError, RuntimeError):
         self.log_tail = log_tail
         message = f"job {name} ({batch} job {status.job_id}) ended before {before}: {status.describe()}"
         if log_path:
-            message += f"\nThe end of its log {log_path}:\n" + "\n".join("    " + line for line in log_tail.splitlines())
+            message += f"\nThe end of its log {log_path}:\n" + "\n".join(
+                "    " + line for line in log_tail.splitlines()
+            )
         else:
             message += "\nIts log was not found (the batch system may copy it back later)."
         super().__init__(message)
@@ -161,8 +171,10 @@ class JobCannotStartError(JobFailedError):
     def __init__(self, name: str, batch: str, status: JobStatus):
         super().__init__(name, batch, status, None, "")
         self.reason = status.reason
-        self.args = (f"job {name} ({batch} job {status.job_id}) can never start: {batch} keeps it {status.describe()}, a reason that "
-                     "waiting does not clear (the job asks for more than its partition, QoS or account allows); it was cancelled",)
+        self.args = (
+            f"job {name} ({batch} job {status.job_id}) can never start: {batch} keeps it {status.describe()}, a reason that "
+            "waiting does not clear (the job asks for more than its partition, QoS or account allows); it was cancelled",
+        )
 
     def __str__(self) -> str:
         return self.args[0]

@@ -146,7 +146,7 @@ def pci_path(bus_id, sysfs="/sys"):
         return None
     parts = os.path.realpath(link).split(os.sep)
     roots = [i for i, part in enumerate(parts) if part.startswith("pci")]
-    return parts[roots[-1]:] if roots else None
+    return parts[roots[-1] :] if roots else None
 
 
 def numa_node(bus_id, sysfs="/sys"):
@@ -306,8 +306,13 @@ def choose(environ, gpus=None, sysfs="/sys", topo_text=None):
         visible = environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
         if not visible:
             return None, ": no CUDA_VISIBLE_DEVICES, UCX left to choose its network cards"
-        if not environ.get(MAP_VARIABLE) and len(infiniband_cards(sysfs) or named_cards(
-                environ.get(NAMES_VARIABLE, "").replace(",", " ").split(), sysfs)) < 2:
+        if (
+            not environ.get(MAP_VARIABLE)
+            and len(
+                infiniband_cards(sysfs) or named_cards(environ.get(NAMES_VARIABLE, "").replace(",", " ").split(), sysfs)
+            )
+            < 2
+        ):
             return None, f" (GPU {visible}): fewer than two network cards here, UCX left to choose"
         gpus = node_gpus() if gpus is None else gpus
         gpu = _find_gpu(gpus, visible)
@@ -322,8 +327,9 @@ def choose(environ, gpus=None, sysfs="/sys", topo_text=None):
         return None, f": network card not chosen ({type(error).__name__}: {error}), UCX left to choose"
 
 
-def map_lines(gpus: list | None = None, environ: dict | None = None, sysfs: str = "/sys",
-              topo_text: str | None = None) -> list[str]:
+def map_lines(
+    gpus: list | None = None, environ: dict | None = None, sysfs: str = "/sys", topo_text: str | None = None
+) -> list[str]:
     """The GPU <-> card map this node would give its workers, one line per GPU, for ``gpujobqueue check``."""
     environ = os.environ if environ is None else environ
     if environ.get(NET_DEVICES) and environ[NET_DEVICES] != environ.get(CHOSEN_VARIABLE):
@@ -337,9 +343,12 @@ def map_lines(gpus: list | None = None, environ: dict | None = None, sysfs: str 
         return [f"no map ({type(error).__name__}: {error})"]
     if not choices:
         return [f"{len(cards)} network card(s) ({', '.join(cards) or 'none'}): UCX left to choose"]
-    return [f"GPU {gpu.index} ({gpu.bus_id}) -> {choices[gpu.bus_id].card}, {choices[gpu.bus_id].reason}"
-            if gpu.bus_id in choices else f"GPU {gpu.index} ({gpu.bus_id}): no card placed near it, UCX left to choose"
-            for gpu in sorted(gpus, key=lambda g: g.index)]
+    return [
+        f"GPU {gpu.index} ({gpu.bus_id}) -> {choices[gpu.bus_id].card}, {choices[gpu.bus_id].reason}"
+        if gpu.bus_id in choices
+        else f"GPU {gpu.index} ({gpu.bus_id}): no card placed near it, UCX left to choose"
+        for gpu in sorted(gpus, key=lambda g: g.index)
+    ]
 
 
 def apply(environ=None, **where):

@@ -27,6 +27,13 @@ def cluster_status_html(cluster: Any) -> str:
     if rows.notice:  # the batch system unreachable (states unknown), jobs to submit, replacing stopped
         facts.append(("Attention", rows.notice))
         rows.notice = None  # said once, above the table
-    table = "".join(f"<tr><th style='text-align: left'>{html.escape(key)}</th><td style='text-align: left'>{html.escape(str(value))}</td></tr>" for key, value in facts)
-    jobs = rows._repr_html_() if rows else "<p>No jobs: <code>cluster.scale(gpus=N)</code> or <code>cluster.adapt()</code> submits them.</p>"
+    table = "".join(
+        f"<tr><th style='text-align: left'>{html.escape(key)}</th><td style='text-align: left'>{html.escape(str(value))}</td></tr>"
+        for key, value in facts
+    )
+    jobs = (
+        rows._repr_html_()
+        if rows
+        else "<p>No jobs: <code>cluster.scale(gpus=N)</code> or <code>cluster.adapt()</code> submits them.</p>"
+    )
     return f"<table>{table}</table><details open><summary>Jobs</summary>{jobs}</details>"

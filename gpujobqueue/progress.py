@@ -33,8 +33,15 @@ class WaitProgress:
         if requested and (progress_wanted() if enabled is None else enabled):
             from tqdm import tqdm
 
-            self.bar = tqdm(total=requested, unit="GPU", desc="GPUs connected", file=sys.stderr, leave=False, dynamic_ncols=True,
-                            bar_format="{desc}: {n}/{total} {bar} {elapsed}{postfix}")
+            self.bar = tqdm(
+                total=requested,
+                unit="GPU",
+                desc="GPUs connected",
+                file=sys.stderr,
+                leave=False,
+                dynamic_ncols=True,
+                bar_format="{desc}: {n}/{total} {bar} {elapsed}{postfix}",
+            )
 
     @property
     def shown(self) -> bool:

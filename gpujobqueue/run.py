@@ -35,7 +35,9 @@ class ClientRun:
     workers_timeout: int = DEFAULT_WORKERS_TIMEOUT
 
     @classmethod
-    def from_command_line(cls, script: str, args: Sequence[str] = (), *, workers_timeout: int = DEFAULT_WORKERS_TIMEOUT) -> "ClientRun":
+    def from_command_line(
+        cls, script: str, args: Sequence[str] = (), *, workers_timeout: int = DEFAULT_WORKERS_TIMEOUT
+    ) -> "ClientRun":
         """Check the script exists and every argument is one line; resolve the script's path.
 
         Raises
@@ -45,6 +47,14 @@ class ClientRun:
         path = Path(_one_line("run", script)).expanduser()
         if not path.is_file():
             raise ValidationError("run", f"{script!r} is not a file")
-        if isinstance(workers_timeout, bool) or not isinstance(workers_timeout, (int, float)) or not 0 < workers_timeout <= MAX_WAIT_SECONDS:
+        if (
+            isinstance(workers_timeout, bool)
+            or not isinstance(workers_timeout, (int, float))
+            or not 0 < workers_timeout <= MAX_WAIT_SECONDS
+        ):
             raise ValidationError("workers_timeout", f"expected a positive number of seconds, got {workers_timeout!r}")
-        return cls(script=str(path.resolve()), args=tuple(_one_line("run", arg) for arg in args), workers_timeout=int(workers_timeout))
+        return cls(
+            script=str(path.resolve()),
+            args=tuple(_one_line("run", arg) for arg in args),
+            workers_timeout=int(workers_timeout),
+        )

@@ -35,8 +35,11 @@ async def watch_scheduler(worker, timeout):
     while worker.status.name not in _ENDING:
         remaining = last_reply + timeout - time.monotonic()
         if remaining <= 0:
-            logger.error("gpujobqueue: the scheduler %s has not answered for %s s; this worker and its nanny close",
-                         worker.scheduler.address, timeout)
+            logger.error(
+                "gpujobqueue: the scheduler %s has not answered for %s s; this worker and its nanny close",
+                worker.scheduler.address,
+                timeout,
+            )
             # Its own task: closing tears the preloads down, which must not cancel the close.
             closing = worker.close(nanny=True, reason="gpujobqueue-scheduler-unresponsive")
             worker._gpujobqueue_closing = asyncio.ensure_future(closing)

@@ -22,13 +22,7 @@ NAMES = ("slurm", "pbs", "lsf", "sge", "local")
 
 # (file, name) -> (how many uses, why they stay). Keep it short: move knowledge to the batch module instead.
 ALLOWED = {
-    ("gpujobqueue/cli.py", "slurm"): (1, "--batch's choices; to come from batch.BATCH_SYSTEMS (cli.py: another part)"),
-    ("gpujobqueue/cli.py", "pbs"): (1, "as above"),
-    ("gpujobqueue/cli.py", "lsf"): (1, "as above"),
-    ("gpujobqueue/cli.py", "sge"): (1, "as above"),
-    ("gpujobqueue/cli.py", "local"): (1, "as above"),
-    ("gpujobqueue/cluster.py", "local"): (4, "2 are scheduler='local' (a placement, not the batch system); 2 are "
-                                             "GPUCluster's default batch, to read batch.DEFAULT_BATCH (another part)"),
+    ("gpujobqueue/cluster.py", "local"): (2, "scheduler='local' (a placement, not the batch system)"),
     ("gpujobqueue/scheduler_job.py", "local"): (4, "3 are the placement 'local'; 1 keeps UCX's scheduler here on the "
                                                    "local batch system, to ask its runs_jobs_here (another part)"),
     ("gpujobqueue/diagnostics.py", "local"): (1, "scheduler_placement == 'local' (a placement, not the batch system)"),

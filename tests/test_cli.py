@@ -191,3 +191,31 @@ def test_one_broken_file_on_the_site_path_is_reported_and_the_other_sites_still_
     refused = cli("render", "typo", env=env, check=False)
     assert refused.returncode == 1, refused.stderr
     assert f"{broken}:12: node.gpus: 'four' is not of type 'integer'" in refused.stderr, refused.stderr
+
+
+RENDER_ONLY_OPTIONS = {"scheduler_address", "worker_name", "client_script", "workers_timeout", "array_jobs", "no_tls", "tls_directory"}
+
+
+def test_render_has_an_option_for_every_keyword_of_every_batch_system():
+    from gpujobqueue.batch import BATCH_SYSTEMS, cluster_class
+    from gpujobqueue.cli import render
+    from gpujobqueue.keywords import LAUNCH, PROCESSES, REQUEST
+
+    options = {param.name for param in render.params if isinstance(param, click.Option)}
+    keywords = set()
+    for batch in BATCH_SYSTEMS:
+        for keyword in (*REQUEST, *LAUNCH, PROCESSES, *cluster_class(batch).batch_keywords):
+            keywords.add(keyword)
+            if keyword.command_line is not None:  # a keyword that no script can carry says why
+                assert keyword not in options and len(keyword.command_line) > 20, (batch, keyword)
+            else:
+                assert keyword in options, f"{batch}: no render option for the {keyword} keyword"
+    assert options - keywords == RENDER_ONLY_OPTIONS
+
+
+def test_the_options_of_batch_and_launch_keywords_reach_the_script():
+    lsf = run("render", "lsf", "--ncpus", "4", "--mem", str(8 * 10**9), "--lsf-units", "mb", "--gpus-per-node", "2").stdout
+    assert '#BSUB -R "rusage[mem=7630]"' in lsf and "#BSUB -n 4\n" in lsf
+    slurm = run("render", "slurm", "--cores", "2", "--memory", "8GB", "--gpus-per-node", "2", "--worker-mode", "per-device",
+                "--allocation-variable", "GPU_DEVICE_ORDINAL", "--no-nanny").stdout
+    assert 'allocated="${GPU_DEVICE_ORDINAL:-}"' in slurm

@@ -13,7 +13,7 @@ from numpydoc.docscrape import NumpyDocString
 
 from gpujobqueue import (LocalGPUCluster, LSFGPUCluster, PBSGPUCluster, SGEGPUCluster, SLURMGPUCluster,
                          UnknownKeywordError)
-from gpujobqueue.cluster import LAUNCH_KEYWORDS, REQUEST_KEYWORDS
+from gpujobqueue.keywords import LAUNCH_KEYWORDS, REQUEST_KEYWORDS
 from gpujobqueue.scripts import job_script_for
 from fixtures.sizes import with_job_size
 

@@ -37,7 +37,7 @@ import pytest
 from click.testing import CliRunner
 
 from gpujobqueue import GPUJobQueueError
-from gpujobqueue import cluster as cluster_module
+from gpujobqueue import keywords as cluster_module
 from gpujobqueue.batch import BATCH_SYSTEMS, cluster_class
 from gpujobqueue.cli import render
 from gpujobqueue.scripts import job_script_for

@@ -13,7 +13,7 @@ from dask_jobqueue.sge import SGEJob
 from dask_jobqueue.slurm import SLURMJob
 
 from gpujobqueue import GPUCluster, LocalGPUCluster, LSFGPUCluster, PBSGPUCluster, SGEGPUCluster, SLURMGPUCluster, UnknownKeywordError, ValidationError
-from gpujobqueue.cluster import LAUNCH_KEYWORDS, RENAMED_KEYWORDS, REQUEST_KEYWORDS
+from gpujobqueue.keywords import LAUNCH_KEYWORDS, RENAMED_KEYWORDS, REQUEST_KEYWORDS
 from fixtures.sizes import with_job_size
 
 

@@ -222,7 +222,7 @@ def test_a_normal_close_leaves_quiet_logs_and_no_process(tmp_path):
 def test_gpucluster_without_a_site_warns_that_it_falls_back_to_this_machine(monkeypatch):
     from gpujobqueue import GPUCluster, LocalFallbackWarning, sites
 
-    monkeypatch.setattr(sites, "detect_site", lambda: None)  # whatever this host is called
+    monkeypatch.setattr(sites.registry, "detect_site", lambda: None)  # whatever this host is called
     with dask.config.set({"gpujobqueue.site": None, "gpujobqueue.batch": "local"}):
         with pytest.warns(LocalFallbackWarning, match=r"no site matches this host name.*local batch system.*site=.*"
                                                       r"DASK_GPUJOBQUEUE__SITE.*batch='local'") as record:

@@ -180,8 +180,8 @@ def test_detection_matches_the_patterns_in_full(minimal):
 
 
 def test_gpucluster_without_site_or_batch_falls_back_to_local(site_path, monkeypatch):
-    monkeypatch.setattr("gpujobqueue.sites.socket.gethostname", lambda: "a-laptop")
-    monkeypatch.setattr("gpujobqueue.sites.socket.getfqdn", lambda: "a-laptop.example.org")
+    monkeypatch.setattr("gpujobqueue.sites.registry.socket.gethostname", lambda: "a-laptop")
+    monkeypatch.setattr("gpujobqueue.sites.registry.socket.getfqdn", lambda: "a-laptop.example.org")
     assert detect_site() is None
     with GPUCluster(gpus_per_node=1, worker_mode="per-device", devices=[0]) as cluster:
         assert type(cluster).__name__ == "LocalGPUCluster"
@@ -270,7 +270,7 @@ def test_the_site_config_docs_explain_every_schema_key():
 
 
 def test_a_site_with_unconfirmed_facts_warns_once_at_render_naming_them(monkeypatch):
-    monkeypatch.setattr(sites_module, "_warned_unconfirmed", set())
+    monkeypatch.setattr(sites_module.use_warnings, "_warned_unconfirmed", set())
     with pytest.warns(UnconfirmedSiteFactsWarning) as caught:
         job_script_for("generic-slurm", {}, name="w")
     assert len(caught) == 1
@@ -288,7 +288,7 @@ def test_a_site_with_unconfirmed_facts_warns_once_at_render_naming_them(monkeypa
 
 
 def test_a_cluster_warns_at_start_about_its_sites_unconfirmed_facts(minimal, counted, monkeypatch):
-    monkeypatch.setattr(sites_module, "_warned_unconfirmed", set())
+    monkeypatch.setattr(sites_module.use_warnings, "_warned_unconfirmed", set())
     with warnings.catch_warnings():  # a site without unconfirmed facts: no warning
         warnings.simplefilter("error", UnconfirmedSiteFactsWarning)
         SLURMGPUCluster(site="minimal").close()

@@ -23,6 +23,7 @@ from ..limits import MAX_GPUS_PER_NODE
 from ..gpus import nvidia_gpu_ids, nvlink_between_gpus
 from ..job import GPUJob
 from ..job_status import JobStatus
+from ..keywords import LIST, Keyword
 
 
 def private_log_directory() -> str:
@@ -215,7 +216,10 @@ class LocalGPUCluster(GPUJobQueueCluster):
         replaces their job, as on a batch system.
     """
     job_cls = LocalGPUJob
-    batch_keywords = ("devices",)
+    batch_keywords = (
+        Keyword("devices", LIST, command_line="the devices of this machine that a running cluster hands to its jobs; a "
+                "rendered local script uses the devices its allocation variable names where it runs"),
+    )
     # Nothing here ends a job at a walltime, so workers retire before one only when it is given:
     # the batch systems' default hour made workstation workers leave after 57 minutes.
     default_walltime = None

@@ -17,6 +17,7 @@ from ..job_status import JobStatus, unlisted
 from ..limits import MAX_CPUS_PER_NODE, MAX_NODES
 from ..request import JobRequest, given_or, parse_bool, parse_positive_int, parse_size
 from ..workers import WorkerLaunch
+from ..keywords import INT, SWITCH, TEXT, Keyword
 
 GPU_MODES = ("exclusive_process", "shared")
 LSF_UNITS = ("kb", "mb", "gb", "tb", "pb", "eb")
@@ -192,7 +193,14 @@ class LSFGPUCluster(GPUJobQueueCluster):
     >>> cluster.scale(gpus=8)  # two 4-GPU jobs
     """
     job_cls = LSFGPUJob
-    batch_keywords = ("ncpus", "mem", "lsf_units", "use_stdin", "gpu_mode")
+    batch_keywords = (
+        Keyword("ncpus", INT, "LSF slots per job (-n), as dask-jobqueue's ncpus."),
+        Keyword("mem", INT, "Memory per job in bytes, as dask-jobqueue's LSF mem (or --memory)."),
+        Keyword("lsf_units", TEXT, "The unit of LSF's memory limits (LSF_UNIT_FOR_LIMITS: kb, mb, gb)."),
+        Keyword("use_stdin", SWITCH, command_line="how a cluster hands its script to bsub; a rendered script is "
+                "submitted as `bsub < script` by whoever runs it"),
+        Keyword("gpu_mode", TEXT, "LSF -gpu mode: exclusive_process or shared."),
+    )
     batch_synonyms = {"project": "account"}
     gpu_request_styles = ("gpu", "csm", "none")
     # The launchers that start one task per node of its jobs (the site schema and keywords accept these).

@@ -14,6 +14,7 @@ from ..errors import ValidationError
 from ..job import GPUJob
 from ..job_status import JobStatus, unlisted
 from ..request import JobRequest, _matching
+from ..keywords import PAIRS, TEXT, Keyword
 
 # PBS resource names and values: no spaces, colons, commas, plus signs or shell characters,
 # so a value cannot open another chunk (+), resource (:, ,) or directive.
@@ -223,7 +224,12 @@ class PBSGPUCluster(GPUJobQueueCluster):
     >>> cluster.scale(gpus=8)  # two 4-GPU jobs
     """
     job_cls = PBSGPUJob
-    batch_keywords = ("chunk_resources", "place", "filesystems", "resource_spec")
+    batch_keywords = (
+        Keyword("chunk_resources", PAIRS, "PBS select-chunk resource (system=polaris); repeatable.", options=("--chunk-resource",)),
+        Keyword("place", TEXT, "PBS -l place (scatter, excl, ...)."),
+        Keyword("filesystems", TEXT, "PBS -l filesystems (home:eagle)."),
+        Keyword("resource_spec", TEXT, "PBS -l resources as written, as dask-jobqueue's resource_spec."),
+    )
     gpu_request_styles = ("select", "torque", "none")
     # The launchers that start one task per node of its jobs (the site schema and keywords accept these).
     launchers = ("mpiexec-pals", "mpiexec-openmpi", "mpiexec-mpich")

@@ -13,6 +13,7 @@ from ..errors import SubmissionError, ValidationError
 from ..job import CommandFailed, GPUJob
 from ..job_status import JobStatus, run_query, unlisted
 from ..request import JobRequest, _matching, given_or
+from ..keywords import TEXT, Keyword
 
 GPU_CONSUMABLES = ("slot", "job")
 _COMPLEX = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
@@ -230,7 +231,13 @@ class SGEGPUCluster(GPUJobQueueCluster):
     >>> cluster.scale(gpus=4)  # two 2-GPU jobs
     """
     job_cls = SGEGPUJob
-    batch_keywords = ("gpu_complex", "gpu_consumable", "resource_type", "parallel_environment", "resource_spec")
+    batch_keywords = (
+        Keyword("gpu_complex", TEXT, "Grid Engine's GPU complex (gpu)."),
+        Keyword("gpu_consumable", TEXT, "How the GPU complex is counted: slot or job."),
+        Keyword("resource_type", TEXT, "Grid Engine resource type of whole nodes (ABCI rt_F)."),
+        Keyword("parallel_environment", TEXT, "Grid Engine parallel environment (-pe) for the job's slots."),
+        Keyword("resource_spec", TEXT, "Grid Engine -l resources as written, as dask-jobqueue's resource_spec."),
+    )
     batch_synonyms = {"project": "account"}
     gpu_request_styles = ("complex", "resource-type", "none")
     # The launchers that start one task per node of its jobs (the site schema and keywords accept these).

@@ -10,6 +10,7 @@ from typing import Any, Callable, Mapping
 from ..cluster import GPUJobQueueCluster
 from ..job import GPUJob
 from ..job_status import JobStatus, run_query, unlisted
+from ..keywords import INT, TEXT, Keyword
 
 
 def format_slurm_memory(nbytes: int) -> str:
@@ -119,7 +120,12 @@ class SLURMGPUCluster(GPUJobQueueCluster):
     >>> cluster.scale(gpus=8)  # two 4-GPU jobs, eight CUDA workers
     """
     job_cls = SLURMGPUJob
-    batch_keywords = ("qos", "constraint", "job_cpu", "job_mem")
+    batch_keywords = (
+        Keyword("qos", TEXT, "SLURM quality of service."),
+        Keyword("constraint", TEXT, "SLURM node features (--constraint), e.g. gpu&hbm80g."),
+        Keyword("job_cpu", INT, "SLURM --cpus-per-task as written, as dask-jobqueue's job_cpu."),
+        Keyword("job_mem", TEXT, "SLURM --mem as written, as dask-jobqueue's job_mem."),
+    )
     batch_synonyms = {"partition": "queue"}
     gpu_request_styles = ("gpus-per-node", "gres", "none")
     # The launchers that start one task per node of its jobs (the site schema and keywords accept these).

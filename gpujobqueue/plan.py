@@ -1,0 +1,209 @@
+"""The plan of a cluster: its keywords resolved (keyword > dask config > site > default) and
+validated, once, into the frozen values that the cluster, ``render`` and ``check`` all use."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import warnings
+from typing import Any, Mapping
+
+from . import config, hand_written_gpus, queue_routing, sites
+from .errors import JobSizeMissingError, ValidationError
+from .keywords import LAUNCH_KEYWORDS, RENAMED_KEYWORDS, REQUEST_KEYWORDS, UCX_TRANSPORT_KEYWORDS
+from .request import JobRequest, parse_positive_int
+from .workers import WorkerLaunch, threads_of_cores
+
+logger = logging.getLogger("gpujobqueue.cluster")
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """What one cluster class makes of its keywords.
+
+    Parameters
+    ----------
+    settings : dict
+        Every setting after keyword > dask config > site > default precedence, and ``site``.
+    request : JobRequest
+        The job's request to the batch system.
+    launch : WorkerLaunch
+        How the job's workers start.
+    site : Site or None
+        The site whose facts filled in the keywords not given.
+    """
+
+    settings: dict[str, Any]
+    request: JobRequest
+    launch: WorkerLaunch
+    site: Any = None
+
+
+def make_plan(cls: type, kwargs: Mapping[str, Any], owner: str | None = None) -> Plan:
+    """Check, resolve and validate one cluster class's keywords into its plan; start nothing.
+
+    Parameters
+    ----------
+    cls : type
+        The cluster class (:class:`~gpujobqueue.cluster.GPUJobQueueCluster` subclass) whose
+        batch system, keywords and hooks apply.
+    kwargs : mapping
+        The keywords given; ``site`` among them picks a site file.
+    owner : str, optional
+        The name an unknown keyword's error gives (default: the class's).
+
+    Returns
+    -------
+    Plan
+
+    Raises
+    ------
+    UnknownKeywordError, ValidationError, SiteConfigError
+    """
+    names = REQUEST_KEYWORDS + LAUNCH_KEYWORDS + cls.batch_keywords
+    kwargs = dict(kwargs)
+    original = dict(kwargs)
+    processes = kwargs.pop("processes", None)
+    site = kwargs.pop("site", None)
+    config.check_keywords(kwargs, names + tuple(RENAMED_KEYWORDS) + tuple(cls.batch_synonyms), owner or cls.__name__)
+    batch = cls.job_cls.batch
+    given = _take_keywords(kwargs, cls.batch_synonyms)
+    site_defaults, site_queue = {}, None
+    if site is not None:
+        site = sites.load_site(site) if not isinstance(site, sites.Site) else site
+        if site.scheduler != batch:
+            raise ValidationError(
+                "site",
+                f"{site.name} runs {site.scheduler}, not {batch}; use GPUCluster(site={site.name!r}) ({site.files[0]})",
+            )
+        # A queue named by the user is the site's queue name; the site maps it to its partition and QoS.
+        site_queue = given.get("queue") or config.configured(batch, "queue")
+        site_defaults = {k: v for k, v in sites.site_settings(site, site_queue).items() if k in names}
+        given.pop("queue", None)
+        # A per-job keyword given by the user replaces the site's per-GPU one.
+        for per_job, per_gpu in (
+            ("cores", "cpus_per_gpu"),
+            ("job_cpu", "cpus_per_gpu"),
+            ("ncpus", "cpus_per_gpu"),
+            ("memory", "memory_per_gpu"),
+        ):
+            if given.get(per_job) is not None or config.configured(batch, per_job) is not None:
+                site_defaults.pop(per_gpu, None)
+        # The site's UCX transports go with the site's UCX: a user who picks another protocol drops them.
+        protocol = given.get("protocol") or config.configured(batch, "protocol")
+        if protocol is not None and protocol != "ucx":
+            for name in UCX_TRANSPORT_KEYWORDS:
+                site_defaults.pop(name, None)
+    settings = config.resolve(batch, given, names, site_defaults)
+    if site is not None:
+        settings["queue"] = site_defaults.get("queue")
+    if processes is not None:  # dask-jobqueue's workers per job: here, one per GPU
+        processes = parse_positive_int("processes", processes)
+    explicit = {
+        name: settings[name]
+        for name in names
+        if given.get(name) is not None or config.configured(batch, name) is not None
+    }
+    hand_written_gpus.adopt(
+        batch,
+        settings,
+        explicit,
+        processes=processes,
+        site=site,
+        node_gpus=site_defaults.get("gpus_per_node") if site is not None else None,
+    )
+    if processes is not None:
+        gpus = settings.get("gpus_per_node")
+        if gpus is not None and parse_positive_int("gpus_per_node", gpus) != processes:
+            raise ValidationError(
+                "processes",
+                f"processes={processes} but gpus_per_node={gpus}: one worker runs per GPU, so give gpus_per_node alone",
+            )
+        settings["gpus_per_node"] = processes
+    cls._apply_batch_defaults(settings)
+    request = JobRequest.from_settings(
+        settings, gpu_request_styles=cls.gpu_request_styles, default_walltime=cls.default_walltime
+    )
+    request = dataclasses.replace(request, options=cls._parse_batch_options(settings, request))
+    if settings.get("cores") is not None and settings.get("nthreads") is None:
+        # dask-jobqueue's cores: the threads of all the job's workers, none left idle
+        cores = parse_positive_int("cores", settings["cores"])
+        settings["nthreads"] = threads_of_cores(cores // request.nodes, request.gpus_per_node)
+    launch = WorkerLaunch.from_settings(
+        settings,
+        gpus=request.gpus_per_node,
+        memory_per_node=request.memory_per_node,
+        cpus_per_node=request.cpus_per_node,
+        nodes=request.nodes,
+    )
+    cls._check_launch(request, launch)
+    if site is not None:
+        sites.warn_if_retired(site)
+        if site_queue is None:  # the site picks the queue that takes the job's nodes and walltime
+            site_queue, why = sites.route_queue(site, request)
+            logger.info("gpujobqueue: site %s chose %s", site.name, why)
+            if site_queue != site.data["default_queue"]:
+                queue_names = {"queue", *(s for s, name in cls.batch_synonyms.items() if name == "queue")}
+                again = {k: v for k, v in original.items() if k not in queue_names}
+                routed = make_plan(cls, {**again, "site": site, "queue": site_queue}, owner)
+                return dataclasses.replace(routed, request=dataclasses.replace(routed.request, queue_choice=why))
+            if queue_routing.walltime_bins(site.queue(site_queue)):  # the default queue, by its bin: say which
+                request = dataclasses.replace(request, queue_choice=why)
+        sites.check_request(site, site_queue, request, settings)
+    elif not getattr(
+        cls.job_cls, "runs_jobs_here", False
+    ):  # the local machine sizes itself; last, so a wrong value is named first
+        require_job_size(owner or cls.__name__, batch, settings)
+    settings["site"] = site
+    return Plan(settings=settings, request=request, launch=launch, site=site)
+
+
+def _take_keywords(kwargs: dict[str, Any], synonyms: dict[str, str]) -> dict[str, Any]:
+    """Apply dask-jobqueue's renamed keywords and the batch system's synonyms; return the settings."""
+    given = dict(kwargs)
+    for old, new in RENAMED_KEYWORDS.items():
+        if old in given and old not in synonyms:
+            value = given.pop(old)
+            if value is not None:
+                warnings.warn(
+                    f"{old} has been renamed to {new} (as in dask-jobqueue); {old} is used only where {new} is not set",
+                    FutureWarning,
+                    stacklevel=4,
+                )
+                if given.get(new) is None or given.get(new) == []:  # dask-jobqueue takes an empty list for unset too
+                    given[new] = value
+    for synonym, name in synonyms.items():
+        if synonym in given:
+            value = given.pop(synonym)
+            if given.get(name) is not None and value is not None and value != given[name]:
+                raise ValidationError(synonym, f"{synonym}={value!r} contradicts {name}={given[name]!r}; give one")
+            given[name] = given.get(name) if value is None else value
+    return given
+
+
+CORE_KEYWORDS = ("cores", "cpus_per_gpu", "job_cpu", "ncpus")
+MEMORY_KEYWORDS = ("memory", "memory_per_gpu", "job_mem", "mem")
+
+
+def require_job_size(owner: str, batch: str, settings: dict[str, Any]) -> None:
+    """Refuse a job whose cores or memory nothing says, as dask-jobqueue refuses one.
+
+    With no site describing the node, such a job gets the batch system's default (often one
+    core and a few GB) while its worker would size its memory limit and spilling for the
+    whole node.
+    """
+    has_cores = any(settings.get(name) is not None for name in CORE_KEYWORDS)
+    has_memory = any(settings.get(name) is not None for name in MEMORY_KEYWORDS)
+    if has_cores and has_memory:
+        return
+    cores = settings.get("cores") if settings.get("cores") is not None else 8
+    memory = settings.get("memory") if settings.get("memory") is not None else "64GB"
+    missing = [name for name, given in (("cores", has_cores), ("memory", has_memory)) if not given]
+    raise JobSizeMissingError(
+        owner,
+        missing,
+        f"{owner} has no site to size its jobs, so say how many cores and how much memory each job "
+        f"asks for, as with dask-jobqueue: {owner}(cores={cores!r}, memory={memory!r}) ({' and '.join(missing)} not "
+        "given; cpus_per_gpu and memory_per_gpu size them by the GPU instead, site= takes both from a site file, "
+        f"and gpujobqueue.{batch}.cores and .memory in dask config set them once)",
+    )

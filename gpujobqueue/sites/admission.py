@@ -1,0 +1,159 @@
+"""Whether a site takes a job: a request checked against its queue's node facts (GPUs, cores,
+memory), node counts and walltime limits, account rules and refused GPU request forms
+(:func:`check_request`), and the queue a site picks for a job that names none (:func:`route_queue`)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from . import routing
+from .errors import QueueRefusedError, SiteConfigError, dotted_key
+from .facts import Site
+from .patterns import pattern_matches
+
+
+def node_memory_bytes(size: Any) -> int:
+    """A node's ``memory`` in bytes, ``GB`` and ``TB`` read as GiB and TiB: a node's memory is
+    built and sold in binary units (Perlmutter's "256 GB" is 256 GiB of DIMMs), whatever the
+    page says; a request is checked against that."""
+    from ..request import parse_size
+
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKMGTP])i?B\s*", str(size))
+    if match is None:
+        return parse_size("node.memory", size)
+    return int(float(match.group(1)) * 1024 ** " KMGTP".index(match.group(2).upper()))
+
+
+def _given_field(settings: Any, per_job: str, per_gpu: str) -> str | None:
+    """Which keyword set an amount: the per-job one (``memory``) or the per-GPU one (``memory_per_gpu``)."""
+    if not settings:
+        return None
+    return per_job if settings.get(per_job) is not None else per_gpu if settings.get(per_gpu) is not None else None
+
+
+def _asked_per_node(settings: Any, per_job: str, per_gpu: str, request: Any, text: str) -> str:
+    """A per-node amount as it was asked, in the user's words: ``memory_per_gpu='100GB' x 4 GPUs = 400 GB per node``."""
+    field = _given_field(settings, per_job, per_gpu)
+    if field == per_gpu:
+        return f"{per_gpu}={settings[per_gpu]!r} x {request.gpus_per_node} GPUs = {text} per node"
+    if field == per_job and request.nodes > 1:
+        return f"{per_job}={settings[per_job]!r} over {request.nodes} nodes = {text} per node"
+    if field == per_job:
+        return f"{per_job}={settings[per_job]!r} per node"
+    return f"{text} per node"
+
+
+def check_request(site: Site, queue: str | None, request: Any, settings: Any = None) -> None:
+    """Refuse a job request the site cannot run, naming the site file and key.
+
+    Parameters
+    ----------
+    site : Site
+    queue : str or None
+        The site queue the job goes to (None: the default).
+    request : JobRequest
+        The parsed request.
+    settings : mapping, optional
+        The settings it was parsed from: a refusal then names the keyword that asked too
+        much (``memory`` or ``memory_per_gpu``), as the error's ``field``.
+
+    Raises
+    ------
+    SiteConfigError
+        :class:`QueueRefusedError` (also a ``ValidationError``) for a job the queue cannot take,
+        naming the queue that can.
+    """
+    data = site.data
+    queue_name = queue or data["default_queue"]
+    entry = site.queue(queue_name)
+
+    def refuse(key: tuple, message: str, field: str | None = None):
+        path, line = site.location(*key)
+        error = SiteConfigError(path, dotted_key(key), line, f"{site.name}: {message}")
+        error.field = field  # the keyword asking too much, where one does
+        raise error
+
+    node = site.node(queue_name)
+    gpus_key = (("queues", queue_name, "gpus_per_node") if "gpus_per_node" in entry
+                else site.key_of(queue_name, "node", "gpus"))
+    node_gpus = entry.get("gpus_per_node", node["gpus"])
+    if request.gpus_per_node > node_gpus:
+        refuse(gpus_key,
+               f"gpus_per_node={request.gpus_per_node} but {queue_name} jobs get at most {node_gpus} GPUs per node")
+    if request.cpus_per_node > node["cpus"]:
+        asked = _asked_per_node(settings, "cores", "cpus_per_gpu", request, f"{request.cpus_per_node} cores")
+        refuse(site.key_of(queue_name, "node", "cpus"), f"{asked} asked but {queue_name} nodes have {node['cpus']}",
+               field=_given_field(settings, "cores", "cpus_per_gpu"))
+    node_memory = node_memory_bytes(node["memory"]) if node.get("memory") is not None else None
+    if node_memory is not None and request.memory_per_node is not None and request.memory_per_node > node_memory:
+        amount = f"{request.memory_per_node / 2**30:.4g} GiB"
+        asked = _asked_per_node(settings, "memory", "memory_per_gpu", request, amount)
+        refuse(site.key_of(queue_name, "node", "memory"), f"{asked} asked but {queue_name} nodes have {node['memory']} "
+                                                                f"(read as {node_memory / 2**30:.4g} GiB)",
+               field=_given_field(settings, "memory", "memory_per_gpu"))
+    refused = routing.refusal(queue_name, entry, request.nodes, request.walltime, request.walltime_text)
+    if refused is not None:
+        others = [name for name in routing.queues_taking(data["queues"], data["default_queue"], request.nodes,
+                                                         request.walltime, request.walltime_text, routed_only=False)
+                  if name != queue_name]
+        if others:
+            hint, field = f"; queue {others[0]!r} takes it (queue={others[0]!r})", "queue"
+        else:
+            hint = f"; no queue of {site.name} takes {routing.nodes_text(request.nodes)} for {request.walltime_text}"
+            field = refused.field
+        path, line = site.location(*refused.key)
+        raise QueueRefusedError(path, dotted_key(refused.key), line, f"{site.name}: {refused.message}{hint}", field)
+    account = data.get("account", {})
+    if account.get("required") and not request.account:
+        hint = ": " + account["hint"] if account.get("hint") else ""
+        refuse(("account", "required"), f"jobs need an account (account=...){hint}")
+    if request.account and account.get("pattern") and not pattern_matches(account["pattern"], request.account):
+        hint = ": " + account["hint"] if account.get("hint") else ""
+        refuse(("account", "pattern"), f"account {request.account!r} does not match {account['pattern']!r}{hint}")
+    if request.gpu_request in data["gpu_request"].get("rejects", []):
+        refuse(("gpu_request", "rejects"), f"the site refuses GPU requests of the {request.gpu_request!r} form; "
+                                           f"use {data['gpu_request']['style']!r}")
+
+
+def route_queue(site: Site, request: Any) -> tuple[str, str]:
+    """The queue a site picks for a job that names none, and why (one line).
+
+    The first of :func:`~gpujobqueue.routing.routing_order` (the default queue, then the
+    others in file order but those with ``routing: false``) that takes the job's nodes and walltime.
+
+    Parameters
+    ----------
+    site : Site
+    request : JobRequest
+        The parsed request (its ``nodes`` and ``walltime`` count).
+
+    Raises
+    ------
+    QueueRefusedError
+        No queue the site picks takes the job: the default queue's refusal, naming a queue
+        the user may name (a debug one) where one takes it.
+    """
+    data = site.data
+    taking = routing.queues_taking(data["queues"], data["default_queue"], request.nodes, request.walltime,
+                                         request.walltime_text)
+    if taking:
+        name = taking[0]
+        return name, routing.fit_text(name, data["queues"][name], request.nodes, request.walltime_text)
+    order = routing.routing_order(data["queues"], data["default_queue"])
+    refusals = {name: routing.refusal(name, data["queues"][name], request.nodes, request.walltime,
+                                            request.walltime_text) for name in order}
+    # Blame the first queue that takes the job's nodes but not its walltime, else the first one.
+    blamed = next((r for r in refusals.values() if r is not None and r.field == "walltime"),
+                  next(iter(refusals.values()), None))
+    if blamed is None:  # no queue with GPUs: the default queue's refusal says so
+        check_request(site, None, request)
+        raise AssertionError("the default queue takes the job it was found not to take")  # pragma: no cover
+    others = [name for name in routing.queues_taking(data["queues"], data["default_queue"], request.nodes,
+                                                            request.walltime, request.walltime_text, routed_only=False)]
+    hint = f"; name queue={others[0]!r}, which takes it" if others else ""
+    why = "; ".join(f"{name}: {refused.message}" for name, refused in refusals.items() if refused is not None)
+    path, line = site.location(*blamed.key)
+    raise QueueRefusedError(path, dotted_key(blamed.key), line,
+                            f"{site.name}: no queue it chooses takes {routing.nodes_text(request.nodes)} for "
+                            f"{request.walltime_text} ({why}){hint}", "queue" if others else blamed.field)

@@ -1,0 +1,76 @@
+"""The :class:`Site`: one machine's facts merged from its files, with where each value came from
+(``file:line``) and its queues' node and worker facts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .errors import SiteConfigError
+
+
+@dataclass
+class Site:
+    """One machine's facts, merged from its files.
+
+    Attributes
+    ----------
+    name : str
+    data : dict
+        The merged config.
+    files : list of str
+        The files it was merged from, first the base.
+    origins : dict
+        Key path (tuple) to the ``file:line`` its value came from.
+    """
+
+    name: str
+    data: dict
+    files: list[str]
+    origins: dict[tuple, str] = field(default_factory=dict)
+    lines: dict[str, dict[tuple, int]] = field(default_factory=dict)
+
+    def where(self, *key: str) -> str:
+        """``file:line`` of a key (for error messages), or the base file."""
+        for length in range(len(key), 0, -1):
+            if key[:length] in self.origins:
+                return self.origins[key[:length]]
+            # a mapping: the file that holds its first value, at the mapping's own line
+            for path, source in self.origins.items():
+                if path[:length] == key[:length]:
+                    file = source.rpartition(":")[0]
+                    line = self.lines.get(file, {}).get(key[:length])
+                    return f"{file}:{line}" if line else file
+        return self.files[0]
+
+    @property
+    def scheduler(self) -> str:
+        return self.data["scheduler"]
+
+    def queue(self, name: str) -> dict:
+        """The queue's entry; raises naming the site file when there is no such queue."""
+        queues = self.data["queues"]
+        if name not in queues:
+            path, line = self.location("queues")
+            raise SiteConfigError(path, "queues", line,
+                                  f"{self.name} has no queue {name!r}; its queues are {', '.join(queues)}")
+        return queues[name]
+
+    def node(self, queue: str) -> dict:
+        """The node facts of a queue's nodes: the site's ``node`` with the queue's ``node`` over it."""
+        return {**self.data["node"], **self.queue(queue).get("node", {})}
+
+    def worker(self, queue: str) -> dict:
+        """The worker settings for a queue: the site's ``worker`` with the queue's over it."""
+        return {**self.data["worker"], **self.queue(queue).get("worker", {})}
+
+    def key_of(self, queue: str, section: str, key: str) -> tuple:
+        """The key path that sets ``section.key`` for a queue: the queue's own, or the site's."""
+        if key in self.queue(queue).get(section, {}):
+            return ("queues", queue, section, key)
+        return (section, key)
+
+    def location(self, *key: str) -> tuple[str, int | None]:
+        """(file, line) of a key, as :meth:`where` gives it."""
+        where = self.where(*key)
+        path, _, line = where.rpartition(":")
+        return (path, int(line)) if path and line.isdigit() else (where, None)

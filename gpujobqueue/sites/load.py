@@ -1,0 +1,217 @@
+"""Loading site files: reading and validating one file (schema, then what a schema cannot say), and
+merging override files over the base into a :class:`~gpujobqueue.sites.facts.Site`."""
+
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import routing
+from .errors import SiteConfigError, dotted_key
+from .facts import Site
+from .patterns import pattern_problem
+from .schema import schema_errors, schemas
+from .sources import source_errors
+from .yaml_text import UniqueKeyLoader, line_index, read_bounded_text
+
+
+def read_site_file(path: str | os.PathLike[str], *, partial: bool = False) -> tuple[dict, dict[tuple, int]]:
+    """Read and check one site file against the schema.
+
+    Parameters
+    ----------
+    path : path
+        The YAML file.
+    partial : bool
+        An override file: every key is checked but none is required.
+
+    Returns
+    -------
+    data : dict
+    lines : dict
+        Key path (tuple) to its line in the file.
+
+    Raises
+    ------
+    SiteConfigError
+        The first problem (all of them are in ``.errors`` of the exception).
+    """
+    path = Path(path)
+    text = read_bounded_text(path)
+    node = None
+    try:
+        node = yaml.compose(text, Loader=UniqueKeyLoader)
+        data = yaml.load(text, Loader=UniqueKeyLoader)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        problem = getattr(error, "problem", None) or str(error)
+        line = mark.line + 1 if mark else None
+        key = ""
+        if node is not None and line is not None:  # composed but not loaded: name the key on that line
+            key = dotted_key(max((p for p, at in line_index(node).items() if at == line), key=len, default=()))
+        raise SiteConfigError(path, key, line, f"not valid YAML: {problem}") from None
+    if not isinstance(data, dict):
+        raise SiteConfigError(path, "", 1, "a site file is a mapping of keys (schema: 1, name: ..., ...)")
+    lines = line_index(node) if node is not None else {}
+    full, relaxed = schemas()
+    errors = schema_errors(data, relaxed if partial else full, str(path), lines)
+    if not partial:
+        errors += _semantic_errors(data, str(path), lines)
+    else:  # an override's sources may cover keys of the file below it: only their form is checked here
+        errors += source_errors(data, str(path), lines, whole=False)
+    if errors:
+        first = errors[0]
+        first.errors = errors
+        raise first
+    return data, lines
+
+
+def _semantic_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[SiteConfigError]:
+    """What a schema cannot say: names that must agree, expressions that must compile."""
+    errors = []
+
+    def error(key: tuple, message: str):
+        errors.append(SiteConfigError(path, dotted_key(key), lines.get(key), message))
+
+    stem = Path(path).stem
+    if data.get("name") != stem and not stem.startswith("_"):  # _template.yaml and the like are not sites
+        error(("name",), f"{data.get('name')!r} must be the file's name without .yaml ({stem!r})")
+    scheduler = data.get("scheduler")
+    style = data.get("gpu_request", {}).get("style")
+    from ..batch import BATCH_SYSTEMS, cluster_class  # the batch modules import this one
+
+    # The schema refuses any other scheduler; a batch system without a site hook (local) has no sites.
+    batch_cls = cluster_class(scheduler) if scheduler in BATCH_SYSTEMS else None
+    if not hasattr(batch_cls, "site_settings"):
+        batch_cls = None
+    if batch_cls is not None:
+        styles = batch_cls.gpu_request_styles
+        if style not in styles:
+            error(("gpu_request", "style"),
+                  f"{style!r} is not a {scheduler} GPU request style; use one of {', '.join(styles)}")
+    if data.get("default_queue") not in data.get("queues", {}):
+        error(("default_queue",),
+              f"{data.get('default_queue')!r} is not one of the queues ({', '.join(data.get('queues', {}))})")
+    for i, pattern in enumerate(data.get("hostnames", [])):
+        problem = pattern_problem(pattern)
+        if problem:
+            error(("hostnames", i), problem)
+    pattern = data.get("account", {}).get("pattern")
+    if pattern is not None:
+        problem = pattern_problem(pattern)
+        if problem:
+            error(("account", "pattern"), problem)
+    errors += _value_errors(data, path, lines)
+    errors += source_errors(data, path, lines)
+    # The site's worker, and each queue's own worker over it, blamed on the key that makes it wrong.
+    site_worker = data.get("worker", {})
+    workers = [(("worker", "visibility_variable"), site_worker)]
+    for queue_name, queue in data.get("queues", {}).items():
+        if "worker" in queue:
+            culprit = "visibility_variable" if "visibility_variable" in queue["worker"] else "mode"
+            workers.append((("queues", queue_name, "worker", culprit), {**site_worker, **queue["worker"]}))
+    for key, worker in workers:
+        variable = worker.get("visibility_variable", "CUDA_VISIBLE_DEVICES")
+        if worker.get("mode") == "dask-cuda" and variable != "CUDA_VISIBLE_DEVICES":
+            error(key, "dask-cuda pins NVIDIA GPUs through CUDA_VISIBLE_DEVICES; "
+                       "use mode per-device for other variables")
+    for queue_name, queue in (data.get("queues") or {}).items():
+        if isinstance(queue, dict):
+            for key, problem in routing.bin_problems(queue_name, queue):
+                error(key, problem)
+    network = data.get("network", {})
+    if "ucx" in network and network.get("protocol") != "ucx":
+        error(("network", "ucx"), "UCX transports are given but the protocol is not ucx")
+    launcher = data.get("launcher", {}).get("name")
+    if (launcher == "jsrun") != (style == "csm"):
+        error(("launcher", "name"), "jsrun goes with LSF's CSM style (gpu_request.style: csm) and only with it")
+    elif launcher not in (None, "direct", *(batch_cls.launchers if batch_cls else ())):
+        accepted = ", ".join(("direct", *(batch_cls.launchers if batch_cls else ())))
+        error(("launcher", "name"), f"{launcher} does not start tasks on {scheduler} nodes; use one of {accepted}")
+    return errors
+
+
+def _value_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[SiteConfigError]:
+    """The values a cluster parses from the site, parsed here as it parses them, so that a file
+    ``gpujobqueue check FILE`` passes is not refused when used."""
+    from ..request import ValidationError, parse_environment, parse_job_path, parse_lines, parse_walltime
+
+    checks: list[tuple[tuple, Any, Any]] = []
+    if isinstance(data.get("environment"), dict):
+        checks += [(("environment", name), parse_environment, {name: str(value)})
+                   for name, value in data["environment"].items()]
+    if data.get("prologue") is not None:
+        checks.append((("prologue",), parse_lines, data["prologue"]))
+    workers = [(("worker",), data.get("worker"))]
+    for queue_name, queue in (data.get("queues") or {}).items():
+        if isinstance(queue, dict):
+            workers.append((("queues", queue_name, "worker"), queue.get("worker")))
+            if queue.get("max_walltime") is not None:
+                checks.append((("queues", queue_name, "max_walltime"), parse_walltime, queue["max_walltime"]))
+    for key, worker in workers:
+        if isinstance(worker, dict) and worker.get("local_directory") is not None:
+            checks.append((key + ("local_directory",), parse_job_path, worker["local_directory"]))
+    errors = []
+    for key, parser, value in checks:
+        try:
+            parser(dotted_key(key), value)
+        except ValidationError as problem:
+            message = str(problem).partition(": ")[2] or str(problem)
+            errors.append(SiteConfigError(path, dotted_key(key), lines.get(key), message))
+    return errors
+
+
+def _merge(base: dict, override: dict, origins: dict[tuple, str], source: str, prefix: tuple = ()) -> dict:
+    """``override`` over ``base`` field by field (mappings merged, anything else replaced)."""
+    merged = dict(base)
+    for key, value in override.items():
+        path = prefix + (key,)
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value, origins, source, path)
+        else:
+            merged[key] = copy.deepcopy(value)
+            for known in [p for p in origins if p[: len(path)] == path]:
+                del origins[known]
+            _record_origins(value, origins, source, path)
+    return merged
+
+
+def _record_origins(value: Any, origins: dict[tuple, str], source: str, path: tuple) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _record_origins(item, origins, source, path + (key,))
+    else:
+        origins[path] = source
+
+
+def load_files(name: str, paths: list[Path]) -> Site:
+    """The site ``name`` from its files, lowest precedence first: the first read whole (or, with
+    overrides after it, each key checked), each next one merged over it, and the result checked whole.
+
+    Raises
+    ------
+    SiteConfigError
+        A file, or the merged result, does not validate.
+    """
+    data, lines = read_site_file(paths[0], partial=len(paths) > 1)
+    all_lines = {str(paths[0]): lines}
+    origins: dict[tuple, str] = {}
+    _record_origins(data, origins, str(paths[0]), ())
+    origins = {key: f"{paths[0]}:{lines.get(key, 1)}" for key in origins}
+    for path in paths[1:]:
+        override, override_lines = read_site_file(path, partial=True)
+        all_lines[str(path)] = override_lines
+        data = _merge(data, override, origins, str(path))
+        for key, source in origins.items():
+            if source == str(path):
+                origins[key] = f"{path}:{override_lines.get(key, 1)}"
+    if len(paths) > 1:  # the merged whole must be a complete, valid site
+        full, _ = schemas()
+        errors = schema_errors(data, full, f"{name} (merged from {', '.join(map(str, paths))})", {})
+        if errors:
+            raise errors[0]
+    return Site(name=name, data=data, files=[str(p) for p in paths], origins=origins, lines=all_lines)

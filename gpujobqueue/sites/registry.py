@@ -1,0 +1,134 @@
+"""Finding sites: the folders searched (the package's, the system's, the user's,
+``GPUJOBQUEUE_SITE_PATH``), the files of each site, loading a site by name (with a suggestion for
+a misspelt one), the table of known sites, detecting this machine's site by host name and
+choosing the site a cluster uses."""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import os
+import socket
+from pathlib import Path
+from typing import Any, Iterable
+
+from ..render import package_data_dir
+from .errors import SiteConfigError
+from .facts import Site
+from .load import load_files
+from .patterns import pattern_matches
+from .use_warnings import unconfirmed_facts
+
+logger = logging.getLogger(__package__)
+SYSTEM_SITE_DIR = Path("/etc/gpujobqueue/sites")
+USER_SITE_DIR = Path("~/.config/gpujobqueue/sites")
+SITE_PATH_VARIABLE = "GPUJOBQUEUE_SITE_PATH"
+
+
+def site_directories() -> list[Path]:
+    """Where site files are looked for, lowest precedence first."""
+    directories = [package_data_dir("site-configs"), SYSTEM_SITE_DIR, USER_SITE_DIR.expanduser()]
+    extra = os.environ.get(SITE_PATH_VARIABLE, "")
+    directories += [Path(p).expanduser() for p in extra.split(os.pathsep) if p]
+    return directories
+
+
+def site_files() -> dict[str, list[Path]]:
+    """Site name -> its files, lowest precedence first (files named ``_*.yaml`` are not sites)."""
+    found: dict[str, list[Path]] = {}
+    for directory in site_directories():
+        if directory.is_dir():
+            for path in sorted(directory.glob("*.yaml")):
+                if not path.name.startswith("_"):
+                    found.setdefault(path.stem, []).append(path)
+    return found
+
+
+def load_site(name_or_path: str | os.PathLike[str]) -> Site:
+    """Load a site by name (merging every file of that name) or from one file.
+
+    Raises
+    ------
+    SiteConfigError
+        No such site, or a file (or the merged result) does not validate.
+    """
+    text = os.fspath(name_or_path)
+    if text.endswith((".yaml", ".yml")) or os.sep in text:
+        paths = [Path(text)]
+        name = Path(text).stem
+    else:
+        name = text
+        paths = site_files().get(name)
+        if not paths:
+            known = sorted(site_files())
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise SiteConfigError(name, "", None,
+                                  f"no site called {name!r}; {hint}known sites: {', '.join(known) or 'none'}")
+    return load_files(name, paths)
+
+
+def detect_site(names: Iterable[str] | None = None) -> Site | None:
+    """The site whose ``hostnames`` match this machine's host name or FQDN, or None."""
+    if names is None:
+        names = {socket.gethostname(), socket.getfqdn()}
+    names = [n for n in names if n]
+    for site_name in sorted(site_files()):
+        try:
+            site = load_site(site_name)
+        except SiteConfigError as error:  # one broken file must not keep the others from being found
+            logger.warning("gpujobqueue: site %s is skipped: %s", site_name, error)
+            continue
+        for pattern in site.data.get("hostnames", []):
+            if any(pattern_matches(pattern, host) for host in names):
+                return site
+    return None
+
+
+DETECTED = "matched by the host name"
+
+
+def choose_site(site: "str | os.PathLike[str] | Site | None", batch: str | None) -> tuple[Site | None, str]:
+    """The site a cluster uses, and how it was chosen.
+
+    ``site`` if given; else, without ``batch`` either, ``gpujobqueue.site`` of dask config,
+    else the site whose ``hostnames`` match this machine (:data:`DETECTED`); else none.
+
+    Raises
+    ------
+    SiteConfigError, GPUJobQueueError
+        The chosen site does not load.
+    """
+    import dask
+
+    how = "given"
+    if site is None and batch is None:
+        site, how = dask.config.get("gpujobqueue.site", default=None), "gpujobqueue.site in dask config"
+    if site is None and batch is None:
+        detected = detect_site()
+        return (detected, DETECTED) if detected is not None else (None, "no site matches this host name")
+    if site is None:
+        return None, f"batch={batch} given"
+    return (site if isinstance(site, Site) else load_site(site)), how
+
+
+def site_table() -> list[dict[str, Any]]:
+    """One row per known site: name, centre, scheduler, GPUs per node, GPU model, protocol, status
+    and the number of unconfirmed facts, and ``retired`` (the date a retired machine stopped, else empty);
+    a site whose files do not load gets a row saying why, and the others are listed as usual."""
+    rows = []
+    for name in sorted(site_files()):
+        try:
+            data = load_site(name).data
+        except SiteConfigError as error:
+            rows.append({"name": name, "centre": "-", "scheduler": "-", "gpus": "-", "gpu": "-", "protocol": "-",
+                         "status": f"broken: {error}", "retired": "", "unconfirmed": "-"})
+            continue
+        rows.append({
+            "name": name, "centre": data["centre"], "scheduler": data["scheduler"], "gpus": data["node"]["gpus"],
+            "gpu": data["node"]["gpu_model"], "protocol": data["network"]["protocol"],
+            "status": data.get("status", "production"),
+            "retired": data.get("retired", ""),
+            "unconfirmed": len(unconfirmed_facts(data)),
+        })
+    return rows

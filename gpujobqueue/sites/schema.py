@@ -1,0 +1,57 @@
+"""The site schema (``gpujobqueue/site_schema.yaml``): loading it (whole, and relaxed for override
+files), its top-level keys, and its errors turned into site config errors
+(:class:`~gpujobqueue.sites.SiteConfigError`) naming key and line."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from .errors import SiteConfigError, dotted_key
+
+SCHEMA_FILE = Path(__file__).parent.parent / "site_schema.yaml"
+
+
+@functools.lru_cache(maxsize=1)
+def schemas() -> tuple[dict, dict]:
+    """The full schema, and a copy without required keys (for override files)."""
+    full = yaml.safe_load(SCHEMA_FILE.read_text())
+
+    def drop_required(node):
+        if isinstance(node, dict):
+            # the keyword (a list of names), not a property that happens to be called "required"
+            return {k: drop_required(v) for k, v in node.items() if not (k == "required" and isinstance(v, list))}
+        if isinstance(node, list):
+            return [drop_required(v) for v in node]
+        return node
+
+    return full, drop_required(full)
+
+
+def schema_errors(data: Any, schema: dict, path: str, lines: dict[tuple, int]) -> list[SiteConfigError]:
+    errors = []
+    for error in jsonschema.Draft202012Validator(schema).iter_errors(data):
+        key = tuple(error.absolute_path)
+        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            allowed = set(error.schema.get("properties", {}))
+            for extra in sorted(set(error.instance) - allowed, key=str):
+                known = ", ".join(sorted(allowed))
+                errors.append(SiteConfigError(path, dotted_key(key + (extra,)), lines.get(key + (extra,)),
+                                              f"unknown key; known keys here: {known}"))
+            continue
+        if error.validator == "required":
+            missing = error.message.split("'")[1] if "'" in error.message else error.message
+            errors.append(SiteConfigError(path, dotted_key(key + (missing,)), lines.get(key),
+                                          f"required key missing (in {dotted_key(key) or 'the file'})"))
+            continue
+        errors.append(SiteConfigError(path, dotted_key(key), lines.get(key), error.message))
+    return sorted(errors, key=lambda e: (e.line or 0, e.key))
+
+
+@functools.lru_cache(maxsize=1)
+def top_level_keys() -> frozenset[str]:
+    return frozenset(schemas()[0]["properties"])

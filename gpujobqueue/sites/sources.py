@@ -1,0 +1,135 @@
+"""Where a site's facts come from: its ``sources`` (address, dates, the keys each covers), the fact
+groups no source covers, its ``unconfirmed`` lines and the keys they name, a retired machine's
+date; the checks of these, and the text ``gpujobqueue show`` prints."""
+
+from __future__ import annotations
+
+import datetime
+import re
+import urllib.parse
+from typing import Any
+
+from .errors import SiteConfigError, dotted_key
+from .facts import Site
+from .schema import top_level_keys
+
+
+def sources_text(site: Site) -> str:
+    """The site's sources, one per paragraph (address, dates, the keys it confirms), then the key
+    groups no source covers and its unconfirmed facts: what ``gpujobqueue show`` prints."""
+    data = site.data
+    out = []
+    if data.get("status") == "retired":
+        out.append(f"# retired: {data.get('retired', 'date not given')}")
+    out.append(f"# sources ({len(data.get('sources', []))}):")
+    for source in data.get("sources", []):
+        shows = f", the page shows {source['shows']}" if source.get("shows") else ""
+        out.append(f"#   {source['url']}")
+        out.append(f"#     checked {source['checked']}{shows}; covers {', '.join(source['covers'])}")
+        if source.get("note"):
+            out.append(f"#     {source['note']}")
+    missing = unsourced_groups(data)
+    if missing:
+        out.append(f"# no source for: {', '.join(missing)}")
+    if data.get("unconfirmed"):
+        out.append("# unconfirmed:")
+        out += [f"#   - {line}" for line in data["unconfirmed"]]
+    return "\n".join(out)
+
+
+# The groups of keys a site's facts come in; each shipped site's sources cover every one it has
+# (or its unconfirmed list names it). Each queue is a group of its own: queues.NAME.
+FACT_GROUPS = ("hostnames", "node", "gpu_request", "account", "directives", "default_queue", "launcher", "worker",
+               "network", "prologue", "environment")
+_KEYS_PREFIX = re.compile(r"^([a-z_][A-Za-z0-9_.-]*(?:, *[a-z_][A-Za-z0-9_.-]*)*): ")
+
+
+def _has_key(data: Any, dotted: str) -> bool:
+    """Whether a dotted key path (``queues.debug.max_walltime``) names a key of ``data``."""
+    for part in dotted.split("."):
+        if not isinstance(data, dict) or part not in data:
+            return False
+        data = data[part]
+    return True
+
+
+def _iso_date_problem(text: Any, *, past: bool) -> str | None:
+    """Why ``text`` is not a YYYY-MM-DD date (that has come, with ``past``), or None."""
+    try:
+        day = datetime.date.fromisoformat(str(text))
+    except ValueError:
+        return f"{text!r} is not a date; write YYYY-MM-DD"
+    if len(str(text)) != 10:
+        return f"{text!r}: write the date as YYYY-MM-DD"
+    if past and day > datetime.date.today():
+        return f"{text} is in the future"
+    return None
+
+
+def unconfirmed_keys(line: str) -> list[str]:
+    """The keys an ``unconfirmed`` line names before its colon (``queues.debug, node.cpus: why``), or none."""
+    match = _KEYS_PREFIX.match(line)
+    if not match or match.group(1).split(".")[0].split(",")[0] not in top_level_keys():
+        return []
+    return [key.strip() for key in match.group(1).split(",")]
+
+
+def fact_groups(data: dict) -> list[str]:
+    """The groups of keys a site file holds facts in: :data:`FACT_GROUPS` it has, and ``queues.NAME`` per queue."""
+    return [key for key in FACT_GROUPS if key in data] + [f"queues.{name}" for name in data.get("queues", {})]
+
+
+def unsourced_groups(data: dict) -> list[str]:
+    """The fact groups of a site that no source covers and no ``unconfirmed`` line names.
+
+    A source covers a group when its ``covers`` names the group or a key that holds it
+    (``queues`` covers ``queues.debug``); naming one key inside a group (``node.cpus``) is
+    precise but leaves the rest of the group to be sourced or listed.
+    """
+    named = {key for source in data.get("sources", []) for key in source.get("covers", [])}
+    named |= {key for line in data.get("unconfirmed", []) for key in unconfirmed_keys(line)}
+    return [group for group in fact_groups(data)
+            if not any(group == key or group.startswith(key + ".") for key in named)]
+
+
+def source_errors(data: dict, path: str, lines: dict[tuple, int], whole: bool = True) -> list[SiteConfigError]:
+    """Sources' URLs and dates, the keys they cover, and a retired machine's date (the last two
+    only for a ``whole`` site file, not an override)."""
+    errors = []
+
+    def error(key: tuple, message: str):
+        errors.append(SiteConfigError(path, dotted_key(key), lines.get(key), message))
+
+    for i, source in enumerate(data.get("sources") or []):
+        if not isinstance(source, dict):
+            continue
+        url = urllib.parse.urlsplit(str(source.get("url", "")))
+        if url.scheme not in ("http", "https") or "." not in (url.hostname or ""):
+            error(("sources", i, "url"), f"{source.get('url')!r} is not the address of a page (https://host/...)")
+        for field_name, past in (("checked", True), ("shows", False)):
+            if field_name in source:
+                problem = _iso_date_problem(source[field_name], past=past)
+                if problem:
+                    error(("sources", i, field_name), problem)
+        for j, key in enumerate(source.get("covers") or []):
+            if whole and not _has_key(data, str(key)):
+                error(("sources", i, "covers", j), f"{key!r} is not a key of this file; a source covers keys the file "
+                                                    "sets")
+    if not whole:
+        return errors
+    for i, line in enumerate(data.get("unconfirmed") or []):
+        for key in unconfirmed_keys(str(line)):
+            if not _has_key(data, key):
+                error(("unconfirmed", i), f"{key!r} is not a key of this file (an unconfirmed line starts with "
+                                          "the keys it is about)")
+    retired = data.get("retired")
+    if retired is not None:
+        problem = _iso_date_problem(retired, past=True)
+        if problem:
+            error(("retired",), problem)
+        if data.get("status") != "retired":
+            status = data.get("status", "production")
+            error(("retired",), f"a retirement date with status {status!r}; set status: retired")
+    elif data.get("status") == "retired":
+        error(("status",), "a retired machine gives the date it stopped running jobs: retired: YYYY-MM-DD")
+    return errors
