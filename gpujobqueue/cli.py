@@ -13,7 +13,7 @@ from typing import Callable
 import click
 
 from .errors import GPUJobQueueError, JobSizeMissingError, UnknownKeywordError
-from .script_tls import InsecureScriptWarning
+from .security import InsecureScriptWarning
 from .batch import BATCH_SYSTEMS
 from .keywords import CHOICE, INT, LIST, PAIRS, SWITCH, Keyword, command_line_keywords
 
@@ -158,7 +158,7 @@ def credentials(directory: str) -> None:
     """Make TLS credentials (a new CA, certificate and key, private to you) in DIR, default
     ~/.config/gpujobqueue/tls, for the workers of rendered scripts and the scheduler you run;
     a complete set already there is kept. Prints how to start that scheduler and its client."""
-    from .script_tls import make_credentials
+    from .security import make_credentials
 
     try:
         path, made = make_credentials(directory)
@@ -328,7 +328,7 @@ def clean(directory: str) -> None:
     ended, as a SIGKILLed client leaves them. Folders of live processes and of other hosts stay."""
     import os
 
-    from .private_folders import remove_stale_private_directories
+    from .security import remove_stale_private_directories
 
     if not os.path.isdir(directory):
         raise click.ClickException(f"{directory} is not a directory")

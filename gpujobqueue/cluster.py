@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import functools
 import importlib.util
 import logging
@@ -36,16 +35,15 @@ from .job_status import JobFailedError
 from .job_watch import JobTable, JobWatch
 from .notebook import cluster_status_html
 from .progress import WaitProgress
-from .private_folders import make_private_directory, remove_stale_private_directories
 from .replacement import Replacement, forget_unsubmitted
 from .render import check_scheduler_can_run_in_job
 from .docstrings import with_shared_parameters
 from .limits import MAX_JOBS_PER_CLUSTER
 from .naming import WorkerJobKey, cpu_job_name, gpu_job_name
 from .request import DEFAULT_WALLTIME, JobRequest, parse_bool, parse_name, parse_positive_int
-from .scheduler_job import (SCHEDULER_FILE_NAME, HostedWorkers, JobScheduler, SchedulerStart, parse_scheduler_placement,
-                            scheduler_tls_args, write_private_file)
-from .tls import resolve_security
+from .scheduler_job import SCHEDULER_FILE_NAME, HostedWorkers, JobScheduler, SchedulerStart, parse_scheduler_placement
+from .security import (make_private_directory, remove_stale_private_directories, resolve_security, scheduler_tls_args,
+                       worker_security_with_files)
 from .watchdog import CLUSTER_ALIVE_HANDLER, probe_interval
 from .plan import make_plan
 from .workers import WorkerLaunch
@@ -523,18 +521,8 @@ class GPUJobQueueCluster(JobQueueCluster):
         return self._private_directory
 
     def _get_worker_security(self, security: Security | None) -> Security | None:
-        # dask-jobqueue writes in-memory credentials straight into the shared directory; here
-        # they go to the cluster's private folder, each file 0600, and leave with the cluster.
-        if security is None:
-            return None
-        in_memory = {key: value for key, value in security.get_tls_config_for_role("worker").items() if value and "\n" in value}
-        if not in_memory:
-            return security
-        security = copy.copy(security)
-        for key, value in in_memory.items():
-            path = write_private_file(self._private_folder(), f"worker-{key.replace('_', '-')}.pem", value)
-            setattr(security, "tls_" + ("worker_" if key != "ca_file" else "") + key, path)
-        return security
+        # dask-jobqueue's hook; its own writes in-memory credentials into the shared directory.
+        return worker_security_with_files(security, self._private_folder)
 
     def _update_worker_status(self, op: str, msg: Any) -> None:
         if op == "add":

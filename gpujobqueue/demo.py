@@ -19,6 +19,7 @@ from .demo_sizes import DemoSizes, demo_sizes
 from .errors import GPUJobQueueError
 from .gpus import machine_gpus, nvidia_gpu_ids
 from .install import install_line
+from .security import replace_private_file
 
 
 @dataclass
@@ -128,14 +129,10 @@ def _save_job_script(job: LocalGPUJob) -> str | None:
     if not job.log_path:
         return None
     path = os.path.splitext(job.log_path)[0] + ".sh"
-    # Not through a link planted at that name; and 0600 also when an older copy was readable.
     try:
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        replace_private_file(path, job.job_script())
     except OSError:
         return None  # said as "no copy" in the summary
-    os.fchmod(descriptor, 0o600)
-    with os.fdopen(descriptor, "w") as f:
-        f.write(job.job_script())
     return path
 
 

@@ -23,6 +23,7 @@ from .job_status import JobFailedError, JobStatus, read_log_tail, run_query, scr
 from .render import PLACEHOLDER_SCHEDULER, render_job_script
 from .request import JobRequest
 from .scheduler_job import SchedulerStart
+from .security import worker_tls_args
 from .workers import WorkerLaunch
 
 logger = logging.getLogger(__name__)
@@ -47,17 +48,6 @@ class CommandFailed(RuntimeError):
     def said(self) -> str:
         """What the command printed: its error output, else its output."""
         return self.err.strip() or self.out.strip() or "(it printed nothing)"
-
-
-def worker_tls_args(security: Security | None) -> list[str]:
-    """The ``--tls-*`` options that give a worker the cluster's certificates."""
-    if not security:
-        return []
-    args = []
-    for key, value in security.get_tls_config_for_role("worker").items():
-        if key != "ciphers" and value:  # ciphers has no command-line option
-            args += ["--tls-" + key.replace("_", "-"), value]
-    return args
 
 
 def check_log_directory(path: str | None) -> None:

@@ -19,7 +19,7 @@ from .batch import BATCH_SYSTEMS, cluster_class
 from .request import JobRequest, format_hours_walltime
 from .run import ClientRun
 from .scheduler_job import SchedulerStart
-from .script_tls import ScriptTLS
+from .security import ScriptTLS
 from .workers import WorkerLaunch
 
 PLACEHOLDER_SCHEDULER = "tcp://<insert-scheduler-address-here>:8786"

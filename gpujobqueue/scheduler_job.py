@@ -6,13 +6,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from distributed.deploy.spec import ProcessInterface
-from distributed.security import Security
 
 from .errors import ValidationError
 
@@ -54,30 +52,6 @@ def parse_scheduler_placement(value: Any, batch: str = "local", protocol: str | 
     if value not in SCHEDULER_PLACEMENTS:
         raise ValidationError("scheduler", f"expected 'local' (in this process) or 'job' (in the cluster's first batch job), got {value!r}")
     return value
-
-
-def write_private_file(directory: str, name: str, text: str) -> str:
-    """Write ``text`` to a new file of mode 0600 in ``directory``; return its path."""
-    path = os.path.join(directory, name)
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "w") as f:
-        f.write(text)
-    return path
-
-
-def scheduler_tls_args(security: Security | None, directory: str) -> tuple[str, ...]:
-    """The scheduler's ``--tls-*`` options; certificates held in memory are written to 0600 files in ``directory``."""
-    if not security:
-        return ()
-    options = {"ca_file": "--tls-ca-file", "cert": "--tls-cert", "key": "--tls-key"}
-    args: list[str] = []
-    for key, value in security.get_tls_config_for_role("scheduler").items():
-        if key not in options or not value:
-            continue
-        if "\n" in value:  # a PEM in memory (Security.temporary()): the job reads it from a file
-            value = write_private_file(directory, f"scheduler-{key.replace('_', '-')}.pem", value)
-        args += [options[key], value]
-    return tuple(args)
 
 
 def read_scheduler_address(path: str) -> str | None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from typing import Any, Mapping
 
@@ -12,9 +11,8 @@ from .job_commands import SHORTEST_ARRAY, ArrayElements
 from .render import PLACEHOLDER_SCHEDULER, render_job_script
 from .request import _matching, parse_name, parse_positive_int
 from .run import ClientRun
-from .script_tls import ScriptTLS, warn_plain_tcp
+from .security import resolve_script_security
 from .sites import load_site, warn_unconfirmed
-from .workers import WorkerLaunch
 
 # protocol://host:port; the placeholder's <...> too. It is shell-quoted into the script.
 _SCHEDULER_ADDRESS = re.compile(r"[a-z]+://[A-Za-z0-9_.:\[\]<>%-]{1,256}")
@@ -44,7 +42,7 @@ def job_script_for(batch: str, keywords: Mapping[str, Any], *, name: str, schedu
         TLS, the default over TCP, as Python clusters have it: a ``run`` script makes its
         credentials in the job; other scripts read the set that ``gpujobqueue credentials``
         made in ``tls_directory``, which the scheduler you run uses too. False: plain TCP,
-        with an :class:`~gpujobqueue.script_tls.InsecureScriptWarning`. UCX has no TLS.
+        with an :class:`~gpujobqueue.security.InsecureScriptWarning`. UCX has no TLS.
     tls_directory : str, optional
         The credentials' folder as the job's shell writes it (default
         ``$HOME/.config/gpujobqueue/tls``).
@@ -61,7 +59,7 @@ def job_script_for(batch: str, keywords: Mapping[str, Any], *, name: str, schedu
     cluster_cls = cluster_class(batch)
     settings, request, launch = cluster_cls.parse_keywords(keywords)
     warn_unconfirmed(settings["site"])
-    script_tls, launch = _script_security(launch, run=run is not None, tls=tls, tls_directory=tls_directory)
+    script_tls, launch = resolve_script_security(launch, run=run is not None, tls=tls, tls_directory=tls_directory)
     if scheduler == PLACEHOLDER_SCHEDULER:
         scheduler = scheduler.replace("tcp://", f"{launch.protocol or 'tcp'}://", 1)
     elif script_tls is not None and not scheduler.startswith("tls://"):
@@ -83,18 +81,3 @@ def job_script_for(batch: str, keywords: Mapping[str, Any], *, name: str, schedu
     return render_job_script(batch, request, launch, name=name, scheduler=scheduler, directive_prefix=cluster_cls.job_cls.directive_prefix, run=run,
                              array=array, script_tls=script_tls, plain_tcp=not tls and launch.protocol != "ucx")
 
-
-def _script_security(launch: WorkerLaunch, *, run: bool, tls: bool, tls_directory: str | None) -> tuple[ScriptTLS | None, WorkerLaunch]:
-    """A rendered script's TLS and its launch with the protocol that goes with it."""
-    if launch.protocol == "ucx":
-        if tls_directory is not None:
-            raise ValidationError("tls_directory", "UCX has no TLS: leave out --tls-directory with --protocol ucx")
-        return None, launch
-    if not tls:
-        if launch.protocol == "tls":
-            raise ValidationError("protocol", "protocol 'tls' needs credentials; --no-tls turns TLS off")
-        if tls_directory is not None:
-            raise ValidationError("tls_directory", "--no-tls turns TLS off; leave out --tls-directory")
-        warn_plain_tcp()
-        return None, launch
-    return ScriptTLS.for_script(run=run, directory=tls_directory), dataclasses.replace(launch, protocol="tls")

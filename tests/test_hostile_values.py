@@ -309,7 +309,7 @@ def test_the_issue_s_injections_are_refused_naming_name():
 def test_accepted_hostile_scripts_run_without_running_the_value(tmp_path, batch, keywords):
     """The script runs under bash (`false` stands in for python, so no worker starts): whatever
     the values, the marker file is never made, and the exported values arrive verbatim."""
-    from gpujobqueue.script_tls import make_credentials
+    from gpujobqueue.security import make_credentials
 
     script = job_script_for(batch, {**with_job_size(keywords), "python": "false"}, name="w", scheduler="tls://127.0.0.1:1")
     path = tmp_path / "job.sh"

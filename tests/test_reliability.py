@@ -33,7 +33,7 @@ from distributed.security import Security
 
 from conftest import wait_until
 from gpujobqueue import SLURMGPUCluster
-from gpujobqueue.tls import InsecureClusterWarning
+from gpujobqueue.security import InsecureClusterWarning
 from test_conformance import ALL, COMMON, Backend, _backend, tmp_path_cwd  # noqa: F401  (fixture)
 
 CLASS_NAMES = {"local": "LocalGPUCluster", "slurm": "SLURMGPUCluster", "sge": "SGEGPUCluster", "pbs": "PBSGPUCluster", "lsf": "LSFGPUCluster"}

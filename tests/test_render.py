@@ -98,7 +98,7 @@ def test_the_job_fails_at_once_naming_a_missing_interface(tmp_path, interface, s
     import subprocess
 
     # `false` stands in for python: past the interface check, the worker command fails with 1.
-    from gpujobqueue.script_tls import make_credentials
+    from gpujobqueue.security import make_credentials
 
     script = job_script_for("local", {"gpus_per_node": 1, "interface": interface, "python": "false"}, name="w", scheduler="tls://127.0.0.1:1")
     path = tmp_path / "job.sh"

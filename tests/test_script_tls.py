@@ -17,7 +17,7 @@ from distributed import Client
 from distributed.security import Security
 
 from gpujobqueue.errors import ValidationError
-from gpujobqueue.script_tls import InsecureScriptWarning
+from gpujobqueue.security import InsecureScriptWarning
 from gpujobqueue.scripts import job_script_for
 from fixtures.sizes import with_job_size
 

@@ -13,7 +13,7 @@ import click
 import pytest
 
 from gpujobqueue.render import environment
-from gpujobqueue.script_tls import make_credentials
+from gpujobqueue.security import make_credentials
 from gpujobqueue.scripts import job_script_for
 from fixtures.sizes import with_job_size
 

@@ -1,0 +1,400 @@
+"""Security in one place: TLS for clusters and rendered scripts, credentials, private files.
+
+TLS is the default over TCP. A cluster encrypts and authenticates with temporary credentials, so
+that no one else on a shared login node (or compute node) can reach its scheduler or workers; plain
+TCP must be asked for, and warns. UCX has no TLS. Rendered job scripts (``gpujobqueue render``)
+have TLS as Python clusters do: the workers and the scheduler prove who they are with certificates
+of one private CA.
+
+- ``--run`` scripts make their credentials in the job, in a private folder (0700, files 0600) on
+  the job's node, or in the submit directory for a job of several nodes.
+- Scripts whose workers join a scheduler you run read the credentials from a private folder made
+  by ``gpujobqueue credentials`` (by default ``$HOME/.config/gpujobqueue/tls``), which your
+  scheduler and client use too.
+- ``--no-tls`` (``tls=False``) is plain TCP, and warns.
+
+A cluster's scheduler file and credentials go to a private folder of a shared directory, named
+``.gpujobqueue-p<pid>-t<start>-h<host>-<random>``: the process that made it, its start time
+(whole seconds since the epoch, so that a reused pid is not taken for it) and its host. A cluster
+removes its folder when it closes; a SIGKILLed process cannot, so each cluster start, and
+``gpujobqueue clean``, removes this user's folders in that directory whose owner process on this
+host has ended. A folder of a live process, of another host (a shared file system) or of another
+user is never touched, nor one whose name says no owner.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import importlib.util
+import logging
+import os
+import re
+import shutil
+import socket
+import stat
+import tempfile
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import psutil
+from distributed.security import Security
+
+from .errors import ValidationError
+from .request import parse_job_path
+from .workers import WorkerLaunch
+
+logger = logging.getLogger(__name__)
+
+# The job's shell expands $HOME: home directories are shared by the login and compute nodes.
+DEFAULT_TLS_DIRECTORY = "$HOME/.config/gpujobqueue/tls"
+CREDENTIAL_FILES = ("ca.pem", "cert.pem", "key.pem")
+PLAIN_TCP_WARNING = ("plain TCP (--no-tls): anyone who can reach the scheduler's or the workers' ports, other users of "
+                     "the login and compute nodes too, can connect and run code as you")
+PREFIX = ".gpujobqueue-"
+_OWNED = re.compile(r"\.gpujobqueue-p(\d+)-t(\d+)-h(.+)-[a-z0-9_]+")
+
+
+# --- A cluster's TLS ---------------------------------------------------------------------------
+
+class InsecureClusterWarning(UserWarning):
+    """A cluster was asked to listen without TLS (``security=False``)."""
+
+
+def resolve_security(security: Any, launch: WorkerLaunch) -> tuple[Security | None, WorkerLaunch]:
+    """The cluster's security and its launch with the protocol that goes with it.
+
+    Parameters
+    ----------
+    security : None, bool or Security
+        ``None`` or ``True``: temporary credentials (a new CA, certificate and key for this
+        cluster) and ``tls://``; a :class:`~distributed.security.Security`: those
+        credentials and ``tls://``; ``False``: plain TCP, with an
+        :class:`InsecureClusterWarning`.
+    launch : WorkerLaunch
+        Its ``protocol`` is None, ``tcp``, ``tls`` or ``ucx``.
+
+    Raises
+    ------
+    ValidationError
+        TLS asked for with UCX, or ``protocol="tls"`` with ``security=False``.
+    """
+    if launch.protocol == "ucx":
+        if security not in (None, False):
+            raise ValidationError("security", "UCX has no TLS: with protocol='ucx' leave security unset (the "
+                                              "scheduler then runs where UCX reaches the workers: scheduler='job' "
+                                              "keeps it on the job's network), or use protocol='tls'")
+        return None, launch
+    if security is False:
+        if launch.protocol == "tls":
+            raise ValidationError("security", "protocol='tls' needs credentials; security=False turns TLS off")
+        warnings.warn(
+            f"security=False: the scheduler and workers talk plain TCP, and anyone who can reach their ports "
+            f"(other users of {socket.gethostname()} too) can connect and run code as you; "
+            f"leave security unset for TLS",
+            InsecureClusterWarning, stacklevel=4)
+        return None, launch
+    if not isinstance(security, Security):
+        if security not in (None, True):
+            raise ValidationError("security",
+                                  f"expected True, False or a distributed.security.Security, got {security!r}")
+        if importlib.util.find_spec("cryptography") is None:
+            raise ValidationError("security", "TLS, the default over TCP, makes temporary credentials with the "
+                                              "cryptography package, which is not installed here: "
+                                              "pip install cryptography (or give security=False for plain TCP)")
+        security = Security.temporary()
+    return security, dataclasses.replace(launch, protocol="tls")
+
+
+def scheduler_tls_args(security: Security | None, directory: str) -> tuple[str, ...]:
+    """The scheduler's ``--tls-*`` options; certificates held in memory are written to 0600 files in ``directory``."""
+    if not security:
+        return ()
+    options = {"ca_file": "--tls-ca-file", "cert": "--tls-cert", "key": "--tls-key"}
+    args: list[str] = []
+    for key, value in security.get_tls_config_for_role("scheduler").items():
+        if key not in options or not value:
+            continue
+        if "\n" in value:  # a PEM in memory (Security.temporary()): the job reads it from a file
+            value = write_private_file(directory, f"scheduler-{key.replace('_', '-')}.pem", value)
+        args += [options[key], value]
+    return tuple(args)
+
+
+def worker_tls_args(security: Security | None) -> list[str]:
+    """The ``--tls-*`` options that give a worker the cluster's certificates."""
+    if not security:
+        return []
+    args = []
+    for key, value in security.get_tls_config_for_role("worker").items():
+        if key != "ciphers" and value:  # ciphers has no command-line option
+            args += ["--tls-" + key.replace("_", "-"), value]
+    return args
+
+
+def worker_security_with_files(security: Security | None, folder: Callable[[], str]) -> Security | None:
+    """``security`` with its worker credentials held in memory written to 0600 files.
+
+    dask-jobqueue writes such credentials straight into the shared directory; here they go to
+    the cluster's private folder, which ``folder()`` gives (made on first use, so a cluster whose
+    credentials are files already makes none), and leave with the cluster.
+    """
+    if security is None:
+        return None
+    in_memory = {key: value for key, value in security.get_tls_config_for_role("worker").items()
+                 if value and "\n" in value}
+    if not in_memory:
+        return security
+    security = copy.copy(security)
+    for key, value in in_memory.items():
+        path = write_private_file(folder(), f"worker-{key.replace('_', '-')}.pem", value)
+        setattr(security, "tls_" + ("worker_" if key != "ca_file" else "") + key, path)
+    return security
+
+
+# --- A rendered script's TLS -------------------------------------------------------------------
+
+class InsecureScriptWarning(UserWarning):
+    """A job script was rendered without TLS (``--no-tls``)."""
+
+
+@dataclass(frozen=True)
+class ScriptTLS:
+    """Where a job script's TLS credentials come from.
+
+    Parameters
+    ----------
+    in_job : bool
+        True: the script makes them (``--run``); False: it reads them from ``directory``.
+    directory : str
+        The folder of ``ca.pem``, ``cert.pem`` and ``key.pem`` as the job's shell writes
+        it (``$HOME`` and other variables expand on the node); unused with ``in_job``.
+    """
+
+    in_job: bool = False
+    directory: str = DEFAULT_TLS_DIRECTORY
+
+    @classmethod
+    def for_script(cls, *, run: bool, directory: str | None = None) -> "ScriptTLS":
+        """The TLS of a ``--run`` script (made in the job) or of a script joining your scheduler.
+
+        Raises
+        ------
+        ValidationError
+            ``directory`` given with ``run``, or not a path the job's shell can expand safely.
+        """
+        if run:
+            if directory is not None:
+                raise ValidationError("tls_directory",
+                                      "a --run script makes its own credentials in the job; leave out --tls-directory")
+            return cls(in_job=True)
+        if directory is None:
+            return cls(in_job=False, directory=DEFAULT_TLS_DIRECTORY)
+        return cls(in_job=False, directory=parse_job_path("tls_directory", directory))
+
+    @property
+    def variable(self) -> str:
+        """The shell variable that holds the credentials' folder in the job."""
+        return "GPUJOBQUEUE_TLS_DIR"
+
+    def files(self) -> dict[str, str]:
+        """``ca_file``, ``cert`` and ``key`` as double-quoted shell words of the job."""
+        return {key: f'"${self.variable}/{name}"' for key, name in zip(("ca_file", "cert", "key"), CREDENTIAL_FILES)}
+
+    def args(self) -> list[str]:
+        """The ``--tls-*`` options of ``dask worker``, ``dask cuda worker`` and ``dask scheduler``, as shell words."""
+        files = self.files()
+        return ["--tls-ca-file", files["ca_file"], "--tls-cert", files["cert"], "--tls-key", files["key"]]
+
+
+def warn_plain_tcp() -> None:
+    """Warn that a script was rendered for plain TCP."""
+    warnings.warn(PLAIN_TCP_WARNING, InsecureScriptWarning, stacklevel=3)
+
+
+def resolve_script_security(launch: WorkerLaunch, *, run: bool, tls: bool,
+                            tls_directory: str | None) -> tuple[ScriptTLS | None, WorkerLaunch]:
+    """A rendered script's TLS and its launch with the protocol that goes with it.
+
+    Parameters
+    ----------
+    launch : WorkerLaunch
+        Its ``protocol`` is None, ``tcp``, ``tls`` or ``ucx``.
+    run : bool
+        A ``--run`` script, which makes its credentials in the job.
+    tls : bool
+        False: plain TCP, with an :class:`InsecureScriptWarning`.
+    tls_directory : str, optional
+        The credentials' folder as the job's shell writes it.
+
+    Raises
+    ------
+    ValidationError
+        ``tls_directory`` with UCX or without TLS, or ``protocol="tls"`` without TLS.
+    """
+    if launch.protocol == "ucx":
+        if tls_directory is not None:
+            raise ValidationError("tls_directory", "UCX has no TLS: leave out --tls-directory with --protocol ucx")
+        return None, launch
+    if not tls:
+        if launch.protocol == "tls":
+            raise ValidationError("protocol", "protocol 'tls' needs credentials; --no-tls turns TLS off")
+        if tls_directory is not None:
+            raise ValidationError("tls_directory", "--no-tls turns TLS off; leave out --tls-directory")
+        warn_plain_tcp()
+        return None, launch
+    return ScriptTLS.for_script(run=run, directory=tls_directory), dataclasses.replace(launch, protocol="tls")
+
+
+def make_credentials(directory: str | os.PathLike) -> tuple[Path, bool]:
+    """Make a private CA, certificate and key in ``directory`` (0700; files 0600), or keep
+    the set already there, so that scripts rendered earlier go on working.
+
+    Returns
+    -------
+    directory : Path
+    made : bool
+        False when a complete set was already there.
+
+    Raises
+    ------
+    ValidationError
+        The folder is not private to this user, or holds part of a set.
+    """
+    path = Path(os.path.expanduser(os.path.expandvars(os.fspath(directory)))).resolve()
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = path.stat()
+    if info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise ValidationError("tls_directory", f"{path} must be yours alone (mode 0700), not "
+                                               f"{oct(info.st_mode & 0o777)}: the key in it lets anyone who reads it "
+                                               f"into your cluster")
+    present = [name for name in CREDENTIAL_FILES if (path / name).exists()]
+    if len(present) == len(CREDENTIAL_FILES):
+        return path, False
+    if present:
+        raise ValidationError("tls_directory", f"{path} holds {', '.join(present)} but not all of "
+                                               f"{', '.join(CREDENTIAL_FILES)}; remove them or choose another folder")
+    credentials = Security.temporary()  # one new CA; its certificate is the scheduler's, the workers' and the client's
+    texts = (credentials.tls_ca_file, credentials.tls_scheduler_cert, credentials.tls_scheduler_key)
+    for name, text in zip(CREDENTIAL_FILES, texts):
+        write_private_file(str(path), name, text)
+    return path, True
+
+
+# --- Private files and folders -----------------------------------------------------------------
+
+def write_private_file(directory: str, name: str, text: str) -> str:
+    """Write ``text`` to a new file of mode 0600 in ``directory``; return its path.
+
+    The file must not exist: ``O_EXCL`` refuses any name already there, a link planted at it too.
+    """
+    path = os.path.join(directory, name)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as f:
+        f.write(text)
+    return path
+
+
+def replace_private_file(path: str, text: str) -> None:
+    """Write ``text`` to ``path``, mode 0600 also when an older copy was readable; never through a
+    link planted at that name (``OSError``)."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    os.fchmod(descriptor, 0o600)
+    with os.fdopen(descriptor, "w") as f:
+        f.write(text)
+
+
+def this_host() -> str:
+    """This host's name as folder names carry it: no character outside ``[A-Za-z0-9.-]``."""
+    return re.sub(r"[^A-Za-z0-9.-]", "_", socket.gethostname()) or "unknown"
+
+
+def process_start(pid: int) -> int | None:
+    """When process ``pid`` started (whole seconds since the epoch), or None if there is none."""
+    try:
+        return int(psutil.Process(pid).create_time())
+    except psutil.NoSuchProcess:
+        return None
+
+
+def make_private_directory(shared_directory: str) -> str:
+    """A new private folder (mode 0700) in ``shared_directory``, named after this process,
+    for the scheduler file and the TLS credentials, which the jobs read on the compute nodes.
+
+    Raises
+    ------
+    ValidationError
+        The shared directory does not exist or cannot be written.
+    """
+    base = os.path.abspath(os.path.expanduser(os.path.expandvars(shared_directory)))
+    owner = f"{PREFIX}p{os.getpid()}-t{process_start(os.getpid())}-h{this_host()}-"
+    try:
+        return tempfile.mkdtemp(prefix=owner, dir=base)  # mkdtemp makes it 0700
+    except OSError as error:
+        message = (f"the scheduler file and TLS credentials go to a private folder of a directory the compute nodes "
+                   f"can read, and {base!r} is not writable here: {error}")
+        raise ValidationError("shared_temp_directory", message) from error
+
+
+@dataclass(frozen=True)
+class FolderVerdict:
+    """What :func:`judge_folder` found: whether a folder may go, and why."""
+
+    path: str
+    stale: bool
+    reason: str
+
+
+def judge_folder(path: str) -> FolderVerdict | None:
+    """Whether the private folder at ``path`` is stale (its owner process on this host ended);
+    None for anything that is not one of this user's gpujobqueue folders."""
+    name = os.path.basename(path)
+    if not name.startswith(PREFIX):
+        return None
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        return None
+    match = _OWNED.fullmatch(name)
+    if match is None:
+        return FolderVerdict(path, False, "its name says no owner process (made by an older gpujobqueue)")
+    pid, started, host = int(match.group(1)), int(match.group(2)), match.group(3)
+    if host != this_host():
+        return FolderVerdict(path, False, f"its owner is process {pid} on another host, {host}")
+    now_started = process_start(pid)
+    if now_started is not None and abs(now_started - started) <= 1:
+        return FolderVerdict(path, False, f"its owner, process {pid}, is running")
+    if now_started is None:
+        return FolderVerdict(path, True, f"its owner, process {pid} on {host}, has ended")
+    return FolderVerdict(path, True, f"its owner, process {pid} on {host}, has ended (that pid is now another process)")
+
+
+def remove_stale_private_directories(directory: str) -> tuple[list[FolderVerdict], list[FolderVerdict]]:
+    """Remove this user's private folders in ``directory`` whose owner process on this host
+    has ended; return (removed, left), each folder with the reason."""
+    removed: list[FolderVerdict] = []
+    left: list[FolderVerdict] = []
+    try:
+        names = sorted(name for name in os.listdir(directory) if name.startswith(PREFIX))
+    except OSError:
+        return removed, left
+    for name in names:
+        verdict = judge_folder(os.path.join(directory, name))
+        if verdict is None:
+            continue
+        if not verdict.stale:
+            left.append(verdict)
+            continue
+        try:
+            shutil.rmtree(verdict.path)
+        except FileNotFoundError:
+            continue  # another cleaner was first
+        except OSError as error:
+            left.append(FolderVerdict(verdict.path, False, f"{verdict.reason}, but it could not be removed: {error}"))
+            continue
+        removed.append(verdict)
+    return removed, left
