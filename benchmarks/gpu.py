@@ -402,7 +402,8 @@ def time_hand_startup(setup: Setup, address: str, client: Client, gpus: int, log
             client.wait_for_workers(gpus, timeout=setup.timeout)
         except Exception as error:
             raise RuntimeError(
-                f"the hand-started workers did not connect within {setup.timeout} s (exit code {process.poll()}); see {log_path}"
+                f"the hand-started workers did not connect within {setup.timeout} s (exit code {process.poll()}); "
+                f"see {log_path}"
             ) from error
         seconds = time.perf_counter() - start
         stopping = time.perf_counter()
@@ -440,7 +441,8 @@ def run_startup(setup: Setup, args: argparse.Namespace, record: dict[str, Any], 
                     result = sides[side]()
                     record[side].append(result)
                     log(
-                        f"startup round {round_number + 1}/{args.repeats} {side:11s} {result['seconds']:.2f} s to {gpus} workers (stopped in {result['stop_seconds']:.2f} s)"
+                        f"startup round {round_number + 1}/{args.repeats} {side:11s} {result['seconds']:.2f} s "
+                        f"to {gpus} workers (stopped in {result['stop_seconds']:.2f} s)"
                     )
                     report.save()
         finally:  # the rounds done so far still give medians if a later one fails
@@ -528,7 +530,8 @@ def measure_transfers(setup: Setup, label: str, keywords: dict[str, Any], repeat
     with gpujobqueue_cluster(setup, f"transfer-{label}", 2, **keywords) as cluster, Client(cluster) as client:
         result["scheme"] = scheme(cluster.scheduler_address)
         log(
-            f"transfer {label}: LocalGPUCluster(gpus_per_node=2{''.join(f', {k}={v!r}' for k, v in keywords.items())}) scheduler at {cluster.scheduler_address}"
+            f"transfer {label}: LocalGPUCluster(gpus_per_node=2{''.join(f', {k}={v!r}' for k, v in keywords.items())}) "
+            f"scheduler at {cluster.scheduler_address}"
         )
         result["startup_s"] = start_gpu_workers(cluster, client, 2, setup.timeout)
         source, target = worker_addresses(client)[:2]
@@ -543,8 +546,8 @@ def measure_transfers(setup: Setup, label: str, keywords: dict[str, Any], repeat
                 "median_wall_s": median([r["wall_s"] for r in rows]),
             }
             log(
-                f"transfer {label} ({result['scheme']}) {size:>7s}: {result['sizes'][size]['median_log_GBps']:.2f} GB/s "
-                f"(worker log, median of {repeats}), wall {result['sizes'][size]['median_wall_s']:.3f} s"
+                f"transfer {label} ({result['scheme']}) {size:>7s}: {result['sizes'][size]['median_log_GBps']:.2f} "
+                f"GB/s (worker log, median of {repeats}), wall {result['sizes'][size]['median_wall_s']:.3f} s"
             )
     return result
 
@@ -577,7 +580,8 @@ def run_transfer(setup: Setup, args: argparse.Namespace, record: dict[str, Any],
         run_recorded(record, label, lambda: measure_transfers(setup, label, keywords, args.transfer_repeats), report)
     default_scheme = record["configs"].get("default", {}).get("scheme")
     log(
-        f"transfer: gpujobqueue's default protocol here is {default_scheme + '://' if default_scheme else 'unknown (its cluster failed)'}"
+        "transfer: gpujobqueue's default protocol here is "
+        f"{default_scheme + '://' if default_scheme else 'unknown (its cluster failed)'}"
     )
     record["default_scheme"] = default_scheme
     reason = "the default is UCX already" if default_scheme == "ucx" else ucx_unavailable(setup)
@@ -726,7 +730,8 @@ def measure_sum(
         for _ in range(repeats):
             row["runs"].append(timed_sum(setup, size, chunk))
             log(
-                f"sum {row['tool']:16s} {gpus} GPU(s) nthreads={row['nthreads']} ({row['scheme']}): {row['runs'][-1]['seconds']:.2f} s"
+                f"sum {row['tool']:16s} {gpus} GPU(s) nthreads={row['nthreads']} ({row['scheme']}): "
+                f"{row['runs'][-1]['seconds']:.2f} s"
             )
     # With --sum-repeats above 1 the first sum also pays each fresh worker's first use of its
     # kernels; the figure is then the median of the later (warm) sums, the first kept apart.
@@ -855,13 +860,15 @@ def summarise_transfer(record: dict[str, Any], smoke: bool) -> list[str]:
     at_4 = configs.get("default", {}).get("sizes", {}).get("4 GiB", {}).get("median_log_GBps")
     record["goal_met"] = None if smoke or at_4 is None else at_4 >= GOALS["transfer_default_4GiB_GBps"]
     lines = [
-        f"transfer: worker to worker, bandwidth from the receiving worker's transfer_incoming_log (total / duration), median of {record.get('repeats', '?')}"
+        "transfer: worker to worker, bandwidth from the receiving worker's transfer_incoming_log "
+        f"(total / duration), median of {record.get('repeats', '?')}"
     ]
     lines += table(rows)
     if record.get("ucx_skipped"):
         lines.append(f"  ucx skipped: {record['ucx_skipped']}")
     lines.append(
-        f"  goal >= {GOALS['transfer_default_4GiB_GBps']:g} GB/s at 4 GiB with the default: {goal_mark(record['goal_met'], smoke)}"
+        f"  goal >= {GOALS['transfer_default_4GiB_GBps']:g} GB/s at 4 GiB with the default: "
+        f"{goal_mark(record['goal_met'], smoke)}"
     )
     return lines
 
@@ -888,7 +895,8 @@ def summarise_svd(record: dict[str, Any], smoke: bool) -> list[str]:
     shape, chunks = record["shape"], record["chunks"]
     return (
         [
-            f"svd: da.linalg.svd of {shape[0]} x {shape[1]} ({chunks[0]} x {chunks[1]} chunks) on {record['gpus']} GPU(s), u, s, v persisted"
+            f"svd: da.linalg.svd of {shape[0]} x {shape[1]} ({chunks[0]} x {chunks[1]} chunks) "
+            f"on {record['gpus']} GPU(s), u, s, v persisted"
         ]
         + table(rows)
         + [f"  goal <= {GOALS['svd_default_seconds']} s with the default: {goal_mark(record['goal_met'], smoke)}"]
@@ -1025,7 +1033,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--ptds",
         action="store_true",
-        help="also run each --nthreads row with CuPy's per-thread default stream (CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1)",
+        help=(
+            "also run each --nthreads row with CuPy's per-thread default stream (CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1)"
+        ),
     )
     parser.add_argument(
         "--timeout",
@@ -1056,7 +1066,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     report = Report(Path(args.out) / "gpu-benchmarks.json", meta)
     log(
-        f"gpujobqueue GPU benchmarks: sections {','.join(args.sections)}; devices {setup.devices} ({'smoke, numpy on CPU' if setup.smoke else 'cupy'}); "
+        f"gpujobqueue GPU benchmarks: sections {','.join(args.sections)}; devices {setup.devices} "
+        f"({'smoke, numpy on CPU' if setup.smoke else 'cupy'}); "
         f"dask {dask.__version__}, distributed {distributed.__version__}; JSON to {report.path}"
     )
     for line in meta["gpus"]:

@@ -152,7 +152,8 @@ def compare(bench: SlurmBench, repeats: int) -> float:
     print(f"\nscale() to {WORKERS} workers connected on the test {bench.name}, median of {repeats}:")
     for name, value in medians.items():
         print(
-            f"  {name:14s} {value:.2f} s, of which {job_medians[name]:.2f} s after running   (all: {', '.join(f'{v:.2f}' for v in times[name])})"
+            f"  {name:14s} {value:.2f} s, of which {job_medians[name]:.2f} s after running   "
+            f"(all: {', '.join(f'{v:.2f}' for v in times[name])})"
         )
     print(f"  ratio gpujobqueue / dask-jobqueue: {ratio:.2f} (target <= 1.10: {'met' if ratio <= 1.10 else 'NOT met'})")
     print(f"  ratio after running (the job script's own startup): {job_ratio:.2f}\n", flush=True)

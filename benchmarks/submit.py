@@ -165,7 +165,8 @@ def main(argv: list[str] | None = None) -> None:
     os.environ["PATH"] = f"{workdir}{os.pathsep}{os.environ['PATH']}"
     # slurmctld lists up to MaxJobCount jobs; a held array counts as one job until it runs.
     print(
-        f"SLURM fixture {fixture.conf_path}; scale(gpus={args.gpus}) with {GPUS_PER_NODE}-GPU nodes, jobs held; {args.repeats} rounds",
+        f"SLURM fixture {fixture.conf_path}; scale(gpus={args.gpus}) with {GPUS_PER_NODE}-GPU nodes, jobs held; "
+        f"{args.repeats} rounds",
         flush=True,
     )
     results: dict[str, list[dict[str, float]]] = {way: [] for way in args.ways}
@@ -175,7 +176,8 @@ def main(argv: list[str] | None = None) -> None:
                 result = one_round(way, args.gpus, fixture, commands)
                 results[way].append(result)
                 print(
-                    f"round {round_number + 1} {way:13s} {result['jobs']:4d} jobs: scale {result['submit_s']:7.3f} s, {result['sbatch']:3d} sbatch; "
+                    f"round {round_number + 1} {way:13s} {result['jobs']:4d} jobs: scale {result['submit_s']:7.3f} s, "
+                    f"{result['sbatch']:3d} sbatch; "
                     f"close {result['close_s']:7.3f} s, {result['scancel']:3d} scancel",
                     flush=True,
                 )
@@ -189,7 +191,8 @@ def main(argv: list[str] | None = None) -> None:
     )
     print()
     print(
-        f"{'way':13s} {'jobs':>5s} {'scale (median)':>15s} {'sbatch':>7s} {'close (median)':>15s} {'scancel':>8s} {'scale vs dask-jobqueue':>23s}"
+        f"{'way':13s} {'jobs':>5s} {'scale (median)':>15s} {'sbatch':>7s} {'close (median)':>15s} {'scancel':>8s} "
+        f"{'scale vs dask-jobqueue':>23s}"
     )
     for way, rounds in results.items():
         submit = statistics.median(r["submit_s"] for r in rounds)

@@ -174,7 +174,8 @@ def spilling(client, checks, rows):
     checks(
         "spilling: the working set exceeded the workers' thresholds and was spilled",
         spilled > 0,
-        f"{format_bytes(n * 8)} persisted over {len(limits)} worker(s) of {format_bytes(min(limits))}; {format_bytes(spilled)} spilled",
+        f"{format_bytes(n * 8)} persisted over {len(limits)} worker(s) of {format_bytes(min(limits))}; "
+        f"{format_bytes(spilled)} spilled",
     )
     want_total, want_squares = n * (n - 1) / 2, (n - 1) * n * (2 * n - 1) / 6
     checks(
@@ -215,7 +216,8 @@ def main(argv=None):
             "cupy", "pip install cupy-cuda12x (or cupy-cuda13x)", "the GPU form builds cupy arrays"
         )
     print(
-        f"form: {form.upper()} ({'cupy arrays on dask-cuda workers' if form == 'gpu' else 'numpy arrays on CPU workers'}): {why}"
+        f"form: {form.upper()} "
+        f"({'cupy arrays on dask-cuda workers' if form == 'gpu' else 'numpy arrays on CPU workers'}): {why}"
     )
 
     if _common.inside_job():  # gpujobqueue render ... --run: the job's workers are already up

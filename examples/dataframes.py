@@ -184,7 +184,8 @@ def main(argv=None):
             "the GPU form reads cuDF partitions",
         )
     print(
-        f"form: {form.upper()} ({'cuDF partitions on dask-cuda workers' if form == 'gpu' else 'pandas partitions on CPU workers'}): {why}"
+        f"form: {form.upper()} "
+        f"({'cuDF partitions on dask-cuda workers' if form == 'gpu' else 'pandas partitions on CPU workers'}): {why}"
     )
 
     if _common.inside_job():  # gpujobqueue render ... --run: the job's workers are already up

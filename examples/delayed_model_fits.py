@@ -110,7 +110,8 @@ def run(client, args, form):
         per_lambda[r["lambda"]].append(r)
 
     _common.print_table(
-        f"fits by lambda ({'cupy' if gpu else 'numpy'}, --size {args.size}; true coefficients linspace(-2, 2, {features}))",
+        f"fits by lambda ({'cupy' if gpu else 'numpy'}, --size {args.size}; "
+        f"true coefficients linspace(-2, 2, {features}))",
         ("lambda", "fits", "mean |b - beta|", "max |b - beta|", "mean |b|"),
         [
             (
@@ -159,7 +160,8 @@ def main(argv=None):
             "cupy", "pip install cupy-cuda12x (or cupy-cuda13x)", "the GPU form fits with cupy"
         )
     print(
-        f"form: {form.upper()} ({'cupy fits on dask-cuda workers' if form == 'gpu' else 'numpy fits on CPU workers'}): {why}"
+        f"form: {form.upper()} "
+        f"({'cupy fits on dask-cuda workers' if form == 'gpu' else 'numpy fits on CPU workers'}): {why}"
     )
 
     if _common.inside_job():  # gpujobqueue render ... --run: the job's workers are already up

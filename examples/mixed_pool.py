@@ -135,10 +135,12 @@ def main(argv=None):
     if _common.inside_job():
         print("this example starts its own cluster with a CPU pool; run it outside `gpujobqueue render --run`")
         return _common.EXIT_WRONG_WORKERS
-    print(
-        f"form: {form.upper()} ({'cupy on dask-cuda GPU workers' if form == 'gpu' else 'numpy; without GPUs, the GPU workers are per-device CPU workers'}"
-        f" + {args.cpu_workers} CPU-only workers): {why}"
+    gpu_workers = (
+        "cupy on dask-cuda GPU workers"
+        if form == "gpu"
+        else "numpy; without GPUs, the GPU workers are per-device CPU workers"
     )
+    print(f"form: {form.upper()} ({gpu_workers} + {args.cpu_workers} CPU-only workers): {why}")
     gpu = form == "gpu"
 
     # One CPU job holding every CPU worker, one thread each; the rest (account, walltime) is the GPU jobs'.
@@ -155,7 +157,8 @@ def main(argv=None):
         with Client(cluster) as client:
             client.wait_for_workers(gpus + args.cpu_workers, timeout=args.timeout)
             print(
-                f"{gpus} GPU worker(s) and {args.cpu_workers} CPU worker(s) connected; dashboard: {cluster.dashboard_link}"
+                f"{gpus} GPU worker(s) and {args.cpu_workers} CPU worker(s) connected; "
+                f"dashboard: {cluster.dashboard_link}"
             )
             cpu_jobs = [job for job, spec in cluster.worker_spec.items() if spec.get("pool") == "cpu"]
 
@@ -187,7 +190,8 @@ def main(argv=None):
             ]
             placed = collections.Counter((r["step"], r["worker"]) for r in records)
             _common.print_table(
-                f"where the tasks ran ({n_pipelines} pipelines of {side} x {side}, {n_anywhere} unannotated tasks; {seconds:.2f} s)",
+                f"where the tasks ran ({n_pipelines} pipelines of {side} x {side}, "
+                f"{n_anywhere} unannotated tasks; {seconds:.2f} s)",
                 ("worker", "pool", "resources", "load", "singular_values (GPU)", "summarize", "anywhere"),
                 [
                     (
@@ -239,7 +243,8 @@ def main(argv=None):
             checks(
                 "pipelines' answers are right",
                 identity < 1e-10 and worst < 1e-10,
-                f"sum of squared singular values vs squared Frobenius norm: {identity:.1e}; vs numpy here (4 pipelines): {worst:.1e}",
+                f"sum of squared singular values vs squared Frobenius norm: {identity:.1e}; "
+                f"vs numpy here (4 pipelines): {worst:.1e}",
             )
             wanted = [float(np.sqrt(np.arange(i * 1000, (i + 1) * 1000)).sum()) for i in range(n_anywhere)]
             ran_on = collections.Counter(pool(o["trail"][0]["worker"]) for o in others)

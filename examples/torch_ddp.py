@@ -27,9 +27,10 @@ Run it:
     python examples/torch_ddp.py --site perlmutter --account m1234_g --walltime 00:30:00 --gpus 8 --size large
 
 Needs torch on the client and the workers; a CPU build is enough for the CPU form
-(``pip install torch --index-url https://download.pytorch.org/whl/cpu``). Without it the example says so and exits with status 3. Exit status: 0
-all checks passed, 1 a check failed, 3 a package is missing, 4 the workers lack what the
-chosen form needs (torch, or CUDA for the GPU form).
+(``pip install torch --index-url https://download.pytorch.org/whl/cpu``). Without it the
+example says so and exits with status 3. Exit status: 0 all checks passed, 1 a check
+failed, 3 a package is missing, 4 the workers lack what the chosen form needs (torch, or
+CUDA for the GPU form).
 
 On several nodes, gloo and nccl pick a network interface themselves. Where they pick a
 wrong one, set ``GLOO_SOCKET_IFNAME`` / ``NCCL_SOCKET_IFNAME`` with the cluster's
@@ -169,13 +170,15 @@ def run(client, args, form):
     found = client.run(torch_on_worker)
     if any(t["torch"] is None for t in found.values()):
         print(
-            f"FAILED: torch is not importable on the workers: {sorted({t.get('error') for t in found.values() if t['torch'] is None})}"
+            "FAILED: torch is not importable on the workers: "
+            f"{sorted({t.get('error') for t in found.values() if t['torch'] is None})}"
         )
         print("RESULT: not run (torch missing on the workers)")
         return _common.EXIT_MISSING_PACKAGE
     if gpu and not all(t["cuda"] for t in found.values()):
         print(
-            "FAILED: the GPU form needs torch with CUDA on every worker; torch sees no CUDA device on some. Use --form cpu."
+            "FAILED: the GPU form needs torch with CUDA on every worker; torch sees no CUDA device on some. "
+            "Use --form cpu."
         )
         print("RESULT: not run (no CUDA in torch on the workers)")
         return _common.EXIT_WRONG_WORKERS
@@ -228,7 +231,8 @@ def run(client, args, form):
         "DDP started every replica from rank 0's weights",
         (world_size == 1 or len(set(befores)) == world_size)
         and all(r["synced"] == results[0]["before"] for r in results),
-        f"sums of the initial weights {', '.join(f'{b:.4f}' for b in befores)} -> {results[0]['before']:.4f} on every rank",
+        f"sums of the initial weights {', '.join(f'{b:.4f}' for b in befores)} "
+        f"-> {results[0]['before']:.4f} on every rank",
     )
     initial, final = results[0]["initial"], results[0]["final"]
     checks("loss over all shards fell at least tenfold", final < initial / 10, f"{initial:.5f} -> {final:.5f}")
@@ -257,7 +261,8 @@ def main(argv=None):
         if torch.version.cuda is None:
             form, why = "cpu", f"torch {torch.__version__} here is a CPU build"
     print(
-        f"form: {form.upper()} ({'CUDA torch and nccl, one GPU per worker' if form == 'gpu' else 'CPU torch and gloo'}): {why}"
+        f"form: {form.upper()} "
+        f"({'CUDA torch and nccl, one GPU per worker' if form == 'gpu' else 'CPU torch and gloo'}): {why}"
     )
 
     if _common.inside_job():  # gpujobqueue render ... --run: the job's workers are already up

@@ -192,7 +192,8 @@ def run_demo(size: str = "medium", gpus: int | None = None) -> int:
     else:
         workers, mode, backend = gpus or 2, "per-device", "numpy"
         print(
-            f"gpujobqueue demo: no NVIDIA GPU here; starting {workers} per-device CPU worker(s) (numpy arrays) in their place"
+            f"gpujobqueue demo: no NVIDIA GPU here; starting {workers} per-device CPU worker(s) "
+            "(numpy arrays) in their place"
         )
         memories = []
     sizes = demo_sizes(size, memories)
@@ -254,4 +255,7 @@ def run_demo(size: str = "medium", gpus: int | None = None) -> int:
 
 
 def _describe(sizes: DemoSizes) -> str:
-    return f"sum {sizes.side}² in chunks of {sizes.chunk}², SVD {sizes.rows} x {sizes.cols} in row chunks of {sizes.row_chunk}"
+    return (
+        f"sum {sizes.side}² in chunks of {sizes.chunk}², "
+        f"SVD {sizes.rows} x {sizes.cols} in row chunks of {sizes.row_chunk}"
+    )

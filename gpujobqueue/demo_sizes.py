@@ -136,7 +136,8 @@ def demo_sizes(size: str, gpu_memories: Sequence[int]) -> DemoSizes:
     why = ""
     if fitted != nominal:
         why = (
-            f"shrunk from {nominal[0]}² (chunks {nominal[1]}²) and {nominal[2]} x {nominal[3]} (row chunks {nominal[4]}) to fit "
-            f"{gpus} GPU(s) of {min(gpu_memories) / 2**30:.0f} GiB (the smallest), using at most {MEMORY_SHARE:.0%} of its memory"
+            f"shrunk from {nominal[0]}² (chunks {nominal[1]}²) and {nominal[2]} x {nominal[3]} "
+            f"(row chunks {nominal[4]}) to fit {gpus} GPU(s) of {min(gpu_memories) / 2**30:.0f} GiB (the smallest), "
+            f"using at most {MEMORY_SHARE:.0%} of its memory"
         )
     return DemoSizes(*fitted, fitted=why)

@@ -47,7 +47,8 @@ def _install() -> None:
         atexit.register(_at_exit)
         if threading.current_thread() is not threading.main_thread():
             logger.info(
-                "gpujobqueue: first cluster made outside the main thread: its jobs are cancelled at exit, not on SIGTERM or SIGHUP"
+                "gpujobqueue: first cluster made outside the main thread: its jobs are cancelled at exit, "
+                "not on SIGTERM or SIGHUP"
             )
             return
         for signum in HANDLED_SIGNALS:

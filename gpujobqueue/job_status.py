@@ -172,8 +172,9 @@ class JobCannotStartError(JobFailedError):
         super().__init__(name, batch, status, None, "")
         self.reason = status.reason
         self.args = (
-            f"job {name} ({batch} job {status.job_id}) can never start: {batch} keeps it {status.describe()}, a reason that "
-            "waiting does not clear (the job asks for more than its partition, QoS or account allows); it was cancelled",
+            f"job {name} ({batch} job {status.job_id}) can never start: {batch} keeps it {status.describe()}, "
+            "a reason that waiting does not clear (the job asks for more than its partition, QoS or account allows); "
+            "it was cancelled",
         )
 
     def __str__(self) -> str:

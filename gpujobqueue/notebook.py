@@ -28,7 +28,8 @@ def cluster_status_html(cluster: Any) -> str:
         facts.append(("Attention", rows.notice))
         rows.notice = None  # said once, above the table
     table = "".join(
-        f"<tr><th style='text-align: left'>{html.escape(key)}</th><td style='text-align: left'>{html.escape(str(value))}</td></tr>"
+        f"<tr><th style='text-align: left'>{html.escape(key)}</th>"
+        f"<td style='text-align: left'>{html.escape(str(value))}</td></tr>"
         for key, value in facts
     )
     jobs = (

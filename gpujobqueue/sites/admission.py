@@ -75,28 +75,45 @@ def check_request(site: Site, queue: str | None, request: Any, settings: Any = N
         raise error
 
     node = site.node(queue_name)
-    gpus_key = (("queues", queue_name, "gpus_per_node") if "gpus_per_node" in entry
-                else site.key_of(queue_name, "node", "gpus"))
+    gpus_key = (
+        ("queues", queue_name, "gpus_per_node") if "gpus_per_node" in entry else site.key_of(queue_name, "node", "gpus")
+    )
     node_gpus = entry.get("gpus_per_node", node["gpus"])
     if request.gpus_per_node > node_gpus:
-        refuse(gpus_key,
-               f"gpus_per_node={request.gpus_per_node} but {queue_name} jobs get at most {node_gpus} GPUs per node")
+        refuse(
+            gpus_key,
+            f"gpus_per_node={request.gpus_per_node} but {queue_name} jobs get at most {node_gpus} GPUs per node",
+        )
     if request.cpus_per_node > node["cpus"]:
         asked = _asked_per_node(settings, "cores", "cpus_per_gpu", request, f"{request.cpus_per_node} cores")
-        refuse(site.key_of(queue_name, "node", "cpus"), f"{asked} asked but {queue_name} nodes have {node['cpus']}",
-               field=_given_field(settings, "cores", "cpus_per_gpu"))
+        refuse(
+            site.key_of(queue_name, "node", "cpus"),
+            f"{asked} asked but {queue_name} nodes have {node['cpus']}",
+            field=_given_field(settings, "cores", "cpus_per_gpu"),
+        )
     node_memory = node_memory_bytes(node["memory"]) if node.get("memory") is not None else None
     if node_memory is not None and request.memory_per_node is not None and request.memory_per_node > node_memory:
         amount = f"{request.memory_per_node / 2**30:.4g} GiB"
         asked = _asked_per_node(settings, "memory", "memory_per_gpu", request, amount)
-        refuse(site.key_of(queue_name, "node", "memory"), f"{asked} asked but {queue_name} nodes have {node['memory']} "
-                                                                f"(read as {node_memory / 2**30:.4g} GiB)",
-               field=_given_field(settings, "memory", "memory_per_gpu"))
+        refuse(
+            site.key_of(queue_name, "node", "memory"),
+            f"{asked} asked but {queue_name} nodes have {node['memory']} (read as {node_memory / 2**30:.4g} GiB)",
+            field=_given_field(settings, "memory", "memory_per_gpu"),
+        )
     refused = routing.refusal(queue_name, entry, request.nodes, request.walltime, request.walltime_text)
     if refused is not None:
-        others = [name for name in routing.queues_taking(data["queues"], data["default_queue"], request.nodes,
-                                                         request.walltime, request.walltime_text, routed_only=False)
-                  if name != queue_name]
+        others = [
+            name
+            for name in routing.queues_taking(
+                data["queues"],
+                data["default_queue"],
+                request.nodes,
+                request.walltime,
+                request.walltime_text,
+                routed_only=False,
+            )
+            if name != queue_name
+        ]
         if others:
             hint, field = f"; queue {others[0]!r} takes it (queue={others[0]!r})", "queue"
         else:
@@ -112,8 +129,10 @@ def check_request(site: Site, queue: str | None, request: Any, settings: Any = N
         hint = ": " + account["hint"] if account.get("hint") else ""
         refuse(("account", "pattern"), f"account {request.account!r} does not match {account['pattern']!r}{hint}")
     if request.gpu_request in data["gpu_request"].get("rejects", []):
-        refuse(("gpu_request", "rejects"), f"the site refuses GPU requests of the {request.gpu_request!r} form; "
-                                           f"use {data['gpu_request']['style']!r}")
+        refuse(
+            ("gpu_request", "rejects"),
+            f"the site refuses GPU requests of the {request.gpu_request!r} form; use {data['gpu_request']['style']!r}",
+        )
 
 
 def route_queue(site: Site, request: Any) -> tuple[str, str]:
@@ -135,25 +154,43 @@ def route_queue(site: Site, request: Any) -> tuple[str, str]:
         the user may name (a debug one) where one takes it.
     """
     data = site.data
-    taking = routing.queues_taking(data["queues"], data["default_queue"], request.nodes, request.walltime,
-                                         request.walltime_text)
+    taking = routing.queues_taking(
+        data["queues"], data["default_queue"], request.nodes, request.walltime, request.walltime_text
+    )
     if taking:
         name = taking[0]
         return name, routing.fit_text(name, data["queues"][name], request.nodes, request.walltime_text)
     order = routing.routing_order(data["queues"], data["default_queue"])
-    refusals = {name: routing.refusal(name, data["queues"][name], request.nodes, request.walltime,
-                                            request.walltime_text) for name in order}
+    refusals = {
+        name: routing.refusal(name, data["queues"][name], request.nodes, request.walltime, request.walltime_text)
+        for name in order
+    }
     # Blame the first queue that takes the job's nodes but not its walltime, else the first one.
-    blamed = next((r for r in refusals.values() if r is not None and r.field == "walltime"),
-                  next(iter(refusals.values()), None))
+    blamed = next(
+        (r for r in refusals.values() if r is not None and r.field == "walltime"), next(iter(refusals.values()), None)
+    )
     if blamed is None:  # no queue with GPUs: the default queue's refusal says so
         check_request(site, None, request)
         raise AssertionError("the default queue takes the job it was found not to take")  # pragma: no cover
-    others = [name for name in routing.queues_taking(data["queues"], data["default_queue"], request.nodes,
-                                                            request.walltime, request.walltime_text, routed_only=False)]
+    others = [
+        name
+        for name in routing.queues_taking(
+            data["queues"],
+            data["default_queue"],
+            request.nodes,
+            request.walltime,
+            request.walltime_text,
+            routed_only=False,
+        )
+    ]
     hint = f"; name queue={others[0]!r}, which takes it" if others else ""
     why = "; ".join(f"{name}: {refused.message}" for name, refused in refusals.items() if refused is not None)
     path, line = site.location(*blamed.key)
-    raise QueueRefusedError(path, dotted_key(blamed.key), line,
-                            f"{site.name}: no queue it chooses takes {routing.nodes_text(request.nodes)} for "
-                            f"{request.walltime_text} ({why}){hint}", "queue" if others else blamed.field)
+    raise QueueRefusedError(
+        path,
+        dotted_key(blamed.key),
+        line,
+        f"{site.name}: no queue it chooses takes {routing.nodes_text(request.nodes)} for "
+        f"{request.walltime_text} ({why}){hint}",
+        "queue" if others else blamed.field,
+    )

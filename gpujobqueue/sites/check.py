@@ -31,8 +31,9 @@ def site_problems(target: "str | os.PathLike[str]") -> list[str]:
             continue  # no GPU job goes there
         # A job the queue takes: as many nodes as it needs at least (its first bin's), and its longest walltime there.
         bins = sorted(routing.walltime_bins(entry), key=lambda b: b.low)
-        nodes, walltime = ((bins[0].low, bins[0].max_walltime) if bins
-                           else (entry.get("min_nodes"), entry.get("max_walltime")))
+        nodes, walltime = (
+            (bins[0].low, bins[0].max_walltime) if bins else (entry.get("min_nodes"), entry.get("max_walltime"))
+        )
         keywords = {"site": site, "queue": queue, "nodes": nodes, "walltime": walltime}
         try:
             with warnings.catch_warnings():

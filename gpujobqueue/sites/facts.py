@@ -51,8 +51,9 @@ class Site:
         queues = self.data["queues"]
         if name not in queues:
             path, line = self.location("queues")
-            raise SiteConfigError(path, "queues", line,
-                                  f"{self.name} has no queue {name!r}; its queues are {', '.join(queues)}")
+            raise SiteConfigError(
+                path, "queues", line, f"{self.name} has no queue {name!r}; its queues are {', '.join(queues)}"
+            )
         return queues[name]
 
     def node(self, queue: str) -> dict:

@@ -91,11 +91,15 @@ def _semantic_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[Sit
     if batch_cls is not None:
         styles = batch_cls.gpu_request_styles
         if style not in styles:
-            error(("gpu_request", "style"),
-                  f"{style!r} is not a {scheduler} GPU request style; use one of {', '.join(styles)}")
+            error(
+                ("gpu_request", "style"),
+                f"{style!r} is not a {scheduler} GPU request style; use one of {', '.join(styles)}",
+            )
     if data.get("default_queue") not in data.get("queues", {}):
-        error(("default_queue",),
-              f"{data.get('default_queue')!r} is not one of the queues ({', '.join(data.get('queues', {}))})")
+        error(
+            ("default_queue",),
+            f"{data.get('default_queue')!r} is not one of the queues ({', '.join(data.get('queues', {}))})",
+        )
     for i, pattern in enumerate(data.get("hostnames", [])):
         problem = pattern_problem(pattern)
         if problem:
@@ -117,8 +121,9 @@ def _semantic_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[Sit
     for key, worker in workers:
         variable = worker.get("visibility_variable", "CUDA_VISIBLE_DEVICES")
         if worker.get("mode") == "dask-cuda" and variable != "CUDA_VISIBLE_DEVICES":
-            error(key, "dask-cuda pins NVIDIA GPUs through CUDA_VISIBLE_DEVICES; "
-                       "use mode per-device for other variables")
+            error(
+                key, "dask-cuda pins NVIDIA GPUs through CUDA_VISIBLE_DEVICES; use mode per-device for other variables"
+            )
     for queue_name, queue in (data.get("queues") or {}).items():
         if isinstance(queue, dict):
             for key, problem in routing.bin_problems(queue_name, queue):
@@ -142,8 +147,10 @@ def _value_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[SiteCo
 
     checks: list[tuple[tuple, Any, Any]] = []
     if isinstance(data.get("environment"), dict):
-        checks += [(("environment", name), parse_environment, {name: str(value)})
-                   for name, value in data["environment"].items()]
+        checks += [
+            (("environment", name), parse_environment, {name: str(value)})
+            for name, value in data["environment"].items()
+        ]
     if data.get("prologue") is not None:
         checks.append((("prologue",), parse_lines, data["prologue"]))
     workers = [(("worker",), data.get("worker"))]

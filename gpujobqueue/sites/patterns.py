@@ -32,7 +32,8 @@ def pattern_problem(pattern: Any) -> str | None:
         return f"not a regular expression: {problem}"
     constants = parser  # the opcodes live beside the parser
     repeats = (constants.MAX_REPEAT, constants.MIN_REPEAT) + (
-        (constants.POSSESSIVE_REPEAT,) if hasattr(constants, "POSSESSIVE_REPEAT") else ())
+        (constants.POSSESSIVE_REPEAT,) if hasattr(constants, "POSSESSIVE_REPEAT") else ()
+    )
     unbounded = 0
 
     def walk(items, inside_repeat: bool) -> str | None:

@@ -63,8 +63,9 @@ def load_site(name_or_path: str | os.PathLike[str]) -> Site:
             known = sorted(site_files())
             close = difflib.get_close_matches(name, known, n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
-            raise SiteConfigError(name, "", None,
-                                  f"no site called {name!r}; {hint}known sites: {', '.join(known) or 'none'}")
+            raise SiteConfigError(
+                name, "", None, f"no site called {name!r}; {hint}known sites: {', '.join(known) or 'none'}"
+            )
     return load_files(name, paths)
 
 
@@ -121,14 +122,31 @@ def site_table() -> list[dict[str, Any]]:
         try:
             data = load_site(name).data
         except SiteConfigError as error:
-            rows.append({"name": name, "centre": "-", "scheduler": "-", "gpus": "-", "gpu": "-", "protocol": "-",
-                         "status": f"broken: {error}", "retired": "", "unconfirmed": "-"})
+            rows.append(
+                {
+                    "name": name,
+                    "centre": "-",
+                    "scheduler": "-",
+                    "gpus": "-",
+                    "gpu": "-",
+                    "protocol": "-",
+                    "status": f"broken: {error}",
+                    "retired": "",
+                    "unconfirmed": "-",
+                }
+            )
             continue
-        rows.append({
-            "name": name, "centre": data["centre"], "scheduler": data["scheduler"], "gpus": data["node"]["gpus"],
-            "gpu": data["node"]["gpu_model"], "protocol": data["network"]["protocol"],
-            "status": data.get("status", "production"),
-            "retired": data.get("retired", ""),
-            "unconfirmed": len(unconfirmed_facts(data)),
-        })
+        rows.append(
+            {
+                "name": name,
+                "centre": data["centre"],
+                "scheduler": data["scheduler"],
+                "gpus": data["node"]["gpus"],
+                "gpu": data["node"]["gpu_model"],
+                "protocol": data["network"]["protocol"],
+                "status": data.get("status", "production"),
+                "retired": data.get("retired", ""),
+                "unconfirmed": len(unconfirmed_facts(data)),
+            }
+        )
     return rows

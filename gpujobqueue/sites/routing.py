@@ -108,28 +108,42 @@ def refusal(name: str, entry: dict, nodes: int, walltime: int | None, walltime_t
     if not has_gpus(entry):
         return Refusal(key + ("gpus",), f"the {name} queue's nodes have no GPUs", "queue")
     if entry.get("min_nodes") is not None and nodes < entry["min_nodes"]:
-        return Refusal(key + ("min_nodes",), f"{nodes_text(nodes)} per job but the {name} queue takes jobs of "
-                                             f"{entry['min_nodes']} nodes or more", "nodes")
+        return Refusal(
+            key + ("min_nodes",),
+            f"{nodes_text(nodes)} per job but the {name} queue takes jobs of {entry['min_nodes']} nodes or more",
+            "nodes",
+        )
     if entry.get("max_nodes") is not None and nodes > entry["max_nodes"]:
-        return Refusal(key + ("max_nodes",),
-                       f"{nodes_text(nodes)} per job but the {name} queue allows {entry['max_nodes']}", "nodes")
+        return Refusal(
+            key + ("max_nodes",),
+            f"{nodes_text(nodes)} per job but the {name} queue allows {entry['max_nodes']}",
+            "nodes",
+        )
     max_walltime = entry.get("max_walltime")
     if walltime is not None and max_walltime is not None and walltime > parse_walltime("max_walltime", max_walltime):
-        return Refusal(key + ("max_walltime",),
-                       f"walltime {walltime_text} is over the {name} queue's limit of {max_walltime}", "walltime")
+        return Refusal(
+            key + ("max_walltime",),
+            f"walltime {walltime_text} is over the {name} queue's limit of {max_walltime}",
+            "walltime",
+        )
     bins = walltime_bins(entry)
     if bins:
         found = bin_of(entry, nodes)
         if found is None:
             ranges = ", ".join(b.nodes_text for b in bins)
-            return Refusal(key + ("walltime_by_nodes",),
-                           f"{nodes_text(nodes)} per job is in none of the {name} queue's node-count bins ({ranges})",
-                           "nodes")
+            return Refusal(
+                key + ("walltime_by_nodes",),
+                f"{nodes_text(nodes)} per job is in none of the {name} queue's node-count bins ({ranges})",
+                "nodes",
+            )
         if walltime is not None and walltime > found.seconds:
             index = bins.index(found)
-            return Refusal(key + ("walltime_by_nodes", index, "max_walltime"),
-                           f"walltime {walltime_text} is over the {name} queue's limit of {found.max_walltime} "
-                           f"for jobs of {found.nodes_text} nodes{_bin_name(found)}", "walltime")
+            return Refusal(
+                key + ("walltime_by_nodes", index, "max_walltime"),
+                f"walltime {walltime_text} is over the {name} queue's limit of {found.max_walltime} "
+                f"for jobs of {found.nodes_text} nodes{_bin_name(found)}",
+                "walltime",
+            )
     return None
 
 
@@ -143,16 +157,25 @@ def fit_text(name: str, entry: dict, nodes: int, walltime_text: str) -> str:
     found = bin_of(entry, nodes)
     if found is not None:
         named = f"{found.name}, " if found.name else ""
-        return (f"queue {name}: {nodes_text(nodes)}, {walltime_text} fit its {found.nodes_text} node bin "
-                f"({named}max {found.max_walltime})")
+        return (
+            f"queue {name}: {nodes_text(nodes)}, {walltime_text} fit its {found.nodes_text} node bin "
+            f"({named}max {found.max_walltime})"
+        )
     low, high = entry.get("min_nodes", 1), entry.get("max_nodes")
     span = f"{low}-{high} nodes" if high is not None else f"{low} nodes or more"
     limit = f", max {entry['max_walltime']}" if entry.get("max_walltime") else ""
     return f"queue {name}: {nodes_text(nodes)}, {walltime_text} fit its limits ({span}{limit})"
 
 
-def queues_taking(queues: dict[str, dict], default_queue: str, nodes: int, walltime: int | None, walltime_text: str,
-                  *, routed_only: bool = True) -> list[str]:
+def queues_taking(
+    queues: dict[str, dict],
+    default_queue: str,
+    nodes: int,
+    walltime: int | None,
+    walltime_text: str,
+    *,
+    routed_only: bool = True,
+) -> list[str]:
     """The queues that take the job: in :func:`routing_order`; with ``routed_only`` False, then
     the queues routing leaves out (debug, by request) that take it too."""
     order = routing_order(queues, default_queue)
@@ -190,12 +213,21 @@ def bin_problems(name: str, entry: dict) -> list[tuple[tuple, str]]:
             continue
         if isinstance(low_limit, int) and low < low_limit or isinstance(high_limit, int) and high > high_limit:
             span = f"{low_limit}-{high_limit}" if high_limit is not None else f"{low_limit} or more"
-            problems.append((key + (i, "nodes"), f"{low}-{high} nodes leaves the queue's own node range ({span}: "
-                                                 "min_nodes, max_nodes)"))
+            problems.append(
+                (
+                    key + (i, "nodes"),
+                    f"{low}-{high} nodes leaves the queue's own node range ({span}: min_nodes, max_nodes)",
+                )
+            )
         for j, (other_low, other_high, _) in enumerate(seen):
             if low <= other_high and other_low <= high:
-                problems.append((key + (i, "nodes"), f"{low}-{high} nodes overlaps bin {j} ({other_low}-{other_high}); "
-                                                     "a node count falls in one bin only"))
+                problems.append(
+                    (
+                        key + (i, "nodes"),
+                        f"{low}-{high} nodes overlaps bin {j} ({other_low}-{other_high}); "
+                        "a node count falls in one bin only",
+                    )
+                )
         seen.append((low, high, i))
         try:
             seconds = parse_walltime("max_walltime", item.get("max_walltime"))
@@ -203,6 +235,10 @@ def bin_problems(name: str, entry: dict) -> list[tuple[tuple, str]]:
             problems.append((key + (i, "max_walltime"), str(problem).partition(": ")[2] or str(problem)))
             continue
         if queue_max is not None and seconds > queue_max:
-            problems.append((key + (i, "max_walltime"), f"{item['max_walltime']} is over the queue's max_walltime "
-                                                        f"({entry['max_walltime']})"))
+            problems.append(
+                (
+                    key + (i, "max_walltime"),
+                    f"{item['max_walltime']} is over the queue's max_walltime ({entry['max_walltime']})",
+                )
+            )
     return problems

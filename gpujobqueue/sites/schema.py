@@ -40,13 +40,25 @@ def schema_errors(data: Any, schema: dict, path: str, lines: dict[tuple, int]) -
             allowed = set(error.schema.get("properties", {}))
             for extra in sorted(set(error.instance) - allowed, key=str):
                 known = ", ".join(sorted(allowed))
-                errors.append(SiteConfigError(path, dotted_key(key + (extra,)), lines.get(key + (extra,)),
-                                              f"unknown key; known keys here: {known}"))
+                errors.append(
+                    SiteConfigError(
+                        path,
+                        dotted_key(key + (extra,)),
+                        lines.get(key + (extra,)),
+                        f"unknown key; known keys here: {known}",
+                    )
+                )
             continue
         if error.validator == "required":
             missing = error.message.split("'")[1] if "'" in error.message else error.message
-            errors.append(SiteConfigError(path, dotted_key(key + (missing,)), lines.get(key),
-                                          f"required key missing (in {dotted_key(key) or 'the file'})"))
+            errors.append(
+                SiteConfigError(
+                    path,
+                    dotted_key(key + (missing,)),
+                    lines.get(key),
+                    f"required key missing (in {dotted_key(key) or 'the file'})",
+                )
+            )
             continue
         errors.append(SiteConfigError(path, dotted_key(key), lines.get(key), error.message))
     return sorted(errors, key=lambda e: (e.line or 0, e.key))

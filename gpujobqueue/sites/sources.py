@@ -39,8 +39,19 @@ def sources_text(site: Site) -> str:
 
 # The groups of keys a site's facts come in; each shipped site's sources cover every one it has
 # (or its unconfirmed list names it). Each queue is a group of its own: queues.NAME.
-FACT_GROUPS = ("hostnames", "node", "gpu_request", "account", "directives", "default_queue", "launcher", "worker",
-               "network", "prologue", "environment")
+FACT_GROUPS = (
+    "hostnames",
+    "node",
+    "gpu_request",
+    "account",
+    "directives",
+    "default_queue",
+    "launcher",
+    "worker",
+    "network",
+    "prologue",
+    "environment",
+)
 _KEYS_PREFIX = re.compile(r"^([a-z_][A-Za-z0-9_.-]*(?:, *[a-z_][A-Za-z0-9_.-]*)*): ")
 
 
@@ -88,8 +99,9 @@ def unsourced_groups(data: dict) -> list[str]:
     """
     named = {key for source in data.get("sources", []) for key in source.get("covers", [])}
     named |= {key for line in data.get("unconfirmed", []) for key in unconfirmed_keys(line)}
-    return [group for group in fact_groups(data)
-            if not any(group == key or group.startswith(key + ".") for key in named)]
+    return [
+        group for group in fact_groups(data) if not any(group == key or group.startswith(key + ".") for key in named)
+    ]
 
 
 def source_errors(data: dict, path: str, lines: dict[tuple, int], whole: bool = True) -> list[SiteConfigError]:
@@ -113,15 +125,19 @@ def source_errors(data: dict, path: str, lines: dict[tuple, int], whole: bool = 
                     error(("sources", i, field_name), problem)
         for j, key in enumerate(source.get("covers") or []):
             if whole and not _has_key(data, str(key)):
-                error(("sources", i, "covers", j), f"{key!r} is not a key of this file; a source covers keys the file "
-                                                    "sets")
+                error(
+                    ("sources", i, "covers", j),
+                    f"{key!r} is not a key of this file; a source covers keys the file sets",
+                )
     if not whole:
         return errors
     for i, line in enumerate(data.get("unconfirmed") or []):
         for key in unconfirmed_keys(str(line)):
             if not _has_key(data, key):
-                error(("unconfirmed", i), f"{key!r} is not a key of this file (an unconfirmed line starts with "
-                                          "the keys it is about)")
+                error(
+                    ("unconfirmed", i),
+                    f"{key!r} is not a key of this file (an unconfirmed line starts with the keys it is about)",
+                )
     retired = data.get("retired")
     if retired is not None:
         problem = _iso_date_problem(retired, past=True)

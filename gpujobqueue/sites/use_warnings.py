@@ -19,8 +19,12 @@ def warn_if_retired(site: Site) -> None:
     """Warn (:class:`RetiredSiteWarning`), naming the date, when ``site`` is a retired machine."""
     if site.data.get("status") == "retired":
         since = f" on {site.data['retired']}" if site.data.get("retired") else ""
-        warnings.warn(f"site {site.name} is a retired machine (it stopped running jobs{since}); the script is an "
-                      f"example of its form, no job will run there ({site.files[0]})", RetiredSiteWarning, stacklevel=3)
+        warnings.warn(
+            f"site {site.name} is a retired machine (it stopped running jobs{since}); the script is an "
+            f"example of its form, no job will run there ({site.files[0]})",
+            RetiredSiteWarning,
+            stacklevel=3,
+        )
 
 
 class UnconfirmedSiteFactsWarning(UserWarning):
@@ -71,8 +75,10 @@ def unconfirmed_warning(site: Site, width: int = 120) -> str | None:
         heads.append(head)
     named = "; ".join(heads) + (f"; and {len(facts) - len(heads)} more" if len(heads) < len(facts) else "")
     plural = "s" if len(facts) > 1 else ""
-    return (f"{site.name}: {len(facts)} fact{plural} unconfirmed by the centre's documentation: {named}; "
-            f"see gpujobqueue show {site.name}")
+    return (
+        f"{site.name}: {len(facts)} fact{plural} unconfirmed by the centre's documentation: {named}; "
+        f"see gpujobqueue show {site.name}"
+    )
 
 
 def warn_unconfirmed(site: Site | None) -> None:

@@ -22,7 +22,8 @@ def _construct_mapping(loader: UniqueKeyLoader, node: yaml.MappingNode, deep: bo
         key = loader.construct_object(key_node, deep=deep)
         if key in seen:
             raise yaml.constructor.ConstructorError(
-                None, None, f"key {key!r} given twice (first on line {seen[key]})", key_node.start_mark)
+                None, None, f"key {key!r} given twice (first on line {seen[key]})", key_node.start_mark
+            )
         seen[key] = key_node.start_mark.line + 1
     return loader.construct_mapping(node, deep=deep)
 
@@ -50,26 +51,36 @@ def read_bounded_text(path: Path) -> str:
     except OSError as error:
         raise SiteConfigError(path, "", None, f"cannot read: {error.strerror}") from None
     if len(raw) > MAX_SITE_FILE_BYTES:
-        raise SiteConfigError(path, "", None, f"over {MAX_SITE_FILE_BYTES // 1024} KiB; a site file is a page of "
-                                              "YAML (gpujobqueue.limits)")
+        raise SiteConfigError(
+            path,
+            "",
+            None,
+            f"over {MAX_SITE_FILE_BYTES // 1024} KiB; a site file is a page of YAML (gpujobqueue.limits)",
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         line = raw[: error.start].count(b"\n") + 1
-        raise SiteConfigError(path, "", line,
-                              f"not UTF-8 text: byte {raw[error.start]:#04x} cannot be decoded") from None
+        raise SiteConfigError(
+            path, "", line, f"not UTF-8 text: byte {raw[error.start]:#04x} cannot be decoded"
+        ) from None
     depth = 0
     try:
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
             if isinstance(event, yaml.AliasEvent):
-                raise SiteConfigError(path, "", event.start_mark.line + 1,
-                                      f"YAML alias *{event.anchor}: site files may not use aliases (anchors "
-                                      "and *references); write the value out")
+                raise SiteConfigError(
+                    path,
+                    "",
+                    event.start_mark.line + 1,
+                    f"YAML alias *{event.anchor}: site files may not use aliases (anchors "
+                    "and *references); write the value out",
+                )
             if isinstance(event, yaml.CollectionStartEvent):
                 depth += 1
                 if depth > MAX_SITE_DEPTH:
-                    raise SiteConfigError(path, "", event.start_mark.line + 1,
-                                          f"nested more than {MAX_SITE_DEPTH} levels deep")
+                    raise SiteConfigError(
+                        path, "", event.start_mark.line + 1, f"nested more than {MAX_SITE_DEPTH} levels deep"
+                    )
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
     except yaml.YAMLError:
