@@ -48,4 +48,7 @@ numpydoc_xref_param_type = False
 html_theme = "alabaster"
 html_title = f"gpujobqueue {release}"
 html_static_path = []
-html_theme_options = {"description": "Dask GPU workers through SLURM, PBS Pro, LSF and Grid Engine", "fixed_sidebar": False}
+html_theme_options = {
+    "description": "Dask GPU workers through SLURM, PBS Pro, LSF and Grid Engine",
+    "fixed_sidebar": False,
+}

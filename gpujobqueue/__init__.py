@@ -6,7 +6,6 @@ from .batch.pbs import PBSGPUCluster
 from .batch.sge import SGEGPUCluster
 from .batch.slurm import SLURMGPUCluster
 from .cluster import WorkersNotStartedError
-from .factory import GPUCluster, LocalFallbackWarning
 from .errors import (
     GPUJobQueueError,
     InterfaceNotFoundError,
@@ -15,6 +14,7 @@ from .errors import (
     UnknownKeywordError,
     ValidationError,
 )
+from .factory import GPUCluster, LocalFallbackWarning
 from .job_status import JobCannotStartError, JobFailedError, JobStatus
 from .render import render_job_script
 from .request import JobRequest

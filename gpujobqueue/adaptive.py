@@ -85,7 +85,7 @@ class GPUAdaptive(Adaptive):
                 return {"status": "same"}
             return {"status": "up", "n": held * self.workers_per_job}
         self._low_needs.append(needed)
-        recent = self._low_needs[-self.wait_count:]
+        recent = self._low_needs[-self.wait_count :]
         if len(recent) < self.wait_count:
             return {"status": "same"}
         if len(set(recent)) == 1:
@@ -116,7 +116,10 @@ class GPUAdaptive(Adaptive):
         chosen = [job for job in reversed(list(planned)) if job not in connected and job not in pinned][:count]
         if len(chosen) < count:
             ordered = await self.scheduler.workers_to_close(
-                target=0, key=pickle.dumps(self.worker_key) if self.worker_key else None, attribute="name", **self._workers_to_close_kwargs,
+                target=0,
+                key=pickle.dumps(self.worker_key) if self.worker_key else None,
+                attribute="name",
+                **self._workers_to_close_kwargs,
             )
             for name in ordered:
                 job = self._job_of(name)

@@ -12,10 +12,10 @@ from typing import Callable
 
 import click
 
-from .errors import GPUJobQueueError, JobSizeMissingError, UnknownKeywordError
-from .security import InsecureScriptWarning
 from .batch import BATCH_SYSTEMS
+from .errors import GPUJobQueueError, JobSizeMissingError, UnknownKeywordError
 from .keywords import CHOICE, INT, LIST, PAIRS, SWITCH, Keyword, command_line_keywords
+from .security import InsecureScriptWarning
 
 
 def _keyword_option(keyword: Keyword) -> Callable:
@@ -24,7 +24,9 @@ def _keyword_option(keyword: Keyword) -> Callable:
         return click.option(*keyword.options, str(keyword), default=None, help=keyword.help)
     decls = (*(keyword.options or (keyword.option,)), str(keyword))
     if keyword.kind in (LIST, PAIRS):
-        return click.option(*decls, multiple=True, metavar="NAME=VALUE" if keyword.kind == PAIRS else None, help=keyword.help)
+        return click.option(
+            *decls, multiple=True, metavar="NAME=VALUE" if keyword.kind == PAIRS else None, help=keyword.help
+        )
     if keyword.kind == CHOICE:
         choices = keyword.choices() if callable(keyword.choices) else keyword.choices
         return click.option(*decls, type=click.Choice(list(choices)), default=None, help=keyword.help)
@@ -66,7 +68,7 @@ def _in_option_terms(error: GPUJobQueueError, command: click.Command) -> str:
         hint = f"; did you mean {', '.join(names)}?" if names else ""
         return f"{options[field]} is not an option for this batch system{hint}"
     if base in options and text.startswith(f"{field}: "):
-        text = options[base] + text[len(base):]
+        text = options[base] + text[len(base) :]
     return _KEYWORD_SETTING.sub(lambda match: f"{options[match[1]]} " if match[1] in options else match[0], text)
 
 
@@ -79,23 +81,66 @@ def main() -> None:
 @main.command()
 @click.argument("batch", metavar="BATCH|SITE")
 @click.argument("client_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- SCRIPT_ARGS...]")
-@click.option("--scheduler-address", default=None, help="Scheduler the workers connect to (default: a placeholder to fill in).")
-@click.option("--name", "worker_name", default="gpujobqueue-worker", show_default=True, help="Worker name prefix; workers are NAME-<i>.")
-@click.option("--run", "client_script", default=None, metavar="SCRIPT.py",
-              help="Write a self-contained script: it starts a scheduler and the GPU workers in the job, runs SCRIPT.py "
-                   "(with SCRIPT_ARGS) as the client once the workers are up, and ends the job with its exit code.")
-@click.option("--workers-timeout", default=300, show_default=True, help="With --run: seconds to wait for the workers before the job fails.")
-@click.option("--job-array", "array_jobs", type=int, default=None, metavar="K",
-              help="Write the job array of K jobs (NAME-0 .. NAME-<K-1>) that a cluster with job_array=True submits in one command.")
-@click.option("--no-tls", "no_tls", is_flag=True, default=False,
-              help="Plain TCP instead of TLS (warns: anyone who reaches the scheduler's or workers' ports can run code as you).")
-@click.option("--tls-directory", default=None, metavar="DIR",
-              help="Without --run: the folder of the TLS credentials that the workers and your scheduler share, as the job's shell "
-                   "writes it (default $HOME/.config/gpujobqueue/tls; `gpujobqueue credentials` makes them).")
+@click.option(
+    "--scheduler-address", default=None, help="Scheduler the workers connect to (default: a placeholder to fill in)."
+)
+@click.option(
+    "--name",
+    "worker_name",
+    default="gpujobqueue-worker",
+    show_default=True,
+    help="Worker name prefix; workers are NAME-<i>.",
+)
+@click.option(
+    "--run",
+    "client_script",
+    default=None,
+    metavar="SCRIPT.py",
+    help="Write a self-contained script: it starts a scheduler and the GPU workers in the job, runs SCRIPT.py "
+    "(with SCRIPT_ARGS) as the client once the workers are up, and ends the job with its exit code.",
+)
+@click.option(
+    "--workers-timeout",
+    default=300,
+    show_default=True,
+    help="With --run: seconds to wait for the workers before the job fails.",
+)
+@click.option(
+    "--job-array",
+    "array_jobs",
+    type=int,
+    default=None,
+    metavar="K",
+    help="Write the job array of K jobs (NAME-0 .. NAME-<K-1>) that a cluster with job_array=True submits in one command.",
+)
+@click.option(
+    "--no-tls",
+    "no_tls",
+    is_flag=True,
+    default=False,
+    help="Plain TCP instead of TLS (warns: anyone who reaches the scheduler's or workers' ports can run code as you).",
+)
+@click.option(
+    "--tls-directory",
+    default=None,
+    metavar="DIR",
+    help="Without --run: the folder of the TLS credentials that the workers and your scheduler share, as the job's shell "
+    "writes it (default $HOME/.config/gpujobqueue/tls; `gpujobqueue credentials` makes them).",
+)
 @_keyword_options
-def render(batch: str, client_args: tuple[str, ...], scheduler_address: str | None, worker_name: str, client_script: str | None,
-           workers_timeout: int, environment: tuple[str, ...], array_jobs: int | None, no_tls: bool, tls_directory: str | None,
-           **options) -> None:
+def render(
+    batch: str,
+    client_args: tuple[str, ...],
+    scheduler_address: str | None,
+    worker_name: str,
+    client_script: str | None,
+    workers_timeout: int,
+    environment: tuple[str, ...],
+    array_jobs: int | None,
+    no_tls: bool,
+    tls_directory: str | None,
+    **options,
+) -> None:
     """Print the job script for BATCH (slurm, pbs, lsf, sge, local) or SITE (a site config's
     name or file) that the cluster keywords describe.
 
@@ -114,15 +159,20 @@ def render(batch: str, client_args: tuple[str, ...], scheduler_address: str | No
     from .sites import site_files
 
     if client_args and client_script is None:
-        raise click.UsageError(f"unexpected arguments {' '.join(client_args)!r}: arguments after -- are for the --run script")
+        raise click.UsageError(
+            f"unexpected arguments {' '.join(client_args)!r}: arguments after -- are for the --run script"
+        )
     if client_script is not None and scheduler_address is not None:
         raise click.UsageError("--run starts its own scheduler in the job; leave out --scheduler-address")
 
     a_file = batch.endswith((".yaml", ".yml")) or os.sep in batch
     if batch not in BATCH_SYSTEMS and not a_file and batch not in site_files():
-        raise click.BadParameter(f"{batch!r} is neither a batch system ({', '.join(BATCH_SYSTEMS)}) nor a known site"
-                                 f"{_did_you_mean(batch, [*BATCH_SYSTEMS, *sorted(site_files())])}"
-                                 " (`gpujobqueue sites` lists the sites)", param_hint="BATCH|SITE")
+        raise click.BadParameter(
+            f"{batch!r} is neither a batch system ({', '.join(BATCH_SYSTEMS)}) nor a known site"
+            f"{_did_you_mean(batch, [*BATCH_SYSTEMS, *sorted(site_files())])}"
+            " (`gpujobqueue sites` lists the sites)",
+            param_hint="BATCH|SITE",
+        )
     try:
         parse_name("name", worker_name)
     except GPUJobQueueError as error:
@@ -140,11 +190,23 @@ def render(batch: str, client_args: tuple[str, ...], scheduler_address: str | No
     if env:
         keywords["environment"] = env
     try:
-        run = None if client_script is None else ClientRun.from_command_line(client_script, client_args, workers_timeout=workers_timeout)
+        run = (
+            None
+            if client_script is None
+            else ClientRun.from_command_line(client_script, client_args, workers_timeout=workers_timeout)
+        )
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", InsecureScriptWarning)
-            text = job_script_for(batch, keywords, name=worker_name, scheduler=scheduler_address or PLACEHOLDER_SCHEDULER, run=run, array_jobs=array_jobs,
-                                  tls=not no_tls, tls_directory=tls_directory)
+            text = job_script_for(
+                batch,
+                keywords,
+                name=worker_name,
+                scheduler=scheduler_address or PLACEHOLDER_SCHEDULER,
+                run=run,
+                array_jobs=array_jobs,
+                tls=not no_tls,
+                tls_directory=tls_directory,
+            )
     except GPUJobQueueError as error:
         raise click.ClickException(_in_option_terms(error, click.get_current_context().command)) from None
     for warning in caught:
@@ -166,15 +228,27 @@ def credentials(directory: str) -> None:
         raise click.ClickException(str(error)) from None
     click.echo(f"{'made' if made else 'kept'} TLS credentials in {path} (folder 0700, files 0600)")
     click.echo("start your scheduler with them:")
-    click.echo(f"  dask scheduler --protocol tls --tls-ca-file {path}/ca.pem --tls-cert {path}/cert.pem --tls-key {path}/key.pem")
+    click.echo(
+        f"  dask scheduler --protocol tls --tls-ca-file {path}/ca.pem --tls-cert {path}/cert.pem --tls-key {path}/key.pem"
+    )
     click.echo("and connect your client:")
-    click.echo(f"  Client(address, security=Security(tls_ca_file='{path}/ca.pem', tls_client_cert='{path}/cert.pem', "
-               f"tls_client_key='{path}/key.pem', require_encryption=True))")
+    click.echo(
+        f"  Client(address, security=Security(tls_ca_file='{path}/ca.pem', tls_client_cert='{path}/cert.pem', "
+        f"tls_client_key='{path}/key.pem', require_encryption=True))"
+    )
 
 
 # The `sites` table: key -> heading; the centre and GPU columns are shortened to fit the terminal.
-_SITE_COLUMNS = {"name": "SITE", "centre": "CENTRE", "scheduler": "BATCH", "gpus": "GPUS", "gpu": "GPU",
-                 "protocol": "PROTOCOL", "status": "STATUS", "unconfirmed": "UNCONFIRMED"}
+_SITE_COLUMNS = {
+    "name": "SITE",
+    "centre": "CENTRE",
+    "scheduler": "BATCH",
+    "gpus": "GPUS",
+    "gpu": "GPU",
+    "protocol": "PROTOCOL",
+    "status": "STATUS",
+    "unconfirmed": "UNCONFIRMED",
+}
 _SHORTENED = ("centre", "gpu")
 
 
@@ -245,8 +319,14 @@ def show(site: str) -> None:
                 click.echo(f"{indent}{key}:")
                 walk(item, path + (key,), indent + "  ")
                 continue
-            text = yaml.dump({key: item}, Dumper=_show_dumper(), sort_keys=False, allow_unicode=True,
-                             default_flow_style=False, width=10**6)
+            text = yaml.dump(
+                {key: item},
+                Dumper=_show_dumper(),
+                sort_keys=False,
+                allow_unicode=True,
+                default_flow_style=False,
+                width=10**6,
+            )
             first, *rest = text.rstrip("\n").split("\n")
             where = origin(path + (key,))
             click.echo(f"{indent}{first}".ljust(60) + f"  # {where}" if where else f"{indent}{first}")
@@ -275,12 +355,28 @@ def _show_dumper():
 
 @main.command()
 @click.argument("files", nargs=-1, type=click.Path())
-@click.option("--site", default=None, help="Check against this site (name or file) instead of the one GPUCluster() would pick.")
-@click.option("--batch", type=click.Choice(list(BATCH_SYSTEMS)), default=None, help="The batch system, where no site is used.")
+@click.option(
+    "--site", default=None, help="Check against this site (name or file) instead of the one GPUCluster() would pick."
+)
+@click.option(
+    "--batch", type=click.Choice(list(BATCH_SYSTEMS)), default=None, help="The batch system, where no site is used."
+)
 @click.option("--interface", default=None, help="The interface keyword: check it exists here (default: the site's).")
-@click.option("--protocol", type=click.Choice(["tcp", "tls", "ucx"]), default=None, help="The protocol keyword (default: the site's).")
+@click.option(
+    "--protocol",
+    type=click.Choice(["tcp", "tls", "ucx"]),
+    default=None,
+    help="The protocol keyword (default: the site's).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the facts and findings as JSON.")
-def check(files: tuple[str, ...], site: str | None, batch: str | None, interface: str | None, protocol: str | None, as_json: bool) -> None:
+def check(
+    files: tuple[str, ...],
+    site: str | None,
+    batch: str | None,
+    interface: str | None,
+    protocol: str | None,
+    as_json: bool,
+) -> None:
     """Diagnose this machine for GPU workers: GPUs (NVML), CUDA driver, dask-cuda,
     distributed-ucxx, cupy and cudf, UCX transports, network interfaces against the site's,
     batch commands on PATH, the site detected. Exit 1 naming the fix where something needed
@@ -342,8 +438,16 @@ def clean(directory: str) -> None:
 
 
 @main.command()
-@click.option("--size", type=click.Choice(["small", "medium", "large"]), default="medium", show_default=True, help="Problem sizes.")
-@click.option("--gpus", type=int, default=None, help="GPU workers to start (default: every GPU, or 2 CPU workers without GPUs).")
+@click.option(
+    "--size",
+    type=click.Choice(["small", "medium", "large"]),
+    default="medium",
+    show_default=True,
+    help="Problem sizes.",
+)
+@click.option(
+    "--gpus", type=int, default=None, help="GPU workers to start (default: every GPU, or 2 CPU workers without GPUs)."
+)
 def demo(size: str, gpus: int | None) -> None:
     """Start a LocalGPUCluster here, run the seed workloads, print sizes and timings."""
     from .demo import run_demo
@@ -352,5 +456,7 @@ def demo(size: str, gpus: int | None) -> None:
         sys.exit(run_demo(size=size, gpus=gpus))
     except GPUJobQueueError as error:
         raise click.ClickException(str(error)) from None
+
+
 if __name__ == "__main__":
     main()

@@ -24,28 +24,33 @@ from distributed.security import Security
 from distributed.utils import format_dashboard_link
 
 from . import config, exit_cleanup, gpus, sites
-from .errors import GPUJobQueueError, SubmissionError, ValidationError
 from .adaptive import GPUAdaptive
 from .cpu_pool import CPUPool
+from .docstrings import with_shared_parameters
+from .errors import GPUJobQueueError, SubmissionError, ValidationError
 from .interfaces import check_scheduler_interface
-from .keywords import Keyword
 from .job import GPUJob, check_log_directory
 from .job_commands import JobCommands
 from .job_status import JobFailedError
 from .job_watch import JobTable, JobWatch
-from .notebook import cluster_status_html
-from .progress import WaitProgress
-from .replacement import Replacement, forget_unsubmitted
-from .render import check_scheduler_can_run_in_job
-from .docstrings import with_shared_parameters
+from .keywords import Keyword
 from .limits import MAX_JOBS_PER_CLUSTER
 from .naming import WorkerJobKey, cpu_job_name, gpu_job_name
+from .notebook import cluster_status_html
+from .plan import make_plan
+from .progress import WaitProgress
+from .render import check_scheduler_can_run_in_job
+from .replacement import Replacement, forget_unsubmitted
 from .request import DEFAULT_WALLTIME, JobRequest, parse_bool, parse_name, parse_positive_int
 from .scheduler_job import SCHEDULER_FILE_NAME, HostedWorkers, JobScheduler, SchedulerStart, parse_scheduler_placement
-from .security import (make_private_directory, remove_stale_private_directories, resolve_security, scheduler_tls_args,
-                       worker_security_with_files)
+from .security import (
+    make_private_directory,
+    remove_stale_private_directories,
+    resolve_security,
+    scheduler_tls_args,
+    worker_security_with_files,
+)
 from .watchdog import CLUSTER_ALIVE_HANDLER, probe_interval
-from .plan import make_plan
 from .workers import WorkerLaunch
 
 try:
@@ -56,6 +61,7 @@ except ImportError:  # older distributed keeps a plain dict and raises a Timeout
     class WorkerStartTimeoutError(asyncio.TimeoutError):  # type: ignore[no-redef]
         def __init__(self, available_workers: int, expected_workers: int, timeout: Any):
             super().__init__(f"only {available_workers} of {expected_workers} workers started within {timeout}")
+
 
 logger = logging.getLogger(__name__)
 
@@ -77,8 +83,10 @@ class WorkersNotStartedError(WorkerStartTimeoutError, GPUJobQueueError):
 
     def __str__(self) -> str:
         seconds = parse_timedelta(self.timeout)
-        return (f"{self.available_workers}/{self.expected_workers} workers after {seconds:g} s; "
-                f"{', '.join(self.waiting) or 'no job submitted'}")
+        return (
+            f"{self.available_workers}/{self.expected_workers} workers after {seconds:g} s; "
+            f"{', '.join(self.waiting) or 'no job submitted'}"
+        )
 
 
 # Jobs named in a wait_for_workers timeout; the rest are counted.
@@ -86,18 +94,57 @@ MAX_JOBS_NAMED = 8
 
 # Keywords every batch system takes; each cluster class adds its own (batch_keywords).
 REQUEST_KEYWORDS = (
-    "nodes", "gpus_per_node", "cpus_per_gpu", "cores", "memory", "memory_per_gpu",
-    "walltime", "account", "queue", "exclusive", "job_name",
-    "log_directory", "job_extra_directives", "job_directives_skip", "job_script_prologue",
-    "job_script_epilogue", "environment", "gpu_request", "gpu_type", "shebang", "walltime_margin",
+    "nodes",
+    "gpus_per_node",
+    "cpus_per_gpu",
+    "cores",
+    "memory",
+    "memory_per_gpu",
+    "walltime",
+    "account",
+    "queue",
+    "exclusive",
+    "job_name",
+    "log_directory",
+    "job_extra_directives",
+    "job_directives_skip",
+    "job_script_prologue",
+    "job_script_epilogue",
+    "environment",
+    "gpu_request",
+    "gpu_type",
+    "shebang",
+    "walltime_margin",
 )
 LAUNCH_KEYWORDS = (
-    "worker_mode", "python", "worker_command", "nthreads", "memory_limit", "device_memory_limit",
-    "rmm_pool_size", "visibility_variable", "allocation_variable", "nanny", "death_timeout",
-    "local_directory", "protocol", "interface", "worker_extra_args", "launcher", "launcher_args",
+    "worker_mode",
+    "python",
+    "worker_command",
+    "nthreads",
+    "memory_limit",
+    "device_memory_limit",
+    "rmm_pool_size",
+    "visibility_variable",
+    "allocation_variable",
+    "nanny",
+    "death_timeout",
+    "local_directory",
+    "protocol",
+    "interface",
+    "worker_extra_args",
+    "launcher",
+    "launcher_args",
     # dask-cuda's names for device memory and UCX transports
-    "rmm_maximum_pool_size", "rmm_async", "rmm_managed_memory", "rmm_release_threshold", "enable_cudf_spill",
-    "set_rmm_allocator_for_libs", "enable_tcp_over_ucx", "enable_infiniband", "enable_nvlink", "enable_rdmacm",
+    "rmm_maximum_pool_size",
+    "rmm_async",
+    "rmm_managed_memory",
+    "rmm_release_threshold",
+    "enable_cudf_spill",
+    "set_rmm_allocator_for_libs",
+    "enable_tcp_over_ucx",
+    "enable_infiniband",
+    "enable_nvlink",
+    "enable_rdmacm",
 )
 # dask-jobqueue's deprecated spellings, kept with the same meaning and warning
 # (unless a batch system keeps the old name as its own, as PBS, LSF and SGE keep project).
@@ -130,10 +177,13 @@ def dashboard_options(scheduler_options: dict | None) -> dict[str, Any]:
     options = dict(scheduler_options or {})
     address = options.setdefault("dashboard_address", DEFAULT_DASHBOARD_ADDRESS)
     if address not in (None, False) and not is_loopback_address(address):
-        warnings.warn(f"the dashboard at {address!r} listens beyond this machine's loopback, without authentication, "
-                      "and shows your workers' logs; leave scheduler_options' dashboard_address unset to keep it on 127.0.0.1 and reach "
-                      "it through an SSH tunnel",
-                      OpenDashboardWarning, stacklevel=3)
+        warnings.warn(
+            f"the dashboard at {address!r} listens beyond this machine's loopback, without authentication, "
+            "and shows your workers' logs; leave scheduler_options' dashboard_address unset to keep it on 127.0.0.1 and reach "
+            "it through an SSH tunnel",
+            OpenDashboardWarning,
+            stacklevel=3,
+        )
     return options
 
 
@@ -313,8 +363,11 @@ class GPUJobQueueCluster(JobQueueCluster):
         **kwargs: Any,
     ):
         if dashboard_address is not None:  # dask-jobqueue's rule, and its words
-            raise ValidationError("dashboard_address", "pass 'dashboard_address' through 'scheduler_options', "
-                                  f"e.g. scheduler_options={{'dashboard_address': {dashboard_address!r}}}")
+            raise ValidationError(
+                "dashboard_address",
+                "pass 'dashboard_address' through 'scheduler_options', "
+                f"e.g. scheduler_options={{'dashboard_address': {dashboard_address!r}}}",
+            )
         if job_cls is not None:
             self.job_cls = job_cls
         config_name = config_name or self.job_cls.config_name
@@ -325,14 +378,22 @@ class GPUJobQueueCluster(JobQueueCluster):
         security, launch = resolve_security(security, launch)
         self.request, self.launch, self.site = request, launch, settings["site"]
         sites.warn_unconfirmed(self.site)
-        self.cpu_pool = CPUPool.from_keyword(cpu_pool if cpu_pool is not None else config.configured(self.job_cls.batch, "cpu_pool"),
-                                             batch=self.job_cls.batch, site=self.site)
+        self.cpu_pool = CPUPool.from_keyword(
+            cpu_pool if cpu_pool is not None else config.configured(self.job_cls.batch, "cpu_pool"),
+            batch=self.job_cls.batch,
+            site=self.site,
+        )
         self.cpu_request, self.cpu_launch = self.cpu_pool.job_shape(request, launch) if self.cpu_pool else (None, None)
         # Not `_job_key`: dask-jobqueue keeps the TLS key file of security=True in `self._job_key`.
-        self._worker_to_job = WorkerJobKey(launch.name_suffixes, self.cpu_launch.name_suffixes if self.cpu_launch else None)
+        self._worker_to_job = WorkerJobKey(
+            launch.name_suffixes, self.cpu_launch.name_suffixes if self.cpu_launch else None
+        )
         self._cpu_i = 0
-        self.scheduler_placement = parse_scheduler_placement(scheduler if scheduler is not None else config.configured(self.job_cls.batch, "scheduler"),
-                                                             self.job_cls.batch, launch.protocol)
+        self.scheduler_placement = parse_scheduler_placement(
+            scheduler if scheduler is not None else config.configured(self.job_cls.batch, "scheduler"),
+            self.job_cls.batch,
+            launch.protocol,
+        )
         if self.scheduler_placement == "job":
             check_scheduler_can_run_in_job(launch, "scheduler", "scheduler='job'")
         if launch.protocol == "ucx":
@@ -340,14 +401,21 @@ class GPUJobQueueCluster(JobQueueCluster):
             if gpus.nvidia_gpu_ids():
                 # The scheduler (when in this process) and the client need a CUDA context before UCX starts.
                 dask.config.set({"distributed-ucxx.create-cuda-context": True})
-        job_array = parse_bool("job_array", job_array if job_array is not None else config.configured(self.job_cls.batch, "job_array") or False)
+        job_array = parse_bool(
+            "job_array",
+            job_array if job_array is not None else config.configured(self.job_cls.batch, "job_array") or False,
+        )
         if job_array:
             self._check_job_array(request)
         # Jobs started or stopped together submit and cancel in one command each.
         self._job_commands = JobCommands(arrays=job_array)
         job_kwargs = dict(self._batch_job_kwargs(settings), commands=self._job_commands)
         # The scheduler file and TLS credentials go to a private folder the compute nodes can read.
-        self._shared_directory = shared_temp_directory or dask.config.get(f"jobqueue.{config_name}.shared-temp-directory", default=None) or os.getcwd()
+        self._shared_directory = (
+            shared_temp_directory
+            or dask.config.get(f"jobqueue.{config_name}.shared-temp-directory", default=None)
+            or os.getcwd()
+        )
         self._private_directory: str | None = None
         # A SIGKILLed cluster could not remove its folder (its TLS key inside); this start does.
         for folder in remove_stale_private_directories(self._shared_directory)[0]:
@@ -358,7 +426,9 @@ class GPUJobQueueCluster(JobQueueCluster):
             scheduler_file = os.path.join(self._private_folder(), SCHEDULER_FILE_NAME)
             job_kwargs["scheduler_file"] = scheduler_file
             scheduler_cls = functools.partial(
-                JobScheduler, make_job=self._make_scheduler_job, scheduler_file=scheduler_file,
+                JobScheduler,
+                make_job=self._make_scheduler_job,
+                scheduler_file=scheduler_file,
                 tls_args=scheduler_tls_args(security, self._private_folder()) if security else (),
             )
         if scheduler_options is None:
@@ -372,9 +442,17 @@ class GPUJobQueueCluster(JobQueueCluster):
         exit_cleanup.track(self)  # from here on, its jobs are cancelled when this process ends
         try:
             self._init_job_queue_cluster(
-                job_cls=job_cls, loop=loop, security=security, shared_temp_directory=shared_temp_directory,
-                silence_logs=silence_logs, name=name, asynchronous=asynchronous,
-                host=host, scheduler_options=scheduler_options, scheduler_cls=scheduler_cls, config_name=config_name,
+                job_cls=job_cls,
+                loop=loop,
+                security=security,
+                shared_temp_directory=shared_temp_directory,
+                silence_logs=silence_logs,
+                name=name,
+                asynchronous=asynchronous,
+                host=host,
+                scheduler_options=scheduler_options,
+                scheduler_cls=scheduler_cls,
+                config_name=config_name,
                 job_kwargs=job_kwargs,
             )
             if n_workers:
@@ -438,7 +516,9 @@ class GPUJobQueueCluster(JobQueueCluster):
         """The script of one CPU-pool job (``cpu_pool``)."""
         if self.cpu_pool is None:
             raise ValidationError("cpu_pool", "this cluster has no CPU pool; give cpu_pool={...}")
-        return self.job_cls(None, name="dummy-name-cpu", **dict(self._job_kwargs, request=self.cpu_request, launch=self.cpu_launch)).job_script()
+        return self.job_cls(
+            None, name="dummy-name-cpu", **dict(self._job_kwargs, request=self.cpu_request, launch=self.cpu_launch)
+        ).job_script()
 
     def _make_scheduler_job(self, start: SchedulerStart) -> GPUJob:
         """The cluster's first job, which starts the scheduler before its GPU workers."""
@@ -467,7 +547,11 @@ class GPUJobQueueCluster(JobQueueCluster):
         job = self.scheduler_job
         if job is not None and job.name not in self.worker_spec:
             # The scheduler's job runs GPU workers too: they count, and live as long as the cluster.
-            self.worker_spec[job.name] = {"cls": HostedWorkers, "options": {"job": job}, "group": self.launch.name_suffixes}
+            self.worker_spec[job.name] = {
+                "cls": HostedWorkers,
+                "options": {"job": job},
+                "group": self.launch.name_suffixes,
+            }
             await self._correct_state()
         if job is not None and self.launch.death_timeout:
             self._scheduler_job_calls = asyncio.ensure_future(self._call_scheduler_job(self.launch.death_timeout))
@@ -597,8 +681,17 @@ class GPUJobQueueCluster(JobQueueCluster):
                     progress.show(running, self._job_watch.rows())
                 if time.monotonic() - last_report > 60:
                     last_report = time.monotonic()
-                    waiting = [f"{row.name} {row.state or 'submitted'}" + (f" ({row.reason})" if row.reason else "") for row in self._job_watch.rows() if row.workers == 0]
-                    logger.info("gpujobqueue: %d of %d workers running; waiting for %s", running, n_workers, ", ".join(waiting) or "jobs to be submitted")
+                    waiting = [
+                        f"{row.name} {row.state or 'submitted'}" + (f" ({row.reason})" if row.reason else "")
+                        for row in self._job_watch.rows()
+                        if row.workers == 0
+                    ]
+                    logger.info(
+                        "gpujobqueue: %d of %d workers running; waiting for %s",
+                        running,
+                        n_workers,
+                        ", ".join(waiting) or "jobs to be submitted",
+                    )
                 await asyncio.sleep(0.2)
         finally:
             progress.close()
@@ -610,8 +703,11 @@ class GPUJobQueueCluster(JobQueueCluster):
             with contextlib.suppress(Exception):  # the timeout is raised whatever the batch system says
                 await asyncio.wait_for(self._job_watch.poll(), 30)
         rows = self._job_watch.rows()
-        waiting = [f"{row.name} {row.state or 'not yet listed'}" + (f" ({row.reason})" if row.reason else "")
-                   for row in rows if row.workers < max(1, row.gpus)]
+        waiting = [
+            f"{row.name} {row.state or 'not yet listed'}" + (f" ({row.reason})" if row.reason else "")
+            for row in rows
+            if row.workers < max(1, row.gpus)
+        ]
         if len(waiting) > MAX_JOBS_NAMED:
             waiting = waiting[:MAX_JOBS_NAMED] + [f"{len(waiting) - MAX_JOBS_NAMED} more"]
         if rows.notice:
@@ -623,8 +719,9 @@ class GPUJobQueueCluster(JobQueueCluster):
             shutil.rmtree(self._private_directory, ignore_errors=True)
 
     @classmethod
-    def parse_keywords(cls, kwargs: dict[str, Any],
-                       owner: str | None = None) -> tuple[dict[str, Any], JobRequest, WorkerLaunch]:
+    def parse_keywords(
+        cls, kwargs: dict[str, Any], owner: str | None = None
+    ) -> tuple[dict[str, Any], JobRequest, WorkerLaunch]:
         """Check, resolve and validate cluster keywords; start nothing (see :func:`gpujobqueue.plan.make_plan`).
 
         Returns
@@ -653,14 +750,24 @@ class GPUJobQueueCluster(JobQueueCluster):
         if cls.job_cls.array_task_variable is None:
             raise ValidationError("job_array", f"{cls.job_cls.batch} jobs cannot be submitted as job arrays")
         if request.nodes > 1:
-            raise ValidationError("job_array", f"job arrays are for many one-node jobs; jobs of {request.nodes} nodes go as they are (job_array=False)")
+            raise ValidationError(
+                "job_array",
+                f"job arrays are for many one-node jobs; jobs of {request.nodes} nodes go as they are (job_array=False)",
+            )
 
     @classmethod
     def _check_launch(cls, request: JobRequest, launch: WorkerLaunch) -> None:
         """Refuse a launcher that does not start tasks on this batch system's nodes."""
         if launch.launcher != "direct" and launch.launcher not in cls.launchers:
-            accepted = ", ".join(cls.launchers) if cls.launchers else "none: its jobs have one node, whose workers start directly"
-            raise ValidationError("launcher", f"{launch.launcher!r} does not start tasks on the nodes of a {cls.job_cls.batch} job; launchers for {cls.job_cls.batch}: {accepted}")
+            accepted = (
+                ", ".join(cls.launchers)
+                if cls.launchers
+                else "none: its jobs have one node, whose workers start directly"
+            )
+            raise ValidationError(
+                "launcher",
+                f"{launch.launcher!r} does not start tasks on the nodes of a {cls.job_cls.batch} job; launchers for {cls.job_cls.batch}: {accepted}",
+            )
 
     def _batch_job_kwargs(self, settings: dict[str, Any]) -> dict[str, Any]:
         """Hook for a batch system's extra job keywords."""
@@ -674,7 +781,11 @@ class GPUJobQueueCluster(JobQueueCluster):
             return set()
         earliest = lifetime - self.request.lifetime_stagger
         now = time.monotonic()
-        return {job for job, since in self._job_watch.first_connected.items() if now - since >= earliest and job in self.worker_spec}
+        return {
+            job
+            for job, since in self._job_watch.first_connected.items()
+            if now - since >= earliest and job in self.worker_spec
+        }
 
     @property
     def workers_per_job(self) -> int:
@@ -689,8 +800,16 @@ class GPUJobQueueCluster(JobQueueCluster):
     def _threads_per_worker(self) -> int:
         return self.launch.nthreads
 
-    def scale(self, n: int | None = None, jobs: int = 0, memory: str | None = None, cores: int | None = None, *,
-              gpus: int | None = None, cpu_workers: int | None = None):
+    def scale(
+        self,
+        n: int | None = None,
+        jobs: int = 0,
+        memory: str | None = None,
+        cores: int | None = None,
+        *,
+        gpus: int | None = None,
+        cpu_workers: int | None = None,
+    ):
         """Scale to a number of GPU workers, GPUs, jobs, memory or cores, and CPU workers.
 
         Rounds up to whole jobs; submits (or cancels) and returns once the batch system
@@ -738,19 +857,34 @@ class GPUJobQueueCluster(JobQueueCluster):
                 raise ValidationError("n", f"expected a number of GPU workers (0 or more), got {n!r}")
             jobs = math.ceil(n / self.workers_per_job)
             if jobs * self.workers_per_job != n:
-                logger.info("%d GPU workers asked; jobs have %d each, so %d jobs give %d", n, self.workers_per_job, jobs, jobs * self.workers_per_job)
+                logger.info(
+                    "%d GPU workers asked; jobs have %d each, so %d jobs give %d",
+                    n,
+                    self.workers_per_job,
+                    jobs,
+                    jobs * self.workers_per_job,
+                )
         cpu_jobs = None
         if cpu_workers is not None:
             if self.cpu_pool is None:
-                raise ValidationError("cpu_workers", "this cluster has no CPU pool; give cpu_pool={'processes': ..., 'cores': ..., 'memory': ...} when making it")
+                raise ValidationError(
+                    "cpu_workers",
+                    "this cluster has no CPU pool; give cpu_pool={'processes': ..., 'cores': ..., 'memory': ...} when making it",
+                )
             if isinstance(cpu_workers, bool) or not isinstance(cpu_workers, int) or cpu_workers < 0:
-                raise ValidationError("cpu_workers", f"expected a number of CPU workers (0 or more), got {cpu_workers!r}")
+                raise ValidationError(
+                    "cpu_workers", f"expected a number of CPU workers (0 or more), got {cpu_workers!r}"
+                )
             cpu_jobs = math.ceil(cpu_workers / self.cpu_pool.processes)
         gpu_jobs = jobs if gpu_pool_named else None
         for field, count in (("jobs", gpu_jobs), ("cpu_workers", cpu_jobs)):
-            if count is not None and (isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_JOBS_PER_CLUSTER):
-                raise ValidationError(field if field != "jobs" or n is None else "n",
-                                      f"{count!r} jobs: a cluster holds 0 to {MAX_JOBS_PER_CLUSTER} jobs (gpujobqueue.limits)")
+            if count is not None and (
+                isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_JOBS_PER_CLUSTER
+            ):
+                raise ValidationError(
+                    field if field != "jobs" or n is None else "n",
+                    f"{count!r} jobs: a cluster holds 0 to {MAX_JOBS_PER_CLUSTER} jobs (gpujobqueue.limits)",
+                )
         self._replacement.resume()
         if self.asynchronous:
             return asyncio.ensure_future(self._scale_jobs(gpu_jobs, cpu_jobs))
@@ -785,8 +919,9 @@ class GPUJobQueueCluster(JobQueueCluster):
                 raise
             # An outage, not a refusal: the job watch submits them once the batch system answers.
             self._replacement.defer()
-            logger.warning("gpujobqueue: %s; the jobs will be submitted when it answers (%s)",
-                           self._job_watch.unreachable, error)
+            logger.warning(
+                "gpujobqueue: %s; the jobs will be submitted when it answers (%s)", self._job_watch.unreachable, error
+            )
 
     async def _batch_reachable(self) -> bool:
         """Whether the batch system answers a status query now (recorded for :attr:`jobs`)."""
@@ -825,7 +960,10 @@ class GPUJobQueueCluster(JobQueueCluster):
             Passed to :class:`distributed.deploy.Adaptive` (``target_duration``).
         """
         if self.cpu_pool is not None:
-            raise ValidationError("cpu_pool", "adapt() counts one kind of worker; with a CPU pool, size each pool with scale(gpus=..., cpu_workers=...)")
+            raise ValidationError(
+                "cpu_pool",
+                "adapt() counts one kind of worker; with a CPU pool, size each pool with scale(gpus=..., cpu_workers=...)",
+            )
         if minimum_gpus is not None:
             kwargs["minimum"] = minimum_gpus
         if maximum_gpus is not None:
@@ -835,7 +973,9 @@ class GPUJobQueueCluster(JobQueueCluster):
         if kwargs.get("interval") is None:
             kwargs["interval"] = dask.config.get("gpujobqueue.adapt.interval", default="2s")
         if kwargs.get("wait_count") is None:
-            kwargs["wait_count"] = parse_positive_int("wait_count", dask.config.get("gpujobqueue.adapt.wait-count", default=10))
+            kwargs["wait_count"] = parse_positive_int(
+                "wait_count", dask.config.get("gpujobqueue.adapt.wait-count", default=10)
+            )
         if self.pinned_jobs:
             # The scheduler's job keeps its workers while the cluster lives: never aim below them.
             if minimum_jobs is not None:
@@ -850,7 +990,6 @@ class GPUJobQueueCluster(JobQueueCluster):
         await super().scale_down(workers)
 
 
-
 def check_ucx_scheduler_host(scheduler_here: bool = True) -> None:
     """Refuse UCX where it cannot run: without distributed-ucxx, or, when the scheduler runs
     in this process, without a GPU here.
@@ -860,8 +999,14 @@ def check_ucx_scheduler_host(scheduler_here: bool = True) -> None:
     ValidationError
     """
     if importlib.util.find_spec("distributed_ucxx") is None:
-        raise ValidationError("protocol", "protocol='ucx' needs distributed-ucxx here and on the workers: "
-                                          "pip install distributed-ucxx-cu12 (CUDA 12) or distributed-ucxx-cu13 (CUDA 13)")
+        raise ValidationError(
+            "protocol",
+            "protocol='ucx' needs distributed-ucxx here and on the workers: "
+            "pip install distributed-ucxx-cu12 (CUDA 12) or distributed-ucxx-cu13 (CUDA 13)",
+        )
     if scheduler_here and not gpus.nvidia_gpu_ids():
-        raise ValidationError("protocol", f"protocol='ucx' needs a GPU where the scheduler runs, for its CUDA context, and {socket.gethostname()} has none "
-                                          "(a login node?); use scheduler='job' (the scheduler then runs in the first job, on a GPU node), protocol='tcp' or 'tls', or start the cluster on a GPU node")
+        raise ValidationError(
+            "protocol",
+            f"protocol='ucx' needs a GPU where the scheduler runs, for its CUDA context, and {socket.gethostname()} has none "
+            "(a login node?); use scheduler='job' (the scheduler then runs in the first job, on a GPU node), protocol='tcp' or 'tls', or start the cluster on a GPU node",
+        )

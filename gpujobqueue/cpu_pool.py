@@ -10,10 +10,31 @@ from .config import check_keywords
 from .errors import UnknownKeywordError, ValidationError
 from .limits import MAX_CPUS_PER_NODE, MAX_THREADS_PER_WORKER
 from .naming import cpu_batch_job_name
-from .request import JobRequest, parse_constraint, parse_lines, parse_name, parse_positive_int, parse_size, parse_walltime, parse_word
+from .request import (
+    JobRequest,
+    parse_constraint,
+    parse_lines,
+    parse_name,
+    parse_positive_int,
+    parse_size,
+    parse_walltime,
+    parse_word,
+)
 from .workers import CPU_WORKER_MODE, WorkerLaunch
 
-CPU_POOL_KEYS = ("processes", "cores", "nthreads", "memory", "queue", "account", "walltime", "qos", "constraint", "job_name", "job_extra_directives")
+CPU_POOL_KEYS = (
+    "processes",
+    "cores",
+    "nthreads",
+    "memory",
+    "queue",
+    "account",
+    "walltime",
+    "qos",
+    "constraint",
+    "job_name",
+    "job_extra_directives",
+)
 
 
 @dataclass(frozen=True)
@@ -80,11 +101,16 @@ class CPUPool:
         if value is None:
             return None
         if not isinstance(value, Mapping):
-            raise ValidationError("cpu_pool", f"expected a mapping such as {{'processes': 8, 'cores': 8, 'memory': '32GiB'}}, got {value!r}")
+            raise ValidationError(
+                "cpu_pool",
+                f"expected a mapping such as {{'processes': 8, 'cores': 8, 'memory': '32GiB'}}, got {value!r}",
+            )
         try:
             check_keywords(value, CPU_POOL_KEYS)
         except UnknownKeywordError as error:
-            raise ValidationError(f"cpu_pool.{error.field}", f"{error}; a CPU pool takes {', '.join(CPU_POOL_KEYS)}") from error
+            raise ValidationError(
+                f"cpu_pool.{error.field}", f"{error}; a CPU pool takes {', '.join(CPU_POOL_KEYS)}"
+            ) from error
 
         def optional(key, parser):
             return None if value.get(key) is None else parser(f"cpu_pool.{key}", value[key])
@@ -103,13 +129,18 @@ class CPUPool:
             job_extra_directives=optional("job_extra_directives", parse_lines),
         )
         if pool.cores is not None and pool.nthreads is not None and pool.nthreads * pool.processes > pool.cores:
-            raise ValidationError("cpu_pool.nthreads", f"{pool.processes} workers of {pool.nthreads} threads need {pool.processes * pool.nthreads} cores; the job asks for {pool.cores}")
+            raise ValidationError(
+                "cpu_pool.nthreads",
+                f"{pool.processes} workers of {pool.nthreads} threads need {pool.processes * pool.nthreads} cores; the job asks for {pool.cores}",
+            )
         if pool.constraint is not None and batch != "slurm":
             raise ValidationError("cpu_pool.constraint", f"constraint is SLURM's --constraint; {batch} jobs have none")
         if site is not None and pool.queue in site.data["queues"]:
             entry = site.queue(pool.queue)
             partition = entry["partition"] if "partition" in entry else pool.queue
-            pool = dataclasses.replace(pool, queue=partition, no_partition=partition is None, qos=pool.qos or entry.get("qos"))
+            pool = dataclasses.replace(
+                pool, queue=partition, no_partition=partition is None, qos=pool.qos or entry.get("qos")
+            )
         return pool
 
     @property
@@ -121,7 +152,10 @@ class CPUPool:
     def job_shape(self, gpu_request: JobRequest, gpu_launch: WorkerLaunch) -> tuple[JobRequest, WorkerLaunch]:
         """The CPU jobs' request and worker launch, derived from the GPU jobs' ones."""
         if gpu_launch.launcher != "direct":
-            raise ValidationError("cpu_pool", f"CPU jobs start their workers directly; launcher {gpu_launch.launcher!r} is for whole GPU nodes")
+            raise ValidationError(
+                "cpu_pool",
+                f"CPU jobs start their workers directly; launcher {gpu_launch.launcher!r} is for whole GPU nodes",
+            )
         options = gpu_request.options
         if options is not None and getattr(options, "resource_spec", None):
             options = dataclasses.replace(options, resource_spec=None)  # the GPU jobs' whole resource line
@@ -141,7 +175,9 @@ class CPUPool:
             constraint=self.constraint or gpu_request.constraint,
             job_name=self.job_name or cpu_batch_job_name(gpu_request.job_name),
             walltime=self.walltime or gpu_request.walltime,
-            extra_directives=self.job_extra_directives if self.job_extra_directives is not None else gpu_request.extra_directives,
+            extra_directives=self.job_extra_directives
+            if self.job_extra_directives is not None
+            else gpu_request.extra_directives,
             options=options,
         )
         launch = dataclasses.replace(
@@ -152,7 +188,13 @@ class CPUPool:
             nthreads=self.threads_per_worker,
             memory_limit=None if self.memory is None else self.memory // self.processes,
             nanny=True,
-            device_memory_limit=None, rmm_pool_size=None, rmm_maximum_pool_size=None, rmm_async=None, rmm_managed_memory=None,
-            rmm_release_threshold=None, enable_cudf_spill=None, set_rmm_allocator_for_libs=(),
+            device_memory_limit=None,
+            rmm_pool_size=None,
+            rmm_maximum_pool_size=None,
+            rmm_async=None,
+            rmm_managed_memory=None,
+            rmm_release_threshold=None,
+            enable_cudf_spill=None,
+            set_rmm_allocator_for_libs=(),
         )
         return request, launch

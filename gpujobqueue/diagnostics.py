@@ -30,7 +30,18 @@ from .gpus import GPU, machine_gpus
 from .install import cuda_major, install_line
 from .nic_affinity import map_lines
 
-PACKAGES = ("dask", "distributed", "dask-jobqueue", "dask-cuda", "distributed-ucxx", "ucxx", "cupy", "cudf", "rmm", "pynvml")
+PACKAGES = (
+    "dask",
+    "distributed",
+    "dask-jobqueue",
+    "dask-cuda",
+    "distributed-ucxx",
+    "ucxx",
+    "cupy",
+    "cudf",
+    "rmm",
+    "pynvml",
+)
 # Distribution names differ by CUDA major version; the first one installed is reported.
 DISTRIBUTIONS = {
     "distributed-ucxx": ("distributed-ucxx-cu13", "distributed-ucxx-cu12", "distributed-ucxx"),
@@ -108,7 +119,9 @@ class Finding:
     fix: str | None = None
 
 
-def gather_facts(site: str | None = None, batch: str | None = None, interface: str | None = None, protocol: str | None = None) -> MachineFacts:
+def gather_facts(
+    site: str | None = None, batch: str | None = None, interface: str | None = None, protocol: str | None = None
+) -> MachineFacts:
     """Read what this machine has for GPU workers.
 
     Parameters
@@ -149,8 +162,11 @@ def gather_facts(site: str | None = None, batch: str | None = None, interface: s
         ucx_transports=transports,
         interfaces=_interfaces(),
         infiniband_devices=sorted(p.name for p in Path("/sys/class/infiniband").glob("*")),
-        batch_commands={command: shutil.which(command)
-                        for batch in _submitting() for command in (*_commands(batch), *_optional_commands(batch))},
+        batch_commands={
+            command: shutil.which(command)
+            for batch in _submitting()
+            for command in (*_commands(batch), *_optional_commands(batch))
+        },
         batch_versions=_batch_versions(),
         job_of=_job_of(),
         batch=target_batch,
@@ -200,7 +216,14 @@ def judge(facts: MachineFacts) -> list[Finding]:
     findings += [Finding("info", "network cards", line) for line in facts.nic_map]
     findings += _batch_findings(facts)
     if facts.site_file_errors:
-        findings.append(Finding("fail", "site files", "; ".join(facts.site_file_errors), "correct the file and key named (gpujobqueue check FILE shows each problem)"))
+        findings.append(
+            Finding(
+                "fail",
+                "site files",
+                "; ".join(facts.site_file_errors),
+                "correct the file and key named (gpujobqueue check FILE shows each problem)",
+            )
+        )
     else:
         findings.append(Finding("ok", "site files", f"{facts.site_files_checked} known site files valid"))
     return findings
@@ -208,7 +231,9 @@ def judge(facts: MachineFacts) -> list[Finding]:
 
 def _site_finding(facts: MachineFacts) -> Finding:
     if facts.site_error:
-        return Finding("fail", "site", facts.site_error, "name a site that `gpujobqueue sites` lists, or a valid site file")
+        return Finding(
+            "fail", "site", facts.site_error, "name a site that `gpujobqueue sites` lists, or a valid site file"
+        )
     if facts.site is None:
         return Finding("info", "site", f"none ({facts.site_source}); batch system {facts.batch}")
     return Finding("ok", "site", f"{facts.site} ({facts.site_source}, {facts.site_file}); batch system {facts.batch}")
@@ -216,27 +241,63 @@ def _site_finding(facts: MachineFacts) -> Finding:
 
 def _gpu_findings(facts: MachineFacts) -> list[Finding]:
     if facts.gpus:
-        names = ", ".join(f"{gpu.index}: {gpu.name}" + (f" {gpu.memory_bytes / 2**30:.0f} GiB" if gpu.memory_bytes else "")
-                          + (f", {gpu.active_nvlinks} NVLinks" if gpu.active_nvlinks else "") for gpu in facts.gpus)
+        names = ", ".join(
+            f"{gpu.index}: {gpu.name}"
+            + (f" {gpu.memory_bytes / 2**30:.0f} GiB" if gpu.memory_bytes else "")
+            + (f", {gpu.active_nvlinks} NVLinks" if gpu.active_nvlinks else "")
+            for gpu in facts.gpus
+        )
         visible = "" if facts.cuda_visible_devices is None else f"; CUDA_VISIBLE_DEVICES={facts.cuda_visible_devices}"
         findings = [Finding("ok", "GPUs", f"{len(facts.gpus)} seen by {facts.gpu_source} ({names}){visible}")]
         if facts.cuda_driver_version:
-            findings.append(Finding("ok", "CUDA driver", f"CUDA {facts.cuda_driver_version}, driver {facts.driver_version}; "
-                                                         f"its stack: {install_line(facts.cuda_driver_version)}"))
+            findings.append(
+                Finding(
+                    "ok",
+                    "CUDA driver",
+                    f"CUDA {facts.cuda_driver_version}, driver {facts.driver_version}; "
+                    f"its stack: {install_line(facts.cuda_driver_version)}",
+                )
+            )
         else:
-            findings.append(Finding("warn", "CUDA driver", "version not readable (NVML missing)", "pip install nvidia-ml-py"))
+            findings.append(
+                Finding("warn", "CUDA driver", "version not readable (NVML missing)", "pip install nvidia-ml-py")
+            )
         findings += _cuda_major_findings(facts)
         return findings
     why = f" ({facts.gpu_error})" if facts.gpu_error else ""
     if facts.site_gpu_vendor not in (None, "nvidia"):
-        return [Finding("info", "GPUs", f"no NVIDIA GPU{why}; {facts.site}'s GPUs are {facts.site_gpu_vendor}, which this check does not count")]
+        return [
+            Finding(
+                "info",
+                "GPUs",
+                f"no NVIDIA GPU{why}; {facts.site}'s GPUs are {facts.site_gpu_vendor}, which this check does not count",
+            )
+        ]
     if facts.job_of:
-        return [Finding("fail", "GPUs", f"none seen inside this {facts.job_of} job{why}",
-                        "ask the job for GPUs (gpus_per_node=, or the site's GPU queue) and check CUDA_VISIBLE_DEVICES is not empty")]
+        return [
+            Finding(
+                "fail",
+                "GPUs",
+                f"none seen inside this {facts.job_of} job{why}",
+                "ask the job for GPUs (gpus_per_node=, or the site's GPU queue) and check CUDA_VISIBLE_DEVICES is not empty",
+            )
+        ]
     if _runs_jobs_here(facts.batch):
-        return [Finding("warn", "GPUs", f"no NVIDIA GPU here{why}; the local batch system will start CPU workers in their place",
-                        "run on a GPU node, or pass site= / batch= to submit to the machine's batch system")]
-    return [Finding("info", "GPUs", f"none here{why}: usual on a login node; the workers run on {facts.batch} compute nodes (run `gpujobqueue check` in a job to check those)")]
+        return [
+            Finding(
+                "warn",
+                "GPUs",
+                f"no NVIDIA GPU here{why}; the local batch system will start CPU workers in their place",
+                "run on a GPU node, or pass site= / batch= to submit to the machine's batch system",
+            )
+        ]
+    return [
+        Finding(
+            "info",
+            "GPUs",
+            f"none here{why}: usual on a login node; the workers run on {facts.batch} compute nodes (run `gpujobqueue check` in a job to check those)",
+        )
+    ]
 
 
 def _cuda_major_findings(facts: MachineFacts) -> list[Finding]:
@@ -244,12 +305,21 @@ def _cuda_major_findings(facts: MachineFacts) -> list[Finding]:
     driver = cuda_major(facts.cuda_driver_version)
     if driver is None:
         return []
-    newer = [f"{name} {package.version} ({package.distribution})" for name, package in facts.packages.items()
-             if package.version and (major := _built_for(package.distribution)) is not None and major > driver]
+    newer = [
+        f"{name} {package.version} ({package.distribution})"
+        for name, package in facts.packages.items()
+        if package.version and (major := _built_for(package.distribution)) is not None and major > driver
+    ]
     if not newer:
         return []
-    return [Finding("fail", "CUDA versions", f"{', '.join(newer)} built for a newer CUDA than the driver's {facts.cuda_driver_version}",
-                    f"uninstall them, then {install_line(facts.cuda_driver_version)}")]
+    return [
+        Finding(
+            "fail",
+            "CUDA versions",
+            f"{', '.join(newer)} built for a newer CUDA than the driver's {facts.cuda_driver_version}",
+            f"uninstall them, then {install_line(facts.cuda_driver_version)}",
+        )
+    ]
 
 
 def _built_for(distribution: str | None) -> int | None:
@@ -259,7 +329,13 @@ def _built_for(distribution: str | None) -> int | None:
 
 def _package_findings(facts: MachineFacts) -> list[Finding]:
     packages = facts.packages
-    findings = [Finding("ok", "dask", ", ".join(f"{name} {packages[name].version}" for name in ("dask", "distributed", "dask-jobqueue")))]
+    findings = [
+        Finding(
+            "ok",
+            "dask",
+            ", ".join(f"{name} {packages[name].version}" for name in ("dask", "distributed", "dask-jobqueue")),
+        )
+    ]
     needs_cuda = facts.worker_mode == "dask-cuda" or (facts.worker_mode is None and bool(facts.gpus))
     cuda = packages["dask-cuda"]
     stack = install_line(facts.cuda_driver_version)
@@ -267,7 +343,11 @@ def _package_findings(facts: MachineFacts) -> list[Finding]:
         findings.append(Finding("ok", "dask-cuda", cuda.version))
     elif needs_cuda:
         broken = cuda.version and cuda.import_error
-        fix = (f"{stack} (it brings the cuda-bindings dask-cuda imports)" if broken and "bindings" in cuda.import_error else stack)
+        fix = (
+            f"{stack} (it brings the cuda-bindings dask-cuda imports)"
+            if broken and "bindings" in cuda.import_error
+            else stack
+        )
         detail = f"{cuda.version} installed but does not import: {cuda.import_error}" if broken else "not installed"
         findings.append(Finding("fail", "dask-cuda", f"{detail}; the workers here run dask-cuda", fix))
     else:
@@ -277,7 +357,14 @@ def _package_findings(facts: MachineFacts) -> list[Finding]:
         findings.append(Finding("ok", "distributed-ucxx", f"{ucx.version} (ucxx {packages['ucxx'].version})"))
     elif facts.protocol == "ucx":
         detail = f"{ucx.version} installed but does not import: {ucx.import_error}" if ucx.version else "not installed"
-        findings.append(Finding("fail", "distributed-ucxx", f"{detail}; protocol is ucx", install_line(facts.cuda_driver_version, ucx=True)))
+        findings.append(
+            Finding(
+                "fail",
+                "distributed-ucxx",
+                f"{detail}; protocol is ucx",
+                install_line(facts.cuda_driver_version, ucx=True),
+            )
+        )
     else:
         findings.append(Finding("info", "distributed-ucxx", "not installed (needed for protocol='ucx' only)"))
     others = ", ".join(f"{name} {packages[name].version or 'not installed'}" for name in ("cupy", "cudf", "rmm"))
@@ -293,73 +380,149 @@ def _package_findings(facts: MachineFacts) -> list[Finding]:
 def _ucx_findings(facts: MachineFacts) -> list[Finding]:
     if facts.ucx_transports is None:
         if facts.protocol == "ucx":
-            return [Finding("fail", "UCX transports", "no UCX here (neither ucxx nor ucx_info)", f"{install_line(facts.cuda_driver_version, ucx=True)}, or module load ucx")]
+            return [
+                Finding(
+                    "fail",
+                    "UCX transports",
+                    "no UCX here (neither ucxx nor ucx_info)",
+                    f"{install_line(facts.cuda_driver_version, ucx=True)}, or module load ucx",
+                )
+            ]
         return [Finding("info", "UCX transports", "no UCX here (neither ucxx nor ucx_info); UCX is not used")]
     transports = set(facts.ucx_transports)
-    findings = [Finding("ok", "UCX transports", f"{', '.join(facts.ucx_transports) or 'none'} (from {facts.ucx_source})")]
+    findings = [
+        Finding("ok", "UCX transports", f"{', '.join(facts.ucx_transports) or 'none'} (from {facts.ucx_source})")
+    ]
     if facts.protocol == "ucx":
         nvlinked = any(gpu.active_nvlinks for gpu in facts.gpus)
         if nvlinked and not transports & NVLINK_TRANSPORTS:
-            findings.append(Finding("warn", "UCX over NVLink", "this machine's GPUs have NVLink but UCX has no cuda_ipc transport",
-                                    "use a UCX built with CUDA (the libucx-cu13 wheel is); check UCX_TLS does not leave cuda_ipc out"))
+            findings.append(
+                Finding(
+                    "warn",
+                    "UCX over NVLink",
+                    "this machine's GPUs have NVLink but UCX has no cuda_ipc transport",
+                    "use a UCX built with CUDA (the libucx-cu13 wheel is); check UCX_TLS does not leave cuda_ipc out",
+                )
+            )
         if facts.infiniband_devices and not transports & INFINIBAND_TRANSPORTS:
-            findings.append(Finding("warn", "UCX over InfiniBand", f"InfiniBand devices {', '.join(facts.infiniband_devices)} but no rc/ud/dc transport in UCX",
-                                    "use a UCX built with verbs (rdma-core); check UCX_TLS"))
+            findings.append(
+                Finding(
+                    "warn",
+                    "UCX over InfiniBand",
+                    f"InfiniBand devices {', '.join(facts.infiniband_devices)} but no rc/ud/dc transport in UCX",
+                    "use a UCX built with verbs (rdma-core); check UCX_TLS",
+                )
+            )
     return findings
 
 
 def _network_findings(facts: MachineFacts) -> list[Finding]:
     addresses = "; ".join(f"{name} {' '.join(addrs) or '(no IPv4)'}" for name, addrs in facts.interfaces.items())
-    findings = [Finding("ok", "interfaces", addresses + (f"; InfiniBand: {', '.join(facts.infiniband_devices)}" if facts.infiniband_devices else ""))]
+    findings = [
+        Finding(
+            "ok",
+            "interfaces",
+            addresses + (f"; InfiniBand: {', '.join(facts.infiniband_devices)}" if facts.infiniband_devices else ""),
+        )
+    ]
     if facts.interface is None:
         return findings
     if facts.interface in facts.interfaces:
         if facts.interfaces[facts.interface]:
-            findings.append(Finding("ok", "site interface", f"{facts.interface} is here ({' '.join(facts.interfaces[facts.interface])})"))
+            findings.append(
+                Finding(
+                    "ok", "site interface", f"{facts.interface} is here ({' '.join(facts.interfaces[facts.interface])})"
+                )
+            )
         else:
-            findings.append(Finding("fail", "site interface", f"{facts.interface} is here but has no IPv4 address for dask to listen on",
-                                    f"pass interface= one of {', '.join(n for n, a in facts.interfaces.items() if a)}"))
+            findings.append(
+                Finding(
+                    "fail",
+                    "site interface",
+                    f"{facts.interface} is here but has no IPv4 address for dask to listen on",
+                    f"pass interface= one of {', '.join(n for n, a in facts.interfaces.items() if a)}",
+                )
+            )
         return findings
     choices = ", ".join(name for name, addrs in facts.interfaces.items() if addrs and name != "lo") or "lo"
     fix = f"pass interface= one of {choices} (or correct the site's network.interface)"
     if facts.job_of or _runs_jobs_here(facts.batch):
-        findings.append(Finding("fail", "site interface", f"{facts.interface} is not an interface of this host, where the workers run", fix))
+        findings.append(
+            Finding(
+                "fail",
+                "site interface",
+                f"{facts.interface} is not an interface of this host, where the workers run",
+                fix,
+            )
+        )
     elif facts.scheduler_placement == "local":
         # The workers' interface is on the compute nodes; the scheduler's is here, on the login node.
         first = choices.split(", ")[0]
         where = f"a {facts.site} login node" if facts.site else "the site's login node"
-        detail = (f"{facts.interface} is not on this host ({facts.hostname}), and the scheduler of a cluster made here "
-                  "runs here (scheduler='local') and listens on it: the cluster cannot start")
-        fix = (f"run on {where}, where {facts.interface} is; or give the scheduler one of this host's interfaces "
-               f"({choices}): scheduler_options={{'interface': '{first}'}} (the workers keep {facts.interface} on "
-               f"the compute nodes), or interface='{first}' for the scheduler and the workers")
+        detail = (
+            f"{facts.interface} is not on this host ({facts.hostname}), and the scheduler of a cluster made here "
+            "runs here (scheduler='local') and listens on it: the cluster cannot start"
+        )
+        fix = (
+            f"run on {where}, where {facts.interface} is; or give the scheduler one of this host's interfaces "
+            f"({choices}): scheduler_options={{'interface': '{first}'}} (the workers keep {facts.interface} on "
+            f"the compute nodes), or interface='{first}' for the scheduler and the workers"
+        )
         findings.append(Finding("fail", "site interface", detail, fix))
     else:
-        findings.append(Finding("warn", "site interface", f"{facts.interface} is not on this host (a login node?); the workers need it on the compute nodes, "
-                                                           "where `gpujobqueue check` in a job tells", fix))
+        findings.append(
+            Finding(
+                "warn",
+                "site interface",
+                f"{facts.interface} is not on this host (a login node?); the workers need it on the compute nodes, "
+                "where `gpujobqueue check` in a job tells",
+                fix,
+            )
+        )
     return findings
 
 
 def _batch_findings(facts: MachineFacts) -> list[Finding]:
-    present = [batch for batch in _submitting()
-               if all(facts.batch_commands.get(c) for c in _commands(batch)) and batch in facts.batch_versions]
+    present = [
+        batch
+        for batch in _submitting()
+        if all(facts.batch_commands.get(c) for c in _commands(batch)) and batch in facts.batch_versions
+    ]
     if _runs_jobs_here(facts.batch):
-        also = "; on PATH: " + ", ".join(facts.batch_versions[b] for b in present) + " (pass site= or batch= to use it)" if present else ""
+        also = (
+            "; on PATH: " + ", ".join(facts.batch_versions[b] for b in present) + " (pass site= or batch= to use it)"
+            if present
+            else ""
+        )
         return [Finding("ok", "batch commands", f"none needed for the {facts.batch} batch system{also}")]
     missing = [c for c in _commands(facts.batch) if not facts.batch_commands.get(c)]
     if missing:
-        return [Finding("fail", "batch commands", f"{', '.join(missing)} not on PATH; {facts.batch} clusters submit, watch and cancel with them",
-                        f"run on a login node of the {facts.batch} machine, or load the module that puts {missing[0]} on PATH")]
+        return [
+            Finding(
+                "fail",
+                "batch commands",
+                f"{', '.join(missing)} not on PATH; {facts.batch} clusters submit, watch and cancel with them",
+                f"run on a login node of the {facts.batch} machine, or load the module that puts {missing[0]} on PATH",
+            )
+        ]
     # Batch systems whose commands have the same names (PBS's and Grid Engine's qsub, qstat, qdel).
     namesakes = [b for b in _submitting() if b != facts.batch and _commands(b) == _commands(facts.batch)]
     if namesakes and facts.batch_versions and facts.batch not in facts.batch_versions:
         other = next((facts.batch_versions[b] for b in namesakes if b in facts.batch_versions), "another batch system")
         *named, last = _commands(facts.batch)
-        return [Finding("fail", "batch commands",
-                        f"{', '.join(named)} and {last} here are {other}'s, not {facts.batch}'s",
-                        f"put {facts.batch}'s commands first on PATH, or pass the site or batch= this machine runs")]
-    found = [f"{c} {facts.batch_commands[c]}" for c in (*_commands(facts.batch), *_optional_commands(facts.batch))
-             if facts.batch_commands.get(c)]
+        return [
+            Finding(
+                "fail",
+                "batch commands",
+                f"{', '.join(named)} and {last} here are {other}'s, not {facts.batch}'s",
+                f"put {facts.batch}'s commands first on PATH, or pass the site or batch= this machine runs",
+            )
+        ]
+    found = [
+        f"{c} {facts.batch_commands[c]}"
+        for c in (*_commands(facts.batch), *_optional_commands(facts.batch))
+        if facts.batch_commands.get(c)
+    ]
     version = f"{facts.batch_versions[facts.batch]}: " if facts.batch in facts.batch_versions else ""
     job_id = os.environ.get(cluster_class(facts.job_of).job_cls.job_id_variable, "") if facts.job_of else ""
     inside = f"; inside {facts.job_of} job {job_id}" if facts.job_of else ""

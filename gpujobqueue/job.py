@@ -41,8 +41,10 @@ class CommandFailed(RuntimeError):
         self.command, self.code, self.out, self.err = command, code, out, err
         name = os.path.basename(command[0]) if command else "the command"
         # dask-jobqueue's layout, which its users match on, less the command's arguments.
-        super().__init__(f"Command exited with non-zero exit code.\nExit code: {code}\nCommand: {name}\n"
-                         f"stdout:\n{out}\nstderr:\n{err}\n")
+        super().__init__(
+            f"Command exited with non-zero exit code.\nExit code: {code}\nCommand: {name}\n"
+            f"stdout:\n{out}\nstderr:\n{err}\n"
+        )
 
     @property
     def said(self) -> str:
@@ -181,8 +183,9 @@ class GPUJob(Job):
         self.submit_directory = os.getcwd()
 
     @classmethod
-    def _from_cluster_keywords(cls, keywords: dict[str, Any], request: JobRequest | None,
-                               launch: WorkerLaunch | None) -> tuple[JobRequest, WorkerLaunch]:
+    def _from_cluster_keywords(
+        cls, keywords: dict[str, Any], request: JobRequest | None, launch: WorkerLaunch | None
+    ) -> tuple[JobRequest, WorkerLaunch]:
         """The request and launch that the batch system's cluster class makes of ``keywords``."""
         if request is not None or launch is not None:
             raise TypeError(f"{cls.__name__} takes request and launch together, or neither")
@@ -224,7 +227,11 @@ class GPUJob(Job):
     def job_header(self) -> str:
         """The directive lines of the script (dask-jobqueue's ``job_header``)."""
         lines = self.job_script().split("\n")[1:]
-        return "\n".join(line for line in lines if line.startswith(self.directive_prefix + " ") or line.startswith(self.directive_prefix + "\t"))
+        return "\n".join(
+            line
+            for line in lines
+            if line.startswith(self.directive_prefix + " ") or line.startswith(self.directive_prefix + "\t")
+        )
 
     async def start(self) -> None:
         try:
@@ -258,14 +265,23 @@ class GPUJob(Job):
     def cancel_commands(cls, jobs: list["GPUJob"]) -> list[list[str]]:
         """The batch system's cancel commands for ``jobs``, many ids to a command."""
         ids = [str(job.job_id) for job in jobs if job.job_id]
-        return [cls.cancel_command.split() + ids[start:start + CANCEL_CHUNK] for start in range(0, len(ids), CANCEL_CHUNK)]
+        return [
+            cls.cancel_command.split() + ids[start : start + CANCEL_CHUNK] for start in range(0, len(ids), CANCEL_CHUNK)
+        ]
 
     @classmethod
     def cancel_now(cls, jobs: list["GPUJob"]) -> None:
         """Cancel ``jobs`` at once, blocking, without the event loop (at exit and on signals)."""
         for command in cls.cancel_commands(jobs):
             try:
-                subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60, check=False)
+                subprocess.run(
+                    command,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    timeout=60,
+                    check=False,
+                )
             except (OSError, subprocess.SubprocessError) as error:
                 logger.error("gpujobqueue: could not run %s: %s", " ".join(command), error)
 
@@ -367,7 +383,9 @@ class GPUJob(Job):
         path, tail = read_log_tail(self.log_paths())
         if exit_code is None:
             exit_code = script_exit_code(tail)
-        return JobFailedError(str(self.name), self.batch, dataclasses.replace(status, exit_code=exit_code), path, tail, before)
+        return JobFailedError(
+            str(self.name), self.batch, dataclasses.replace(status, exit_code=exit_code), path, tail, before
+        )
 
     @staticmethod
     async def _call(cmd: list[str], *, shell: bool = False, **kwargs: Any) -> str:
@@ -377,20 +395,23 @@ class GPUJob(Job):
         process = await create(*cmd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, **kwargs)
         out, err = await process.communicate()
         if process.returncode != 0:
-            raise CommandFailed(list(cmd), process.returncode, out.decode(errors="replace"),
-                                err.decode(errors="replace"))
+            raise CommandFailed(
+                list(cmd), process.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+            )
         return out.decode()
 
     async def _submit_job(self, script_filename: str) -> str:
         try:
             return await self._run_submit_command(script_filename)
         except FileNotFoundError:
-            raise SubmissionError(f"{self.submit_command} is not on PATH: cannot submit job {self.name} "
-                                  f"to {self.batch}") from None
+            raise SubmissionError(
+                f"{self.submit_command} is not on PATH: cannot submit job {self.name} to {self.batch}"
+            ) from None
         except CommandFailed as error:
             # What the batch system said, once: not chained to the command's own error, which says it again.
-            raise SubmissionError(f"{self.submit_command} refused job {self.name} "
-                                  f"(exit status {error.code}):\n{error.said}") from None
+            raise SubmissionError(
+                f"{self.submit_command} refused job {self.name} (exit status {error.code}):\n{error.said}"
+            ) from None
         except RuntimeError as error:
             raise SubmissionError(f"{self.submit_command} refused job {self.name}: {error}") from None
 

@@ -160,7 +160,9 @@ class JobCommands:
         array_id = first._job_id_from_submit_output(out)
         for index, job in enumerate(run, start=1):
             job.job_id = first.array_element_id(array_id, index)
-        logger.info("gpujobqueue: submitted jobs %s .. %s as %s array %s", first.name, run[-1].name, first.batch, array_id)
+        logger.info(
+            "gpujobqueue: submitted jobs %s .. %s as %s array %s", first.name, run[-1].name, first.batch, array_id
+        )
 
     async def _cancel_round(self) -> None:
         await self._gather_round()

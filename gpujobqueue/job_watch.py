@@ -73,7 +73,10 @@ class JobTable(list):
     notice: str | None = None
 
     def _cells(self) -> list[list[str]]:
-        return [["-" if getattr(row, column) in (None, "") else str(getattr(row, column)) for column in JobRow.COLUMNS] for row in self]
+        return [
+            ["-" if getattr(row, column) in (None, "") else str(getattr(row, column)) for column in JobRow.COLUMNS]
+            for row in self
+        ]
 
     def __repr__(self) -> str:
         rows = [list(JobRow.COLUMNS)] + self._cells()
@@ -83,7 +86,9 @@ class JobTable(list):
 
     def _repr_html_(self) -> str:
         head = "".join(f"<th>{column}</th>" for column in JobRow.COLUMNS)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in cells) + "</tr>" for cells in self._cells())
+        body = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in cells) + "</tr>" for cells in self._cells()
+        )
         notice = f"<p><strong>{html.escape(self.notice)}</strong></p>" if self.notice else ""
         return f"{notice}<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
@@ -146,8 +151,9 @@ class JobWatch:
         """Record whether the batch system answered (error None) or not."""
         if error is None:
             if self.unreachable_since is not None:
-                logger.warning("gpujobqueue: the batch system answers again after %.0f s",
-                               time.time() - self.unreachable_since)
+                logger.warning(
+                    "gpujobqueue: the batch system answers again after %.0f s", time.time() - self.unreachable_since
+                )
             self.unreachable_since = self.unreachable_error = None
             return
         if self.unreachable_since is None:
@@ -225,11 +231,19 @@ class JobWatch:
 
     async def _ended(self, name: str, job: Any, status: JobStatus) -> None:
         if name in self.cluster.pinned_jobs:
-            logger.error("gpujobqueue: the scheduler's job %s (%s job %s) has ended: %s", name, job.batch, job.job_id, status.describe())
+            logger.error(
+                "gpujobqueue: the scheduler's job %s (%s job %s) has ended: %s",
+                name,
+                job.batch,
+                job.job_id,
+                status.describe(),
+            )
             return
         failure = None
         if name in self.connected:
-            logger.warning("gpujobqueue: job %s (%s job %s) has ended: %s", name, job.batch, job.job_id, status.describe())
+            logger.warning(
+                "gpujobqueue: job %s (%s job %s) has ended: %s", name, job.batch, job.job_id, status.describe()
+            )
         else:
             failure = await job.failure(status)
             logger.error("gpujobqueue: %s", failure)
@@ -275,13 +289,17 @@ class JobWatch:
             reason = status.reason if status and status.reason not in ("None", "-") else None
             if outage:  # the last answer is stale: say so rather than show it as now
                 state, reason = "unknown", f"last seen {state}" if state else None
-            table.append(JobRow(
-                name=str(name), job_id=getattr(job, "job_id", None),
-                state=state, reason=reason,
-                nodes=status.nodes if status else None,
-                gpus=launch.gpus * job.request.nodes if launch is not None and not launch.cpu_workers else 0,
-                workers=connected.get(str(name), 0),
-            ))
+            table.append(
+                JobRow(
+                    name=str(name),
+                    job_id=getattr(job, "job_id", None),
+                    state=state,
+                    reason=reason,
+                    nodes=status.nodes if status else None,
+                    gpus=launch.gpus * job.request.nodes if launch is not None and not launch.cpu_workers else 0,
+                    workers=connected.get(str(name), 0),
+                )
+            )
         table.notice = self.notice()
         return table
 

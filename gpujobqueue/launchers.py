@@ -73,8 +73,12 @@ class Launcher:
     def start_lines(self, context: LaunchContext) -> list[str]:
         """Shell lines, each one line, that start ``bash -c "$node_part"`` once on each node in the
         background and leave the pids to wait for in ``worker_pids``."""
-        return [*self.setup_lines(context), f"{self.command(context)}{context.quoted_args} \\", _RUN_NODE_PART,
-                "worker_pids=($!)"]
+        return [
+            *self.setup_lines(context),
+            f"{self.command(context)}{context.quoted_args} \\",
+            _RUN_NODE_PART,
+            "worker_pids=($!)",
+        ]
 
     def setup_lines(self, context: LaunchContext) -> list[str]:
         """Lines run before the launch command."""
@@ -147,10 +151,12 @@ class MpiexecOpenMPI(Launcher):
     rank_variables = ("OMPI_COMM_WORLD_RANK",)
 
     def setup_lines(self, context: LaunchContext) -> list[str]:
-        return ["exported=()  # -x for each of these that is set here",
-                f"for variable in {' '.join(context.exports)}; do",
-                '    if [ -n "${!variable+set}" ]; then exported+=(-x "$variable"); fi',
-                "done"]
+        return [
+            "exported=()  # -x for each of these that is set here",
+            f"for variable in {' '.join(context.exports)}; do",
+            '    if [ -n "${!variable+set}" ]; then exported+=(-x "$variable"); fi',
+            "done",
+        ]
 
     def command(self, context: LaunchContext) -> str:
         hostfile = f' --hostfile "${context.node_file_variable}"' if context.node_file_variable else ""
@@ -177,8 +183,10 @@ class Jsrun(Launcher):
     runs_on_launch_node = True
 
     def command(self, context: LaunchContext) -> str:
-        return (f"jsrun --nrs {context.nodes} --rs_per_host 1 --tasks_per_rs 1 --cpu_per_rs {context.cpus_per_node} "
-                f"--gpu_per_rs {context.gpus_per_node} --bind rs")
+        return (
+            f"jsrun --nrs {context.nodes} --rs_per_host 1 --tasks_per_rs 1 --cpu_per_rs {context.cpus_per_node} "
+            f"--gpu_per_rs {context.gpus_per_node} --bind rs"
+        )
 
 
 class PerHostLauncher(Launcher):
@@ -211,7 +219,7 @@ class PerHostLauncher(Launcher):
             "done",
             "worker_pids=()",
             'for node in "${!hosts[@]}"; do',
-            '    host=${hosts[$node]}',
+            "    host=${hosts[$node]}",
             f'    task=(env "${{exported[@]}}" {NODE_RANK_VARIABLE}="$node" bash -c "$node_part")',
             "    {}{}{} &".format(self.spawn(context)[0], context.quoted_args, self.spawn(context)[1]),
             "    worker_pids+=($!)",
@@ -230,12 +238,14 @@ class Pbsdsh(PerHostLauncher):
     name = "pbsdsh"
 
     def host_list_lines(self) -> list[str]:
-        return ['hosts=(); node_index=()  # each host once, and the index of its first line in $PBS_NODEFILE',
-                'line=0',
-                'while read -r entry; do',
-                '    case " ${hosts[*]} " in *" $entry "*) ;; *) hosts+=("$entry"); node_index+=("$line") ;; esac',
-                '    line=$((line + 1))',
-                'done < "$PBS_NODEFILE"']
+        return [
+            "hosts=(); node_index=()  # each host once, and the index of its first line in $PBS_NODEFILE",
+            "line=0",
+            "while read -r entry; do",
+            '    case " ${hosts[*]} " in *" $entry "*) ;; *) hosts+=("$entry"); node_index+=("$line") ;; esac',
+            "    line=$((line + 1))",
+            'done < "$PBS_NODEFILE"',
+        ]
 
     def spawn(self, context: LaunchContext) -> tuple[str, str]:
         return 'pbsdsh -n "${node_index[$node]}"', ' -- "${task[@]}"'
@@ -251,9 +261,11 @@ class Blaunch(PerHostLauncher):
     name = "blaunch"
 
     def host_list_lines(self) -> list[str]:
-        return ['hosts=()  # every other word of "host1 slots1 host2 slots2 ..."',
-                'read -r -a mcpu_hosts <<< "$LSB_MCPU_HOSTS"',
-                'for ((i = 0; i < ${#mcpu_hosts[@]}; i += 2)); do hosts+=("${mcpu_hosts[i]}"); done']
+        return [
+            'hosts=()  # every other word of "host1 slots1 host2 slots2 ..."',
+            'read -r -a mcpu_hosts <<< "$LSB_MCPU_HOSTS"',
+            'for ((i = 0; i < ${#mcpu_hosts[@]}; i += 2)); do hosts+=("${mcpu_hosts[i]}"); done',
+        ]
 
     def spawn(self, context: LaunchContext) -> tuple[str, str]:
         return "blaunch", ' "$host" "$(printf \'%q \' "${task[@]}")"'
@@ -269,15 +281,27 @@ class QrshInherit(PerHostLauncher):
     name = "qrsh-inherit"
 
     def host_list_lines(self) -> list[str]:
-        return ['hosts=()  # the first word of each line of "host slots queue processors"',
-                'while read -r host _; do hosts+=("$host"); done < "$PE_HOSTFILE"']
+        return [
+            'hosts=()  # the first word of each line of "host slots queue processors"',
+            'while read -r host _; do hosts+=("$host"); done < "$PE_HOSTFILE"',
+        ]
 
     def spawn(self, context: LaunchContext) -> tuple[str, str]:
         return "qrsh -inherit -nostdin", ' "$host" "$(printf \'%q \' "${task[@]}")"'
 
 
-_ALL = (Direct(), Srun(), MpiexecPals(), MpiexecOpenMPI(), MpiexecMPICH(), Jsrun(), Ibrun(),
-        Pbsdsh(), Blaunch(), QrshInherit())
+_ALL = (
+    Direct(),
+    Srun(),
+    MpiexecPals(),
+    MpiexecOpenMPI(),
+    MpiexecMPICH(),
+    Jsrun(),
+    Ibrun(),
+    Pbsdsh(),
+    Blaunch(),
+    QrshInherit(),
+)
 LAUNCHER_OBJECTS: dict[str, Launcher] = {launcher.name: launcher for launcher in _ALL}
 # The ``launcher`` keyword's values.
 LAUNCHERS: tuple[str, ...] = tuple(LAUNCHER_OBJECTS)
@@ -296,6 +320,11 @@ def launcher_named(name: str) -> Launcher:
 
 def launch_context(request: Any, launch: Any, exports: Sequence[str], node_file_variable: str | None) -> LaunchContext:
     """The :class:`LaunchContext` of a job's request and worker launch."""
-    return LaunchContext(nodes=request.nodes, cpus_per_node=request.cpus_per_node, gpus_per_node=request.gpus_per_node,
-                         launcher_args=tuple(launch.launcher_args), exports=tuple(exports),
-                         node_file_variable=node_file_variable)
+    return LaunchContext(
+        nodes=request.nodes,
+        cpus_per_node=request.cpus_per_node,
+        gpus_per_node=request.gpus_per_node,
+        launcher_args=tuple(launch.launcher_args),
+        exports=tuple(exports),
+        node_file_variable=node_file_variable,
+    )

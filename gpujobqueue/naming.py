@@ -120,6 +120,7 @@ class WorkerJobKey:
 
 # The job script's spelling of the names: shell words the templates print as they are.
 
+
 def shell_worker_name(job_name: str, nodes: int) -> str:
     """The ``--name`` of a job's worker command on its node, as a shell word: the job's name, and
     on several nodes ``-<node>`` from the launched task's ``$node_rank``; the worker command adds

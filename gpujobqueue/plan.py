@@ -8,10 +8,11 @@ import logging
 import warnings
 from typing import Any, Mapping
 
-from . import config, hand_written_gpus, queue_routing, sites
+from . import config, hand_written_gpus, sites
 from .errors import JobSizeMissingError, ValidationError
 from .keywords import LAUNCH_KEYWORDS, RENAMED_KEYWORDS, REQUEST_KEYWORDS, UCX_TRANSPORT_KEYWORDS
 from .request import JobRequest, parse_positive_int
+from .sites import routing
 from .workers import WorkerLaunch, threads_of_cores
 
 logger = logging.getLogger("gpujobqueue.cluster")
@@ -148,7 +149,7 @@ def make_plan(cls: type, kwargs: Mapping[str, Any], owner: str | None = None) ->
                 again = {k: v for k, v in original.items() if k not in queue_names}
                 routed = make_plan(cls, {**again, "site": site, "queue": site_queue}, owner)
                 return dataclasses.replace(routed, request=dataclasses.replace(routed.request, queue_choice=why))
-            if queue_routing.walltime_bins(site.queue(site_queue)):  # the default queue, by its bin: say which
+            if routing.walltime_bins(site.queue(site_queue)):  # the default queue, by its bin: say which
                 request = dataclasses.replace(request, queue_choice=why)
         sites.check_request(site, site_queue, request, settings)
     elif not getattr(

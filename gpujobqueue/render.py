@@ -12,10 +12,10 @@ from typing import Sequence
 import jinja2
 
 from . import naming
+from .batch import BATCH_SYSTEMS, cluster_class
 from .errors import ValidationError
 from .job_commands import ArrayElements
 from .launchers import launch_context
-from .batch import BATCH_SYSTEMS, cluster_class
 from .request import JobRequest, format_hours_walltime
 from .run import ClientRun
 from .scheduler_job import SchedulerStart
@@ -66,8 +66,11 @@ def check_walltime_kept(batch: str, script: str, request: JobRequest) -> None:
     if not directives or not request.directives_skip:
         return
     if not any(line.startswith(directives) for line in script.split("\n")):
-        raise ValidationError("job_directives_skip", f"{list(request.directives_skip)!r} removes the walltime directive, and the job would "
-                                                     "run without a time limit; keep it, or give your own in job_extra_directives")
+        raise ValidationError(
+            "job_directives_skip",
+            f"{list(request.directives_skip)!r} removes the walltime directive, and the job would "
+            "run without a time limit; keep it, or give your own in job_extra_directives",
+        )
 
 
 class _MacroLines(str):
@@ -86,8 +89,11 @@ def _refuse_line_breaks(value: object) -> object:
         Naming the value (the keyword that carried it is checked earlier, by name, where known).
     """
     if isinstance(value, str) and not isinstance(value, _MacroLines) and _UNSAFE_IN_LINE.search(value):
-        raise ValidationError("script", f"the value {value!r} holds a line break or control character and cannot be written "
-                                        "into a job script; give printable text on one line")
+        raise ValidationError(
+            "script",
+            f"the value {value!r} holds a line break or control character and cannot be written "
+            "into a job script; give printable text on one line",
+        )
     return value
 
 
@@ -115,8 +121,12 @@ def environment() -> jinja2.Environment:
     env.filters["skip_lines"] = _skip_lines
     # Job scripts carry the watchdog's text: the compute nodes need no gpujobqueue installed.
     # It is the package's own text, not a value: its line breaks are meant.
-    env.globals["watchdog_source"] = _MacroLines((Path(__file__).resolve().parent / "watchdog.py").read_text().rstrip("\n"))
-    env.globals["nic_affinity_source"] = _MacroLines((Path(__file__).resolve().parent / "nic_affinity.py").read_text().rstrip("\n"))
+    env.globals["watchdog_source"] = _MacroLines(
+        (Path(__file__).resolve().parent / "watchdog.py").read_text().rstrip("\n")
+    )
+    env.globals["nic_affinity_source"] = _MacroLines(
+        (Path(__file__).resolve().parent / "nic_affinity.py").read_text().rstrip("\n")
+    )
     env.filters["macro_lines"] = _MacroLines
     return env
 
@@ -131,10 +141,15 @@ def check_scheduler_can_run_in_job(launch: WorkerLaunch, field_name: str, what: 
         Naming ``field_name``.
     """
     if launch.task_launcher.runs_on_launch_node:
-        raise ValidationError(field_name, f"{what} starts the scheduler where the batch script runs; with launcher {launch.launcher!r} that is a launch node without the job's GPUs")
+        raise ValidationError(
+            field_name,
+            f"{what} starts the scheduler where the batch script runs; with launcher {launch.launcher!r} that is a launch node without the job's GPUs",
+        )
 
 
-def launcher_exports(request: JobRequest, launch: WorkerLaunch, run: bool, script_tls: ScriptTLS | None = None) -> list[str]:
+def launcher_exports(
+    request: JobRequest, launch: WorkerLaunch, run: bool, script_tls: ScriptTLS | None = None
+) -> list[str]:
     """The variables a launcher that passes on only those it is told of (Open MPI's ``-x``)
     must pass to every node's workers."""
     names = ["PATH", "LD_LIBRARY_PATH", "PYTHONPATH"]
@@ -234,8 +249,11 @@ def render_job_script(
     # The file listing the job's hosts, for launchers that need it (mpiexec under PBS), else None.
     node_file_variable = getattr(cluster_class(batch).job_cls, "node_file_variable", None)
     exports = launcher_exports(request, launch, run is not None, script_tls)
-    launch_lines = [] if launch.launcher == "direct" else launch.task_launcher.start_lines(
-        launch_context(request, launch, exports, node_file_variable))
+    launch_lines = (
+        []
+        if launch.launcher == "direct"
+        else launch.task_launcher.start_lines(launch_context(request, launch, exports, node_file_variable))
+    )
     text = template.render(
         request=request,
         launch=launch,
@@ -250,8 +268,11 @@ def render_job_script(
         directive_prefix=directive_prefix,
         # Shell words: the cluster's credential files quoted, a script's as "$GPUJOBQUEUE_TLS_DIR/<file>".
         tls_args=_option_lines(script_tls.args() if script_tls is not None else [shlex.quote(arg) for arg in tls_args]),
-        scheduler_tls_args=_option_lines(script_tls.args() if script_tls is not None
-                                         else [shlex.quote(arg) for arg in (start_scheduler.tls_args if start_scheduler else ())]),
+        scheduler_tls_args=_option_lines(
+            script_tls.args()
+            if script_tls is not None
+            else [shlex.quote(arg) for arg in (start_scheduler.tls_args if start_scheduler else ())]
+        ),
         script_tls=script_tls,
         plain_tcp=plain_tcp,
         array=array,

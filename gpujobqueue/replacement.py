@@ -29,8 +29,9 @@ def max_failures() -> int:
     (``gpujobqueue.replace.max-failures``, default 3)."""
     value = dask.config.get("gpujobqueue.replace.max-failures", default=DEFAULT_MAX_FAILURES)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValidationError("gpujobqueue.replace.max-failures",
-                              f"expected a whole number of failures, 1 or more, got {value!r}")
+        raise ValidationError(
+            "gpujobqueue.replace.max-failures", f"expected a whole number of failures, 1 or more, got {value!r}"
+        )
     return value
 
 
@@ -90,9 +91,12 @@ class Replacement:
             return False
         if self.failures_in_a_row >= self.limit:
             self.stopped = failure
-            logger.error("gpujobqueue: %d jobs in a row ended before their workers connected; no more are "
-                         "submitted until scale() is called again (gpujobqueue.replace.max-failures: %d)",
-                         self.failures_in_a_row, self.limit)
+            logger.error(
+                "gpujobqueue: %d jobs in a row ended before their workers connected; no more are "
+                "submitted until scale() is called again (gpujobqueue.replace.max-failures: %d)",
+                self.failures_in_a_row,
+                self.limit,
+            )
             return False
         return True
 
@@ -165,8 +169,11 @@ async def top_up(cluster: Any) -> int:
         forget_unsubmitted(cluster)
         if not await cluster._batch_reachable():
             replacement.defer()
-            logger.warning("gpujobqueue: the batch system cannot be reached; %d job(s) will be submitted when it "
-                           "answers: %s", added, error)
+            logger.warning(
+                "gpujobqueue: the batch system cannot be reached; %d job(s) will be submitted when it answers: %s",
+                added,
+                error,
+            )
             return 0
         replacement.submission_refused(error)
         logger.error("gpujobqueue: %s", error)

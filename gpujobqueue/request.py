@@ -14,7 +14,8 @@ from dask.utils import parse_bytes, parse_timedelta
 
 from .errors import ValidationError
 from .limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_MEMORY_BYTES, MAX_NODES, MAX_WALLTIME_SECONDS
-from .nic_affinity import MAP_VARIABLE as NIC_MAP_VARIABLE, parse_pinned_map
+from .nic_affinity import MAP_VARIABLE as NIC_MAP_VARIABLE
+from .nic_affinity import parse_pinned_map
 
 GPU_REQUEST_STYLES = ("gpus-per-node", "gres", "none")  # SLURM's; each batch system names its own
 
@@ -55,12 +56,16 @@ def _matching(field_name: str, value: Any, pattern: re.Pattern, accepted: str) -
 
 def parse_constraint(field_name: str, value: Any) -> str:
     """A SLURM ``--constraint``: feature names joined by ``& | ,``, with counts and brackets."""
-    return _matching(field_name, value, _CONSTRAINT, "SLURM feature names joined by & | , (no spaces or shell characters)")
+    return _matching(
+        field_name, value, _CONSTRAINT, "SLURM feature names joined by & | , (no spaces or shell characters)"
+    )
 
 
 def parse_name(field_name: str, value: Any) -> str:
     """A job or worker name: letters, digits and ``_ . + -``, starting with a letter or digit."""
-    return _matching(field_name, value, _SAFE_NAME, "letters, digits and _ . + - (at most 128, no spaces or shell characters)")
+    return _matching(
+        field_name, value, _SAFE_NAME, "letters, digits and _ . + - (at most 128, no spaces or shell characters)"
+    )
 
 
 def parse_word(field_name: str, value: Any) -> str:
@@ -72,7 +77,9 @@ def parse_positive_int(field_name: str, value: Any, maximum: int | None = None) 
     """A strictly positive integer (``True``/``False`` refused), at most ``maximum`` when given."""
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise ValidationError(field_name, f"expected a positive integer, got {value!r}")
-    if isinstance(value, str) and len(value.strip()) > 20:  # int() of a long digit string is slow, and no count needs it
+    if (
+        isinstance(value, str) and len(value.strip()) > 20
+    ):  # int() of a long digit string is slow, and no count needs it
         raise ValidationError(field_name, f"expected a positive integer, got {value[:40]!r}...")
     try:
         number = int(value)
@@ -81,7 +88,9 @@ def parse_positive_int(field_name: str, value: Any, maximum: int | None = None) 
     if number < 1:
         raise ValidationError(field_name, f"expected a positive integer (1 or more), got {value!r}")
     if maximum is not None and number > maximum:
-        raise ValidationError(field_name, f"{number} is more than the {maximum} gpujobqueue accepts (gpujobqueue.limits)")
+        raise ValidationError(
+            field_name, f"{number} is more than the {maximum} gpujobqueue accepts (gpujobqueue.limits)"
+        )
     return number
 
 
@@ -123,23 +132,38 @@ def parse_walltime_margin(field_name: str, value: Any, walltime: int | None) -> 
     (``walltime`` None) takes none but the default or off."""
     if value is None or (isinstance(value, str) and value.strip().lower() == "auto"):
         return None
-    if value is False or value == 0 or (isinstance(value, str) and value.strip().lower() in ("false", "off", "0", "no")):
+    if (
+        value is False
+        or value == 0
+        or (isinstance(value, str) and value.strip().lower() in ("false", "off", "0", "no"))
+    ):
         return 0
     if isinstance(value, bool):  # True: the default
         return None
     if walltime is None:
-        raise ValidationError(field_name, f"{value!r}: these jobs have no walltime for the workers to retire before; give walltime too")
+        raise ValidationError(
+            field_name, f"{value!r}: these jobs have no walltime for the workers to retire before; give walltime too"
+        )
     try:
         if isinstance(value, str) and len(value) > 40:
             raise ValueError(value)
-        seconds = int(value) if isinstance(value, (int, float)) or str(value).strip().isdigit() else int(parse_timedelta(str(value).strip()))
+        seconds = (
+            int(value)
+            if isinstance(value, (int, float)) or str(value).strip().isdigit()
+            else int(parse_timedelta(str(value).strip()))
+        )
     except (ValueError, KeyError, TypeError, OverflowError):
         try:
             seconds = parse_walltime(field_name, value)
         except ValidationError:
-            raise ValidationError(field_name, f"{value!r} is not a duration; use 'auto', False, seconds, '5m' or 'HH:MM:SS'") from None
+            raise ValidationError(
+                field_name, f"{value!r} is not a duration; use 'auto', False, seconds, '5m' or 'HH:MM:SS'"
+            ) from None
     if not 0 <= seconds < walltime:
-        raise ValidationError(field_name, f"{value!r}: the workers must retire after they start and before the walltime ({format_walltime(walltime)}) ends the job")
+        raise ValidationError(
+            field_name,
+            f"{value!r}: the workers must retire after they start and before the walltime ({format_walltime(walltime)}) ends the job",
+        )
     return seconds
 
 
@@ -185,7 +209,9 @@ def parse_walltime(field_name: str, value: Any) -> int:
         bounds_ok = True
         total = numbers[0] * 60
     if not bounds_ok:
-        raise ValidationError(field_name, f"{value!r} has a field out of range; use {_WALLTIME_FORMS} with minutes and seconds below 60")
+        raise ValidationError(
+            field_name, f"{value!r} has a field out of range; use {_WALLTIME_FORMS} with minutes and seconds below 60"
+        )
     if total < 1:
         raise ValidationError(field_name, f"{value!r} is not a positive duration")
     return _bounded_walltime(field_name, value, total)
@@ -193,7 +219,10 @@ def parse_walltime(field_name: str, value: Any) -> int:
 
 def _bounded_walltime(field_name: str, value: Any, seconds: int) -> int:
     if seconds > MAX_WALLTIME_SECONDS:
-        raise ValidationError(field_name, f"{value!r} is longer than {MAX_WALLTIME_SECONDS // 86400} days, the longest walltime gpujobqueue accepts")
+        raise ValidationError(
+            field_name,
+            f"{value!r} is longer than {MAX_WALLTIME_SECONDS // 86400} days, the longest walltime gpujobqueue accepts",
+        )
     return seconds
 
 
@@ -226,14 +255,20 @@ def parse_size(field_name: str, value: Any, maximum: int = MAX_MEMORY_BYTES) -> 
                 raise ValueError(text)
             number = parse_bytes(text)
         except (ValueError, TypeError, OverflowError):
-            raise ValidationError(field_name, f"{value!r} is not a size; use a number with a unit such as '60GiB', '512 MB' or '2TB'") from None
+            raise ValidationError(
+                field_name, f"{value!r} is not a size; use a number with a unit such as '60GiB', '512 MB' or '2TB'"
+            ) from None
     if not math.isfinite(number):  # nan and inf, given or parsed from '1e400'
-        raise ValidationError(field_name, f"{value!r} is not a size; give a finite number of bytes or a size such as '60GiB'")
+        raise ValidationError(
+            field_name, f"{value!r} is not a size; give a finite number of bytes or a size such as '60GiB'"
+        )
     number = int(number)
     if number < 1:
         raise ValidationError(field_name, f"{value!r} is not a positive size")
     if number > maximum:
-        raise ValidationError(field_name, f"{value!r} is more than {maximum // 2**40} TiB, the largest size gpujobqueue accepts here")
+        raise ValidationError(
+            field_name, f"{value!r} is more than {maximum // 2**40} TiB, the largest size gpujobqueue accepts here"
+        )
     return number
 
 
@@ -241,7 +276,9 @@ def parse_path(field_name: str, value: Any) -> str:
     """A directory path, made absolute after ``~`` expansion; no spaces or shell characters."""
     text = _one_line(field_name, os.fspath(value) if isinstance(value, os.PathLike) else value)
     text = os.path.abspath(os.path.expanduser(text))
-    return _matching(field_name, text, _PATH, "a path of letters, digits and _ . / + @ % = , : - (no spaces or shell characters)")
+    return _matching(
+        field_name, text, _PATH, "a path of letters, digits and _ . / + @ % = , : - (no spaces or shell characters)"
+    )
 
 
 _JOB_PATH = re.compile(r"(?!-)(?:\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z0-9_./+@%=,:-])+")
@@ -257,7 +294,9 @@ def parse_job_path(field_name: str, value: Any) -> str:
     text = _one_line(field_name, os.fspath(value) if isinstance(value, os.PathLike) else value)
     if "$" not in text:
         return parse_path(field_name, text)
-    return _matching(field_name, text, _JOB_PATH, "a path of letters, digits, _ . / + @ % = , : - and $NAME or ${NAME} references")
+    return _matching(
+        field_name, text, _JOB_PATH, "a path of letters, digits, _ . / + @ % = , : - and $NAME or ${NAME} references"
+    )
 
 
 def parse_lines(field_name: str, value: Any) -> tuple[str, ...]:
@@ -282,7 +321,10 @@ def parse_needles(field_name: str, value: Any) -> tuple[str, ...]:
     needles = parse_lines(field_name, value)
     for i, needle in enumerate(needles):
         if not needle.strip():
-            raise ValidationError(f"{field_name}[{i}]", f"{needle!r} would match every directive; give the text of the directives to leave out")
+            raise ValidationError(
+                f"{field_name}[{i}]",
+                f"{needle!r} would match every directive; give the text of the directives to leave out",
+            )
     return needles
 
 
@@ -307,13 +349,18 @@ def parse_environment(field_name: str, value: Any) -> tuple[tuple[str, str], ...
 
 def parse_slurm_memory_text(field_name: str, value: Any) -> str:
     """A raw SLURM memory value such as ``10G`` or ``4000`` (MB), as ``job_mem`` takes it."""
-    return _matching(field_name, value, re.compile(r"\d+[KMGT]?"), "a SLURM memory value such as '4000', '512M' or '60G'")
+    return _matching(
+        field_name, value, re.compile(r"\d+[KMGT]?"), "a SLURM memory value such as '4000', '512M' or '60G'"
+    )
 
 
 def per_node(field_name: str, per_job: int, nodes: int) -> int:
     """A per-job amount (dask-jobqueue's ``cores``, ``memory``) shared evenly by the job's nodes."""
     if per_job % nodes:
-        raise ValidationError(field_name, f"{per_job} per job cannot be shared evenly by {nodes} nodes; give a multiple of {nodes}, or the per-GPU keyword")
+        raise ValidationError(
+            field_name,
+            f"{per_job} per job cannot be shared evenly by {nodes} nodes; give a multiple of {nodes}, or the per-GPU keyword",
+        )
     return per_job // nodes
 
 
@@ -412,8 +459,13 @@ class JobRequest:
         return interpreter
 
     @classmethod
-    def from_settings(cls, settings: Mapping[str, Any], *, gpu_request_styles: Sequence[str] = GPU_REQUEST_STYLES,
-                      default_walltime: str | None = DEFAULT_WALLTIME) -> "JobRequest":
+    def from_settings(
+        cls,
+        settings: Mapping[str, Any],
+        *,
+        gpu_request_styles: Sequence[str] = GPU_REQUEST_STYLES,
+        default_walltime: str | None = DEFAULT_WALLTIME,
+    ) -> "JobRequest":
         """Parse and validate the request part of resolved settings.
 
         Parameters
@@ -433,7 +485,9 @@ class JobRequest:
         """
         get = settings.get
         nodes = parse_positive_int("nodes", given_or(get("nodes"), 1), MAX_NODES)
-        gpus = parse_positive_int("gpus_per_node", get("gpus_per_node") if get("gpus_per_node") is not None else 1, MAX_GPUS_PER_NODE)
+        gpus = parse_positive_int(
+            "gpus_per_node", get("gpus_per_node") if get("gpus_per_node") is not None else 1, MAX_GPUS_PER_NODE
+        )
 
         cores, cpus_per_gpu = get("cores"), get("cpus_per_gpu")
         if cores is not None and cpus_per_gpu is not None:
@@ -443,9 +497,13 @@ class JobRequest:
         elif cores is not None:
             cpus = per_node("cores", parse_positive_int("cores", cores, MAX_CPUS_PER_NODE * nodes), nodes)
         else:
-            cpus = gpus * parse_positive_int("cpus_per_gpu", cpus_per_gpu if cpus_per_gpu is not None else 1, MAX_CPUS_PER_NODE)
+            cpus = gpus * parse_positive_int(
+                "cpus_per_gpu", cpus_per_gpu if cpus_per_gpu is not None else 1, MAX_CPUS_PER_NODE
+            )
         if cpus > MAX_CPUS_PER_NODE:
-            raise ValidationError("cpus_per_gpu", f"{cpus} cores per node is more than the {MAX_CPUS_PER_NODE} gpujobqueue accepts")
+            raise ValidationError(
+                "cpus_per_gpu", f"{cpus} cores per node is more than the {MAX_CPUS_PER_NODE} gpujobqueue accepts"
+            )
 
         memory, memory_per_gpu = get("memory"), get("memory_per_gpu")
         if memory is not None and memory_per_gpu is not None:
@@ -455,13 +513,19 @@ class JobRequest:
         elif memory_per_gpu is not None:
             memory_bytes = gpus * parse_size("memory_per_gpu", memory_per_gpu)
             if memory_bytes > MAX_MEMORY_BYTES:
-                raise ValidationError("memory_per_gpu", f"{memory_per_gpu!r} for each of {gpus} GPUs is more than {MAX_MEMORY_BYTES // 2**40} TiB per node")
+                raise ValidationError(
+                    "memory_per_gpu",
+                    f"{memory_per_gpu!r} for each of {gpus} GPUs is more than {MAX_MEMORY_BYTES // 2**40} TiB per node",
+                )
         else:
             memory_bytes = None
 
         style = get("gpu_request") or gpu_request_styles[0]
         if style not in gpu_request_styles:
-            raise ValidationError("gpu_request", f"{style!r} is not a GPU request style of this batch system; use one of {', '.join(gpu_request_styles)}")
+            raise ValidationError(
+                "gpu_request",
+                f"{style!r} is not a GPU request style of this batch system; use one of {', '.join(gpu_request_styles)}",
+            )
 
         def optional(name, parser):
             value = get(name)
@@ -490,8 +554,9 @@ class JobRequest:
             prologue=parse_lines("job_script_prologue", get("job_script_prologue")),
             epilogue=parse_lines("job_script_epilogue", get("job_script_epilogue")),
             environment=parse_environment("environment", get("environment")),
-            shebang=_matching("shebang", given_or(get("shebang"), DEFAULT_SHEBANG), re.compile(r"#![^\n]+"),
-                              "a line starting with #!"),
+            shebang=_matching(
+                "shebang", given_or(get("shebang"), DEFAULT_SHEBANG), re.compile(r"#![^\n]+"), "a line starting with #!"
+            ),
             job_mem=optional("job_mem", parse_slurm_memory_text),
             walltime_margin=parse_walltime_margin("walltime_margin", get("walltime_margin"), walltime),
         )

@@ -50,7 +50,10 @@ def parse_scheduler_placement(value: Any, batch: str = "local", protocol: str | 
     if value is None:
         return "job" if protocol == "ucx" and batch != "local" else "local"
     if value not in SCHEDULER_PLACEMENTS:
-        raise ValidationError("scheduler", f"expected 'local' (in this process) or 'job' (in the cluster's first batch job), got {value!r}")
+        raise ValidationError(
+            "scheduler",
+            f"expected 'local' (in this process) or 'job' (in the cluster's first batch job), got {value!r}",
+        )
     return value
 
 
@@ -100,11 +103,15 @@ class JobScheduler(ProcessInterface):
     ):
         super().__init__()
         self.scheduler_file = scheduler_file
-        self.job = make_job(SchedulerStart(scheduler_file=scheduler_file, dashboard_address=dashboard_address, tls_args=tuple(tls_args)))
+        self.job = make_job(
+            SchedulerStart(scheduler_file=scheduler_file, dashboard_address=dashboard_address, tls_args=tuple(tls_args))
+        )
 
     async def start(self) -> None:
         await self.job.start()
-        logger.info("scheduler job %s submitted; waiting for its scheduler file %s", self.job.job_id, self.scheduler_file)
+        logger.info(
+            "scheduler job %s submitted; waiting for its scheduler file %s", self.job.job_id, self.scheduler_file
+        )
         self.address = await self._wait_for_address()
         self.external_address = self.address
         logger.info("scheduler of job %s at %s", self.job.job_id, self.address)

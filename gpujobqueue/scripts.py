@@ -18,8 +18,17 @@ from .sites import load_site, warn_unconfirmed
 _SCHEDULER_ADDRESS = re.compile(r"[a-z]+://[A-Za-z0-9_.:\[\]<>%-]{1,256}")
 
 
-def job_script_for(batch: str, keywords: Mapping[str, Any], *, name: str, scheduler: str = PLACEHOLDER_SCHEDULER, run: ClientRun | None = None,
-                   array_jobs: int | None = None, tls: bool = True, tls_directory: str | None = None) -> str:
+def job_script_for(
+    batch: str,
+    keywords: Mapping[str, Any],
+    *,
+    name: str,
+    scheduler: str = PLACEHOLDER_SCHEDULER,
+    run: ClientRun | None = None,
+    array_jobs: int | None = None,
+    tls: bool = True,
+    tls_directory: str | None = None,
+) -> str:
     """Render the script a cluster of ``batch`` would submit for ``keywords``.
 
     Parameters
@@ -64,8 +73,11 @@ def job_script_for(batch: str, keywords: Mapping[str, Any], *, name: str, schedu
         scheduler = scheduler.replace("tcp://", f"{launch.protocol or 'tcp'}://", 1)
     elif script_tls is not None and not scheduler.startswith("tls://"):
         if "://" in scheduler:
-            raise ValidationError("scheduler", f"{scheduler!r} is not TLS: the workers use TLS, so your scheduler must listen on tls:// "
-                                               f"with the credentials of {script_tls.directory} (or give --no-tls for plain TCP)")
+            raise ValidationError(
+                "scheduler",
+                f"{scheduler!r} is not TLS: the workers use TLS, so your scheduler must listen on tls:// "
+                f"with the credentials of {script_tls.directory} (or give --no-tls for plain TCP)",
+            )
         scheduler = f"tls://{scheduler}"
     scheduler = _matching("scheduler", scheduler, _SCHEDULER_ADDRESS, "a scheduler address such as tls://10.0.0.1:8786")
     array = None
@@ -78,6 +90,15 @@ def job_script_for(batch: str, keywords: Mapping[str, Any], *, name: str, schedu
             name = f"{name}-0"  # a single job goes as a plain job
         else:
             array = ArrayElements(name, -1, array_jobs, cluster_cls.job_cls.array_task_variable)
-    return render_job_script(batch, request, launch, name=name, scheduler=scheduler, directive_prefix=cluster_cls.job_cls.directive_prefix, run=run,
-                             array=array, script_tls=script_tls, plain_tcp=not tls and launch.protocol != "ucx")
-
+    return render_job_script(
+        batch,
+        request,
+        launch,
+        name=name,
+        scheduler=scheduler,
+        directive_prefix=cluster_cls.job_cls.directive_prefix,
+        run=run,
+        array=array,
+        script_tls=script_tls,
+        plain_tcp=not tls and launch.protocol != "ucx",
+    )

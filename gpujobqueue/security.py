@@ -51,13 +51,16 @@ logger = logging.getLogger(__name__)
 # The job's shell expands $HOME: home directories are shared by the login and compute nodes.
 DEFAULT_TLS_DIRECTORY = "$HOME/.config/gpujobqueue/tls"
 CREDENTIAL_FILES = ("ca.pem", "cert.pem", "key.pem")
-PLAIN_TCP_WARNING = ("plain TCP (--no-tls): anyone who can reach the scheduler's or the workers' ports, other users of "
-                     "the login and compute nodes too, can connect and run code as you")
+PLAIN_TCP_WARNING = (
+    "plain TCP (--no-tls): anyone who can reach the scheduler's or the workers' ports, other users of "
+    "the login and compute nodes too, can connect and run code as you"
+)
 PREFIX = ".gpujobqueue-"
 _OWNED = re.compile(r"\.gpujobqueue-p(\d+)-t(\d+)-h(.+)-[a-z0-9_]+")
 
 
 # --- A cluster's TLS ---------------------------------------------------------------------------
+
 
 class InsecureClusterWarning(UserWarning):
     """A cluster was asked to listen without TLS (``security=False``)."""
@@ -83,9 +86,12 @@ def resolve_security(security: Any, launch: WorkerLaunch) -> tuple[Security | No
     """
     if launch.protocol == "ucx":
         if security not in (None, False):
-            raise ValidationError("security", "UCX has no TLS: with protocol='ucx' leave security unset (the "
-                                              "scheduler then runs where UCX reaches the workers: scheduler='job' "
-                                              "keeps it on the job's network), or use protocol='tls'")
+            raise ValidationError(
+                "security",
+                "UCX has no TLS: with protocol='ucx' leave security unset (the "
+                "scheduler then runs where UCX reaches the workers: scheduler='job' "
+                "keeps it on the job's network), or use protocol='tls'",
+            )
         return None, launch
     if security is False:
         if launch.protocol == "tls":
@@ -94,16 +100,22 @@ def resolve_security(security: Any, launch: WorkerLaunch) -> tuple[Security | No
             f"security=False: the scheduler and workers talk plain TCP, and anyone who can reach their ports "
             f"(other users of {socket.gethostname()} too) can connect and run code as you; "
             f"leave security unset for TLS",
-            InsecureClusterWarning, stacklevel=4)
+            InsecureClusterWarning,
+            stacklevel=4,
+        )
         return None, launch
     if not isinstance(security, Security):
         if security not in (None, True):
-            raise ValidationError("security",
-                                  f"expected True, False or a distributed.security.Security, got {security!r}")
+            raise ValidationError(
+                "security", f"expected True, False or a distributed.security.Security, got {security!r}"
+            )
         if importlib.util.find_spec("cryptography") is None:
-            raise ValidationError("security", "TLS, the default over TCP, makes temporary credentials with the "
-                                              "cryptography package, which is not installed here: "
-                                              "pip install cryptography (or give security=False for plain TCP)")
+            raise ValidationError(
+                "security",
+                "TLS, the default over TCP, makes temporary credentials with the "
+                "cryptography package, which is not installed here: "
+                "pip install cryptography (or give security=False for plain TCP)",
+            )
         security = Security.temporary()
     return security, dataclasses.replace(launch, protocol="tls")
 
@@ -143,8 +155,9 @@ def worker_security_with_files(security: Security | None, folder: Callable[[], s
     """
     if security is None:
         return None
-    in_memory = {key: value for key, value in security.get_tls_config_for_role("worker").items()
-                 if value and "\n" in value}
+    in_memory = {
+        key: value for key, value in security.get_tls_config_for_role("worker").items() if value and "\n" in value
+    }
     if not in_memory:
         return security
     security = copy.copy(security)
@@ -155,6 +168,7 @@ def worker_security_with_files(security: Security | None, folder: Callable[[], s
 
 
 # --- A rendered script's TLS -------------------------------------------------------------------
+
 
 class InsecureScriptWarning(UserWarning):
     """A job script was rendered without TLS (``--no-tls``)."""
@@ -187,8 +201,9 @@ class ScriptTLS:
         """
         if run:
             if directory is not None:
-                raise ValidationError("tls_directory",
-                                      "a --run script makes its own credentials in the job; leave out --tls-directory")
+                raise ValidationError(
+                    "tls_directory", "a --run script makes its own credentials in the job; leave out --tls-directory"
+                )
             return cls(in_job=True)
         if directory is None:
             return cls(in_job=False, directory=DEFAULT_TLS_DIRECTORY)
@@ -214,8 +229,9 @@ def warn_plain_tcp() -> None:
     warnings.warn(PLAIN_TCP_WARNING, InsecureScriptWarning, stacklevel=3)
 
 
-def resolve_script_security(launch: WorkerLaunch, *, run: bool, tls: bool,
-                            tls_directory: str | None) -> tuple[ScriptTLS | None, WorkerLaunch]:
+def resolve_script_security(
+    launch: WorkerLaunch, *, run: bool, tls: bool, tls_directory: str | None
+) -> tuple[ScriptTLS | None, WorkerLaunch]:
     """A rendered script's TLS and its launch with the protocol that goes with it.
 
     Parameters
@@ -267,15 +283,21 @@ def make_credentials(directory: str | os.PathLike) -> tuple[Path, bool]:
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     info = path.stat()
     if info.st_uid != os.getuid() or info.st_mode & 0o077:
-        raise ValidationError("tls_directory", f"{path} must be yours alone (mode 0700), not "
-                                               f"{oct(info.st_mode & 0o777)}: the key in it lets anyone who reads it "
-                                               f"into your cluster")
+        raise ValidationError(
+            "tls_directory",
+            f"{path} must be yours alone (mode 0700), not "
+            f"{oct(info.st_mode & 0o777)}: the key in it lets anyone who reads it "
+            f"into your cluster",
+        )
     present = [name for name in CREDENTIAL_FILES if (path / name).exists()]
     if len(present) == len(CREDENTIAL_FILES):
         return path, False
     if present:
-        raise ValidationError("tls_directory", f"{path} holds {', '.join(present)} but not all of "
-                                               f"{', '.join(CREDENTIAL_FILES)}; remove them or choose another folder")
+        raise ValidationError(
+            "tls_directory",
+            f"{path} holds {', '.join(present)} but not all of "
+            f"{', '.join(CREDENTIAL_FILES)}; remove them or choose another folder",
+        )
     credentials = Security.temporary()  # one new CA; its certificate is the scheduler's, the workers' and the client's
     texts = (credentials.tls_ca_file, credentials.tls_scheduler_cert, credentials.tls_scheduler_key)
     for name, text in zip(CREDENTIAL_FILES, texts):
@@ -284,6 +306,7 @@ def make_credentials(directory: str | os.PathLike) -> tuple[Path, bool]:
 
 
 # --- Private files and folders -----------------------------------------------------------------
+
 
 def write_private_file(directory: str, name: str, text: str) -> str:
     """Write ``text`` to a new file of mode 0600 in ``directory``; return its path.
@@ -333,8 +356,10 @@ def make_private_directory(shared_directory: str) -> str:
     try:
         return tempfile.mkdtemp(prefix=owner, dir=base)  # mkdtemp makes it 0700
     except OSError as error:
-        message = (f"the scheduler file and TLS credentials go to a private folder of a directory the compute nodes "
-                   f"can read, and {base!r} is not writable here: {error}")
+        message = (
+            f"the scheduler file and TLS credentials go to a private folder of a directory the compute nodes "
+            f"can read, and {base!r} is not writable here: {error}"
+        )
         raise ValidationError("shared_temp_directory", message) from error
 
 

@@ -14,7 +14,17 @@ from .install import warn_if_no_dask_cuda
 from .launchers import LAUNCHER_OBJECTS, LAUNCHERS, Launcher, launcher_named
 from .limits import MAX_THREADS_PER_WORKER, MAX_WAIT_SECONDS
 from .naming import worker_suffixes
-from .request import _PATH, _matching, _one_line, given_or, parse_bool, parse_job_path, parse_lines, parse_positive_int, parse_size
+from .request import (
+    _PATH,
+    _matching,
+    _one_line,
+    given_or,
+    parse_bool,
+    parse_job_path,
+    parse_lines,
+    parse_positive_int,
+    parse_size,
+)
 
 WORKER_MODES = ("dask-cuda", "per-device")  # what worker_mode takes
 # The third mode, the CPU pool's workers (templates/workers/cpu.sh.j2): no GPU, no device visible.
@@ -25,19 +35,27 @@ VISIBILITY_VARIABLES = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFI
 # How the batch script starts the workers of each of the job's nodes: directly (one node;
 # the script runs on it), or through a launcher that runs one task per node (gpujobqueue/launchers.py).
 # The variables that tell a launched task its rank (= its node), launcher's own first.
-LAUNCHER_RANK_VARIABLES = {launcher.name: launcher.rank_variables
-                           for launcher in LAUNCHER_OBJECTS.values() if launcher.rank_variables}
+LAUNCHER_RANK_VARIABLES = {
+    launcher.name: launcher.rank_variables for launcher in LAUNCHER_OBJECTS.values() if launcher.rank_variables
+}
 PROTOCOLS = ("tcp", "tls", "ucx", "inproc", "ws", "wss")
 # Variables that can hold the devices a batch system gave a job (a comma-separated list):
 # the visibility variables, Grid Engine's SGE_HGR_<complex>, SLURM_JOB_GPUS-style lists. Any
 # other name (PATH, HOME, LD_PRELOAD...) is refused: the job would read it as its devices.
-ALLOCATION_VARIABLES = re.compile(r"[A-Z][A-Z0-9_]*_VISIBLE_DEVICES|SGE_HGR_[A-Za-z0-9_]{1,64}|[A-Z][A-Z0-9_]*_GPUS|ZE_AFFINITY_MASK|GPU_DEVICE_ORDINAL")
+ALLOCATION_VARIABLES = re.compile(
+    r"[A-Z][A-Z0-9_]*_VISIBLE_DEVICES|SGE_HGR_[A-Za-z0-9_]{1,64}|[A-Z][A-Z0-9_]*_GPUS|ZE_AFFINITY_MASK|GPU_DEVICE_ORDINAL"
+)
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*(?: [a-z][a-z0-9-]*)?")
 # `python -m dask_cuda.cli` runs dask-cuda's worker command itself (its __main__ calls worker()).
 _DEFAULT_MODULES = {"dask-cuda": "dask_cuda.cli", "per-device": "distributed.cli.dask_worker"}
 RMM_LIBRARIES = ("cupy", "torch")
 # dask-cuda's UCX transport switches, and the distributed-ucxx config keys they set.
-UCX_TRANSPORTS = {"enable_tcp_over_ucx": "tcp", "enable_infiniband": "infiniband", "enable_nvlink": "nvlink", "enable_rdmacm": "rdmacm"}
+UCX_TRANSPORTS = {
+    "enable_tcp_over_ucx": "tcp",
+    "enable_infiniband": "infiniband",
+    "enable_nvlink": "nvlink",
+    "enable_rdmacm": "rdmacm",
+}
 # An RMM pool of this initial size (it grows on demand) when UCX is on and the user sets no
 # RMM option: UCX receives into RMM buffers, and a pool spares it a cudaMalloc per message.
 UCX_DEFAULT_RMM_POOL_SIZE = "1GB"
@@ -146,8 +164,16 @@ class WorkerLaunch:
     nodes: int = 1
 
     @classmethod
-    def from_settings(cls, settings: Mapping[str, Any], *, gpus: int, memory_per_node: int | None, cpus_per_node: int | None = None,
-                      nodes: int = 1, native_launcher: str | None = None) -> "WorkerLaunch":
+    def from_settings(
+        cls,
+        settings: Mapping[str, Any],
+        *,
+        gpus: int,
+        memory_per_node: int | None,
+        cpus_per_node: int | None = None,
+        nodes: int = 1,
+        native_launcher: str | None = None,
+    ) -> "WorkerLaunch":
         """Parse and validate the worker part of resolved settings.
 
         Parameters
@@ -171,23 +197,37 @@ class WorkerLaunch:
             raise ValidationError("worker_mode", f"{mode!r} is not a worker mode; use one of {', '.join(WORKER_MODES)}")
         nanny = True if get("nanny") is None else parse_bool("nanny", get("nanny"))
         if mode == "dask-cuda" and not nanny:
-            raise ValidationError("nanny", "dask-cuda always starts its workers under a nanny; use worker_mode='per-device' for nanny=False")
+            raise ValidationError(
+                "nanny",
+                "dask-cuda always starts its workers under a nanny; use worker_mode='per-device' for nanny=False",
+            )
 
         visibility = given_or(get("visibility_variable"), "CUDA_VISIBLE_DEVICES")
         if visibility not in VISIBILITY_VARIABLES:
-            raise ValidationError("visibility_variable", f"{visibility!r} is not a device-visibility variable; use one of {', '.join(VISIBILITY_VARIABLES)}")
+            raise ValidationError(
+                "visibility_variable",
+                f"{visibility!r} is not a device-visibility variable; use one of {', '.join(VISIBILITY_VARIABLES)}",
+            )
         if mode == "dask-cuda" and visibility != "CUDA_VISIBLE_DEVICES":
-            raise ValidationError("visibility_variable", f"dask-cuda pins NVIDIA GPUs through CUDA_VISIBLE_DEVICES only; use worker_mode='per-device' with {visibility}")
+            raise ValidationError(
+                "visibility_variable",
+                f"dask-cuda pins NVIDIA GPUs through CUDA_VISIBLE_DEVICES only; use worker_mode='per-device' with {visibility}",
+            )
         allocation = given_or(get("allocation_variable"), visibility)
         if not isinstance(allocation, str) or not ALLOCATION_VARIABLES.fullmatch(allocation):
-            raise ValidationError("allocation_variable", f"{allocation!r} is not a variable that holds a job's devices; use one named "
-                                                         "*_VISIBLE_DEVICES, SGE_HGR_<complex>, *_GPUS, ZE_AFFINITY_MASK or GPU_DEVICE_ORDINAL")
+            raise ValidationError(
+                "allocation_variable",
+                f"{allocation!r} is not a variable that holds a job's devices; use one named "
+                "*_VISIBLE_DEVICES, SGE_HGR_<complex>, *_GPUS, ZE_AFFINITY_MASK or GPU_DEVICE_ORDINAL",
+            )
 
         worker_command = given_or(get("worker_command"), _DEFAULT_MODULES[mode])
         if worker_command == "distributed.cli.dask_worker" and mode == "dask-cuda":
             worker_command = _DEFAULT_MODULES[mode]  # dask-jobqueue's default keeps its meaning: a worker
         if not _MODULE.fullmatch(_one_line("worker_command", worker_command)):
-            raise ValidationError("worker_command", f"{worker_command!r} is not a python module (optionally followed by a subcommand)")
+            raise ValidationError(
+                "worker_command", f"{worker_command!r} is not a python module (optionally followed by a subcommand)"
+            )
 
         if get("memory_limit") is not None:
             memory_limit = parse_size("memory_limit", get("memory_limit"))
@@ -202,7 +242,10 @@ class WorkerLaunch:
         for name in UCX_TRANSPORTS:
             if get(name) is not None:
                 if protocol != "ucx":
-                    raise ValidationError(name, f"{name} is a UCX transport switch; it needs protocol='ucx' (the protocol is {protocol or 'tcp'!r})")
+                    raise ValidationError(
+                        name,
+                        f"{name} is a UCX transport switch; it needs protocol='ucx' (the protocol is {protocol or 'tcp'!r})",
+                    )
                 transports.append((name, parse_bool(name, get(name))))
 
         launcher = given_or(get("launcher"), "direct")
@@ -214,8 +257,11 @@ class WorkerLaunch:
         if nodes > 1 and get("launcher") is None and native_launcher is not None:
             launcher = native_launcher  # the batch system's own (a site's launcher came in the settings)
         if nodes > 1 and launcher == "direct":
-            raise ValidationError("launcher", f"a job of {nodes} nodes needs a launcher that starts the workers of every node: "
-                                              f"{', '.join(name for name in LAUNCHERS if name != 'direct')} (a site config names its own)")
+            raise ValidationError(
+                "launcher",
+                f"a job of {nodes} nodes needs a launcher that starts the workers of every node: "
+                f"{', '.join(name for name in LAUNCHERS if name != 'direct')} (a site config names its own)",
+            )
         death_timeout = given_or(get("death_timeout"), 60)  # the key is always there, None when not given
         interface = get("interface")
         if interface is not None:
@@ -225,9 +271,18 @@ class WorkerLaunch:
         launch = cls(
             mode=mode,
             gpus=gpus,
-            python=_matching("python", given_or(get("python"), sys.executable), _PATH, "an interpreter name or path without spaces or shell characters"),
+            python=_matching(
+                "python",
+                given_or(get("python"), sys.executable),
+                _PATH,
+                "an interpreter name or path without spaces or shell characters",
+            ),
             worker_command=worker_command,
-            nthreads=parse_positive_int("nthreads", given_or(get("nthreads"), default_threads(mode, gpus, cpus_per_node)), MAX_THREADS_PER_WORKER),
+            nthreads=parse_positive_int(
+                "nthreads",
+                given_or(get("nthreads"), default_threads(mode, gpus, cpus_per_node)),
+                MAX_THREADS_PER_WORKER,
+            ),
             memory_limit=memory_limit,
             **memory,
             ucx_transports=tuple(transports),
@@ -235,7 +290,9 @@ class WorkerLaunch:
             allocation_variable=allocation,
             nanny=nanny,
             death_timeout=None if death_timeout is None else parse_seconds("death_timeout", death_timeout),
-            local_directory=None if get("local_directory") is None else parse_job_path("local_directory", get("local_directory")),
+            local_directory=None
+            if get("local_directory") is None
+            else parse_job_path("local_directory", get("local_directory")),
             protocol=protocol,
             interface=interface,
             extra_args=parse_lines("worker_extra_args", get("worker_extra_args")),
@@ -252,8 +309,12 @@ class WorkerLaunch:
         """dask-cuda's device-memory options, one option (with its value) per item; every value
         is a number, a fraction or a library name, so none needs quoting."""
         args = []
-        for option, value in (("--device-memory-limit", self.device_memory_limit), ("--rmm-pool-size", self.rmm_pool_size),
-                              ("--rmm-maximum-pool-size", self.rmm_maximum_pool_size), ("--rmm-release-threshold", self.rmm_release_threshold)):
+        for option, value in (
+            ("--device-memory-limit", self.device_memory_limit),
+            ("--rmm-pool-size", self.rmm_pool_size),
+            ("--rmm-maximum-pool-size", self.rmm_maximum_pool_size),
+            ("--rmm-release-threshold", self.rmm_release_threshold),
+        ):
             if value is not None:
                 args.append(f"{option} {value}")
         for name, value in (("rmm-async", self.rmm_async), ("rmm-managed-memory", self.rmm_managed_memory)):
@@ -268,7 +329,10 @@ class WorkerLaunch:
     @property
     def ucx_transport_args(self) -> list[str]:
         """dask-cuda's ``--enable-nvlink``-style switches for the transports that were set."""
-        return [f"--{'enable' if on else 'disable'}-{name.removeprefix('enable_').replace('_', '-')}" for name, on in self.ucx_transports]
+        return [
+            f"--{'enable' if on else 'disable'}-{name.removeprefix('enable_').replace('_', '-')}"
+            for name, on in self.ucx_transports
+        ]
 
     @property
     def ucx_environment(self) -> list[tuple[str, str]]:
@@ -342,15 +406,26 @@ def threads_of_cores(cores_per_node: int, workers_per_node: int) -> int:
     if cores_per_node % workers_per_node:
         threads = cores_per_node // workers_per_node
         idle = cores_per_node - threads * workers_per_node
-        raise ValidationError("cores", f"{cores_per_node} cores per node cannot be shared evenly by its "
-                                       f"gpus_per_node={workers_per_node} workers (one per GPU): {threads} threads each "
-                                       f"would leave {idle} idle; give cores={threads * workers_per_node} or "
-                                       f"{(threads + 1) * workers_per_node} per node, or nthreads to choose the threads yourself")
+        raise ValidationError(
+            "cores",
+            f"{cores_per_node} cores per node cannot be shared evenly by its "
+            f"gpus_per_node={workers_per_node} workers (one per GPU): {threads} threads each "
+            f"would leave {idle} idle; give cores={threads * workers_per_node} or "
+            f"{(threads + 1) * workers_per_node} per node, or nthreads to choose the threads yourself",
+        )
     return cores_per_node // workers_per_node
 
 
-_DASK_CUDA_MEMORY_KEYWORDS = ("rmm_pool_size", "rmm_maximum_pool_size", "rmm_async", "rmm_managed_memory", "rmm_release_threshold",
-                              "device_memory_limit", "enable_cudf_spill", "set_rmm_allocator_for_libs")
+_DASK_CUDA_MEMORY_KEYWORDS = (
+    "rmm_pool_size",
+    "rmm_maximum_pool_size",
+    "rmm_async",
+    "rmm_managed_memory",
+    "rmm_release_threshold",
+    "device_memory_limit",
+    "enable_cudf_spill",
+    "set_rmm_allocator_for_libs",
+)
 
 
 def parse_device_size(field_name: str, value: Any) -> str | None:
@@ -363,7 +438,9 @@ def parse_device_size(field_name: str, value: Any) -> str | None:
             raise ValidationError(field_name, f"{value!r}: a fraction must be in (0, 1]")
         return repr(fraction)
     if isinstance(value, str) and re.fullmatch(r"\s*\d*\.\d+\s*", value):
-        raise ValidationError(field_name, f"{value!r}: give a size with a unit (1.5GB) or a fraction of the device's memory (0 to 1)")
+        raise ValidationError(
+            field_name, f"{value!r}: give a size with a unit (1.5GB) or a fraction of the device's memory (0 to 1)"
+        )
     return str(parse_size(field_name, value))
 
 
@@ -374,13 +451,21 @@ def parse_seconds(field_name: str, value: Any) -> int:
     try:
         if isinstance(value, str) and len(value) > 40:
             raise ValueError(value)
-        seconds = float(value) if isinstance(value, (int, float)) else parse_timedelta(str(_one_line(field_name, value)).strip(), default="seconds")
+        seconds = (
+            float(value)
+            if isinstance(value, (int, float))
+            else parse_timedelta(str(_one_line(field_name, value)).strip(), default="seconds")
+        )
     except (ValueError, KeyError, TypeError, OverflowError):
-        raise ValidationError(field_name, f"{value!r} is not a duration; use seconds (60) or a dask duration ('90s', '2min')") from None
+        raise ValidationError(
+            field_name, f"{value!r} is not a duration; use seconds (60) or a dask duration ('90s', '2min')"
+        ) from None
     if seconds is None or not seconds >= 1:  # nan too
         raise ValidationError(field_name, f"{value!r}: expected one second or more")
     if seconds > MAX_WAIT_SECONDS:
-        raise ValidationError(field_name, f"{value!r} is more than {MAX_WAIT_SECONDS // 86400} days, the longest gpujobqueue accepts")
+        raise ValidationError(
+            field_name, f"{value!r} is more than {MAX_WAIT_SECONDS // 86400} days, the longest gpujobqueue accepts"
+        )
     return int(seconds)
 
 
@@ -393,18 +478,33 @@ def _parse_gpu_memory(get, mode: str, protocol: str | None) -> dict[str, Any]:
     if mode != "dask-cuda":
         for name in _DASK_CUDA_MEMORY_KEYWORDS:
             if get(name) not in (None, False, (), []):
-                raise ValidationError(name, f"{name} is a dask-cuda option; it needs worker_mode='dask-cuda' (the mode is {mode!r})")
+                raise ValidationError(
+                    name, f"{name} is a dask-cuda option; it needs worker_mode='dask-cuda' (the mode is {mode!r})"
+                )
         return {}
-    switches = {name: None if get(name) is None else parse_bool(name, get(name)) for name in ("rmm_async", "rmm_managed_memory", "enable_cudf_spill")}
+    switches = {
+        name: None if get(name) is None else parse_bool(name, get(name))
+        for name in ("rmm_async", "rmm_managed_memory", "enable_cudf_spill")
+    }
     no_pool = get("rmm_pool_size") is False
     pool = None if no_pool else size_or_fraction("rmm_pool_size")
-    if pool is None and not no_pool and protocol == "ucx" and not switches["rmm_async"] and not switches["rmm_managed_memory"]:
+    if (
+        pool is None
+        and not no_pool
+        and protocol == "ucx"
+        and not switches["rmm_async"]
+        and not switches["rmm_managed_memory"]
+    ):
         pool = str(parse_size("rmm_pool_size", UCX_DEFAULT_RMM_POOL_SIZE))
     if switches["rmm_async"] and switches["rmm_managed_memory"]:
-        raise ValidationError("rmm_managed_memory", "rmm_managed_memory cannot be used with rmm_async (dask-cuda refuses the pair)")
+        raise ValidationError(
+            "rmm_managed_memory", "rmm_managed_memory cannot be used with rmm_async (dask-cuda refuses the pair)"
+        )
     maximum, threshold = size_or_fraction("rmm_maximum_pool_size"), size_or_fraction("rmm_release_threshold")
     if maximum is not None and pool is None and not switches["rmm_async"]:
-        raise ValidationError("rmm_maximum_pool_size", "rmm_maximum_pool_size limits an RMM pool; set rmm_pool_size (or rmm_async) too")
+        raise ValidationError(
+            "rmm_maximum_pool_size", "rmm_maximum_pool_size limits an RMM pool; set rmm_pool_size (or rmm_async) too"
+        )
     if threshold is not None and not switches["rmm_async"]:
         raise ValidationError("rmm_release_threshold", "rmm_release_threshold needs rmm_async=True")
     libraries = get("set_rmm_allocator_for_libs") or ()
@@ -412,6 +512,14 @@ def _parse_gpu_memory(get, mode: str, protocol: str | None) -> dict[str, Any]:
         libraries = [part.strip() for part in libraries.split(",") if part.strip()]
     for library in libraries:
         if library not in RMM_LIBRARIES:
-            raise ValidationError("set_rmm_allocator_for_libs", f"{library!r}: RMM can allocate for {', '.join(RMM_LIBRARIES)}")
-    return {"device_memory_limit": size_or_fraction("device_memory_limit"), "rmm_pool_size": pool, "rmm_maximum_pool_size": maximum,
-            "rmm_release_threshold": threshold, "set_rmm_allocator_for_libs": tuple(libraries), **switches}
+            raise ValidationError(
+                "set_rmm_allocator_for_libs", f"{library!r}: RMM can allocate for {', '.join(RMM_LIBRARIES)}"
+            )
+    return {
+        "device_memory_limit": size_or_fraction("device_memory_limit"),
+        "rmm_pool_size": pool,
+        "rmm_maximum_pool_size": maximum,
+        "rmm_release_threshold": threshold,
+        "set_rmm_allocator_for_libs": tuple(libraries),
+        **switches,
+    }

@@ -11,11 +11,23 @@ SITE_CONFIGS = Path(__file__).parent.parent / "site-configs"
 SHIPPED = sorted(p.stem for p in SITE_CONFIGS.glob("[!_]*.yaml"))
 
 # An account each site accepts, where the site requires one.
-SAMPLE_ACCOUNTS = {"andes": "abc123", "aurora": "MyProject", "casper": "UABC0001", "delta": "bbka-delta-gpu",
-                   "derecho": "UABC0001", "expanse": "abc123", "frontier": "abc123", "juwels-booster": "mybudget",
-                   "kestrel": "abc123",
-                   "lumi-g": "project_465000123", "perlmutter": "m1234_g", "polaris": "MyProject",
-                   "sophia": "MyProject", "summit": "ABC123", "wice": "lp_myproject"}
+SAMPLE_ACCOUNTS = {
+    "andes": "abc123",
+    "aurora": "MyProject",
+    "casper": "UABC0001",
+    "delta": "bbka-delta-gpu",
+    "derecho": "UABC0001",
+    "expanse": "abc123",
+    "frontier": "abc123",
+    "juwels-booster": "mybudget",
+    "kestrel": "abc123",
+    "lumi-g": "project_465000123",
+    "perlmutter": "m1234_g",
+    "polaris": "MyProject",
+    "sophia": "MyProject",
+    "summit": "ABC123",
+    "wice": "lp_myproject",
+}
 
 # Host names of each machine's login nodes, short and fully qualified, as the centres' docs
 # and users' job logs give them.  Sites without hostnames (generic ones, abci3) are never detected.
@@ -47,11 +59,25 @@ SAMPLE_HOSTNAMES = {
 
 # Machines gpujobqueue has no site for, or names that only look like a known one's.
 UNRELATED_HOSTNAMES = [
-    "localhost", "my-laptop", "login01", "login1", "nid001234", "jwlogin05",  # JUWELS Cluster, not the Booster
-    "daint-ln005", "santis-ln005", "casper-login1.example.com", "login1.stampede2.tacc.utexas.edu", "sophia-login",
+    "localhost",
+    "my-laptop",
+    "login01",
+    "login1",
+    "nid001234",
+    "jwlogin05",  # JUWELS Cluster, not the Booster
+    "daint-ln005",
+    "santis-ln005",
+    "casper-login1.example.com",
+    "login1.stampede2.tacc.utexas.edu",
+    "sophia-login",
     "login1.ls5.tacc.utexas.edu",
-    "derecho", "polaris-login-02.evil.example", "login01.perlmutter.nersc.gov.example", "ip-10-0-0-12.ec2.internal",
-    "summit", "frontier", "dt-login03.delta.ncsa.illinois.edu.attacker",
+    "derecho",
+    "polaris-login-02.evil.example",
+    "login01.perlmutter.nersc.gov.example",
+    "ip-10-0-0-12.ec2.internal",
+    "summit",
+    "frontier",
+    "dt-login03.delta.ncsa.illinois.edu.attacker",
 ]
 
 

@@ -10,16 +10,24 @@ import time
 
 import dask
 import pytest
+from conftest import wait_until
 from dask.distributed import Client
 
-from conftest import wait_until
 from gpujobqueue import SLURMGPUCluster
 from gpujobqueue.adaptive import GPUAdaptive
 
 # Eight "GPUs" on the one-node SLURM (which has four): jobs of two workers that ask for no
 # GPU (the partition implies them), one core and 1 GiB each, so four fit beside each other.
-RAMP = dict(gpus_per_node=2, gpu_request="none", worker_mode="per-device", cores=1, memory="1GiB",
-            queue="gpu", walltime="00:20:00", death_timeout=20)
+RAMP = dict(
+    gpus_per_node=2,
+    gpu_request="none",
+    worker_mode="per-device",
+    cores=1,
+    memory="1GiB",
+    queue="gpu",
+    walltime="00:20:00",
+    death_timeout=20,
+)
 TASK_SECONDS = 8
 
 
@@ -36,8 +44,11 @@ def ramp_to_eight_gpus(client, cluster, counted, expected_sbatch, expected_scanc
     assert counted.count("sbatch") == expected_sbatch, "the ramp up is one array submission"
     assert len(cluster.worker_spec) == 4
     del futures
-    wait_until(lambda: not cluster.worker_spec and not client.scheduler_info()["workers"], 90,
-               what=lambda: f"adapt back to 0: spec {list(cluster.worker_spec)}")
+    wait_until(
+        lambda: not cluster.worker_spec and not client.scheduler_info()["workers"],
+        90,
+        what=lambda: f"adapt back to 0: spec {list(cluster.worker_spec)}",
+    )
     assert counted.count("scancel") == expected_scancel, "the ramp down is one cancel command"
 
 
@@ -45,8 +56,11 @@ def ramp_to_eight_gpus(client, cluster, counted, expected_sbatch, expected_scanc
 def test_a_ramp_0_8_0_8_0_costs_one_submission_and_one_cancel_each_way(slurm, counted):
     # The scheduler knows the tasks' length from the start, so its target is 8 GPUs at once
     # (without it, it guesses 0.5 s a task and asks for fewer).
-    with dask.config.set({"distributed.scheduler.default-task-durations": {"busy": f"{TASK_SECONDS}s"}}), \
-            SLURMGPUCluster(**RAMP, job_array=True) as cluster, Client(cluster) as client:
+    with (
+        dask.config.set({"distributed.scheduler.default-task-durations": {"busy": f"{TASK_SECONDS}s"}}),
+        SLURMGPUCluster(**RAMP, job_array=True) as cluster,
+        Client(cluster) as client,
+    ):
         cluster.adapt(minimum_gpus=0, maximum_gpus=8, interval="500ms", wait_count=6)
         ramp_to_eight_gpus(client, cluster, counted, expected_sbatch=1, expected_scancel=1)
         ramp_to_eight_gpus(client, cluster, counted, expected_sbatch=2, expected_scancel=2)
@@ -95,18 +109,22 @@ def adaptive_over(cluster, **kwargs):
     return adaptive
 
 
-@pytest.mark.parametrize("minimum, maximum, target, expected", [
-    (0, 8, 3, 4),  # up to whole jobs
-    (3, 8, 0, 4),  # the minimum up to whole jobs
-    (0, 7, 8, 6),  # the maximum down to whole jobs
-    (5, 5, 0, 6),  # never below the minimum
-    (0, math.inf, 11, 12),
-])
+@pytest.mark.parametrize(
+    "minimum, maximum, target, expected",
+    [
+        (0, 8, 3, 4),  # up to whole jobs
+        (3, 8, 0, 4),  # the minimum up to whole jobs
+        (0, 7, 8, 6),  # the maximum down to whole jobs
+        (5, 5, 0, 6),  # never below the minimum
+        (0, math.inf, 11, 12),
+    ],
+)
 def test_targets_are_whole_jobs(minimum, maximum, target, expected):
     adaptive = adaptive_over(FakeCluster([]), minimum=minimum, maximum=maximum)
 
     async def scheduler_target():
         return target
+
     adaptive.target = scheduler_target
     assert asyncio.run(adaptive.safe_target()) == expected
 
@@ -114,12 +132,16 @@ def test_targets_are_whole_jobs(minimum, maximum, target, expected):
 def test_a_brief_dip_cancels_nothing_and_a_settled_one_cancels_queued_jobs_first():
     adaptive = adaptive_over(FakeCluster(jobs=[0, 1, 2, 3], connected=[0, 1]), minimum=0, maximum=8, wait_count=3)
     look = lambda target: asyncio.run(adaptive.recommendations(target))  # noqa: E731
-    assert [look(target) for target in (4, 2, 8)] == [{"status": "same"}] * 3, "a dip, then the load comes back: nothing to do"
+    assert [look(target) for target in (4, 2, 8)] == [{"status": "same"}] * 3, (
+        "a dip, then the load comes back: nothing to do"
+    )
     assert look(10) == {"status": "up", "n": 10}, "queued jobs count: scale() adds only the difference"
     assert [look(4) for _ in range(2)] == [{"status": "same"}] * 2
     down = look(4)  # settled at two jobs for three looks
     assert down["status"] == "down"
-    assert sorted(down["workers"]) == ["c-2-0", "c-2-1", "c-3-0", "c-3-1"], "the two queued jobs go, not the running ones"
+    assert sorted(down["workers"]) == ["c-2-0", "c-2-1", "c-3-0", "c-3-1"], (
+        "the two queued jobs go, not the running ones"
+    )
 
 
 def test_a_need_that_keeps_varying_below_the_jobs_held_goes_down_to_its_recent_peak():
@@ -139,9 +161,11 @@ def test_a_walltime_handover_stays_within_the_maximum():
     assert asyncio.run(at_most_two_jobs.recommendations(4)) == {"status": "same"}, "replaced once they have ended"
     cluster.retiring_jobs = lambda: {"c-0"}
     at_most_three_jobs = adaptive_over(cluster, minimum=4, maximum=6)
-    assert asyncio.run(at_most_three_jobs.recommendations(4)) == {"status": "up", "n": 6}, \
+    assert asyncio.run(at_most_three_jobs.recommendations(4)) == {"status": "up", "n": 6}, (
         "one leaving job replaced early, within the maximum"
+    )
     unbounded = adaptive_over(FakeCluster(jobs=[0, 1], connected=[0, 1]), minimum=4)
     unbounded.cluster.retiring_jobs = lambda: {"c-0", "c-1"}
-    assert asyncio.run(unbounded.recommendations(4)) == {"status": "up", "n": 8}, \
+    assert asyncio.run(unbounded.recommendations(4)) == {"status": "up", "n": 8}, (
         "no maximum: both replaced before they go"
+    )

@@ -23,13 +23,20 @@ NAMES = ("slurm", "pbs", "lsf", "sge", "local")
 # (file, name) -> (how many uses, why they stay). Keep it short: move knowledge to the batch module instead.
 ALLOWED = {
     ("gpujobqueue/cluster.py", "local"): (2, "scheduler='local' (a placement, not the batch system)"),
-    ("gpujobqueue/scheduler_job.py", "local"): (4, "3 are the placement 'local'; 1 keeps UCX's scheduler here on the "
-                                                   "local batch system, to ask its runs_jobs_here (another part)"),
+    ("gpujobqueue/scheduler_job.py", "local"): (
+        4,
+        "3 are the placement 'local'; 1 keeps UCX's scheduler here on the "
+        "local batch system, to ask its runs_jobs_here (another part)",
+    ),
     ("gpujobqueue/diagnostics.py", "local"): (1, "scheduler_placement == 'local' (a placement, not the batch system)"),
-    ("gpujobqueue/cpu_pool.py", "slurm"): (2, "cpu_pool.constraint is SLURM's; to ask 'constraint' in the class's "
-                                              "batch_keywords (cpu_pool.py: another part)"),
-    ("gpujobqueue/hand_written_gpus.py", "slurm"): (1, "the parser of each batch system's hand-written GPU lines; "
-                                                       "to move to the batch modules (not yet moved)"),
+    ("gpujobqueue/cpu_pool.py", "slurm"): (
+        2,
+        "cpu_pool.constraint is SLURM's; to ask 'constraint' in the class's batch_keywords (cpu_pool.py: another part)",
+    ),
+    ("gpujobqueue/hand_written_gpus.py", "slurm"): (
+        1,
+        "the parser of each batch system's hand-written GPU lines; to move to the batch modules (not yet moved)",
+    ),
     ("gpujobqueue/hand_written_gpus.py", "pbs"): (3, "as above, and PBS's select line kept whole"),
     ("gpujobqueue/hand_written_gpus.py", "lsf"): (1, "as above"),
     ("gpujobqueue/hand_written_gpus.py", "sge"): (3, "as above, and Grid Engine's parallel environment slots"),
@@ -55,8 +62,11 @@ def batch_names_in_code(root: Path = ROOT) -> list[tuple[str, int, str]]:
             continue
         tree = ast.parse(path.read_text(), relative)
         docstrings = _docstrings(tree)
-        uses += [(relative, node.lineno, node.value) for node in ast.walk(tree)
-                 if isinstance(node, ast.Constant) and node.value in NAMES and id(node) not in docstrings]
+        uses += [
+            (relative, node.lineno, node.value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and node.value in NAMES and id(node) not in docstrings
+        ]
     return sorted(uses)
 
 
@@ -79,10 +89,15 @@ def batch_branches_in_templates(root: Path = ROOT) -> list[tuple[str, int, str]]
 def test_no_code_outside_the_batch_modules_names_a_batch_system_beyond_the_allow_list():
     uses = batch_names_in_code()
     counted = Counter((path, name) for path, _, name in uses)
-    unexpected = [f"{path}:{line}: {name!r}" for path, line, name in uses
-                  if counted[path, name] > ALLOWED.get((path, name), (0, ""))[0]]
-    assert not unexpected, ("batch-system names used as values outside gpujobqueue/batch/; ask the batch module "
-                            "(gpujobqueue.batch.cluster_class(name)) instead:\n" + "\n".join(unexpected))
+    unexpected = [
+        f"{path}:{line}: {name!r}"
+        for path, line, name in uses
+        if counted[path, name] > ALLOWED.get((path, name), (0, ""))[0]
+    ]
+    assert not unexpected, (
+        "batch-system names used as values outside gpujobqueue/batch/; ask the batch module "
+        "(gpujobqueue.batch.cluster_class(name)) instead:\n" + "\n".join(unexpected)
+    )
     stale = {key: (counted[key], allowed) for key, (allowed, _) in ALLOWED.items() if counted[key] < allowed}
     assert not stale, f"allow-list entries larger than the uses left (lower them): {stale}"
 
@@ -90,7 +105,8 @@ def test_no_code_outside_the_batch_modules_names_a_batch_system_beyond_the_allow
 def test_no_template_branches_on_a_batch_system_name():
     found = batch_branches_in_templates()
     assert not found, "templates branching on a batch system's name; branch on a value its module gives:\n" + "\n".join(
-        f"{path}:{line}: {tag}" for path, line, tag in found)
+        f"{path}:{line}: {tag}" for path, line, tag in found
+    )
 
 
 def test_the_scan_finds_a_planted_name(tmp_path):

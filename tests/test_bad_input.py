@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from fixtures.sizes import with_job_size, with_size_options
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from fixtures.sizes import with_job_size, with_size_options
 from gpujobqueue import GPUCluster, GPUJobQueueError, SLURMGPUCluster, ValidationError
 from gpujobqueue.scripts import job_script_for
 
@@ -91,7 +91,9 @@ def nothing_submitted(slurm, counted):
     assert not slurm.squeue_ids(), slurm.squeue_ids()
 
 
-@pytest.mark.parametrize("keywords, field", BAD_KEYWORDS, ids=[f"{i}-{field}" for i, (_, field) in enumerate(BAD_KEYWORDS)])
+@pytest.mark.parametrize(
+    "keywords, field", BAD_KEYWORDS, ids=[f"{i}-{field}" for i, (_, field) in enumerate(BAD_KEYWORDS)]
+)
 def test_a_bad_keyword_is_refused_by_name_and_nothing_is_submitted(nothing_submitted, keywords, field):
     keywords = with_job_size({"queue": "gpu", **keywords}) if "site" not in keywords else keywords
     with pytest.raises(GPUJobQueueError) as info:
@@ -120,7 +122,11 @@ BAD_OPTIONS = [  # the command line names its options, not the keywords they mir
 
 @pytest.mark.parametrize("options, field", BAD_OPTIONS, ids=[field.strip(": ") for _, field in BAD_OPTIONS])
 def test_a_bad_command_line_option_is_refused_by_name_and_writes_no_script(nothing_submitted, options, field):
-    result = subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "render", "slurm", *with_size_options(options)], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "gpujobqueue.cli", "render", "slurm", *with_size_options(options)],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode != 0
     assert not result.stdout, "no script is written"
     assert field in result.stderr, result.stderr
@@ -161,7 +167,9 @@ def script_or_refusal(keywords):
 
 def shell_value(line: str, variable: str) -> str:
     """What bash makes of an export line."""
-    return subprocess.run(["bash", "-c", f'{line}\nprintf %s "${variable}"'], capture_output=True, check=True).stdout.decode("utf-8", "surrogateescape")
+    return subprocess.run(
+        ["bash", "-c", f'{line}\nprintf %s "${variable}"'], capture_output=True, check=True
+    ).stdout.decode("utf-8", "surrogateescape")
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

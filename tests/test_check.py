@@ -19,12 +19,19 @@ import pytest
 from gpujobqueue.diagnostics import Package, gather_facts, judge, report
 from gpujobqueue.gpus import GPU
 
-GPU_HERE = shutil.which("nvidia-smi") is not None and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+GPU_HERE = (
+    shutil.which("nvidia-smi") is not None and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+)
 
 
 def check(*args: str, env: dict[str, str] | None = None) -> tuple[int, dict]:
-    done = subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "check", "--json", *args], capture_output=True, text=True,
-                          timeout=180, env={**os.environ, **(env or {})})
+    done = subprocess.run(
+        [sys.executable, "-m", "gpujobqueue.cli", "check", "--json", *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, **(env or {})},
+    )
     assert done.stdout.startswith("{"), done.stdout + done.stderr
     return done.returncode, json.loads(done.stdout)
 
@@ -41,9 +48,15 @@ def test_the_facts_are_this_machines():
     assert "127.0.0.1" in facts["interfaces"]["lo"]
     for command in ("sbatch", "qsub", "bsub"):
         assert facts["batch_commands"][command] == shutil.which(command)
-    assert facts["infiniband_devices"] == (sorted(os.listdir("/sys/class/infiniband")) if os.path.isdir("/sys/class/infiniband") else [])
-    installed = subprocess.run([sys.executable, "-m", "pip", "show", "dask-cuda"], capture_output=True, text=True).stdout
-    assert facts["packages"]["dask-cuda"]["version"] == (installed.split("Version: ")[1].split()[0] if installed else None)
+    assert facts["infiniband_devices"] == (
+        sorted(os.listdir("/sys/class/infiniband")) if os.path.isdir("/sys/class/infiniband") else []
+    )
+    installed = subprocess.run(
+        [sys.executable, "-m", "pip", "show", "dask-cuda"], capture_output=True, text=True
+    ).stdout
+    assert facts["packages"]["dask-cuda"]["version"] == (
+        installed.split("Version: ")[1].split()[0] if installed else None
+    )
     if importlib.util.find_spec("ucxx"):
         assert facts["ucx_source"] == "ucxx" and "tcp" in facts["ucx_transports"]
     if GPU_HERE:
@@ -57,8 +70,22 @@ def test_the_facts_are_this_machines():
 
 
 def test_the_text_report_names_every_topic_and_sums_up():
-    done = subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "check", "--batch", "local"], capture_output=True, text=True, timeout=180)
-    for topic in ("site", "GPUs", "dask-cuda", "distributed-ucxx", "UCX transports", "interfaces", "batch commands", "site files"):
+    done = subprocess.run(
+        [sys.executable, "-m", "gpujobqueue.cli", "check", "--batch", "local"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    for topic in (
+        "site",
+        "GPUs",
+        "dask-cuda",
+        "distributed-ucxx",
+        "UCX transports",
+        "interfaces",
+        "batch commands",
+        "site files",
+    ):
         assert f" {topic} " in done.stdout, done.stdout
     assert re.match(r"(nothing missing|\d+ problem\(s\) stop GPU workers here)", done.stdout.strip().splitlines()[-1])
 
@@ -130,14 +157,19 @@ def test_the_pbs_emulators_commands_are_taken_for_pbs(pbs):
 @pytest.mark.slurm
 def test_check_run_inside_a_real_slurm_job_sees_the_job(slurm, tmp_path):
     out = tmp_path / "check.out"
-    job = slurm.sbatch("--gpus-per-node=2", f"--output={out}", "--wrap",
-                       f"{sys.executable} -m gpujobqueue.cli check --json --batch slurm --interface nosuchif0; echo exit=$?", cwd=tmp_path)
+    job = slurm.sbatch(
+        "--gpus-per-node=2",
+        f"--output={out}",
+        "--wrap",
+        f"{sys.executable} -m gpujobqueue.cli check --json --batch slurm --interface nosuchif0; echo exit=$?",
+        cwd=tmp_path,
+    )
     deadline = time.monotonic() + 120
     while job in slurm.job_ids() and time.monotonic() < deadline:
         time.sleep(0.5)
     assert job not in slurm.job_ids()
     text = out.read_text()
-    result = json.loads(text[:text.rindex("}") + 1])
+    result = json.loads(text[: text.rindex("}") + 1])
     found = by_topic(result)
     assert result["facts"]["job_of"] == "slurm"
     assert f"job {job}" in found["batch commands"]["detail"]
@@ -147,14 +179,31 @@ def test_check_run_inside_a_real_slurm_job_sees_the_job(slurm, tmp_path):
 
 # The judgement on facts no machine here has: each missing piece fails with its own fix.
 
+
 def facts_of_a_gpu_node(**changes):
     facts = gather_facts(batch="local")
     nvlinked = [GPU(i, "NVIDIA H200", 141 * 2**30, 18) for i in range(4)]
-    packages = {**facts.packages, "dask-cuda": Package("dask-cuda", "26.10.0"), "distributed-ucxx": Package("distributed-ucxx", "0.52.0"),
-                "cupy": Package("cupy", "14.2.0")}
-    base = dataclasses.replace(facts, gpus=nvlinked, gpu_source="NVML", gpu_error=None, driver_version="580.1", cuda_driver_version="13.0",
-                               packages=packages, ucx_source="ucxx", ucx_transports=["tcp", "cuda_copy", "cuda_ipc", "rc_mlx5"],
-                               infiniband_devices=["mlx5_0"], protocol="ucx", worker_mode="dask-cuda", site_file_errors=[])
+    packages = {
+        **facts.packages,
+        "dask-cuda": Package("dask-cuda", "26.10.0"),
+        "distributed-ucxx": Package("distributed-ucxx", "0.52.0"),
+        "cupy": Package("cupy", "14.2.0"),
+    }
+    base = dataclasses.replace(
+        facts,
+        gpus=nvlinked,
+        gpu_source="NVML",
+        gpu_error=None,
+        driver_version="580.1",
+        cuda_driver_version="13.0",
+        packages=packages,
+        ucx_source="ucxx",
+        ucx_transports=["tcp", "cuda_copy", "cuda_ipc", "rc_mlx5"],
+        infiniband_devices=["mlx5_0"],
+        protocol="ucx",
+        worker_mode="dask-cuda",
+        site_file_errors=[],
+    )
     return dataclasses.replace(base, **changes)
 
 
@@ -169,23 +218,67 @@ def test_a_complete_gpu_node_has_nothing_missing():
     assert "nothing missing" in report(list(found.values()), facts_of_a_gpu_node())
 
 
-@pytest.mark.parametrize("changes, topic, fix", [
-    ({"packages_dask_cuda": Package("dask-cuda", None)}, "dask-cuda", "pip install 'gpujobqueue[cuda13]'"),
-    ({"packages_dask_cuda": Package("dask-cuda", "26.10.0", "ImportError: cannot import name 'bindings' from 'cuda'")}, "dask-cuda",
-     "pip install 'gpujobqueue[cuda13]' (it brings the cuda-bindings"),
-    ({"packages_distributed_ucxx": Package("distributed-ucxx", None)}, "distributed-ucxx", "pip install 'gpujobqueue[cuda13,ucx13]'"),
-    ({"ucx_transports": None, "ucx_source": None}, "UCX transports", "pip install 'gpujobqueue[cuda13,ucx13]'"),
-    ({"cuda_driver_version": "12.4", "packages_cupy": Package("cupy", "14.2.0", None, "cupy-cuda13x")}, "CUDA versions",
-     "pip install 'gpujobqueue[cuda12]'"),
-    ({"gpus": [], "job_of": "slurm"}, "GPUs", "ask the job for GPUs"),
-    ({"interface": "ib0", "job_of": "pbs"}, "site interface", "pass interface="),
-    ({"batch": "slurm", "batch_commands": {"sbatch": None, "squeue": None, "scancel": None}}, "batch commands", "puts sbatch on PATH"),
-    ({"batch": "pbs", "batch_commands": {"qsub": "/q", "qstat": "/q", "qdel": "/q"}, "batch_versions": {"sge": "SGE 8.1.9"}}, "batch commands", "put pbs's commands first"),
-    ({"site_error": "no site named 'x'"}, "site", "gpujobqueue sites"),
-    ({"site_file_errors": ["/etc/gpujobqueue/sites/a.yaml:3: node.gpus: 0 is less than 1"]}, "site files", "gpujobqueue check FILE"),
-], ids=["no-dask-cuda", "dask-cuda-without-cuda-bindings", "ucx-without-distributed-ucxx", "ucx-without-ucx", "cuda-13-cupy-on-a-cuda-12-driver",
+@pytest.mark.parametrize(
+    "changes, topic, fix",
+    [
+        ({"packages_dask_cuda": Package("dask-cuda", None)}, "dask-cuda", "pip install 'gpujobqueue[cuda13]'"),
+        (
+            {
+                "packages_dask_cuda": Package(
+                    "dask-cuda", "26.10.0", "ImportError: cannot import name 'bindings' from 'cuda'"
+                )
+            },
+            "dask-cuda",
+            "pip install 'gpujobqueue[cuda13]' (it brings the cuda-bindings",
+        ),
+        (
+            {"packages_distributed_ucxx": Package("distributed-ucxx", None)},
+            "distributed-ucxx",
+            "pip install 'gpujobqueue[cuda13,ucx13]'",
+        ),
+        ({"ucx_transports": None, "ucx_source": None}, "UCX transports", "pip install 'gpujobqueue[cuda13,ucx13]'"),
+        (
+            {"cuda_driver_version": "12.4", "packages_cupy": Package("cupy", "14.2.0", None, "cupy-cuda13x")},
+            "CUDA versions",
+            "pip install 'gpujobqueue[cuda12]'",
+        ),
+        ({"gpus": [], "job_of": "slurm"}, "GPUs", "ask the job for GPUs"),
+        ({"interface": "ib0", "job_of": "pbs"}, "site interface", "pass interface="),
+        (
+            {"batch": "slurm", "batch_commands": {"sbatch": None, "squeue": None, "scancel": None}},
+            "batch commands",
+            "puts sbatch on PATH",
+        ),
+        (
+            {
+                "batch": "pbs",
+                "batch_commands": {"qsub": "/q", "qstat": "/q", "qdel": "/q"},
+                "batch_versions": {"sge": "SGE 8.1.9"},
+            },
+            "batch commands",
+            "put pbs's commands first",
+        ),
+        ({"site_error": "no site named 'x'"}, "site", "gpujobqueue sites"),
+        (
+            {"site_file_errors": ["/etc/gpujobqueue/sites/a.yaml:3: node.gpus: 0 is less than 1"]},
+            "site files",
+            "gpujobqueue check FILE",
+        ),
+    ],
+    ids=[
+        "no-dask-cuda",
+        "dask-cuda-without-cuda-bindings",
+        "ucx-without-distributed-ucxx",
+        "ucx-without-ucx",
+        "cuda-13-cupy-on-a-cuda-12-driver",
         "job-without-gpus",
-        "missing-interface-in-job", "no-sbatch", "qsub-of-another-system", "unknown-site", "broken-site-file"])
+        "missing-interface-in-job",
+        "no-sbatch",
+        "qsub-of-another-system",
+        "unknown-site",
+        "broken-site-file",
+    ],
+)
 def test_each_missing_piece_fails_with_its_fix(changes, topic, fix):
     facts = facts_of_a_gpu_node()
     for key in [k for k in changes if k.startswith("packages_")]:
@@ -197,24 +290,43 @@ def test_each_missing_piece_fails_with_its_fix(changes, topic, fix):
     assert "problem(s) stop GPU workers here" in report(list(found.values()), facts)
 
 
-@pytest.mark.parametrize("driver, line", [
-    ("12.8", "pip install 'gpujobqueue[cuda12]'"),
-    ("13.0", "pip install 'gpujobqueue[cuda13]'"),
-    (None, "pip install 'gpujobqueue[cuda12]' (CUDA 12 driver; pip install 'gpujobqueue[cuda13]' for CUDA 13: nvidia-smi shows the driver's CUDA version)"),
-], ids=["cuda-12-driver", "cuda-13-driver", "driver-unread"])
+@pytest.mark.parametrize(
+    "driver, line",
+    [
+        ("12.8", "pip install 'gpujobqueue[cuda12]'"),
+        ("13.0", "pip install 'gpujobqueue[cuda13]'"),
+        (
+            None,
+            "pip install 'gpujobqueue[cuda12]' (CUDA 12 driver; pip install 'gpujobqueue[cuda13]' for CUDA 13: nvidia-smi shows the driver's CUDA version)",
+        ),
+    ],
+    ids=["cuda-12-driver", "cuda-13-driver", "driver-unread"],
+)
 def test_the_install_line_is_the_one_for_the_drivers_cuda_version(driver, line):
-    found = statuses(dataclasses.replace(facts_of_a_gpu_node(cuda_driver_version=driver), packages={
-        **facts_of_a_gpu_node().packages, "dask-cuda": Package("dask-cuda", None), "cupy": Package("cupy", None)}))
+    found = statuses(
+        dataclasses.replace(
+            facts_of_a_gpu_node(cuda_driver_version=driver),
+            packages={
+                **facts_of_a_gpu_node().packages,
+                "dask-cuda": Package("dask-cuda", None),
+                "cupy": Package("cupy", None),
+            },
+        )
+    )
     assert found["dask-cuda"].status == "fail" and found["dask-cuda"].fix == line
     assert found["GPU libraries"].fix.startswith(line)
     if driver:
         assert found["CUDA driver"].detail.endswith(f"its stack: {line}")
 
 
-@pytest.mark.parametrize("changes, topic", [
-    ({"ucx_transports": ["tcp", "cuda_copy", "rc_mlx5"]}, "UCX over NVLink"),
-    ({"ucx_transports": ["tcp", "cuda_copy", "cuda_ipc"]}, "UCX over InfiniBand"),
-], ids=["nvlink-without-cuda_ipc", "infiniband-without-verbs"])
+@pytest.mark.parametrize(
+    "changes, topic",
+    [
+        ({"ucx_transports": ["tcp", "cuda_copy", "rc_mlx5"]}, "UCX over NVLink"),
+        ({"ucx_transports": ["tcp", "cuda_copy", "cuda_ipc"]}, "UCX over InfiniBand"),
+    ],
+    ids=["nvlink-without-cuda_ipc", "infiniband-without-verbs"],
+)
 def test_ucx_without_the_machines_transports_is_a_warning(changes, topic):
     found = statuses(facts_of_a_gpu_node(**changes))
     assert found[topic].status == "warn" and found[topic].fix

@@ -17,12 +17,12 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 NEEDS_SLURM = "tests/test_slurm_cluster.py::test_unknown_keyword_submits_nothing"
 NEEDS_SGE = "tests/test_sge_fixture.py::test_a_job_runs_python3_in_the_default_queue_and_writes_a_file"
-PLUGIN = '''
+PLUGIN = """
 def pytest_sessionstart(session):
     import fixtures.sge, fixtures.slurm
     for module in (fixtures.slurm, fixtures.sge):
         module.REQUIRED_BINARIES = (*module.REQUIRED_BINARIES, "gjq-no-such-daemon")
-'''
+"""
 
 
 def child_pytest(tmp_path: Path, ci: bool, *args: str) -> subprocess.CompletedProcess:
@@ -31,9 +31,14 @@ def child_pytest(tmp_path: Path, ci: bool, *args: str) -> subprocess.CompletedPr
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp_path), str(REPO), env.get("PYTHONPATH")]))
     if ci:
         env["CI"] = "true"
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "gjq_no_daemons", "-p", "no:cacheprovider", "-q", "-rs",
-                           *args],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "gjq_no_daemons", "-p", "no:cacheprovider", "-q", "-rs", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
 
 
 def test_outside_ci_the_batch_system_tests_skip_with_the_reason(tmp_path):
@@ -53,8 +58,11 @@ def test_under_ci_a_daemon_that_cannot_start_fails_the_run(tmp_path):
     assert "MissingPrerequisite: SLURM test cluster needs gjq-no-such-daemon" in done.stdout, done.stdout
 
 
-@pytest.mark.parametrize("ci, status", [(False, pytest.ExitCode.NO_TESTS_COLLECTED),
-                                        (True, pytest.ExitCode.TESTS_FAILED)], ids=["outside-ci", "ci"])
+@pytest.mark.parametrize(
+    "ci, status",
+    [(False, pytest.ExitCode.NO_TESTS_COLLECTED), (True, pytest.ExitCode.TESTS_FAILED)],
+    ids=["outside-ci", "ci"],
+)
 def test_a_run_that_collects_nothing_fails_in_ci(tmp_path, ci, status):
     done = child_pytest(tmp_path, ci, "tests/test_request.py", "-k", "gjq_matches_no_test")
     assert done.returncode == status, done.stdout + done.stderr

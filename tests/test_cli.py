@@ -34,10 +34,39 @@ def cli(*args, env=None, check=True):
 
 
 def test_render_options_mirror_keywords():
-    out = run("render", "slurm", "--cpus-per-gpu", "1", "--memory-per-gpu", "512MiB", "--gpus-per-node", "2", "--gpu-request", "gres", "--gpu-type", "h200", "--queue", "gpu",
-              "--walltime", "00:20:00", "--env", "A=b", "--job-script-prologue", "module load cuda", "--scheduler-address", "tls://10.1.1.1:8786").stdout
+    out = run(
+        "render",
+        "slurm",
+        "--cpus-per-gpu",
+        "1",
+        "--memory-per-gpu",
+        "512MiB",
+        "--gpus-per-node",
+        "2",
+        "--gpu-request",
+        "gres",
+        "--gpu-type",
+        "h200",
+        "--queue",
+        "gpu",
+        "--walltime",
+        "00:20:00",
+        "--env",
+        "A=b",
+        "--job-script-prologue",
+        "module load cuda",
+        "--scheduler-address",
+        "tls://10.1.1.1:8786",
+    ).stdout
     assert out.startswith("#!/usr/bin/env bash\n")
-    for line in ("#SBATCH --gres=gpu:h200:2", "#SBATCH --partition=gpu", "#SBATCH --time=00:20:00", "export A=b", "module load cuda", "tls://10.1.1.1:8786"):
+    for line in (
+        "#SBATCH --gres=gpu:h200:2",
+        "#SBATCH --partition=gpu",
+        "#SBATCH --time=00:20:00",
+        "export A=b",
+        "module load cuda",
+        "tls://10.1.1.1:8786",
+    ):
         assert line in out
 
 
@@ -60,17 +89,92 @@ def test_demo_runs_the_seed_workloads_and_checks_them():
 
 
 def test_render_speaks_each_batch_systems_gpu_syntax():
-    pbs = run("render", "pbs", "--cpus-per-gpu", "1", "--memory-per-gpu", "512MiB", "--gpus-per-node", "4", "--chunk-resource", "system=polaris", "--filesystems", "home:eagle", "--place", "scatter").stdout
-    assert "#PBS -l select=1:ncpus=4:ngpus=4:mem=2gb:system=polaris\n" in pbs and "#PBS -l filesystems=home:eagle\n" in pbs and "#PBS -l place=scatter\n" in pbs
-    torque = run("render", "pbs", "--memory-per-gpu", "512MiB", "--gpus-per-node", "2", "--cores", "8", "--gpu-request", "torque").stdout
+    pbs = run(
+        "render",
+        "pbs",
+        "--cpus-per-gpu",
+        "1",
+        "--memory-per-gpu",
+        "512MiB",
+        "--gpus-per-node",
+        "4",
+        "--chunk-resource",
+        "system=polaris",
+        "--filesystems",
+        "home:eagle",
+        "--place",
+        "scatter",
+    ).stdout
+    assert (
+        "#PBS -l select=1:ncpus=4:ngpus=4:mem=2gb:system=polaris\n" in pbs
+        and "#PBS -l filesystems=home:eagle\n" in pbs
+        and "#PBS -l place=scatter\n" in pbs
+    )
+    torque = run(
+        "render", "pbs", "--memory-per-gpu", "512MiB", "--gpus-per-node", "2", "--cores", "8", "--gpu-request", "torque"
+    ).stdout
     assert "#PBS -l nodes=1:ppn=8:gpus=2\n" in torque
-    lsf = run("render", "lsf", "--cpus-per-gpu", "1", "--gpus-per-node", "2", "--gpu-mode", "shared", "--lsf-units", "mb", "--memory", "4GiB").stdout
-    assert '#BSUB -gpu "num=2:mode=shared"\n' in lsf and '#BSUB -R "rusage[mem=4096]"\n' in lsf and "#BSUB -M 4096\n" in lsf
-    csm = run("render", "lsf", "--cpus-per-gpu", "1", "--memory-per-gpu", "512MiB", "--gpus-per-node", "6", "--gpu-request", "csm").stdout
+    lsf = run(
+        "render",
+        "lsf",
+        "--cpus-per-gpu",
+        "1",
+        "--gpus-per-node",
+        "2",
+        "--gpu-mode",
+        "shared",
+        "--lsf-units",
+        "mb",
+        "--memory",
+        "4GiB",
+    ).stdout
+    assert (
+        '#BSUB -gpu "num=2:mode=shared"\n' in lsf
+        and '#BSUB -R "rusage[mem=4096]"\n' in lsf
+        and "#BSUB -M 4096\n" in lsf
+    )
+    csm = run(
+        "render",
+        "lsf",
+        "--cpus-per-gpu",
+        "1",
+        "--memory-per-gpu",
+        "512MiB",
+        "--gpus-per-node",
+        "6",
+        "--gpu-request",
+        "csm",
+    ).stdout
     assert "#BSUB -nnodes 1\n" in csm and "jsrun --nrs 1 " in csm and "#BSUB -gpu" not in csm
-    sge = run("render", "sge", "--memory-per-gpu", "512MiB", "--gpus-per-node", "4", "--parallel-environment", "smp", "--cores", "2").stdout
-    assert "#$ -l gpu=2\n" in sge and "#$ -pe smp 2\n" in sge and 'allocated="${SGE_HGR_gpu:-}"' in sge  # gpu counts per slot
-    sge = run("render", "sge", "--memory-per-gpu", "512MiB", "--gpus-per-node", "2", "--parallel-environment", "smp", "--cores", "8", "--gpu-consumable", "job").stdout
+    sge = run(
+        "render",
+        "sge",
+        "--memory-per-gpu",
+        "512MiB",
+        "--gpus-per-node",
+        "4",
+        "--parallel-environment",
+        "smp",
+        "--cores",
+        "2",
+    ).stdout
+    assert (
+        "#$ -l gpu=2\n" in sge and "#$ -pe smp 2\n" in sge and 'allocated="${SGE_HGR_gpu:-}"' in sge
+    )  # gpu counts per slot
+    sge = run(
+        "render",
+        "sge",
+        "--memory-per-gpu",
+        "512MiB",
+        "--gpus-per-node",
+        "2",
+        "--parallel-environment",
+        "smp",
+        "--cores",
+        "8",
+        "--gpu-consumable",
+        "job",
+    ).stdout
     assert "#$ -l gpu=2\n" in sge and "#$ -pe smp 8\n" in sge
 
 
@@ -96,13 +200,16 @@ def test_h_is_help_on_every_command_and_group():
         assert short.exit_code == 0 and short.output == long.output and "Usage:" in short.output, (path, short.output)
 
 
-@pytest.mark.parametrize("args, closest", [
-    (("render", "slrum"), "slurm"),
-    (("render", "perlmuter", "--account", "m1234_g"), "perlmutter"),
-    (("render", "lfs"), "lsf"),
-    (("show", "perlmuter"), "perlmutter"),
-    (("show", "polars"), "polaris"),
-])
+@pytest.mark.parametrize(
+    "args, closest",
+    [
+        (("render", "slrum"), "slurm"),
+        (("render", "perlmuter", "--account", "m1234_g"), "perlmutter"),
+        (("render", "lfs"), "lsf"),
+        (("show", "perlmuter"), "perlmutter"),
+        (("show", "polars"), "polaris"),
+    ],
+)
 def test_a_mistyped_batch_system_or_site_gets_the_closest_name(args, closest):
     result = cli(*args, check=False)
     assert result.returncode != 0 and result.stdout == ""
@@ -117,17 +224,57 @@ def test_check_site_and_an_unknown_command_get_the_closest_name_too():
     assert result.returncode == 2 and "Did you mean 'render'?" in result.stderr
 
 
-@pytest.mark.parametrize("args, option_words", [
-    (("render", "slurm", "--cpus-per-gpu", "1", "--memory-per-gpu", "512MiB", "--account", "a b"), "Error: --account: 'a b' is not accepted"),
-    (("render", "slurm", "--cpus-per-gpu", "1", "--memory-per-gpu", "512MiB", "--gpus-per-node", "0"), "Error: --gpus-per-node: "),
-    (("render", "perlmutter", "--walltime", "00:10:00"), "jobs need an account (--account ...)"),
-    (("render", "slurm", "--cpus-per-gpu", "1", "--memory-per-gpu", "512MiB", "--processes", "3", "--gpus-per-node", "2"), "--processes 3 but --gpus-per-node 2"),
-    (("render", "slurm", "--cpus-per-gpu", "1", "--memory-per-gpu", "512MiB", "--name", "a/b"), "--name"),
-    (("render", "pbs", "--cpus-per-gpu", "1", "--memory-per-gpu", "512MiB", "--qos", "regular"), "Error: --qos is not an option for this batch system"),
-    (("render", "perlmutter", "--gpu-complex", "gpu"), "--gpu-complex is not an option for this batch system; did you mean "
-                                                        "--gpu-type"),
-    (("render", "slurm", "--cpus-per-gpu", "1", "--memory-per-gpu", "512MiB", "--scheduler-address", "tls://bad address"), "Error: --scheduler-address: "),
-])
+@pytest.mark.parametrize(
+    "args, option_words",
+    [
+        (
+            ("render", "slurm", "--cpus-per-gpu", "1", "--memory-per-gpu", "512MiB", "--account", "a b"),
+            "Error: --account: 'a b' is not accepted",
+        ),
+        (
+            ("render", "slurm", "--cpus-per-gpu", "1", "--memory-per-gpu", "512MiB", "--gpus-per-node", "0"),
+            "Error: --gpus-per-node: ",
+        ),
+        (("render", "perlmutter", "--walltime", "00:10:00"), "jobs need an account (--account ...)"),
+        (
+            (
+                "render",
+                "slurm",
+                "--cpus-per-gpu",
+                "1",
+                "--memory-per-gpu",
+                "512MiB",
+                "--processes",
+                "3",
+                "--gpus-per-node",
+                "2",
+            ),
+            "--processes 3 but --gpus-per-node 2",
+        ),
+        (("render", "slurm", "--cpus-per-gpu", "1", "--memory-per-gpu", "512MiB", "--name", "a/b"), "--name"),
+        (
+            ("render", "pbs", "--cpus-per-gpu", "1", "--memory-per-gpu", "512MiB", "--qos", "regular"),
+            "Error: --qos is not an option for this batch system",
+        ),
+        (
+            ("render", "perlmutter", "--gpu-complex", "gpu"),
+            "--gpu-complex is not an option for this batch system; did you mean --gpu-type",
+        ),
+        (
+            (
+                "render",
+                "slurm",
+                "--cpus-per-gpu",
+                "1",
+                "--memory-per-gpu",
+                "512MiB",
+                "--scheduler-address",
+                "tls://bad address",
+            ),
+            "Error: --scheduler-address: ",
+        ),
+    ],
+)
 def test_command_line_errors_name_the_option_not_the_keyword(args, option_words):
     result = cli(*args, check=False)
     assert result.returncode != 0 and result.stdout == ""
@@ -169,10 +316,17 @@ def test_sites_fits_100_columns_and_counts_each_sites_unconfirmed_facts():
 
 def test_render_spells_cudf_spill_as_dask_cuda_does_and_takes_processes():
     for flag in ("--disable-cudf-spill", "--no-enable-cudf-spill"):
-        out = cli("render", "slurm", "--cpus-per-gpu", "1", "--memory-per-gpu", "512MiB", "--gpus-per-node", "2", flag).stdout
+        out = cli(
+            "render", "slurm", "--cpus-per-gpu", "1", "--memory-per-gpu", "512MiB", "--gpus-per-node", "2", flag
+        ).stdout
         assert "--disable-cudf-spill" in out and "--enable-cudf-spill" not in out
-    assert "--enable-cudf-spill" in cli("render", "slurm", "--cpus-per-gpu", "1", "--memory-per-gpu", "512MiB", "--enable-cudf-spill").stdout
-    out = cli("render", "slurm", "--cpus-per-gpu", "1", "--memory-per-gpu", "512MiB", "--processes", "3").stdout  # dask-jobqueue's workers per job: one per GPU here
+    assert (
+        "--enable-cudf-spill"
+        in cli("render", "slurm", "--cpus-per-gpu", "1", "--memory-per-gpu", "512MiB", "--enable-cudf-spill").stdout
+    )
+    out = cli(
+        "render", "slurm", "--cpus-per-gpu", "1", "--memory-per-gpu", "512MiB", "--processes", "3"
+    ).stdout  # dask-jobqueue's workers per job: one per GPU here
     assert "#SBATCH --gpus-per-node=3\n" in out
 
 
@@ -193,7 +347,15 @@ def test_one_broken_file_on_the_site_path_is_reported_and_the_other_sites_still_
     assert f"{broken}:12: node.gpus: 'four' is not of type 'integer'" in refused.stderr, refused.stderr
 
 
-RENDER_ONLY_OPTIONS = {"scheduler_address", "worker_name", "client_script", "workers_timeout", "array_jobs", "no_tls", "tls_directory"}
+RENDER_ONLY_OPTIONS = {
+    "scheduler_address",
+    "worker_name",
+    "client_script",
+    "workers_timeout",
+    "array_jobs",
+    "no_tls",
+    "tls_directory",
+}
 
 
 def test_render_has_an_option_for_every_keyword_of_every_batch_system():
@@ -214,8 +376,23 @@ def test_render_has_an_option_for_every_keyword_of_every_batch_system():
 
 
 def test_the_options_of_batch_and_launch_keywords_reach_the_script():
-    lsf = run("render", "lsf", "--ncpus", "4", "--mem", str(8 * 10**9), "--lsf-units", "mb", "--gpus-per-node", "2").stdout
+    lsf = run(
+        "render", "lsf", "--ncpus", "4", "--mem", str(8 * 10**9), "--lsf-units", "mb", "--gpus-per-node", "2"
+    ).stdout
     assert '#BSUB -R "rusage[mem=7630]"' in lsf and "#BSUB -n 4\n" in lsf
-    slurm = run("render", "slurm", "--cores", "2", "--memory", "8GB", "--gpus-per-node", "2", "--worker-mode", "per-device",
-                "--allocation-variable", "GPU_DEVICE_ORDINAL", "--no-nanny").stdout
+    slurm = run(
+        "render",
+        "slurm",
+        "--cores",
+        "2",
+        "--memory",
+        "8GB",
+        "--gpus-per-node",
+        "2",
+        "--worker-mode",
+        "per-device",
+        "--allocation-variable",
+        "GPU_DEVICE_ORDINAL",
+        "--no-nanny",
+    ).stdout
     assert 'allocated="${GPU_DEVICE_ORDINAL:-}"' in slurm

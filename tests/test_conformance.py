@@ -21,17 +21,30 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
+from conftest import wait_until
 from dask.distributed import Client, get_worker
 
-from conftest import wait_until
-from gpujobqueue import JobFailedError, LocalGPUCluster, LSFGPUCluster, PBSGPUCluster, SGEGPUCluster, SLURMGPUCluster, SubmissionError
+from gpujobqueue import (
+    JobFailedError,
+    LocalGPUCluster,
+    LSFGPUCluster,
+    PBSGPUCluster,
+    SGEGPUCluster,
+    SLURMGPUCluster,
+    SubmissionError,
+)
 from gpujobqueue.cluster import WorkerJobKey
 from gpujobqueue.gpus import nvidia_gpu_ids
 
 # Workers of every backend import this module's functions from the tests folder.
 COMMON = dict(
-    gpus_per_node=2, worker_mode="per-device", memory_per_gpu="512MiB", cpus_per_gpu=1,
-    walltime="00:10:00", death_timeout=20, environment={"PYTHONPATH": os.environ["PYTHONPATH"]},
+    gpus_per_node=2,
+    worker_mode="per-device",
+    memory_per_gpu="512MiB",
+    cpus_per_gpu=1,
+    walltime="00:10:00",
+    death_timeout=20,
+    environment={"PYTHONPATH": os.environ["PYTHONPATH"]},
 )
 
 
@@ -53,7 +66,9 @@ class Backend:
 
 
 def _slurm_allocated(job) -> set[str]:
-    out = subprocess.run(["scontrol", "show", "job", "-d", job.job_id], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["scontrol", "show", "job", "-d", job.job_id], capture_output=True, text=True, check=True
+    ).stdout
     match = re.search(r"GRES=\S*?gpu\S*?\(IDX:([0-9,\-]+)\)", out)
     assert match, f"no GPU allocation in scontrol output for job {job.job_id}:\n{out}"
     devices = set()
@@ -79,13 +94,27 @@ def _local_backend(request) -> Backend:
                 live.append(self)
 
     def jobs_of(cluster):
-        jobs = [getattr(worker, "job", worker) for worker in cluster.workers.values()]  # the scheduler's job's entry holds its job
+        jobs = [
+            getattr(worker, "job", worker) for worker in cluster.workers.values()
+        ]  # the scheduler's job's entry holds its job
         return {id(job): job for job in jobs + [cluster.scheduler_job] if job is not None}.values()
 
     def running_local_jobs() -> list[str]:
-        return [job.job_id for cluster in live for job in jobs_of(cluster) if job.process is not None and job.process.poll() is None]
+        return [
+            job.job_id
+            for cluster in live
+            for job in jobs_of(cluster)
+            if job.process is not None and job.process.poll() is None
+        ]
 
-    return Backend("local", Tracked, {"devices": ["0", "1", "2", "3"]}, running_local_jobs, lambda job: set(job.devices or ()), None)
+    return Backend(
+        "local",
+        Tracked,
+        {"devices": ["0", "1", "2", "3"]},
+        running_local_jobs,
+        lambda job: set(job.devices or ()),
+        None,
+    )
 
 
 def _backend(request, name: str) -> Backend:
@@ -94,24 +123,52 @@ def _backend(request, name: str) -> Backend:
     if name == "slurm":
         slurm = request.getfixturevalue("slurm")
         counted = request.getfixturevalue("counted")  # also chdir to tmp_path: SLURM writes slurm-<id>.out there
-        return Backend("slurm", SLURMGPUCluster, {"queue": "gpu"}, slurm.squeue_ids, _slurm_allocated, "SLURM_JOB_ID",
-                       refusal=({"queue": "nosuchpartition"}, "invalid partition"), commands=counted)
+        return Backend(
+            "slurm",
+            SLURMGPUCluster,
+            {"queue": "gpu"},
+            slurm.squeue_ids,
+            _slurm_allocated,
+            "SLURM_JOB_ID",
+            refusal=({"queue": "nosuchpartition"}, "invalid partition"),
+            commands=counted,
+        )
     if name == "sge":
         sge = request.getfixturevalue("sge")
         request.getfixturevalue("tmp_path_cwd")
-        return Backend("sge", SGEGPUCluster, {"queue": "gpu.q", "parallel_environment": "smp"}, sge.job_ids,
-                       lambda job: set(sge.allocated_devices(job.job_id)), "JOB_ID",
-                       refusal=({"queue": "nosuch.q"}, "nosuch.q"))
+        return Backend(
+            "sge",
+            SGEGPUCluster,
+            {"queue": "gpu.q", "parallel_environment": "smp"},
+            sge.job_ids,
+            lambda job: set(sge.allocated_devices(job.job_id)),
+            "JOB_ID",
+            refusal=({"queue": "nosuch.q"}, "nosuch.q"),
+        )
     if name == "pbs":
         pbs = request.getfixturevalue("pbs")
         request.getfixturevalue("tmp_path_cwd")  # PBS copies job output back to the submit directory
-        return Backend("pbs", PBSGPUCluster, {"queue": "workq"}, pbs.job_ids, lambda job: set(map(str, pbs.allocated_devices(job.job_id))), "PBS_JOBID",
-                       refusal=({"queue": "nosuchqueue"}, "unknown queue"))
+        return Backend(
+            "pbs",
+            PBSGPUCluster,
+            {"queue": "workq"},
+            pbs.job_ids,
+            lambda job: set(map(str, pbs.allocated_devices(job.job_id))),
+            "PBS_JOBID",
+            refusal=({"queue": "nosuchqueue"}, "unknown queue"),
+        )
     if name == "lsf":
         lsf = request.getfixturevalue("lsf")
         request.getfixturevalue("tmp_path_cwd")
-        return Backend("lsf", LSFGPUCluster, {"queue": "normal", "lsf_units": "mb"}, lsf.job_ids, lambda job: set(map(str, lsf.allocated_devices(job.job_id))), "LSB_JOBID",
-                       refusal=({"queue": "nosuchqueue"}, "no such queue"))
+        return Backend(
+            "lsf",
+            LSFGPUCluster,
+            {"queue": "normal", "lsf_units": "mb"},
+            lsf.job_ids,
+            lambda job: set(map(str, lsf.allocated_devices(job.job_id))),
+            "LSB_JOBID",
+            refusal=({"queue": "nosuchqueue"}, "no such queue"),
+        )
     raise AssertionError(name)
 
 
@@ -137,7 +194,11 @@ def batch_backend(request) -> Backend:
 
 
 def worker_facts(dask_worker, job_id_variable):
-    return {"name": dask_worker.name, "devices": os.environ.get("CUDA_VISIBLE_DEVICES"), "job": os.environ.get(job_id_variable) if job_id_variable else None}
+    return {
+        "name": dask_worker.name,
+        "devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "job": os.environ.get(job_id_variable) if job_id_variable else None,
+    }
 
 
 def _same_job(worker_job_id: str, job_id: str) -> bool:
@@ -157,16 +218,26 @@ def test_scale_gpus_pins_each_worker_to_its_jobs_devices(backend):
         key = WorkerJobKey(["-0", "-1"])
         for name, job in jobs.items():
             mine = [f for f in facts if key.job_of(f["name"]) == name]
-            assert all(f["devices"] is not None and re.fullmatch(r"\d+", f["devices"]) for f in mine), f"each worker must see exactly one device: {mine}"
+            assert all(f["devices"] is not None and re.fullmatch(r"\d+", f["devices"]) for f in mine), (
+                f"each worker must see exactly one device: {mine}"
+            )
             allocated = backend.allocated(job)
-            assert {f["devices"] for f in mine} == allocated, f"job {job.job_id}: workers on {[f['devices'] for f in mine]}, {backend.name} allocated {sorted(allocated)}"
+            assert {f["devices"] for f in mine} == allocated, (
+                f"job {job.job_id}: workers on {[f['devices'] for f in mine]}, {backend.name} allocated {sorted(allocated)}"
+            )
             if backend.job_id_variable:
-                assert all(f["job"] and _same_job(f["job"], str(job.job_id)) for f in mine), f"workers {mine} do not run in job {job.job_id}"
+                assert all(f["job"] and _same_job(f["job"], str(job.job_id)) for f in mine), (
+                    f"workers {mine} do not run in job {job.job_id}"
+                )
         assert len({f["devices"] for f in facts}) == 4, f"jobs running together must not share devices: {facts}"
 
         x = da.arange(1_000_000, chunks=100_000)
         assert client.compute((x * 2).sum(), resources={"GPU": 1}).result() == 2 * sum(range(1_000_000))
-    assert wait_until(lambda: not backend.queue_ids(), 60, what=lambda: f"{backend.name} queue to empty after close(): {backend.queue_ids()}")
+    assert wait_until(
+        lambda: not backend.queue_ids(),
+        60,
+        what=lambda: f"{backend.name} queue to empty after close(): {backend.queue_ids()}",
+    )
 
 
 def _sleep_and_name(seconds):
@@ -182,8 +253,11 @@ def test_adapt_goes_up_to_four_gpus_and_back_to_none(backend):
         del futures  # results held on a worker would rightly keep its job alive
         assert len(names) == 4, f"adapt should reach 4 GPU workers, saw {sorted(names)}"
         wait_until(
-            lambda: not client.scheduler_info()["workers"] and not backend.queue_ids(), 90,
-            what=lambda: f"adapt back to 0: queue {backend.queue_ids()}, spec {list(cluster.worker_spec)}, log {list(adaptive.log)[-3:]}",
+            lambda: not client.scheduler_info()["workers"] and not backend.queue_ids(),
+            90,
+            what=lambda: (
+                f"adapt back to 0: queue {backend.queue_ids()}, spec {list(cluster.worker_spec)}, log {list(adaptive.log)[-3:]}"
+            ),
         )
         if backend.commands:
             assert backend.commands.count("sbatch") == 2, "one submission per job, no churn"
@@ -195,9 +269,17 @@ def test_adapt_goes_up_to_four_gpus_and_back_to_none(backend):
 
 FAULTS = {
     # the node lacks the network interface asked for: the job says so and exits 3
-    "interface": ({"interface": "nosuchif0", "scheduler_options": {"interface": "lo"}}, 3, "network interface nosuchif0 does not exist"),
+    "interface": (
+        {"interface": "nosuchif0", "scheduler_options": {"interface": "lo"}},
+        3,
+        "network interface nosuchif0 does not exist",
+    ),
     # a bad module load in the prologue: `module` is not there, so 127, and the line is named
-    "prologue": ({"job_script_prologue": ["echo preparing", "module load cuda/99"]}, 127, "prologue command failed with status 127: module load cuda/99"),
+    "prologue": (
+        {"job_script_prologue": ["echo preparing", "module load cuda/99"]},
+        127,
+        "prologue command failed with status 127: module load cuda/99",
+    ),
 }
 
 
@@ -222,7 +304,9 @@ def test_a_job_that_fails_before_its_workers_connect_is_reported_with_exit_code_
         assert cluster.job_failures == [failure]
         assert not cluster.worker_spec and not cluster.workers, "an ended job is forgotten, so scale() counts it gone"
         assert not backend.queue_ids()
-    assert wait_until(lambda: not backend.queue_ids(), 60, what=lambda: f"{backend.name} queue to empty: {backend.queue_ids()}")
+    assert wait_until(
+        lambda: not backend.queue_ids(), 60, what=lambda: f"{backend.name} queue to empty: {backend.queue_ids()}"
+    )
 
 
 def test_jobs_view_lists_each_job_with_its_state_gpus_and_workers(backend):
@@ -247,10 +331,14 @@ def test_pending_job_shows_slurms_reason(slurm, counted):
     with SLURMGPUCluster(**COMMON, queue="gpu") as cluster, Client(cluster) as client:
         cluster.scale(gpus=6)
         client.wait_for_workers(4, timeout=120)
-        pending = wait_until(lambda: [row for row in cluster.jobs if row.state == "PENDING"], 30, what=lambda: repr(cluster.jobs))
+        pending = wait_until(
+            lambda: [row for row in cluster.jobs if row.state == "PENDING"], 30, what=lambda: repr(cluster.jobs)
+        )
         assert len(pending) == 1 and pending[0].workers == 0 and pending[0].reason == "Resources", repr(cluster.jobs)
         assert "PENDING  Resources" in repr(cluster.jobs)
-    assert wait_until(lambda: not slurm.squeue_ids(), 60, what=lambda: f"queue to empty after close(): {slurm.squeue_ids()}")
+    assert wait_until(
+        lambda: not slurm.squeue_ids(), 60, what=lambda: f"queue to empty after close(): {slurm.squeue_ids()}"
+    )
 
 
 def test_refusal_is_raised_with_the_batch_systems_message(batch_backend):
@@ -267,17 +355,35 @@ def test_close_cancels_queued_and_running_jobs(batch_backend):
     # More jobs than the four devices hold: two run, the rest wait in the queue.
     with batch_backend.cluster() as cluster:
         cluster.scale(jobs=4)
-        assert wait_until(lambda: len(batch_backend.queue_ids()) == 4, 30, what=lambda: f"4 jobs in the {batch_backend.name} queue: {batch_backend.queue_ids()}")
-    assert wait_until(lambda: not batch_backend.queue_ids(), 60, what=lambda: f"{batch_backend.name} queue to empty after close(): {batch_backend.queue_ids()}")
+        assert wait_until(
+            lambda: len(batch_backend.queue_ids()) == 4,
+            30,
+            what=lambda: f"4 jobs in the {batch_backend.name} queue: {batch_backend.queue_ids()}",
+        )
+    assert wait_until(
+        lambda: not batch_backend.queue_ids(),
+        60,
+        what=lambda: f"{batch_backend.name} queue to empty after close(): {batch_backend.queue_ids()}",
+    )
 
 
 STYLES = {
     # Torque's nodes=1:ppn=C:gpus=G
     "torque": ("torque", PBSGPUCluster, {"gpu_request": "torque", "queue": "batch"}, "PBS_JOBID"),
     # Summit-like CSM: whole node by -nnodes, the workers reach its GPUs through jsrun
-    "lsf-csm": ("lsf", LSFGPUCluster, {"gpu_request": "csm", "queue": "batch", "account": "ABC123", "cores": 4, "cpus_per_gpu": None}, "LSB_JOBID"),
+    "lsf-csm": (
+        "lsf",
+        LSFGPUCluster,
+        {"gpu_request": "csm", "queue": "batch", "account": "ABC123", "cores": 4, "cpus_per_gpu": None},
+        "LSB_JOBID",
+    ),
     # ABCI-like resource type: rt_F=1 is a whole node with its four GPUs
-    "sge-resource-type": ("sge", SGEGPUCluster, {"gpu_request": "resource-type", "resource_type": "rt_F", "queue": "gpu.q"}, "JOB_ID"),
+    "sge-resource-type": (
+        "sge",
+        SGEGPUCluster,
+        {"gpu_request": "resource-type", "resource_type": "rt_F", "queue": "gpu.q"},
+        "JOB_ID",
+    ),
 }
 
 
@@ -309,7 +415,11 @@ def test_grid_engine_refusal_says_why(sge, tmp_path_cwd):
 
 
 def scheduler_facts(dask_scheduler, job_id_variable):
-    return {"pid": os.getpid(), "process_group": os.getpgid(0), "job": os.environ.get(job_id_variable) if job_id_variable else None}
+    return {
+        "pid": os.getpid(),
+        "process_group": os.getpgid(0),
+        "job": os.environ.get(job_id_variable) if job_id_variable else None,
+    }
 
 
 def test_scheduler_job_runs_the_scheduler_in_the_first_job_and_ends_it_last(backend, tmp_path):
@@ -323,7 +433,9 @@ def test_scheduler_job_runs_the_scheduler_in_the_first_job_and_ends_it_last(back
         facts = client.run_on_scheduler(scheduler_facts, job_id_variable=backend.job_id_variable)
         assert facts["pid"] != os.getpid()
         if backend.job_id_variable:
-            assert facts["job"] and _same_job(facts["job"], str(job.job_id)), f"the scheduler runs in {facts['job']}, not in job {job.job_id}"
+            assert facts["job"] and _same_job(facts["job"], str(job.job_id)), (
+                f"the scheduler runs in {facts['job']}, not in job {job.job_id}"
+            )
         else:
             assert facts["process_group"] == int(job.job_id), "the scheduler is not a process of the local job"
         # The scheduler's job runs two GPU workers of its own; scale(gpus=4) adds one job.
@@ -340,9 +452,17 @@ def test_scheduler_job_runs_the_scheduler_in_the_first_job_and_ends_it_last(back
         # Scaling to nothing keeps the scheduler's job: the cluster lives in it.
         cluster.scale(0)
         assert list(cluster.workers) == [job.name]
-        assert wait_until(lambda: len(backend.queue_ids()) == 1, 60, what=lambda: f"only the scheduler's job left: {backend.queue_ids()}")
+        assert wait_until(
+            lambda: len(backend.queue_ids()) == 1,
+            60,
+            what=lambda: f"only the scheduler's job left: {backend.queue_ids()}",
+        )
         assert client.submit(sum, range(10), resources={"GPU": 1}).result() == 45
-    assert wait_until(lambda: not backend.queue_ids(), 60, what=lambda: f"{backend.name} queue to empty after close(): {backend.queue_ids()}")
+    assert wait_until(
+        lambda: not backend.queue_ids(),
+        60,
+        what=lambda: f"{backend.name} queue to empty after close(): {backend.queue_ids()}",
+    )
     assert not os.path.exists(folder), "the scheduler file's folder outlived the cluster"
 
 
@@ -352,12 +472,17 @@ def test_scheduler_job_that_fails_is_reported_and_cancelled(backend, tmp_path):
     with pytest.raises(JobFailedError, match="ended before its scheduler wrote") as info:
         backend.cluster(scheduler="job", shared_temp_directory=str(shared), job_script_prologue=["exit 4"])
     assert info.value.exit_code == 4, str(info.value)
-    assert wait_until(lambda: not backend.queue_ids(), 60, what=lambda: f"{backend.name} queue to empty: {backend.queue_ids()}")
+    assert wait_until(
+        lambda: not backend.queue_ids(), 60, what=lambda: f"{backend.name} queue to empty: {backend.queue_ids()}"
+    )
     assert not os.listdir(shared), "the scheduler file's folder outlived the failed cluster"
 
 
 def test_adapt_with_a_scheduler_job_never_retires_the_schedulers_workers(slurm, counted, tmp_path):
-    with SLURMGPUCluster(**COMMON, queue="gpu", scheduler="job", shared_temp_directory=str(tmp_path)) as cluster, Client(cluster) as client:
+    with (
+        SLURMGPUCluster(**COMMON, queue="gpu", scheduler="job", shared_temp_directory=str(tmp_path)) as cluster,
+        Client(cluster) as client,
+    ):
         hosted = cluster.scheduler_job.name
         adaptive = cluster.adapt(minimum_gpus=0, maximum_gpus=4, interval="500ms", wait_count=4)
         futures = client.map(_sleep_and_name, [1.0] * 40, pure=False, resources={"GPU": 1})
@@ -365,10 +490,15 @@ def test_adapt_with_a_scheduler_job_never_retires_the_schedulers_workers(slurm, 
         del futures
         assert len(names) == 4, f"adapt should reach 4 GPU workers, saw {sorted(names)}"
         wait_until(
-            lambda: len(client.scheduler_info()["workers"]) == 2 and len(slurm.squeue_ids()) == 1, 90,
-            what=lambda: f"adapt back to the scheduler's job: queue {slurm.squeue_ids()}, spec {list(cluster.worker_spec)}, log {list(adaptive.log)[-3:]}",
+            lambda: len(client.scheduler_info()["workers"]) == 2 and len(slurm.squeue_ids()) == 1,
+            90,
+            what=lambda: (
+                f"adapt back to the scheduler's job: queue {slurm.squeue_ids()}, spec {list(cluster.worker_spec)}, log {list(adaptive.log)[-3:]}"
+            ),
         )
-        assert {WorkerJobKey(["-0", "-1"]).job_of(w["name"]) for w in client.scheduler_info()["workers"].values()} == {hosted}
+        assert {WorkerJobKey(["-0", "-1"]).job_of(w["name"]) for w in client.scheduler_info()["workers"].values()} == {
+            hosted
+        }
         assert counted.count("sbatch") == 2 and counted.count("scancel") == 1
     assert wait_until(lambda: not slurm.squeue_ids(), 60, what=lambda: f"queue to empty: {slurm.squeue_ids()}")
 
@@ -407,12 +537,25 @@ def test_mixed_pool_sends_annotated_tasks_only_to_gpu_workers(backend):
         assert client.compute((x + 1).sum()).result() == 128
         # Scaled separately: the CPU pool goes, the GPU pool stays, and back.
         cluster.scale(cpu_workers=0)
-        assert wait_until(lambda: set(w["name"] for w in client.scheduler_info()["workers"].values()) == gpu_workers, 60,
-                          what=lambda: f"only GPU workers left: {[w['name'] for w in client.scheduler_info()['workers'].values()]}")
-        assert wait_until(lambda: len(backend.queue_ids()) == 1, 60, what=lambda: f"the GPU job alone in the queue: {backend.queue_ids()}")
-    assert wait_until(lambda: not backend.queue_ids(), 60, what=lambda: f"{backend.name} queue to empty after close(): {backend.queue_ids()}")
+        assert wait_until(
+            lambda: set(w["name"] for w in client.scheduler_info()["workers"].values()) == gpu_workers,
+            60,
+            what=lambda: f"only GPU workers left: {[w['name'] for w in client.scheduler_info()['workers'].values()]}",
+        )
+        assert wait_until(
+            lambda: len(backend.queue_ids()) == 1,
+            60,
+            what=lambda: f"the GPU job alone in the queue: {backend.queue_ids()}",
+        )
+    assert wait_until(
+        lambda: not backend.queue_ids(),
+        60,
+        what=lambda: f"{backend.name} queue to empty after close(): {backend.queue_ids()}",
+    )
 
 
 def _slurm_gpu_tres(job) -> str:
-    out = subprocess.run(["scontrol", "show", "job", "-d", job.job_id], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["scontrol", "show", "job", "-d", job.job_id], capture_output=True, text=True, check=True
+    ).stdout
     return "" if "gres/gpu" not in out and "GRES=gpu" not in out else out

@@ -8,7 +8,6 @@ from dask.distributed import Client
 
 from gpujobqueue import LocalGPUCluster
 
-
 SMALL = dict(gpus_per_node=1, worker_mode="per-device")
 
 
@@ -52,5 +51,7 @@ def test_the_scheduler_jobs_dashboard_is_on_its_nodes_loopback(tmp_path):
 def test_dashboard_address_goes_through_scheduler_options_as_in_dask_jobqueue(tmp_path):
     from gpujobqueue.errors import ValidationError
 
-    with pytest.raises(ValidationError, match="dashboard_address: pass 'dashboard_address' through 'scheduler_options'"):
+    with pytest.raises(
+        ValidationError, match="dashboard_address: pass 'dashboard_address' through 'scheduler_options'"
+    ):
         LocalGPUCluster(**SMALL, shared_temp_directory=str(tmp_path), dashboard_address=":8787")

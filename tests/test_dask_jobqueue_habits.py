@@ -9,13 +9,19 @@ import inspect
 import warnings
 
 import pytest
+from fixtures.sizes import with_job_size
 from numpydoc.docscrape import NumpyDocString
 
-from gpujobqueue import (LocalGPUCluster, LSFGPUCluster, PBSGPUCluster, SGEGPUCluster, SLURMGPUCluster,
-                         UnknownKeywordError)
+from gpujobqueue import (
+    LocalGPUCluster,
+    LSFGPUCluster,
+    PBSGPUCluster,
+    SGEGPUCluster,
+    SLURMGPUCluster,
+    UnknownKeywordError,
+)
 from gpujobqueue.keywords import LAUNCH_KEYWORDS, REQUEST_KEYWORDS
 from gpujobqueue.scripts import job_script_for
-from fixtures.sizes import with_job_size
 
 CLASSES = [SLURMGPUCluster, PBSGPUCluster, LSFGPUCluster, SGEGPUCluster]
 
@@ -56,8 +62,15 @@ def test_the_log_directory_is_made_with_the_cluster(tmp_path):
 
 
 @pytest.mark.parametrize("batch, prefix", [("pbs", "#PBS"), ("sge", "#$")])
-@pytest.mark.parametrize("shebang, shell", [(None, "/bin/bash"), ("#!/bin/bash -l", "/bin/bash"),
-                                            ("#!/bin/zsh", "/bin/zsh"), ("#!/usr/bin/env python3", None)])
+@pytest.mark.parametrize(
+    "shebang, shell",
+    [
+        (None, "/bin/bash"),
+        ("#!/bin/bash -l", "/bin/bash"),
+        ("#!/bin/zsh", "/bin/zsh"),
+        ("#!/usr/bin/env python3", None),
+    ],
+)
 def test_pbs_and_grid_engine_run_the_script_with_the_shebangs_interpreter(batch, prefix, shebang, shell):
     keywords = {"shebang": shebang} if shebang else {}
     script = _script(batch, keywords)
@@ -78,16 +91,24 @@ def test_each_class_documents_every_keyword_it_takes(cluster_cls):
     for parameter in NumpyDocString(inspect.cleandoc(cluster_cls.__doc__))["Parameters"]:
         documented |= {name.strip() for name in parameter.name.split(",")}
     signature = set(inspect.signature(cluster_cls.__init__).parameters) - {"self", "kwargs"}
-    taken = signature | {*REQUEST_KEYWORDS, *LAUNCH_KEYWORDS, *cluster_cls.batch_keywords, *cluster_cls.batch_synonyms,
-                         "processes"}
+    taken = signature | {
+        *REQUEST_KEYWORDS,
+        *LAUNCH_KEYWORDS,
+        *cluster_cls.batch_keywords,
+        *cluster_cls.batch_synonyms,
+        "processes",
+    }
     assert not taken - documented, f"{cluster_cls.__name__} does not document {sorted(taken - documented)}"
     assert "cores :" in cluster_cls.__doc__
 
 
 @pytest.mark.parametrize("cluster_cls", [SLURMGPUCluster, PBSGPUCluster, LSFGPUCluster, SGEGPUCluster])
-@pytest.mark.parametrize("keywords, missing", [({}, ["cores", "memory"]), ({"cores": 4}, ["memory"]),
-                                               ({"memory_per_gpu": "8GB"}, ["cores"])])
-def test_off_a_site_a_job_without_cores_or_memory_is_refused_naming_what_is_missing(cluster_cls, keywords, missing, counted):
+@pytest.mark.parametrize(
+    "keywords, missing", [({}, ["cores", "memory"]), ({"cores": 4}, ["memory"]), ({"memory_per_gpu": "8GB"}, ["cores"])]
+)
+def test_off_a_site_a_job_without_cores_or_memory_is_refused_naming_what_is_missing(
+    cluster_cls, keywords, missing, counted
+):
     from gpujobqueue import JobSizeMissingError
 
     with pytest.raises(JobSizeMissingError) as info:
@@ -103,11 +124,19 @@ def test_the_size_is_asked_for_in_option_terms_and_a_site_or_dask_config_gives_i
 
     import dask
 
-    result = subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "render", "pbs", "--gpus-per-node", "2", "--cores", "4"],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "gpujobqueue.cli", "render", "pbs", "--gpus-per-node", "2", "--cores", "4"],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 1 and not result.stdout
-    assert result.stderr.startswith("Error: --memory not given: ") and "--cpus-per-gpu and --memory-per-gpu" in result.stderr
-    assert "#SBATCH --cpus-per-task=128" in job_script_for("perlmutter", {"account": "m1234_g"}, name="w")  # the site's whole node
+    assert (
+        result.stderr.startswith("Error: --memory not given: ")
+        and "--cpus-per-gpu and --memory-per-gpu" in result.stderr
+    )
+    assert "#SBATCH --cpus-per-task=128" in job_script_for(
+        "perlmutter", {"account": "m1234_g"}, name="w"
+    )  # the site's whole node
     with dask.config.set({"gpujobqueue.slurm.cores": 8, "gpujobqueue.slurm.memory": "64GB"}):
         assert "#SBATCH --mem=61036M" in job_script_for("slurm", {}, name="w")
     resource_spec = job_script_for("pbs", {"resource_spec": "select=1:ncpus=8:ngpus=2:mem=32gb"}, name="w")

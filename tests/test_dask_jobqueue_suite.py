@@ -48,9 +48,25 @@ def documented_differences() -> dict[str, str]:
 def run_shipped_tests(report: Path) -> dict[str, str]:
     """Run the shipped tests in a child pytest; each item's outcome (passed, failed, error, skipped)."""
     path = os.pathsep.join(filter(None, [str(SUITE), os.environ.get("PYTHONPATH")]))
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "djq_suite_plugin", "-p", "no:cacheprovider", "-q",
-                           f"--junitxml={report}", *map(str, SHIPPED)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=540, env={**os.environ, "PYTHONPATH": path})
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "djq_suite_plugin",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            f"--junitxml={report}",
+            *map(str, SHIPPED),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=540,
+        env={**os.environ, "PYTHONPATH": path},
+    )
     assert report.exists(), f"the child pytest wrote no report:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     outcomes = {}
     for case in ElementTree.parse(report).iter("testcase"):

@@ -24,27 +24,36 @@ def test_the_large_svd_that_ran_out_of_memory_on_one_h200_did_not_fit():
     assert svd_peak_bytes(10_000_000, 1_000, 100_000, gpus=2) < H200
 
 
-@pytest.mark.parametrize("memories", [[H100], [H200], [V100], [H200, H200], [H100] * 4, [V100, H100]],
-                         ids=["H100", "H200", "V100", "2xH200", "4xH100", "V100+H100"])
+@pytest.mark.parametrize(
+    "memories",
+    [[H100], [H200], [V100], [H200, H200], [H100] * 4, [V100, H100]],
+    ids=["H100", "H200", "V100", "2xH200", "4xH100", "V100+H100"],
+)
 @pytest.mark.parametrize("size", SIZE_NAMES)
 def test_sizes_fit_the_smallest_gpu_with_margin(size, memories):
     sizes = demo_sizes(size, memories)
     assert sizes.peak_gpu_bytes(len(memories)) <= MEMORY_SHARE * min(memories)
     assert sizes.rows % sizes.row_chunk == 0 and sizes.row_chunk >= 2 * sizes.cols and sizes.side >= sizes.chunk
-    assert bool(sizes.fitted) == ((sizes.side, sizes.chunk, sizes.rows, sizes.cols, sizes.row_chunk) != NOMINAL["gpu"][size])
+    assert bool(sizes.fitted) == (
+        (sizes.side, sizes.chunk, sizes.rows, sizes.cols, sizes.row_chunk) != NOMINAL["gpu"][size]
+    )
 
 
 def test_sizes_shrink_only_where_needed_and_grow_with_the_gpus():
     assert not demo_sizes("medium", [H200]).fitted  # the nominal medium fits one H200
     one, two = demo_sizes("large", [H200]), demo_sizes("large", [H200, H200])
     assert "shrunk" in one.fitted and one.rows < two.rows <= 10_000_000
-    assert demo_sizes("large", [V100]).chunk < demo_sizes("large", [H100]).chunk == 10_000  # chunks shrink on small GPUs
+    assert (
+        demo_sizes("large", [V100]).chunk < demo_sizes("large", [H100]).chunk == 10_000
+    )  # chunks shrink on small GPUs
 
 
 def test_without_gpus_the_cpu_sizes_are_used():
     for size in SIZE_NAMES:
         sizes = demo_sizes(size, [])
-        assert (sizes.side, sizes.chunk, sizes.rows, sizes.cols, sizes.row_chunk) == NOMINAL["cpu"][size] and not sizes.fitted
+        assert (sizes.side, sizes.chunk, sizes.rows, sizes.cols, sizes.row_chunk) == NOMINAL["cpu"][
+            size
+        ] and not sizes.fitted
     with pytest.raises(ValueError):
         demo_sizes("huge", [])
 
@@ -80,7 +89,11 @@ def test_a_failed_computation_is_one_line_and_the_job_files_are_named(monkeypatc
     assert os.stat(script).st_mode & 0o777 == 0o600
     assert os.path.isfile(log) and "job script exits with status 0" in open(log).read()
     assert "exit status 0" in out and "no job left running" in out and "kept" in out
-    left = [p for p in psutil.Process().children(recursive=True) if p.pid not in children_before and p.status() != psutil.STATUS_ZOMBIE]
+    left = [
+        p
+        for p in psutil.Process().children(recursive=True)
+        if p.pid not in children_before and p.status() != psutil.STATUS_ZOMBIE
+    ]
     assert not left
 
 

@@ -25,7 +25,9 @@ def html(tmp_path_factory):
     out = tmp_path_factory.mktemp("docs") / "html"
     command = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", str(DOCS), str(out)]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, f"{' '.join(command)} exited with {result.returncode}:\n{result.stderr}\n{result.stdout[-4000:]}"
+    assert result.returncode == 0, (
+        f"{' '.join(command)} exited with {result.returncode}:\n{result.stderr}\n{result.stdout[-4000:]}"
+    )
     assert "WARNING" not in result.stderr, result.stderr
     return out
 
@@ -61,17 +63,17 @@ def test_the_site_table_lists_every_site(html):
     names = [row["name"] for row in site_table()]
     shipped = sorted(path.stem for path in (ROOT / "site-configs").glob("*.yaml") if not path.name.startswith("_"))
     assert set(shipped) <= set(names) and len(shipped) >= 20
-    table = text[text.index("<table"):text.index("</table>")]
+    table = text[text.index("<table") : text.index("</table>")]
     for name in names:
         assert re.search(rf'<span class="pre">{re.escape(name)}</span>', table), f"site {name} is not in the site table"
         assert f'id="site-{name}"' in text, f"site {name} has no section"
     assert 'id="site-_template"' not in text  # files named _*.yaml are not sites
 
 
-
 def test_the_site_tables_unconfirmed_column_matches_the_site_files(html):
     text = page(html, "sites")
-    table = text[text.index("<table"):text.index("</table>")]
+    table = text[text.index("<table") : text.index("</table>")]
+
     def texts(cells: list[str]) -> list[str]:
         return [unescape(re.sub(r"<[^>]+>", "", cell)).strip() for cell in cells]
 
@@ -87,8 +89,13 @@ def test_the_site_tables_unconfirmed_column_matches_the_site_files(html):
 
 
 def test_there_is_a_page_per_batch_system_with_rendered_scripts(html):
-    directives = {"slurm": "#SBATCH --gpus-per-node=4", "pbs": "#PBS -l select=1:ncpus=32:ngpus=4", "lsf": '#BSUB -gpu "num=4:mode=exclusive_process"',
-                  "sge": "#$ -l gpu=1", "local": "--preload-nanny"}
+    directives = {
+        "slurm": "#SBATCH --gpus-per-node=4",
+        "pbs": "#PBS -l select=1:ncpus=32:ngpus=4",
+        "lsf": '#BSUB -gpu "num=4:mode=exclusive_process"',
+        "sge": "#$ -l gpu=1",
+        "local": "--preload-nanny",
+    }
     assert set(directives) == set(BATCH_SYSTEMS)
     for batch, line in directives.items():
         text = page(html, f"batch/{batch}")
@@ -106,15 +113,33 @@ def test_the_api_reference_documents_the_public_names(html):
 
 
 def test_the_guides_and_the_existing_pages_are_built(html):
-    for name in ("index", "quickstart", "migrating", "rendered-scripts", "networking", "troubleshooting", "configuration",
-                 "site-configs", "benchmarks", "reliability"):
+    for name in (
+        "index",
+        "quickstart",
+        "migrating",
+        "rendered-scripts",
+        "networking",
+        "troubleshooting",
+        "configuration",
+        "site-configs",
+        "benchmarks",
+        "reliability",
+    ):
         page(html, name)
     assert "job-poll-interval" in page(html, "configuration")  # gpujobqueue.yaml, included
 
 
 def test_the_check_and_examples_pages_are_built_and_complete(html):
     check = page(html, "check")
-    for topic in ("GPUs", "dask-cuda", "distributed-ucxx", "UCX transports", "interfaces", "batch commands", "site files"):
+    for topic in (
+        "GPUs",
+        "dask-cuda",
+        "distributed-ucxx",
+        "UCX transports",
+        "interfaces",
+        "batch commands",
+        "site files",
+    ):
         assert topic in check
     assert "4 seen by NVML" in check and "no NVIDIA GPU here" in check  # the GPU node's output and this machine's
     examples = page(html, "examples")

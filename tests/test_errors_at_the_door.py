@@ -14,17 +14,24 @@ from pathlib import Path
 
 import pytest
 
-from gpujobqueue import GPUCluster, GPUJobQueueError, InterfaceNotFoundError, SLURMGPUCluster
-from gpujobqueue import exit_cleanup
+from gpujobqueue import GPUCluster, GPUJobQueueError, InterfaceNotFoundError, SLURMGPUCluster, exit_cleanup
 from gpujobqueue.interfaces import host_interfaces, usable_interfaces
 
-SBATCH_SAYS = ("sbatch: error: invalid partition specified: nosuch\n"
-               "sbatch: error: Batch job submission failed: Invalid partition name specified")
+SBATCH_SAYS = (
+    "sbatch: error: invalid partition specified: nosuch\n"
+    "sbatch: error: Batch job submission failed: Invalid partition name specified"
+)
 
 
 def run_python(code: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **(env or {})}, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+    )
 
 
 @pytest.fixture
@@ -35,7 +42,7 @@ def refusing_sbatch(tmp_path):
     folder.mkdir()
     (folder / "sbatch").write_text("#!/bin/sh\ncat >&2 <<'EOF'\n" + SBATCH_SAYS + "\nEOF\nexit 1\n")
     (folder / "squeue").write_text("#!/bin/sh\necho 'slurm_load_jobs error: Invalid job id specified' >&2\nexit 1\n")
-    (folder / "scancel").write_text("#!/bin/sh\necho \"$@\" >> \"$(dirname \"$0\")/scancel.log\"\n")
+    (folder / "scancel").write_text('#!/bin/sh\necho "$@" >> "$(dirname "$0")/scancel.log"\n')
     for tool in folder.iterdir():
         tool.chmod(0o755)
     return {"PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}
@@ -65,7 +72,11 @@ def test_a_sites_interface_missing_here_is_one_error_saying_what_to_do():
 def test_a_missing_scheduler_interface_is_refused_before_anything_starts():
     before = io_loop_threads()
     with pytest.raises(InterfaceNotFoundError) as info:
-        SLURMGPUCluster(cpus_per_gpu=1, memory_per_gpu="512MiB", scheduler_options={"interface": "nosuchif0", "dashboard_address": "127.0.0.1:0"})
+        SLURMGPUCluster(
+            cpus_per_gpu=1,
+            memory_per_gpu="512MiB",
+            scheduler_options={"interface": "nosuchif0", "dashboard_address": "127.0.0.1:0"},
+        )
     assert isinstance(info.value, GPUJobQueueError) and info.value.field == "scheduler_options"
     assert info.value.interface == "nosuchif0" and set(info.value.available) == set(host_interfaces())
     assert io_loop_threads() == before and not list(exit_cleanup._open_clusters)
@@ -74,7 +85,8 @@ def test_a_missing_scheduler_interface_is_refused_before_anything_starts():
 def test_a_failed_constructor_leaves_nothing_running(refusing_sbatch, tmp_path):
     # Before: the refused job's cluster kept its scheduler, its job watch and its event loop's
     # thread for the life of the process, and was closed only at exit.
-    result = run_python("""
+    result = run_python(
+        """
         import threading
         from gpujobqueue import SLURMGPUCluster, SubmissionError, exit_cleanup
         for keywords in ({"n_workers": 1}, {"scheduler_options": {"interface": "nosuchif0"}}):
@@ -85,18 +97,29 @@ def test_a_failed_constructor_leaves_nothing_running(refusing_sbatch, tmp_path):
                 print(type(error).__name__)
         print("threads", sorted(t.name for t in threading.enumerate()))
         print("open clusters", len(exit_cleanup._open_clusters))
-    """, env=refusing_sbatch, cwd=tmp_path)
+    """,
+        env=refusing_sbatch,
+        cwd=tmp_path,
+    )
     assert result.stderr == ""
-    assert result.stdout.splitlines() == ["SubmissionError", "InterfaceNotFoundError",
-                                          "threads ['MainThread']", "open clusters 0"]
+    assert result.stdout.splitlines() == [
+        "SubmissionError",
+        "InterfaceNotFoundError",
+        "threads ['MainThread']",
+        "open clusters 0",
+    ]
     assert not (tmp_path / "bin" / "scancel.log").exists(), "no job was submitted, none to cancel"
 
 
 def test_an_uncaught_refusal_prints_sbatchs_message_once_and_no_deleted_file(refusing_sbatch, tmp_path):
-    result = run_python("""
+    result = run_python(
+        """
         from gpujobqueue import SLURMGPUCluster
         SLURMGPUCluster(cpus_per_gpu=1, memory_per_gpu="512MiB", n_workers=1, gpus_per_node=1, walltime="00:05:00", scheduler_options={"dashboard_address": "127.0.0.1:0"})
-    """, env=refusing_sbatch, cwd=tmp_path)
+    """,
+        env=refusing_sbatch,
+        cwd=tmp_path,
+    )
     assert result.returncode == 1
     assert result.stderr.count("Traceback") == 1, result.stderr
     assert result.stderr.count("Invalid partition name specified") == 1, result.stderr
@@ -107,13 +130,17 @@ def test_an_uncaught_refusal_prints_sbatchs_message_once_and_no_deleted_file(ref
 
 
 def test_a_handled_refusal_prints_nothing(refusing_sbatch, tmp_path):
-    result = run_python("""
+    result = run_python(
+        """
         from gpujobqueue import SLURMGPUCluster, SubmissionError
         try:
             SLURMGPUCluster(cpus_per_gpu=1, memory_per_gpu="512MiB", n_workers=1, gpus_per_node=1, walltime="00:05:00", scheduler_options={"dashboard_address": "127.0.0.1:0"})
         except SubmissionError as error:
             print(error)
-    """, env=refusing_sbatch, cwd=tmp_path)
+    """,
+        env=refusing_sbatch,
+        cwd=tmp_path,
+    )
     assert result.returncode == 0 and result.stderr == ""
     assert result.stdout == "sbatch refused job SLURMGPUCluster-0 (exit status 1):\n" + SBATCH_SAYS + "\n"
 
@@ -123,16 +150,19 @@ def test_gpucluster_with_a_site_names_the_interface_in_the_class_users_catch():
         GPUCluster(site="perlmutter", account="m1234_g", scheduler_options={"dashboard_address": "127.0.0.1:0"})
 
 
-@pytest.mark.parametrize("keywords", ['host="x"', 'processes=0', 'scheduler_options={"port": -5}'])
+@pytest.mark.parametrize("keywords", ['host="x"', "processes=0", 'scheduler_options={"port": -5}'])
 def test_a_constructor_refused_early_prints_nothing_at_exit(keywords, tmp_path):
     # Before: a cluster refused inside distributed's constructor (no name yet) stayed in the
     # exit-time cancel list, and exit printed a "Logging error" with two AttributeErrors.
-    result = run_python(f"""
+    result = run_python(
+        f"""
         from gpujobqueue import SLURMGPUCluster
         try:
             SLURMGPUCluster(cpus_per_gpu=1, memory_per_gpu="512MiB", gpus_per_node=1, {keywords})
         except Exception as error:
             print(type(error).__name__)
-    """, cwd=tmp_path)
+    """,
+        cwd=tmp_path,
+    )
     assert result.returncode == 0 and result.stdout.strip(), result
     assert result.stderr == "", result.stderr

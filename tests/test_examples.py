@@ -44,8 +44,10 @@ def test_every_example_is_tested():
     assert sorted(CHECKS) == sorted(p.name for p in EXAMPLES.glob("*.py") if not p.name.startswith("_"))
 
 
-TORCH_MISSING = ("torch is not installed (PyPI's torch wheel brings the CUDA libraries, its CPU build is not on PyPI): "
-                 "pip install torch --index-url https://download.pytorch.org/whl/cpu runs this example's test")
+TORCH_MISSING = (
+    "torch is not installed (PyPI's torch wheel brings the CUDA libraries, its CPU build is not on PyPI): "
+    "pip install torch --index-url https://download.pytorch.org/whl/cpu runs this example's test"
+)
 
 
 def needs(example: str):
@@ -65,7 +67,9 @@ def test_cpu_form(example, tmp_path):
     assert len(re.findall(r"^ok: ", done.stdout, re.M)) == CHECKS[example], report
     assert f"RESULT: ok ({CHECKS[example]} checks passed)" in done.stdout, report
     # The cluster's private folder (TLS files) and the examples' data folders are gone.
-    assert not list(tmp_path.glob(".gpujobqueue-*")) and not list(tmp_path.glob("gpujobqueue-example-*")), list(tmp_path.iterdir())
+    assert not list(tmp_path.glob(".gpujobqueue-*")) and not list(tmp_path.glob("gpujobqueue-example-*")), list(
+        tmp_path.iterdir()
+    )
 
 
 def test_a_failed_check_fails_the_example(tmp_path):
@@ -76,8 +80,10 @@ def test_a_failed_check_fails_the_example(tmp_path):
 
 
 def test_missing_torch_is_said_and_has_its_own_exit_status(tmp_path):
-    code = ("import runpy, sys; sys.modules['torch'] = None; sys.argv = sys.argv[1:]; "
-            "sys.path.insert(0, sys.argv[0].rpartition('/')[0]); runpy.run_path(sys.argv[0], run_name='__main__')")
+    code = (
+        "import runpy, sys; sys.modules['torch'] = None; sys.argv = sys.argv[1:]; "
+        "sys.path.insert(0, sys.argv[0].rpartition('/')[0]); runpy.run_path(sys.argv[0], run_name='__main__')"
+    )
     done = run_example(tmp_path, str(EXAMPLES / "torch_ddp.py"), "--size", "small", code=code)
     assert done.returncode == 3, done.stdout + done.stderr
     assert "MISSING PACKAGE: torch is not importable" in done.stderr and "pip install torch" in done.stderr

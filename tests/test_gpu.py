@@ -11,7 +11,10 @@ from gpujobqueue import LocalGPUCluster
 from gpujobqueue.gpus import nvidia_gpu_ids
 
 GPUS = nvidia_gpu_ids()
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not GPUS, reason="no NVIDIA GPU on this machine (nvidia-smi / NVML found none)")]
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not GPUS, reason="no NVIDIA GPU on this machine (nvidia-smi / NVML found none)"),
+]
 
 
 def device_facts(dask_worker):
@@ -20,7 +23,12 @@ def device_facts(dask_worker):
     import cupy
 
     # The full PCI id, domain included: on some hosts every GPU sits on bus 0 of its own domain.
-    return {"name": dask_worker.name, "visible": os.environ["CUDA_VISIBLE_DEVICES"], "pci": cupy.cuda.Device().pci_bus_id, "resources": dict(dask_worker.state.total_resources)}
+    return {
+        "name": dask_worker.name,
+        "visible": os.environ["CUDA_VISIBLE_DEVICES"],
+        "pci": cupy.cuda.Device().pci_bus_id,
+        "resources": dict(dask_worker.state.total_resources),
+    }
 
 
 def cupy_sum(n):
@@ -45,7 +53,10 @@ def test_dask_cuda_workers_one_per_gpu_each_on_its_own_device():
         assert sorted(f["visible"].split(",")[0] for f in facts) == sorted(GPUS)  # dask-cuda rotates the list
         assert all(f["resources"] == {"GPU": 1} for f in facts)
         assert {w["nthreads"] for w in client.scheduler_info()["workers"].values()} == {max(1, threads)}
-        futures = [client.submit(cupy_sum, 10**7, workers=[address], pure=False) for address in client.scheduler_info()["workers"]]
+        futures = [
+            client.submit(cupy_sum, 10**7, workers=[address], pure=False)
+            for address in client.scheduler_info()["workers"]
+        ]
         assert client.gather(futures) == [float(sum(range(10**7)))] * len(GPUS)
 
 
@@ -53,8 +64,11 @@ def memory_facts(dask_worker):
     import cupy
     import rmm
 
-    return {"address": dask_worker.address, "resource": type(rmm.mr.get_current_device_resource()).__name__,
-            "cupy_allocator": getattr(cupy.cuda.get_allocator(), "__name__", repr(cupy.cuda.get_allocator()))}
+    return {
+        "address": dask_worker.address,
+        "resource": type(rmm.mr.get_current_device_resource()).__name__,
+        "cupy_allocator": getattr(cupy.cuda.get_allocator(), "__name__", repr(cupy.cuda.get_allocator())),
+    }
 
 
 def random_block(seed, n):
@@ -83,7 +97,10 @@ def test_ucx_workers_get_an_rmm_pool_and_move_cupy_arrays_between_gpus():
 
 def test_rmm_keywords_reach_the_workers_with_dask_cudas_names():
     pytest.importorskip("rmm")
-    with LocalGPUCluster(gpus_per_node=1, rmm_pool_size="2GB", set_rmm_allocator_for_libs="cupy") as cluster, Client(cluster) as client:
+    with (
+        LocalGPUCluster(gpus_per_node=1, rmm_pool_size="2GB", set_rmm_allocator_for_libs="cupy") as cluster,
+        Client(cluster) as client,
+    ):
         cluster.scale(gpus=1)
         client.wait_for_workers(1, timeout=180)
         (facts,) = client.run(memory_facts).values()
@@ -134,12 +151,37 @@ def test_a_run_script_with_ucx_runs_the_client_on_a_cluster_of_the_jobs_gpus(tmp
         "pci = client.run(lambda: __import__('cupy').cuda.Device().pci_bus_id)\n"
         "json.dump({'scheduler': client.scheduler.address, 'workers': sorted(workers), 'pci': sorted(pci.values())}, open(sys.argv[1], 'w'))\n"
     )
-    script = subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "render", "local", "--gpus-per-node", str(len(GPUS)), "--protocol", "ucx",
-                             "--python", sys.executable, "--run", str(analysis), "--", str(tmp_path / "report.json")],
-                            capture_output=True, text=True, check=True).stdout
+    script = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpujobqueue.cli",
+            "render",
+            "local",
+            "--gpus-per-node",
+            str(len(GPUS)),
+            "--protocol",
+            "ucx",
+            "--python",
+            sys.executable,
+            "--run",
+            str(analysis),
+            "--",
+            str(tmp_path / "report.json"),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     (tmp_path / "job.sh").write_text(script)
-    result = subprocess.run(["bash", str(tmp_path / "job.sh")], capture_output=True, text=True, timeout=300, cwd=tmp_path,
-                            env={**os.environ, "CUDA_VISIBLE_DEVICES": ",".join(GPUS)})
+    result = subprocess.run(
+        ["bash", str(tmp_path / "job.sh")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": ",".join(GPUS)},
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["scheduler"].startswith("ucx://") and all(w.startswith("ucx://") for w in report["workers"])
@@ -159,7 +201,9 @@ def test_scheduler_job_over_ucx_runs_the_scheduler_in_the_first_job():
     with LocalGPUCluster(gpus_per_node=2, protocol="ucx", scheduler="job") as cluster, Client(cluster) as client:
         job = cluster.scheduler_job
         assert cluster.scheduler_address.startswith("ucx://")
-        assert client.run_on_scheduler(scheduler_process_group) == int(job.job_id), "the scheduler is not a process of the first job"
+        assert client.run_on_scheduler(scheduler_process_group) == int(job.job_id), (
+            "the scheduler is not a process of the first job"
+        )
         client.wait_for_workers(2, timeout=180)
         facts = list(client.run(device_facts).values())
         assert len({f["pci"] for f in facts}) == 2 and all(f["resources"] == {"GPU": 1} for f in facts), facts
@@ -208,7 +252,10 @@ def test_mixed_pool_annotated_cupy_tasks_run_only_on_gpu_workers():
         results = client.gather(client.compute(parts, optimize_graph=False))
         assert {name for name, _ in results} <= gpu_workers
         import cupy
-        assert [total for _, total in results] == pytest.approx([float(cupy.random.default_rng(s).standard_normal(10**6).sum()) for s in range(40)])
+
+        assert [total for _, total in results] == pytest.approx(
+            [float(cupy.random.default_rng(s).standard_normal(10**6).sum()) for s in range(40)]
+        )
 
 
 def test_dask_cuda_job_on_a_node_without_its_interface_is_reported_back():
@@ -216,7 +263,12 @@ def test_dask_cuda_job_on_a_node_without_its_interface_is_reported_back():
     from gpujobqueue import JobFailedError
 
     # The scheduler here listens on loopback; the job is told to use an interface the node lacks.
-    with LocalGPUCluster(gpus_per_node=len(GPUS), interface="nosuchif0", scheduler_options={"interface": "lo"}) as cluster, Client(cluster) as client:
+    with (
+        LocalGPUCluster(
+            gpus_per_node=len(GPUS), interface="nosuchif0", scheduler_options={"interface": "lo"}
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         assert cluster.launch.mode == "dask-cuda"
         cluster.scale(gpus=len(GPUS))
         with pytest.raises(JobFailedError) as info:
@@ -229,8 +281,12 @@ def test_dask_cuda_job_on_a_node_without_its_interface_is_reported_back():
 def tls_and_lifetime_facts(dask_worker):
     import dask
 
-    return {"address": dask_worker.address, "lifetime": dask_worker.lifetime, "configured": dask.config.get("distributed.worker.lifetime.duration"),
-            "restart": dask.config.get("distributed.worker.lifetime.restart")}
+    return {
+        "address": dask_worker.address,
+        "lifetime": dask_worker.lifetime,
+        "configured": dask.config.get("distributed.worker.lifetime.duration"),
+        "restart": dask.config.get("distributed.worker.lifetime.restart"),
+    }
 
 
 def test_dask_cuda_workers_talk_tls_by_default_and_retire_before_the_walltime():
@@ -238,7 +294,10 @@ def test_dask_cuda_workers_talk_tls_by_default_and_retire_before_the_walltime():
     pytest.importorskip("dask_cuda")
     # TCP asked for: TLS by default. A one-hour walltime: workers retire 3 minutes before it,
     # told through dask config, as `dask cuda worker` takes no --lifetime.
-    with LocalGPUCluster(gpus_per_node=len(GPUS), protocol="tcp", walltime="01:00:00") as cluster, Client(cluster) as client:
+    with (
+        LocalGPUCluster(gpus_per_node=len(GPUS), protocol="tcp", walltime="01:00:00") as cluster,
+        Client(cluster) as client,
+    ):
         assert cluster.launch.mode == "dask-cuda" and cluster.scheduler_address.startswith("tls://")
         cluster.scale(gpus=len(GPUS))
         client.wait_for_workers(len(GPUS), timeout=180)
@@ -247,7 +306,10 @@ def test_dask_cuda_workers_talk_tls_by_default_and_retire_before_the_walltime():
         assert all(f["configured"] == "3420s" and f["restart"] is False for f in facts), facts
         # each worker's own lifetime: 3420 s moved at random by at most the stagger (45 s)
         assert all(3420 - 45 <= f["lifetime"] <= 3420 + 45 for f in facts), facts
-        futures = [client.submit(cupy_sum, 10**6, workers=[address], pure=False) for address in client.scheduler_info()["workers"]]
+        futures = [
+            client.submit(cupy_sum, 10**6, workers=[address], pure=False)
+            for address in client.scheduler_info()["workers"]
+        ]
         assert client.gather(futures) == [float(sum(range(10**6)))] * len(GPUS)
 
 
@@ -280,8 +342,13 @@ def test_dask_cuda_workers_of_a_stopped_client_exit_within_death_timeout(tmp_pat
     pytest.importorskip("dask_cuda")
     script = tmp_path / "client.py"
     script.write_text(STOPPED_CLIENT)
-    process = subprocess.Popen([sys.executable, str(script), str(min(2, len(GPUS)))], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, cwd=tmp_path)
+    process = subprocess.Popen(
+        [sys.executable, str(script), str(min(2, len(GPUS)))],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
     try:
         line = process.stdout.readline()
         assert line.startswith("READY"), line + process.stderr.read()
@@ -290,9 +357,13 @@ def test_dask_cuda_workers_of_a_stopped_client_exit_within_death_timeout(tmp_pat
         process.send_signal(signal.SIGSTOP)
         stopped = time.monotonic()
         while local_jobs_alive(jobs):
-            assert time.monotonic() - stopped < 15 + 60, f"dask-cuda jobs {local_jobs_alive(jobs)} of a stopped client still run"
+            assert time.monotonic() - stopped < 15 + 60, (
+                f"dask-cuda jobs {local_jobs_alive(jobs)} of a stopped client still run"
+            )
             time.sleep(0.5)
-        print(f"\ndask-cuda: {len(jobs)} job(s) ended {time.monotonic() - stopped:.1f} s after SIGSTOP (death_timeout=15)")
+        print(
+            f"\ndask-cuda: {len(jobs)} job(s) ended {time.monotonic() - stopped:.1f} s after SIGSTOP (death_timeout=15)"
+        )
     finally:
         process.kill()
         process.wait()

@@ -26,22 +26,19 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import click
 import pytest
 from click.testing import CliRunner
+from fixtures.sizes import with_job_size
 
 from gpujobqueue import GPUJobQueueError
 from gpujobqueue import keywords as cluster_module
 from gpujobqueue.batch import BATCH_SYSTEMS, cluster_class
 from gpujobqueue.cli import render
 from gpujobqueue.scripts import job_script_for
-from fixtures.sizes import with_job_size
 
 MARKER = "GPUJQ_MARKER"
 HOSTILE = {
@@ -76,8 +73,13 @@ DOUBLE_QUOTED_PATH = re.compile(r"(?:[A-Za-z0-9_./+@%=,:-]|\$[A-Za-z_][A-Za-z0-9
 
 def cluster_keywords(batch: str) -> list[str]:
     cls = cluster_class(batch)
-    names = (*cluster_module.REQUEST_KEYWORDS, *cluster_module.LAUNCH_KEYWORDS, *cls.batch_keywords, *cls.batch_synonyms,
-             *cluster_module.RENAMED_KEYWORDS)
+    names = (
+        *cluster_module.REQUEST_KEYWORDS,
+        *cluster_module.LAUNCH_KEYWORDS,
+        *cls.batch_keywords,
+        *cls.batch_synonyms,
+        *cluster_module.RENAMED_KEYWORDS,
+    )
     return sorted(set(names))
 
 
@@ -136,7 +138,9 @@ def problems_with_accepted(batch: str, keyword: str, script: str, baseline: str)
     for i, (line, base_line) in enumerate(zip(lines, base)):
         kind = line_kind(batch, i, line)
         if kind != line_kind(batch, i, base_line):
-            problems.append(f"line {i + 1} is a {kind} line where the harmless value gives a {line_kind(batch, i, base_line)}: {line!r}")
+            problems.append(
+                f"line {i + 1} is a {kind} line where the harmless value gives a {line_kind(batch, i, base_line)}: {line!r}"
+            )
             continue
         for match in re.finditer(MARKER, line):
             if keyword in USER_SHELL_LINES and kind == "code":
@@ -144,17 +148,19 @@ def problems_with_accepted(batch: str, keyword: str, script: str, baseline: str)
             if keyword in FREE_DIRECTIVES and kind in ("directive", "comment"):  # local jobs write them as comments
                 continue
             states = quote_states(line)
-            if kind == "code" and all(state == "single" for state in states[match.start():match.end()]):
+            if kind == "code" and all(state == "single" for state in states[match.start() : match.end()]):
                 continue
-            if kind == "code" and all(state == "double" for state in states[match.start():match.end()]):
+            if kind == "code" and all(state == "double" for state in states[match.start() : match.end()]):
                 # A path the job's shell expands ("$HOME/..."): inside double quotes, only a variable
                 # reference could do anything, and the value may hold nothing else of the shell's.
                 opening = line.rindex('"', 0, match.start())
-                if DOUBLE_QUOTED_PATH.fullmatch(line[opening + 1:line.index('"', match.end())]):
+                if DOUBLE_QUOTED_PATH.fullmatch(line[opening + 1 : line.index('"', match.end())]):
                     continue
-            word = word_around(line, match.start(), match.end()).strip("\"")
+            word = word_around(line, match.start(), match.end()).strip('"')
             if word.startswith("-") and word.lstrip("-").startswith(MARKER) and keyword not in OPTION_WORDS:
-                problems.append(f"line {i + 1} ({kind}): the value is a word of its own that starts with '-', read as an option: {line!r}")
+                problems.append(
+                    f"line {i + 1} ({kind}): the value is a word of its own that starts with '-', read as an option: {line!r}"
+                )
             elif not SAFE_WORD.fullmatch(word):
                 problems.append(f"line {i + 1} ({kind}) holds the value outside a quoted or safe word: {line!r}")
     return problems
@@ -163,7 +169,11 @@ def problems_with_accepted(batch: str, keyword: str, script: str, baseline: str)
 def names_the_field(error: BaseException, *names: str) -> bool:
     field = str(getattr(error, "field", ""))
     text = str(error)
-    return any(field == n or field.startswith((f"{n}[", f"{n}.")) or re.search(rf"(^|\W){re.escape(n)}(\W|$)", text) for n in names if n)
+    return any(
+        field == n or field.startswith((f"{n}[", f"{n}.")) or re.search(rf"(^|\W){re.escape(n)}(\W|$)", text)
+        for n in names
+        if n
+    )
 
 
 # The canonical keyword of a synonym or renamed keyword, which the error may name instead.
@@ -172,7 +182,10 @@ def canonical(batch: str, keyword: str) -> str:
 
 
 def bash_syntax_ok(script: str) -> bool:
-    return subprocess.run(["bash", "-n"], input=script.encode("utf-8", "surrogateescape"), capture_output=True).returncode == 0
+    return (
+        subprocess.run(["bash", "-n"], input=script.encode("utf-8", "surrogateescape"), capture_output=True).returncode
+        == 0
+    )
 
 
 def render_or_error(batch: str, keywords: dict, name: str = "w"):
@@ -200,7 +213,9 @@ def test_every_keyword_refuses_or_quotes_every_hostile_value(batch):
             if keyword == "name":
                 baseline = job_script_for(batch, with_job_size({}), name="ok")
             else:
-                baseline = render_or_error(batch, {keyword: harmless})[0] or job_script_for(batch, with_job_size({}), name="w")
+                baseline = render_or_error(batch, {keyword: harmless})[0] or job_script_for(
+                    batch, with_job_size({}), name="w"
+                )
             for label, value in HOSTILE.items():
                 if keyword == "name":
                     script, error = render_or_error(batch, {}, name=value)
@@ -224,8 +239,10 @@ def test_every_keyword_refuses_or_quotes_every_hostile_value(batch):
     # bash reads every accepted script as a script (a stray quote would break it).
     broken = [s for s in accepted_scripts if not bash_syntax_ok(s)]
     TRIES[batch] = refused + accepted
-    print(f"{batch}: {len(cluster_keywords(batch)) + 1} keywords x {len(HOSTILE)} hostile values: {refused} refused naming the field, "
-          f"{accepted} accepted quoted or in a safe form, in {time.monotonic() - started:.1f} s")
+    print(
+        f"{batch}: {len(cluster_keywords(batch)) + 1} keywords x {len(HOSTILE)} hostile values: {refused} refused naming the field, "
+        f"{accepted} accepted quoted or in a safe form, in {time.monotonic() - started:.1f} s"
+    )
     assert not failures, "\n".join(failures[:40])
     assert not broken, broken[0]
     assert refused + accepted >= len(cluster_keywords(batch)) * len(HOSTILE)
@@ -243,8 +260,14 @@ def cli_values(option: click.Option, value: str) -> list[str]:
     return [value]
 
 
-OPTION_FIELDS = {"scheduler_address": "scheduler", "client_script": "run", "array_jobs": "job_array", "environment": "environment",
-                 "chunk_resources": "chunk_resources", "worker_name": "name"}
+OPTION_FIELDS = {
+    "scheduler_address": "scheduler",
+    "client_script": "run",
+    "array_jobs": "job_array",
+    "environment": "environment",
+    "chunk_resources": "chunk_resources",
+    "worker_name": "name",
+}
 
 
 def size_options(flag: str) -> list[str]:
@@ -285,8 +308,10 @@ def test_every_render_option_refuses_or_quotes_every_hostile_value(batch):
                 failures += [f"{what}: {p}" for p in problems_with_accepted(batch, field, result.output, base.output)]
                 if field not in USER_SHELL_LINES and not bash_syntax_ok(result.output):
                     failures.append(f"{what}: bash -n refuses the script")
-    print(f"{batch}: {len(render_options())} render options x {len(HOSTILE)} hostile values: {refused} refused naming the option, "
-          f"{accepted} accepted quoted or in a safe form, in {time.monotonic() - started:.1f} s")
+    print(
+        f"{batch}: {len(render_options())} render options x {len(HOSTILE)} hostile values: {refused} refused naming the option, "
+        f"{accepted} accepted quoted or in a safe form, in {time.monotonic() - started:.1f} s"
+    )
     assert not failures, "\n".join(failures[:40])
 
 
@@ -296,33 +321,60 @@ def test_the_issue_s_injections_are_refused_naming_name():
     with pytest.raises(ValidationError) as info:
         SLURMGPUCluster(name="x\ntouch /tmp/PWNED\n#")
     assert info.value.field == "name"
-    result = CliRunner().invoke(render, ["slurm", "--worker-mode", "per-device", "--name", "x\ntouch /tmp/x\n#SBATCH --qos=high"])
+    result = CliRunner().invoke(
+        render, ["slurm", "--worker-mode", "per-device", "--name", "x\ntouch /tmp/x\n#SBATCH --qos=high"]
+    )
     assert result.exit_code == 2 and "--name" in result.output and "#SBATCH --qos=high" not in result.output.split("\n")
 
 
-@pytest.mark.parametrize("keywords", [
-    {"environment": {"GPUJQ_X": f"$(touch {MARKER})", "GPUJQ_Y": f"`touch {MARKER}`", "GPUJQ_Z": f"' \";touch {MARKER}"}},
-    {"worker_extra_args": [f"$(touch {MARKER})"], "job_extra_directives": [f"--comment=$(touch {MARKER})"]},
-    {"job_name": "ok", "interface": "lo", "local_directory": "/tmp/ok"},
-], ids=["environment", "worker-args-and-directive", "safe-forms"])
+@pytest.mark.parametrize(
+    "keywords",
+    [
+        {
+            "environment": {
+                "GPUJQ_X": f"$(touch {MARKER})",
+                "GPUJQ_Y": f"`touch {MARKER}`",
+                "GPUJQ_Z": f"' \";touch {MARKER}",
+            }
+        },
+        {"worker_extra_args": [f"$(touch {MARKER})"], "job_extra_directives": [f"--comment=$(touch {MARKER})"]},
+        {"job_name": "ok", "interface": "lo", "local_directory": "/tmp/ok"},
+    ],
+    ids=["environment", "worker-args-and-directive", "safe-forms"],
+)
 @pytest.mark.parametrize("batch", BATCH_SYSTEMS)
 def test_accepted_hostile_scripts_run_without_running_the_value(tmp_path, batch, keywords):
     """The script runs under bash (`false` stands in for python, so no worker starts): whatever
     the values, the marker file is never made, and the exported values arrive verbatim."""
     from gpujobqueue.security import make_credentials
 
-    script = job_script_for(batch, {**with_job_size(keywords), "python": "false"}, name="w", scheduler="tls://127.0.0.1:1")
+    script = job_script_for(
+        batch, {**with_job_size(keywords), "python": "false"}, name="w", scheduler="tls://127.0.0.1:1"
+    )
     path = tmp_path / "job.sh"
     path.write_text(script + 'printf "%s\\n" "${GPUJQ_X-}" "${GPUJQ_Z-}" > values\n')
-    make_credentials(tmp_path / ".config" / "gpujobqueue" / "tls")  # the workers' TLS credentials, so that the script goes on to them
-    result = subprocess.run(["bash", str(path)], cwd=tmp_path, capture_output=True, text=True, timeout=60,
-                            env={"PATH": os.environ["PATH"], "CUDA_VISIBLE_DEVICES": "0", "HOME": str(tmp_path)})
+    make_credentials(
+        tmp_path / ".config" / "gpujobqueue" / "tls"
+    )  # the workers' TLS credentials, so that the script goes on to them
+    result = subprocess.run(
+        ["bash", str(path)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": os.environ["PATH"], "CUDA_VISIBLE_DEVICES": "0", "HOME": str(tmp_path)},
+    )
     assert "credential" not in result.stderr, result.stderr
     assert not (tmp_path / MARKER).exists()
     if "environment" in keywords:
         # `exit` ends the script before the printf: read the values the way the job's shell reads the exports.
         exports = "\n".join(line for line in script.split("\n") if line.startswith("export GPUJQ_"))
-        out = subprocess.run(["bash", "-c", exports + '\nprintf "%s|" "$GPUJQ_X" "$GPUJQ_Y" "$GPUJQ_Z"'], capture_output=True, text=True, cwd=tmp_path)
+        out = subprocess.run(
+            ["bash", "-c", exports + '\nprintf "%s|" "$GPUJQ_X" "$GPUJQ_Y" "$GPUJQ_Z"'],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+        )
         assert out.stdout == "|".join(keywords["environment"].values()) + "|"
         assert not (tmp_path / MARKER).exists()
 
@@ -335,9 +387,18 @@ def test_a_local_cluster_job_with_hostile_values_never_runs_them(tmp_path, monke
     from gpujobqueue import LocalGPUCluster
 
     monkeypatch.chdir(tmp_path)
-    hostile = {"GPUJQ_X": f"$(touch {tmp_path / MARKER})", "GPUJQ_Y": f"`touch {tmp_path / MARKER}`;touch {tmp_path / MARKER}"}
-    with LocalGPUCluster(devices=[0], gpus_per_node=1, worker_mode="per-device", environment=hostile,
-                         job_extra_directives=[f"$(touch {tmp_path / MARKER})"], log_directory=str(tmp_path / "logs")) as cluster:
+    hostile = {
+        "GPUJQ_X": f"$(touch {tmp_path / MARKER})",
+        "GPUJQ_Y": f"`touch {tmp_path / MARKER}`;touch {tmp_path / MARKER}",
+    }
+    with LocalGPUCluster(
+        devices=[0],
+        gpus_per_node=1,
+        worker_mode="per-device",
+        environment=hostile,
+        job_extra_directives=[f"$(touch {tmp_path / MARKER})"],
+        log_directory=str(tmp_path / "logs"),
+    ) as cluster:
         cluster.scale(1)
         with Client(cluster) as client:
             client.wait_for_workers(1, timeout=60)

@@ -18,12 +18,12 @@ import time
 from pathlib import Path
 
 import pytest
+from fixtures.sizes import with_job_size
 
 from gpujobqueue import SLURMGPUCluster, ValidationError
 from gpujobqueue.errors import GPUJobQueueError
 from gpujobqueue.scripts import job_script_for
 from gpujobqueue.sites import SiteConfigError, detect_site, load_site, site_problems, site_table
-from fixtures.sizes import with_job_size
 
 MINIMAL = (Path(__file__).parent / "sites" / "good" / "minimal.yaml").read_text()
 ADDRESS_SPACE = 2 * 2**30
@@ -89,11 +89,19 @@ def test_every_size_is_bounded_before_anything_is_allocated():
 
 def test_render_refuses_a_trillion_gpus_and_a_million_element_array(tmp_path):
     # The command line names its options, not the keywords (gpus_per_node=) they mirror.
-    for options, field in ((["--gpus-per-node", "1000000000000"], "--gpus-per-node: "),
-                           (["--job-array", "1000000"], "--job-array: "),
-                           (["--nodes", "1000000000000", "--launcher", "srun"], "--nodes: ")):
-        result = bounded([sys.executable, "-m", "gpujobqueue.cli", "render", "slurm", "--cores", "1", "--memory", "1GB", *options], timeout=60, cwd=tmp_path)
-        assert result.returncode == 1 and field in result.stderr and "Traceback" not in result.stderr, result.stderr[-2000:]
+    for options, field in (
+        (["--gpus-per-node", "1000000000000"], "--gpus-per-node: "),
+        (["--job-array", "1000000"], "--job-array: "),
+        (["--nodes", "1000000000000", "--launcher", "srun"], "--nodes: "),
+    ):
+        result = bounded(
+            [sys.executable, "-m", "gpujobqueue.cli", "render", "slurm", "--cores", "1", "--memory", "1GB", *options],
+            timeout=60,
+            cwd=tmp_path,
+        )
+        assert result.returncode == 1 and field in result.stderr and "Traceback" not in result.stderr, result.stderr[
+            -2000:
+        ]
         assert not result.stdout
 
 
@@ -121,17 +129,33 @@ def write_site(folder: Path, name: str, text: str) -> Path:
     return path
 
 
-BILLION_LAUGHS = "\n".join(["schema: 1", "a: &a [x, x, x, x, x, x, x, x, x, x]"]
-                           + [f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
-                              f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]" for i in range(9)]) + "\n"
+BILLION_LAUGHS = (
+    "\n".join(
+        ["schema: 1", "a: &a [x, x, x, x, x, x, x, x, x, x]"]
+        + [
+            f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+            f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]"
+            for i in range(9)
+        ]
+    )
+    + "\n"
+)
 
 
-@pytest.mark.parametrize("label, text, words", [
-    ("billion-laughs", BILLION_LAUGHS, "alias"),
-    ("one-alias", MINIMAL.replace("  gpus: 4", "  gpus: &four 4").replace("    max_nodes: 4", "    max_nodes: *four"), "alias"),
-    ("deep", MINIMAL + "extra: " + "[" * 100_000 + "]" * 100_000 + "\n", "nested more than"),
-    ("huge", MINIMAL + "# " + "x" * (2 << 20) + "\n", "KiB"),
-], ids=["billion-laughs", "one-alias", "deep", "huge"])
+@pytest.mark.parametrize(
+    "label, text, words",
+    [
+        ("billion-laughs", BILLION_LAUGHS, "alias"),
+        (
+            "one-alias",
+            MINIMAL.replace("  gpus: 4", "  gpus: &four 4").replace("    max_nodes: 4", "    max_nodes: *four"),
+            "alias",
+        ),
+        ("deep", MINIMAL + "extra: " + "[" * 100_000 + "]" * 100_000 + "\n", "nested more than"),
+        ("huge", MINIMAL + "# " + "x" * (2 << 20) + "\n", "KiB"),
+    ],
+    ids=["billion-laughs", "one-alias", "deep", "huge"],
+)
 def test_check_refuses_site_files_that_would_exhaust_the_host(tmp_path, label, text, words):
     path = write_site(tmp_path, label, text)
     started = time.monotonic()
@@ -143,18 +167,23 @@ def test_check_refuses_site_files_that_would_exhaust_the_host(tmp_path, label, t
 
 # -- 7: raw exceptions become errors naming the field ----------------------------------------
 
-@pytest.mark.parametrize("keywords, field", [
-    ({"memory_per_gpu": math.nan}, "memory_per_gpu"),
-    ({"memory_per_gpu": math.inf}, "memory_per_gpu"),
-    ({"memory": math.inf}, "memory"),
-    ({"memory_per_gpu": "1e400"}, "memory_per_gpu"),
-    ({"walltime_margin": math.inf}, "walltime_margin"),
-    ({"walltime_margin": math.nan}, "walltime_margin"),
-    ({"death_timeout": math.inf}, "death_timeout"),
-    ({"death_timeout": math.nan}, "death_timeout"),
-    ({"gpus_per_node": "9" * 5000}, "gpus_per_node"),
-    ({"allocation_variable": ["CUDA_VISIBLE_DEVICES"]}, "allocation_variable"),
-], ids=lambda v: str(v) if not isinstance(v, dict) else "-".join(f"{k}={str(x)[:12]}" for k, x in v.items()))
+
+@pytest.mark.parametrize(
+    "keywords, field",
+    [
+        ({"memory_per_gpu": math.nan}, "memory_per_gpu"),
+        ({"memory_per_gpu": math.inf}, "memory_per_gpu"),
+        ({"memory": math.inf}, "memory"),
+        ({"memory_per_gpu": "1e400"}, "memory_per_gpu"),
+        ({"walltime_margin": math.inf}, "walltime_margin"),
+        ({"walltime_margin": math.nan}, "walltime_margin"),
+        ({"death_timeout": math.inf}, "death_timeout"),
+        ({"death_timeout": math.nan}, "death_timeout"),
+        ({"gpus_per_node": "9" * 5000}, "gpus_per_node"),
+        ({"allocation_variable": ["CUDA_VISIBLE_DEVICES"]}, "allocation_variable"),
+    ],
+    ids=lambda v: str(v) if not isinstance(v, dict) else "-".join(f"{k}={str(x)[:12]}" for k, x in v.items()),
+)
 def test_an_odd_number_is_refused_naming_the_field(keywords, field):
     with pytest.raises(GPUJobQueueError) as info:
         job_script_for("slurm", keywords, name="w")
@@ -162,7 +191,21 @@ def test_an_odd_number_is_refused_naming_the_field(keywords, field):
 
 
 def test_render_refuses_an_overflowing_size_naming_it():
-    result = subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "render", "slurm", "--cpus-per-gpu", "1", "--memory-per-gpu", "1e400"], capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpujobqueue.cli",
+            "render",
+            "slurm",
+            "--cpus-per-gpu",
+            "1",
+            "--memory-per-gpu",
+            "1e400",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
     assert "--memory-per-gpu: " in result.stderr, result.stderr
 
@@ -178,7 +221,9 @@ def test_a_log_directory_that_cannot_be_a_directory_is_refused_when_the_cluster_
 
 def test_a_site_file_that_is_not_utf8_is_refused_naming_its_line(tmp_path):
     path = tmp_path / "latin.yaml"
-    path.write_bytes(MINIMAL.replace("name: minimal", "name: latin").encode() + "centre: Universit\xe9\n".encode("latin-1"))
+    path.write_bytes(
+        MINIMAL.replace("name: minimal", "name: latin").encode() + "centre: Universit\xe9\n".encode("latin-1")
+    )
     with pytest.raises(SiteConfigError) as info:
         load_site(path)
     assert "UTF-8" in str(info.value) and f"{path}:{MINIMAL.count(chr(10)) + 1}" in str(info.value)
@@ -234,9 +279,17 @@ def test_a_safe_account_pattern_still_matches():
 
 # -- 8: accepted but wrong ---------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("batch", ["slurm", "pbs", "lsf", "sge"])
-@pytest.mark.parametrize("needles, field", [([""], "job_directives_skip[0]"), (["  "], "job_directives_skip[0]"),
-                                            (["#"], "job_directives_skip"), (["-"], "job_directives_skip")])
+@pytest.mark.parametrize(
+    "needles, field",
+    [
+        ([""], "job_directives_skip[0]"),
+        (["  "], "job_directives_skip[0]"),
+        (["#"], "job_directives_skip"),
+        (["-"], "job_directives_skip"),
+    ],
+)
 def test_a_skip_can_never_drop_the_walltime(batch, needles, field):
     with pytest.raises(ValidationError) as info:
         job_script_for(batch, with_job_size({"job_directives_skip": needles}), name="w")
@@ -244,24 +297,55 @@ def test_a_skip_can_never_drop_the_walltime(batch, needles, field):
 
 
 def test_a_skipped_walltime_may_be_replaced_by_an_extra_directive():
-    script = job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "job_directives_skip": ["--time"], "job_extra_directives": ["--time=00:10:00"]}, name="w")
+    script = job_script_for(
+        "slurm",
+        {
+            "cpus_per_gpu": 1,
+            "memory_per_gpu": "512MiB",
+            "job_directives_skip": ["--time"],
+            "job_extra_directives": ["--time=00:10:00"],
+        },
+        name="w",
+    )
     assert "#SBATCH --time=00:10:00" in script.split("\n")
 
 
-@pytest.mark.parametrize("walltime, accepted", [("99999999999:00:00", False), ("366-00:00:00", False), ("8785:00:00", False),
-                                                ("365-00:00:00", True), ("7-00:00:00", True)])
+@pytest.mark.parametrize(
+    "walltime, accepted",
+    [
+        ("99999999999:00:00", False),
+        ("366-00:00:00", False),
+        ("8785:00:00", False),
+        ("365-00:00:00", True),
+        ("7-00:00:00", True),
+    ],
+)
 def test_walltime_is_at_most_a_year(walltime, accepted):
     if accepted:
-        assert "#SBATCH --time=" in job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "walltime": walltime}, name="w")
+        assert "#SBATCH --time=" in job_script_for(
+            "slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "walltime": walltime}, name="w"
+        )
     else:
         with pytest.raises(ValidationError) as info:
             job_script_for("slurm", {"walltime": walltime}, name="w")
         assert info.value.field == "walltime"
 
 
-@pytest.mark.parametrize("variable, accepted", [("PATH", False), ("HOME", False), ("LD_PRELOAD", False), ("PYTHONPATH", False), ("BASH_ENV", False),
-                                                ("CUDA_VISIBLE_DEVICES", True), ("ROCR_VISIBLE_DEVICES", True), ("SGE_HGR_gpu", True),
-                                                ("SLURM_JOB_GPUS", True), ("ZE_AFFINITY_MASK", True)])
+@pytest.mark.parametrize(
+    "variable, accepted",
+    [
+        ("PATH", False),
+        ("HOME", False),
+        ("LD_PRELOAD", False),
+        ("PYTHONPATH", False),
+        ("BASH_ENV", False),
+        ("CUDA_VISIBLE_DEVICES", True),
+        ("ROCR_VISIBLE_DEVICES", True),
+        ("SGE_HGR_gpu", True),
+        ("SLURM_JOB_GPUS", True),
+        ("ZE_AFFINITY_MASK", True),
+    ],
+)
 def test_allocation_variable_names_a_device_list(variable, accepted):
     keywords = {"allocation_variable": variable, "worker_mode": "per-device"}
     if accepted:
@@ -272,28 +356,48 @@ def test_allocation_variable_names_a_device_list(variable, accepted):
         assert info.value.field == "allocation_variable"
 
 
-@pytest.mark.parametrize("label, edit, key", [
-    ("environment-newline", lambda t: t + 'environment:\n  FOO: "a\\nb"\n', "environment.FOO"),
-    ("prologue-line-separator", lambda t: t + 'prologue:\n  - "module load cuda\\u2028rm -rf ~"\n', "prologue"),
-    ("max-walltime-25-99", lambda t: t.replace('max_walltime: "00:30:00"', 'max_walltime: "25:99"'), "queues.debug.max_walltime"),
-    ("local-directory-substitution", lambda t: t.replace("  mode: per-device", '  mode: per-device\n  local_directory: "$(id)"'), "worker.local_directory"),
-    ("walltime-over-a-year", lambda t: t.replace('max_walltime: "1-00:00:00"', 'max_walltime: "400-00:00:00"'), "queues.gpu.max_walltime"),
-])
+@pytest.mark.parametrize(
+    "label, edit, key",
+    [
+        ("environment-newline", lambda t: t + 'environment:\n  FOO: "a\\nb"\n', "environment.FOO"),
+        ("prologue-line-separator", lambda t: t + 'prologue:\n  - "module load cuda\\u2028rm -rf ~"\n', "prologue"),
+        (
+            "max-walltime-25-99",
+            lambda t: t.replace('max_walltime: "00:30:00"', 'max_walltime: "25:99"'),
+            "queues.debug.max_walltime",
+        ),
+        (
+            "local-directory-substitution",
+            lambda t: t.replace("  mode: per-device", '  mode: per-device\n  local_directory: "$(id)"'),
+            "worker.local_directory",
+        ),
+        (
+            "walltime-over-a-year",
+            lambda t: t.replace('max_walltime: "1-00:00:00"', 'max_walltime: "400-00:00:00"'),
+            "queues.gpu.max_walltime",
+        ),
+    ],
+)
 def test_check_refuses_what_use_refuses(tmp_path, label, edit, key):
     path = write_site(tmp_path, label, edit(MINIMAL))
     with pytest.raises(GPUJobQueueError):  # refused when used...
         SLURMGPUCluster.parse_keywords({"site": str(path)})
-    result = subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "check", str(path)], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "gpujobqueue.cli", "check", str(path)], capture_output=True, text=True
+    )
     assert result.returncode == 1 and f": {key}: " in result.stderr, result.stdout + result.stderr  # ...and by check
     assert site_problems(path)
 
 
 def test_check_still_accepts_every_shipped_site():
     shipped = sorted((Path(__file__).parent.parent / "site-configs").glob("[!_]*.yaml"))
-    assert shipped and all(site_problems(path) == [] for path in shipped), {str(p): site_problems(p) for p in shipped if site_problems(p)}
+    assert shipped and all(site_problems(path) == [] for path in shipped), {
+        str(p): site_problems(p) for p in shipped if site_problems(p)
+    }
 
 
 # -- 8: a job that can never start says why ---------------------------------------------------
+
 
 def fake_slurm(folder: Path, reason: str) -> Path:
     """sbatch, squeue and scancel stand-ins: the job is accepted, then pends for ``reason``."""
@@ -314,7 +418,9 @@ def fake_slurm(folder: Path, reason: str) -> Path:
 
 
 @pytest.mark.parametrize("reason", ["PartitionTimeLimit", "PartitionConfig", "QOSMaxWallDurationPerJobLimit"])
-def test_a_job_pending_for_a_reason_that_never_clears_fails_wait_for_workers_and_is_cancelled(tmp_path, monkeypatch, reason):
+def test_a_job_pending_for_a_reason_that_never_clears_fails_wait_for_workers_and_is_cancelled(
+    tmp_path, monkeypatch, reason
+):
     import dask
 
     from gpujobqueue.job_status import JobFailedError

@@ -60,8 +60,10 @@ def test_without_nvml_the_cuda_version_and_extra_come_from_nvidia_smi(tmp_path, 
     from gpujobqueue import gpus
 
     smi = tmp_path / "nvidia-smi"
-    smi.write_text(f"""#!/bin/sh\ncase "$1" in\n --query-gpu*) echo '0, NVIDIA H200, 143771, 580.82.07' ;;\n *) cat <<'END'\n"""
-                   f"""{SMI_BANNER.format(cuda=cuda)}\nEND\n;; esac\n""")
+    smi.write_text(
+        f"""#!/bin/sh\ncase "$1" in\n --query-gpu*) echo '0, NVIDIA H200, 143771, 580.82.07' ;;\n *) cat <<'END'\n"""
+        f"""{SMI_BANNER.format(cuda=cuda)}\nEND\n;; esac\n"""
+    )
     smi.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     machine = gpus._nvidia_smi_gpus("nvidia-ml-py not installed")
@@ -80,8 +82,9 @@ def fresh_pip(tmp_path_factory):
     python = str(env_dir / "bin" / "python")
     # A current pip reads the wheels' metadata from the index (PEP 658) instead of downloading
     # the CUDA libraries' wheels (hundreds of MB) as the pip bundled with Python does.
-    subprocess.run([python, "-m", "pip", "install", "--quiet", "--upgrade", "pip"], check=True, timeout=300,
-                   capture_output=True)
+    subprocess.run(
+        [python, "-m", "pip", "install", "--quiet", "--upgrade", "pip"], check=True, timeout=300, capture_output=True
+    )
     return python
 
 
@@ -89,8 +92,13 @@ def resolve(python: str, extra: str) -> tuple[dict[str, dict], float]:
     """What ``pip install --dry-run '.[extra]'`` would install: name -> metadata; and its seconds."""
     started = time.perf_counter()
     env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONPATH": ""}
-    result = subprocess.run([python, "-m", "pip", "install", "--dry-run", "--quiet", "--report", "-", f"{REPO}[{extra}]"],
-                            capture_output=True, text=True, timeout=500, env=env)
+    result = subprocess.run(
+        [python, "-m", "pip", "install", "--dry-run", "--quiet", "--report", "-", f"{REPO}[{extra}]"],
+        capture_output=True,
+        text=True,
+        timeout=500,
+        env=env,
+    )
     assert result.returncode == 0, f"pip could not resolve .[{extra}]:\n{result.stderr[-3000:]}"
     report = json.loads(result.stdout)
     found = {item["metadata"]["name"].lower().replace("_", "-"): item["metadata"] for item in report["install"]}
@@ -115,15 +123,19 @@ def test_every_extra_resolves_to_the_current_stack_in_a_fresh_venv(fresh_pip):
     threads = max(1, min(len(LINES), (os.cpu_count() or 2) // 2))
     with ThreadPoolExecutor(threads) as pool:
         resolved = dict(zip(LINES, pool.map(lambda extra: resolve(fresh_pip, extra), LINES)))
-    print(f"resolved {len(LINES)} extras in {time.perf_counter() - started:.1f} s: "
-          + ", ".join(f"[{extra}] {seconds:.1f} s" for extra, (_, seconds) in resolved.items()))
+    print(
+        f"resolved {len(LINES)} extras in {time.perf_counter() - started:.1f} s: "
+        + ", ".join(f"[{extra}] {seconds:.1f} s" for extra, (_, seconds) in resolved.items())
+    )
     for extra, major in LINES.items():
         found = {name: Version(meta["version"]) for name, meta in resolved[extra][0].items()}
         where = f".[{extra}] resolved to {sorted((n, str(v)) for n, v in found.items())}"
         assert found["rapids-dask-dependency"] >= Version("26.10"), where
         rdd = resolved[extra][0]["rapids-dask-dependency"]
         for name in ("dask", "distributed"):
-            assert found[name] in pinned(rdd, name), f"{name} {found[name]} is not rapids-dask-dependency's pin; {where}"
+            assert found[name] in pinned(rdd, name), (
+                f"{name} {found[name]} is not rapids-dask-dependency's pin; {where}"
+            )
         if extra.startswith(("cuda", "test")):
             assert found["dask-cuda"] >= Version("26.10"), where
             assert found["dask-cuda"].release[:2] == found["rapids-dask-dependency"].release[:2], where

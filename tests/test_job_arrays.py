@@ -15,13 +15,13 @@ import sys
 
 import dask.config
 import pytest
-from dask.distributed import Client
-
 from conftest import wait_until
+from dask.distributed import Client
 from emulators.common import JobStore
+from test_conformance import BATCH, Backend, _backend, tmp_path_cwd  # noqa: F401  (fixture)
+
 from gpujobqueue import JobFailedError, LocalGPUCluster, SLURMGPUCluster, ValidationError
 from gpujobqueue.job_commands import consecutive_runs
-from test_conformance import BATCH, Backend, _backend, tmp_path_cwd  # noqa: F401  (fixture)
 
 SIZE = {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB"}  # off a site, a job says its cores and memory
 TASK_VARIABLE = {"slurm": "SLURM_ARRAY_TASK_ID", "sge": "SGE_TASK_ID", "pbs": "PBS_ARRAY_INDEX", "lsf": "LSB_JOBINDEX"}
@@ -42,7 +42,9 @@ def array_backend(request) -> Backend:
 def unfinished_elements(backend: Backend) -> set[str]:
     """The array elements the batch system still runs or queues, by its own commands."""
     if backend.name == "slurm":
-        out = subprocess.run(["squeue", "--array", "--noheader", "--format=%i"], capture_output=True, text=True, check=True).stdout
+        out = subprocess.run(
+            ["squeue", "--array", "--noheader", "--format=%i"], capture_output=True, text=True, check=True
+        ).stdout
         return {line.strip() for line in out.splitlines() if "_" in line}
     if backend.name == "sge":
         out = subprocess.run(["qstat", "-u", "*"], capture_output=True, text=True, check=True).stdout
@@ -85,14 +87,18 @@ def test_four_jobs_go_as_one_array_and_scale_down_cancels_exactly_two_elements(a
         assert all(parsed.values()), f"not array element ids: {[job.job_id for job in jobs.values()]}"
         assert len({match.group("array") for match in parsed.values()}) == 1, "one array"
         # Element k is the cluster's job number k - 1 (jobs are numbered from 0).
-        assert {name: int(match.group("index")) for name, match in parsed.items()} == {f"{cluster._name}-{k - 1}": k for k in range(1, 5)}
+        assert {name: int(match.group("index")) for name, match in parsed.items()} == {
+            f"{cluster._name}-{k - 1}": k for k in range(1, 5)
+        }
 
         with Client(cluster) as client:
             client.wait_for_workers(4, timeout=120)
             facts = client.run(element_facts, TASK_VARIABLE[backend.name])
             for fact in facts.values():
                 job_name = cluster._worker_to_job.job_of(fact["name"])
-                assert int(fact["index"]) == int(parsed[job_name].group("index")), f"worker {fact['name']} runs in element {fact['index']}"
+                assert int(fact["index"]) == int(parsed[job_name].group("index")), (
+                    f"worker {fact['name']} runs in element {fact['index']}"
+                )
             assert sorted(cluster._worker_to_job.job_of(fact["name"]) for fact in facts.values()) == sorted(jobs)
             assert client.submit(sum, range(101)).result() == 5050
             assert {element_key(backend, str(job.job_id)) for job in jobs.values()} <= unfinished_elements(backend)
@@ -102,7 +108,11 @@ def test_four_jobs_go_as_one_array_and_scale_down_cancels_exactly_two_elements(a
             assert len(kept) == 2
             gone = {element_key(backend, str(jobs[name].job_id)) for name in set(jobs) - kept}
             stay = {element_key(backend, str(jobs[name].job_id)) for name in kept}
-            wait_until(lambda: not (unfinished_elements(backend) & gone), 60, what=lambda: f"elements {gone} cancelled; queue {unfinished_elements(backend)}")
+            wait_until(
+                lambda: not (unfinished_elements(backend) & gone),
+                60,
+                what=lambda: f"elements {gone} cancelled; queue {unfinished_elements(backend)}",
+            )
             assert stay <= unfinished_elements(backend), "the other elements still run"
             if backend.commands is not None:
                 assert backend.commands.count("scancel") == 1, "the two elements go in one scancel"
@@ -116,8 +126,10 @@ def test_four_jobs_go_as_one_array_and_scale_down_cancels_exactly_two_elements(a
 def test_an_array_element_that_fails_is_reported_with_its_own_log(array_backend):
     backend = array_backend
     # max-failures 1: the first element's failure is raised, and nothing replaced (a replacement is no element)
-    with dask.config.set({"gpujobqueue.replace.max-failures": 1}), \
-            backend.cluster(job_array=True, gpus_per_node=1, job_script_prologue=["module load cuda/99"]) as cluster:
+    with (
+        dask.config.set({"gpujobqueue.replace.max-failures": 1}),
+        backend.cluster(job_array=True, gpus_per_node=1, job_script_prologue=["module load cuda/99"]) as cluster,
+    ):
         cluster.scale(gpus=2)
         with Client(cluster) as client, pytest.raises(JobFailedError) as raised:
             client.wait_for_workers(2, timeout=120)
@@ -135,30 +147,57 @@ def test_consecutive_runs_split_at_gaps_and_at_the_size_limit():
             self.name = name
 
     jobs = [Job(f"c-{i}") for i in (5, 0, 1, 2, 7, 8, 3)]
-    assert [[job.name for job in run] for run in consecutive_runs(jobs, 3)] == [["c-0", "c-1", "c-2"], ["c-3"], ["c-5"], ["c-7", "c-8"]]
+    assert [[job.name for job in run] for run in consecutive_runs(jobs, 3)] == [
+        ["c-0", "c-1", "c-2"],
+        ["c-3"],
+        ["c-5"],
+        ["c-7", "c-8"],
+    ]
 
 
-@pytest.mark.parametrize("cluster_cls, keywords, refusal", [
-    (LocalGPUCluster, {"devices": ["0"]}, "local jobs cannot be submitted as job arrays"),
-    (SLURMGPUCluster, {"nodes": 2, "launcher": "srun"}, "one-node jobs"),
-])
+@pytest.mark.parametrize(
+    "cluster_cls, keywords, refusal",
+    [
+        (LocalGPUCluster, {"devices": ["0"]}, "local jobs cannot be submitted as job arrays"),
+        (SLURMGPUCluster, {"nodes": 2, "launcher": "srun"}, "one-node jobs"),
+    ],
+)
 def test_job_arrays_are_refused_where_there_are_none(cluster_cls, keywords, refusal):
     with pytest.raises(ValidationError, match="job_array") as raised:
         cluster_cls(gpus_per_node=1, job_array=True, **keywords, **({} if cluster_cls is LocalGPUCluster else SIZE))
     assert refusal in str(raised.value)
 
 
-@pytest.mark.parametrize("batch, jobs, directive", [
-    ("slurm", 3, "#SBATCH --array=1-3\n"),
-    ("pbs", 3, "#PBS -J 1-3\n"),
-    ("pbs", 1, None),  # PBS Pro's -J needs two elements or more: one job goes as a plain job
-    ("lsf", 3, "#BSUB -J gpujobqueue[1-3]\n"),
-    ("sge", 3, "#$ -t 1-3\n"),
-])
+@pytest.mark.parametrize(
+    "batch, jobs, directive",
+    [
+        ("slurm", 3, "#SBATCH --array=1-3\n"),
+        ("pbs", 3, "#PBS -J 1-3\n"),
+        ("pbs", 1, None),  # PBS Pro's -J needs two elements or more: one job goes as a plain job
+        ("lsf", 3, "#BSUB -J gpujobqueue[1-3]\n"),
+        ("sge", 3, "#$ -t 1-3\n"),
+    ],
+)
 def test_the_cli_renders_the_array_a_cluster_submits(batch, jobs, directive):
-    result = subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "render", batch, "--cores", "1", "--memory", "1GB", "--name", "gpujobqueue",
-                             "--job-array", str(jobs)],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpujobqueue.cli",
+            "render",
+            batch,
+            "--cores",
+            "1",
+            "--memory",
+            "1GB",
+            "--name",
+            "gpujobqueue",
+            "--job-array",
+            str(jobs),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     if directive is None:
         assert "job_in_cluster" not in result.stdout and "--name gpujobqueue-0" in result.stdout
@@ -168,5 +207,7 @@ def test_the_cli_renders_the_array_a_cluster_submits(batch, jobs, directive):
 
 
 def test_the_cli_refuses_an_array_where_there_is_none():
-    result = subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "render", "local", "--job-array", "2"], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "gpujobqueue.cli", "render", "local", "--job-array", "2"], capture_output=True, text=True
+    )
     assert result.returncode != 0 and "--job-array: " in result.stderr and not result.stdout

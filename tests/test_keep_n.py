@@ -15,11 +15,11 @@ import time
 
 import dask.config
 import pytest
-from dask.distributed import Client
-
 from conftest import wait_until
-from gpujobqueue import JobFailedError, LocalGPUCluster, SLURMGPUCluster
+from dask.distributed import Client
 from test_conformance import COMMON
+
+from gpujobqueue import JobFailedError, LocalGPUCluster, SLURMGPUCluster
 
 FAST = {"gpujobqueue.job-poll-interval": "1s"}
 
@@ -36,8 +36,11 @@ def test_a_job_cancelled_from_outside_is_replaced_once(slurm, counted):
         victim_name, victim = next((name, str(job.job_id)) for name, job in cluster.workers.items())
         cancelled = time.monotonic()
         subprocess.run(["scancel", victim], check=True)
-        wait_until(lambda: len(cluster.worker_spec) == 2 and victim_name not in cluster.worker_spec, 30,
-                   what=lambda: f"a replacement for {victim_name}: {list(cluster.worker_spec)}")
+        wait_until(
+            lambda: len(cluster.worker_spec) == 2 and victim_name not in cluster.worker_spec,
+            30,
+            what=lambda: f"a replacement for {victim_name}: {list(cluster.worker_spec)}",
+        )
         client.wait_for_workers(4, timeout=120)
         wait_until(lambda: len(client.scheduler_info()["workers"]) == 4, 60, what="four workers")
         back = time.monotonic() - cancelled
@@ -100,8 +103,11 @@ def test_an_unreachable_batch_system_is_shown_and_a_scale_refused_then_is_made_w
         _stop_slurmctld(slurm)
         stopped = time.monotonic()
         try:
-            wait_until(lambda: "batch system unreachable since" in repr(cluster.jobs), 60,
-                       what="the watch to notice the outage")
+            wait_until(
+                lambda: "batch system unreachable since" in repr(cluster.jobs),
+                60,
+                what="the watch to notice the outage",
+            )
             noticed = time.monotonic() - stopped
             table = cluster.jobs
             assert table.notice.startswith("batch system unreachable since "), table.notice
@@ -127,8 +133,10 @@ def test_an_unreachable_batch_system_is_shown_and_a_scale_refused_then_is_made_w
         assert counted.count("sbatch") == refused_at + 2, "the refused job, submitted once the batch system answered"
         assert cluster.jobs.notice is None
         assert client.submit(_square, 3).result() == 9
-        print(f"outage noticed after {noticed:.1f} s; scale() returned after {scale_took:.1f} s; "
-              f"slurmctld down {outage:.1f} s; back to 4 workers {back:.1f} s after it answered")
+        print(
+            f"outage noticed after {noticed:.1f} s; scale() returned after {scale_took:.1f} s; "
+            f"slurmctld down {outage:.1f} s; back to 4 workers {back:.1f} s after it answered"
+        )
     wait_until(lambda: not slurm.squeue_ids(), 60, what="the queue to empty")
 
 

@@ -2,41 +2,67 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from fixtures.sizes import SMALL_JOB, with_job_size, with_size_options
-from gpujobqueue import LSFGPUCluster, LocalGPUCluster, PBSGPUCluster, SGEGPUCluster, SLURMGPUCluster
+
+from gpujobqueue import LocalGPUCluster, LSFGPUCluster, PBSGPUCluster, SGEGPUCluster, SLURMGPUCluster
 from gpujobqueue.batch import BATCH_SYSTEMS, cluster_class
 from gpujobqueue.cli import main
 from gpujobqueue.errors import ValidationError
 from gpujobqueue.launchers import LAUNCHER_OBJECTS, LAUNCHERS, NODE_RANK_VARIABLE, LaunchContext, launcher_named
 from gpujobqueue.scripts import job_script_for
 
-TWO_NODES = LaunchContext(nodes=2, cpus_per_node=8, gpus_per_node=4, launcher_args=("--x=1 2",), exports=("PATH", "A"),
-                          node_file_variable="PBS_NODEFILE")
+TWO_NODES = LaunchContext(
+    nodes=2,
+    cpus_per_node=8,
+    gpus_per_node=4,
+    launcher_args=("--x=1 2",),
+    exports=("PATH", "A"),
+    node_file_variable="PBS_NODEFILE",
+)
 
 
-@pytest.mark.parametrize("name, command, rank", [
-    ("srun", "srun --ntasks=2 --ntasks-per-node=1 --cpus-per-task=8 '--x=1 2' \\", "${SLURM_PROCID:-0}"),
-    ("ibrun", "ibrun '--x=1 2' \\", "${PMI_RANK:-${MV2_COMM_WORLD_RANK:-${SLURM_PROCID:-0}}}"),
-    ("mpiexec-pals", "mpiexec -n 2 --ppn 1 --depth 8 --cpu-bind depth '--x=1 2' \\", "${PALS_RANKID:-${PMI_RANK:-0}}"),
-    ("mpiexec-openmpi",
-     'mpiexec -n 2 -npernode 1 --bind-to none --hostfile "$PBS_NODEFILE" "${exported[@]}" \'--x=1 2\' \\',
-     "${OMPI_COMM_WORLD_RANK:-0}"),
-    ("mpiexec-mpich", 'mpiexec -n 2 -ppn 1 -f "$PBS_NODEFILE" \'--x=1 2\' \\', "${PMI_RANK:-0}"),
-    ("jsrun", "jsrun --nrs 2 --rs_per_host 1 --tasks_per_rs 1 --cpu_per_rs 8 --gpu_per_rs 4 --bind rs '--x=1 2' \\",
-     "${JSM_NAMESPACE_RANK:-${OMPI_COMM_WORLD_RANK:-0}}"),
-    ("pbsdsh", '    pbsdsh -n "${node_index[$node]}" \'--x=1 2\' -- "${task[@]}" &', f"${{{NODE_RANK_VARIABLE}:-0}}"),
-    ("blaunch", '    blaunch \'--x=1 2\' "$host" "$(printf \'%q \' "${task[@]}")" &',
-     f"${{{NODE_RANK_VARIABLE}:-0}}"),
-    ("qrsh-inherit", '    qrsh -inherit -nostdin \'--x=1 2\' "$host" "$(printf \'%q \' "${task[@]}")" &',
-     f"${{{NODE_RANK_VARIABLE}:-0}}"),
-])
+@pytest.mark.parametrize(
+    "name, command, rank",
+    [
+        ("srun", "srun --ntasks=2 --ntasks-per-node=1 --cpus-per-task=8 '--x=1 2' \\", "${SLURM_PROCID:-0}"),
+        ("ibrun", "ibrun '--x=1 2' \\", "${PMI_RANK:-${MV2_COMM_WORLD_RANK:-${SLURM_PROCID:-0}}}"),
+        (
+            "mpiexec-pals",
+            "mpiexec -n 2 --ppn 1 --depth 8 --cpu-bind depth '--x=1 2' \\",
+            "${PALS_RANKID:-${PMI_RANK:-0}}",
+        ),
+        (
+            "mpiexec-openmpi",
+            'mpiexec -n 2 -npernode 1 --bind-to none --hostfile "$PBS_NODEFILE" "${exported[@]}" \'--x=1 2\' \\',
+            "${OMPI_COMM_WORLD_RANK:-0}",
+        ),
+        ("mpiexec-mpich", "mpiexec -n 2 -ppn 1 -f \"$PBS_NODEFILE\" '--x=1 2' \\", "${PMI_RANK:-0}"),
+        (
+            "jsrun",
+            "jsrun --nrs 2 --rs_per_host 1 --tasks_per_rs 1 --cpu_per_rs 8 --gpu_per_rs 4 --bind rs '--x=1 2' \\",
+            "${JSM_NAMESPACE_RANK:-${OMPI_COMM_WORLD_RANK:-0}}",
+        ),
+        (
+            "pbsdsh",
+            '    pbsdsh -n "${node_index[$node]}" \'--x=1 2\' -- "${task[@]}" &',
+            f"${{{NODE_RANK_VARIABLE}:-0}}",
+        ),
+        (
+            "blaunch",
+            '    blaunch \'--x=1 2\' "$host" "$(printf \'%q \' "${task[@]}")" &',
+            f"${{{NODE_RANK_VARIABLE}:-0}}",
+        ),
+        (
+            "qrsh-inherit",
+            '    qrsh -inherit -nostdin \'--x=1 2\' "$host" "$(printf \'%q \' "${task[@]}")" &',
+            f"${{{NODE_RANK_VARIABLE}:-0}}",
+        ),
+    ],
+)
 def test_each_launcher_object_writes_its_command_for_two_nodes(name, command, rank):
     launcher = launcher_named(name)
     lines = launcher.start_lines(TWO_NODES)
@@ -62,12 +88,15 @@ def test_every_launcher_is_an_object_and_runs_under_the_batch_systems_that_name_
         launcher_named("direct").start_lines(TWO_NODES)
 
 
-@pytest.mark.parametrize("cluster_cls, extra, native", [
-    (SLURMGPUCluster, {}, "srun"),
-    (PBSGPUCluster, {}, "pbsdsh"),
-    (LSFGPUCluster, {"lsf_units": "mb"}, "blaunch"),
-    (SGEGPUCluster, {"parallel_environment": "smp", "gpu_request": "none"}, "qrsh-inherit"),
-])
+@pytest.mark.parametrize(
+    "cluster_cls, extra, native",
+    [
+        (SLURMGPUCluster, {}, "srun"),
+        (PBSGPUCluster, {}, "pbsdsh"),
+        (LSFGPUCluster, {"lsf_units": "mb"}, "blaunch"),
+        (SGEGPUCluster, {"parallel_environment": "smp", "gpu_request": "none"}, "qrsh-inherit"),
+    ],
+)
 def test_a_job_of_several_nodes_without_a_launcher_uses_its_batch_systems_own(cluster_cls, extra, native):
     assert cluster_cls.native_launcher == native
     _, request, launch = cluster_cls.parse_keywords(with_job_size({"nodes": 2, "gpus_per_node": 2, **extra}))
@@ -98,7 +127,7 @@ def test_render_slurm_of_four_nodes_needs_no_launcher_and_uses_srun():
     result = CliRunner().invoke(main, ["render", "slurm", *with_size_options(["--nodes", "4", "--gpus-per-node", "2"])])
     assert result.exit_code == 0, result.output
     assert "#SBATCH --nodes=4" in result.stdout
-    assert "srun --ntasks=4 --ntasks-per-node=1 --cpus-per-task=2 \\\n    bash -c \"$node_part\" &" in result.stdout
+    assert 'srun --ntasks=4 --ntasks-per-node=1 --cpus-per-task=2 \\\n    bash -c "$node_part" &' in result.stdout
     assert 'node_rank="${SLURM_PROCID:-0}"' in result.stdout
 
 
@@ -137,12 +166,23 @@ def test_a_per_host_launcher_starts_one_task_on_each_host_with_its_rank_and_the_
     (tmp_path / "pe_hostfile").write_text("n1 4 gpu.q@n1 UNDEFINED\nn2 4 gpu.q@n2 UNDEFINED\n")
     context = LaunchContext(nodes=2, cpus_per_node=4, gpus_per_node=1, exports=("PATH", "RESULTS", "PROBE"))
     node_part = 'echo "$GPUJOBQUEUE_NODE_RANK|$PROBE|${SECRET-unset}" > "$RESULTS/rank-$GPUJOBQUEUE_NODE_RANK"'
-    script = "\n".join([f"node_part={node_part!r}", *launcher_named(name).start_lines(context),
-                        'for pid in "${worker_pids[@]}"; do wait "$pid" || exit 3; done'])
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "RESULTS": str(results), "PROBE": "a b 'c' \"d\" $x;`e`",
-           "SECRET": "not passed",
-           "PBS_NODEFILE": str(tmp_path / "nodefile"), "LSB_MCPU_HOSTS": "n1 4 n2 4", "JOB_ID": "7",
-           "PE_HOSTFILE": str(tmp_path / "pe_hostfile")}
+    script = "\n".join(
+        [
+            f"node_part={node_part!r}",
+            *launcher_named(name).start_lines(context),
+            'for pid in "${worker_pids[@]}"; do wait "$pid" || exit 3; done',
+        ]
+    )
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "RESULTS": str(results),
+        "PROBE": "a b 'c' \"d\" $x;`e`",
+        "SECRET": "not passed",
+        "PBS_NODEFILE": str(tmp_path / "nodefile"),
+        "LSB_MCPU_HOSTS": "n1 4 n2 4",
+        "JOB_ID": "7",
+        "PE_HOSTFILE": str(tmp_path / "pe_hostfile"),
+    }
     result = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=30)
     assert result.returncode == 0, result.stderr
     assert sorted((results / "hosts").read_text().split()) == ["n1", "n2"], "one task on each host"

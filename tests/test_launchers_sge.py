@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from fixtures.sge import _format_conf
+
 from gpujobqueue.launchers import LaunchContext, launcher_named
 
 pytestmark = pytest.mark.sge
@@ -17,10 +17,29 @@ def _tight_queue(sge):
     """A parallel environment whose tasks qrsh -inherit may start, and a queue of it without the session's
     GPU starter method (which execs its arguments, while Grid Engine hands a qrsh task its command line as
     one string for the shell): both are removed after the test, so no other job can land there."""
-    sge.run("qconf", "-Ap", sge._write_conf(f"pe-{TIGHT_PE}", _format_conf({
-        "pe_name": TIGHT_PE, "slots": "999", "user_lists": "NONE", "xuser_lists": "NONE", "start_proc_args": "NONE",
-        "stop_proc_args": "NONE", "allocation_rule": "$pe_slots", "control_slaves": "TRUE",
-        "job_is_first_task": "FALSE", "urgency_slots": "min", "accounting_summary": "FALSE", "qsort_args": "NONE"})))
+    sge.run(
+        "qconf",
+        "-Ap",
+        sge._write_conf(
+            f"pe-{TIGHT_PE}",
+            _format_conf(
+                {
+                    "pe_name": TIGHT_PE,
+                    "slots": "999",
+                    "user_lists": "NONE",
+                    "xuser_lists": "NONE",
+                    "start_proc_args": "NONE",
+                    "stop_proc_args": "NONE",
+                    "allocation_rule": "$pe_slots",
+                    "control_slaves": "TRUE",
+                    "job_is_first_task": "FALSE",
+                    "urgency_slots": "min",
+                    "accounting_summary": "FALSE",
+                    "qsort_args": "NONE",
+                }
+            ),
+        ),
+    )
     text = sge.run("qconf", "-sq", "gpu.q").stdout.replace("\\\n", " ")  # continued lines joined
     fields = dict(line.split(None, 1) for line in text.splitlines() if line.strip())
     fields.update(qname=TIGHT_QUEUE, seq_no="99", starter_method="NONE", epilog="NONE", prolog="NONE", pe_list=TIGHT_PE)
@@ -34,11 +53,30 @@ def test_qrsh_inherit_starts_the_node_part_on_the_jobs_host_with_its_rank_and_va
         context = LaunchContext(nodes=1, cpus_per_node=2, gpus_per_node=1, exports=("PATH", "RESULTS", "PROBE"))
         node_part = 'echo "$GPUJOBQUEUE_NODE_RANK|$PROBE|$JOB_ID" > "$RESULTS/rank-$GPUJOBQUEUE_NODE_RANK"'
         script = tmp_path / "job.sh"
-        script.write_text("\n".join(["#!/bin/bash", f"export RESULTS={tmp_path} PROBE=\"a b 'c' \\$x\"",
-                                      f"node_part={node_part!r}", *launcher_named("qrsh-inherit").start_lines(context),
-                                      'for pid in "${worker_pids[@]}"; do wait "$pid" || exit 3; done', ""]))
-        job_id = sge.qsub("-q", TIGHT_QUEUE, "-pe", TIGHT_PE, "2", "-o", str(tmp_path / "out"),
-                          "-e", str(tmp_path / "err"), str(script))
+        script.write_text(
+            "\n".join(
+                [
+                    "#!/bin/bash",
+                    f"export RESULTS={tmp_path} PROBE=\"a b 'c' \\$x\"",
+                    f"node_part={node_part!r}",
+                    *launcher_named("qrsh-inherit").start_lines(context),
+                    'for pid in "${worker_pids[@]}"; do wait "$pid" || exit 3; done',
+                    "",
+                ]
+            )
+        )
+        job_id = sge.qsub(
+            "-q",
+            TIGHT_QUEUE,
+            "-pe",
+            TIGHT_PE,
+            "2",
+            "-o",
+            str(tmp_path / "out"),
+            "-e",
+            str(tmp_path / "err"),
+            str(script),
+        )
         deadline = time.monotonic() + 30
         while job_id in sge.job_ids() and time.monotonic() < deadline:
             time.sleep(0.2)

@@ -10,9 +10,9 @@ import dask.array as da
 import dask.config
 import psutil
 import pytest
+from conftest import wait_until
 from dask.distributed import Client
 
-from conftest import wait_until
 from gpujobqueue import LocalGPUCluster, ValidationError
 from gpujobqueue.batch.local import LocalGPUJob
 from gpujobqueue.gpus import nvidia_gpu_ids
@@ -20,7 +20,8 @@ from gpujobqueue.gpus import nvidia_gpu_ids
 # These tests hand out four devices. Without GPUs the ids are nominal; on a GPU host they
 # must exist, since a worker told CUDA_VISIBLE_DEVICES=3 on a 2-GPU host fails at start.
 needs_four_devices = pytest.mark.skipif(
-    0 < len(nvidia_gpu_ids()) < 4, reason=f"needs four devices; this host has {len(nvidia_gpu_ids())} GPU(s) (tests/test_gpu.py covers real GPUs)"
+    0 < len(nvidia_gpu_ids()) < 4,
+    reason=f"needs four devices; this host has {len(nvidia_gpu_ids())} GPU(s) (tests/test_gpu.py covers real GPUs)",
 )
 
 SMALL = dict(worker_mode="per-device", memory_per_gpu="512MiB", death_timeout=20)
@@ -68,7 +69,11 @@ def test_local_workers_get_disjoint_devices_and_leave_nothing(counted_jobs):
 
         cluster.scale(0)
         assert not cluster.workers
-        assert wait_until(lambda: not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in pids), 20, what="job process groups to end")
+        assert wait_until(
+            lambda: not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in pids),
+            20,
+            what="job process groups to end",
+        )
     assert counted_jobs == {"start": 2, "close": 2}
 
 
@@ -110,8 +115,17 @@ def test_scheduler_job_over_tls_keeps_its_keys_private_and_refuses_clients_witho
     from distributed.comm.core import CommClosedError
     from distributed.security import Security
 
-    with LocalGPUCluster(gpus_per_node=1, devices=["0", "1"], worker_mode="per-device", scheduler="job", security=True,
-                         shared_temp_directory=str(tmp_path)) as cluster, Client(cluster) as client:
+    with (
+        LocalGPUCluster(
+            gpus_per_node=1,
+            devices=["0", "1"],
+            worker_mode="per-device",
+            scheduler="job",
+            security=True,
+            shared_temp_directory=str(tmp_path),
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         assert cluster.scheduler_address.startswith("tls://")
         folder = os.path.dirname(cluster.scheduler_job.scheduler_file)
         keys = [name for name in os.listdir(folder) if name.endswith(".pem")]
@@ -122,14 +136,20 @@ def test_scheduler_job_over_tls_keeps_its_keys_private_and_refuses_clients_witho
         stranger = Security.temporary().get_connection_args("client")
         with pytest.raises((OSError, TimeoutError, CommClosedError)):
             asyncio.run(_identify(cluster.scheduler_address, stranger))
-        assert asyncio.run(_identify(cluster.scheduler_address, cluster.security.get_connection_args("client")))["type"] == "Scheduler"
+        assert (
+            asyncio.run(_identify(cluster.scheduler_address, cluster.security.get_connection_args("client")))["type"]
+            == "Scheduler"
+        )
     assert not os.path.exists(folder)
 
 
-@pytest.mark.parametrize("keywords, field", [
-    ({"scheduler": "login"}, "scheduler"),
-    ({"scheduler": "job", "shared_temp_directory": "/nonexistent/shared"}, "shared_temp_directory"),
-])
+@pytest.mark.parametrize(
+    "keywords, field",
+    [
+        ({"scheduler": "login"}, "scheduler"),
+        ({"scheduler": "job", "shared_temp_directory": "/nonexistent/shared"}, "shared_temp_directory"),
+    ],
+)
 def test_scheduler_placement_is_checked_before_anything_starts(keywords, field):
     with pytest.raises(ValidationError) as info:
         LocalGPUCluster(gpus_per_node=1, devices=["0"], **keywords)
@@ -167,15 +187,25 @@ def test_a_walltime_margin_without_a_walltime_is_refused():
 
 
 def test_scale_replaces_a_local_job_that_ended():
-    with dask.config.set({"gpujobqueue.job-poll-interval": "1s"}), \
-            LocalGPUCluster(gpus_per_node=1, devices=["0", "1"], **SMALL) as cluster, Client(cluster) as client:
+    with (
+        dask.config.set({"gpujobqueue.job-poll-interval": "1s"}),
+        LocalGPUCluster(gpus_per_node=1, devices=["0", "1"], **SMALL) as cluster,
+        Client(cluster) as client,
+    ):
         cluster.scale(1)
         client.wait_for_workers(1, timeout=60)
         ((name, job),) = cluster.workers.items()
         os.killpg(int(job.job_id), signal.SIGKILL)  # ended from outside, as a failed node would end it
-        wait_until(lambda: set(cluster.worker_spec) - {name}, 30, what=lambda: f"a replacement for {name}: {list(cluster.worker_spec)}")
-        wait_until(lambda: [w["name"] for w in client.scheduler_info()["workers"].values()] not in ([], [name]), 60,
-                   what="the replacement's worker")
+        wait_until(
+            lambda: set(cluster.worker_spec) - {name},
+            30,
+            what=lambda: f"a replacement for {name}: {list(cluster.worker_spec)}",
+        )
+        wait_until(
+            lambda: [w["name"] for w in client.scheduler_info()["workers"].values()] not in ([], [name]),
+            60,
+            what="the replacement's worker",
+        )
         assert client.submit(sum, [1, 2, 3]).result() == 6
         assert len(cluster.worker_spec) == 1 and not cluster.job_failures
 
@@ -201,8 +231,10 @@ def _alive(pid: int) -> bool:
 def test_a_normal_close_leaves_quiet_logs_and_no_process(tmp_path):
     # The close used to SIGTERM the whole process group at once: the worker processes died under their
     # nannies (12 leaked semaphores in the log) and the script's wait, cut short by its trap, ended it with 143.
-    with LocalGPUCluster(gpus_per_node=2, devices=["0", "1"], log_directory=str(tmp_path), **SMALL) as cluster, \
-            Client(cluster) as client:
+    with (
+        LocalGPUCluster(gpus_per_node=2, devices=["0", "1"], log_directory=str(tmp_path), **SMALL) as cluster,
+        Client(cluster) as client,
+    ):
         cluster.scale(2)
         client.wait_for_workers(2, timeout=60)
         x = da.ones((2000, 2000), chunks=500)
@@ -224,13 +256,17 @@ def test_gpucluster_without_a_site_warns_that_it_falls_back_to_this_machine(monk
 
     monkeypatch.setattr(sites.registry, "detect_site", lambda: None)  # whatever this host is called
     with dask.config.set({"gpujobqueue.site": None, "gpujobqueue.batch": "local"}):
-        with pytest.warns(LocalFallbackWarning, match=r"no site matches this host name.*local batch system.*site=.*"
-                                                      r"DASK_GPUJOBQUEUE__SITE.*batch='local'") as record:
+        with pytest.warns(
+            LocalFallbackWarning,
+            match=r"no site matches this host name.*local batch system.*site=.*"
+            r"DASK_GPUJOBQUEUE__SITE.*batch='local'",
+        ) as record:
             cluster = GPUCluster(gpus_per_node=1, devices=["0"], **SMALL)
         with cluster:
             assert isinstance(cluster, LocalGPUCluster)
         assert len([w for w in record if issubclass(w.category, LocalFallbackWarning)]) == 1
         import warnings
+
         with warnings.catch_warnings():
             warnings.simplefilter("error", LocalFallbackWarning)
             with GPUCluster("local", gpus_per_node=1, devices=["0"], **SMALL) as chosen:  # asked for: no warning

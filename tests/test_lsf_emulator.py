@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from emulators.common import Rejected
 from emulators.lsf import default_config, parse_submission
 
@@ -40,39 +39,48 @@ def wait_for(predicate, timeout: float = 15.0, what: str = "condition"):
 
 # -- what bsub refuses ------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["-n", "abc"], "Bad argument for option -n. Job not submitted."),
-    (["-n", "4,2"], "Bad argument for option -n. Job not submitted."),
-    (["-n", "0"], "The number of processors must be a positive integer. Job not submitted."),
-    (["-n", "16"], "Too many processors requested. Job not submitted."),
-    (["-W", "01:00:00"], "01:00:00: Bad RUNLIMIT specification. Job not submitted."),
-    (["-W", "1h"], "1h: Bad RUNLIMIT specification. Job not submitted."),
-    (["-W", "60", "-q", "short"], "RUNLIMIT: Cannot exceed queue's hard limit(s). Job not submitted."),
-    (["-q", "gpu"], "gpu: No such queue. Job not submitted."),
-    (["-x", "-q", "short"], "short: Queue does not accept EXCLUSIVE jobs. Job not submitted."),
-    (["-Is"], "Queue does not accept interactive jobs. Job not submitted."),
-    (["-M", "4XB"], "4XB: MEMLIMT value should be a positive integer. Job not submitted."),
-    (["-gpu", "num=2:foo=1"], "Bad resource requirement syntax. Job not submitted."),
-    (["-gpu", "num=2:mode=exclusive"], "Bad resource requirement syntax. Job not submitted."),
-    (["-gpu", "num=0"], "Bad resource requirement syntax. Job not submitted."),
-    (["-gpu", "num=two"], "Bad resource requirement syntax. Job not submitted."),
-    (["-gpu", "num=2::mode=shared"], "Bad resource requirement syntax. Job not submitted."),
-    (["-gpu", "num=2,mode=shared"], "Bad resource requirement syntax. Job not submitted."),
-    (["-gpu", "num=2/node"], "Bad resource requirement syntax. Job not submitted."),
-    (["-gpu", "mps=maybe"], "Bad resource requirement syntax. Job not submitted."),
-    (["-R", "span[hosts=1"], "Bad resource requirement syntax. Job not submitted."),
-    (["-R", "spam[hosts=1]"], "Bad resource requirement syntax. Job not submitted."),
-    (["-R", "span[ptile=0]"], "Bad resource requirement syntax. Job not submitted."),
-    (["-R", "select[mem>1] select[mem>2]"],
-     'Error near "select" : duplicate section. Job not submitted.'),
-    (["-R", "select[]"], 'Error in select section: Expected number, string, name, or "(" '
-                         "but found end of section. Job not submitted."),
-    (["-R", "rusage[mem=lots]"], "Error in rusage section. Job not submitted."),
-    (["-J", "arr[0-3]"], "Job array index error. Job not submitted."),
-    (["-J", "arr[1-5000]"], "Job array index too large. Job not submitted."),
-    (["-nnodes", "1"], "-nnodes: CSM options can only be used with a CSM queue; queue <normal> "
-                       "is not a CSM queue. Job not submitted."),
-])
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["-n", "abc"], "Bad argument for option -n. Job not submitted."),
+        (["-n", "4,2"], "Bad argument for option -n. Job not submitted."),
+        (["-n", "0"], "The number of processors must be a positive integer. Job not submitted."),
+        (["-n", "16"], "Too many processors requested. Job not submitted."),
+        (["-W", "01:00:00"], "01:00:00: Bad RUNLIMIT specification. Job not submitted."),
+        (["-W", "1h"], "1h: Bad RUNLIMIT specification. Job not submitted."),
+        (["-W", "60", "-q", "short"], "RUNLIMIT: Cannot exceed queue's hard limit(s). Job not submitted."),
+        (["-q", "gpu"], "gpu: No such queue. Job not submitted."),
+        (["-x", "-q", "short"], "short: Queue does not accept EXCLUSIVE jobs. Job not submitted."),
+        (["-Is"], "Queue does not accept interactive jobs. Job not submitted."),
+        (["-M", "4XB"], "4XB: MEMLIMT value should be a positive integer. Job not submitted."),
+        (["-gpu", "num=2:foo=1"], "Bad resource requirement syntax. Job not submitted."),
+        (["-gpu", "num=2:mode=exclusive"], "Bad resource requirement syntax. Job not submitted."),
+        (["-gpu", "num=0"], "Bad resource requirement syntax. Job not submitted."),
+        (["-gpu", "num=two"], "Bad resource requirement syntax. Job not submitted."),
+        (["-gpu", "num=2::mode=shared"], "Bad resource requirement syntax. Job not submitted."),
+        (["-gpu", "num=2,mode=shared"], "Bad resource requirement syntax. Job not submitted."),
+        (["-gpu", "num=2/node"], "Bad resource requirement syntax. Job not submitted."),
+        (["-gpu", "mps=maybe"], "Bad resource requirement syntax. Job not submitted."),
+        (["-R", "span[hosts=1"], "Bad resource requirement syntax. Job not submitted."),
+        (["-R", "spam[hosts=1]"], "Bad resource requirement syntax. Job not submitted."),
+        (["-R", "span[ptile=0]"], "Bad resource requirement syntax. Job not submitted."),
+        (["-R", "select[mem>1] select[mem>2]"], 'Error near "select" : duplicate section. Job not submitted.'),
+        (
+            ["-R", "select[]"],
+            'Error in select section: Expected number, string, name, or "(" '
+            "but found end of section. Job not submitted.",
+        ),
+        (["-R", "rusage[mem=lots]"], "Error in rusage section. Job not submitted."),
+        (["-J", "arr[0-3]"], "Job array index error. Job not submitted."),
+        (["-J", "arr[1-5000]"], "Job array index too large. Job not submitted."),
+        (
+            ["-nnodes", "1"],
+            "-nnodes: CSM options can only be used with a CSM queue; queue <normal> "
+            "is not a CSM queue. Job not submitted.",
+        ),
+    ],
+)
 def test_bsub_refuses_with_lsf_messages(argv, message):
     assert refusal(SCRIPT_HEAD + "hostname\n", *argv).message == message
 
@@ -90,52 +98,63 @@ def test_unknown_option_prints_getopt_error_and_usage():
     assert first == "bsub: illegal option -- zz"
     assert second.startswith("Usage: bsub ")
     assert refusal(None, "-q").message.splitlines()[0] == "bsub: option requires an argument -- q"
-    assert refusal(None, "-xq", "hostname").message.splitlines()[0] == \
-        "bsub: option cannot have an argument -- x"
+    assert refusal(None, "-xq", "hostname").message.splitlines()[0] == "bsub: option cannot have an argument -- x"
 
 
 def test_empty_script_and_unknown_project():
-    assert refusal(SCRIPT_HEAD + "#BSUB -n 1\n\n# a comment\n").message == \
-        "No command is specified in the script file. Job not submitted."
-    assert refusal(SCRIPT_HEAD + "#BSUB -P nope\nhostname\n", projects=["ABC123"]).message == \
-        "Invoker is not in specified project group. Job not submitted."
-    assert parse_submission(SCRIPT_HEAD + "#BSUB -P ABC123\nhostname\n",
-                            config=default_config(projects=["ABC123"])).project == "ABC123"
+    assert (
+        refusal(SCRIPT_HEAD + "#BSUB -n 1\n\n# a comment\n").message
+        == "No command is specified in the script file. Job not submitted."
+    )
+    assert (
+        refusal(SCRIPT_HEAD + "#BSUB -P nope\nhostname\n", projects=["ABC123"]).message
+        == "Invoker is not in specified project group. Job not submitted."
+    )
+    assert (
+        parse_submission(
+            SCRIPT_HEAD + "#BSUB -P ABC123\nhostname\n", config=default_config(projects=["ABC123"])
+        ).project
+        == "ABC123"
+    )
 
 
 def test_csm_queue_refusals_summit_and_plain_lsf():
     base = ["-q", "batch", "-W", "10", "-P", "ABC123"]
     summit = refusal(SCRIPT_HEAD + "jsrun hostname\n", *base, "-n", "2", "-R", "span[hosts=1]")
     assert summit.message.splitlines() == [
-        "ERROR: Resource strings (-R) are not supported in easy mode. Please resubmit without "
-        "a resource string.",
+        "ERROR: Resource strings (-R) are not supported in easy mode. Please resubmit without a resource string.",
         "ERROR: -n is no longer supported. Please request nodes with -nnodes.",
         "ERROR: No nodes requested. Please request nodes with -nnodes.",
     ]
     assert "Typical usage:" in summit.stdout
-    plain = refusal(SCRIPT_HEAD + "jsrun hostname\n", *base, "-nnodes", "1", "-n", "2",
-                    csm_site="lsf")
-    assert plain.message == ("You cannot specify -R/-M/-n/LSB_DEFAULT_RESREQ when CSM Easy Mode "
-                             "job submission is enabled. Job not submitted.")
+    plain = refusal(SCRIPT_HEAD + "jsrun hostname\n", *base, "-nnodes", "1", "-n", "2", csm_site="lsf")
+    assert plain.message == (
+        "You cannot specify -R/-M/-n/LSB_DEFAULT_RESREQ when CSM Easy Mode "
+        "job submission is enabled. Job not submitted."
+    )
     with_gpu = refusal(SCRIPT_HEAD + "jsrun hostname\n", *base, "-nnodes", "1", "-gpu", "num=1")
-    assert with_gpu.message == ("You cannot specify -gpu when CSM Easy Mode job submission is "
-                                "enabled. Job not submitted.")
+    assert with_gpu.message == (
+        "You cannot specify -gpu when CSM Easy Mode job submission is enabled. Job not submitted."
+    )
 
 
 # -- what bsub accepts, and what it makes of it ----------------------------------------------
 
+
 def test_accepted_scripts_parse_as_lsf_reads_them():
-    script = (SCRIPT_HEAD + "#BSUB -n 4\n#BSUB -q normal\n# BSUB -J spaced  # a comment\n"
-              "#BSUB -gpu \"num=1/task:mode=exclusive_process:mps=yes,shared:j_exclusive=yes\"\n"
-              "#BSUB -R \"span[hosts=1]\"\n#BSUB -R \"rusage[mem=2GB] select[mem>100 && ngpus>0]\"\n"
-              "#BSUB -M 4096\n#BSUB -W 1:20\nhostname\n#BSUB -P late_directive\n")
+    script = (
+        SCRIPT_HEAD + "#BSUB -n 4\n#BSUB -q normal\n# BSUB -J spaced  # a comment\n"
+        '#BSUB -gpu "num=1/task:mode=exclusive_process:mps=yes,shared:j_exclusive=yes"\n'
+        '#BSUB -R "span[hosts=1]"\n#BSUB -R "rusage[mem=2GB] select[mem>100 && ngpus>0]"\n'
+        "#BSUB -M 4096\n#BSUB -W 1:20\nhostname\n#BSUB -P late_directive\n"
+    )
     parsed = parse_submission(script, ["-n", "2"])
-    assert parsed.slots == 2                  # the command line beats "#BSUB -n 4"
+    assert parsed.slots == 2  # the command line beats "#BSUB -n 4"
     assert parsed.queue == "normal" and parsed.queue_given
-    assert parsed.name == "spaced"            # "# BSUB" is a directive; "# a comment" is not
-    assert parsed.ngpus == 2                  # num=1/task x 2 tasks
+    assert parsed.name == "spaced"  # "# BSUB" is a directive; "# a comment" is not
+    assert parsed.ngpus == 2  # num=1/task x 2 tasks
     assert parsed.mem_reserve_bytes == 2 << 30
-    assert parsed.mem_limit_bytes == 4096 << 20   # LSF_UNIT_FOR_LIMITS=MB
+    assert parsed.mem_limit_bytes == 4096 << 20  # LSF_UNIT_FOR_LIMITS=MB
     assert parsed.run_limit_min == 80 and parsed.walltime_s == 80 * 60
     assert parsed.project == "late_directive"  # read after the first command, as LSF does
     assert parse_submission(None, ["-W", "1:90", "hostname"]).run_limit_min == 150
@@ -156,14 +175,17 @@ def test_lsf_conf_gives_dask_jobqueue_the_units(lsf):  # noqa: F811
 
 # -- jobs that run -------------------------------------------------------------------------
 
+
 def test_accepted_script_runs_with_lsf_environment(lsf, tmp_path, monkeypatch):  # noqa: F811
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.setenv("MY_SUBMIT_VAR", "exported")
-    script = (SCRIPT_HEAD + "#BSUB -J envjob\n#BSUB -n 3\n#BSUB -gpu \"num=2\"\n"
-              "#BSUB -o job.%J.out\n#BSUB -W 10\n"
-              "env | grep -E '^(LSB_|LS_SUBCWD|CUDA_VISIBLE_DEVICES|MY_SUBMIT_VAR)' > env.txt\n"
-              "cat \"$LSB_DJOB_HOSTFILE\" > hostfile.txt\npwd > pwd.txt\necho to-stdout\n")
+    script = (
+        SCRIPT_HEAD + '#BSUB -J envjob\n#BSUB -n 3\n#BSUB -gpu "num=2"\n'
+        "#BSUB -o job.%J.out\n#BSUB -W 10\n"
+        "env | grep -E '^(LSB_|LS_SUBCWD|CUDA_VISIBLE_DEVICES|MY_SUBMIT_VAR)' > env.txt\n"
+        'cat "$LSB_DJOB_HOSTFILE" > hostfile.txt\npwd > pwd.txt\necho to-stdout\n'
+    )
     result = lsf.run("bsub", input=script, cwd=work)
     assert result.returncode == 0, result.stderr
     match = re.fullmatch(r"Job <(\d+)> is submitted to default queue <normal>\.\n", result.stdout)
@@ -193,12 +215,11 @@ def test_accepted_script_runs_with_lsf_environment(lsf, tmp_path, monkeypatch): 
 
 def test_bsub_script_file_is_a_command_not_a_parsed_script(lsf, tmp_path):  # noqa: F811
     script = tmp_path / "job.sh"
-    script.write_text(SCRIPT_HEAD + "#BSUB -J from_directive\n#BSUB -o direct.out\n"
-                      "echo ran > ran.txt\n")
+    script.write_text(SCRIPT_HEAD + "#BSUB -J from_directive\n#BSUB -o direct.out\necho ran > ran.txt\n")
     job_id = lsf.bsub(None, "-o", "cmd.out", str(script), cwd=tmp_path)
-    assert lsf.wait_state(job_id, ("DONE", "EXIT")) == "EXIT"   # not executable: sh says 126
+    assert lsf.wait_state(job_id, ("DONE", "EXIT")) == "EXIT"  # not executable: sh says 126
     assert lsf.record(job_id).exit_status == 126
-    assert lsf.record(job_id).name == str(script)               # #BSUB -J was not read
+    assert lsf.record(job_id).name == str(script)  # #BSUB -J was not read
     assert not (tmp_path / "direct.out").exists() and not (tmp_path / "ran.txt").exists()
     script.chmod(0o755)
     job_id = lsf.bsub(None, "-o", "cmd2.out", str(script), cwd=tmp_path)
@@ -208,9 +229,11 @@ def test_bsub_script_file_is_a_command_not_a_parsed_script(lsf, tmp_path):  # no
 
 def test_gpu_jobs_pend_run_done_with_disjoint_devices(lsf, tmp_path):  # noqa: F811
     release = tmp_path / "release"
-    script = (SCRIPT_HEAD + "#BSUB -gpu \"num=2:mode=exclusive_process\"\n#BSUB -o %J.out\n"
-              "echo \"$CUDA_VISIBLE_DEVICES\" > gpus.$LSB_JOBID\n"
-              f"while [ ! -e {release} ]; do sleep 0.05; done\n")
+    script = (
+        SCRIPT_HEAD + '#BSUB -gpu "num=2:mode=exclusive_process"\n#BSUB -o %J.out\n'
+        'echo "$CUDA_VISIBLE_DEVICES" > gpus.$LSB_JOBID\n'
+        f"while [ ! -e {release} ]; do sleep 0.05; done\n"
+    )
     ids = [lsf.bsub(script, cwd=tmp_path) for _ in range(3)]
     for job_id in ids[:2]:
         assert lsf.wait_state(job_id, "RUN") == "RUN"
@@ -221,8 +244,7 @@ def test_gpu_jobs_pend_run_done_with_disjoint_devices(lsf, tmp_path):  # noqa: F
     assert [int(d) for d in first] == lsf.allocated_devices(ids[0])
     assert lsf.state(ids[2]) == "PEND"
     table = lsf.run("bjobs").stdout.splitlines()
-    assert table[0].split() == ["JOBID", "USER", "STAT", "QUEUE", "FROM_HOST", "EXEC_HOST",
-                                "JOB_NAME", "SUBMIT_TIME"]
+    assert table[0].split() == ["JOBID", "USER", "STAT", "QUEUE", "FROM_HOST", "EXEC_HOST", "JOB_NAME", "SUBMIT_TIME"]
     assert [line.split()[2] for line in table[1:]] == ["RUN", "RUN", "PEND"]
     assert set(lsf.job_ids()) == set(ids)
     release.touch()
@@ -236,11 +258,12 @@ def test_gpu_jobs_pend_run_done_with_disjoint_devices(lsf, tmp_path):  # noqa: F
 
 
 def test_bkill_kills_the_whole_process_group(lsf, tmp_path):  # noqa: F811
-    script = (SCRIPT_HEAD + "#BSUB -o kill.out\nsleep 300 &\necho $! > child.pid\nwait\n"
-              "echo not-killed > survived\n")
+    script = SCRIPT_HEAD + "#BSUB -o kill.out\nsleep 300 &\necho $! > child.pid\nwait\necho not-killed > survived\n"
     job_id = lsf.bsub(script, cwd=tmp_path)
-    wait_for(lambda: (tmp_path / "child.pid").exists() and (tmp_path / "child.pid").read_text().strip(),
-             what="the child sleep")
+    wait_for(
+        lambda: (tmp_path / "child.pid").exists() and (tmp_path / "child.pid").read_text().strip(),
+        what="the child sleep",
+    )
     child = int((tmp_path / "child.pid").read_text())
     os.kill(child, 0)
     result = lsf.run("bkill", job_id)
@@ -271,8 +294,9 @@ def test_walltime_is_enforced(tmp_path, monkeypatch):
         monkeypatch.setenv(key, value)
     try:
         started = time.monotonic()
-        job_id = emulator.bsub(SCRIPT_HEAD + "#BSUB -W 2\n#BSUB -o wall.out\nsleep 60\n"
-                               "echo finished > finished\n", cwd=tmp_path)
+        job_id = emulator.bsub(
+            SCRIPT_HEAD + "#BSUB -W 2\n#BSUB -o wall.out\nsleep 60\necho finished > finished\n", cwd=tmp_path
+        )
         assert emulator.wait_state(job_id, ("DONE", "EXIT"), timeout=20) == "EXIT"
         assert time.monotonic() - started < 15
         assert not (tmp_path / "finished").exists()
@@ -286,11 +310,12 @@ def test_walltime_is_enforced(tmp_path, monkeypatch):
 
 
 def test_array_elements_get_their_index(lsf, tmp_path):  # noqa: F811
-    script = (SCRIPT_HEAD + "#BSUB -J \"arr[1-3]\"\n#BSUB -o out.%J.%I\n"
-              "echo \"$LSB_JOBINDEX $LSB_JOBNAME\" > index.$LSB_JOBINDEX\n")
+    script = (
+        SCRIPT_HEAD + '#BSUB -J "arr[1-3]"\n#BSUB -o out.%J.%I\n'
+        'echo "$LSB_JOBINDEX $LSB_JOBNAME" > index.$LSB_JOBINDEX\n'
+    )
     job_id = lsf.bsub(script, cwd=tmp_path)
-    wait_for(lambda: len(lsf.job_ids()) == 0 and len(lsf.job_ids(finished=True)) == 3,
-             what="the array to finish")
+    wait_for(lambda: len(lsf.job_ids()) == 0 and len(lsf.job_ids(finished=True)) == 3, what="the array to finish")
     assert sorted(lsf.job_ids(finished=True)) == [f"{job_id}[{i}]" for i in (1, 2, 3)]
     for index in (1, 2, 3):
         assert (tmp_path / f"index.{index}").read_text().split() == [str(index), f"arr[{index}]"]
@@ -300,28 +325,29 @@ def test_array_elements_get_their_index(lsf, tmp_path):  # noqa: F811
 
 
 def test_csm_job_runs_jsrun_resource_sets_on_its_gpus(lsf, tmp_path):  # noqa: F811
-    script = (SCRIPT_HEAD + "#BSUB -q batch\n#BSUB -nnodes 1\n#BSUB -W 10\n#BSUB -P ABC123\n"
-              "#BSUB -alloc_flags gpumps\n#BSUB -o csm.out\n"
-              "echo \"${CUDA_VISIBLE_DEVICES-unset} $LSB_HOSTS\" > launch.txt\n"
-              "jsrun -n 4 -a 1 -c 2 -g 1 --bind packed:2 sh -c "
-              "'echo \"$JSM_NAMESPACE_RANK $JSM_NAMESPACE_SIZE $CUDA_VISIBLE_DEVICES\" "
-              "> rank.$JSM_NAMESPACE_RANK'\n"
-              "echo \"jsrun=$?\" > status.txt\n"
-              "jsrun --nrs 5 --gpu_per_rs 1 true 2> toomany.err; echo \"toomany=$?\" >> status.txt\n"
-              "jsrun -n2 -a2 -g2 -c4 sh -c 'echo $OMPI_COMM_WORLD_RANK:$CUDA_VISIBLE_DEVICES' "
-              "> pairs.txt\n")
+    script = (
+        SCRIPT_HEAD + "#BSUB -q batch\n#BSUB -nnodes 1\n#BSUB -W 10\n#BSUB -P ABC123\n"
+        "#BSUB -alloc_flags gpumps\n#BSUB -o csm.out\n"
+        'echo "${CUDA_VISIBLE_DEVICES-unset} $LSB_HOSTS" > launch.txt\n'
+        "jsrun -n 4 -a 1 -c 2 -g 1 --bind packed:2 sh -c "
+        '\'echo "$JSM_NAMESPACE_RANK $JSM_NAMESPACE_SIZE $CUDA_VISIBLE_DEVICES" '
+        "> rank.$JSM_NAMESPACE_RANK'\n"
+        'echo "jsrun=$?" > status.txt\n'
+        'jsrun --nrs 5 --gpu_per_rs 1 true 2> toomany.err; echo "toomany=$?" >> status.txt\n'
+        "jsrun -n2 -a2 -g2 -c4 sh -c 'echo $OMPI_COMM_WORLD_RANK:$CUDA_VISIBLE_DEVICES' "
+        "> pairs.txt\n"
+    )
     job_id = lsf.bsub(script, cwd=tmp_path)
     assert lsf.wait_state(job_id, ("DONE", "EXIT"), timeout=20) == "DONE"
     launch = (tmp_path / "launch.txt").read_text().split()
-    assert launch[0] == "unset"                       # the launch node has no GPUs
-    assert launch[1:] == ["batch1"] + [launch[2]] * 8   # launch node + the node's 8 cores
+    assert launch[0] == "unset"  # the launch node has no GPUs
+    assert launch[1:] == ["batch1"] + [launch[2]] * 8  # launch node + the node's 8 cores
     ranks = [(tmp_path / f"rank.{r}").read_text().split() for r in range(4)]
     assert [r[:2] for r in ranks] == [[str(r), "4"] for r in range(4)]
-    assert sorted(r[2] for r in ranks) == ["0", "1", "2", "3"]   # one GPU each, all distinct
+    assert sorted(r[2] for r in ranks) == ["0", "1", "2", "3"]  # one GPU each, all distinct
     status = (tmp_path / "status.txt").read_text().split()
     assert status[0] == "jsrun=0" and status[1] != "toomany=0"
-    assert (tmp_path / "toomany.err").read_text() == \
-        "ERROR: Not enough resources available to schedule job.\n"
+    assert (tmp_path / "toomany.err").read_text() == "ERROR: Not enough resources available to schedule job.\n"
     pairs = sorted((tmp_path / "pairs.txt").read_text().split())
     assert pairs == ["0:0,1", "1:0,1", "2:2,3", "3:2,3"]
     assert lsf.allocated_devices(job_id) == [0, 1, 2, 3]
@@ -332,8 +358,9 @@ def test_jsrun_outside_a_job_and_summit_usage_on_stdout(lsf, tmp_path, monkeypat
     outside = lsf.run("jsrun", "-n", "1", "hostname")
     assert outside.returncode != 0
     assert "not inside an LSF CSM job allocation" in outside.stderr
-    refused = lsf.run("bsub", "-q", "batch", "-n", "2", "-W", "5", "-P", "ABC",
-                      input=SCRIPT_HEAD + "jsrun hostname\n", cwd=tmp_path)
+    refused = lsf.run(
+        "bsub", "-q", "batch", "-n", "2", "-W", "5", "-P", "ABC", input=SCRIPT_HEAD + "jsrun hostname\n", cwd=tmp_path
+    )
     assert refused.returncode == 255
     assert "Typical usage:" in refused.stdout and "Job <" not in refused.stdout
     assert "ERROR: -n is no longer supported. Please request nodes with -nnodes." in refused.stderr
@@ -344,14 +371,12 @@ def test_bjobs_formats_and_not_found(lsf, tmp_path):  # noqa: F811
     job_id = lsf.bsub(SCRIPT_HEAD + "#BSUB -J fmt\n#BSUB -o f.out\nexit 3\n", cwd=tmp_path)
     assert lsf.wait_state(job_id, ("DONE", "EXIT")) == "EXIT"
     delimited = lsf.run("bjobs", "-o", "jobid stat exit_code name delimiter='|'", job_id)
-    assert delimited.stdout.splitlines() == ["JOBID|STAT|EXIT_CODE|JOB_NAME",
-                                             f"{job_id}|EXIT|3|fmt"]
+    assert delimited.stdout.splitlines() == ["JOBID|STAT|EXIT_CODE|JOB_NAME", f"{job_id}|EXIT|3|fmt"]
     as_json = json.loads(lsf.run("bjobs", "-o", "jobid stat exit_code", "-json", job_id).stdout)
     assert as_json["JOBS"] == 1
     assert as_json["RECORDS"] == [{"JOBID": job_id, "STAT": "EXIT", "EXIT_CODE": "3"}]
     missing = lsf.run("bjobs", "424242")
-    assert (missing.returncode, missing.stdout, missing.stderr) == \
-        (0, "", "Job <424242> is not found\n")
+    assert (missing.returncode, missing.stdout, missing.stderr) == (0, "", "Job <424242> is not found\n")
     mixed = lsf.run("bjobs", "-noheader", job_id, "424242")
     assert mixed.returncode == 255 and mixed.stdout.split()[0] == job_id
     long = lsf.run("bjobs", "-l", job_id).stdout

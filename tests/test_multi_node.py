@@ -5,10 +5,9 @@ from __future__ import annotations
 import os
 
 import dask.array as da
-import pytest
+from conftest import wait_until
 from dask.distributed import Client
 
-from conftest import wait_until
 from gpujobqueue import SLURMGPUCluster
 from gpujobqueue.cluster import WorkerJobKey
 
@@ -17,8 +16,16 @@ from gpujobqueue.cluster import WorkerJobKey
 # swaps the node count for two tasks on the one node, each task holding two of its GPUs
 # and one of its two cores.
 STAND_IN = dict(
-    gpus_per_node=2, nodes=2, launcher="srun", worker_mode="per-device", job_cpu=1, memory_per_gpu="512MiB", walltime="00:10:00", death_timeout=20,
-    queue="gpu", environment={"PYTHONPATH": os.environ["PYTHONPATH"]},
+    gpus_per_node=2,
+    nodes=2,
+    launcher="srun",
+    worker_mode="per-device",
+    job_cpu=1,
+    memory_per_gpu="512MiB",
+    walltime="00:10:00",
+    death_timeout=20,
+    queue="gpu",
+    environment={"PYTHONPATH": os.environ["PYTHONPATH"]},
     job_directives_skip=["--nodes=", "--ntasks-per-node", "--gpus-per-node"],
     job_extra_directives=["--nodes=1", "--ntasks=2", "--gpus-per-task=2"],
     launcher_args=["--ntasks-per-node=2", "--gpus-per-task=2"],
@@ -26,8 +33,13 @@ STAND_IN = dict(
 
 
 def group_facts(dask_worker):
-    return {"name": dask_worker.name, "task": os.environ.get("SLURM_PROCID"), "step": os.environ.get("SLURM_STEP_ID"),
-            "job": os.environ.get("SLURM_JOB_ID"), "device": os.environ.get("CUDA_VISIBLE_DEVICES")}
+    return {
+        "name": dask_worker.name,
+        "task": os.environ.get("SLURM_PROCID"),
+        "step": os.environ.get("SLURM_STEP_ID"),
+        "job": os.environ.get("SLURM_JOB_ID"),
+        "device": os.environ.get("CUDA_VISIBLE_DEVICES"),
+    }
 
 
 def test_a_two_task_job_starts_a_worker_group_per_task_through_srun(slurm, counted):
@@ -40,7 +52,9 @@ def test_a_two_task_job_starts_a_worker_group_per_task_through_srun(slurm, count
         client.wait_for_workers(4, timeout=120)
         (job,) = cluster.workers.values()
         facts = list(client.run(group_facts).values())
-        assert sorted(f["name"] for f in facts) == sorted(f"{job.name}-{node}-{gpu}" for node in (0, 1) for gpu in (0, 1))
+        assert sorted(f["name"] for f in facts) == sorted(
+            f"{job.name}-{node}-{gpu}" for node in (0, 1) for gpu in (0, 1)
+        )
         assert {f["job"] for f in facts} == {job.job_id}
         assert all(f["step"] not in (None, "batch") for f in facts), f"workers must run in an srun step: {facts}"
         for node in ("0", "1"):
@@ -53,7 +67,9 @@ def test_a_two_task_job_starts_a_worker_group_per_task_through_srun(slurm, count
         x = da.arange(1_000_000, chunks=100_000)
         assert client.compute((x * 2).sum(), resources={"GPU": 1}).result() == 2 * sum(range(1_000_000))
         cluster.scale(gpus=0)
-        assert wait_until(lambda: not slurm.squeue_ids(), 60, what=lambda: f"queue to empty after scale(0): {slurm.squeue_ids()}")
+        assert wait_until(
+            lambda: not slurm.squeue_ids(), 60, what=lambda: f"queue to empty after scale(0): {slurm.squeue_ids()}"
+        )
         assert counted.count("sbatch") == 1 and counted.count("scancel") == 1
     assert not slurm.squeue_ids()
 

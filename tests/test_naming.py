@@ -40,12 +40,15 @@ def test_every_worker_of_a_gpu_job_reads_back_to_its_job(cluster, gpus, nodes):
         assert naming.job_number(job) == (cluster, number)
 
 
-@pytest.mark.parametrize("gpus, nodes, names", [
-    (1, 1, ["my-job-3"]),
-    (2, 1, ["my-job-3-0", "my-job-3-1"]),
-    (1, 2, ["my-job-3-0", "my-job-3-1"]),
-    (2, 2, ["my-job-3-0-0", "my-job-3-0-1", "my-job-3-1-0", "my-job-3-1-1"]),
-])
+@pytest.mark.parametrize(
+    "gpus, nodes, names",
+    [
+        (1, 1, ["my-job-3"]),
+        (2, 1, ["my-job-3-0", "my-job-3-1"]),
+        (1, 2, ["my-job-3-0", "my-job-3-1"]),
+        (2, 2, ["my-job-3-0-0", "my-job-3-0-1", "my-job-3-1-0", "my-job-3-1-1"]),
+    ],
+)
 def test_worker_names_are_job_node_gpu(gpus, nodes, names):
     assert naming.worker_names("my-job-3", gpus, nodes) == names
 
@@ -74,8 +77,9 @@ def test_a_cluster_with_a_cpu_pool_maps_both_pools_workers_to_their_jobs():
     """The cluster's own key, built from its two launches, as adapt and the job table use it."""
     from gpujobqueue import GPUCluster
 
-    with GPUCluster("slurm", gpus_per_node=2, **SIZE, cpu_pool={"processes": 4, "cores": 4, "memory": "4GiB"},
-                    name="my-job") as cluster:
+    with GPUCluster(
+        "slurm", gpus_per_node=2, **SIZE, cpu_pool={"processes": 4, "cores": 4, "memory": "4GiB"}, name="my-job"
+    ) as cluster:
         assert cluster.cpu_launch.mode == CPU_WORKER_MODE and cluster.cpu_launch.cpu_workers
         assert not cluster.launch.cpu_workers
         key = cluster._worker_to_job
@@ -92,9 +96,13 @@ def test_each_array_element_works_out_the_job_name_the_cluster_gave_it(prefix, o
     elements = ArrayElements(prefix, offset, 4, "SLURM_ARRAY_TASK_ID")
     for index in range(1, elements.count + 1):
         line = f"job_in_cluster={elements.shell_job_name}; echo {naming.SHELL_ARRAY_JOB_NAME}"  # as job.sh.j2 has it
-        out = subprocess.run(["bash", "-c", line],
-                             env={"SLURM_ARRAY_TASK_ID": str(index), "PATH": os.environ["PATH"]},
-                             capture_output=True, text=True, check=True).stdout.strip()
+        out = subprocess.run(
+            ["bash", "-c", line],
+            env={"SLURM_ARRAY_TASK_ID": str(index), "PATH": os.environ["PATH"]},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
         assert out == naming.gpu_job_name(prefix, offset + index)
         assert naming.WorkerJobKey([""]).job_of(out) == out  # one worker per element: the job's name itself
 
@@ -110,8 +118,12 @@ def test_the_scripts_shell_names_each_worker_as_the_scheme_does(job, gpus, nodes
     expanded = []
     for node in range(nodes):
         for gpu in range(gpus):
-            words = subprocess.run(["bash", "-c", f"node_rank={node}; i={gpu}; echo {node_word} {device_word}"],
-                                   capture_output=True, text=True, check=True).stdout.split()
+            words = subprocess.run(
+                ["bash", "-c", f"node_rank={node}; i={gpu}; echo {node_word} {device_word}"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.split()
             dask_name = words[0] if gpus == 1 else f"{words[0]}-{gpu}"  # distributed's --nworkers names
             assert dask_name == words[1]
             expanded.append(words[1])
@@ -120,8 +132,9 @@ def test_the_scripts_shell_names_each_worker_as_the_scheme_does(job, gpus, nodes
 
 @pytest.mark.parametrize("gpus, nodes", [(2, 1), (4, 1), (3, 2)])
 def test_the_per_device_preload_pins_each_nannys_worker_to_the_device_its_name_numbers(gpus, nodes):
-    keywords = dict(SIZE, gpus_per_node=gpus, nodes=nodes, worker_mode="per-device",
-                    **({"launcher": "srun"} if nodes > 1 else {}))
+    keywords = dict(
+        SIZE, gpus_per_node=gpus, nodes=nodes, worker_mode="per-device", **({"launcher": "srun"} if nodes > 1 else {})
+    )
     script = job_script_for("slurm", keywords, name="my-job-4")
     preload = re.search(r"<<'PYTHON'\n(.*?)\nPYTHON\n", script, re.DOTALL).group(1)
     assert naming.NANNY_GPU_INDEX in preload
@@ -144,7 +157,7 @@ def test_cpu_is_a_named_worker_mode_that_worker_mode_still_refuses():
     assert ALL_WORKER_MODES == WORKER_MODES + (CPU_WORKER_MODE,)
     for mode in ALL_WORKER_MODES:  # the job script includes workers/<mode>.sh.j2
         assert (ROOT / "templates" / "workers" / f"{mode}.sh.j2").is_file()
-    schema_file, = (ROOT / "gpujobqueue").rglob("*schema.yaml")  # a site's worker.mode takes the same modes
+    (schema_file,) = (ROOT / "gpujobqueue").rglob("*schema.yaml")  # a site's worker.mode takes the same modes
     schema = yaml.safe_load(schema_file.read_text())
     assert tuple(schema["$defs"]["worker_settings"]["properties"]["mode"]["enum"]) == WORKER_MODES
     with pytest.raises(ValidationError) as info:

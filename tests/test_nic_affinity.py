@@ -45,8 +45,14 @@ def switched(root: str, device: str, port: str) -> str:
     return chain(root, f"{root}:01.0", upstream, downstream, device)
 
 
-def build_sysfs(tmp_path: Path, gpus: dict[str, str], cards: dict[str, str], numa: dict[str, int] = {},
-                down: tuple[str, ...] = (), pci: bool = True) -> tuple[str, list[Gpu]]:
+def build_sysfs(
+    tmp_path: Path,
+    gpus: dict[str, str],
+    cards: dict[str, str],
+    numa: dict[str, int] = {},
+    down: tuple[str, ...] = (),
+    pci: bool = True,
+) -> tuple[str, list[Gpu]]:
     """A fake /sys: ``gpus`` and ``cards`` map names to PCI paths (the last hop is the bus id),
     ``numa`` host bridges to NUMA nodes; ports of ``down`` cards are DOWN. Without ``pci`` the
     PCI tree is missing (a container's /sys): only class/infiniband is there."""
@@ -81,8 +87,16 @@ def build_sysfs(tmp_path: Path, gpus: dict[str, str], cards: dict[str, str], num
 # mlx5_11): the card's bus is its interface's pNNs0 number. GPU bus ids as DGX H100s report them
 # (1b, 43, 52, 61, 9d, c3, d1, df). Constructed: the switch ports, the storage cards' buses
 # (mlx5_1/2 on CPU 0, mlx5_7/8 on CPU 1; the guide puts them in slots 1 and 2), NUMA 0 and 1.
-DGX_H100_PAIRS = [("1b", "mlx5_0", "18"), ("43", "mlx5_3", "40"), ("52", "mlx5_4", "4f"), ("61", "mlx5_5", "5e"),
-                  ("9d", "mlx5_6", "9a"), ("c3", "mlx5_9", "c0"), ("d1", "mlx5_10", "ce"), ("df", "mlx5_11", "dc")]
+DGX_H100_PAIRS = [
+    ("1b", "mlx5_0", "18"),
+    ("43", "mlx5_3", "40"),
+    ("52", "mlx5_4", "4f"),
+    ("61", "mlx5_5", "5e"),
+    ("9d", "mlx5_6", "9a"),
+    ("c3", "mlx5_9", "c0"),
+    ("d1", "mlx5_10", "ce"),
+    ("df", "mlx5_11", "dc"),
+]
 
 
 def dgx_h100(tmp_path, **options):
@@ -104,8 +118,12 @@ def dgx_h100(tmp_path, **options):
 # under one Broadcom switch, each behind its own downstream port). Constructed: the other buses,
 # the storage pair mlx5_4/5 (one dual-port card), NUMA nodes. Each GPU is as near its switch's
 # two cards: the tie is shared out.
-DGX_A100_SWITCHES = [("01", ("07", "0f"), ("0c", "12"), 3), ("41", ("47", "4e"), ("4b", "54"), 1),
-                     ("81", ("87", "90"), ("8d", "94"), 7), ("b1", ("b7", "bd"), ("ba", "c1"), 5)]
+DGX_A100_SWITCHES = [
+    ("01", ("07", "0f"), ("0c", "12"), 3),
+    ("41", ("47", "4e"), ("4b", "54"), 1),
+    ("81", ("87", "90"), ("8d", "94"), 7),
+    ("b1", ("b7", "bd"), ("ba", "c1"), 5),
+]
 DGX_A100_CARDS = ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3", "mlx5_6", "mlx5_7", "mlx5_8", "mlx5_9"]
 
 
@@ -129,8 +147,12 @@ def dgx_a100(tmp_path):
 # JUWELS Booster-like: 4 A100s, 4 HDR200 HCAs, each GPU and its HCA behind one PCIe switch, the
 # pairs on NUMA domains 3, 1, 7, 5 of two EPYC 7402s (JSC's JUWELS Booster documentation gives the
 # 4 GPU / 4 HCA node and the domains; the bus numbers are constructed).
-JUWELS = [("01", "05:00.0", "06:00.0", 3), ("41", "45:00.0", "46:00.0", 1), ("81", "85:00.0", "86:00.0", 7),
-          ("c1", "c5:00.0", "c6:00.0", 5)]
+JUWELS = [
+    ("01", "05:00.0", "06:00.0", 3),
+    ("41", "45:00.0", "46:00.0", 1),
+    ("81", "85:00.0", "86:00.0", 7),
+    ("c1", "c5:00.0", "c6:00.0", 5),
+]
 
 
 def juwels_booster(tmp_path, **options):
@@ -175,8 +197,9 @@ def test_dgx_a100_shares_each_switch_s_two_cards_between_its_two_gpus(tmp_path):
 def test_juwels_booster_like_node_pairs_gpu_i_with_hca_i(tmp_path):
     sysfs, gpus = juwels_booster(tmp_path)
     assert node_map(sysfs, gpus) == {i: (f"mlx5_{i}:1", "same PCIe switch") for i in range(4)}
-    assert nic.map_lines(gpus, {}, sysfs, "") == [f"GPU {i} ({gpu.bus_id}) -> mlx5_{i}:1, same PCIe switch"
-                                                   for i, gpu in enumerate(gpus)]
+    assert nic.map_lines(gpus, {}, sysfs, "") == [
+        f"GPU {i} ({gpu.bus_id}) -> mlx5_{i}:1, same PCIe switch" for i, gpu in enumerate(gpus)
+    ]
 
 
 def test_a_down_port_is_not_a_card(tmp_path):
@@ -190,8 +213,11 @@ def test_a_down_port_is_not_a_card(tmp_path):
 
 def test_without_switches_the_root_complex_then_the_numa_node_decides(tmp_path):
     gpus = {"gpu0": chain("00", "00:01.0", "01:00.0"), "gpu1": chain("80", "80:01.0", "81:00.0")}
-    cards = {"mlx5_0:1": chain("40", "40:01.0", "41:00.0"), "mlx5_1:1": chain("80", "80:03.0", "83:00.0"),
-             "mlx5_2:1": chain("c0", "c0:01.0", "c1:00.0")}
+    cards = {
+        "mlx5_0:1": chain("40", "40:01.0", "41:00.0"),
+        "mlx5_1:1": chain("80", "80:03.0", "83:00.0"),
+        "mlx5_2:1": chain("c0", "c0:01.0", "c1:00.0"),
+    }
     numa = {"pci0000:00": 0, "pci0000:40": 0, "pci0000:80": 1, "pci0000:c0": 1}
     sysfs, node_gpus = build_sysfs(tmp_path, gpus, cards, numa)
     assert node_map(sysfs, node_gpus) == {0: ("mlx5_0:1", "same NUMA node"), 1: ("mlx5_1:1", "same root complex")}
@@ -244,7 +270,8 @@ def test_the_user_s_ucx_net_devices_wins(tmp_path):
     assert environ["UCX_NET_DEVICES"] == "mlx5_0:1"
     assert text == ": UCX_NET_DEVICES=mlx5_0:1 was set for this job and is kept"
     assert nic.map_lines(gpus, {"UCX_NET_DEVICES": "mlx5_0:1"}, sysfs, "") == [
-        "UCX_NET_DEVICES=mlx5_0:1 is set here and would be kept for every worker"]
+        "UCX_NET_DEVICES=mlx5_0:1 is set here and would be kept for every worker"
+    ]
 
 
 def test_a_pinned_map_beats_the_topology(tmp_path):
@@ -323,17 +350,31 @@ mlx5_0  PXB     SYS     SYS     SYS      X      SYS     SYS     SYS
 
 def test_topo_matrix_is_read_in_both_formats():
     assert nic.parse_topo_matrix(DGX_H100_TOPO)[5] == {
-        "mlx5_0:1": (3, 0), "mlx5_3:1": (3, 0), "mlx5_4:1": (3, 0), "mlx5_5:1": (3, 0),
-        "mlx5_6:1": (2, 0), "mlx5_9:1": (0, 0), "mlx5_10:1": (2, 0), "mlx5_11:1": (2, 0)}
+        "mlx5_0:1": (3, 0),
+        "mlx5_3:1": (3, 0),
+        "mlx5_4:1": (3, 0),
+        "mlx5_5:1": (3, 0),
+        "mlx5_6:1": (2, 0),
+        "mlx5_9:1": (0, 0),
+        "mlx5_10:1": (2, 0),
+        "mlx5_11:1": (2, 0),
+    }
     assert nic.parse_topo_matrix(JUWELS_TOPO_OLD)[2] == {
-        "mlx5_0:1": (3, 0), "mlx5_1:1": (3, 0), "mlx5_2:1": (0, 1), "mlx5_3:1": (3, 0)}
+        "mlx5_0:1": (3, 0),
+        "mlx5_1:1": (3, 0),
+        "mlx5_2:1": (0, 1),
+        "mlx5_3:1": (3, 0),
+    }
     assert nic.parse_topo_matrix("") == {}
 
 
-@pytest.mark.parametrize("topology, text, expected", [
-    (dgx_h100, DGX_H100_TOPO, {i: f"{card}:1" for i, (_, card, _) in enumerate(DGX_H100_PAIRS)}),
-    (juwels_booster, JUWELS_TOPO_OLD, {i: f"mlx5_{i}:1" for i in range(4)}),
-])
+@pytest.mark.parametrize(
+    "topology, text, expected",
+    [
+        (dgx_h100, DGX_H100_TOPO, {i: f"{card}:1" for i, (_, card, _) in enumerate(DGX_H100_PAIRS)}),
+        (juwels_booster, JUWELS_TOPO_OLD, {i: f"mlx5_{i}:1" for i in range(4)}),
+    ],
+)
 def test_topo_matrix_places_the_cards_where_sys_has_no_pci_tree(tmp_path, topology, text, expected):
     sysfs, gpus = topology(tmp_path, pci=False)
     assert nic.sysfs_distance(gpus[0].bus_id, nic.infiniband_cards(sysfs)[0].bus_id, sysfs) is None
@@ -347,10 +388,14 @@ def test_topo_matrix_places_the_cards_where_sys_has_no_pci_tree(tmp_path, topolo
 
 
 def test_gpu_queries_are_read_from_nvidia_smi_s_csv():
-    text = ("0, GPU-8a4e6f1c-aaaa-bbbb-cccc-000000000001, 00000000:1B:00.0\n"
-            "1, GPU-8a4e6f1c-aaaa-bbbb-cccc-000000000002, 00000000:43:00.0\n")
-    assert nic.parse_gpu_query(text) == [Gpu(0, "GPU-8a4e6f1c-aaaa-bbbb-cccc-000000000001", "0000:1b:00.0"),
-                                         Gpu(1, "GPU-8a4e6f1c-aaaa-bbbb-cccc-000000000002", "0000:43:00.0")]
+    text = (
+        "0, GPU-8a4e6f1c-aaaa-bbbb-cccc-000000000001, 00000000:1B:00.0\n"
+        "1, GPU-8a4e6f1c-aaaa-bbbb-cccc-000000000002, 00000000:43:00.0\n"
+    )
+    assert nic.parse_gpu_query(text) == [
+        Gpu(0, "GPU-8a4e6f1c-aaaa-bbbb-cccc-000000000001", "0000:1b:00.0"),
+        Gpu(1, "GPU-8a4e6f1c-aaaa-bbbb-cccc-000000000002", "0000:43:00.0"),
+    ]
 
 
 def test_the_preloaded_text_logs_its_choice_under_the_worker_s_name(monkeypatch):
@@ -361,7 +406,7 @@ def test_the_preloaded_text_logs_its_choice_under_the_worker_s_name(monkeypatch)
     # the same through the one-line preload of the scripts, which runs the text the job exported
     monkeypatch.setenv("GPUJOBQUEUE_NIC_AFFINITY_SOURCE", SOURCE)
     script = job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "gpus_per_node": 2}, name="job-1")
-    stub = script[script.index("\nnic_affinity='") + len("\nnic_affinity='"):].split("'\n")[0]
+    stub = script[script.index("\nnic_affinity='") + len("\nnic_affinity='") :].split("'\n")[0]
     assert _import_module(stub)._CHOICE == module._CHOICE
 
     class Worker:
@@ -374,21 +419,28 @@ def test_the_preloaded_text_logs_its_choice_under_the_worker_s_name(monkeypatch)
     assert stderr.getvalue() == expected
 
 
-@pytest.mark.parametrize("keywords, module", [
-    ({"worker_mode": "dask-cuda"}, "dask_cuda.cli"),
-    ({"worker_mode": "per-device"}, "distributed.cli.dask_worker"),
-    ({"worker_mode": "per-device", "nanny": False}, "distributed.cli.dask_worker"),
-    ({"worker_mode": "dask-cuda", "nodes": 2, "launcher": "srun"}, "dask_cuda.cli"),
-])
+@pytest.mark.parametrize(
+    "keywords, module",
+    [
+        ({"worker_mode": "dask-cuda"}, "dask_cuda.cli"),
+        ({"worker_mode": "per-device"}, "distributed.cli.dask_worker"),
+        ({"worker_mode": "per-device", "nanny": False}, "distributed.cli.dask_worker"),
+        ({"worker_mode": "dask-cuda", "nodes": 2, "launcher": "srun"}, "dask_cuda.cli"),
+    ],
+)
 def test_scripts_carry_the_module_and_preload_it_in_gpu_workers(keywords, module, tmp_path):
-    script = job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "gpus_per_node": 2, "python": "python3", **keywords}, name="job-1",
-                            scheduler="tls://10.0.0.1:8786")
+    script = job_script_for(
+        "slurm",
+        {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "gpus_per_node": 2, "python": "python3", **keywords},
+        name="job-1",
+        scheduler="tls://10.0.0.1:8786",
+    )
     assert SOURCE in script
-    command = script[script.index(f" -m {module} "):].split("&\n")[0]
+    command = script[script.index(f" -m {module} ") :].split("&\n")[0]
     assert '--preload "$nic_affinity"' in command
     # the heredoc hands the workers' environment the module's text unchanged, and the preload runs it
-    part = script[script.index("read -r -d '' nic_affinity_source"):]
-    part = part[:part.index("\n", part.index("\nnic_affinity=") + 1)]
+    part = script[script.index("read -r -d '' nic_affinity_source") :]
+    part = part[: part.index("\n", part.index("\nnic_affinity=") + 1)]
     command = f'{part}\nprintf %s "$GPUJOBQUEUE_NIC_AFFINITY_SOURCE" >source.py; printf %s "$nic_affinity" >preload.txt'
     subprocess.run(["bash", "-c", command], check=True, cwd=tmp_path)
     assert (tmp_path / "source.py").read_text() == SOURCE
@@ -400,8 +452,15 @@ def test_a_local_job_without_gpus_or_cards_still_computes_and_logs_each_worker(t
     # No GPU, even on the GPU machine, where distributed's NVML would refuse stand-in device 1.
     monkeypatch.setenv("DASK_DISTRIBUTED__DIAGNOSTICS__NVML", "False")
     logs = tmp_path / "logs"
-    keywords = dict(gpus_per_node=2, worker_mode="per-device", memory_per_gpu="512MiB", devices=["0", "1"],
-                    death_timeout=20, log_directory=str(logs), shared_temp_directory=str(tmp_path))
+    keywords = dict(
+        gpus_per_node=2,
+        worker_mode="per-device",
+        memory_per_gpu="512MiB",
+        devices=["0", "1"],
+        death_timeout=20,
+        log_directory=str(logs),
+        shared_temp_directory=str(tmp_path),
+    )
     with LocalGPUCluster(**keywords) as cluster, Client(cluster) as client:
         cluster.scale(gpus=2)
         client.wait_for_workers(2, timeout=60)
@@ -411,8 +470,11 @@ def test_a_local_job_without_gpus_or_cards_still_computes_and_logs_each_worker(t
         names = sorted(w["name"] for w in client.scheduler_info()["workers"].values())
     text = "".join(path.read_text() for path in logs.iterdir())
     for name, device in zip(names, ("0", "1")):
-        expected = (f"gpujobqueue: worker {name} (GPU {device}): fewer than two network cards here, UCX left to choose"
-                    if len(nic.infiniband_cards()) < 2 else f"gpujobqueue: worker {name} (GPU")
+        expected = (
+            f"gpujobqueue: worker {name} (GPU {device}): fewer than two network cards here, UCX left to choose"
+            if len(nic.infiniband_cards()) < 2
+            else f"gpujobqueue: worker {name} (GPU"
+        )
         assert expected in text
 
 
@@ -427,7 +489,7 @@ def test_check_on_a_gpu_node_prints_the_map(tmp_path, monkeypatch):
     facts = diagnostics.gather_facts(batch="local")
     text = diagnostics.report(diagnostics.judge(facts), facts)
     for i, gpu in enumerate(gpus):
-        assert f"INFO  network cards" in text and f"GPU {i} ({gpu.bus_id}) -> mlx5_{i}:1, same PCIe switch" in text
+        assert "INFO  network cards" in text and f"GPU {i} ({gpu.bus_id}) -> mlx5_{i}:1, same PCIe switch" in text
     # no GPU here: no map, no line
     monkeypatch.setattr(diagnostics, "machine_gpus", lambda: MachineGPUs((), None, "no NVML", None, None))
     assert diagnostics.gather_facts(batch="local").nic_map == []
@@ -435,8 +497,18 @@ def test_check_on_a_gpu_node_prints_the_map(tmp_path, monkeypatch):
 
 def test_amd_and_intel_workers_do_not_preload_it():
     # their GPU is named by ROCR_VISIBLE_DEVICES or ZE_AFFINITY_MASK, and UCX's card choice is theirs
-    script = job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "gpus_per_node": 2, "python": "python3", "worker_mode": "per-device",
-                                      "visibility_variable": "ROCR_VISIBLE_DEVICES"}, name="job-1")
+    script = job_script_for(
+        "slurm",
+        {
+            "cpus_per_gpu": 1,
+            "memory_per_gpu": "512MiB",
+            "gpus_per_node": 2,
+            "python": "python3",
+            "worker_mode": "per-device",
+            "visibility_variable": "ROCR_VISIBLE_DEVICES",
+        },
+        name="job-1",
+    )
     assert "nic_affinity" not in script
 
 
@@ -447,7 +519,9 @@ def test_a_malformed_pinned_map_is_refused_before_any_script_is_written():
         with pytest.raises(ValidationError, match=r"^environment\[GPUJOBQUEUE_NIC_MAP\]: .*is not GPU=card"):
             job_script_for("slurm", {"environment": {"GPUJOBQUEUE_NIC_MAP": f"1=mlx5_1:1,{bad}"}}, name="job-1")
     pinned = {"GPUJOBQUEUE_NIC_MAP": "0=mlx5_0:1, GPU-8a4e=mlx5_1:1"}
-    script = job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "environment": pinned}, name="job-1")
+    script = job_script_for(
+        "slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "environment": pinned}, name="job-1"
+    )
     assert "export GPUJOBQUEUE_NIC_MAP='0=mlx5_0:1, GPU-8a4e=mlx5_1:1'" in script
 
 
@@ -473,14 +547,26 @@ def test_a_real_job_on_a_recorded_dgx_h100_puts_each_worker_on_its_gpu_s_card(tm
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     monkeypatch.setenv("GPUJOBQUEUE_SYSFS", sysfs)
     logs = tmp_path / "logs"
-    keywords = dict(gpus_per_node=2, worker_mode="per-device", memory_per_gpu="512MiB", devices=["5", "2"],
-                    death_timeout=20, log_directory=str(logs), shared_temp_directory=str(tmp_path))
+    keywords = dict(
+        gpus_per_node=2,
+        worker_mode="per-device",
+        memory_per_gpu="512MiB",
+        devices=["5", "2"],
+        death_timeout=20,
+        log_directory=str(logs),
+        shared_temp_directory=str(tmp_path),
+    )
     with LocalGPUCluster(**keywords) as cluster, Client(cluster) as client:
         cluster.scale(gpus=2)
         client.wait_for_workers(2, timeout=60)
         assert da.ones((100, 100), chunks=10).sum().compute() == 10000
-        seen = client.run(lambda dask_worker: (dask_worker.name, os.environ["CUDA_VISIBLE_DEVICES"],
-                                               os.environ.get("UCX_NET_DEVICES")))
+        seen = client.run(
+            lambda dask_worker: (
+                dask_worker.name,
+                os.environ["CUDA_VISIBLE_DEVICES"],
+                os.environ.get("UCX_NET_DEVICES"),
+            )
+        )
     expected = {"5": ("0000:c3:00.0", "mlx5_9:1"), "2": ("0000:52:00.0", "mlx5_4:1")}
     assert sorted(device for _, device, _ in seen.values()) == ["2", "5"]
     text = "".join(path.read_text() for path in logs.iterdir())

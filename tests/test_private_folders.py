@@ -27,8 +27,9 @@ OWNER = textwrap.dedent("""
 
 def start_owner(directory: Path) -> tuple[subprocess.Popen, Path]:
     """A client process whose cluster (TLS by default) made its private folder in ``directory``."""
-    process = subprocess.Popen([sys.executable, "-c", OWNER, str(directory)], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-c", OWNER, str(directory)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     line = process.stdout.readline().strip()
     if not line or line == "None":
         process.kill()
@@ -59,13 +60,15 @@ def test_a_killed_clients_folder_goes_at_the_next_cluster_start_and_a_live_ones_
 
 def clean(directory: Path) -> subprocess.CompletedProcess:
     """``gpujobqueue clean DIRECTORY``, run as a user runs it."""
-    return subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "clean", str(directory)], capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "gpujobqueue.cli", "clean", str(directory)], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_gpujobqueue_clean_removes_folders_of_ended_processes_only(tmp_path):
-    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
-                           check=True)
+    ended = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
+    )
     ended_pid = int(ended.stdout)
     me = psutil.Process()
     host = this_host()

@@ -28,15 +28,21 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import wait_until
 from dask.distributed import Client
 from distributed.security import Security
-
-from conftest import wait_until
-from gpujobqueue import SLURMGPUCluster
-from gpujobqueue.security import InsecureClusterWarning
 from test_conformance import ALL, COMMON, Backend, _backend, tmp_path_cwd  # noqa: F401  (fixture)
 
-CLASS_NAMES = {"local": "LocalGPUCluster", "slurm": "SLURMGPUCluster", "sge": "SGEGPUCluster", "pbs": "PBSGPUCluster", "lsf": "LSFGPUCluster"}
+from gpujobqueue import SLURMGPUCluster
+from gpujobqueue.security import InsecureClusterWarning
+
+CLASS_NAMES = {
+    "local": "LocalGPUCluster",
+    "slurm": "SLURMGPUCluster",
+    "sge": "SGEGPUCluster",
+    "pbs": "PBSGPUCluster",
+    "lsf": "LSFGPUCluster",
+}
 
 
 @pytest.fixture(params=ALL)
@@ -85,7 +91,11 @@ def test_no_job_is_left_after_close_or_an_exception_in_a_with_block(any_backend,
             if how == "exception":
                 raise RuntimeError("user code failed")
     assert len(job_ids) == 2
-    wait_until(lambda: not queue_after(backend, job_ids), 60, what=lambda: f"jobs {queue_after(backend, job_ids)} to leave the queue")
+    wait_until(
+        lambda: not queue_after(backend, job_ids),
+        60,
+        what=lambda: f"jobs {queue_after(backend, job_ids)} to leave the queue",
+    )
 
 
 CLIENT = textwrap.dedent("""
@@ -117,8 +127,15 @@ def start_client(tmp_path: Path, backend: Backend, how: str, **extra) -> tuple[s
     script = tmp_path / "client.py"
     script.write_text(CLIENT)
     keywords = {**COMMON, **backend.keywords, **extra}
-    process = subprocess.Popen([sys.executable, str(script), CLASS_NAMES[backend.name], json.dumps(keywords), how],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(tmp_path), env=os.environ.copy())
+    process = subprocess.Popen(
+        [sys.executable, str(script), CLASS_NAMES[backend.name], json.dumps(keywords), how],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=str(tmp_path),
+        env=os.environ.copy(),
+    )
     line = process.stdout.readline()
     if not line.startswith("READY"):
         process.kill()
@@ -144,7 +161,11 @@ def test_no_job_is_left_when_the_client_process_ends(any_backend, tmp_path, how)
     stderr = process.stderr.read()
     if how == "SIGTERM" or how == "SIGHUP":
         assert process.returncode == -getattr(signal, how), f"the process should end as the signal ends it:\n{stderr}"
-    wait_until(lambda: not queue_after(backend, job_ids), 60, what=lambda: f"jobs {queue_after(backend, job_ids)} to leave the queue after {how}:\n{stderr[-3000:]}")
+    wait_until(
+        lambda: not queue_after(backend, job_ids),
+        60,
+        what=lambda: f"jobs {queue_after(backend, job_ids)} to leave the queue after {how}:\n{stderr[-3000:]}",
+    )
 
 
 def test_workers_leave_within_death_timeout_when_the_scheduler_is_killed(any_backend, tmp_path):
@@ -156,9 +177,14 @@ def test_workers_leave_within_death_timeout_when_the_scheduler_is_killed(any_bac
     process.kill()  # SIGKILL: no atexit, no handler; the scheduler in it is gone at once
     killed = time.monotonic()
     process.wait()
-    wait_until(lambda: not queue_after(backend, job_ids), death_timeout + 10,
-               what=lambda: f"jobs {queue_after(backend, job_ids)} to end within death_timeout + 10 s")
-    assert workers_before and not dask_worker_processes(), f"worker processes {dask_worker_processes()} outlived their scheduler"
+    wait_until(
+        lambda: not queue_after(backend, job_ids),
+        death_timeout + 10,
+        what=lambda: f"jobs {queue_after(backend, job_ids)} to end within death_timeout + 10 s",
+    )
+    assert workers_before and not dask_worker_processes(), (
+        f"worker processes {dask_worker_processes()} outlived their scheduler"
+    )
     assert time.monotonic() - killed <= death_timeout + 10
 
 
@@ -193,8 +219,15 @@ def test_a_job_cancelled_mid_computation_loses_nothing_and_adapt_replaces_it(slu
         victim_name, victim = next(iter(first_jobs.items()))
         subprocess.run(["scancel", victim], check=True)
         assert client.gather(futures) == [x * x for x in range(60)]
-        wait_until(lambda: len(cluster.worker_spec) == 2 and victim_name not in cluster.worker_spec and len(client.scheduler_info()["workers"]) == 4, 90,
-                   what=lambda: f"a replacement for {victim_name}: spec {list(cluster.worker_spec)}")
+        wait_until(
+            lambda: (
+                len(cluster.worker_spec) == 2
+                and victim_name not in cluster.worker_spec
+                and len(client.scheduler_info()["workers"]) == 4
+            ),
+            90,
+            what=lambda: f"a replacement for {victim_name}: spec {list(cluster.worker_spec)}",
+        )
         assert counted.count("sbatch") == 3, "two jobs, and one replacement"
     wait_until(lambda: not slurm.squeue_ids(), 60, what="the queue to empty")
 
@@ -224,6 +257,7 @@ def test_a_computation_longer_than_the_walltime_retires_workers_gracefully(slurm
             while not done.is_set():
                 held.append(len(cluster.worker_spec))
                 time.sleep(0.2)
+
         sampler = threading.Thread(target=sample_jobs_held)
         sampler.start()
         try:
@@ -256,9 +290,12 @@ def test_tls_by_default_refuses_a_client_without_the_certificate(slurm, counted,
         assert all(stat.S_IMODE(os.stat(os.path.join(folder, name)).st_mode) == 0o600 for name in files), files
         with pytest.raises((OSError, TimeoutError)):
             asyncio.run(asyncio.wait_for(connect(cluster.scheduler_address.replace("tls://", "tcp://"), timeout=3), 5))
-        host, port = cluster.scheduler_address[len("tls://"):].rsplit(":", 1)
+        host, port = cluster.scheduler_address[len("tls://") :].rsplit(":", 1)
         no_certificate = ssl.create_default_context()
-        no_certificate.check_hostname, no_certificate.verify_mode = False, ssl.CERT_NONE  # trusts any server, shows no certificate
+        no_certificate.check_hostname, no_certificate.verify_mode = (
+            False,
+            ssl.CERT_NONE,
+        )  # trusts any server, shows no certificate
         with pytest.raises((ssl.SSLError, OSError)):
             with socket.create_connection((host, int(port)), timeout=5) as raw, no_certificate.wrap_socket(raw) as tls:
                 tls.sendall(b"\0" * 8)
@@ -290,8 +327,9 @@ HUNG_CLIENT_MODES = [
 
 
 @pytest.mark.parametrize("backend_name, scheduler, mode", HUNG_CLIENT_MODES)
-def test_a_stopped_client_releases_its_jobs_within_death_timeout_and_a_minute(request, tmp_path, backend_name, scheduler,
-                                                                              mode):
+def test_a_stopped_client_releases_its_jobs_within_death_timeout_and_a_minute(
+    request, tmp_path, backend_name, scheduler, mode
+):
     # SIGSTOP freezes the client (and the scheduler in it, or the cluster that owns the
     # scheduler job): its sockets stay open and the kernel still completes handshakes, so
     # only the missing replies tell the workers, or the job's scheduler, that it is gone.
@@ -305,11 +343,17 @@ def test_a_stopped_client_releases_its_jobs_within_death_timeout_and_a_minute(re
         assert job_ids and not set(job_ids) - set(queue_after(backend, job_ids)), "the jobs run"
         process.send_signal(signal.SIGSTOP)
         stopped = time.monotonic()
-        wait_until(lambda: not queue_after(backend, job_ids), death_timeout + 60, interval=1,
-                   what=lambda: f"jobs {queue_after(backend, job_ids)} of a stopped client to end in death_timeout + 60 s")
+        wait_until(
+            lambda: not queue_after(backend, job_ids),
+            death_timeout + 60,
+            interval=1,
+            what=lambda: f"jobs {queue_after(backend, job_ids)} of a stopped client to end in death_timeout + 60 s",
+        )
         released = time.monotonic() - stopped
-        print(f"\n{backend_name} scheduler={scheduler} {mode}: {len(job_ids)} jobs released {released:.1f} s "
-              f"after SIGSTOP (death_timeout={death_timeout})")
+        print(
+            f"\n{backend_name} scheduler={scheduler} {mode}: {len(job_ids)} jobs released {released:.1f} s "
+            f"after SIGSTOP (death_timeout={death_timeout})"
+        )
         assert released <= death_timeout + 60
     finally:
         process.kill()

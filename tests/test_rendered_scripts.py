@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from emulators import lsf as lsf_emulator
 from emulators import pbs as pbs_emulator
 from emulators.common import Rejected
-from gpujobqueue.scripts import job_script_for
 from fixtures.sizes import with_job_size, with_size_options
+
+from gpujobqueue.scripts import job_script_for
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -47,23 +47,85 @@ def test_golden_lsf_script_is_accepted_by_the_lsf_grammar(golden):
 
 
 def render(batch, *args):
-    return subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "render", batch, *with_size_options(args)], capture_output=True, text=True,
-                          check=True).stdout
+    return subprocess.run(
+        [sys.executable, "-m", "gpujobqueue.cli", "render", batch, *with_size_options(args)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
 
 
 PBS_RENDERINGS = {
-    "select, every option": ["--gpus-per-node", "4", "--cpus-per-gpu", "8", "--memory-per-gpu", "60GiB", "--queue", "debug", "--account", "MyProject",
-                             "--chunk-resource", "system=polaris", "--place", "scatter:excl", "--filesystems", "home:eagle", "--gpu-type", "a100",
-                             "--walltime", "00:59:00", "--log-directory", "/tmp/logs", "--job-extra-directives", "-m n"],
+    "select, every option": [
+        "--gpus-per-node",
+        "4",
+        "--cpus-per-gpu",
+        "8",
+        "--memory-per-gpu",
+        "60GiB",
+        "--queue",
+        "debug",
+        "--account",
+        "MyProject",
+        "--chunk-resource",
+        "system=polaris",
+        "--place",
+        "scatter:excl",
+        "--filesystems",
+        "home:eagle",
+        "--gpu-type",
+        "a100",
+        "--walltime",
+        "00:59:00",
+        "--log-directory",
+        "/tmp/logs",
+        "--job-extra-directives",
+        "-m n",
+    ],
     "select, exclusive": ["--gpus-per-node", "2", "--exclusive"],
     "queue implies GPUs": ["--gpus-per-node", "4", "--gpu-request", "none"],
     "resource_spec": ["--resource-spec", "select=1:ncpus=32:ngpus=4:system=polaris"],
 }
 LSF_RENDERINGS = {
-    "-gpu, every option": ["--gpus-per-node", "4", "--cpus-per-gpu", "8", "--memory-per-gpu", "60GiB", "--queue", "normal", "--account", "ABC123",
-                           "--gpu-mode", "shared", "--gpu-type", "TeslaV100", "--lsf-units", "mb", "--exclusive", "--walltime", "02:30:00",
-                           "--log-directory", "/tmp/logs", "--job-extra-directives", "-B"],
-    "csm": ["--gpus-per-node", "6", "--cores", "42", "--gpu-request", "csm", "--queue", "batch", "--account", "ABC123", "--walltime", "00:30:00"],
+    "-gpu, every option": [
+        "--gpus-per-node",
+        "4",
+        "--cpus-per-gpu",
+        "8",
+        "--memory-per-gpu",
+        "60GiB",
+        "--queue",
+        "normal",
+        "--account",
+        "ABC123",
+        "--gpu-mode",
+        "shared",
+        "--gpu-type",
+        "TeslaV100",
+        "--lsf-units",
+        "mb",
+        "--exclusive",
+        "--walltime",
+        "02:30:00",
+        "--log-directory",
+        "/tmp/logs",
+        "--job-extra-directives",
+        "-B",
+    ],
+    "csm": [
+        "--gpus-per-node",
+        "6",
+        "--cores",
+        "42",
+        "--gpu-request",
+        "csm",
+        "--queue",
+        "batch",
+        "--account",
+        "ABC123",
+        "--walltime",
+        "00:30:00",
+    ],
     "ncpus": ["--gpus-per-node", "2", "--ncpus", "8", "--lsf-units", "gb", "--memory", "16GiB"],
 }
 
@@ -78,38 +140,93 @@ def test_rendered_lsf_script_is_accepted(case):
     lsf_emulator.parse_submission(render("lsf", *LSF_RENDERINGS[case]), (), _lsf_config())
 
 
-@pytest.mark.parametrize("batch, args, refusal", [
-    # What the grammars refuse, reached through values gpujobqueue passes on unchecked.
-    ("pbs", ["--queue", "nosuchqueue"], "unknown queue"),
-    ("pbs", ["--chunk-resource", "colour=blue"], "unknown resource"),
-    ("pbs", ["--queue", "debug", "--walltime", "02:00:00"], "resource limits"),
-    ("pbs", ["--job-extra-directives", "-l ncpus=2"], "cannot be used with"),  # -l ngpus=2 is taken over (hand_written_gpus)
-    ("lsf", ["--queue", "nosuchqueue"], "no such queue"),
-    ("lsf", ["--queue", "short", "--walltime", "01:00:00"], "runlimit"),
-    ("lsf", ["--gpu-request", "csm", "--queue", "batch", "--account", "ABC123", "--job-extra-directives", "-n 4"], "-n is no longer supported"),
-])
+@pytest.mark.parametrize(
+    "batch, args, refusal",
+    [
+        # What the grammars refuse, reached through values gpujobqueue passes on unchecked.
+        ("pbs", ["--queue", "nosuchqueue"], "unknown queue"),
+        ("pbs", ["--chunk-resource", "colour=blue"], "unknown resource"),
+        ("pbs", ["--queue", "debug", "--walltime", "02:00:00"], "resource limits"),
+        (
+            "pbs",
+            ["--job-extra-directives", "-l ncpus=2"],
+            "cannot be used with",
+        ),  # -l ngpus=2 is taken over (hand_written_gpus)
+        ("lsf", ["--queue", "nosuchqueue"], "no such queue"),
+        ("lsf", ["--queue", "short", "--walltime", "01:00:00"], "runlimit"),
+        (
+            "lsf",
+            ["--gpu-request", "csm", "--queue", "batch", "--account", "ABC123", "--job-extra-directives", "-n 4"],
+            "-n is no longer supported",
+        ),
+    ],
+)
 def test_the_grammars_refuse_what_the_batch_system_refuses(batch, args, refusal):
     text = render(batch, "--gpus-per-node", "2", *args)
-    parse, config = (pbs_emulator.parse_submission, _pbs_config("pbspro")) if batch == "pbs" else (lsf_emulator.parse_submission, _lsf_config())
+    parse, config = (
+        (pbs_emulator.parse_submission, _pbs_config("pbspro"))
+        if batch == "pbs"
+        else (lsf_emulator.parse_submission, _lsf_config())
+    )
     with pytest.raises(Rejected) as info:
         parse(text, (), config)
     assert refusal in info.value.message.lower()
 
 
 def test_job_script_for_matches_the_cli():
-    assert render("sge", "--gpus-per-node", "2") == job_script_for("sge", with_job_size({"gpus_per_node": 2}), name="gpujobqueue-worker")
+    assert render("sge", "--gpus-per-node", "2") == job_script_for(
+        "sge", with_job_size({"gpus_per_node": 2}), name="gpujobqueue-worker"
+    )
 
 
 # Grid Engine: the real qsub verifies each rendering against the fixture's queues, complexes,
 # parallel environment and project (`-w v` submits nothing).
 SGE_RENDERINGS = {
-    "complex, every option": ["--gpus-per-node", "4", "--cores", "2", "--parallel-environment", "smp", "--queue", "gpu.q", "--account", "gpujq",
-                              "--resource-spec", "h_vmem=1G", "--walltime", "02:00:00", "--log-directory", "/tmp/logs", "--job-extra-directives", "-m n"],
+    "complex, every option": [
+        "--gpus-per-node",
+        "4",
+        "--cores",
+        "2",
+        "--parallel-environment",
+        "smp",
+        "--queue",
+        "gpu.q",
+        "--account",
+        "gpujq",
+        "--resource-spec",
+        "h_vmem=1G",
+        "--walltime",
+        "02:00:00",
+        "--log-directory",
+        "/tmp/logs",
+        "--job-extra-directives",
+        "-m n",
+    ],
     "complex, one GPU per slot": ["--gpus-per-node", "2", "--cores", "2", "--parallel-environment", "smp"],
     "complex, no parallel environment": ["--gpus-per-node", "2"],
-    "job consumable": ["--gpus-per-node", "2", "--cores", "8", "--parallel-environment", "smp", "--gpu-consumable", "job", "--gpu-complex", "gpus"],
+    "job consumable": [
+        "--gpus-per-node",
+        "2",
+        "--cores",
+        "8",
+        "--parallel-environment",
+        "smp",
+        "--gpu-consumable",
+        "job",
+        "--gpu-complex",
+        "gpus",
+    ],
     "resource type": ["--gpus-per-node", "4", "--gpu-request", "resource-type", "--resource-type", "rt_F"],
-    "queue implies GPUs": ["--gpus-per-node", "2", "--gpu-request", "none", "--queue", "debug.q", "--walltime", "00:20:00"],
+    "queue implies GPUs": [
+        "--gpus-per-node",
+        "2",
+        "--gpu-request",
+        "none",
+        "--queue",
+        "debug.q",
+        "--walltime",
+        "00:20:00",
+    ],
     "exclusive": ["--gpus-per-node", "2", "--exclusive"],
 }
 
@@ -129,7 +246,9 @@ SGE_ONE_HOST_STAND_IN = {"sge-2-nodes-resource-type-mpiexec-openmpi.sh": ("-l", 
 @pytest.mark.parametrize("case", sorted(SGE_RENDERINGS))
 def test_rendered_sge_script_is_accepted_by_the_real_qsub(sge, tmp_path, case):
     result = qsub_verify(sge, render("sge", *SGE_RENDERINGS[case]), tmp_path)
-    assert result.returncode == 0 and "found suitable queue" in result.stdout, f"qsub -w v refused {case}:\n{result.stdout}{result.stderr}"
+    assert result.returncode == 0 and "found suitable queue" in result.stdout, (
+        f"qsub -w v refused {case}:\n{result.stdout}{result.stderr}"
+    )
     assert not sge.job_ids(), "-w v must not queue anything"
 
 
@@ -137,16 +256,24 @@ def test_rendered_sge_script_is_accepted_by_the_real_qsub(sge, tmp_path, case):
 @pytest.mark.parametrize("golden", sorted(p.name for p in GOLDEN.glob("sge-*.sh")))
 def test_golden_sge_script_is_accepted_by_the_real_qsub(sge, tmp_path, golden):
     result = qsub_verify(sge, (GOLDEN / golden).read_text(), tmp_path, *SGE_ONE_HOST_STAND_IN.get(golden, ()))
-    assert result.returncode == 0 and "found suitable queue" in result.stdout, f"qsub -w v refused {golden}:\n{result.stdout}{result.stderr}"
+    assert result.returncode == 0 and "found suitable queue" in result.stdout, (
+        f"qsub -w v refused {golden}:\n{result.stdout}{result.stderr}"
+    )
 
 
 @pytest.mark.sge
-@pytest.mark.parametrize("args, refusal", [
-    (["--gpus-per-node", "5"], "offers only hc:gpu=4"),
-    (["--gpus-per-node", "4", "--cores", "2", "--parallel-environment", "smp", "--gpu-consumable", "job"], "no suitable queues"),  # a per-slot complex asked per job: 8 GPUs
-    (["--queue", "debug.q", "--walltime", "01:00:00"], "cannot run in queue \"debug.q\""),
-    (["--account", "nosuchproject"], "does not exist"),
-])
+@pytest.mark.parametrize(
+    "args, refusal",
+    [
+        (["--gpus-per-node", "5"], "offers only hc:gpu=4"),
+        (
+            ["--gpus-per-node", "4", "--cores", "2", "--parallel-environment", "smp", "--gpu-consumable", "job"],
+            "no suitable queues",
+        ),  # a per-slot complex asked per job: 8 GPUs
+        (["--queue", "debug.q", "--walltime", "01:00:00"], 'cannot run in queue "debug.q"'),
+        (["--account", "nosuchproject"], "does not exist"),
+    ],
+)
 def test_the_real_qsub_refuses_what_grid_engine_cannot_run(sge, tmp_path, args, refusal):
     result = qsub_verify(sge, render("sge", *args), tmp_path)
     assert result.returncode != 0 and refusal in result.stdout + result.stderr, result.stdout + result.stderr

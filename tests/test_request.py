@@ -30,7 +30,9 @@ def test_walltime_timedelta_and_round_trip():
     assert format_walltime(90061) == "1-01:01:01"
 
 
-@pytest.mark.parametrize("text", ["25:99", "1:2:3:4", "01:60:00", "1-24:00:00", "abc", "00:00:00", "-5", "1h", "01:00:00\n#SBATCH -A x"])
+@pytest.mark.parametrize(
+    "text", ["25:99", "1:2:3:4", "01:60:00", "1-24:00:00", "abc", "00:00:00", "-5", "1h", "01:00:00\n#SBATCH -A x"]
+)
 def test_bad_walltime_names_field_and_forms(text):
     with pytest.raises(ValidationError) as info:
         parse_walltime("walltime", text)
@@ -39,7 +41,9 @@ def test_bad_walltime_names_field_and_forms(text):
     assert isinstance(info.value, GPUJobQueueError)
 
 
-@pytest.mark.parametrize("text, nbytes", [("60GiB", 60 * 2**30), ("512 MB", 512 * 10**6), ("2TB", 2 * 10**12), (1024, 1024)])
+@pytest.mark.parametrize(
+    "text, nbytes", [("60GiB", 60 * 2**30), ("512 MB", 512 * 10**6), ("2TB", 2 * 10**12), (1024, 1024)]
+)
 def test_sizes(text, nbytes):
     assert parse_size("memory", text) == nbytes
 
@@ -57,7 +61,9 @@ def test_slurm_memory_rounds_up_in_binary_units():
 
 
 def test_request_from_settings_derives_cpus_and_memory_per_gpu():
-    request = JobRequest.from_settings({"gpus_per_node": 4, "cpus_per_gpu": 8, "memory_per_gpu": "60GiB", "walltime": "02:00:00", "queue": "gpu"})
+    request = JobRequest.from_settings(
+        {"gpus_per_node": 4, "cpus_per_gpu": 8, "memory_per_gpu": "60GiB", "walltime": "02:00:00", "queue": "gpu"}
+    )
     assert request.cpus_per_node == 32
     assert request.memory_per_node == 240 * 2**30
     assert request.walltime == 7200
@@ -112,13 +118,16 @@ def test_job_paths_keep_variables_for_the_node():
             parse_job_path("local_directory", bad)
 
 
-@pytest.mark.parametrize("walltime, margin", [
-    ("00:01:00", 15),  # a quarter of a minute
-    ("00:02:00", 20),  # the least margin: a 2-minute job works 100 s, not 60
-    ("00:10:00", 30),  # 5 %
-    ("01:00:00", 180),
-    ("1-00:00:00", 600),  # at most ten minutes
-])
+@pytest.mark.parametrize(
+    "walltime, margin",
+    [
+        ("00:01:00", 15),  # a quarter of a minute
+        ("00:02:00", 20),  # the least margin: a 2-minute job works 100 s, not 60
+        ("00:10:00", 30),  # 5 %
+        ("01:00:00", 180),
+        ("1-00:00:00", 600),  # at most ten minutes
+    ],
+)
 def test_the_automatic_walltime_margin_is_5_percent_within_20_s_to_10_min_and_a_quarter_at_most(walltime, margin):
     request = JobRequest.from_settings({"walltime": walltime, "gpus_per_node": 1})
     assert request.walltime - request.worker_lifetime == margin

@@ -26,14 +26,19 @@ def perlmutter_line(key: str) -> str:
 
 
 # The command line names its options (--memory), not the keywords (memory=).
-@pytest.mark.parametrize("options, words", [
-    (["--memory", "2TB"], "--memory '2TB' per node asked but regular nodes have 256GB"),
-    (["--memory-per-gpu", "100GB"],
-     "--memory-per-gpu '100GB' x 4 GPUs = 372.5 GiB per node asked but regular nodes have 256GB"),
-    (["--memory", "600GB", "--nodes", "2"], "--memory '600GB' over 2 nodes = 279.4 GiB per node asked"),
-    (["--cores", "256"], "--cores 256 per node asked but regular nodes have 128"),
-    (["--cpus-per-gpu", "33"], "--cpus-per-gpu 33 x 4 GPUs = 132 cores per node asked but regular nodes have 128"),
-])
+@pytest.mark.parametrize(
+    "options, words",
+    [
+        (["--memory", "2TB"], "--memory '2TB' per node asked but regular nodes have 256GB"),
+        (
+            ["--memory-per-gpu", "100GB"],
+            "--memory-per-gpu '100GB' x 4 GPUs = 372.5 GiB per node asked but regular nodes have 256GB",
+        ),
+        (["--memory", "600GB", "--nodes", "2"], "--memory '600GB' over 2 nodes = 279.4 GiB per node asked"),
+        (["--cores", "256"], "--cores 256 per node asked but regular nodes have 128"),
+        (["--cpus-per-gpu", "33"], "--cpus-per-gpu 33 x 4 GPUs = 132 cores per node asked but regular nodes have 128"),
+    ],
+)
 def test_render_refuses_more_than_the_node_has_naming_keyword_value_and_site_file(options, words):
     # `render perlmutter --memory 2TB` wrote --mem=1907349M for a 256 GB node.
     result = gpujobqueue("render", "perlmutter", "--account", "m1234_g", *options)
@@ -50,14 +55,19 @@ def test_render_writes_what_the_node_has():
     assert "#SBATCH --mem=240G" in result.stdout
 
 
-@pytest.mark.parametrize("keywords, field", [
-    ({"memory": "2TB"}, "memory"),
-    ({"memory_per_gpu": "65GiB"}, "memory_per_gpu"),
-    ({"cpus_per_gpu": 40}, "cpus_per_gpu"),
-])
+@pytest.mark.parametrize(
+    "keywords, field",
+    [
+        ({"memory": "2TB"}, "memory"),
+        ({"memory_per_gpu": "65GiB"}, "memory_per_gpu"),
+        ({"cpus_per_gpu": 40}, "cpus_per_gpu"),
+    ],
+)
 def test_a_cluster_asking_more_than_the_node_has_is_refused_before_it_starts(keywords, field):
     with pytest.raises(SiteConfigError) as info:
-        GPUCluster(site="perlmutter", account="m1234_g", scheduler_options={"dashboard_address": "127.0.0.1:0"}, **keywords)
+        GPUCluster(
+            site="perlmutter", account="m1234_g", scheduler_options={"dashboard_address": "127.0.0.1:0"}, **keywords
+        )
     assert info.value.field == field
     assert info.value.key in ("node.memory", "node.cpus")
     assert f"{field}={keywords[field]!r}" in str(info.value)

@@ -8,7 +8,6 @@ computed from the site file: the largest node count and walltime each queue or b
 from __future__ import annotations
 
 import logging
-import shutil
 import warnings
 from pathlib import Path
 
@@ -109,7 +108,7 @@ def test_the_choice_is_logged_and_written_in_the_script(caplog):
         warnings.simplefilter("ignore")
         script = job_script_for("polaris", {"nodes": 12, "walltime": "03:00:00", "account": ACCOUNT}, name="w")
     why = "queue prod: 12 nodes, 03:00:00 fit its 10-24 node bin (small, max 03:00:00)"
-    assert f"#PBS -q prod\n" in script and f"# The site chose the {why}.\n" in script
+    assert "#PBS -q prod\n" in script and f"# The site chose the {why}.\n" in script
     assert f"site polaris chose {why}" in caplog.text
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -122,21 +121,25 @@ def test_the_choice_is_logged_and_written_in_the_script(caplog):
 def test_a_named_queue_gets_no_comment_and_the_default_queue_without_bins_none_either():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        named = job_script_for("polaris", {"queue": "prod", "nodes": 12, "walltime": "03:00:00", "account": ACCOUNT},
-                               name="w")
+        named = job_script_for(
+            "polaris", {"queue": "prod", "nodes": 12, "walltime": "03:00:00", "account": ACCOUNT}, name="w"
+        )
         default = job_script_for("polaris", {"account": ACCOUNT}, name="w")
     assert "#PBS -q prod\n" in named and "site chose" not in named
     assert "#PBS -q debug\n" in default and "site chose" not in default
 
 
-@pytest.mark.parametrize("site, queue, nodes, walltime, taker", [
-    ("polaris", "debug", 12, "03:00:00", "prod"),
-    ("polaris", "prod", 4, "02:00:00", "capacity"),
-    ("polaris", "prod", 12, "06:00:00", None),
-    ("frontier", "batch", 10, "04:00:00", "extended"),
-    ("frontier", "extended", 100, "06:00:00", "batch"),
-    ("aurora", "prod-large", 100, "06:00:00", "prod"),
-])
+@pytest.mark.parametrize(
+    "site, queue, nodes, walltime, taker",
+    [
+        ("polaris", "debug", 12, "03:00:00", "prod"),
+        ("polaris", "prod", 4, "02:00:00", "capacity"),
+        ("polaris", "prod", 12, "06:00:00", None),
+        ("frontier", "batch", 10, "04:00:00", "extended"),
+        ("frontier", "extended", 100, "06:00:00", "batch"),
+        ("aurora", "prod-large", 100, "06:00:00", "prod"),
+    ],
+)
 def test_a_named_queue_that_cannot_take_the_job_names_the_one_that_can(site, queue, nodes, walltime, taker):
     with pytest.raises(QueueRefusedError) as info:
         parse(site, queue=queue, nodes=nodes, walltime=walltime)
@@ -192,14 +195,17 @@ def test_routing_false_and_debug_queues_are_left_out_unless_routing_true(tmp_pat
     (tmp_path / "minimal.yaml").write_text(shorter)
     with pytest.raises(QueueRefusedError, match="name queue='debug'"):
         parse("minimal", walltime="00:20:00")
-    (tmp_path / "minimal.yaml").write_text(shorter.replace('max_nodes: 1\n', 'max_nodes: 1\n    routing: true\n'))
+    (tmp_path / "minimal.yaml").write_text(shorter.replace("max_nodes: 1\n", "max_nodes: 1\n    routing: true\n"))
     assert parse("minimal", walltime="00:20:00")[1].queue == "debug"
 
 
-@pytest.mark.parametrize("name, key, words", [
-    ("overlapping-walltime-bins", "queues.gpu.walltime_by_nodes.1.nodes", "overlaps bin 0 (1-2)"),
-    ("walltime-bin-past-max-nodes", "queues.gpu.walltime_by_nodes.1.nodes", "leaves the queue's own node range"),
-])
+@pytest.mark.parametrize(
+    "name, key, words",
+    [
+        ("overlapping-walltime-bins", "queues.gpu.walltime_by_nodes.1.nodes", "overlaps bin 0 (1-2)"),
+        ("walltime-bin-past-max-nodes", "queues.gpu.walltime_by_nodes.1.nodes", "leaves the queue's own node range"),
+    ],
+)
 def test_bins_that_overlap_or_leave_the_queue_are_refused_by_the_file_check(name, key, words):
     with pytest.raises(SiteConfigError) as info:
         load_site(SITES / "broken" / f"{name}.yaml")
@@ -207,13 +213,19 @@ def test_bins_that_overlap_or_leave_the_queue_are_refused_by_the_file_check(name
     assert any(p.key == key and words in p.message for p in problems), [str(p) for p in problems]
 
 
-@pytest.mark.parametrize("bins, key, words", [
-    ('[{nodes: 3-2, max_walltime: "01:00:00"}]', "queues.gpu.walltime_by_nodes.0.nodes", "1 <= N <= M"),
-    ('[{nodes: 1-4, max_walltime: "2-00:00:00"}]', "queues.gpu.walltime_by_nodes.0.max_walltime",
-     "over the queue's max_walltime"),
-    ('[{nodes: 1-4, max_walltime: "25:99"}]', "queues.gpu.walltime_by_nodes.0.max_walltime", ""),
-    ('[{nodes: "1-4", max_walltime: "01:00:00", extra: 1}]', "queues.gpu.walltime_by_nodes.0.extra", "unknown key"),
-])
+@pytest.mark.parametrize(
+    "bins, key, words",
+    [
+        ('[{nodes: 3-2, max_walltime: "01:00:00"}]', "queues.gpu.walltime_by_nodes.0.nodes", "1 <= N <= M"),
+        (
+            '[{nodes: 1-4, max_walltime: "2-00:00:00"}]',
+            "queues.gpu.walltime_by_nodes.0.max_walltime",
+            "over the queue's max_walltime",
+        ),
+        ('[{nodes: 1-4, max_walltime: "25:99"}]', "queues.gpu.walltime_by_nodes.0.max_walltime", ""),
+        ('[{nodes: "1-4", max_walltime: "01:00:00", extra: 1}]', "queues.gpu.walltime_by_nodes.0.extra", "unknown key"),
+    ],
+)
 def test_a_bin_that_does_not_parse_is_refused_naming_its_key(tmp_path, bins, key, words):
     path = tmp_path / "minimal.yaml"
     with_bins = f"    max_nodes: 4\n    walltime_by_nodes: {bins}\n"
@@ -238,6 +250,7 @@ def test_a_job_in_a_gap_between_bins_is_refused(tmp_path, monkeypatch):
 
 # -- the routed scripts go to the PBS emulator, set up with Polaris' queues and their limits --
 
+
 def polaris_server():
     """A PBS server with Polaris' queues, each with its node-count and walltime limits
     (``resources_min/max.nodect``, ``resources_max.walltime``), and Polaris' node."""
@@ -246,15 +259,20 @@ def polaris_server():
     site = load_site("polaris")
     node, queues = site.data["node"], {}
     for name, queue in site.data["queues"].items():
-        queues[name] = {"resources_max": {"walltime": queue["max_walltime"], "nodect": queue["max_nodes"]},
-                        "resources_min": {"nodect": queue.get("min_nodes", 1)}}
+        queues[name] = {
+            "resources_max": {"walltime": queue["max_walltime"], "nodect": queue["max_nodes"]},
+            "resources_min": {"nodect": queue.get("min_nodes", 1)},
+        }
     memory = node["memory"].lower().replace("ib", "")  # 503GiB -> 503gb: PBS sizes are binary
-    return pbs_emulator.default_config("pbspro", ncpus=node["cpus"], ngpus=node["gpus"], mem=memory, queues=queues,
-                                       default_queue="debug")
+    return pbs_emulator.default_config(
+        "pbspro", ncpus=node["cpus"], ngpus=node["gpus"], mem=memory, queues=queues, default_queue="debug"
+    )
 
 
-@pytest.mark.parametrize("nodes, walltime, queue", [(2, "01:00:00", "debug"), (4, "7-00:00:00", "capacity"),
-                                                    (24, "03:00:00", "prod"), (496, "24:00:00", "prod")])
+@pytest.mark.parametrize(
+    "nodes, walltime, queue",
+    [(2, "01:00:00", "debug"), (4, "7-00:00:00", "capacity"), (24, "03:00:00", "prod"), (496, "24:00:00", "prod")],
+)
 def test_the_routed_script_is_accepted_by_a_pbs_server_with_polaris_queues(nodes, walltime, queue):
     from emulators import pbs as pbs_emulator
     from emulators.common import Rejected

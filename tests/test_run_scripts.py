@@ -64,10 +64,38 @@ def render_run_script(tmp_path, batch, *options, exit_code=7):
     script = tmp_path / "analysis.py"
     script.write_text(ANALYSIS)
     (tmp_path / "stranger.py").write_text(STRANGER)
-    args = [sys.executable, "-m", "gpujobqueue.cli", "render", batch, "--gpus-per-node", "2", "--worker-mode", "per-device",
-            "--python", sys.executable, "--walltime", "00:10:00", "--memory-per-gpu", "512MiB", "--cpus-per-gpu", "1", "--log-directory", str(tmp_path), "--env", f"EXIT_CODE={exit_code}",
-            "--env", f"STRANGER={tmp_path / 'stranger.py'}",
-            *options, "--run", str(script), "--", str(tmp_path / "report.json"), "--flag", "two words"]
+    args = [
+        sys.executable,
+        "-m",
+        "gpujobqueue.cli",
+        "render",
+        batch,
+        "--gpus-per-node",
+        "2",
+        "--worker-mode",
+        "per-device",
+        "--python",
+        sys.executable,
+        "--walltime",
+        "00:10:00",
+        "--memory-per-gpu",
+        "512MiB",
+        "--cpus-per-gpu",
+        "1",
+        "--log-directory",
+        str(tmp_path),
+        "--env",
+        f"EXIT_CODE={exit_code}",
+        "--env",
+        f"STRANGER={tmp_path / 'stranger.py'}",
+        *options,
+        "--run",
+        str(script),
+        "--",
+        str(tmp_path / "report.json"),
+        "--flag",
+        "two words",
+    ]
     result = subprocess.run(args, capture_output=True, text=True, check=True)
     path = tmp_path / "job.sh"
     path.write_text(result.stdout)
@@ -91,7 +119,9 @@ def check_private(report):
     assert report["scheduler_address"].startswith("tls://127.0.0.1:"), report
     assert all(address.startswith("tls://") for address in report["worker_addresses"]), report
     assert report["stranger_refused"] == "2", report
-    assert report["credential_modes"] == {".": "0o700", "ca.pem": "0o600", "cert.pem": "0o600", "key.pem": "0o600"}, report
+    assert report["credential_modes"] == {".": "0o700", "ca.pem": "0o600", "cert.pem": "0o600", "key.pem": "0o600"}, (
+        report
+    )
 
 
 @pytest.mark.slurm
@@ -125,21 +155,34 @@ def test_run_script_submitted_by_hand_to_grid_engine(sge, tmp_path):
 
 def test_run_script_runs_on_this_machine_with_the_local_batch_system(tmp_path):
     path = render_run_script(tmp_path, "local", exit_code=0)
-    result = subprocess.run(["bash", str(path)], capture_output=True, text=True, cwd=tmp_path, timeout=180,
-                            env={"PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": "2,5", "HOME": str(tmp_path)})
+    result = subprocess.run(
+        ["bash", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=180,
+        env={"PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": "2,5", "HOME": str(tmp_path)},
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["worker_devices"] == ["2", "5"] and report["sum"] == 5050
     check_private(report)
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--run", "/nonexistent/analysis.py"], "is not a file"),
-    (["--", "stray"], "arguments after -- are for the --run script"),
-    (["--scheduler-address", "tcp://10.0.0.1:8786", "--run", __file__], "--run starts its own scheduler"),
-    (["--gpu-request", "csm", "--queue", "batch", "--account", "ABC", "--run", __file__], "launch node"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--run", "/nonexistent/analysis.py"], "is not a file"),
+        (["--", "stray"], "arguments after -- are for the --run script"),
+        (["--scheduler-address", "tcp://10.0.0.1:8786", "--run", __file__], "--run starts its own scheduler"),
+        (["--gpu-request", "csm", "--queue", "batch", "--account", "ABC", "--run", __file__], "launch node"),
+    ],
+)
 def test_run_refuses_what_it_cannot_do(args, words):
     batch = "lsf" if "csm" in args else "slurm"
-    result = subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "render", batch, *with_size_options(args)], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "gpujobqueue.cli", "render", batch, *with_size_options(args)],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode != 0 and words in result.stderr, result.stderr

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from fixtures.sge import SGECommandError, SGETestCluster
 
 pytestmark = pytest.mark.sge
@@ -53,8 +52,9 @@ exit 1
 
     def info(self, timeout: float = 15.0) -> dict[str, str]:
         """What the job saw once it runs: id, queue, slots, SGE_HGR_gpu, CUDA_VISIBLE_DEVICES."""
-        text = wait_for(lambda: self.info_path.exists() and self.info_path.read_text().strip(),
-                        timeout, f"job {self.name} to start")
+        text = wait_for(
+            lambda: self.info_path.exists() and self.info_path.read_text().strip(), timeout, f"job {self.name} to start"
+        )
         keys = ("job_id", "queue", "nslots", "hgr", "cuda")
         return dict(zip(keys, text.split("|")))
 
@@ -79,9 +79,11 @@ def gone(cluster: SGETestCluster, job_id: str, timeout: float = 15.0) -> None:
 
 def test_a_job_runs_python3_in_the_default_queue_and_writes_a_file(cluster, tmp_path):
     script = tmp_path / "job.sh"
-    script.write_text("#!/bin/bash\n#$ -cwd\necho \"queue=$QUEUE\"\n"
-                      "python3 -c 'import sys; open(\"out.txt\", \"w\").write(\"python %d\" % "
-                      "sys.version_info[0])'\n")
+    script.write_text(
+        '#!/bin/bash\n#$ -cwd\necho "queue=$QUEUE"\n'
+        'python3 -c \'import sys; open("out.txt", "w").write("python %d" % '
+        "sys.version_info[0])'\n"
+    )
     job_id = cluster.qsub(str(script), cwd=tmp_path)
     assert job_id.isdigit()
     gone(cluster, job_id)
@@ -151,8 +153,7 @@ def test_debug_queue_walltime_limit_is_refused_with_w_e(cluster, tmp_path):
         cluster.qsub("-w", "e", "-l", "h_rt=1:00:00", "-q", "debug.q", script)
     with pytest.raises(SGECommandError, match="no suitable queues"):
         cluster.qsub("-w", "e", "-l", "h_rt=25:00:00", script)
-    verify = cluster.run("qsub", "-w", "v", "-l", "h_rt=1:00:00", "-q", "debug.q", script,
-                         check=False)
+    verify = cluster.run("qsub", "-w", "v", "-l", "h_rt=1:00:00", "-q", "debug.q", script, check=False)
     assert verify.returncode == 1
     assert 'cannot run in queue "debug.q"' in verify.stdout + verify.stderr
     ok = cluster.run("qsub", "-w", "v", "-l", "h_rt=0:10:0", "-q", "debug.q", script)
@@ -163,8 +164,9 @@ def test_debug_queue_walltime_limit_is_refused_with_w_e(cluster, tmp_path):
 
 
 def test_w_v_says_a_valid_job_would_run_and_submits_nothing(cluster, tmp_path):
-    result = cluster.run("qsub", "-w", "v", "-l", "gpu=2", "-pe", "smp", "2", "-P", "gpujq",
-                         str(HeldJob(tmp_path, "ok").script))
+    result = cluster.run(
+        "qsub", "-w", "v", "-l", "gpu=2", "-pe", "smp", "2", "-P", "gpujq", str(HeldJob(tmp_path, "ok").script)
+    )
     assert result.returncode == 0
     assert "verification: found suitable queue(s)" in result.stdout
     time.sleep(1)
@@ -181,24 +183,25 @@ def test_pe_slots_and_project_are_accepted_and_unknown_projects_refused(cluster,
     assert "project:                    gpujq" in details
     assert "parallel environment:  smp range: 2" in details
     job.release()
-    with pytest.raises(SGECommandError,
-                       match='the requested project "nosuchproject" does not exist'):
+    with pytest.raises(SGECommandError, match='the requested project "nosuchproject" does not exist'):
         cluster.qsub("-P", "nosuchproject", str(job.script))
 
 
 def test_qdel_kills_a_running_job_and_frees_its_gpus(cluster, tmp_path):
     script = tmp_path / "sleeper.sh"
-    script.write_text("#!/bin/bash\n#$ -cwd\nsleep 300 &\necho \"$$ $!\" > pids.tmp\n"
-                      "mv pids.tmp pids\nwait\n")
+    script.write_text('#!/bin/bash\n#$ -cwd\nsleep 300 &\necho "$$ $!" > pids.tmp\nmv pids.tmp pids\nwait\n')
     job_id = cluster.qsub("-l", "gpu=1", str(script), cwd=tmp_path)
-    pids = [int(p) for p in wait_for(lambda: (tmp_path / "pids").exists()
-                                     and (tmp_path / "pids").read_text().split(), 15, "the job")]
+    pids = [
+        int(p)
+        for p in wait_for(
+            lambda: (tmp_path / "pids").exists() and (tmp_path / "pids").read_text().split(), 15, "the job"
+        )
+    ]
     assert all(Path(f"/proc/{pid}").exists() for pid in pids)
     assert len(cluster.allocated_devices(job_id)) == 1
     cluster.run("qdel", job_id)
     assert cluster.wait_queue_empty(10) and cluster.job_ids() == []
-    wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in pids), 5,
-             "the job's processes to be gone")
+    wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in pids), 5, "the job's processes to be gone")
     assert cluster.allocated_devices(job_id) == []
 
 
@@ -227,8 +230,7 @@ def test_rt_F_gets_all_four_gpus_and_the_node_to_itself(cluster, tmp_path):
 
 def test_V_passes_the_submitting_environment(cluster, tmp_path, monkeypatch):
     script = tmp_path / "env.sh"
-    script.write_text("#!/bin/bash\n#$ -cwd\n"
-                      "python3 -c 'import os; print(os.environ.get(\"GPUJQ_PROBE\", \"unset\"))'\n")
+    script.write_text('#!/bin/bash\n#$ -cwd\npython3 -c \'import os; print(os.environ.get("GPUJQ_PROBE", "unset"))\'\n')
     monkeypatch.setenv("GPUJQ_PROBE", "from-the-submitter")
     with_v = cluster.qsub("-V", str(script), cwd=tmp_path)
     without = cluster.qsub(str(script), cwd=tmp_path)
@@ -241,10 +243,13 @@ def test_V_passes_the_submitting_environment(cluster, tmp_path, monkeypatch):
 def test_plain_subprocess_calls_reach_the_cluster(cluster, tmp_path):
     assert os.environ["SGE_ROOT"] == cluster.env["SGE_ROOT"]
     assert Path(shutil.which("qsub")).parent == cluster.bin_dir
-    submitted = subprocess.run(["qsub", "-terse", "-b", "y", "-o", "/dev/null", "-j", "y",
-                                "sleep", "30"], capture_output=True, text=True, check=True)
+    submitted = subprocess.run(
+        ["qsub", "-terse", "-b", "y", "-o", "/dev/null", "-j", "y", "sleep", "30"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     job_id = submitted.stdout.strip()
-    assert job_id in subprocess.run(["qstat", "-u", "*"], capture_output=True, text=True,
-                                    check=True).stdout
+    assert job_id in subprocess.run(["qstat", "-u", "*"], capture_output=True, text=True, check=True).stdout
     subprocess.run(["qdel", job_id], capture_output=True, check=True)
     assert cluster.wait_queue_empty(10)

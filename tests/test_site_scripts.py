@@ -13,12 +13,12 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from emulators import lsf as lsf_emulator
 from emulators import pbs as pbs_emulator
 from emulators.common import Rejected
-from gpujobqueue.sites import detect_site, load_site
 from site_samples import SAMPLE_HOSTNAMES, SHIPPED, UNRELATED_HOSTNAMES, site_job_script
+
+from gpujobqueue.sites import detect_site, load_site
 
 GOLDEN = Path(__file__).parent / "golden" / "sites"
 BY_SCHEDULER = {name: load_site(name).scheduler for name in SHIPPED}
@@ -36,6 +36,7 @@ def _shipped_sites_only(monkeypatch):
 
 # -- golden files ---------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", SHIPPED)
 def test_site_script_matches_its_golden_file(name):
     text = site_job_script(name)
@@ -52,21 +53,34 @@ def test_every_site_golden_file_is_a_shipped_site():
 
 @pytest.mark.parametrize("name", ["perlmutter", "polaris", "summit", "tsubame4"])
 def test_render_site_on_the_command_line_gives_the_golden_script(name):
-    args = ["--walltime", "00:30:00", "--python", "python3", "--name", "w", "--scheduler-address", "tls://10.0.0.1:8786"]
+    args = [
+        "--walltime",
+        "00:30:00",
+        "--python",
+        "python3",
+        "--name",
+        "w",
+        "--scheduler-address",
+        "tls://10.0.0.1:8786",
+    ]
     golden = (GOLDEN / f"{name}.sh").read_text()
     account = re.search(r"^(?:#SBATCH --account=|#PBS -A |#BSUB -P )(\S+)$", golden, re.M)
     if account:
         args += ["--account", account.group(1)]
-    result = subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "render", name, *args], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "gpujobqueue.cli", "render", name, *args], capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout == golden
 
 
 # -- SLURM: the real sbatch -----------------------------------------------------------------
 
+
 def fit_to_fixture_slurm(text, slurm):
     """Map a site's partition, constraint, GPU type and node size to the fixture's, and its cluster
     (``--clusters``, wICE) to the fixture's only one; every other directive is left as the site wrote it."""
+
     def directive(match):
         key, value = match.group(1), match.group(2)
         if key == "clusters":  # the fixture is one cluster without slurmdbd, which --clusters would query
@@ -90,15 +104,18 @@ def fit_to_fixture_slurm(text, slurm):
 
 
 def test_the_slurm_mapping_changes_only_site_values():
-    text = ("#SBATCH --partition=GPU\n#SBATCH --gres=gpu:v100-32:8\n#SBATCH --gres=gpu:4\n#SBATCH --qos=regular\n"
-            "#SBATCH --account=m1234_g\n#SBATCH --clusters=wice\n")
+    text = (
+        "#SBATCH --partition=GPU\n#SBATCH --gres=gpu:v100-32:8\n#SBATCH --gres=gpu:4\n#SBATCH --qos=regular\n"
+        "#SBATCH --account=m1234_g\n#SBATCH --clusters=wice\n"
+    )
 
     class Fixture:
         partition, feature, gpu_type, gpu_count, cpus, real_memory_mb = "gpu", "gpu", "h200", 4, 2, 8000
 
     assert fit_to_fixture_slurm(text, Fixture) == (
         "#SBATCH --partition=gpu\n#SBATCH --gres=gpu:h200:4\n#SBATCH --gres=gpu:4\n#SBATCH --qos=regular\n#SBATCH --account=m1234_g\n"
-        "# --clusters=wice: the fixture's one cluster\n")
+        "# --clusters=wice: the fixture's one cluster\n"
+    )
 
 
 @pytest.mark.slurm
@@ -107,11 +124,14 @@ def test_slurm_site_script_is_accepted_by_the_real_sbatch(slurm, tmp_path, name)
     path = tmp_path / "job.sh"
     path.write_text(fit_to_fixture_slurm((GOLDEN / f"{name}.sh").read_text(), slurm))
     result = subprocess.run(["sbatch", "--test-only", str(path)], capture_output=True, text=True, cwd=tmp_path)
-    assert result.returncode == 0 and "to start at" in result.stderr, f"sbatch --test-only refused {name}:\n{result.stderr}\n{path.read_text()}"
+    assert result.returncode == 0 and "to start at" in result.stderr, (
+        f"sbatch --test-only refused {name}:\n{result.stderr}\n{path.read_text()}"
+    )
     assert not slurm.squeue_ids()
 
 
 # -- PBS and LSF: the emulators, configured as the site ---------------------------------------
+
 
 def _size(value):
     return value.lower().replace("ib", "")  # 512GB -> 512gb, 96GiB -> 96g (PBS sizes are binary)
@@ -125,8 +145,14 @@ def pbs_server_of(site):
         limits = {"walltime": queue["max_walltime"]} if queue.get("max_walltime") else {}
         queues[queue.get("partition") or name] = {"resources_max": limits}
     default = site.queue(site.data["default_queue"])
-    return pbs_emulator.default_config("pbspro", ncpus=node["cpus"], ngpus=node["gpus"], mem=_size(node["memory"]), queues=queues,
-                                       default_queue=default.get("partition") or site.data["default_queue"])
+    return pbs_emulator.default_config(
+        "pbspro",
+        ncpus=node["cpus"],
+        ngpus=node["gpus"],
+        mem=_size(node["memory"]),
+        queues=queues,
+        default_queue=default.get("partition") or site.data["default_queue"],
+    )
 
 
 def lsf_server_of(site):
@@ -136,8 +162,13 @@ def lsf_server_of(site):
     for name, queue in site.data["queues"].items():
         limits = {"run_limit_min": _minutes(queue["max_walltime"])} if queue.get("max_walltime") else {}
         queues[queue.get("partition") or name] = {**limits, "csm": csm, "exclusive": queue.get("whole_node", True)}
-    return lsf_emulator.default_config(ncpus=node["cpus"], ngpus=node["gpus"], mem=_size(node["memory"]), queues=queues,
-                                       default_queue=site.data["default_queue"])
+    return lsf_emulator.default_config(
+        ncpus=node["cpus"],
+        ngpus=node["gpus"],
+        mem=_size(node["memory"]),
+        queues=queues,
+        default_queue=site.data["default_queue"],
+    )
 
 
 def _minutes(walltime):
@@ -161,6 +192,7 @@ def test_lsf_site_script_is_accepted_by_the_lsf_grammar(name):
 
 # -- Grid Engine: the real qsub -------------------------------------------------------------
 
+
 def fit_to_fixture_sge(text, sge):
     """Map a site's resource type and queue to the fixture's (``rt_F``, ``gpu.q``)."""
     text = re.sub(r"^#\$ -l (?!h_rt=|gpu=)[A-Za-z_]+=1$", "#$ -l rt_F=1", text, flags=re.M)
@@ -173,11 +205,14 @@ def test_sge_site_script_is_accepted_by_the_real_qsub(sge, tmp_path, name):
     path = tmp_path / "job.sh"
     path.write_text(fit_to_fixture_sge((GOLDEN / f"{name}.sh").read_text(), sge))
     result = sge.run("qsub", "-w", "v", str(path), cwd=tmp_path, check=False)
-    assert result.returncode == 0 and "found suitable queue" in result.stdout, f"qsub -w v refused {name}:\n{result.stdout}{result.stderr}"
+    assert result.returncode == 0 and "found suitable queue" in result.stdout, (
+        f"qsub -w v refused {name}:\n{result.stdout}{result.stderr}"
+    )
     assert not sge.job_ids()
 
 
 # -- detection ------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", sorted(SAMPLE_HOSTNAMES))
 def test_detection_picks_the_site_for_each_of_its_login_nodes(name):
@@ -205,6 +240,7 @@ def test_no_login_node_matches_two_sites():
 
 # -- the checks above can fail --------------------------------------------------------------
 
+
 @pytest.mark.slurm
 def test_an_unmapped_site_partition_is_refused_by_the_real_sbatch(slurm, tmp_path):
     path = tmp_path / "job.sh"
@@ -213,16 +249,23 @@ def test_an_unmapped_site_partition_is_refused_by_the_real_sbatch(slurm, tmp_pat
     assert result.returncode != 0 and "invalid partition" in result.stderr.lower()
 
 
-@pytest.mark.parametrize("name, change, refusal", [
-    ("polaris", ("walltime=00:30:00", "walltime=02:00:00"), "resource limits"),       # debug allows 1 hour
-    ("aurora", ("system=aurora", "system=aurora:colour=blue"), "unknown resource"),
-    ("summit", ("#BSUB -q batch", "#BSUB -q nosuchqueue"), "no such queue"),
-])
+@pytest.mark.parametrize(
+    "name, change, refusal",
+    [
+        ("polaris", ("walltime=00:30:00", "walltime=02:00:00"), "resource limits"),  # debug allows 1 hour
+        ("aurora", ("system=aurora", "system=aurora:colour=blue"), "unknown resource"),
+        ("summit", ("#BSUB -q batch", "#BSUB -q nosuchqueue"), "no such queue"),
+    ],
+)
 def test_the_site_configured_grammars_refuse_what_the_site_refuses(name, change, refusal):
     text = (GOLDEN / f"{name}.sh").read_text()
     assert change[0] in text
     site = load_site(name)
-    parse, server = (lsf_emulator.parse_submission, lsf_server_of(site)) if site.scheduler == "lsf" else (pbs_emulator.parse_submission, pbs_server_of(site))
+    parse, server = (
+        (lsf_emulator.parse_submission, lsf_server_of(site))
+        if site.scheduler == "lsf"
+        else (pbs_emulator.parse_submission, pbs_server_of(site))
+    )
     with pytest.raises(Rejected) as info:
         parse(text.replace(*change), (), server)
     assert refusal in info.value.message.lower()

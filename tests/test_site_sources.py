@@ -8,11 +8,11 @@ import sys
 import warnings
 
 import pytest
+from site_samples import SHIPPED
 
 from gpujobqueue import GPUCluster
 from gpujobqueue.scripts import job_script_for
 from gpujobqueue.sites import RetiredSiteWarning, SiteConfigError, fact_groups, load_site, site_table, unsourced_groups
-from site_samples import SHIPPED
 
 
 @pytest.fixture(autouse=True)
@@ -37,9 +37,13 @@ def test_every_key_group_of_a_shipped_site_has_a_source_or_is_listed_unconfirmed
 
 
 def test_a_group_is_covered_by_a_source_of_it_or_of_a_key_holding_it():
-    data = {"node": {"gpus": 4}, "queues": {"a": {}, "b": {}}, "launcher": {"name": "srun"},
-            "sources": [{"url": "https://x.org/", "checked": "2026-11-24", "covers": ["queues", "node.gpus"]}],
-            "unconfirmed": ["launcher: the centre shows no multi-node example", "node is thought to be 4 GPUs"]}
+    data = {
+        "node": {"gpus": 4},
+        "queues": {"a": {}, "b": {}},
+        "launcher": {"name": "srun"},
+        "sources": [{"url": "https://x.org/", "checked": "2026-11-24", "covers": ["queues", "node.gpus"]}],
+        "unconfirmed": ["launcher: the centre shows no multi-node example", "node is thought to be 4 GPUs"],
+    }
     # node.gpus is only part of node; the second unconfirmed line names no key before a colon
     assert unsourced_groups(data) == ["node"]
 
@@ -47,8 +51,9 @@ def test_a_group_is_covered_by_a_source_of_it_or_of_a_key_holding_it():
 def test_an_override_file_s_source_dates_are_checked(tmp_path, monkeypatch):
     folder = tmp_path / "sites"
     folder.mkdir()
-    (folder / "polaris.yaml").write_text('sources:\n  - url: https://docs.alcf.anl.gov/polaris/\n'
-                                         '    checked: "2026-02-30"\n    covers: [node]\n')
+    (folder / "polaris.yaml").write_text(
+        'sources:\n  - url: https://docs.alcf.anl.gov/polaris/\n    checked: "2026-02-30"\n    covers: [node]\n'
+    )
     monkeypatch.setenv("GPUJOBQUEUE_SITE_PATH", str(folder))
     with pytest.raises(SiteConfigError, match=r"polaris.yaml:3: sources.0.checked: '2026-02-30' is not a date"):
         load_site("polaris")
@@ -77,8 +82,9 @@ def test_a_retired_site_warns_with_its_date_when_rendered_and_when_a_cluster_is_
 def test_a_production_site_does_not_warn():
     with warnings.catch_warnings():
         warnings.simplefilter("error", RetiredSiteWarning)
-        job_script_for("frontier", {"account": "abc123", "python": "python3"}, name="w",
-                       scheduler="tls://10.0.0.1:8786")
+        job_script_for(
+            "frontier", {"account": "abc123", "python": "python3"}, name="w", scheduler="tls://10.0.0.1:8786"
+        )
 
 
 def test_checking_a_retired_site_file_is_not_using_it():

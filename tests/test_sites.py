@@ -11,13 +11,13 @@ import warnings
 from pathlib import Path
 
 import pytest
+from site_samples import SHIPPED, site_job_script
 
+import gpujobqueue.sites as sites_module
 from gpujobqueue import GPUCluster, PBSGPUCluster, SLURMGPUCluster
 from gpujobqueue.errors import ValidationError
-import gpujobqueue.sites as sites_module
-from gpujobqueue.sites import SiteConfigError, UnconfirmedSiteFactsWarning, detect_site, load_site, site_files
 from gpujobqueue.scripts import job_script_for
-from site_samples import SHIPPED, site_job_script
+from gpujobqueue.sites import SiteConfigError, UnconfirmedSiteFactsWarning, detect_site, load_site, site_files
 
 SITES = Path(__file__).parent / "sites"
 BROKEN = sorted((SITES / "broken").glob("*.yaml"))
@@ -67,7 +67,9 @@ def test_overrides_merge_in_precedence_order(site_path, tmp_path, monkeypatch):
     base, override = tmp_path / "base", tmp_path / "override"
     base.mkdir(), override.mkdir()
     shutil.copy(MINIMAL, base / "minimal.yaml")
-    (override / "minimal.yaml").write_text("# an admin's local change\nqueues:\n  debug:\n    max_walltime: '01:00:00'\nnode:\n  gpus: 8\n")
+    (override / "minimal.yaml").write_text(
+        "# an admin's local change\nqueues:\n  debug:\n    max_walltime: '01:00:00'\nnode:\n  gpus: 8\n"
+    )
     # (the site path's folders come last in the lookup, after the package, /etc and the user's folder)
     monkeypatch.setenv("GPUJOBQUEUE_SITE_PATH", f"{base}:{override}")
     site = load_site("minimal")
@@ -98,12 +100,20 @@ def minimal(site_path):
     return site_path / "minimal.yaml"
 
 
-@pytest.mark.parametrize("keywords, key, line, words", [
-    ({"gpus_per_node": 8}, "node.gpus", 12, "gpu jobs get at most 4 GPUs per node"),
-    ({"queue": "debug", "walltime": "01:00:00"}, "queues.debug.max_walltime", 23, "over the debug queue's limit of 00:30:00"),
-    ({"queue": "premium"}, "queues", 18, "has no queue 'premium'"),
-    ({"cores": 16, "cpus_per_gpu": None}, "node.cpus", 14, "gpu nodes have 8"),
-])
+@pytest.mark.parametrize(
+    "keywords, key, line, words",
+    [
+        ({"gpus_per_node": 8}, "node.gpus", 12, "gpu jobs get at most 4 GPUs per node"),
+        (
+            {"queue": "debug", "walltime": "01:00:00"},
+            "queues.debug.max_walltime",
+            23,
+            "over the debug queue's limit of 00:30:00",
+        ),
+        ({"queue": "premium"}, "queues", 18, "has no queue 'premium'"),
+        ({"cores": 16, "cpus_per_gpu": None}, "node.cpus", 14, "gpu nodes have 8"),
+    ],
+)
 def test_a_request_the_site_cannot_run_is_refused_naming_file_and_key(minimal, keywords, key, line, words):
     with pytest.raises(SiteConfigError) as info:
         SLURMGPUCluster.parse_keywords({"site": "minimal", **keywords})
@@ -212,15 +222,39 @@ def test_an_override_may_set_account_required(site_path, tmp_path, monkeypatch):
 
 
 def test_every_machine_the_issue_names_ships():
-    wanted = {"perlmutter", "polaris", "aurora", "frontier", "summit", "derecho", "casper", "delta", "lonestar6", "vista", "juwels-booster",
-              "alps", "lumi-g", "bridges2", "expanse", "abci3", "tsubame4", "generic-slurm", "generic-pbspro", "generic-lsf", "generic-sge", "dgx-slurm"}
+    wanted = {
+        "perlmutter",
+        "polaris",
+        "aurora",
+        "frontier",
+        "summit",
+        "derecho",
+        "casper",
+        "delta",
+        "lonestar6",
+        "vista",
+        "juwels-booster",
+        "alps",
+        "lumi-g",
+        "bridges2",
+        "expanse",
+        "abci3",
+        "tsubame4",
+        "generic-slurm",
+        "generic-pbspro",
+        "generic-lsf",
+        "generic-sge",
+        "dgx-slurm",
+    }
     assert wanted <= set(SHIPPED), sorted(wanted - set(SHIPPED))
 
 
 def test_the_sites_command_lists_at_least_thirty_real_machines(monkeypatch):
     """Issue 20: 30 real GPU machines or more, each a site of its own (not generic-*, not dgx-slurm)."""
     monkeypatch.delenv("GPUJOBQUEUE_SITE_PATH", raising=False)
-    result = subprocess.run([sys.executable, "-m", "gpujobqueue.cli", "sites"], capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "gpujobqueue.cli", "sites"], capture_output=True, text=True, check=True
+    )
     listed = {line.split()[0] for line in result.stdout.splitlines()[1:] if line.strip()}
     real = {name for name in listed if name in SHIPPED and load_site(name).data["status"] != "generic"}
     assert "dgx-slurm" not in real and not any(name.startswith("generic-") for name in real)
@@ -258,7 +292,11 @@ def test_the_site_config_docs_explain_every_schema_key():
 
     schema = yaml.safe_load((Path(__file__).parent.parent / "gpujobqueue" / "site_schema.yaml").read_text())
     # A queue's node, worker and gpu_request take the keys of the site-level sections.
-    keys = {key for key in _schema_keys(schema, schema["$defs"]) if not re.match(r"queues\.NAME\.(node|worker|gpu_request)\.", key)}
+    keys = {
+        key
+        for key in _schema_keys(schema, schema["$defs"])
+        if not re.match(r"queues\.NAME\.(node|worker|gpu_request)\.", key)
+    }
     assert {"node.gpus", "queues.NAME.max_walltime", "queues.NAME.node", "network.ucx.nvlink"} <= keys
     docs = (Path(__file__).parent.parent / "docs" / "site-configs.md").read_text()
     documented = set(re.findall(r"^\| `([A-Za-z_.]+)` \|", docs, flags=re.M))
@@ -266,7 +304,9 @@ def test_the_site_config_docs_explain_every_schema_key():
     assert documented - keys == set(), "keys the docs explain that the schema does not have"
     template = (Path(__file__).parent.parent / "site-configs" / "_template.yaml").read_text()
     top_level = {key for key in keys if "." not in key}
-    assert {key for key in top_level if not re.search(rf"^#? ?{key}:", template, flags=re.M)} == set(), "keys the template does not show"
+    assert {key for key in top_level if not re.search(rf"^#? ?{key}:", template, flags=re.M)} == set(), (
+        "keys the template does not show"
+    )
 
 
 def test_a_site_with_unconfirmed_facts_warns_once_at_render_naming_them(monkeypatch):
@@ -275,14 +315,18 @@ def test_a_site_with_unconfirmed_facts_warns_once_at_render_naming_them(monkeypa
         job_script_for("generic-slurm", {}, name="w")
     assert len(caught) == 1
     message = str(caught[0].message)
-    assert message == ("generic-slurm: 3 facts unconfirmed by the centre's documentation: every node value; "
-                       "the partition name gpu; node/gpu_request/account/default_queue/…; "
-                       "see gpujobqueue show generic-slurm")
+    assert message == (
+        "generic-slurm: 3 facts unconfirmed by the centre's documentation: every node value; "
+        "the partition name gpu; node/gpu_request/account/default_queue/…; "
+        "see gpujobqueue show generic-slurm"
+    )
     with warnings.catch_warnings():  # once per site per process
         warnings.simplefilter("error")
         job_script_for("generic-slurm", {}, name="w")
-    expected = (r"^perlmutter: 9 facts unconfirmed .*: queues; account; .* and \d+ more; "
-                r"see gpujobqueue show perlmutter$")
+    expected = (
+        r"^perlmutter: 9 facts unconfirmed .*: queues; account; .* and \d+ more; "
+        r"see gpujobqueue show perlmutter$"
+    )
     with pytest.warns(UnconfirmedSiteFactsWarning, match=expected):
         job_script_for("perlmutter", {"account": "m1234_g"}, name="w")
 
@@ -304,9 +348,11 @@ def test_the_cli_render_prints_one_warning_line_for_the_unconfirmed_facts():
     result = gpujobqueue("render", "generic-pbspro")
     assert result.returncode == 0 and result.stdout.startswith("#!")
     lines = [line for line in result.stderr.splitlines() if "unconfirmed" in line]
-    assert lines == ["gpujobqueue: warning: generic-pbspro: 4 facts unconfirmed by the centre's documentation: "
-                     "node values; workq being the default queue; walltime and node limits of workq; "
-                     "node/gpu_request/account/directives/…; see gpujobqueue show generic-pbspro"], result.stderr
+    assert lines == [
+        "gpujobqueue: warning: generic-pbspro: 4 facts unconfirmed by the centre's documentation: "
+        "node values; workq being the default queue; walltime and node limits of workq; "
+        "node/gpu_request/account/directives/…; see gpujobqueue show generic-pbspro"
+    ], result.stderr
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -317,4 +363,8 @@ def test_a_shipped_site_leaves_the_ucx_transports_to_ucx(name):
     site = load_site(name)
     assert "ucx" not in site.data.get("network", {}), f"{name} forces UCX transports"
     script = site_job_script(name)
-    assert "--enable-infiniband" not in script and "--enable-nvlink" not in script and "DASK_DISTRIBUTED_UCXX__" not in script
+    assert (
+        "--enable-infiniband" not in script
+        and "--enable-nvlink" not in script
+        and "DASK_DISTRIBUTED_UCXX__" not in script
+    )

@@ -1,5 +1,5 @@
 """The sites package (issue 19): small modules, each saying what it holds, in an order without cycles,
-and every name that ``gpujobqueue.sites`` and ``gpujobqueue.queue_routing`` gave before still there."""
+and every name that ``gpujobqueue.sites`` and ``gpujobqueue.queue_routing`` (now ``sites.routing``) gave before still there."""
 
 from __future__ import annotations
 
@@ -14,15 +14,55 @@ MAX_LINES = 450
 
 # The public names of gpujobqueue/sites.py and gpujobqueue/queue_routing.py before they became a package.
 SITES_NAMES = (
-    "SCHEMA_FILE", "SYSTEM_SITE_DIR", "USER_SITE_DIR", "SITE_PATH_VARIABLE", "SiteConfigError", "QueueRefusedError",
-    "RetiredSiteWarning", "warn_if_retired", "sources_text", "pattern_problem", "pattern_matches", "read_site_file",
-    "FACT_GROUPS", "unconfirmed_keys", "fact_groups", "unsourced_groups", "Site", "site_directories", "site_files",
-    "load_site", "detect_site", "DETECTED", "choose_site", "site_problems", "site_table", "site_settings",
-    "node_memory_bytes", "check_request", "route_queue", "UnconfirmedSiteFactsWarning", "unconfirmed_facts",
-    "unconfirmed_warning", "warn_unconfirmed",
+    "SCHEMA_FILE",
+    "SYSTEM_SITE_DIR",
+    "USER_SITE_DIR",
+    "SITE_PATH_VARIABLE",
+    "SiteConfigError",
+    "QueueRefusedError",
+    "RetiredSiteWarning",
+    "warn_if_retired",
+    "sources_text",
+    "pattern_problem",
+    "pattern_matches",
+    "read_site_file",
+    "FACT_GROUPS",
+    "unconfirmed_keys",
+    "fact_groups",
+    "unsourced_groups",
+    "Site",
+    "site_directories",
+    "site_files",
+    "load_site",
+    "detect_site",
+    "DETECTED",
+    "choose_site",
+    "site_problems",
+    "site_table",
+    "site_settings",
+    "node_memory_bytes",
+    "check_request",
+    "route_queue",
+    "UnconfirmedSiteFactsWarning",
+    "unconfirmed_facts",
+    "unconfirmed_warning",
+    "warn_unconfirmed",
 )
-ROUTING_NAMES = ("WalltimeBin", "Refusal", "parse_node_range", "walltime_bins", "bin_of", "has_gpus", "routable",
-                 "routing_order", "nodes_text", "refusal", "fit_text", "queues_taking", "bin_problems")
+ROUTING_NAMES = (
+    "WalltimeBin",
+    "Refusal",
+    "parse_node_range",
+    "walltime_bins",
+    "bin_of",
+    "has_gpus",
+    "routable",
+    "routing_order",
+    "nodes_text",
+    "refusal",
+    "fit_text",
+    "queues_taking",
+    "bin_problems",
+)
 
 
 def _modules() -> dict[str, ast.Module]:
@@ -76,12 +116,13 @@ def test_the_modules_import_each_other_without_a_cycle():
     assert "load" in graph["registry"] and "admission" not in graph["registry"]
 
 
-@pytest.mark.parametrize(("module", "names"), [("gpujobqueue.sites", SITES_NAMES),
-                                                ("gpujobqueue.queue_routing", ROUTING_NAMES)])
+@pytest.mark.parametrize(
+    ("module", "names"), [("gpujobqueue.sites", SITES_NAMES), ("gpujobqueue.sites.routing", ROUTING_NAMES)]
+)
 def test_the_old_import_paths_still_give_every_name(module, names):
     imported = importlib.import_module(module)
     assert [name for name in names if not hasattr(imported, name)] == []
     from gpujobqueue.sites import routing
 
-    if module == "gpujobqueue.queue_routing":
+    if module == "gpujobqueue.sites.routing":
         assert all(getattr(imported, name) is getattr(routing, name) for name in names)

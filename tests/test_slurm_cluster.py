@@ -3,11 +3,10 @@ no leaks on every backend are in test_conformance.py)."""
 
 from __future__ import annotations
 
-
 import pytest
+from conftest import wait_until
 from distributed.exceptions import WorkerStartTimeoutError
 
-from conftest import wait_until
 from gpujobqueue import GPUJobQueueError, SLURMGPUCluster, SubmissionError, UnknownKeywordError, ValidationError
 
 pytestmark = pytest.mark.slurm
@@ -53,7 +52,10 @@ def test_unknown_keyword_submits_nothing(slurm, counted):
     "keywords, stderr",
     [
         ({"queue": "nosuchpartition"}, "invalid partition"),
-        ({"gpus_per_node": 8, "worker_mode": "per-device", "cpus_per_gpu": None, "cores": 1}, "node configuration is not available"),
+        (
+            {"gpus_per_node": 8, "worker_mode": "per-device", "cpus_per_gpu": None, "cores": 1},
+            "node configuration is not available",
+        ),
     ],
 )
 def test_sbatch_refusal_is_raised_with_its_message(slurm, counted, keywords, stderr):
@@ -72,7 +74,9 @@ def test_sbatch_refusal_is_raised_with_its_message(slurm, counted, keywords, std
 
 def test_a_wait_for_workers_timeout_keeps_the_reason_the_jobs_wait(slurm, counted):
     # Held jobs cannot start: the timeout says so, as squeue does, not just "0/2 workers arrived".
-    with SLURMGPUCluster(**SMALL, job_extra_directives=["--hold"], scheduler_options={"dashboard_address": "127.0.0.1:0"}) as cluster:
+    with SLURMGPUCluster(
+        **SMALL, job_extra_directives=["--hold"], scheduler_options={"dashboard_address": "127.0.0.1:0"}
+    ) as cluster:
         cluster.scale(jobs=2)
         with pytest.raises(WorkerStartTimeoutError) as info:
             cluster.wait_for_workers(2, timeout=2)

@@ -11,22 +11,31 @@ import tempfile
 
 import click
 import pytest
+from fixtures.sizes import with_job_size
 
 from gpujobqueue.render import environment
-from gpujobqueue.security import make_credentials
 from gpujobqueue.scripts import job_script_for
-from fixtures.sizes import with_job_size
+from gpujobqueue.security import make_credentials
 
 pytest.importorskip("dask_cuda.cli", reason="dask-cuda (with cuda-bindings) is needed to parse its command line")
 
 WATCHDOG_SOURCE = environment().globals["watchdog_source"]
 # nic_affinity.py's text travels in the environment; the preload is one line that runs it.
-NIC_AFFINITY_PRELOAD = ('import os; exec(compile(os.environ.get("GPUJOBQUEUE_NIC_AFFINITY_SOURCE", ""), '
-                        '"nic_affinity", "exec"))')
+NIC_AFFINITY_PRELOAD = (
+    'import os; exec(compile(os.environ.get("GPUJOBQUEUE_NIC_AFFINITY_SOURCE", ""), "nic_affinity", "exec"))'
+)
 FULL_DASK_CUDA = {
-    "gpus_per_node": 4, "python": "python3", "rmm_pool_size": "20GB", "device_memory_limit": "0.8",
-    "local_directory": "/tmp/dask", "protocol": "ucx", "interface": "ib0", "death_timeout": 30,
-    "nthreads": 2, "memory_per_gpu": "60GiB", "worker_extra_args": ["--dashboard-address", ":0"],
+    "gpus_per_node": 4,
+    "python": "python3",
+    "rmm_pool_size": "20GB",
+    "device_memory_limit": "0.8",
+    "local_directory": "/tmp/dask",
+    "protocol": "ucx",
+    "interface": "ib0",
+    "death_timeout": 30,
+    "nthreads": 2,
+    "memory_per_gpu": "60GiB",
+    "worker_extra_args": ["--dashboard-address", ":0"],
 }
 
 
@@ -62,7 +71,7 @@ def worker_arguments(script: str, module: str) -> list[str]:
     # The script's watchdog text, as bash hands it to the worker command (which imports it to check it).
     sources = {"$scheduler_watchdog": WATCHDOG_SOURCE, "$nic_affinity": NIC_AFFINITY_PRELOAD}
     words = [sources.get(word, word) for word in words]
-    return words[words.index(module.split()[0]) + len(module.split()):]
+    return words[words.index(module.split()[0]) + len(module.split()) :]
 
 
 def test_dask_cuda_command_parses_under_dask_cuda():
@@ -83,21 +92,54 @@ def test_dask_cuda_command_parses_under_dask_cuda():
 
 
 def test_memory_and_ucx_options_parse_under_dask_cuda_with_its_names():
-    keywords = {**FULL_DASK_CUDA, "rmm_pool_size": None, "rmm_async": True, "rmm_maximum_pool_size": "100GB", "rmm_release_threshold": "0.5",
-                "enable_cudf_spill": True, "set_rmm_allocator_for_libs": "cupy,torch", "enable_nvlink": True, "enable_infiniband": False,
-                "enable_rdmacm": False, "enable_tcp_over_ucx": True}
+    keywords = {
+        **FULL_DASK_CUDA,
+        "rmm_pool_size": None,
+        "rmm_async": True,
+        "rmm_maximum_pool_size": "100GB",
+        "rmm_release_threshold": "0.5",
+        "enable_cudf_spill": True,
+        "set_rmm_allocator_for_libs": "cupy,torch",
+        "enable_nvlink": True,
+        "enable_infiniband": False,
+        "enable_rdmacm": False,
+        "enable_tcp_over_ucx": True,
+    }
     script = job_script_for("slurm", with_job_size(keywords), name="job-7", scheduler="ucx://10.0.0.1:8786")
-    params = python_m_command("dask_cuda.cli").make_context("dask_cuda.cli", worker_arguments(script, "dask_cuda.cli")).params
-    assert (params["rmm_async"], params["rmm_pool_size"], params["rmm_maximum_pool_size"], params["rmm_release_threshold"]) == (True, None, str(100 * 10**9), "0.5")
+    params = (
+        python_m_command("dask_cuda.cli")
+        .make_context("dask_cuda.cli", worker_arguments(script, "dask_cuda.cli"))
+        .params
+    )
+    assert (
+        params["rmm_async"],
+        params["rmm_pool_size"],
+        params["rmm_maximum_pool_size"],
+        params["rmm_release_threshold"],
+    ) == (True, None, str(100 * 10**9), "0.5")
     assert params["enable_cudf_spill"] is True and params["rmm_allocator_external_lib_list"] == ["cupy", "torch"]
-    assert (params["enable_nvlink"], params["enable_infiniband"], params["enable_rdmacm"], params["enable_tcp_over_ucx"]) == (True, False, False, True)
+    assert (
+        params["enable_nvlink"],
+        params["enable_infiniband"],
+        params["enable_rdmacm"],
+        params["enable_tcp_over_ucx"],
+    ) == (True, False, False, True)
 
 
 def test_ucx_gets_an_rmm_pool_unless_the_user_says_otherwise():
     def params(**keywords):
         protocol = keywords.get("protocol", "ucx")
-        script = job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "python": "python3", "protocol": "ucx", **keywords}, name="w", scheduler=f"{'ucx' if protocol == 'ucx' else 'tls'}://10.0.0.1:8786")
-        return python_m_command("dask_cuda.cli").make_context("dask_cuda.cli", worker_arguments(script, "dask_cuda.cli")).params
+        script = job_script_for(
+            "slurm",
+            {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "python": "python3", "protocol": "ucx", **keywords},
+            name="w",
+            scheduler=f"{'ucx' if protocol == 'ucx' else 'tls'}://10.0.0.1:8786",
+        )
+        return (
+            python_m_command("dask_cuda.cli")
+            .make_context("dask_cuda.cli", worker_arguments(script, "dask_cuda.cli"))
+            .params
+        )
 
     assert params()["rmm_pool_size"] == str(10**9)
     assert params(rmm_pool_size=False)["rmm_pool_size"] is None
@@ -109,7 +151,11 @@ def test_ucx_gets_an_rmm_pool_unless_the_user_says_otherwise():
 def test_parser_rejects_what_dask_cuda_rejects():
     # The check above can fail: dask-cuda refuses --lifetime, which dask worker takes. With a
     # --preload (the watchdog) an unknown option goes to the preload's arguments, refused too.
-    script = job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", **FULL_DASK_CUDA, "worker_extra_args": ["--lifetime", "1h"]}, name="job-7")
+    script = job_script_for(
+        "slurm",
+        {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", **FULL_DASK_CUDA, "worker_extra_args": ["--lifetime", "1h"]},
+        name="job-7",
+    )
     with pytest.raises(click.UsageError):
         python_m_command("dask_cuda.cli").make_context("dask_cuda.cli", worker_arguments(script, "dask_cuda.cli"))
 
@@ -118,11 +164,25 @@ def test_a_subcommand_word_is_caught_as_the_scheduler():
     # `python -m dask_cuda.cli worker ADDR` hands "worker" to dask-cuda as its scheduler:
     # the form that once failed on real GPUs, and that parsing as python -m does catches.
     with pytest.raises(click.UsageError, match="unexpected extra argument"):
-        python_m_command("dask_cuda.cli").make_context("dask_cuda.cli", ["worker", "tcp://10.0.0.1:8786", "--name", "x"])
+        python_m_command("dask_cuda.cli").make_context(
+            "dask_cuda.cli", ["worker", "tcp://10.0.0.1:8786", "--name", "x"]
+        )
 
 
 def test_per_device_command_parses_under_dask_worker():
-    script = job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "gpus_per_node": 2, "worker_mode": "per-device", "python": "python3", "death_timeout": 30}, name="job-3", scheduler="tls://10.0.0.1:8786")
+    script = job_script_for(
+        "slurm",
+        {
+            "cpus_per_gpu": 1,
+            "memory_per_gpu": "512MiB",
+            "gpus_per_node": 2,
+            "worker_mode": "per-device",
+            "python": "python3",
+            "death_timeout": 30,
+        },
+        name="job-3",
+        scheduler="tls://10.0.0.1:8786",
+    )
     args = worker_arguments(script, "distributed.cli.dask_worker")
     params = python_m_command("distributed.cli.dask_worker").make_context("dask-worker", args).params
     assert params["name"] == "job-3"  # dask worker names its nannies' workers job-3-0, job-3-1
@@ -135,16 +195,41 @@ def test_per_device_command_parses_under_dask_worker():
 
 
 def test_per_device_without_nanny_parses_under_dask_worker():
-    script = job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "gpus_per_node": 2, "worker_mode": "per-device", "python": "python3", "nanny": False}, name="job-3")
-    params = python_m_command("distributed.cli.dask_worker").make_context("dask-worker", worker_arguments(script, "distributed.cli.dask_worker")).params
+    script = job_script_for(
+        "slurm",
+        {
+            "cpus_per_gpu": 1,
+            "memory_per_gpu": "512MiB",
+            "gpus_per_node": 2,
+            "worker_mode": "per-device",
+            "python": "python3",
+            "nanny": False,
+        },
+        name="job-3",
+    )
+    params = (
+        python_m_command("distributed.cli.dask_worker")
+        .make_context("dask-worker", worker_arguments(script, "distributed.cli.dask_worker"))
+        .params
+    )
     assert params["name"] == "job-3-$i"  # the script expands $i to the device's index
     assert params["nanny"] is False
 
 
 def test_workers_get_a_death_timeout_of_60_s_unless_told():
     # The key is always in the settings (None when not given): it must not mean "no timeout".
-    script = job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "gpus_per_node": 2, "worker_mode": "per-device", "python": "python3"}, name="job-3",
-                            scheduler="tls://10.0.0.1:8786")
+    script = job_script_for(
+        "slurm",
+        {
+            "cpus_per_gpu": 1,
+            "memory_per_gpu": "512MiB",
+            "gpus_per_node": 2,
+            "worker_mode": "per-device",
+            "python": "python3",
+        },
+        name="job-3",
+        scheduler="tls://10.0.0.1:8786",
+    )
     args = worker_arguments(script, "distributed.cli.dask_worker")
     params = python_m_command("distributed.cli.dask_worker").make_context("dask-worker", args).params
     assert params["death_timeout"] == "60" and params["preload"] == (WATCHDOG_SOURCE, NIC_AFFINITY_PRELOAD)

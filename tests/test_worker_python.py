@@ -38,14 +38,22 @@ def runs(python: str) -> int:
 
 def test_render_warns_at_once_naming_the_python_and_the_install_line(python_without_dask_cuda):
     with pytest.warns(UserWarning) as caught:
-        script = job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", **KEYWORDS, "python": python_without_dask_cuda}, name="w")
+        script = job_script_for(
+            "slurm",
+            {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", **KEYWORDS, "python": python_without_dask_cuda},
+            name="w",
+        )
     assert f"{python_without_dask_cuda} -m dask_cuda.cli" in script  # the script is still written
     message = str(caught[0].message)
     assert f"the workers' python {python_without_dask_cuda} cannot import dask_cuda (ModuleNotFoundError" in message
     assert f"{python_without_dask_cuda} -m pip install 'gpujobqueue[cuda12]'" in message and "[cuda13]" in message
     # The probe runs once per python, however many scripts are rendered.
     with pytest.warns(UserWarning):
-        job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", **KEYWORDS, "python": python_without_dask_cuda}, name="w")
+        job_script_for(
+            "slurm",
+            {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", **KEYWORDS, "python": python_without_dask_cuda},
+            name="w",
+        )
     assert runs(python_without_dask_cuda) == 1
 
 
@@ -60,20 +68,39 @@ def test_a_cluster_warns_when_it_is_made_before_any_job_is_submitted(python_with
 
 def test_the_cli_render_prints_the_warning(python_without_dask_cuda):
     # A subprocess: pytest records the warnings of the test's own process instead of printing them.
-    command = [sys.executable, "-c", "from gpujobqueue.cli import main; main()", "render", "slurm", "--gpus-per-node", "2", "--cores", "2", "--memory", "8GB",
-               "--walltime", "00:10:00", "--python", python_without_dask_cuda]
+    command = [
+        sys.executable,
+        "-c",
+        "from gpujobqueue.cli import main; main()",
+        "render",
+        "slurm",
+        "--gpus-per-node",
+        "2",
+        "--cores",
+        "2",
+        "--memory",
+        "8GB",
+        "--walltime",
+        "00:10:00",
+        "--python",
+        python_without_dask_cuda,
+    ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert f"the workers' python {python_without_dask_cuda} cannot import dask_cuda" in result.stderr
     assert "#SBATCH --gpus-per-node=2" in result.stdout
 
 
-@pytest.mark.parametrize("keywords", [
-    {"worker_mode": "per-device"},  # plain dask workers: dask_cuda is not needed
-    {"python": sys.executable},  # this python imports dask_cuda
-    {"python": "/nonexistent/env/bin/python"},  # a compute node's path: nothing here to ask
-    {"python": "false"},  # not a python (tests/test_render.py stands it in for one)
-], ids=["per-device", "python-with-dask-cuda", "python-not-on-this-machine", "not-a-python"])
+@pytest.mark.parametrize(
+    "keywords",
+    [
+        {"worker_mode": "per-device"},  # plain dask workers: dask_cuda is not needed
+        {"python": sys.executable},  # this python imports dask_cuda
+        {"python": "/nonexistent/env/bin/python"},  # a compute node's path: nothing here to ask
+        {"python": "false"},  # not a python (tests/test_render.py stands it in for one)
+    ],
+    ids=["per-device", "python-with-dask-cuda", "python-not-on-this-machine", "not-a-python"],
+)
 def test_no_warning_where_dask_cuda_is_not_needed_or_cannot_be_probed(python_without_dask_cuda, keywords):
     keywords = {"python": python_without_dask_cuda, **keywords}
     with warnings.catch_warnings():

@@ -55,8 +55,10 @@ def _table(headings: list[str], rows: list[list[nodes.Node | str]], widths: list
     group = nodes.tgroup(cols=len(headings))
     table += group
     if widths is None:  # from the text: what a text build needs, and harmless in HTML
-        widths = [min(40, max([len(h)] + [len(c.astext() if isinstance(c, nodes.Node) else str(c)) for c in column]))
-                  for h, *column in zip(headings, *rows)]
+        widths = [
+            min(40, max([len(h)] + [len(c.astext() if isinstance(c, nodes.Node) else str(c)) for c in column]))
+            for h, *column in zip(headings, *rows)
+        ]
     for width in widths:
         group += nodes.colspec(colwidth=max(width, 3))
     head = nodes.thead()
@@ -97,7 +99,7 @@ def _field_list(fields: list[tuple[str, nodes.Node | str]]) -> nodes.field_list:
 def _walltime_text(name: str, queue: dict) -> str:
     """A queue's walltime limit, its limits by node count where it has them (``1-91 nodes: 02:00:00``), and
     whether the site may choose it for a job that names no queue."""
-    from gpujobqueue.queue_routing import routable
+    from gpujobqueue.sites.routing import routable
 
     text = str(queue.get("max_walltime", ""))
     bins = queue.get("walltime_by_nodes") or []
@@ -136,7 +138,9 @@ class SiteTable(SphinxDirective):
         unknown = [c for c in columns if c not in SITE_COLUMNS]
         if unknown:
             raise self.error(f"unknown column(s) {', '.join(unknown)}; known: {', '.join(SITE_COLUMNS)}")
-        table_rows = [[self._cell(column, row, sites[row["name"]].data, with_sections) for column in columns] for row in rows]
+        table_rows = [
+            [self._cell(column, row, sites[row["name"]].data, with_sections) for column in columns] for row in rows
+        ]
         result: list[nodes.Node] = [_table([SITE_COLUMNS[column] for column in columns], table_rows)]
         if with_sections:
             result += [self._section(name, site) for name, site in sites.items()]
@@ -147,8 +151,12 @@ class SiteTable(SphinxDirective):
         if column == "name":
             text = nodes.literal(text=row["name"])
             if with_sections:  # the site's section, on this page
-                return nodes.paragraph("", "", nodes.reference("", "", text, internal=True, refid=self._section_id(row["name"])))
-            xref = addnodes.pending_xref("", text, refdomain="std", reftype="ref", reftarget=self._section_id(row["name"]), refexplicit=True)
+                return nodes.paragraph(
+                    "", "", nodes.reference("", "", text, internal=True, refid=self._section_id(row["name"]))
+                )
+            xref = addnodes.pending_xref(
+                "", text, refdomain="std", reftype="ref", reftarget=self._section_id(row["name"]), refexplicit=True
+            )
             return nodes.paragraph("", "", xref)
         network = data.get("network", {})
         if column == "network":
@@ -160,7 +168,9 @@ class SiteTable(SphinxDirective):
         if column == "request":
             return data["gpu_request"]["style"]
         if column == "worker":
-            return data["worker"]["mode"] + (f" ({data['worker']['visibility_variable']})" if data["worker"].get("visibility_variable") else "")
+            return data["worker"]["mode"] + (
+                f" ({data['worker']['visibility_variable']})" if data["worker"].get("visibility_variable") else ""
+            )
         if column == "description":
             return data["description"]
         return str(row[column])
@@ -197,26 +207,50 @@ class SiteTable(SphinxDirective):
             ("Centre", data["centre"]),
             ("Documentation", documentation),
             ("Scheduler", data["scheduler"]),
-            ("Node", f"{data['node']['gpus']} × {data['node']['gpu_model']}, {data['node']['cpus']} CPUs, {data['node']['memory']}"),
+            (
+                "Node",
+                f"{data['node']['gpus']} × {data['node']['gpu_model']}, {data['node']['cpus']} CPUs, {data['node']['memory']}",
+            ),
             ("GPU request", request),
             ("Launcher", data["launcher"]["name"] + "".join(f" {arg}" for arg in data["launcher"].get("args") or [])),
-            ("Workers", worker["mode"] + (f", {worker['visibility_variable']}" if worker.get("visibility_variable") else "")),
-            ("Network", network["protocol"] + (f" on {network['interface']}" if network.get("interface") else "") + (f" ({transports})" if transports else "")),
+            (
+                "Workers",
+                worker["mode"] + (f", {worker['visibility_variable']}" if worker.get("visibility_variable") else ""),
+            ),
+            (
+                "Network",
+                network["protocol"]
+                + (f" on {network['interface']}" if network.get("interface") else "")
+                + (f" ({transports})" if transports else ""),
+            ),
             ("Account", self._account_text(data.get("account", {}))),
             ("Default queue", data["default_queue"]),
-            ("Render", _literal_paragraph(f"gpujobqueue render {name} --walltime 00:30:00" + (" --account ..." if data.get("account", {}).get("required") else ""))),
+            (
+                "Render",
+                _literal_paragraph(
+                    f"gpujobqueue render {name} --walltime 00:30:00"
+                    + (" --account ..." if data.get("account", {}).get("required") else "")
+                ),
+            ),
         ]
         section += _field_list(fields)
         queue_rows = []
         for queue_name, queue in data["queues"].items():
-            queue_rows.append([
-                nodes.paragraph("", "", nodes.literal(text=queue_name)),
-                queue.get("description", ""),
-                _walltime_text(queue_name, queue),
-                (f"{queue['min_nodes']}-{queue.get('max_nodes', '')}" if queue.get("min_nodes", 1) != 1
-                 else str(queue.get("max_nodes", ""))),
-            ])
-        section += _table(["Queue", "Description", "Max walltime", "Nodes (max, or min-max)"], queue_rows, [12, 40, 10, 8])
+            queue_rows.append(
+                [
+                    nodes.paragraph("", "", nodes.literal(text=queue_name)),
+                    queue.get("description", ""),
+                    _walltime_text(queue_name, queue),
+                    (
+                        f"{queue['min_nodes']}-{queue.get('max_nodes', '')}"
+                        if queue.get("min_nodes", 1) != 1
+                        else str(queue.get("max_nodes", ""))
+                    ),
+                ]
+            )
+        section += _table(
+            ["Queue", "Description", "Max walltime", "Nodes (max, or min-max)"], queue_rows, [12, 40, 10, 8]
+        )
         if data.get("notes"):
             notes = nodes.container(classes=["gpujobqueue-site-notes"])
             for paragraph in re.split(r"\n\s*\n", data["notes"].strip()):
@@ -303,7 +337,15 @@ class Render(SphinxDirective):
         code, out, err = run_render(args, files)
         location = self.get_location()
         if code != expected:
-            logger.warning("gpujobqueue render %s exited with %d, not %d:\n%s%s", " ".join(args), code, expected, out, err, location=location)
+            logger.warning(
+                "gpujobqueue render %s exited with %d, not %d:\n%s%s",
+                " ".join(args),
+                code,
+                expected,
+                out,
+                err,
+                location=location,
+            )
         text = out if expected == 0 else err
         if "match" in self.options:
             pattern = re.compile(self.options["match"])

@@ -19,11 +19,11 @@ from dask_jobqueue.core import Job
 
 from ..cluster import GPUJobQueueCluster
 from ..errors import SubmissionError, ValidationError
-from ..limits import MAX_GPUS_PER_NODE
 from ..gpus import nvidia_gpu_ids, nvlink_between_gpus
 from ..job import GPUJob
 from ..job_status import JobStatus
 from ..keywords import LIST, Keyword
+from ..limits import MAX_GPUS_PER_NODE
 
 
 def private_log_directory() -> str:
@@ -50,7 +50,9 @@ class DevicePool:
         with self._lock:
             free = [d for d in self.devices if d not in self._owner]
             if len(free) < count:
-                raise SubmissionError(f"local job {owner} needs {count} devices but only {len(free)} of {self.devices} are free")
+                raise SubmissionError(
+                    f"local job {owner} needs {count} devices but only {len(free)} of {self.devices} are free"
+                )
             for device in free[:count]:
                 self._owner[device] = owner
             return free[:count]
@@ -98,7 +100,11 @@ class LocalGPUJob(GPUJob):
         try:
             self.process = subprocess.Popen(
                 ["bash", "-c", self.job_script(), f"gpujobqueue-{self.name}"],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
             )
         except OSError as error:
             self._release_devices()
@@ -191,7 +197,11 @@ def ucx_is_the_better_default() -> bool:
     Over NVLink UCX moves a worker's data hundreds of times faster than TCP (see
     docs/benchmarks.md); without NVLink, or without distributed-ucxx, TCP stays the default.
     """
-    return len(nvidia_gpu_ids()) >= 2 and importlib.util.find_spec("distributed_ucxx") is not None and nvlink_between_gpus()
+    return (
+        len(nvidia_gpu_ids()) >= 2
+        and importlib.util.find_spec("distributed_ucxx") is not None
+        and nvlink_between_gpus()
+    )
 
 
 class LocalGPUCluster(GPUJobQueueCluster):
@@ -217,8 +227,12 @@ class LocalGPUCluster(GPUJobQueueCluster):
     """
     job_cls = LocalGPUJob
     batch_keywords = (
-        Keyword("devices", LIST, command_line="the devices of this machine that a running cluster hands to its jobs; a "
-                "rendered local script uses the devices its allocation variable names where it runs"),
+        Keyword(
+            "devices",
+            LIST,
+            command_line="the devices of this machine that a running cluster hands to its jobs; a "
+            "rendered local script uses the devices its allocation variable names where it runs",
+        ),
     )
     # Nothing here ends a job at a walltime, so workers retire before one only when it is given:
     # the batch systems' default hour made workstation workers leave after 57 minutes.
@@ -230,12 +244,21 @@ class LocalGPUCluster(GPUJobQueueCluster):
         machine_gpus = nvidia_gpu_ids()
         if devices is None:
             devices = machine_gpus or None
-        elif isinstance(devices, (str, bytes)) or not isinstance(devices, Sequence) or len(devices) > MAX_GPUS_PER_NODE or not all(isinstance(d, (int, str)) and str(d).isdigit() for d in devices):
+        elif (
+            isinstance(devices, (str, bytes))
+            or not isinstance(devices, Sequence)
+            or len(devices) > MAX_GPUS_PER_NODE
+            or not all(isinstance(d, (int, str)) and str(d).isdigit() for d in devices)
+        ):
             raise ValidationError("devices", f"expected a list of device ids such as [0, 1], got {devices!r}")
         settings["devices"] = devices
         if settings.get("worker_mode") is None:
             settings["worker_mode"] = "dask-cuda" if machine_gpus else "per-device"
-        if settings["worker_mode"] == "dask-cuda" and devices and all(settings.get(k) is None for k in ("cores", "cpus_per_gpu")):
+        if (
+            settings["worker_mode"] == "dask-cuda"
+            and devices
+            and all(settings.get(k) is None for k in ("cores", "cpus_per_gpu"))
+        ):
             # No batch system shares out this machine's cores: each GPU gets its share.
             settings["cpus_per_gpu"] = max(1, (os.cpu_count() or 1) // len(devices))
         if settings.get("protocol") is None and settings["worker_mode"] == "dask-cuda" and ucx_is_the_better_default():
@@ -247,5 +270,8 @@ class LocalGPUCluster(GPUJobQueueCluster):
             return {}
         gpus = self.request.gpus_per_node
         if gpus > len(devices):
-            raise ValidationError("gpus_per_node", f"gpus_per_node={gpus} but this machine's pool has {len(devices)} devices ({', '.join(map(str, devices))})")
+            raise ValidationError(
+                "gpus_per_node",
+                f"gpus_per_node={gpus} but this machine's pool has {len(devices)} devices ({', '.join(map(str, devices))})",
+            )
         return {"device_pool": DevicePool(devices)}

@@ -14,10 +14,10 @@ from ..cluster import GPUJobQueueCluster
 from ..errors import ValidationError
 from ..job import GPUJob
 from ..job_status import JobStatus, unlisted
+from ..keywords import INT, SWITCH, TEXT, Keyword
 from ..limits import MAX_CPUS_PER_NODE, MAX_NODES
 from ..request import JobRequest, given_or, parse_bool, parse_positive_int, parse_size
 from ..workers import WorkerLaunch
-from ..keywords import INT, SWITCH, TEXT, Keyword
 
 GPU_MODES = ("exclusive_process", "shared")
 LSF_UNITS = ("kb", "mb", "gb", "tb", "pb", "eb")
@@ -79,7 +79,9 @@ class LSFOptions:
         if len(units) == 1:
             units += "b"
         if units not in LSF_UNITS:
-            raise ValidationError("lsf_units", f"{get('lsf_units')!r} is not an LSF_UNIT_FOR_LIMITS; use one of {', '.join(LSF_UNITS)}")
+            raise ValidationError(
+                "lsf_units", f"{get('lsf_units')!r} is not an LSF_UNIT_FOR_LIMITS; use one of {', '.join(LSF_UNITS)}"
+            )
         memory_bytes = parse_size("mem", get("mem")) if get("mem") is not None else request.memory_per_node
         memory = None if memory_bytes is None else format_lsf_memory(memory_bytes, units)
         use_stdin = True if get("use_stdin") is None else parse_bool("use_stdin", get("use_stdin"))
@@ -118,7 +120,13 @@ class LSFGPUJob(GPUJob):
     @classmethod
     def query_command(cls, job_ids: list[str], jobs: list[GPUJob]) -> list[str]:
         # jobid is an array's id on each of its elements' lines; jobindex tells them apart (0 outside arrays)
-        return ["bjobs", "-noheader", "-o", "jobid jobindex stat exit_code exec_host pend_reason delimiter='|'", *job_ids]
+        return [
+            "bjobs",
+            "-noheader",
+            "-o",
+            "jobid jobindex stat exit_code exec_host pend_reason delimiter='|'",
+            *job_ids,
+        ]
 
     @classmethod
     def interpret_statuses(cls, job_ids: list[str], code: int, out: str, err: str) -> dict[str, JobStatus] | None:
@@ -133,7 +141,9 @@ class LSFGPUJob(GPUJob):
                     job_id = f"{job_id}[{index}]"
                 reason = "|".join(fields[5:])  # a pending reason may hold the delimiter
                 listed[job_id] = JobStatus(
-                    job_id, state, ended=state in cls.ended_states,
+                    job_id,
+                    state,
+                    ended=state in cls.ended_states,
                     reason=reason if reason not in ("-", "") else None,
                     nodes=hosts if hosts not in ("-", "") else None,
                     # bjobs shows "-" for a DONE job's exit code: it is 0
@@ -197,8 +207,12 @@ class LSFGPUCluster(GPUJobQueueCluster):
         Keyword("ncpus", INT, "LSF slots per job (-n), as dask-jobqueue's ncpus."),
         Keyword("mem", INT, "Memory per job in bytes, as dask-jobqueue's LSF mem (or --memory)."),
         Keyword("lsf_units", TEXT, "The unit of LSF's memory limits (LSF_UNIT_FOR_LIMITS: kb, mb, gb)."),
-        Keyword("use_stdin", SWITCH, command_line="how a cluster hands its script to bsub; a rendered script is "
-                "submitted as `bsub < script` by whoever runs it"),
+        Keyword(
+            "use_stdin",
+            SWITCH,
+            command_line="how a cluster hands its script to bsub; a rendered script is "
+            "submitted as `bsub < script` by whoever runs it",
+        ),
         Keyword("gpu_mode", TEXT, "LSF -gpu mode: exclusive_process or shared."),
     )
     batch_synonyms = {"project": "account"}
@@ -210,8 +224,9 @@ class LSFGPUCluster(GPUJobQueueCluster):
     template_filters = {"lsf_walltime": format_lsf_walltime}  # used by lsf.sh.j2
 
     @classmethod
-    def site_settings(cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any],
-                      directives: Mapping[str, Any]) -> dict[str, Any]:
+    def site_settings(
+        cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any], directives: Mapping[str, Any]
+    ) -> dict[str, Any]:
         """This batch system's keywords from a site's queue ``entry``, its ``gpu_request`` and ``directives``
         (the queue's over the site's); None values are dropped by the caller."""
         return {"gpu_mode": gpu.get("gpu_mode")}
@@ -236,8 +251,14 @@ class LSFGPUCluster(GPUJobQueueCluster):
     def _check_launch(cls, request: JobRequest, launch: WorkerLaunch) -> None:
         csm = request.gpu_request == "csm"
         if csm and launch.launcher != "jsrun":
-            raise ValidationError("launcher", "a CSM job (gpu_request='csm', -nnodes) runs its script on a launch node without GPUs; its workers need launcher='jsrun'")
+            raise ValidationError(
+                "launcher",
+                "a CSM job (gpu_request='csm', -nnodes) runs its script on a launch node without GPUs; its workers need launcher='jsrun'",
+            )
         if not csm and launch.launcher == "jsrun":
-            raise ValidationError("launcher", "launcher='jsrun' needs whole CSM nodes (gpu_request='csm'); a -gpu job's script runs on its first host: "
-                                              "it starts the workers directly, or those of several hosts through mpiexec-openmpi or mpiexec-mpich")
+            raise ValidationError(
+                "launcher",
+                "launcher='jsrun' needs whole CSM nodes (gpu_request='csm'); a -gpu job's script runs on its first host: "
+                "it starts the workers directly, or those of several hosts through mpiexec-openmpi or mpiexec-mpich",
+            )
         super()._check_launch(request, launch)

@@ -13,14 +13,16 @@ from ..cluster import GPUJobQueueCluster
 from ..errors import ValidationError
 from ..job import GPUJob
 from ..job_status import JobStatus, unlisted
-from ..request import JobRequest, _matching
 from ..keywords import PAIRS, TEXT, Keyword
+from ..request import JobRequest, _matching
 
 # PBS resource names and values: no spaces, colons, commas, plus signs or shell characters,
 # so a value cannot open another chunk (+), resource (:, ,) or directive.
 _RESOURCE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 _RESOURCE_VALUE = re.compile(r"[A-Za-z0-9_.@/-]{1,256}")
-_PLACE = re.compile(r"(?:free|pack|scatter|vscatter|excl|shared|exclhost|group=[A-Za-z0-9_]+)(?::(?:free|pack|scatter|vscatter|excl|shared|exclhost|group=[A-Za-z0-9_]+))*")
+_PLACE = re.compile(
+    r"(?:free|pack|scatter|vscatter|excl|shared|exclhost|group=[A-Za-z0-9_]+)(?::(?:free|pack|scatter|vscatter|excl|shared|exclhost|group=[A-Za-z0-9_]+))*"
+)
 _FILESYSTEMS = re.compile(r"[A-Za-z0-9_]+(?::[A-Za-z0-9_]+)*")
 # dask-jobqueue's resource_spec: one `-l` value, resources joined by , : + =
 _RESOURCE_SPEC = re.compile(r"(?!-)[A-Za-z0-9_.@/=:,+-]{1,1024}")
@@ -48,8 +50,16 @@ def parse_chunk_resources(field_name: str, value: Any) -> tuple[tuple[str, str],
     for name, resource_value in items:
         _matching(f"{field_name}[{name}]", name, _RESOURCE_NAME, "a PBS resource name (letters, digits, _)")
         if name in _OWN_CHUNK_RESOURCES:
-            raise ValidationError(field_name, f"{name} is set from gpujobqueue's own keywords (cores/cpus_per_gpu, gpus_per_node, memory, gpu_type); do not repeat it here")
-        _matching(f"{field_name}[{name}]", resource_value, _RESOURCE_VALUE, "a PBS resource value (letters, digits, _ . @ / -)")
+            raise ValidationError(
+                field_name,
+                f"{name} is set from gpujobqueue's own keywords (cores/cpus_per_gpu, gpus_per_node, memory, gpu_type); do not repeat it here",
+            )
+        _matching(
+            f"{field_name}[{name}]",
+            resource_value,
+            _RESOURCE_VALUE,
+            "a PBS resource value (letters, digits, _ . @ / -)",
+        )
     return tuple(items)
 
 
@@ -87,18 +97,30 @@ class PBSOptions:
         get = settings.get
         place = get("place")
         if place is not None:
-            place = _matching("place", place, _PLACE, "PBS placement such as scatter, pack, excl, scatter:excl or group=switch")
+            place = _matching(
+                "place", place, _PLACE, "PBS placement such as scatter, pack, excl, scatter:excl or group=switch"
+            )
         if request.exclusive and place is None:
             place = "excl"
         filesystems = get("filesystems")
         if filesystems is not None:
-            filesystems = _matching("filesystems", filesystems, _FILESYSTEMS, "file systems joined by ':' such as home:eagle")
+            filesystems = _matching(
+                "filesystems", filesystems, _FILESYSTEMS, "file systems joined by ':' such as home:eagle"
+            )
         resource_spec = get("resource_spec")
         if resource_spec is not None:
-            resource_spec = _matching("resource_spec", resource_spec, _RESOURCE_SPEC, "one PBS -l value such as select=1:ncpus=8:ngpus=4 (no spaces or shell characters)")
+            resource_spec = _matching(
+                "resource_spec",
+                resource_spec,
+                _RESOURCE_SPEC,
+                "one PBS -l value such as select=1:ncpus=8:ngpus=4 (no spaces or shell characters)",
+            )
         chunk = parse_chunk_resources("chunk_resources", get("chunk_resources"))
         if request.gpu_request == "torque" and (chunk or place):
-            raise ValidationError("chunk_resources" if chunk else "place", "Torque's nodes=N:ppn=C:gpus=G request has no select chunks or placement; use gpu_request='select' for PBS Pro")
+            raise ValidationError(
+                "chunk_resources" if chunk else "place",
+                "Torque's nodes=N:ppn=C:gpus=G request has no select chunks or placement; use gpu_request='select' for PBS Pro",
+            )
         return cls(chunk_resources=chunk, place=place, filesystems=filesystems, resource_spec=resource_spec)
 
 
@@ -155,7 +177,9 @@ class PBSGPUJob(GPUJob):
             state = attributes.get("job_state", "")
             exit_status = attributes.get("Exit_status", attributes.get("exit_status"))
             listed[job_id] = JobStatus(
-                job_id, state, ended=state in cls.ended_states,
+                job_id,
+                state,
+                ended=state in cls.ended_states,
                 reason=attributes.get("comment") if state in ("Q", "H", "W", "T") else None,  # why it waits
                 nodes=attributes.get("exec_host"),
                 exit_code=int(exit_status) if exit_status and exit_status.lstrip("-").isdigit() else None,
@@ -172,7 +196,11 @@ class PBSGPUJob(GPUJob):
         # given; a subjob 1234[k] writes <job name>.o1234.k
         sequence = str(self.job_id).split(".")[0]
         subjob = re.fullmatch(r"(\d+)\[(\d+)\]", sequence)
-        return [self._log_file(f"{self.job_name}.o{subjob.group(1)}.{subjob.group(2)}" if subjob else f"{self.job_name}.o{sequence}")]
+        return [
+            self._log_file(
+                f"{self.job_name}.o{subjob.group(1)}.{subjob.group(2)}" if subjob else f"{self.job_name}.o{sequence}"
+            )
+        ]
 
 
 def parse_full_status(text: str) -> dict[str, dict[str, str]]:
@@ -225,7 +253,12 @@ class PBSGPUCluster(GPUJobQueueCluster):
     """
     job_cls = PBSGPUJob
     batch_keywords = (
-        Keyword("chunk_resources", PAIRS, "PBS select-chunk resource (system=polaris); repeatable.", options=("--chunk-resource",)),
+        Keyword(
+            "chunk_resources",
+            PAIRS,
+            "PBS select-chunk resource (system=polaris); repeatable.",
+            options=("--chunk-resource",),
+        ),
         Keyword("place", TEXT, "PBS -l place (scatter, excl, ...)."),
         Keyword("filesystems", TEXT, "PBS -l filesystems (home:eagle)."),
         Keyword("resource_spec", TEXT, "PBS -l resources as written, as dask-jobqueue's resource_spec."),
@@ -238,19 +271,26 @@ class PBSGPUCluster(GPUJobQueueCluster):
     template_filters = {"pbs_memory": format_pbs_memory}  # used by pbs.sh.j2
 
     @classmethod
-    def site_settings(cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any],
-                      directives: Mapping[str, Any]) -> dict[str, Any]:
+    def site_settings(
+        cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any], directives: Mapping[str, Any]
+    ) -> dict[str, Any]:
         """This batch system's keywords from a site's queue ``entry``, its ``gpu_request`` and ``directives``
         (the queue's over the site's); None values are dropped by the caller."""
         chunk = {**directives.get("chunk_resources", {}), **entry.get("chunk_resources", {})}
-        return {"chunk_resources": {k: str(v) for k, v in chunk.items()} or None,
-                "filesystems": directives.get("filesystems"), "place": directives.get("place")}
+        return {
+            "chunk_resources": {k: str(v) for k, v in chunk.items()} or None,
+            "filesystems": directives.get("filesystems"),
+            "place": directives.get("place"),
+        }
 
     @classmethod
     def _check_job_array(cls, request: JobRequest) -> None:
         super()._check_job_array(request)
         if request.gpu_request == "torque":
-            raise ValidationError("job_array", "gpujobqueue writes PBS Pro's job arrays (-J 1-K, PBS_ARRAY_INDEX); Torque's (-t, PBS_ARRAYID) are not supported: use job_array=False")
+            raise ValidationError(
+                "job_array",
+                "gpujobqueue writes PBS Pro's job arrays (-J 1-K, PBS_ARRAY_INDEX); Torque's (-t, PBS_ARRAYID) are not supported: use job_array=False",
+            )
 
     @classmethod
     def _parse_batch_options(cls, settings: dict[str, Any], request: JobRequest) -> PBSOptions:

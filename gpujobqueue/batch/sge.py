@@ -12,9 +12,9 @@ from ..cluster import GPUJobQueueCluster
 from ..errors import SubmissionError, ValidationError
 from ..job import CommandFailed, GPUJob
 from ..job_status import JobStatus, run_query, unlisted
-from ..workers import WorkerLaunch
-from ..request import JobRequest, _matching, given_or
 from ..keywords import TEXT, Keyword
+from ..request import JobRequest, _matching, given_or
+from ..workers import WorkerLaunch
 
 GPU_CONSUMABLES = ("slot", "job")
 _COMPLEX = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
@@ -58,29 +58,51 @@ class SGEOptions:
 
         def complex_name(name):
             value = get(name)
-            return None if value is None else _matching(name, value, _COMPLEX, "a Grid Engine complex name (letters, digits, _)")
+            return (
+                None
+                if value is None
+                else _matching(name, value, _COMPLEX, "a Grid Engine complex name (letters, digits, _)")
+            )
 
         resource_type = complex_name("resource_type")
         if request.gpu_request == "resource-type" and resource_type is None:
-            raise ValidationError("resource_type", "gpu_request='resource-type' needs the resource type that brings the GPUs, e.g. resource_type='rt_F'")
+            raise ValidationError(
+                "resource_type",
+                "gpu_request='resource-type' needs the resource type that brings the GPUs, e.g. resource_type='rt_F'",
+            )
         resource_spec = get("resource_spec")
         if resource_spec is not None:
-            resource_spec = _matching("resource_spec", resource_spec, _RESOURCE_SPEC, "one Grid Engine -l value such as h_vmem=8G,mem_free=8G (no spaces or shell characters)")
+            resource_spec = _matching(
+                "resource_spec",
+                resource_spec,
+                _RESOURCE_SPEC,
+                "one Grid Engine -l value such as h_vmem=8G,mem_free=8G (no spaces or shell characters)",
+            )
         consumable = given_or(get("gpu_consumable"), "slot")
         if consumable not in GPU_CONSUMABLES:
-            raise ValidationError("gpu_consumable", f"{consumable!r}: use slot (the complex is a YES consumable, counted per slot) or job (a JOB consumable)")
+            raise ValidationError(
+                "gpu_consumable",
+                f"{consumable!r}: use slot (the complex is a YES consumable, counted per slot) or job (a JOB consumable)",
+            )
         parallel_environment = complex_name("parallel_environment")
         if request.nodes > 1 and request.gpu_request == "complex":
-            raise ValidationError("nodes", f"a Grid Engine GPU complex counts GPUs per slot, not per host, so a job of {request.nodes} nodes cannot ask for "
-                                           f"{request.gpus_per_node} GPUs on each; use gpu_request='resource-type' (whole nodes, such as rt_F) or 'none'")
+            raise ValidationError(
+                "nodes",
+                f"a Grid Engine GPU complex counts GPUs per slot, not per host, so a job of {request.nodes} nodes cannot ask for "
+                f"{request.gpus_per_node} GPUs on each; use gpu_request='resource-type' (whole nodes, such as rt_F) or 'none'",
+            )
         slots = request.cpus_per_node * request.nodes if parallel_environment else 1
         value = request.gpus_per_node * request.nodes
         if consumable == "slot" and request.gpu_request == "complex":
             if value % slots:
-                raise ValidationError("cores", (
-                    f"Grid Engine counts a YES consumable per slot, so -pe {parallel_environment} {slots} -l {get('gpu_complex') or 'gpu'}=N asks for {slots}N GPUs "
-                    f"and {value} GPUs cannot be spread over {slots} slots; ask for a number of cores that divides {value} "
-                    "(cores=gpus_per_node gives one GPU per slot), or set gpu_consumable='job' if the site's complex is a JOB consumable"))
+                raise ValidationError(
+                    "cores",
+                    (
+                        f"Grid Engine counts a YES consumable per slot, so -pe {parallel_environment} {slots} -l {get('gpu_complex') or 'gpu'}=N asks for {slots}N GPUs "
+                        f"and {value} GPUs cannot be spread over {slots} slots; ask for a number of cores that divides {value} "
+                        "(cores=gpus_per_node gives one GPU per slot), or set gpu_consumable='job' if the site's complex is a JOB consumable"
+                    ),
+                )
             value //= slots
         return cls(
             gpu_consumable=consumable,
@@ -153,9 +175,13 @@ class SGEGPUJob(GPUJob):
                 queue = fields[7] if len(fields) > 8 and "@" in fields[7] else None
                 tasks_column = 9 if queue else 8
                 # An error state (Eqw) never runs: the job is as good as ended, though listed.
-                status = JobStatus(fields[0], state, ended="E" in state,
-                                   reason="error state: qstat -j shows why" if "E" in state else None,
-                                   nodes=queue.split("@", 1)[1] if queue else None)
+                status = JobStatus(
+                    fields[0],
+                    state,
+                    ended="E" in state,
+                    reason="error state: qstat -j shows why" if "E" in state else None,
+                    nodes=queue.split("@", 1)[1] if queue else None,
+                )
                 if len(fields) > tasks_column:
                     for task in expand_task_ranges(fields[tasks_column]):
                         listed[f"{fields[0]}.{task}"] = dataclasses.replace(status, job_id=f"{fields[0]}.{task}")
@@ -248,13 +274,17 @@ class SGEGPUCluster(GPUJobQueueCluster):
     native_launcher = "qrsh-inherit"
 
     @classmethod
-    def site_settings(cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any],
-                      directives: Mapping[str, Any]) -> dict[str, Any]:
+    def site_settings(
+        cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any], directives: Mapping[str, Any]
+    ) -> dict[str, Any]:
         """This batch system's keywords from a site's queue ``entry``, its ``gpu_request`` and ``directives``
         (the queue's over the site's); None values are dropped by the caller."""
-        return {"gpu_complex": gpu.get("complex"), "gpu_consumable": gpu.get("consumable"),
-                "resource_type": gpu.get("resource_type"),
-                "parallel_environment": directives.get("parallel_environment")}
+        return {
+            "gpu_complex": gpu.get("complex"),
+            "gpu_consumable": gpu.get("consumable"),
+            "resource_type": gpu.get("resource_type"),
+            "parallel_environment": directives.get("parallel_environment"),
+        }
 
     @classmethod
     def _apply_batch_defaults(cls, settings: dict[str, Any]) -> None:
@@ -269,7 +299,9 @@ class SGEGPUCluster(GPUJobQueueCluster):
     def _check_launch(cls, request: JobRequest, launch: WorkerLaunch) -> None:
         super()._check_launch(request, launch)
         if launch.launcher == "qrsh-inherit" and request.options.parallel_environment is None:
-            raise ValidationError("parallel_environment",
-                                  f"a job of {request.nodes} nodes started by qrsh -inherit is a parallel job: give the "
-                                  "parallel environment (parallel_environment='mpi'; one whose control_slaves is TRUE), "
-                                  "or a launcher such as mpiexec-openmpi")
+            raise ValidationError(
+                "parallel_environment",
+                f"a job of {request.nodes} nodes started by qrsh -inherit is a parallel job: give the "
+                "parallel environment (parallel_environment='mpi'; one whose control_slaves is TRUE), "
+                "or a launcher such as mpiexec-openmpi",
+            )

@@ -33,16 +33,43 @@ class SLURMGPUJob(GPUJob):
     job_id_variable = "SLURM_JOB_ID"  # set inside a job
     config_name = "slurm"
     job_id_regexp = r"Submitted batch job (?P<job_id>\d+)"
-    ended_states = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
-                              "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY", "SPECIAL_EXIT", "REVOKED"})
+    ended_states = frozenset(
+        {
+            "COMPLETED",
+            "FAILED",
+            "CANCELLED",
+            "TIMEOUT",
+            "NODE_FAIL",
+            "PREEMPTED",
+            "BOOT_FAIL",
+            "DEADLINE",
+            "OUT_OF_MEMORY",
+            "SPECIAL_EXIT",
+            "REVOKED",
+        }
+    )
     # Pending reasons that waiting does not clear: the job asks for more than the partition,
     # QoS or association allows (sbatch takes such jobs unless EnforcePartLimits is set).
     # ReqNodeNotAvail is not among them: it clears when a drained or reserved node returns.
-    hopeless_reasons = frozenset({
-        "PartitionConfig", "PartitionNodeLimit", "PartitionTimeLimit", "BadConstraints", "InvalidQOS", "InvalidAccount",
-        "QOSMaxWallDurationPerJobLimit", "QOSMaxCpuPerJobLimit", "QOSMaxGRESPerJob", "QOSMaxNodePerJobLimit", "QOSMaxMemoryPerJob",
-        "AssocMaxWallDurationPerJobLimit", "AssocMaxCpuPerJobLimit", "AssocMaxNodesPerJobLimit", "AssocMaxGRESPerJob",
-    })
+    hopeless_reasons = frozenset(
+        {
+            "PartitionConfig",
+            "PartitionNodeLimit",
+            "PartitionTimeLimit",
+            "BadConstraints",
+            "InvalidQOS",
+            "InvalidAccount",
+            "QOSMaxWallDurationPerJobLimit",
+            "QOSMaxCpuPerJobLimit",
+            "QOSMaxGRESPerJob",
+            "QOSMaxNodePerJobLimit",
+            "QOSMaxMemoryPerJob",
+            "AssocMaxWallDurationPerJobLimit",
+            "AssocMaxCpuPerJobLimit",
+            "AssocMaxNodesPerJobLimit",
+            "AssocMaxGRESPerJob",
+        }
+    )
     array_task_variable = "SLURM_ARRAY_TASK_ID"
     array_size_limit = 1000  # MaxArraySize's default, 1001, allows indices up to 1000
 
@@ -63,7 +90,14 @@ class SLURMGPUJob(GPUJob):
     def query_command(cls, job_ids: list[str], jobs: list[GPUJob]) -> list[str]:
         # --states=all: finished jobs too, for as long as slurmctld keeps them (MinJobAge);
         # --array: one line per array element (A_7), not one per pending array (A_[7-9]).
-        return ["squeue", "--noheader", "--array", "--states=all", f"--jobs={','.join(job_ids)}", "--format=%i|%T|%r|%N"]
+        return [
+            "squeue",
+            "--noheader",
+            "--array",
+            "--states=all",
+            f"--jobs={','.join(job_ids)}",
+            "--format=%i|%T|%r|%N",
+        ]
 
     @classmethod
     def interpret_statuses(cls, job_ids: list[str], code: int, out: str, err: str) -> dict[str, JobStatus] | None:
@@ -74,13 +108,17 @@ class SLURMGPUJob(GPUJob):
             fields = line.strip().split("|")
             if len(fields) == 4:
                 job_id, state, reason, nodes = fields
-                listed[job_id] = JobStatus(job_id, state, ended=state in cls.ended_states, reason=reason, nodes=nodes or None)
+                listed[job_id] = JobStatus(
+                    job_id, state, ended=state in cls.ended_states, reason=reason, nodes=nodes or None
+                )
         return {job_id: listed.get(job_id) or unlisted(job_id) for job_id in job_ids}
 
     async def query_exit_code(self) -> int | None:
         code, out, _ = await run_query(["scontrol", "show", "job", "--oneliner", str(self.job_id)])
         if code != 0:  # purged from slurmctld: accounting may still know it
-            code, out, _ = await run_query(["sacct", "--jobs", str(self.job_id), "--noheader", "--parsable2", "--allocations", "--format=ExitCode"])
+            code, out, _ = await run_query(
+                ["sacct", "--jobs", str(self.job_id), "--noheader", "--parsable2", "--allocations", "--format=ExitCode"]
+            )
             match = re.match(r"\s*(\d+):(\d+)", out) if code == 0 else None
         else:
             match = re.search(r"\bExitCode=(\d+):(\d+)", out)
@@ -91,7 +129,10 @@ class SLURMGPUJob(GPUJob):
 
     def log_paths(self) -> list[str]:
         if self.log_directory:
-            return [self._log_file(f"{self.job_name}-{self.job_id}.out"), self._log_file(f"{self.job_name}-{self.job_id}.err")]
+            return [
+                self._log_file(f"{self.job_name}-{self.job_id}.out"),
+                self._log_file(f"{self.job_name}-{self.job_id}.err"),
+            ]
         return [self._log_file(f"slurm-{self.job_id}.out")]
 
 
@@ -135,8 +176,9 @@ class SLURMGPUCluster(GPUJobQueueCluster):
     template_filters = {"slurm_memory": format_slurm_memory}  # used by slurm.sh.j2
 
     @classmethod
-    def site_settings(cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any],
-                      directives: Mapping[str, Any]) -> dict[str, Any]:
+    def site_settings(
+        cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any], directives: Mapping[str, Any]
+    ) -> dict[str, Any]:
         """This batch system's keywords from a site's queue ``entry``, its ``gpu_request`` and ``directives``
         (the queue's over the site's); None values are dropped by the caller."""
         return {"qos": entry.get("qos"), "constraint": entry.get("constraint") or directives.get("constraint")}

@@ -88,9 +88,22 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "ENV_HOME", "Rejected", "EmulatorConfig", "JobRecord", "JobStore", "Flavor",
-    "FLAVOR_MODULES", "kill_all", "parse_size", "format_size", "format_hms",
-    "short_hostname", "load_flavor", "default_argv", "emulator_home", "main_wrapper",
+    "ENV_HOME",
+    "Rejected",
+    "EmulatorConfig",
+    "JobRecord",
+    "JobStore",
+    "Flavor",
+    "FLAVOR_MODULES",
+    "kill_all",
+    "parse_size",
+    "format_size",
+    "format_hms",
+    "short_hostname",
+    "load_flavor",
+    "default_argv",
+    "emulator_home",
+    "main_wrapper",
 ]
 
 ENV_HOME = "GPUJOBQUEUE_EMULATOR_HOME"
@@ -124,8 +137,11 @@ def emulator_home(environ: dict[str, str] | None = None, prog: str = "emulator")
     """The emulated machine's home directory from ``GPUJOBQUEUE_EMULATOR_HOME``."""
     value = (os.environ if environ is None else environ).get(ENV_HOME)
     if not value:
-        raise Rejected(f"{prog}: {ENV_HOME} is not set: this is the gpujobqueue test emulator, "
-                       "it needs the directory of an emulated machine", 2)
+        raise Rejected(
+            f"{prog}: {ENV_HOME} is not set: this is the gpujobqueue test emulator, "
+            "it needs the directory of an emulated machine",
+            2,
+        )
     home = Path(value)
     if not (home / "config.json").is_file():
         raise Rejected(f"{prog}: {home}/config.json is missing: not an emulator home", 2)
@@ -134,8 +150,7 @@ def emulator_home(environ: dict[str, str] | None = None, prog: str = "emulator")
 
 # -- sizes and times -----------------------------------------------------------------------
 
-_SIZE_UNITS = {"": 1, "b": 1, "w": 8, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40,
-               "p": 1 << 50}
+_SIZE_UNITS = {"": 1, "b": 1, "w": 8, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
 
 
 def parse_size(text: str, default_unit: str = "b") -> int:
@@ -178,6 +193,7 @@ def format_hms(seconds: float | None) -> str:
 
 
 # -- configuration --------------------------------------------------------------------------
+
 
 @dataclass
 class EmulatorConfig:
@@ -222,6 +238,7 @@ class EmulatorConfig:
 
 
 # -- job records ----------------------------------------------------------------------------
+
 
 @dataclass
 class JobRecord:
@@ -305,6 +322,7 @@ def _key_sort(job: JobRecord) -> tuple[int, int]:
 
 # -- flavours -------------------------------------------------------------------------------
 
+
 def default_argv(script: str) -> list[str]:
     """How a script runs when the flavour has no opinion: its ``#!`` line, else ``bash``."""
     try:
@@ -358,14 +376,14 @@ _FLAVOR_CACHE: dict[str, Flavor] = {}
 def load_flavor(config: EmulatorConfig) -> Flavor:
     name = config.flavor
     if name not in _FLAVOR_CACHE:
-        module_name = (config.extra.get("flavor_module") or FLAVOR_MODULES.get(name)
-                       or f"emulators.{name}")
+        module_name = config.extra.get("flavor_module") or FLAVOR_MODULES.get(name) or f"emulators.{name}"
         module = importlib.import_module(module_name)
         _FLAVOR_CACHE[name] = module.flavor(name)
     return _FLAVOR_CACHE[name]
 
 
 # -- processes ------------------------------------------------------------------------------
+
 
 def _pid_alive(pid: int | None) -> bool:
     if not pid:
@@ -409,6 +427,7 @@ def _signal_job(pgid: int | None, signum: int) -> None:
 
 
 # -- the store ------------------------------------------------------------------------------
+
 
 class JobStore:
     """All state of one emulated machine, under ``home``."""
@@ -519,10 +538,12 @@ class JobStore:
         """Free (ncpus, ngpus, mem_bytes, device ids) of the host now."""
         active = [j for j in self.jobs() if j.active and not j.is_array_parent]
         used_devices = {d for j in active for d in j.devices}
-        return (self.config.ncpus - sum(j.ncpus for j in active),
-                self.config.ngpus - sum(j.ngpus for j in active),
-                self.config.mem_bytes - sum(j.mem_bytes for j in active),
-                [d for d in range(self.config.ngpus) if d not in used_devices])
+        return (
+            self.config.ncpus - sum(j.ncpus for j in active),
+            self.config.ngpus - sum(j.ngpus for j in active),
+            self.config.mem_bytes - sum(j.mem_bytes for j in active),
+            [d for d in range(self.config.ngpus) if d not in used_devices],
+        )
 
     def _dependency_state(self, job: JobRecord) -> str:
         """'ok' (all satisfied), 'wait' or 'never'."""
@@ -554,8 +575,7 @@ class JobStore:
                 verdict = "wait"
         return verdict
 
-    def schedule(self, start_job: Callable[[JobStore, JobRecord], None] | None = None
-                 ) -> list[JobRecord]:
+    def schedule(self, start_job: Callable[[JobStore, JobRecord], None] | None = None) -> list[JobRecord]:
         """One scheduling pass: start, in submit order, every eligible job that fits now.
 
         Jobs that do not fit are passed over (PBS Pro's and LSF's default, not strict
@@ -577,8 +597,8 @@ class JobStore:
                     continue  # waits (possibly for ever: a job larger than the host)
                 if job.extra.get("never_runs"):
                     continue  # the flavour decided it can never run here (e.g. scatter > 1 host)
-                job.devices = devices[:job.ngpus]
-                devices = devices[job.ngpus:]
+                job.devices = devices[: job.ngpus]
+                devices = devices[job.ngpus :]
                 ncpus, ngpus, mem = ncpus - job.ncpus, ngpus - job.ngpus, mem - job.mem_bytes
                 job.hosts = [self.config.host]
                 job.state = "running"
@@ -623,8 +643,7 @@ class JobStore:
                 self.save(job)
             if job.is_array_parent:
                 for sub in self.subjobs(job.id):
-                    if sub.state in ("queued", "held") and (sub.holds != job.holds
-                                                            or sub.state != wanted):
+                    if sub.state in ("queued", "held") and (sub.holds != job.holds or sub.state != wanted):
                         sub.holds, sub.state = job.holds, wanted
                         self.save(sub)
 
@@ -658,15 +677,30 @@ class JobStore:
     def launch(self, job: JobRecord) -> None:
         """Spawn the detached runner process of a job whose ``run_*`` fields are set."""
         pythonpath = os.pathsep.join(filter(None, [TESTS_DIR, os.environ.get("PYTHONPATH")]))
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": pythonpath,
-               "GPUJOBQUEUE_EMULATOR_RUNNER": f"{self.home}:{job.key}"}
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "PYTHONPATH": pythonpath,
+            "GPUJOBQUEUE_EMULATOR_RUNNER": f"{self.home}:{job.key}",
+        }
         log = open(self.log_dir / f"runner-{job.key}.log", "ab")  # noqa: SIM115
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-c", "import sys; from emulators.common import _main; "
-                 "sys.exit(_main(sys.argv[1:]))", "run", str(self.home), job.key],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=self.home, env=env,
-                start_new_session=True, close_fds=True)
+                [
+                    sys.executable,
+                    "-c",
+                    "import sys; from emulators.common import _main; sys.exit(_main(sys.argv[1:]))",
+                    "run",
+                    str(self.home),
+                    job.key,
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                cwd=self.home,
+                env=env,
+                start_new_session=True,
+                close_fds=True,
+            )
         finally:
             log.close()
         job.runner_pid = proc.pid
@@ -689,9 +723,13 @@ class JobStore:
                 self.save(sub)
         return job
 
-    def cancel(self, job_id: int | str, signal_sequence: Sequence[int] = (signal.SIGTERM,
-               signal.SIGKILL), grace_s: float | None = None, reason: str = "cancel"
-               ) -> JobRecord | None:
+    def cancel(
+        self,
+        job_id: int | str,
+        signal_sequence: Sequence[int] = (signal.SIGTERM, signal.SIGKILL),
+        grace_s: float | None = None,
+        reason: str = "cancel",
+    ) -> JobRecord | None:
         """Delete a job: a waiting one ends at once; a running one gets ``signal_sequence``
         (to its whole process group), one signal every ``grace_s`` seconds
         (``config.kill_grace_s`` by default), sent by its runner.  An array parent cancels
@@ -706,8 +744,7 @@ class JobStore:
                 for sub in self.subjobs(job.id):
                     self.cancel(sub.key, signal_sequence, grace, reason)
                 job = self.get(job.key) or job
-                if job.state != "finished" and all(
-                        s.state == "finished" for s in self.subjobs(job.id)):
+                if job.state != "finished" and all(s.state == "finished" for s in self.subjobs(job.id)):
                     job.state, job.end_time = "finished", time.time()
                     self.save(job)
                 return job
@@ -718,8 +755,12 @@ class JobStore:
                 self.save(job)
                 self._update_array_parent(job.id)
             elif job.active and job.kill is None:
-                job.kill = {"signals": [int(s) for s in signal_sequence], "grace": grace,
-                            "reason": reason, "requested": time.time()}
+                job.kill = {
+                    "signals": [int(s) for s in signal_sequence],
+                    "grace": grace,
+                    "reason": reason,
+                    "requested": time.time(),
+                }
                 job.state = "exiting"
                 self.save(job)
                 if not _pid_alive(job.runner_pid):  # the runner is gone: do its work here
@@ -741,6 +782,7 @@ class JobStore:
 
 
 # -- the runner -----------------------------------------------------------------------------
+
 
 def _stage(source: Path, destination: str, fallback: Path) -> None:
     if not source.exists():
@@ -766,9 +808,16 @@ def run_job(home: str | os.PathLike[str], key: str) -> int:
     out = open(out_path, "ab")  # noqa: SIM115
     err = out if err_path == out_path else open(err_path, "ab")  # noqa: SIM115
     try:
-        proc = subprocess.Popen(job.run_argv, cwd=job.run_cwd, env=job.run_env,
-                                stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                start_new_session=True, close_fds=True)
+        proc = subprocess.Popen(
+            job.run_argv,
+            cwd=job.run_cwd,
+            env=job.run_env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+            close_fds=True,
+        )
     except OSError as error:
         err.write(f"emulator: cannot start job: {error}\n".encode())
         out.close()
@@ -796,8 +845,11 @@ def run_job(home: str | os.PathLike[str], key: str) -> int:
             if current is not None and current.kill:
                 plan = current.kill
             elif deadline is not None and now >= deadline:
-                plan = {"signals": [signal.SIGTERM, signal.SIGKILL],
-                        "grace": store.config.kill_grace_s, "reason": "walltime"}
+                plan = {
+                    "signals": [signal.SIGTERM, signal.SIGKILL],
+                    "grace": store.config.kill_grace_s,
+                    "reason": "walltime",
+                }
                 message = flavor.walltime_message(job, now - (job.start_time or now))
                 if message:
                     err.write(message.encode() + b"\n")
@@ -841,6 +893,7 @@ def run_job(home: str | os.PathLike[str], key: str) -> int:
 
 
 # -- cleanup --------------------------------------------------------------------------------
+
 
 def kill_all(home: str | os.PathLike[str]) -> None:
     """Kill every job and runner of the machine at ``home`` (fixture teardown)."""
@@ -889,8 +942,8 @@ def _session_ids(runner_pid: int) -> list[int]:
 
 # -- command entry points -------------------------------------------------------------------
 
-def main_wrapper(func: Callable[[list[str]], int], prog: str,
-                 argv: Sequence[str] | None = None) -> int:
+
+def main_wrapper(func: Callable[[list[str]], int], prog: str, argv: Sequence[str] | None = None) -> int:
     """Run a command's ``func(argv) -> exit status``; a ``Rejected`` prints and exits."""
     try:
         status = func(list(sys.argv[1:] if argv is None else argv))

@@ -87,16 +87,25 @@ from emulators.common import (
 )
 
 __all__ = [
-    "LSFRejected", "ParsedJob", "GPURequest", "ResReq", "default_config", "write_lsf_conf",
-    "parse_submission", "flavor", "bsub_main", "bjobs_main", "bkill_main", "jsrun_main",
+    "LSFRejected",
+    "ParsedJob",
+    "GPURequest",
+    "ResReq",
+    "default_config",
+    "write_lsf_conf",
+    "parse_submission",
+    "flavor",
+    "bsub_main",
+    "bjobs_main",
+    "bkill_main",
+    "jsrun_main",
 ]
 
 NOT_SUBMITTED = "Job not submitted."
 EXIT_REFUSED = 255  # bsub's exit(-1) [OL]; 255 observed [ERT]
 
 #: LSF_UNIT_FOR_LIMITS units -> bytes (powers of 1024) [IBM -M: KB|K MB|M GB|G TB|T PB|P EB|E ZB|Z]
-UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50, "E": 1 << 60,
-         "Z": 1 << 70}
+UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50, "E": 1 << 60, "Z": 1 << 70}
 
 
 class LSFRejected(Rejected):
@@ -115,24 +124,27 @@ def refused(message: str) -> LSFRejected:
 # -- configuration --------------------------------------------------------------------------
 
 DEFAULT_QUEUES: dict[str, dict[str, Any]] = {
-    "normal": {"run_limit_min": 24 * 60, "exclusive": True,
-               "description": "default queue, RUNLIMIT 24:00"},
+    "normal": {"run_limit_min": 24 * 60, "exclusive": True, "description": "default queue, RUNLIMIT 24:00"},
     "short": {"run_limit_min": 30, "exclusive": False, "description": "RUNLIMIT 30 minutes"},
-    "batch": {"run_limit_min": 2 * 60, "csm": True, "exclusive": True,
-              "description": "CSM queue (Summit-like): whole nodes by -nnodes, jsrun"},
+    "batch": {
+        "run_limit_min": 2 * 60,
+        "csm": True,
+        "exclusive": True,
+        "description": "CSM queue (Summit-like): whole nodes by -nnodes, jsrun",
+    },
 }
 
 DEFAULT_EXTRA: dict[str, Any] = {
     "lsf_unit_for_limits": "MB",
     "bsub_parse_script": False,
     "job_terminate_interval_s": 10.0,
-    "projects": None,          # None: any project name; a list: only those
-    "user_groups": None,       # None: any -G; a list: only those
+    "projects": None,  # None: any project name; a list: only those
+    "user_groups": None,  # None: any -G; a list: only those
     "cluster_name": "emulator",
-    "csm_site": "summit",      # "summit": Summit's bsub checks first [DASK]; "lsf": plain LSF
+    "csm_site": "summit",  # "summit": Summit's bsub checks first [DASK]; "lsf": plain LSF
     "csm_launch_host": "batch1",
-    "max_array_size": 1000,    # LSB_MAX_ARRAY_IDX's default (MAX_JOB_ARRAY_SIZE 1000)
-    "clean_period_s": 3600,    # CLEAN_PERIOD: finished jobs stay visible to bjobs 1 hour
+    "max_array_size": 1000,  # LSB_MAX_ARRAY_IDX's default (MAX_JOB_ARRAY_SIZE 1000)
+    "clean_period_s": 3600,  # CLEAN_PERIOD: finished jobs stay visible to bjobs 1 hour
     # test accelerator: seconds in one LSF minute of run limit (-W, RUNLIMIT); 60 is real
     "seconds_per_minute": 60,
 }
@@ -141,9 +153,17 @@ DEFAULT_EXTRA: dict[str, Any] = {
 def default_config(**overrides: Any) -> EmulatorConfig:
     """The emulated LSF machine: one host (8 cores, 4 GPUs, 32 GB) and queues normal (the
     default), short and batch (CSM).  Keyword overrides set config fields or extra keys."""
-    config = EmulatorConfig(flavor="lsf", server="emulator", ncpus=8, ngpus=4, mem="32gb",
-                            queues={k: dict(v) for k, v in DEFAULT_QUEUES.items()},
-                            default_queue="normal", first_id=1000, kill_grace_s=1.0)
+    config = EmulatorConfig(
+        flavor="lsf",
+        server="emulator",
+        ncpus=8,
+        ngpus=4,
+        mem="32gb",
+        queues={k: dict(v) for k, v in DEFAULT_QUEUES.items()},
+        default_queue="normal",
+        first_id=1000,
+        kill_grace_s=1.0,
+    )
     config.extra.update(DEFAULT_EXTRA)
     fields_ = set(config.__dataclass_fields__)
     for key, value in overrides.items():
@@ -187,35 +207,150 @@ def unit_bytes(config: EmulatorConfig) -> int:
 #: bsub options: name -> takes an argument (LSF 10.1's list [IBM bsub], my_getopt's rules [OL])
 OPTIONS: dict[str, bool] = {
     # flags
-    "B": False, "H": False, "I": False, "Ip": False, "Is": False, "IS": False, "ISp": False,
-    "ISs": False, "IX": False, "K": False, "N": False, "r": False, "rn": False, "ul": False,
-    "x": False, "h": False, "V": False, "Zs": False, "tty": False, "XF": False, "ar": False,
-    "hl": False, "datachk": False, "Ne": False,
+    "B": False,
+    "H": False,
+    "I": False,
+    "Ip": False,
+    "Is": False,
+    "IS": False,
+    "ISp": False,
+    "ISs": False,
+    "IX": False,
+    "K": False,
+    "N": False,
+    "r": False,
+    "rn": False,
+    "ul": False,
+    "x": False,
+    "h": False,
+    "V": False,
+    "Zs": False,
+    "tty": False,
+    "XF": False,
+    "ar": False,
+    "hl": False,
+    "datachk": False,
+    "Ne": False,
     # with an argument
-    "a": True, "alloc_flags": True, "app": True, "b": True, "C": True, "c": True,
-    "clusters": True, "cn_cu": True, "cn_mem": True, "core_isolation": True, "csm": True,
-    "cwd": True, "D": True, "data": True, "datagrp": True, "E": True, "Ep": True, "e": True,
-    "eo": True, "env": True, "eptl": True, "ext": True, "extsched": True, "F": True, "f": True,
-    "freq": True, "G": True, "g": True, "gpu": True, "i": True, "is": True, "J": True,
-    "Jd": True, "jobaff": True, "jsdl": True, "jsdl_strict": True, "jsm": True, "k": True,
-    "L": True, "Lp": True, "ln_mem": True, "ln_slots": True, "M": True, "m": True,
-    "mig": True, "n": True, "network": True, "nnodes": True, "o": True, "oo": True,
-    "outdir": True, "P": True, "p": True, "pack": True, "ptl": True, "Q": True, "q": True,
-    "R": True, "rcacct": True, "rnc": True, "S": True, "s": True, "sla": True, "smt": True,
-    "sp": True, "stage": True, "step_cgroup": True, "T": True, "t": True, "U": True, "u": True,
-    "v": True, "W": True, "We": True, "w": True, "wa": True, "wt": True,
+    "a": True,
+    "alloc_flags": True,
+    "app": True,
+    "b": True,
+    "C": True,
+    "c": True,
+    "clusters": True,
+    "cn_cu": True,
+    "cn_mem": True,
+    "core_isolation": True,
+    "csm": True,
+    "cwd": True,
+    "D": True,
+    "data": True,
+    "datagrp": True,
+    "E": True,
+    "Ep": True,
+    "e": True,
+    "eo": True,
+    "env": True,
+    "eptl": True,
+    "ext": True,
+    "extsched": True,
+    "F": True,
+    "f": True,
+    "freq": True,
+    "G": True,
+    "g": True,
+    "gpu": True,
+    "i": True,
+    "is": True,
+    "J": True,
+    "Jd": True,
+    "jobaff": True,
+    "jsdl": True,
+    "jsdl_strict": True,
+    "jsm": True,
+    "k": True,
+    "L": True,
+    "Lp": True,
+    "ln_mem": True,
+    "ln_slots": True,
+    "M": True,
+    "m": True,
+    "mig": True,
+    "n": True,
+    "network": True,
+    "nnodes": True,
+    "o": True,
+    "oo": True,
+    "outdir": True,
+    "P": True,
+    "p": True,
+    "pack": True,
+    "ptl": True,
+    "Q": True,
+    "q": True,
+    "R": True,
+    "rcacct": True,
+    "rnc": True,
+    "S": True,
+    "s": True,
+    "sla": True,
+    "smt": True,
+    "sp": True,
+    "stage": True,
+    "step_cgroup": True,
+    "T": True,
+    "t": True,
+    "U": True,
+    "u": True,
+    "v": True,
+    "W": True,
+    "We": True,
+    "w": True,
+    "wa": True,
+    "wt": True,
 }
 INTERACTIVE = ("I", "Ip", "Is", "IS", "ISp", "ISs", "IX", "tty", "XF")
 #: real options this emulator does not implement: refused with a labelled message rather than
 #: silently ignored (an emulator that accepts anything proves nothing)
-NOT_EMULATED = ("a", "app", "b", "clusters", "csm", "data", "datagrp", "E", "Ep", "ext",
-                "extsched", "f", "i", "is", "jsdl", "jsdl_strict", "k", "mig", "network",
-                "pack", "Q", "rnc", "sla", "stage", "t", "U", "w", "ar", "ptl", "eptl", "freq",
-                "jobaff", "rcacct")
+NOT_EMULATED = (
+    "a",
+    "app",
+    "b",
+    "clusters",
+    "csm",
+    "data",
+    "datagrp",
+    "E",
+    "Ep",
+    "ext",
+    "extsched",
+    "f",
+    "i",
+    "is",
+    "jsdl",
+    "jsdl_strict",
+    "k",
+    "mig",
+    "network",
+    "pack",
+    "Q",
+    "rnc",
+    "sla",
+    "stage",
+    "t",
+    "U",
+    "w",
+    "ar",
+    "ptl",
+    "eptl",
+    "freq",
+    "jobaff",
+    "rcacct",
+)
 #: CSM easy-mode options [IBM: "-nnodes ... -ln_slots ... -cn_cu: for easy mode LSF job
 #: submission to run with the IBM Cluster Systems Manager (CSM) integration package"]
-CSM_OPTIONS = ("nnodes", "ln_slots", "ln_mem", "cn_cu", "cn_mem", "core_isolation", "jsm",
-               "smt", "step_cgroup")
+CSM_OPTIONS = ("nnodes", "ln_slots", "ln_mem", "cn_cu", "cn_mem", "core_isolation", "jsm", "smt", "step_cgroup")
 #: options whose first occurrence wins (setOption_ breaks when already set [OL]); the others
 #: take the last occurrence (req->queue = optarg ...), -R accumulates
 FIRST_WINS = ("n", "W", "M", "c", "C", "D", "F", "S", "v", "p", "T", "b", "t")
@@ -274,7 +409,7 @@ def parse_options(args: Sequence[str]) -> tuple[list[tuple[str, str | None]], li
         option = max(prefixes, key=len)
         if not OPTIONS[option]:
             raise _usage_refusal(f"bsub: option cannot have an argument -- {option}")
-        found.append((option, name[len(option):]))
+        found.append((option, name[len(option) :]))
         i += 1
     return found, args[i:]
 
@@ -318,11 +453,11 @@ def script_directives(script_text: str) -> list[tuple[str, str | None]]:
 
 def has_command(script_text: str) -> bool:
     """Whether a script has a line that is neither blank nor a comment (emptyCmd [OL])."""
-    return any(line.strip() and not line.strip().startswith("#")
-               for line in script_text.splitlines())
+    return any(line.strip() and not line.strip().startswith("#") for line in script_text.splitlines())
 
 
 # -- values ---------------------------------------------------------------------------------
+
 
 def _isint(text: str) -> bool:
     return re.fullmatch(r"[+-]?\d+", text.strip()) is not None
@@ -333,8 +468,11 @@ def parse_processors(value: str) -> tuple[int, int]:
     words = re.split(r"[,/]", value.strip(), maxsplit=1)
     first = words[0] or None
     second = words[1] if len(words) > 1 and words[1] else None
-    if (first is None and second is None) or (first is not None and not _isint(first)) or (
-            second is not None and not _isint(second)):
+    if (
+        (first is None and second is None)
+        or (first is not None and not _isint(first))
+        or (second is not None and not _isint(second))
+    ):
         raise refused("Bad argument for option -n")  # [OL 414; ERT "Bad argument for option -n. Job not submitted."]
     low = int(first) if first is not None else None
     high = int(second) if second is not None else None
@@ -389,6 +527,7 @@ def parse_memory(text: str, config: EmulatorConfig, *, allow_float: bool) -> int
 
 # -- -gpu -----------------------------------------------------------------------------------
 
+
 @dataclass
 class GPURequest:
     """A parsed ``-gpu`` string [IBM bsub -gpu]; defaults num=1:mode=shared:mps=no:j_exclusive=no."""
@@ -405,8 +544,22 @@ class GPURequest:
         return self.num * slots if self.per == "task" else self.num
 
 
-GPU_KEYS = ("num", "mode", "mps", "j_exclusive", "aff", "block", "gpack", "glink", "gvendor",
-            "gmodel", "gtile", "gmem", "mig", "nvlink")
+GPU_KEYS = (
+    "num",
+    "mode",
+    "mps",
+    "j_exclusive",
+    "aff",
+    "block",
+    "gpack",
+    "glink",
+    "gvendor",
+    "gmodel",
+    "gtile",
+    "gmem",
+    "mig",
+    "nvlink",
+)
 YES_NO = ("yes", "no")
 
 
@@ -503,7 +656,7 @@ class ResReq:
     """The merged ``-R`` strings: sections -> text, plus what the emulator uses."""
 
     sections: dict[str, str] = field(default_factory=dict)
-    mem_bytes: int = 0            # rusage[mem=] reserved per host (LSF 10's default [IBM])
+    mem_bytes: int = 0  # rusage[mem=] reserved per host (LSF 10's default [IBM])
     mem_per: str = "host"
     ptile: int | None = None
     span_hosts: int | None = None
@@ -516,14 +669,18 @@ class ResReq:
 def _split_sections(text: str) -> list[tuple[str, str]]:
     """``select[a] rusage[mem=1]`` -> [(select, a), (rusage, mem=1)]; text before any
     section is a select string (``-R "mem>100"``, ``-R tensorcore``)."""
-    bad = refused("Bad resource requirement syntax")  # [OL 75; IBM-site FAQ "Bad resource requirement syntax. Job not submitted"]
+    bad = refused(
+        "Bad resource requirement syntax"
+    )  # [OL 75; IBM-site FAQ "Bad resource requirement syntax. Job not submitted"]
     stripped = text.strip()
     if not stripped:
         raise bad
     if "{" in stripped or "}" in stripped or re.search(r"\]\s*\|\|", stripped):
         # compound / alternative requirements: valid LSF, not emulated
-        raise LSFRejected("emulator: compound or alternative resource requirements ({...}, ||) "
-                          "are not emulated. " + NOT_SUBMITTED, EXIT_REFUSED)
+        raise LSFRejected(
+            "emulator: compound or alternative resource requirements ({...}, ||) are not emulated. " + NOT_SUBMITTED,
+            EXIT_REFUSED,
+        )
     sections: list[tuple[str, str]] = []
     position = 0
     pattern = re.compile(r"\s*([A-Za-z_]+)\s*\[")
@@ -554,13 +711,15 @@ def _split_sections(text: str) -> list[tuple[str, str]]:
             raise bad  # unbalanced brackets
         if name not in SECTIONS:
             raise bad  # unknown section
-        sections.append((name, stripped[match.end():cursor - 1]))
+        sections.append((name, stripped[match.end() : cursor - 1]))
         position = cursor
     return sections
 
 
-SELECT_TOKEN = re.compile(r"\s*(?:(\d+(?:\.\d+)?[KMGTkmgt]?[Bb]?)|('[^']*'|\"[^\"]*\")|"
-                          r"([A-Za-z_][A-Za-z0-9_.\-]*)|(==|!=|>=|<=|&&|\|\||[<>=!()]))")
+SELECT_TOKEN = re.compile(
+    r"\s*(?:(\d+(?:\.\d+)?[KMGTkmgt]?[Bb]?)|('[^']*'|\"[^\"]*\")|"
+    r"([A-Za-z_][A-Za-z0-9_.\-]*)|(==|!=|>=|<=|&&|\|\||[<>=!()]))"
+)
 
 
 def _check_select(body: str) -> None:
@@ -568,13 +727,11 @@ def _check_select(body: str) -> None:
     parentheses, ``defined(name)``.  Resource names are not checked (sites define their own)."""
     if not body.strip():
         # [ERT] real LSF for an empty select section
-        raise refused('Error in select section: Expected number, string, name, or "(" but '
-                      'found end of section')
+        raise refused('Error in select section: Expected number, string, name, or "(" but found end of section')
     if "&" in body.replace("&&", "") or "|" in body.replace("||", ""):
         # [ERT] "Error with <select[... & ...] ...>: '&' cannot be used in the resource
         # requirement section." (we print the section only [UNCONFIRMED wording of the <..>])
-        raise refused(f"Error with <select[{body}]>: '&' cannot be used in the resource "
-                      "requirement section")
+        raise refused(f"Error with <select[{body}]>: '&' cannot be used in the resource requirement section")
     tokens = []
     position = 0
     while position < len(body):
@@ -641,8 +798,24 @@ def parse_resreq(values: Sequence[str], config: EmulatorConfig) -> ResReq:
     return merged
 
 
-RUSAGE_NAMES = ("mem", "swp", "swap", "tmp", "ut", "r15s", "r1m", "r15m", "pg", "io", "it",
-                "ls", "ngpus_physical", "ngpus", "duration", "decay")
+RUSAGE_NAMES = (
+    "mem",
+    "swp",
+    "swap",
+    "tmp",
+    "ut",
+    "r15s",
+    "r1m",
+    "r15m",
+    "pg",
+    "io",
+    "it",
+    "ls",
+    "ngpus_physical",
+    "ngpus",
+    "duration",
+    "decay",
+)
 
 
 def _parse_rusage(body: str, merged: ResReq, config: EmulatorConfig) -> None:
@@ -701,6 +874,7 @@ def _parse_span(body: str, merged: ResReq) -> None:
 
 # -- job names and arrays --------------------------------------------------------------------
 
+
 def parse_job_name(value: str, config: EmulatorConfig) -> tuple[str, list[int] | None, str | None, int | None]:
     """``name``, ``name[1-10]``, ``name[1-10:2,20]%4`` -> (name, indices, spec, slot limit).
 
@@ -738,6 +912,7 @@ def parse_job_name(value: str, config: EmulatorConfig) -> tuple[str, list[int] |
 
 # -- the parsed submission -------------------------------------------------------------------
 
+
 @dataclass
 class ParsedJob:
     """Everything bsub decided about a submission (``parse_submission``'s result)."""
@@ -756,8 +931,8 @@ class ParsedJob:
     resreq: ResReq
     mem_limit_bytes: int | None
     mem_reserve_bytes: int
-    run_limit_min: int | None      # -W (None: the queue's RUNLIMIT applies)
-    walltime_s: int | None         # what the job gets (-W or the queue's RUNLIMIT)
+    run_limit_min: int | None  # -W (None: the queue's RUNLIMIT applies)
+    walltime_s: int | None  # what the job gets (-W or the queue's RUNLIMIT)
     out: str | None
     out_overwrite: bool
     err: str | None
@@ -772,11 +947,11 @@ class ParsedJob:
     csm: bool
     nnodes: int | None
     alloc_flags: str | None
-    mode: str                      # "script" (stdin / parsed job_script) or "command"
-    command: str                   # the job's command line, or the script text
+    mode: str  # "script" (stdin / parsed job_script) or "command"
+    command: str  # the job's command line, or the script text
     script: str | None
     options: list[tuple[str, str | None]]
-    pending_reason: str | None = None   # a job that can never start on the emulated host
+    pending_reason: str | None = None  # a job that can never start on the emulated host
 
     @property
     def ncpus(self) -> int:
@@ -795,10 +970,14 @@ def _as_config(config: EmulatorConfig | dict[str, Any] | None) -> EmulatorConfig
     return config
 
 
-def parse_submission(script_text: str | None = None, argv: Sequence[str] = (),
-                     config: EmulatorConfig | dict[str, Any] | None = None, *,
-                     environ: dict[str, str] | None = None,
-                     stdin_is_file: bool = True) -> ParsedJob:
+def parse_submission(
+    script_text: str | None = None,
+    argv: Sequence[str] = (),
+    config: EmulatorConfig | dict[str, Any] | None = None,
+    *,
+    environ: dict[str, str] | None = None,
+    stdin_is_file: bool = True,
+) -> ParsedJob:
     """What ``bsub argv < script_text`` would do, or the ``Rejected`` it would raise.
 
     ``argv`` are bsub's arguments (options, then an optional command); ``script_text`` is
@@ -812,8 +991,7 @@ def parse_submission(script_text: str | None = None, argv: Sequence[str] = (),
     cmd_options, command_words = parse_options(argv)
     mode, command, script = "command", "", None
     if command_words:
-        if (_extra(config, "bsub_parse_script") and len(command_words) == 1
-                and _is_text_file(command_words[0])):
+        if _extra(config, "bsub_parse_script") and len(command_words) == 1 and _is_text_file(command_words[0]):
             script = Path(command_words[0]).read_text()
             mode, command = "script", script  # LSB_BSUB_PARSE_SCRIPT=Y [IBM job_script]
         else:
@@ -822,8 +1000,7 @@ def parse_submission(script_text: str | None = None, argv: Sequence[str] = (),
         script = script_text or ""
         if not has_command(script):
             # [OL cmd.sub.c 1559/1560]; stdin from a file or a pipe is "the script file"
-            raise refused("No command is specified in the script file" if stdin_is_file
-                          else "No command is specified")
+            raise refused("No command is specified in the script file" if stdin_is_file else "No command is specified")
         mode, command = "script", script
     embedded = script_directives(script) if script is not None else []
     return _build(cmd_options, embedded, mode, command, script, config, environ)
@@ -846,9 +1023,15 @@ def _canonical(name: str) -> str:
     return name
 
 
-def _build(cmd_options: list[tuple[str, str | None]], embedded: list[tuple[str, str | None]],
-           mode: str, command: str, script: str | None, config: EmulatorConfig,
-           environ: dict[str, str]) -> ParsedJob:
+def _build(
+    cmd_options: list[tuple[str, str | None]],
+    embedded: list[tuple[str, str | None]],
+    mode: str,
+    command: str,
+    script: str | None,
+    config: EmulatorConfig,
+    environ: dict[str, str],
+) -> ParsedJob:
     # the command line first, then the script's options it did not set [OL fillReq]
     settings: dict[str, list[tuple[str, str | None]]] = {}
     order: list[tuple[str, str | None]] = []
@@ -882,8 +1065,7 @@ def _build(cmd_options: list[tuple[str, str | None]], embedded: list[tuple[str, 
             raise refused("Queue does not accept interactive jobs")  # [OL lsb.err.c 14]
     for name in NOT_EMULATED:
         if name in present:
-            raise LSFRejected(f"emulator: bsub -{name} is not emulated. {NOT_SUBMITTED}",
-                              EXIT_REFUSED)
+            raise LSFRejected(f"emulator: bsub -{name} is not emulated. {NOT_SUBMITTED}", EXIT_REFUSED)
     queue_text = value_of("q")
     queue_given = queue_text is not None or bool(environ.get("LSB_DEFAULTQUEUE"))
     if queue_text is None:
@@ -921,8 +1103,9 @@ def _build(cmd_options: list[tuple[str, str | None]], embedded: list[tuple[str, 
         for name in CSM_OPTIONS:
             if name in present:
                 # [UNCONFIRMED] a non-CSM queue: LSF's wording is unknown
-                raise refused(f"-{name}: CSM options can only be used with a CSM queue; "
-                              f"queue <{queue}> is not a CSM queue")
+                raise refused(
+                    f"-{name}: CSM options can only be used with a CSM queue; queue <{queue}> is not a CSM queue"
+                )
     resreq = parse_resreq(resreq_values, config) if resreq_values else ResReq()
     gpu = parse_gpu(gpu_text, config) if gpu_text is not None else None
 
@@ -951,8 +1134,9 @@ def _build(cmd_options: list[tuple[str, str | None]], embedded: list[tuple[str, 
     if run_limit is not None and queue_limit is not None and run_limit > queue_limit:
         raise refused("RUNLIMIT: Cannot exceed queue's hard limit(s)")  # [OL 39 + prtErrMsg rNames]
     limit_min = run_limit if run_limit is not None else queue_limit
-    walltime_s = None if limit_min is None else int(
-        math.ceil(float(limit_min) * float(_extra(config, "seconds_per_minute"))))
+    walltime_s = (
+        None if limit_min is None else int(math.ceil(float(limit_min) * float(_extra(config, "seconds_per_minute"))))
+    )
 
     name_value = value_of("J")
     if name_value is not None:
@@ -982,22 +1166,47 @@ def _build(cmd_options: list[tuple[str, str | None]], embedded: list[tuple[str, 
         if hosts_needed > 1:
             # one emulated host: a job that must span several hosts pends for ever, as on a
             # real cluster without enough hosts (LSF does not refuse it at submission)
-            pending = ("Not enough hosts to meet the job's spanning requirement")  # [UNCONFIRMED wording]
+            pending = "Not enough hosts to meet the job's spanning requirement"  # [UNCONFIRMED wording]
     elif nnodes > 1:
         pending = "Not enough processors to meet the job's spanning requirement"  # [UNCONFIRMED]
 
     return ParsedJob(
-        queue=queue, queue_given=queue_given, name=name, name_given=name_given,
-        array_indices=indices, array_spec=spec, array_limit=limit, slots=slots, max_slots=high,
-        gpu=gpu, ngpus=ngpus, resreq=resreq, mem_limit_bytes=mem_limit,
-        mem_reserve_bytes=mem_reserve, run_limit_min=run_limit, walltime_s=walltime_s,
-        out=out, out_overwrite=bool(out_item and out_item[0] == "oo"),
-        err=err, err_overwrite=bool(err_item and err_item[0] == "eo"),
-        project=project, user_group=group, cwd=value_of("cwd"), env_spec=value_of("env"),
-        exclusive=exclusive, hold="H" in present, block="K" in present, csm=csm,
-        nnodes=nnodes if csm else None, alloc_flags=value_of("alloc_flags"), mode=mode,
-        command=command, script=script if mode == "script" else None, options=order,
-        pending_reason=pending)
+        queue=queue,
+        queue_given=queue_given,
+        name=name,
+        name_given=name_given,
+        array_indices=indices,
+        array_spec=spec,
+        array_limit=limit,
+        slots=slots,
+        max_slots=high,
+        gpu=gpu,
+        ngpus=ngpus,
+        resreq=resreq,
+        mem_limit_bytes=mem_limit,
+        mem_reserve_bytes=mem_reserve,
+        run_limit_min=run_limit,
+        walltime_s=walltime_s,
+        out=out,
+        out_overwrite=bool(out_item and out_item[0] == "oo"),
+        err=err,
+        err_overwrite=bool(err_item and err_item[0] == "eo"),
+        project=project,
+        user_group=group,
+        cwd=value_of("cwd"),
+        env_spec=value_of("env"),
+        exclusive=exclusive,
+        hold="H" in present,
+        block="K" in present,
+        csm=csm,
+        nnodes=nnodes if csm else None,
+        alloc_flags=value_of("alloc_flags"),
+        mode=mode,
+        command=command,
+        script=script if mode == "script" else None,
+        options=order,
+        pending_reason=pending,
+    )
 
 
 def _check_option(name: str, value: str | None, config: EmulatorConfig) -> None:
@@ -1019,8 +1228,15 @@ def _check_option(name: str, value: str | None, config: EmulatorConfig) -> None:
             raise refused(f"{value}: MEMLIMT value should be a positive integer")  # [OL 436, its spelling]
     elif name in ("F", "D", "S", "C", "v", "p", "T"):
         if not _isint(value or "") or int(value or "0") <= 0:
-            limit = {"F": "FILELIMIT", "D": "DATALIMIT", "S": "STACKLIMIT", "C": "CORELIMIT",
-                     "v": "SWAPLIMIT", "p": "PROCESSLIMIT", "T": "THREADLIMIT"}[name]
+            limit = {
+                "F": "FILELIMIT",
+                "D": "DATALIMIT",
+                "S": "STACKLIMIT",
+                "C": "CORELIMIT",
+                "v": "SWAPLIMIT",
+                "p": "PROCESSLIMIT",
+                "T": "THREADLIMIT",
+            }[name]
             raise refused(f"{value}: {limit} value should be a positive integer")  # [OL 432-439]
     elif name == "sp":
         if not _isint(value or "") or int(value or "0") <= 0:
@@ -1063,8 +1279,7 @@ NOTES:
 """  # [DASK] verbatim
 
 
-def _check_csm(present: set[str], settings: dict[str, list[tuple[str, str | None]]],
-               config: EmulatorConfig) -> None:
+def _check_csm(present: set[str], settings: dict[str, list[tuple[str, str | None]]], config: EmulatorConfig) -> None:
     """A CSM (easy mode) queue: whole nodes by -nnodes; no -R, -n, -M, -gpu.
 
     With ``csm_site: summit`` Summit's bsub checks come first, as seen in [DASK]: usage on
@@ -1077,11 +1292,12 @@ def _check_csm(present: set[str], settings: dict[str, list[tuple[str, str | None
     if _extra(config, "csm_site") == "summit":
         errors = []
         if "R" in present:
-            errors.append("ERROR: Resource strings (-R) are not supported in easy mode. "
-                          "Please resubmit without a resource string.")  # [DASK]
+            errors.append(
+                "ERROR: Resource strings (-R) are not supported in easy mode. "
+                "Please resubmit without a resource string."
+            )  # [DASK]
         if "n" in present:
-            errors.append("ERROR: -n is no longer supported. Please request nodes with "
-                          "-nnodes.")  # [DASK]
+            errors.append("ERROR: -n is no longer supported. Please request nodes with -nnodes.")  # [DASK]
         if "nnodes" not in present and "ln_slots" not in present:
             errors.append("ERROR: No nodes requested. Please request nodes with -nnodes.")  # [DASK]
         if "W" not in present:
@@ -1091,11 +1307,13 @@ def _check_csm(present: set[str], settings: dict[str, list[tuple[str, str | None
         if errors:
             raise LSFRejected("\n".join(errors), EXIT_REFUSED, stdout=SUMMIT_USAGE)
     if present & {"R", "M", "n"}:
-        raise refused("You cannot specify -R/-M/-n/LSB_DEFAULT_RESREQ when CSM Easy Mode job "
-                      "submission is enabled")  # [VISIT]
+        raise refused(
+            "You cannot specify -R/-M/-n/LSB_DEFAULT_RESREQ when CSM Easy Mode job submission is enabled"
+        )  # [VISIT]
     if "gpu" in present:
-        raise refused("You cannot specify -gpu when CSM Easy Mode job submission is "
-                      "enabled")  # [UNCONFIRMED], by analogy with [VISIT]
+        raise refused(
+            "You cannot specify -gpu when CSM Easy Mode job submission is enabled"
+        )  # [UNCONFIRMED], by analogy with [VISIT]
 
 
 def _default_name(mode: str, command: str) -> str:
@@ -1133,18 +1351,34 @@ def _parse_env_spec(spec: str) -> tuple[bool, list[str], dict[str, str]]:
 # -- submission -----------------------------------------------------------------------------
 
 #: variables bsub does not copy from the submission environment [OL createJobInfoFile]
-ENV_SKIP = ("LSB_JOBID", "LSB_HOSTS", "LSB_QUEUE", "LSB_JOBNAME", "LSB_TRAPSIGS",
-            "LSB_JOBFILENAME", "LSB_RESTART", "LSB_EXIT_PRE_ABORT", "LSB_EXIT_REQUEUE",
-            "LS_JOBPID", "LSB_INTERACTIVE", "LSB_ACCT_MAP", "LSB_JOB_STARTER",
-            "LSB_EVENT_ATTRIB", "HOME", "PWD", "USER", "TERM", "TERMCAP")
+ENV_SKIP = (
+    "LSB_JOBID",
+    "LSB_HOSTS",
+    "LSB_QUEUE",
+    "LSB_JOBNAME",
+    "LSB_TRAPSIGS",
+    "LSB_JOBFILENAME",
+    "LSB_RESTART",
+    "LSB_EXIT_PRE_ABORT",
+    "LSB_EXIT_REQUEUE",
+    "LS_JOBPID",
+    "LSB_INTERACTIVE",
+    "LSB_ACCT_MAP",
+    "LSB_JOB_STARTER",
+    "LSB_EVENT_ATTRIB",
+    "HOME",
+    "PWD",
+    "USER",
+    "TERM",
+    "TERMCAP",
+)
 
 
 def submission_env(parsed: ParsedJob, environ: dict[str, str]) -> dict[str, str]:
     """The environment the job will get from bsub (all of it by default [IBM description:
     "Sets the user's execution environment for the job, including ... all environment
     variables"]), per ``-env``."""
-    base = {k: v for k, v in environ.items()
-            if k not in ENV_SKIP and not k.startswith("LSB_SUB_")}
+    base = {k: v for k, v in environ.items() if k not in ENV_SKIP and not k.startswith("LSB_SUB_")}
     if parsed.env_spec is None:
         return base
     everything, names, values = _parse_env_spec(parsed.env_spec)
@@ -1160,20 +1394,42 @@ def submit(parsed: ParsedJob, store: JobStore, environ: dict[str, str], cwd: str
     env = submission_env(parsed, environ)
     user = environ.get("USER") or getpass.getuser()
     extra: dict[str, Any] = {
-        "lsf": True, "slots": parsed.slots, "csm": parsed.csm, "nnodes": parsed.nnodes,
-        "mode": parsed.mode, "command": parsed.command, "queue_given": parsed.queue_given,
-        "name_given": parsed.name_given, "project": parsed.project or "default",
-        "user_group": parsed.user_group, "out": parsed.out, "out_overwrite": parsed.out_overwrite,
-        "err": parsed.err, "err_overwrite": parsed.err_overwrite, "cwd_option": parsed.cwd,
-        "submit_cwd": cwd, "from_host": short_hostname(), "exclusive": parsed.exclusive,
-        "gpu": None if parsed.gpu is None else {
-            "num": parsed.gpu.num, "per": parsed.gpu.per, "mode": parsed.gpu.mode,
-            "mps": parsed.gpu.mps, "j_exclusive": parsed.gpu.j_exclusive,
-            **parsed.gpu.options},
-        "resreq": parsed.resreq.text, "mem_limit_bytes": parsed.mem_limit_bytes,
-        "run_limit_min": parsed.run_limit_min, "alloc_flags": parsed.alloc_flags,
-        "pending_reason": parsed.pending_reason, "home_env": environ.get("HOME", ""),
-        "array_limit": parsed.array_limit, "array_spec": parsed.array_spec,
+        "lsf": True,
+        "slots": parsed.slots,
+        "csm": parsed.csm,
+        "nnodes": parsed.nnodes,
+        "mode": parsed.mode,
+        "command": parsed.command,
+        "queue_given": parsed.queue_given,
+        "name_given": parsed.name_given,
+        "project": parsed.project or "default",
+        "user_group": parsed.user_group,
+        "out": parsed.out,
+        "out_overwrite": parsed.out_overwrite,
+        "err": parsed.err,
+        "err_overwrite": parsed.err_overwrite,
+        "cwd_option": parsed.cwd,
+        "submit_cwd": cwd,
+        "from_host": short_hostname(),
+        "exclusive": parsed.exclusive,
+        "gpu": None
+        if parsed.gpu is None
+        else {
+            "num": parsed.gpu.num,
+            "per": parsed.gpu.per,
+            "mode": parsed.gpu.mode,
+            "mps": parsed.gpu.mps,
+            "j_exclusive": parsed.gpu.j_exclusive,
+            **parsed.gpu.options,
+        },
+        "resreq": parsed.resreq.text,
+        "mem_limit_bytes": parsed.mem_limit_bytes,
+        "run_limit_min": parsed.run_limit_min,
+        "alloc_flags": parsed.alloc_flags,
+        "pending_reason": parsed.pending_reason,
+        "home_env": environ.get("HOME", ""),
+        "array_limit": parsed.array_limit,
+        "array_spec": parsed.array_spec,
     }
     script_path = store.scripts_dir / f"{job_id}.lsf"
     if parsed.mode == "script":
@@ -1187,15 +1443,26 @@ def submit(parsed: ParsedJob, store: JobStore, environ: dict[str, str], cwd: str
         key = f"{job_id}" if index is None else f"{job_id}[{index}]"
         run_dir = store.home / "run" / key
         return JobRecord(
-            id=job_id, name=parsed.name, user=user, queue=parsed.queue,
-            script=str(script_path), workdir=cwd,
-            stdout=str(run_dir / "stdout.txt"), stderr=str(run_dir / "stderr.txt"),
+            id=job_id,
+            name=parsed.name,
+            user=user,
+            queue=parsed.queue,
+            script=str(script_path),
+            workdir=cwd,
+            stdout=str(run_dir / "stdout.txt"),
+            stderr=str(run_dir / "stderr.txt"),
             join="n" if parsed.err is not None and parsed.err != parsed.out else "oe",
-            env=env, ncpus=ncpus, ngpus=parsed.ngpus, mem_bytes=parsed.mem_reserve_bytes,
-            walltime_s=parsed.walltime_s, holds=holds,
+            env=env,
+            ncpus=ncpus,
+            ngpus=parsed.ngpus,
+            mem_bytes=parsed.mem_reserve_bytes,
+            walltime_s=parsed.walltime_s,
+            holds=holds,
             state="held" if holds else "queued",
             array=parsed.array_spec if parsed.array_indices is not None and index is None else None,
-            array_index=index, extra=dict(extra))
+            array_index=index,
+            extra=dict(extra),
+        )
 
     with store.locked():
         if parsed.array_indices is None:
@@ -1216,6 +1483,7 @@ def submitted_message(job: JobRecord, parsed: ParsedJob) -> str:
 
 
 # -- the flavour ----------------------------------------------------------------------------
+
 
 def _substitute(path: str, job: JobRecord) -> str:
     """%J -> job id, %I -> array index (0 outside arrays) [IBM -o/-e/-i]."""
@@ -1271,25 +1539,27 @@ class LSFFlavor(Flavor):
         name = job.name
         if job.array_index is not None:
             name = f"{job.name}[{job.array_index}]"
-        env.update({
-            "LSB_JOBID": str(job.id),
-            "LSB_JOBNAME": name,
-            "LSB_QUEUE": job.queue,
-            "LSB_HOSTS": " ".join(hosts),
-            "LSB_MCPU_HOSTS": mcpu,
-            "LSB_DJOB_HOSTFILE": str(hostfile),
-            "LSB_DJOB_NUMPROC": str(numproc),
-            "LSB_MAX_NUM_PROCESSORS": str(numproc),
-            "LSB_EXEC_CLUSTER": str(_extra(config, "cluster_name")),
-            "LSB_JOBFILENAME": str(run_dir / "jobfile"),
-            "LS_SUBCWD": x.get("submit_cwd") or job.workdir,
-            "LSB_SUB_HOST": x.get("from_host", config.host),
-            "LSB_PROJECT_NAME": x.get("project") or "default",
-            "HOME": x.get("home_env") or os.path.expanduser("~"),
-            "USER": job.user,
-            "PWD": cwd,
-            ENV_HOME: str(store.home),
-        })
+        env.update(
+            {
+                "LSB_JOBID": str(job.id),
+                "LSB_JOBNAME": name,
+                "LSB_QUEUE": job.queue,
+                "LSB_HOSTS": " ".join(hosts),
+                "LSB_MCPU_HOSTS": mcpu,
+                "LSB_DJOB_HOSTFILE": str(hostfile),
+                "LSB_DJOB_NUMPROC": str(numproc),
+                "LSB_MAX_NUM_PROCESSORS": str(numproc),
+                "LSB_EXEC_CLUSTER": str(_extra(config, "cluster_name")),
+                "LSB_JOBFILENAME": str(run_dir / "jobfile"),
+                "LS_SUBCWD": x.get("submit_cwd") or job.workdir,
+                "LSB_SUB_HOST": x.get("from_host", config.host),
+                "LSB_PROJECT_NAME": x.get("project") or "default",
+                "HOME": x.get("home_env") or os.path.expanduser("~"),
+                "USER": job.user,
+                "PWD": cwd,
+                ENV_HOME: str(store.home),
+            }
+        )
         if job.array_index is not None:
             # set for array elements [OLCF: "The job's index (if it belongs to a job array)"];
             # left unset otherwise ([UNCONFIRMED] whether LSF 10 sets 0 for other jobs)
@@ -1330,10 +1600,8 @@ def flavor(name: str) -> LSFFlavor:
 
 def _gpu_text(gpu: dict[str, Any]) -> str:
     num = f"{gpu['num']}" + ("/task" if gpu.get("per") == "task" else "")
-    parts = [f"num={num}", f"mode={gpu['mode']}", f"mps={gpu['mps']}",
-             f"j_exclusive={gpu['j_exclusive']}"]
-    parts += [f"{k}={v}" for k, v in gpu.items()
-              if k not in ("num", "per", "mode", "mps", "j_exclusive")]
+    parts = [f"num={num}", f"mode={gpu['mode']}", f"mps={gpu['mps']}", f"j_exclusive={gpu['j_exclusive']}"]
+    parts += [f"{k}={v}" for k, v in gpu.items() if k not in ("num", "per", "mode", "mps", "j_exclusive")]
     return ":".join(parts)
 
 
@@ -1474,6 +1742,7 @@ def _deliver(store: JobStore, path: str, text: str, overwrite: bool) -> None:
 
 # -- bsub -----------------------------------------------------------------------------------
 
+
 def bsub(argv: list[str]) -> int:
     store = JobStore(emulator_home(prog="bsub"))
     if argv and argv[0] in ("-V",):
@@ -1491,8 +1760,7 @@ def bsub(argv: list[str]) -> int:
         with contextlib.suppress(OSError, ValueError):
             stdin_is_file = os.path.isfile(f"/proc/self/fd/{sys.stdin.fileno()}")
         script_text = sys.stdin.read()
-    parsed = parse_submission(script_text, argv, store.config, environ=dict(os.environ),
-                              stdin_is_file=stdin_is_file)
+    parsed = parse_submission(script_text, argv, store.config, environ=dict(os.environ), stdin_is_file=stdin_is_file)
     job = submit(parsed, store, dict(os.environ), os.getcwd())
     print(submitted_message(job, parsed), flush=True)
     store.schedule()
@@ -1531,10 +1799,12 @@ def _main(func, prog: str, argv: Sequence[str] | None) -> int:
                 sys.stdout.write(refusal.stdout)
                 sys.stdout.flush()
             raise
+
     return main_wrapper(run, prog, argv)
 
 
 # -- bjobs ----------------------------------------------------------------------------------
+
 
 def lsf_state(job: JobRecord) -> str:
     """LSF's STAT of a record: PEND, PSUSP (user hold), RUN, DONE, EXIT."""
@@ -1556,7 +1826,7 @@ def _short_time(seconds: float | None) -> str:
 
 def _trunc(text: str, width: int) -> str:
     """TRUNC_STR [OL bjobs.c]: a long name keeps its end, behind ``*``."""
-    return text if len(text) <= width else "*" + text[len(text) - width + 1:]
+    return text if len(text) <= width else "*" + text[len(text) - width + 1 :]
 
 
 def _exec_host(job: JobRecord, config: EmulatorConfig) -> str:
@@ -1575,20 +1845,36 @@ def _display_name(job: JobRecord) -> str:
 
 #: bjobs -o fields: name -> (header, default width) [IBM bjobs -o; widths UNCONFIRMED]
 FIELDS: dict[str, tuple[str, int]] = {
-    "jobid": ("JOBID", 7), "stat": ("STAT", 5), "user": ("USER", 7), "queue": ("QUEUE", 10),
-    "job_name": ("JOB_NAME", 10), "from_host": ("FROM_HOST", 11),
-    "exec_host": ("EXEC_HOST", 11), "submit_time": ("SUBMIT_TIME", 15),
-    "start_time": ("START_TIME", 15), "finish_time": ("FINISH_TIME", 16),
-    "exit_code": ("EXIT_CODE", 9), "slots": ("SLOTS", 5), "nalloc_slot": ("NALLOC_SLOT", 11),
-    "jobindex": ("JOBINDEX", 8), "command": ("COMMAND", 15), "proj_name": ("PROJ_NAME", 11),
-    "run_time": ("RUN_TIME", 15), "pend_reason": ("PEND_REASON", 11),
-    "exit_reason": ("EXIT_REASON", 50), "runtimelimit": ("RUNTIMELIMIT", 11),
-    "memlimit": ("MEMLIMIT", 8), "gpu_num": ("GPU_NUM", 10), "cpu_used": ("CPU_USED", 10),
-    "nexec_host": ("NEXEC_HOST", 10), "sub_cwd": ("SUB_CWD", 15), "exec_cwd": ("EXEC_CWD", 15),
-    "output_file": ("OUTPUT_FILE", 11), "error_file": ("ERROR_FILE", 10),
+    "jobid": ("JOBID", 7),
+    "stat": ("STAT", 5),
+    "user": ("USER", 7),
+    "queue": ("QUEUE", 10),
+    "job_name": ("JOB_NAME", 10),
+    "from_host": ("FROM_HOST", 11),
+    "exec_host": ("EXEC_HOST", 11),
+    "submit_time": ("SUBMIT_TIME", 15),
+    "start_time": ("START_TIME", 15),
+    "finish_time": ("FINISH_TIME", 16),
+    "exit_code": ("EXIT_CODE", 9),
+    "slots": ("SLOTS", 5),
+    "nalloc_slot": ("NALLOC_SLOT", 11),
+    "jobindex": ("JOBINDEX", 8),
+    "command": ("COMMAND", 15),
+    "proj_name": ("PROJ_NAME", 11),
+    "run_time": ("RUN_TIME", 15),
+    "pend_reason": ("PEND_REASON", 11),
+    "exit_reason": ("EXIT_REASON", 50),
+    "runtimelimit": ("RUNTIMELIMIT", 11),
+    "memlimit": ("MEMLIMIT", 8),
+    "gpu_num": ("GPU_NUM", 10),
+    "cpu_used": ("CPU_USED", 10),
+    "nexec_host": ("NEXEC_HOST", 10),
+    "sub_cwd": ("SUB_CWD", 15),
+    "exec_cwd": ("EXEC_CWD", 15),
+    "output_file": ("OUTPUT_FILE", 11),
+    "error_file": ("ERROR_FILE", 10),
 }
-ALIASES = {"id": "jobid", "name": "job_name", "proj": "proj_name", "project": "proj_name",
-           "cmd": "command"}
+ALIASES = {"id": "jobid", "name": "job_name", "proj": "proj_name", "project": "proj_name", "cmd": "command"}
 
 
 def _field_value(name: str, job: JobRecord, config: EmulatorConfig) -> str:
@@ -1635,8 +1921,10 @@ def _field_value(name: str, job: JobRecord, config: EmulatorConfig) -> str:
         return x.get("pending_reason") or "-" if state == "PEND" else "-"
     if name == "exit_reason":
         reason = (job.kill or {}).get("reason")
-        return {"walltime": "TERM_RUNLIMIT: job killed after reaching LSF run time limit",
-                "bkill": "TERM_OWNER: job killed by owner"}.get(reason or "", "-")
+        return {
+            "walltime": "TERM_RUNLIMIT: job killed after reaching LSF run time limit",
+            "bkill": "TERM_OWNER: job killed by owner",
+        }.get(reason or "", "-")
     if name == "runtimelimit":
         return f"{job.walltime_s / 60:.1f}" if job.walltime_s else "-"
     if name == "memlimit":
@@ -1665,7 +1953,7 @@ def _parse_format(spec: str) -> tuple[list[tuple[str, int | None]], str | None]:
     match = re.search(r"delimiter\s*=\s*(?:'([^']*)'|\"([^\"]*)\")", spec)
     if match:
         delimiter = match.group(1) if match.group(1) is not None else match.group(2)
-        spec = spec[:match.start()] + spec[match.end():]
+        spec = spec[: match.start()] + spec[match.end() :]
     fields = []
     for word in spec.replace(",", " ").split():
         name, _, width = word.partition(":")
@@ -1686,8 +1974,7 @@ Usage: bjobs [-h] [-V] [-w | -l] [-a] [-d] [-p] [-s] [-r] [-A]
              [-P project_name] [-J name_spec] [-noheader] [-o "field ..."] [-json]
              [jobId | "jobId[idxList]" ...]"""  # [OL bjobs.c usage, with LSF 10's -o/-json/-noheader]
 
-BJOBS_FLAGS = ("a", "d", "p", "s", "r", "w", "W", "l", "A", "noheader", "json", "X", "UF",
-               "hms", "aff")
+BJOBS_FLAGS = ("a", "d", "p", "s", "r", "w", "W", "l", "A", "noheader", "json", "X", "UF", "hms", "aff")
 BJOBS_ARGS = ("o", "u", "q", "J", "m", "P", "g", "G", "app")
 
 
@@ -1774,11 +2061,19 @@ def bjobs(argv: list[str]) -> int:
             if keep:
                 selected.append(job)
         if not selected:
-            what = ("No DONE/EXIT job found" if opts.get("d") else
-                    "No pending job found" if opts.get("p") else
-                    "No running job found" if opts.get("r") else
-                    "No suspended job found" if opts.get("s") else
-                    "No job found" if opts.get("a") else "No unfinished job found")
+            what = (
+                "No DONE/EXIT job found"
+                if opts.get("d")
+                else "No pending job found"
+                if opts.get("p")
+                else "No running job found"
+                if opts.get("r")
+                else "No suspended job found"
+                if opts.get("s")
+                else "No job found"
+                if opts.get("a")
+                else "No unfinished job found"
+            )
             if "q" in opts:
                 what += f" in queue <{opts['q']}>"
             sys.stderr.write(what + "\n")  # [OL cmd.err.c 814-820: stderr]
@@ -1815,14 +2110,24 @@ def _format_table(jobs: list[JobRecord], opts: dict[str, Any], config: EmulatorC
         lines.append("JOBID   USER    STAT  QUEUE      FROM_HOST   EXEC_HOST   JOB_NAME   SUBMIT_TIME")
     for job in jobs:
         name = _display_name(job)
-        values = [str(job.id), job.user, lsf_state(job), job.queue, job.extra.get("from_host", ""),
-                  _exec_host(job, config), name, _short_time(job.submit_time)]
+        values = [
+            str(job.id),
+            job.user,
+            lsf_state(job),
+            job.queue,
+            job.extra.get("from_host", ""),
+            _exec_host(job, config),
+            name,
+            _short_time(job.submit_time),
+        ]
         if wide:
             lines.append("{:<7} {:<7} {:<5} {:<10} {:<11} {:<11} {:<10} {}".format(*values))
         else:
-            lines.append("{:<7} {:<7.7} {:<5.5} {:<10.10} {:<11.11} {:<11.11} {:<10.10} {}".format(
-                values[0], values[1], values[2], values[3], values[4], values[5],
-                _trunc(name, 10), values[7]))
+            lines.append(
+                "{:<7} {:<7.7} {:<5.5} {:<10.10} {:<11.11} {:<11.11} {:<10.10} {}".format(
+                    values[0], values[1], values[2], values[3], values[4], values[5], _trunc(name, 10), values[7]
+                )
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -1837,8 +2142,7 @@ def _format_o(jobs: list[JobRecord], opts: dict[str, Any], config: EmulatorConfi
                 record[FIELDS[name][0]] = "" if value == "-" else value
             records.append(record)
         # {"COMMAND":"bjobs","JOBS":n,"RECORDS":[...]} [IBM bjobs -json; layout UNCONFIRMED]
-        return json.dumps({"COMMAND": "bjobs", "JOBS": len(records), "RECORDS": records},
-                          indent=2) + "\n"
+        return json.dumps({"COMMAND": "bjobs", "JOBS": len(records), "RECORDS": records}, indent=2) + "\n"
     rows = [[_field_value(name, job, config) for name, _ in fields] for job in jobs]
     headers = [FIELDS[name][0] for name, _ in fields]
     lines = []
@@ -1872,18 +2176,24 @@ def _format_long(jobs: list[JobRecord], config: EmulatorConfig) -> str:
             lines.append(f" RUNLIMIT\n {job.walltime_s / 60:.1f} min")
         if state in ("PEND", "PSUSP"):
             reason = x.get("pending_reason") or (
-                "The job was suspended by user while pending;" if state == "PSUSP" else
-                "Job's resource requirements not satisfied;")
+                "The job was suspended by user while pending;"
+                if state == "PSUSP"
+                else "Job's resource requirements not satisfied;"
+            )
             lines.append(f" PENDING REASONS:\n {reason}")
         else:
             host = _exec_host(job, config)
-            lines.append(f"{_ctime(job.start_time)}: Started {x.get('slots', job.ncpus)} "
-                         f"Task(s) on Host(s) <{host}>, Execution CWD <{job.run_cwd or ''}>;")
+            lines.append(
+                f"{_ctime(job.start_time)}: Started {x.get('slots', job.ncpus)} "
+                f"Task(s) on Host(s) <{host}>, Execution CWD <{job.run_cwd or ''}>;"
+            )
         if state == "DONE":
             lines.append(f"{_ctime(job.end_time)}: Done successfully.")
         elif state == "EXIT":
-            lines.append(f"{_ctime(job.end_time)}: Exited with exit code "
-                         f"{job.exit_status if job.exit_status is not None else '-'}.")
+            lines.append(
+                f"{_ctime(job.end_time)}: Exited with exit code "
+                f"{job.exit_status if job.exit_status is not None else '-'}."
+            )
         if job.devices:
             lines.append(f" GPU_ALLOCATION: {','.join(map(str, job.devices))}")
         blocks.append("\n".join(lines))
@@ -1939,8 +2249,10 @@ def bkill(argv: list[str]) -> int:
             continue
         if token in ("-h", "-V", "-l", "-r"):
             if token == "-l":
-                sys.stdout.write(" ".join(s.name[3:] for s in signal.Signals
-                                          if s.name.startswith("SIG") and "_" not in s.name) + "\n")
+                sys.stdout.write(
+                    " ".join(s.name[3:] for s in signal.Signals if s.name.startswith("SIG") and "_" not in s.name)
+                    + "\n"
+                )
                 return 0
             if token == "-r":
                 i += 1
@@ -1967,10 +2279,15 @@ def bkill(argv: list[str]) -> int:
             continue
         number, index = int(match.group(1)), match.group(2)
         if number == 0:  # bkill 0: all the user's unfinished jobs [IBM bkill]
-            jobs = [j for j in everything if j.state != "finished" and not j.is_array_parent
-                    and (user_opt == "all" or j.user == (user_opt or me))
-                    and (queue is None or j.queue == queue)
-                    and (name_opt is None or _name_matches(name_opt, j))]
+            jobs = [
+                j
+                for j in everything
+                if j.state != "finished"
+                and not j.is_array_parent
+                and (user_opt == "all" or j.user == (user_opt or me))
+                and (queue is None or j.queue == queue)
+                and (name_opt is None or _name_matches(name_opt, j))
+            ]
             if not jobs:
                 sys.stderr.write("No unfinished job found\n")
                 status = 255
@@ -1982,8 +2299,13 @@ def bkill(argv: list[str]) -> int:
             jobs = [job] if job else []
         else:
             parent = store.get(number)
-            jobs = ([parent] if parent and not parent.is_array_parent else
-                    [s for s in store.subjobs(number)] if parent else [])
+            jobs = (
+                [parent]
+                if parent and not parent.is_array_parent
+                else [s for s in store.subjobs(number)]
+                if parent
+                else []
+            )
         if not jobs:
             sys.stderr.write(f"Job <{text}>: No matching job found\n")  # [OL lsb.err.c 1; ERT]
             status = 255
@@ -2007,8 +2329,7 @@ def bkill(argv: list[str]) -> int:
             print(f"Job <{label}> is being signaled")  # [ERT]
             continue
         grace = float(_extra(config, "job_terminate_interval_s"))
-        sequence = (signal.SIGKILL,) if sig == signal.SIGKILL else (
-            signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
+        sequence = (signal.SIGKILL,) if sig == signal.SIGKILL else (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
         for job in live:
             store.cancel(job.key, sequence, grace_s=grace, reason="bkill")
         print(f"Job <{label}> is being terminated")  # [ERT; OL]
@@ -2025,12 +2346,24 @@ def bkill_main(argv: Sequence[str] | None = None) -> int:
 
 JSRUN_OPTIONS = {
     # long name: (short name, takes a value)  [OLCF "Common jsrun Options"; IBM jsrun]
-    "nrs": ("n", True), "tasks_per_rs": ("a", True), "cpu_per_rs": ("c", True),
-    "gpu_per_rs": ("g", True), "rs_per_host": ("r", True), "bind": ("b", True),
-    "latency_priority": ("l", True), "launch_distribution": ("d", True), "np": ("p", True),
-    "memory_per_rs": ("m", True), "smpiargs": ("M", True), "exit_on_error": ("X", True),
-    "stdio_mode": ("e", True), "stdio_stdout": ("o", True), "stdio_stderr": ("k", True),
-    "env": ("E", True), "chdir": ("h", True), "env_no_propagate": ("D", True),
+    "nrs": ("n", True),
+    "tasks_per_rs": ("a", True),
+    "cpu_per_rs": ("c", True),
+    "gpu_per_rs": ("g", True),
+    "rs_per_host": ("r", True),
+    "bind": ("b", True),
+    "latency_priority": ("l", True),
+    "launch_distribution": ("d", True),
+    "np": ("p", True),
+    "memory_per_rs": ("m", True),
+    "smpiargs": ("M", True),
+    "exit_on_error": ("X", True),
+    "stdio_mode": ("e", True),
+    "stdio_stdout": ("o", True),
+    "stdio_stderr": ("k", True),
+    "env": ("E", True),
+    "chdir": ("h", True),
+    "env_no_propagate": ("D", True),
 }
 JSRUN_SHORT = {short: long for long, (short, _) in JSRUN_OPTIONS.items()}
 
@@ -2081,8 +2414,15 @@ def parse_jsrun(argv: Sequence[str]) -> tuple[dict[str, list[str]], list[str]]:
     return opts, args[i:]
 
 
-def _jsrun_int(opts: dict[str, list[str]], name: str, default: int | None, *, minimum: int,
-               all_value: int | None = None, all_word: str | None = None) -> int | None:
+def _jsrun_int(
+    opts: dict[str, list[str]],
+    name: str,
+    default: int | None,
+    *,
+    minimum: int,
+    all_value: int | None = None,
+    all_word: str | None = None,
+) -> int | None:
     if name not in opts:
         return default
     value = opts[name][-1]
@@ -2110,16 +2450,18 @@ def jsrun(argv: list[str]) -> int:
     job_id = os.environ.get("LSB_JOBID")
     if not home or not job_id:
         # [UNCONFIRMED] real jsrun outside an allocation cannot reach JSM
-        raise _jsrun_error("jsrun: Error: not inside an LSF CSM job allocation (LSB_JOBID is "
-                           "not set); jsrun runs only within a job")
+        raise _jsrun_error(
+            "jsrun: Error: not inside an LSF CSM job allocation (LSB_JOBID is not set); jsrun runs only within a job"
+        )
     store = JobStore(home)
     index = os.environ.get("LSB_JOBINDEX")
     job = store.get(f"{job_id}[{index}]" if index else job_id)
     if job is None or not job.active:
         raise _jsrun_error(f"jsrun: Error: job <{job_id}> is not running")  # [UNCONFIRMED]
     if not job.extra.get("csm"):
-        raise _jsrun_error(f"jsrun: Error: job <{job_id}> is not a CSM job; jsrun needs an "
-                           "allocation of whole nodes (bsub -nnodes)")  # [UNCONFIRMED]
+        raise _jsrun_error(
+            f"jsrun: Error: job <{job_id}> is not a CSM job; jsrun needs an allocation of whole nodes (bsub -nnodes)"
+        )  # [UNCONFIRMED]
     if not command:
         raise _jsrun_error("jsrun: Error: no program given")  # [UNCONFIRMED]
     for value in opts.get("bind", []):
@@ -2165,24 +2507,29 @@ def jsrun(argv: list[str]) -> int:
         rank = 0
         for rs in range(nrs):
             slot = rs % per_host
-            rs_devices = devices[slot * gpu:(slot + 1) * gpu] if gpu else []
+            rs_devices = devices[slot * gpu : (slot + 1) * gpu] if gpu else []
             for local in range(tasks_per_rs):
                 env = dict(base_env)
-                env.update({
-                    "CUDA_VISIBLE_DEVICES": ",".join(map(str, rs_devices)),
-                    "JSM_NAMESPACE_RANK": str(rank), "JSM_NAMESPACE_SIZE": str(size),
-                    "JSM_NAMESPACE_LOCAL_RANK": str(slot * tasks_per_rs + local),
-                    "JSM_NAMESPACE_LOCAL_SIZE": str(min(nrs, per_host) * tasks_per_rs),
-                    "OMPI_COMM_WORLD_RANK": str(rank), "OMPI_COMM_WORLD_SIZE": str(size),
-                    "OMPI_COMM_WORLD_LOCAL_RANK": str(slot * tasks_per_rs + local),
-                    "OMPI_COMM_WORLD_LOCAL_SIZE": str(min(nrs, per_host) * tasks_per_rs),
-                    "PMIX_RANK": str(rank),
-                })
+                env.update(
+                    {
+                        "CUDA_VISIBLE_DEVICES": ",".join(map(str, rs_devices)),
+                        "JSM_NAMESPACE_RANK": str(rank),
+                        "JSM_NAMESPACE_SIZE": str(size),
+                        "JSM_NAMESPACE_LOCAL_RANK": str(slot * tasks_per_rs + local),
+                        "JSM_NAMESPACE_LOCAL_SIZE": str(min(nrs, per_host) * tasks_per_rs),
+                        "OMPI_COMM_WORLD_RANK": str(rank),
+                        "OMPI_COMM_WORLD_SIZE": str(size),
+                        "OMPI_COMM_WORLD_LOCAL_RANK": str(slot * tasks_per_rs + local),
+                        "OMPI_COMM_WORLD_LOCAL_SIZE": str(min(nrs, per_host) * tasks_per_rs),
+                        "PMIX_RANK": str(rank),
+                    }
+                )
                 try:
                     procs.append(subprocess.Popen(command, env=env, cwd=cwd, stdout=out_handle))
                 except OSError as error:
-                    raise _jsrun_error(f"jsrun: Error: cannot execute {command[0]}: "
-                                       f"{error.strerror}") from None  # [UNCONFIRMED]
+                    raise _jsrun_error(
+                        f"jsrun: Error: cannot execute {command[0]}: {error.strerror}"
+                    ) from None  # [UNCONFIRMED]
                 rank += 1
         statuses = []
         for proc in procs:

@@ -79,8 +79,17 @@ from pathlib import Path
 from typing import Any
 
 from emulators.common import (
-    EmulatorConfig, Flavor, JobRecord, JobStore, Rejected, default_argv, emulator_home,
-    format_hms, format_size, main_wrapper, parse_size,
+    EmulatorConfig,
+    Flavor,
+    JobRecord,
+    JobStore,
+    Rejected,
+    default_argv,
+    emulator_home,
+    format_hms,
+    format_size,
+    main_wrapper,
+    parse_size,
 )
 
 PBS_VERSION = "2022.1.0"  # what qstat -F json reports as pbs_version (a PBS Pro 2022 layout)
@@ -113,7 +122,8 @@ QSUB_USAGE = (
     "\t[-N jobname] [-o path] [-p priority] [-P project] [-q queue] [-r y|n]\n"
     "\t[-R o|e|oe] [-S path] [-u user_list] [-W otherattributes=value...]\n"
     "\t[-v variable_list] [-V ] [-z] [script | -- command [arg1 ...]]\n"
-    "       qsub --version")
+    "       qsub --version"
+)
 QSUB_OPTS_PBSPRO = "a:A:c:C:e:fhIj:J:k:l:m:M:N:o:p:q:r:R:S:u:v:VW:XzP:"
 
 # Torque's qsub (adaptivecomputing/torque src/cmds/qsub_functions.c): the option set of
@@ -127,11 +137,12 @@ TORQUE_USAGE = (
     "      [-m n|{abe}] [-M user_list] [-N jobname] [-o path]\n"
     "      [-p priority] [-P proxy_user [-J <jobid]] [-q queue] [-r y|n] [-S path]\n"
     "      [-t number_to_submit] [-T type]  [-u user_list] [-w] path\n"
-    "      [-W otherattributes=value...] [-v variable_list] [-V] [-x] [-X] [-z] [script]")
+    "      [-W otherattributes=value...] [-v variable_list] [-V] [-x] [-X] [-z] [script]"
+)
 QSUB_OPTS_TORQUE = "a:A:b:c:C:d:D:e:fhIj:k:K:l:m:M:nN:o:p:P:q:r:S:t:T:u:v:Vw:W:xXz"
 
-MAX_JOB_NAME = 230          # PBS_MAXJOBNAME, src/include/pbs_ifl.h
-MAX_ARRAY_SIZE = 10000      # server max_array_size default (PBS Pro Reference Guide)
+MAX_JOB_NAME = 230  # PBS_MAXJOBNAME, src/include/pbs_ifl.h
+MAX_ARRAY_SIZE = 10000  # server max_array_size default (PBS Pro Reference Guide)
 
 DEFAULT_QUEUES: dict[str, dict[str, Any]] = {
     "workq": {"resources_max": {"walltime": "24:00:00"}},
@@ -142,19 +153,21 @@ DEFAULT_QUEUES: dict[str, dict[str, Any]] = {
 
 def default_config(flavor: str = "pbspro", **overrides: Any) -> EmulatorConfig:
     """The emulated machine a fixture starts with: 8 cpus, 4 GPUs, 32gb, three queues."""
-    config = EmulatorConfig(flavor=flavor, queues=json.loads(json.dumps(DEFAULT_QUEUES)),
-                            default_queue="workq",
-                            custom_resources=[
-                                {"name": "filesystems", "type": "string_array",
-                                 "level": "job"},   # ALCF Polaris: -l filesystems=home:eagle
-                                {"name": "system", "type": "string",
-                                 "level": "chunk"},  # ALCF: select=...:system=polaris
-                                {"name": "gpu_type", "type": "string",
-                                 "level": "chunk"},  # NCAR Casper: select=...:gpu_type=v100
-                            ])
+    config = EmulatorConfig(
+        flavor=flavor,
+        queues=json.loads(json.dumps(DEFAULT_QUEUES)),
+        default_queue="workq",
+        custom_resources=[
+            {"name": "filesystems", "type": "string_array", "level": "job"},  # ALCF Polaris: -l filesystems=home:eagle
+            {"name": "system", "type": "string", "level": "chunk"},  # ALCF: select=...:system=polaris
+            {"name": "gpu_type", "type": "string", "level": "chunk"},  # NCAR Casper: select=...:gpu_type=v100
+        ],
+    )
     if flavor == "torque":
-        config.queues = {"batch": {"resources_max": {"walltime": "24:00:00"}},
-                         "debug": {"resources_max": {"walltime": "01:00:00"}}}
+        config.queues = {
+            "batch": {"resources_max": {"walltime": "24:00:00"}},
+            "debug": {"resources_max": {"walltime": "01:00:00"}},
+        }
         config.default_queue = "batch"
         config.custom_resources = []
     for key, value in overrides.items():
@@ -167,11 +180,12 @@ def default_config(flavor: str = "pbspro", **overrides: Any) -> EmulatorConfig:
 
 # -- resources ------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class ResourceDef:
     name: str
-    type: str          # long | size | time | string | string_array | boolean | float
-    level: str         # job (job-wide only) | chunk (host-level, also job-wide without select)
+    type: str  # long | size | time | string | string_array | boolean | float
+    level: str  # job (job-wide only) | chunk (host-level, also job-wide without select)
     read_only: bool = False
 
 
@@ -179,38 +193,60 @@ class ResourceDef:
 # "ngpus" is defined by every GPU site (Polaris, Derecho, Casper) as a host-level
 # consumable long, so the emulated machine defines it too.
 _BUILTIN = [
-    ResourceDef("walltime", "time", "job"), ResourceDef("cput", "time", "job"),
-    ResourceDef("pcput", "time", "job"), ResourceDef("soft_walltime", "time", "job"),
-    ResourceDef("min_walltime", "time", "job"), ResourceDef("max_walltime", "time", "job"),
-    ResourceDef("select", "string", "job"), ResourceDef("place", "string", "job"),
-    ResourceDef("nodes", "string", "job"), ResourceDef("software", "string", "job"),
-    ResourceDef("file", "size", "job"), ResourceDef("pmem", "size", "job"),
-    ResourceDef("pvmem", "size", "job"), ResourceDef("site", "string", "job"),
+    ResourceDef("walltime", "time", "job"),
+    ResourceDef("cput", "time", "job"),
+    ResourceDef("pcput", "time", "job"),
+    ResourceDef("soft_walltime", "time", "job"),
+    ResourceDef("min_walltime", "time", "job"),
+    ResourceDef("max_walltime", "time", "job"),
+    ResourceDef("select", "string", "job"),
+    ResourceDef("place", "string", "job"),
+    ResourceDef("nodes", "string", "job"),
+    ResourceDef("software", "string", "job"),
+    ResourceDef("file", "size", "job"),
+    ResourceDef("pmem", "size", "job"),
+    ResourceDef("pvmem", "size", "job"),
+    ResourceDef("site", "string", "job"),
     ResourceDef("preempt_targets", "string", "job"),
     ResourceDef("nodect", "long", "job", read_only=True),
-    ResourceDef("ncpus", "long", "chunk"), ResourceDef("mem", "size", "chunk"),
-    ResourceDef("vmem", "size", "chunk"), ResourceDef("mpiprocs", "long", "chunk"),
-    ResourceDef("ompthreads", "long", "chunk"), ResourceDef("host", "string", "chunk"),
-    ResourceDef("vnode", "string", "chunk"), ResourceDef("arch", "string", "chunk"),
+    ResourceDef("ncpus", "long", "chunk"),
+    ResourceDef("mem", "size", "chunk"),
+    ResourceDef("vmem", "size", "chunk"),
+    ResourceDef("mpiprocs", "long", "chunk"),
+    ResourceDef("ompthreads", "long", "chunk"),
+    ResourceDef("host", "string", "chunk"),
+    ResourceDef("vnode", "string", "chunk"),
+    ResourceDef("arch", "string", "chunk"),
     ResourceDef("naccelerators", "long", "chunk"),
     ResourceDef("accelerator", "boolean", "chunk"),
     ResourceDef("accelerator_model", "string", "chunk"),
-    ResourceDef("accelerator_memory", "size", "chunk"), ResourceDef("aoe", "string", "chunk"),
+    ResourceDef("accelerator_memory", "size", "chunk"),
+    ResourceDef("aoe", "string", "chunk"),
     ResourceDef("ngpus", "long", "chunk"),
 ]
 
 # Torque 6 resources (Torque Administrator Guide, "Requesting resources")
 _TORQUE = [
-    ResourceDef("walltime", "time", "job"), ResourceDef("cput", "time", "job"),
-    ResourceDef("pcput", "time", "job"), ResourceDef("nodes", "string", "job"),
-    ResourceDef("mem", "size", "job"), ResourceDef("pmem", "size", "job"),
-    ResourceDef("vmem", "size", "job"), ResourceDef("pvmem", "size", "job"),
-    ResourceDef("ncpus", "long", "job"), ResourceDef("procs", "long", "job"),
-    ResourceDef("file", "size", "job"), ResourceDef("host", "string", "job"),
-    ResourceDef("nice", "long", "job"), ResourceDef("software", "string", "job"),
-    ResourceDef("gres", "string", "job"), ResourceDef("feature", "string", "job"),
-    ResourceDef("naccesspolicy", "string", "job"), ResourceDef("epilogue", "string", "job"),
-    ResourceDef("prologue", "string", "job"), ResourceDef("qos", "string", "job"),
+    ResourceDef("walltime", "time", "job"),
+    ResourceDef("cput", "time", "job"),
+    ResourceDef("pcput", "time", "job"),
+    ResourceDef("nodes", "string", "job"),
+    ResourceDef("mem", "size", "job"),
+    ResourceDef("pmem", "size", "job"),
+    ResourceDef("vmem", "size", "job"),
+    ResourceDef("pvmem", "size", "job"),
+    ResourceDef("ncpus", "long", "job"),
+    ResourceDef("procs", "long", "job"),
+    ResourceDef("file", "size", "job"),
+    ResourceDef("host", "string", "job"),
+    ResourceDef("nice", "long", "job"),
+    ResourceDef("software", "string", "job"),
+    ResourceDef("gres", "string", "job"),
+    ResourceDef("feature", "string", "job"),
+    ResourceDef("naccesspolicy", "string", "job"),
+    ResourceDef("epilogue", "string", "job"),
+    ResourceDef("prologue", "string", "job"),
+    ResourceDef("qos", "string", "job"),
     ResourceDef("nodect", "long", "job", read_only=True),
 ]
 
@@ -222,8 +258,7 @@ def resource_defs(config: EmulatorConfig) -> dict[str, ResourceDef]:
     for custom in config.custom_resources:
         if isinstance(custom, str):
             custom = {"name": custom}
-        defs[custom["name"]] = ResourceDef(custom["name"], custom.get("type", "string"),
-                                           custom.get("level", "job"))
+        defs[custom["name"]] = ResourceDef(custom["name"], custom.get("type", "string"), custom.get("level", "job"))
     return defs
 
 
@@ -271,11 +306,11 @@ def check_value(rdef: ResourceDef, value: str) -> None:
 def _illegal_resource(name: str) -> Rejected:
     # ECL / server: "Illegal attribute or resource value" + " Resource_List.<res>"
     # (pbs_messages.c msg_badatval; ecl_verify_values.c verify_value_resc) [seen]
-    return Rejected(f"qsub: Illegal attribute or resource value Resource_List.{name}",
-                    _status(PBSE_BADATVAL))
+    return Rejected(f"qsub: Illegal attribute or resource value Resource_List.{name}", _status(PBSE_BADATVAL))
 
 
 # -- the parsed submission ------------------------------------------------------------------
+
 
 @dataclass
 class ParsedJob:
@@ -317,9 +352,9 @@ class ParsedJob:
     submit_args: list[str] = field(default_factory=list)
     workdir: str = ""
     exclusive: bool = False
-    never_runs: str | None = None   # scheduler comment for a job that can never run here
-    gpus_per_node: int = 0          # Torque: nodes=...:gpus=G
-    ppn: int = 0                    # Torque: nodes=...:ppn=C
+    never_runs: str | None = None  # scheduler comment for a job that can never run here
+    gpus_per_node: int = 0  # Torque: nodes=...:gpus=G
+    ppn: int = 0  # Torque: nodes=...:ppn=C
 
     @property
     def select(self) -> str:
@@ -351,19 +386,19 @@ class ParsedJob:
 
 # -- option parsing (a glibc-getopt work-alike) ---------------------------------------------
 
+
 class _OptError(Exception):
     """An option error; ``message`` has already the 'qsub: ...' text."""
 
 
-def _getopt(argv: list[str], optstring: str, prog: str
-            ) -> tuple[list[tuple[str, str]], list[str], list[str]]:
+def _getopt(argv: list[str], optstring: str, prog: str) -> tuple[list[tuple[str, str]], list[str], list[str]]:
     """POSIX getopt as qsub uses it: returns (options, errors, remaining operands).
 
     Options stop at the first operand or at ``--`` (the ``--`` stays in the operands, as
     qsub's ``process_opts`` steps back to it).  Unknown options and missing arguments
     produce glibc's messages.
     """
-    takes_arg = {c: optstring[i + 1:i + 2] == ":" for i, c in enumerate(optstring) if c != ":"}
+    takes_arg = {c: optstring[i + 1 : i + 2] == ":" for i, c in enumerate(optstring) if c != ":"}
     opts: list[tuple[str, str]] = []
     errors: list[str] = []
     i = 0
@@ -380,7 +415,7 @@ def _getopt(argv: list[str], optstring: str, prog: str
                 continue
             if takes_arg[ch]:
                 if j + 1 < len(arg):
-                    value = arg[j + 1:]
+                    value = arg[j + 1 :]
                 elif i + 1 < len(argv):
                     i += 1
                     value = argv[i]
@@ -407,7 +442,7 @@ def _make_argv(line: str) -> list[str]:
             end = line.find(c, k + 1)
             if end < 0:
                 raise Rejected("qsub: unmatched " + c, 1)
-            current.append(line[k + 1:end])
+            current.append(line[k + 1 : end])
             in_word = True
             k = end + 1
         elif c == "\\" and k + 1 < len(line):
@@ -437,7 +472,7 @@ def _directives(script_text: str, prefix: str) -> list[str]:
         line = lines[k]
         stripped = line.lstrip()
         if prefix and stripped.startswith(prefix):
-            text = stripped[len(prefix):]
+            text = stripped[len(prefix) :]
             while text.endswith("\\") and k + 1 < len(lines):  # pbs_extendable_line
                 k += 1
                 text = text[:-1] + lines[k]
@@ -467,7 +502,7 @@ class _Options:
 
     def set(self, key: str, value: str, level: int) -> None:
         old = self.values.get(key)
-        if old is None or old[0] <= level:   # if_cmd_line(x): x <= passet
+        if old is None or old[0] <= level:  # if_cmd_line(x): x <= passet
             self.values[key] = (level, value)
 
     def get(self, key: str) -> str | None:
@@ -476,6 +511,7 @@ class _Options:
 
 
 # -- the parser -----------------------------------------------------------------------------
+
 
 def _split_resource_list(text: str) -> list[tuple[str, str]]:
     """set_resource.c: ``name[=value][,name[=value]...]``; quotes protect commas."""
@@ -504,14 +540,32 @@ def _comma_split(text: str) -> list[str]:
     return parts
 
 
-_W_KEYWORDS = {"depend", "stagein", "stageout", "sandbox", "group_list", "block",
-               "interactive", "umask", "run_count", "tolerate_node_failures",
-               "max_run_subjobs", "release_nodes_on_stageout", "cred", "Output_Path",
-               "Error_Path", "Account_Name", "project", "Job_Name", "Rerunable"}
+_W_KEYWORDS = {
+    "depend",
+    "stagein",
+    "stageout",
+    "sandbox",
+    "group_list",
+    "block",
+    "interactive",
+    "umask",
+    "run_count",
+    "tolerate_node_failures",
+    "max_run_subjobs",
+    "release_nodes_on_stageout",
+    "cred",
+    "Output_Path",
+    "Error_Path",
+    "Account_Name",
+    "project",
+    "Job_Name",
+    "Rerunable",
+}
 
 
-def _process_opts(opts: list[tuple[str, str]], level: int, store: _Options,
-                  flavor: str, environ: dict[str, str]) -> list[str]:
+def _process_opts(
+    opts: list[tuple[str, str]], level: int, store: _Options, flavor: str, environ: dict[str, str]
+) -> list[str]:
     """qsub.c ``process_opts`` for one batch (command line or one directive)."""
     errors: list[str] = []
     for ch, value in opts:
@@ -564,8 +618,7 @@ def _process_opts(opts: list[tuple[str, str]], level: int, store: _Options,
     return errors
 
 
-def _parse_select(text: str, defs: dict[str, ResourceDef], flavor: str
-                  ) -> list[tuple[int, dict[str, str]]]:
+def _parse_select(text: str, defs: dict[str, ResourceDef], flavor: str) -> list[tuple[int, dict[str, str]]]:
     """``select=[N:]res=val[:res=val...][+[N:]...]`` with the server's checks."""
     chunks = []
     for part in text.split("+"):
@@ -589,12 +642,15 @@ def _parse_select(text: str, defs: dict[str, ResourceDef], flavor: str
                 raise Rejected(f"qsub: Unknown resource: {name}", _status(PBSE_UNKRESC))
             if rdef.level != "chunk":
                 # pbs_messages.c msg_invalselectresc; "...specification: ngpus" [seen]
-                raise Rejected(f'qsub: Resource invalid in "select" specification: {name}',
-                               _status(PBSE_INVALSELECTRESC))
+                raise Rejected(
+                    f'qsub: Resource invalid in "select" specification: {name}', _status(PBSE_INVALSELECTRESC)
+                )
             if name in chunk:
                 # pbs_messages.c msg_dupresc + ": <res>" [format unconfirmed]
-                raise Rejected("qsub: duplicated resource within a section of a select "
-                               f"specification, resource is: {name}", _status(PBSE_DUPRESC))
+                raise Rejected(
+                    f"qsub: duplicated resource within a section of a select specification, resource is: {name}",
+                    _status(PBSE_DUPRESC),
+                )
             try:
                 check_value(rdef, value)
             except ValueError:
@@ -628,8 +684,22 @@ def _parse_depend(value: str) -> list[tuple[str, str]]:
     found = []
     for item in value.split(","):
         kind, _, ids = item.partition(":")
-        if kind not in ("after", "afterok", "afternotok", "afterany", "before", "beforeok",
-                        "beforenotok", "beforeany", "on", "runone") or not ids:
+        if (
+            kind
+            not in (
+                "after",
+                "afterok",
+                "afternotok",
+                "afterany",
+                "before",
+                "beforeok",
+                "beforenotok",
+                "beforeany",
+                "on",
+                "runone",
+            )
+            or not ids
+        ):
             raise _OptError("qsub: illegal -W value")
         for job_id in ids.split(":"):
             if not job_id:
@@ -647,10 +717,15 @@ def _check_job_name(name: str, from_option: bool) -> str | None:
     return None
 
 
-def parse_submission(script_text: str, argv: Sequence[str] = (),
-                     config: EmulatorConfig | None = None, *, cwd: str | None = None,
-                     environ: dict[str, str] | None = None,
-                     script_name: str | None = None) -> ParsedJob:
+def parse_submission(
+    script_text: str,
+    argv: Sequence[str] = (),
+    config: EmulatorConfig | None = None,
+    *,
+    cwd: str | None = None,
+    environ: dict[str, str] | None = None,
+    script_name: str | None = None,
+) -> ParsedJob:
     """Parse a qsub submission as PBS Pro (or Torque) would; raise Rejected on refusal.
 
     ``argv`` are the qsub options (the script operand excluded, unless it is the ``--``
@@ -683,11 +758,9 @@ def parse_submission(script_text: str, argv: Sequence[str] = (),
         raise Rejected("\n".join([e for e in errors if e] + [usage]), 2)
     if "I" in store.flags and not torque:
         if store.get("J") is not None:
-            raise Rejected("qsub: interactive and array job submission cannot be used "
-                           "together\n" + usage, 2)
+            raise Rejected("qsub: interactive and array job submission cannot be used together\n" + usage, 2)
         # qsub.c interactive_port(): stdin/stdout are never a terminal here
-        raise Rejected("qsub:\tstandard input and output must be a terminal for\n"
-                       "\tinteractive job submission", 1)
+        raise Rejected("qsub:\tstandard input and output must be a terminal for\n\tinteractive job submission", 1)
     if "X" in store.flags and not torque:
         if not environ.get("DISPLAY"):
             raise Rejected("qsub: DISPLAY not set\n" + usage, 2)
@@ -719,8 +792,7 @@ def parse_submission(script_text: str, argv: Sequence[str] = (),
         if problem:
             raise Rejected(problem + ("\n" + usage if "illegal" in problem else ""), 2)
     else:
-        name = "STDIN" if (command is not None or script_name is None) else \
-            os.path.basename(script_name)
+        name = "STDIN" if (command is not None or script_name is None) else os.path.basename(script_name)
         problem = _check_job_name(name, False)
         if problem:  # the basename is verified by the IFL like -N
             raise Rejected(problem + ("\n" + usage if "illegal" in problem else ""), 2)
@@ -745,8 +817,7 @@ def parse_submission(script_text: str, argv: Sequence[str] = (),
     if "j" in mail and array is None:
         raise Rejected("qsub: mail option 'j' can not be used without array job", 1)
     priority = store.get("p")
-    if priority is not None and (not re.fullmatch(r"[+-]?\d+", priority)
-                                 or not -1024 <= int(priority) <= 1023):
+    if priority is not None and (not re.fullmatch(r"[+-]?\d+", priority) or not -1024 <= int(priority) <= 1023):
         raise illegal("p")
     hold = "h" in store.flags
     variables: dict[str, str] = {}
@@ -776,15 +847,15 @@ def parse_submission(script_text: str, argv: Sequence[str] = (),
             block = val.lower() == "true"
         elif key == "interactive":
             if val.lower() == "true":
-                raise Rejected("qsub:\tstandard input and output must be a terminal for\n"
-                               "\tinteractive job submission", 1)
+                raise Rejected(
+                    "qsub:\tstandard input and output must be a terminal for\n\tinteractive job submission", 1
+                )
         elif key == "group_list":
             group_list = val
         elif key not in _W_KEYWORDS:
             # an attribute the ECL does not know: pbse_to_txt(PBSE_NOATTR) [unconfirmed]
             raise Rejected("qsub: Undefined attribute ", _status(PBSE_NOATTR))
-    unsupported = [k for k, _ in depend if k not in ("after", "afterok", "afternotok",
-                                                     "afterany")]
+    unsupported = [k for k, _ in depend if k not in ("after", "afterok", "afternotok", "afterany")]
     if unsupported:
         raise Rejected(f"qsub: [emulator] dependency type {unsupported[0]} is not emulated", 1)
 
@@ -808,8 +879,9 @@ def parse_submission(script_text: str, argv: Sequence[str] = (),
     queue = queue or config.default_queue
     if queue not in config.queues:
         if torque:
-            raise Rejected("qsub: submit error (Unknown queue MSG=requested queue not found)",
-                           _status(15020))  # Torque numbering: UNKQUE 15020 [unconfirmed]
+            raise Rejected(
+                "qsub: submit error (Unknown queue MSG=requested queue not found)", _status(15020)
+            )  # Torque numbering: UNKQUE 15020 [unconfirmed]
         raise Rejected("qsub: Unknown queue", _status(PBSE_UNKQUE))
     qconf = config.queues[queue] or {}
     for res, val in (qconf.get("resources_default") or {}).items():
@@ -818,13 +890,12 @@ def parse_submission(script_text: str, argv: Sequence[str] = (),
         if res not in defs:
             if torque:
                 # Torque pbs_error_db.h: "Unknown resource type " [inner text unconfirmed]
-                raise Rejected(f"qsub: submit error (Unknown resource type  "
-                               f"Resource_List.{res})", _status(15037))
-            raise Rejected(f"qsub: Unknown resource Resource_List.{res}",
-                           _status(PBSE_UNKRESC))
+                raise Rejected(f"qsub: submit error (Unknown resource type  Resource_List.{res})", _status(15037))
+            raise Rejected(f"qsub: Unknown resource Resource_List.{res}", _status(PBSE_UNKRESC))
         if defs[res].read_only:
-            raise Rejected("qsub: Cannot set attribute, read only or insufficient permission "
-                           f" Resource_List.{res}", _status(15003))
+            raise Rejected(
+                f"qsub: Cannot set attribute, read only or insufficient permission  Resource_List.{res}", _status(15003)
+            )
         if defs[res].type != "string" or res in ("select", "place", "nodes"):
             continue
         try:
@@ -852,8 +923,7 @@ def parse_submission(script_text: str, argv: Sequence[str] = (),
     walltime_s = parse_time(resources["walltime"]) if "walltime" in resources else None
 
     # queue limits (resources_max / resources_min): whole-job totals
-    totals = {"ncpus": ncpus, "ngpus": ngpus, "mem": mem_bytes, "nodect": nodect,
-              "walltime": walltime_s}
+    totals = {"ncpus": ncpus, "ngpus": ngpus, "mem": mem_bytes, "nodect": nodect, "walltime": walltime_s}
     limits = [(qconf.get("resources_max") or {}, 1)] + [(qconf.get("resources_min") or {}, -1)]
     limits.append((config.extra.get("server_resources_max") or {}, 1))
     for table, sign in limits:
@@ -869,14 +939,14 @@ def parse_submission(script_text: str, argv: Sequence[str] = (),
                 limit_value = int(limit)
             if (value - limit_value) * sign > 0:
                 if torque:
-                    raise Rejected("qsub: submit error (Job exceeds queue resource limits "
-                                   "MSG=cannot satisfy queue max " + res + " requirement)",
-                                   _status(15038))  # [unconfirmed inner text]
-                raise Rejected("qsub: Job violates queue and/or server resource limits",
-                               _status(PBSE_EXCQRESC))
+                    raise Rejected(
+                        "qsub: submit error (Job exceeds queue resource limits "
+                        "MSG=cannot satisfy queue max " + res + " requirement)",
+                        _status(15038),
+                    )  # [unconfirmed inner text]
+                raise Rejected("qsub: Job violates queue and/or server resource limits", _status(PBSE_EXCQRESC))
     if array is not None and len(range(array[0], array[1] + 1, array[2])) > MAX_ARRAY_SIZE:
-        raise Rejected("qsub: Array job exceeds server or queue size limit",
-                       _status(PBSE_MAXARRAYSIZE))
+        raise Rejected("qsub: Array job exceeds server or queue size limit", _status(PBSE_MAXARRAYSIZE))
 
     # can it ever run on this one host?  Real PBS accepts such a job and the scheduler
     # comments it; the emulator keeps it queued for ever with the same kind of comment.
@@ -888,8 +958,9 @@ def parse_submission(script_text: str, argv: Sequence[str] = (),
         if want > have or per_chunk > have:
             shown = format_size(want) if res == "mem" else want
             shown_have = format_size(have) if res == "mem" else have
-            never = (f"Can Never Run: Insufficient amount of resource: {res} "
-                     f"(R: {shown} A: {shown_have} T: {shown_have})")
+            never = (
+                f"Can Never Run: Insufficient amount of resource: {res} (R: {shown} A: {shown_have} T: {shown_have})"
+            )
             break
     if never is None and place.get("arrangement") in ("scatter", "vscatter") and nodect > 1:
         never = "Can Never Run: Not enough total nodes available"
@@ -903,17 +974,42 @@ def parse_submission(script_text: str, argv: Sequence[str] = (),
     error_path = _output_path(store.get("e"), cwd)
     shell = store.get("S")
     return ParsedJob(
-        flavor=flavor, name=name, queue=queue, server=config.server, script_text=script_text,
-        resources=resources, chunks=chunks, place=place, ncpus=ncpus, ngpus=ngpus,
-        mem_bytes=mem_bytes, nodect=nodect, walltime_s=walltime_s, account=store.get("A"),
-        project=store.get("P"), join=join, keep=keep, output_path=output_path,
-        error_path=error_path, export_all="V" in store.flags, variables=variables,
-        hold=hold, depend=depend, array=array, rerunable=(store.get("r") or "y") == "y",
-        mail_points=mail, mail_users=store.get("M"), shell=shell, group_list=group_list,
-        priority=int(priority or 0), block=block, quiet="z" in store.flags,
-        command=command, submit_args=argv, workdir=cwd,
-        exclusive=place.get("sharing") in ("excl", "exclhost")
-        or given.get("naccesspolicy") == "singlejob",
+        flavor=flavor,
+        name=name,
+        queue=queue,
+        server=config.server,
+        script_text=script_text,
+        resources=resources,
+        chunks=chunks,
+        place=place,
+        ncpus=ncpus,
+        ngpus=ngpus,
+        mem_bytes=mem_bytes,
+        nodect=nodect,
+        walltime_s=walltime_s,
+        account=store.get("A"),
+        project=store.get("P"),
+        join=join,
+        keep=keep,
+        output_path=output_path,
+        error_path=error_path,
+        export_all="V" in store.flags,
+        variables=variables,
+        hold=hold,
+        depend=depend,
+        array=array,
+        rerunable=(store.get("r") or "y") == "y",
+        mail_points=mail,
+        mail_users=store.get("M"),
+        shell=shell,
+        group_list=group_list,
+        priority=int(priority or 0),
+        block=block,
+        quiet="z" in store.flags,
+        command=command,
+        submit_args=argv,
+        workdir=cwd,
+        exclusive=place.get("sharing") in ("excl", "exclhost") or given.get("naccesspolicy") == "singlejob",
         never_runs=never,
         gpus_per_node=max([int(c.get("gpus", 0)) for _, c in chunks] or [0]) if torque else 0,
         ppn=max([int(c.get("ncpus", 0)) for _, c in chunks] or [0]) if torque else 0,
@@ -946,20 +1042,24 @@ def _output_path(value: str | None, cwd: str) -> str | None:
     return value + "/" if directory else value
 
 
-def _pbspro_resources(given: dict[str, str], defs: dict[str, ResourceDef],
-                      config: EmulatorConfig
-                      ) -> tuple[list[tuple[int, dict[str, str]]], dict[str, str], dict[str, str]]:
+def _pbspro_resources(
+    given: dict[str, str], defs: dict[str, ResourceDef], config: EmulatorConfig
+) -> tuple[list[tuple[int, dict[str, str]]], dict[str, str], dict[str, str]]:
     """Select/place rules of the PBS Pro server; returns (chunks, place, Resource_List)."""
     resources = dict(given)
     if "nodes" in given and "select" in given:
-        raise Rejected('qsub: "-lresource=" cannot be used with "select" or "place", '
-                       "resource is: nodes", _status(PBSE_INVALJOBRESC))
+        raise Rejected(
+            'qsub: "-lresource=" cannot be used with "select" or "place", resource is: nodes',
+            _status(PBSE_INVALJOBRESC),
+        )
     if "select" in given:
         chunk_level = [r for r in given if defs[r].level == "chunk"]
         if chunk_level:
             # pbs_messages.c msg_invaljobresc + ": <res>" [seen with ngpus]
-            raise Rejected('qsub: "-lresource=" cannot be used with "select" or "place", '
-                           f"resource is: {chunk_level[0]}", _status(PBSE_INVALJOBRESC))
+            raise Rejected(
+                f'qsub: "-lresource=" cannot be used with "select" or "place", resource is: {chunk_level[0]}',
+                _status(PBSE_INVALJOBRESC),
+            )
         chunks = _parse_select(given["select"], defs, config.flavor)
     elif "nodes" in given:
         # old-style nodes=N[:ppn=C][:property]: PBS Pro converts it to a select
@@ -968,7 +1068,7 @@ def _pbspro_resources(given: dict[str, str], defs: dict[str, ResourceDef],
             pieces = part.split(":")
             count = int(pieces[0]) if pieces[0].isdigit() else 1
             chunk: dict[str, str] = {}
-            for piece in pieces[1 if pieces[0].isdigit() else 0:]:
+            for piece in pieces[1 if pieces[0].isdigit() else 0 :]:
                 key, eq, value = piece.partition("=")
                 if key == "ppn" and value.isdigit():
                     chunk["ncpus"] = value
@@ -981,8 +1081,9 @@ def _pbspro_resources(given: dict[str, str], defs: dict[str, ResourceDef],
         del resources["nodes"]
     else:
         if "place" in given:
-            raise Rejected('qsub: Cannot have "place" without "select"',
-                           _status(PBSE_PLACENOSELECT))  # [message from pbs_messages.c]
+            raise Rejected(
+                'qsub: Cannot have "place" without "select"', _status(PBSE_PLACENOSELECT)
+            )  # [message from pbs_messages.c]
         # job-wide host-level resources become one chunk (PBS Pro's conversion)
         chunk = {r: given[r] for r in given if defs[r].level == "chunk"}
         chunks = [(1, chunk)]
@@ -992,8 +1093,7 @@ def _pbspro_resources(given: dict[str, str], defs: dict[str, ResourceDef],
         chunk.setdefault("ncpus", "1")  # server default_chunk.ncpus = 1
     place = _parse_place(given["place"], defs) if "place" in given else {}
     place.setdefault("arrangement", "free")
-    resources["select"] = "+".join(
-        f"{n}:" + ":".join(f"{k}={v}" for k, v in c.items()) for n, c in chunks)
+    resources["select"] = "+".join(f"{n}:" + ":".join(f"{k}={v}" for k, v in c.items()) for n, c in chunks)
     if "select" in given:
         resources["select"] = given["select"]
     resources["place"] = given.get("place", "free")
@@ -1013,8 +1113,9 @@ def _pbspro_resources(given: dict[str, str], defs: dict[str, ResourceDef],
     return chunks, place, resources
 
 
-def _torque_resources(given: dict[str, str], defs: dict[str, ResourceDef]
-                      ) -> tuple[list[tuple[int, dict[str, str]]], dict[str, str], dict[str, str]]:
+def _torque_resources(
+    given: dict[str, str], defs: dict[str, ResourceDef]
+) -> tuple[list[tuple[int, dict[str, str]]], dict[str, str], dict[str, str]]:
     """Torque: ``nodes=N[:ppn=C][:gpus=G][:property]...[+...]``, ``procs``, ``ncpus``."""
     resources = dict(given)
     chunks = []
@@ -1022,11 +1123,12 @@ def _torque_resources(given: dict[str, str], defs: dict[str, ResourceDef]
         for part in given["nodes"].split("+"):
             pieces = part.split(":")
             if not pieces[0]:
-                raise Rejected("qsub: submit error (Illegal attribute or resource value for  "
-                               "Resource_List.nodes)", _status(15016))  # [unconfirmed]
+                raise Rejected(
+                    "qsub: submit error (Illegal attribute or resource value for  Resource_List.nodes)", _status(15016)
+                )  # [unconfirmed]
             count = int(pieces[0]) if pieces[0].isdigit() else 1
             chunk = {"ncpus": "1"}
-            for piece in pieces[1 if pieces[0].isdigit() else 0:]:
+            for piece in pieces[1 if pieces[0].isdigit() else 0 :]:
                 key, _, value = piece.partition("=")
                 if key == "ppn" and value.isdigit():
                     chunk["ncpus"] = value
@@ -1035,8 +1137,10 @@ def _torque_resources(given: dict[str, str], defs: dict[str, ResourceDef]
                 elif not value:
                     pass  # a node property (feature)
                 else:
-                    raise Rejected("qsub: submit error (Illegal attribute or resource value "
-                                   "for  Resource_List.nodes)", _status(15016))
+                    raise Rejected(
+                        "qsub: submit error (Illegal attribute or resource value for  Resource_List.nodes)",
+                        _status(15016),
+                    )
             chunks.append((count, chunk))
     else:
         chunks = [(1, {"ncpus": given.get("ncpus", given.get("procs", "1"))})]
@@ -1045,6 +1149,7 @@ def _torque_resources(given: dict[str, str], defs: dict[str, ResourceDef]
 
 
 # -- the PBS flavour (what the MoM does) ----------------------------------------------------
+
 
 def _user_home() -> str:
     try:
@@ -1084,12 +1189,24 @@ class PBSFlavor(Flavor):
         # variables"); without -V PATH is a default (the login shell would add to it)
         env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
         user = job.user
-        env.update({"HOME": home, "LOGNAME": user, "USER": user,
-                    "SHELL": job.extra.get("shell") or _login_shell(),
-                    "PBS_JOBNAME": job.name, "PBS_JOBID": jobid, "PBS_QUEUE": job.queue,
-                    "PBS_ENVIRONMENT": "PBS_BATCH", "ENVIRONMENT": "BATCH",
-                    "PBS_JOBDIR": home, "PBS_NODENUM": "0", "PBS_TASKNUM": "1",
-                    "PBS_MOMPORT": "15003", "PBS_JOBCOOKIE": f"{job.id:032X}"})
+        env.update(
+            {
+                "HOME": home,
+                "LOGNAME": user,
+                "USER": user,
+                "SHELL": job.extra.get("shell") or _login_shell(),
+                "PBS_JOBNAME": job.name,
+                "PBS_JOBID": jobid,
+                "PBS_QUEUE": job.queue,
+                "PBS_ENVIRONMENT": "PBS_BATCH",
+                "ENVIRONMENT": "BATCH",
+                "PBS_JOBDIR": home,
+                "PBS_NODENUM": "0",
+                "PBS_TASKNUM": "1",
+                "PBS_MOMPORT": "15003",
+                "PBS_JOBCOOKIE": f"{job.id:032X}",
+            }
+        )
         if config.flavor == "torque":
             env.pop("PBS_JOBDIR", None)
             env.pop("ENVIRONMENT", None)
@@ -1125,9 +1242,14 @@ class PBSFlavor(Flavor):
             gpufile.write_text("".join(f"{config.host}-gpu{d}\n" for d in job.devices))
             env["PBS_GPUFILE"] = str(gpufile)
             ppn = int(first.get("ncpus", 1))
-            env.update({"PBS_NUM_NODES": str(sum(int(c) for c, _ in chunks)),
-                        "PBS_NUM_PPN": str(ppn), "PBS_NP": str(job.ncpus),
-                        "PBS_O_WORKDIR": env.get("PBS_O_WORKDIR", job.workdir)})
+            env.update(
+                {
+                    "PBS_NUM_NODES": str(sum(int(c) for c, _ in chunks)),
+                    "PBS_NUM_PPN": str(ppn),
+                    "PBS_NP": str(job.ncpus),
+                    "PBS_O_WORKDIR": env.get("PBS_O_WORKDIR", job.workdir),
+                }
+            )
         job.run_env = env
         # PBS Pro starts the job in the user's home directory; Torque too (-d changes it)
         job.run_cwd = job.extra.get("initdir") or home
@@ -1184,8 +1306,8 @@ def flavor(name: str) -> Flavor:
 
 # -- qsub -----------------------------------------------------------------------------------
 
-def _variable_list(parsed: ParsedJob, environ: dict[str, str], config: EmulatorConfig
-                   ) -> dict[str, str]:
+
+def _variable_list(parsed: ParsedJob, environ: dict[str, str], config: EmulatorConfig) -> dict[str, str]:
     """qsub.c ``job_env_basic`` + -v + -V: the job's Variable_List."""
     variables: dict[str, str] = {}
     for name in ("HOME", "LANG", "LOGNAME", "PATH", "MAIL", "SHELL", "TZ"):
@@ -1223,40 +1345,66 @@ def submit(parsed: ParsedJob, store: JobStore, environ: dict[str, str]) -> JobRe
         variables = _variable_list(parsed, environ, config)
         holds = ("u" if parsed.hold else "") + ("s" if depend else "")
         extra = {
-            "flavor": config.flavor, "resources": parsed.resources,
-            "chunks": [[n, c] for n, c in parsed.chunks], "place": parsed.place,
-            "account": parsed.account, "project": parsed.project, "keep": parsed.keep,
-            "variable_list": variables, "rerunable": parsed.rerunable,
-            "mail_points": parsed.mail_points, "mail_users": parsed.mail_users,
-            "shell": parsed.shell, "group_list": parsed.group_list,
-            "priority": parsed.priority, "command": parsed.command,
-            "submit_args": parsed.submit_args, "direct_write": "d" in parsed.keep,
-            "comment": parsed.never_runs, "never_runs": bool(parsed.never_runs),
+            "flavor": config.flavor,
+            "resources": parsed.resources,
+            "chunks": [[n, c] for n, c in parsed.chunks],
+            "place": parsed.place,
+            "account": parsed.account,
+            "project": parsed.project,
+            "keep": parsed.keep,
+            "variable_list": variables,
+            "rerunable": parsed.rerunable,
+            "mail_points": parsed.mail_points,
+            "mail_users": parsed.mail_users,
+            "shell": parsed.shell,
+            "group_list": parsed.group_list,
+            "priority": parsed.priority,
+            "command": parsed.command,
+            "submit_args": parsed.submit_args,
+            "direct_write": "d" in parsed.keep,
+            "comment": parsed.never_runs,
+            "never_runs": bool(parsed.never_runs),
             "server": config.server,
         }
-        common = dict(name=parsed.name, queue=parsed.queue, workdir=parsed.workdir,
-                      join=parsed.join, env=variables, ncpus=parsed.ncpus, ngpus=parsed.ngpus,
-                      mem_bytes=parsed.mem_bytes, walltime_s=parsed.walltime_s,
-                      holds=holds, depend=depend, exclusive=parsed.exclusive,
-                      script=str(script_copy))
+        common = dict(
+            name=parsed.name,
+            queue=parsed.queue,
+            workdir=parsed.workdir,
+            join=parsed.join,
+            env=variables,
+            ncpus=parsed.ncpus,
+            ngpus=parsed.ngpus,
+            mem_bytes=parsed.mem_bytes,
+            walltime_s=parsed.walltime_s,
+            holds=holds,
+            depend=depend,
+            exclusive=parsed.exclusive,
+            script=str(script_copy),
+        )
         state = "held" if holds else "queued"
         if parsed.array is None:
             job = JobRecord(id=seq, stdout=out, stderr=err, state=state, extra=extra, **common)
             store.add(job)
         else:
-            spec = f"{parsed.array[0]}-{parsed.array[1]}" + (
-                f":{parsed.array[2]}" if parsed.array[2] != 1 else "")
-            job = JobRecord(id=seq, stdout=out, stderr=err, state=state, array=spec,
-                            extra=dict(extra), **common)
+            spec = f"{parsed.array[0]}-{parsed.array[1]}" + (f":{parsed.array[2]}" if parsed.array[2] != 1 else "")
+            job = JobRecord(id=seq, stdout=out, stderr=err, state=state, array=spec, extra=dict(extra), **common)
             store.add(job)
             for index in parsed.array_indices():
                 # PBS Pro names element output <name>.o<seq>.<index> [unconfirmed suffix]
-                sub_out = out if parsed.output_path and out == parsed.output_path \
-                    else f"{out}.{index}"
-                sub_err = err if parsed.error_path and err == parsed.error_path \
-                    else f"{err}.{index}"
-                store.add(JobRecord(id=seq, array_index=index, array=spec, stdout=sub_out,
-                                    stderr=sub_err, state=state, extra=dict(extra), **common))
+                sub_out = out if parsed.output_path and out == parsed.output_path else f"{out}.{index}"
+                sub_err = err if parsed.error_path and err == parsed.error_path else f"{err}.{index}"
+                store.add(
+                    JobRecord(
+                        id=seq,
+                        array_index=index,
+                        array=spec,
+                        stdout=sub_out,
+                        stderr=sub_err,
+                        state=state,
+                        extra=dict(extra),
+                        **common,
+                    )
+                )
     store.schedule()
     return store.get(job.key) or job
 
@@ -1269,9 +1417,8 @@ def qsub(argv: list[str], stdin: Any = None, environ: dict[str, str] | None = No
     torque = config.flavor == "torque"
     usage = TORQUE_USAGE if torque else QSUB_USAGE
     # find the operand: everything after the options
-    opts, errors, rest = _getopt(argv, QSUB_OPTS_TORQUE if torque else QSUB_OPTS_PBSPRO,
-                                 "qsub")
-    options = argv[:len(argv) - len(rest)]
+    opts, errors, rest = _getopt(argv, QSUB_OPTS_TORQUE if torque else QSUB_OPTS_PBSPRO, "qsub")
+    options = argv[: len(argv) - len(rest)]
     script_name = None
     if errors:
         parse_submission("", argv, config, environ=environ)  # raises with usage
@@ -1294,8 +1441,9 @@ def qsub(argv: list[str], stdin: Any = None, environ: dict[str, str] | None = No
         stream = stdin if stdin is not None else sys.stdin
         script_text = stream.read() if stream is not None else ""
         parse_argv = options
-    parsed = parse_submission(script_text, parse_argv, config, cwd=os.getcwd(),
-                              environ=environ, script_name=script_name)
+    parsed = parse_submission(
+        script_text, parse_argv, config, cwd=os.getcwd(), environ=environ, script_name=script_name
+    )
     parsed.submit_args = list(argv)  # Submit_arguments: the whole command line
     job = submit(parsed, store, environ)
     job_id = full_job_id(job, config.server)
@@ -1320,8 +1468,7 @@ _STATE_LETTER = {"queued": "Q", "held": "H", "running": "R", "exiting": "E", "fi
 
 def state_letter(job: JobRecord, torque: bool = False) -> str:
     if job.is_array_parent:
-        return {"queued": "Q", "held": "H", "running": "B", "exiting": "B",
-                "finished": "F"}[job.state]
+        return {"queued": "Q", "held": "H", "running": "B", "exiting": "B", "finished": "F"}[job.state]
     if job.array_index is not None and job.state == "finished":
         return "X"
     if torque and job.state == "finished":
@@ -1346,31 +1493,45 @@ def job_attributes(job: JobRecord, store: JobStore) -> list[tuple[str, Any]]:
     server = config.server
     torque = config.flavor == "torque"
     extra = job.extra
-    attrs: list[tuple[str, Any]] = [("Job_Name", job.name),
-                                    ("Job_Owner", f"{job.user}@{config.host}")]
+    attrs: list[tuple[str, Any]] = [("Job_Name", job.name), ("Job_Owner", f"{job.user}@{config.host}")]
     if job.start_time is not None and not job.is_array_parent:
         used = _used_walltime(job)
-        attrs += [("resources_used.cpupercent", 0), ("resources_used.cput", "00:00:00"),
-                  ("resources_used.mem", "0kb"), ("resources_used.ncpus", job.ncpus),
-                  ("resources_used.vmem", "0kb"), ("resources_used.walltime", format_hms(used))]
-    attrs += [("job_state", state_letter(job, torque)), ("queue", job.queue),
-              ("server", server), ("Checkpoint", "u"), ("ctime", _ctime(job.submit_time))]
+        attrs += [
+            ("resources_used.cpupercent", 0),
+            ("resources_used.cput", "00:00:00"),
+            ("resources_used.mem", "0kb"),
+            ("resources_used.ncpus", job.ncpus),
+            ("resources_used.vmem", "0kb"),
+            ("resources_used.walltime", format_hms(used)),
+        ]
+    attrs += [
+        ("job_state", state_letter(job, torque)),
+        ("queue", job.queue),
+        ("server", server),
+        ("Checkpoint", "u"),
+        ("ctime", _ctime(job.submit_time)),
+    ]
     attrs.append(("Error_Path", f"{config.host}:{job.stderr}"))
     if job.active and not job.is_array_parent:
         attrs.append(("exec_host", extra.get("exec_host", "")))
         vnodes = "+".join(
-            f"({config.host}:" + ":".join(f"{k}={v}" for k, v in c.items()
-                                           if k in ("ncpus", "ngpus", "mem")) + ")"
-            for n, c in extra.get("chunks", []) for _ in range(n))
+            f"({config.host}:" + ":".join(f"{k}={v}" for k, v in c.items() if k in ("ncpus", "ngpus", "mem")) + ")"
+            for n, c in extra.get("chunks", [])
+            for _ in range(n)
+        )
         if not torque:
             attrs.append(("exec_vnode", vnodes))
-    attrs += [("Hold_Types", job.holds or "n"), ("Join_Path", job.join),
-              ("Keep_Files", extra.get("keep", "n")),
-              ("Mail_Points", extra.get("mail_points", "a")),
-              ("mtime", _ctime(job.end_time or job.start_time or job.submit_time)),
-              ("Output_Path", f"{config.host}:{job.stdout}"), ("Priority", extra.get(
-                  "priority", 0)), ("qtime", _ctime(job.submit_time)),
-              ("Rerunable", "True" if extra.get("rerunable", True) else "False")]
+    attrs += [
+        ("Hold_Types", job.holds or "n"),
+        ("Join_Path", job.join),
+        ("Keep_Files", extra.get("keep", "n")),
+        ("Mail_Points", extra.get("mail_points", "a")),
+        ("mtime", _ctime(job.end_time or job.start_time or job.submit_time)),
+        ("Output_Path", f"{config.host}:{job.stdout}"),
+        ("Priority", extra.get("priority", 0)),
+        ("qtime", _ctime(job.submit_time)),
+        ("Rerunable", "True" if extra.get("rerunable", True) else "False"),
+    ]
     if extra.get("account"):
         attrs.insert(2, ("Account_Name", extra["account"]))
     for key, value in sorted(extra.get("resources", {}).items()):
@@ -1387,8 +1548,7 @@ def job_attributes(job: JobRecord, store: JobStore) -> list[tuple[str, Any]]:
         if extra.get("deleted"):
             comment = "Job deleted"
         else:
-            comment = (f"Job run at {_ctime(job.start_time)} on ({config.host}:ncpus="
-                       f"{job.ncpus}) and finished")
+            comment = f"Job run at {_ctime(job.start_time)} on ({config.host}:ncpus={job.ncpus}) and finished"
     elif job.active and not job.is_array_parent:
         comment = f"Job run at {_ctime(job.start_time)} on ({config.host}:ncpus={job.ncpus})"
     if comment:
@@ -1408,9 +1568,12 @@ def job_attributes(job: JobRecord, store: JobStore) -> list[tuple[str, Any]]:
                 counts["Exiting"] += 1
             else:
                 counts["Expired"] += 1
-        attrs += [("array", "True"), ("array_state_count", " ".join(
-            f"{k}:{v}" for k, v in counts.items())), ("array_indices_submitted", job.array),
-            ("array_indices_remaining", _remaining(subs) or "-")]
+        attrs += [
+            ("array", "True"),
+            ("array_state_count", " ".join(f"{k}:{v}" for k, v in counts.items())),
+            ("array_indices_submitted", job.array),
+            ("array_indices_remaining", _remaining(subs) or "-"),
+        ]
     if job.array_index is not None:
         attrs += [("array_id", f"{job.id}[].{server}"), ("array_index", job.array_index)]
     if job.state == "finished" and job.exit_status is not None:
@@ -1460,13 +1623,16 @@ def _table_row(job: JobRecord, store: JobStore, torque: bool) -> str:
     job_id = full_job_id(job, server)
     if torque:
         timeuse = format_hms(_used_walltime(job)) if job.start_time else "0"
-        return (f"{job_id[:25]:<25} {job.name[:16]:<16} {job.user[:15]:<15} "
-                f"{timeuse:>8} {state_letter(job, True)} {job.queue}")
+        return (
+            f"{job_id[:25]:<25} {job.name[:16]:<16} {job.user[:15]:<15} "
+            f"{timeuse:>8} {state_letter(job, True)} {job.queue}"
+        )
     if len(job_id) > 17:
         job_id = job_id[:16] + "*"  # newer PBS Pro marks a truncated id with * [seen]
     timeuse = "00:00:00" if job.start_time and not job.is_array_parent else "0"
-    return (f"{job_id:<17} {job.name[:16]:<16} {job.user[:16]:<16}  "
-            f"{timeuse:>8} {state_letter(job)} {job.queue[:15]:<15} ")
+    return (
+        f"{job_id:<17} {job.name[:16]:<16} {job.user[:16]:<16}  {timeuse:>8} {state_letter(job)} {job.queue[:15]:<15} "
+    )
 
 
 def _alt_row(job: JobRecord, store: JobStore) -> str:
@@ -1480,9 +1646,11 @@ def _alt_row(job: JobRecord, store: JobStore) -> str:
     if job.start_time is not None and not job.is_array_parent:
         elapsed = format_hms(_used_walltime(job))[:5]
     sess = str(job.pid) if job.pid and job.active else "--"
-    return (f"{job_id:<15} {job.user[:8]:<8} {job.queue[:8]:<8} {job.name[:10]:<10} "
-            f"{sess:>6} {res.get('nodect', '1'):>3} {res.get('ncpus', job.ncpus):>3} "
-            f"{mem:>6} {req_time:>5} {state_letter(job)} {elapsed:>5}")
+    return (
+        f"{job_id:<15} {job.user[:8]:<8} {job.queue[:8]:<8} {job.name[:10]:<10} "
+        f"{sess:>6} {res.get('nodect', '1'):>3} {res.get('ncpus', job.ncpus):>3} "
+        f"{mem:>6} {req_time:>5} {state_letter(job)} {elapsed:>5}"
+    )
 
 
 QSTAT_USAGE = (
@@ -1494,7 +1662,8 @@ QSTAT_USAGE = (
     "qstat -Q [-f] [-F format] [-D delim] [ destination... ]\n"
     "qstat -q [-G|-M] [ destination... ]\n"
     "qstat -B [-f] [-F format] [-D delim] [ server_name... ]\n"
-    "qstat --version")  # qstat.c usage [layout unconfirmed in detail]
+    "qstat --version"
+)  # qstat.c usage [layout unconfirmed in detail]
 
 
 def _resolve(ident: str, store: JobStore) -> tuple[str, JobRecord | None]:
@@ -1552,13 +1721,16 @@ def qstat(argv: list[str], environ: dict[str, str] | None = None) -> int:
         for ident in operands:
             shown, job = _resolve(ident, store)
             if job is None:
-                messages.append(f"qstat: Unknown Job Id {shown}" if not torque
-                                else f"qstat: Unknown Job Id Error {shown}")
+                messages.append(
+                    f"qstat: Unknown Job Id {shown}" if not torque else f"qstat: Unknown Job Id Error {shown}"
+                )
                 status = _status(PBSE_UNKJOBID)
                 continue
             if job.state == "finished" and not history and not torque:
-                messages.append(f"qstat: {full_job_id(job, store.config.server)} Job has "
-                                "finished, use -x or -H to obtain historical job information")
+                messages.append(
+                    f"qstat: {full_job_id(job, store.config.server)} Job has "
+                    "finished, use -x or -H to obtain historical job information"
+                )
                 status = _status(PBSE_HISTJOBID)  # [exit status derived, unconfirmed]
                 continue
             selected.append(job)
@@ -1578,11 +1750,13 @@ def qstat(argv: list[str], environ: dict[str, str] | None = None) -> int:
         selected = [j for j in selected if j.user in users]
     out = sys.stdout
     if fmt == "json":
-        doc: dict[str, Any] = {"timestamp": int(time.time()), "pbs_version": PBS_VERSION,
-                               "pbs_server": store.config.server}
+        doc: dict[str, Any] = {
+            "timestamp": int(time.time()),
+            "pbs_version": PBS_VERSION,
+            "pbs_server": store.config.server,
+        }
         if selected:
-            doc["Jobs"] = {full_job_id(j, store.config.server): _json_job(j, store)
-                           for j in selected}
+            doc["Jobs"] = {full_job_id(j, store.config.server): _json_job(j, store) for j in selected}
         out.write(json.dumps(doc, indent=4) + "\n")
     elif full:
         out.write("\n".join(_format_full(j, store) for j in selected))
@@ -1590,26 +1764,32 @@ def qstat(argv: list[str], environ: dict[str, str] | None = None) -> int:
             out.write("\n")
     elif selected:
         if ("a" in flags or user is not None) and not torque:
-            out.write(f"\n{store.config.server}: \n"
-                      "                                                            "
-                      "Req'd  Req'd   Elap\n"
-                      "Job ID          Username Queue    Jobname    SessID NDS TSK Memory "
-                      "Time  S Time\n"
-                      "--------------- -------- -------- ---------- ------ --- --- ------ "
-                      "----- - -----\n")
+            out.write(
+                f"\n{store.config.server}: \n"
+                "                                                            "
+                "Req'd  Req'd   Elap\n"
+                "Job ID          Username Queue    Jobname    SessID NDS TSK Memory "
+                "Time  S Time\n"
+                "--------------- -------- -------- ---------- ------ --- --- ------ "
+                "----- - -----\n"
+            )
             for job in selected:
                 out.write(_alt_row(job, store) + "\n")
         else:
             if torque:
-                out.write("Job ID                    Name             User            "
-                          "Time Use S Queue\n"
-                          "------------------------- ---------------- --------------- "
-                          "-------- - -----\n")
+                out.write(
+                    "Job ID                    Name             User            "
+                    "Time Use S Queue\n"
+                    "------------------------- ---------------- --------------- "
+                    "-------- - -----\n"
+                )
             else:
-                out.write("Job id            Name             User              "
-                          "Time Use S Queue\n"
-                          "----------------  ---------------- ----------------  "
-                          "-------- - -----\n")
+                out.write(
+                    "Job id            Name             User              "
+                    "Time Use S Queue\n"
+                    "----------------  ---------------- ----------------  "
+                    "-------- - -----\n"
+                )
             for job in selected:
                 out.write(_table_row(job, store, torque) + "\n")
     out.flush()
@@ -1625,18 +1805,18 @@ def _qstat_queues(store: JobStore, flags: set[str]) -> int:
     jobs = [j for j in store.jobs() if j.array_index is None]
     for name in store.config.queues:
         mine = [j for j in jobs if j.queue == name and j.state != "finished"]
-        count = {s: sum(1 for j in mine if j.state == s) for s in
-                 ("queued", "running", "held", "exiting")}
-        print(f"{name[:16]:<16} {0:>5} {len(mine):>5} yes yes {count['queued']:>5} "
-              f"{count['running']:>5} {count['held']:>5} {0:>5} {0:>5} {count['exiting']:>5} "
-              "Exec")
+        count = {s: sum(1 for j in mine if j.state == s) for s in ("queued", "running", "held", "exiting")}
+        print(
+            f"{name[:16]:<16} {0:>5} {len(mine):>5} yes yes {count['queued']:>5} "
+            f"{count['running']:>5} {count['held']:>5} {0:>5} {0:>5} {count['exiting']:>5} "
+            "Exec"
+        )
     return 0
 
 
 # -- qdel -----------------------------------------------------------------------------------
 
-QDEL_USAGE = ("usage:\n\tqdel [-W force|suppress_email=X] [-x] job_identifier...\n"
-              "\tqdel --version")  # qdel.c
+QDEL_USAGE = "usage:\n\tqdel [-W force|suppress_email=X] [-x] job_identifier...\n\tqdel --version"  # qdel.c
 
 
 def qdel(argv: list[str], environ: dict[str, str] | None = None) -> int:
@@ -1683,6 +1863,7 @@ def qdel(argv: list[str], environ: dict[str, str] | None = None) -> int:
 
 # -- entry points ---------------------------------------------------------------------------
 
+
 def _version_flag(argv: Sequence[str], prog: str) -> bool:
     if list(argv) == ["--version"]:
         print(f"pbs_version = {PBS_VERSION}")  # PRINT_VERSION_AND_EXIT
@@ -1711,6 +1892,18 @@ def qdel_main(argv: Sequence[str] | None = None) -> int:
     return main_wrapper(lambda a: qdel(a), "qdel", args)
 
 
-__all__ = ["ParsedJob", "parse_submission", "default_config", "qsub_main", "qstat_main",
-           "qdel_main", "PBSFlavor", "flavor", "full_job_id", "state_letter", "submit",
-           "QSUB_USAGE", "TORQUE_USAGE"]
+__all__ = [
+    "ParsedJob",
+    "parse_submission",
+    "default_config",
+    "qsub_main",
+    "qstat_main",
+    "qdel_main",
+    "PBSFlavor",
+    "flavor",
+    "full_job_id",
+    "state_letter",
+    "submit",
+    "QSUB_USAGE",
+    "TORQUE_USAGE",
+]
