@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import gpujobqueue
 from gpujobqueue.batch import BATCH_SYSTEMS, cluster_class
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -139,3 +140,59 @@ def test_each_batch_module_declares_what_the_rest_of_the_package_reads(batch):
     assert job.walltime_directives and all(d.startswith("#") for d in job.walltime_directives)
     assert callable(job.installed_version) and callable(cls.site_settings)
     assert set(cls.site_settings(entry={}, gpu={}, directives={})) <= set(cls.batch_keywords)
+
+
+def _import_time_graph() -> dict[str, set[str]]:
+    """gpujobqueue's modules and the gpujobqueue modules each imports when it is imported (not inside functions,
+    not under TYPE_CHECKING)."""
+    root = Path(gpujobqueue.__file__).parent
+    modules = {}
+    for path in root.rglob("*.py"):
+        parts = ["gpujobqueue", *path.relative_to(root).with_suffix("").parts]
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        pending = list(ast.parse(path.read_text()).body)
+        while pending:
+            node = pending.pop()
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                continue
+            if isinstance(node, (ast.If, ast.Try)):
+                pending += [*node.body, *node.orelse, *getattr(node, "finalbody", [])]
+                pending += [statement for handler in getattr(node, "handlers", []) for statement in handler.body]
+            elif isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("gpujobqueue")):
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package if node.level else ""
+                base = f"{base}.{node.module}" if node.level and node.module else base or node.module
+                for alias in node.names:
+                    target = f"{base}.{alias.name}"
+                    graph[name].add(target if target in modules else base)
+            elif isinstance(node, ast.Import):
+                graph[name] |= {alias.name for alias in node.names if alias.name in modules}
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, str] = {}
+
+    def visit(node: str, path: list[str]) -> list[str] | None:
+        state[node] = "open"
+        for target in sorted(graph.get(node, ())):
+            if state.get(target) == "open":
+                return path[path.index(target):] + [target] if target in path else [node, target]
+            if target not in state and (found := visit(target, [*path, target])):
+                return found
+        state[node] = "done"
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (found := visit(start, [start])):
+            return found
+    return None
+
+
+def test_no_module_imports_one_that_imports_it_back_at_import_time():
+    graph = _import_time_graph()
+    assert "gpujobqueue.plan" in graph["gpujobqueue.cluster"]  # the graph sees relative imports
+    assert _cycle(graph) is None, " -> ".join(_cycle(graph))
+    assert _cycle({**graph, "gpujobqueue.errors": graph["gpujobqueue.errors"] | {"gpujobqueue.cluster"}}) is not None
