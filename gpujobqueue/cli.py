@@ -111,7 +111,10 @@ def main() -> None:
     type=int,
     default=None,
     metavar="K",
-    help="Write the job array of K jobs (NAME-0 .. NAME-<K-1>) that a cluster with job_array=True submits in one command.",
+    help=(
+        "Write the job array of K jobs (NAME-0 .. NAME-<K-1>) that a cluster with job_array=True submits in one "
+        "command."
+    ),
 )
 @click.option(
     "--no-tls",
@@ -124,8 +127,8 @@ def main() -> None:
     "--tls-directory",
     default=None,
     metavar="DIR",
-    help="Without --run: the folder of the TLS credentials that the workers and your scheduler share, as the job's shell "
-    "writes it (default $HOME/.config/gpujobqueue/tls; `gpujobqueue credentials` makes them).",
+    help="Without --run: the folder of the TLS credentials that the workers and your scheduler share, as the "
+    "job's shell writes it (default $HOME/.config/gpujobqueue/tls; `gpujobqueue credentials` makes them).",
 )
 @_keyword_options
 def render(
@@ -229,7 +232,8 @@ def credentials(directory: str) -> None:
     click.echo(f"{'made' if made else 'kept'} TLS credentials in {path} (folder 0700, files 0600)")
     click.echo("start your scheduler with them:")
     click.echo(
-        f"  dask scheduler --protocol tls --tls-ca-file {path}/ca.pem --tls-cert {path}/cert.pem --tls-key {path}/key.pem"
+        f"  dask scheduler --protocol tls --tls-ca-file {path}/ca.pem --tls-cert {path}/cert.pem --tls-key "
+        f"{path}/key.pem"
     )
     click.echo("and connect your client:")
     click.echo(

@@ -178,9 +178,9 @@ def dashboard_options(scheduler_options: dict | None) -> dict[str, Any]:
     address = options.setdefault("dashboard_address", DEFAULT_DASHBOARD_ADDRESS)
     if address not in (None, False) and not is_loopback_address(address):
         warnings.warn(
-            f"the dashboard at {address!r} listens beyond this machine's loopback, without authentication, "
-            "and shows your workers' logs; leave scheduler_options' dashboard_address unset to keep it on 127.0.0.1 and reach "
-            "it through an SSH tunnel",
+            f"the dashboard at {address!r} listens beyond this machine's loopback, without authentication, and "
+            "shows your workers' logs; leave scheduler_options' dashboard_address unset to keep it on 127.0.0.1 "
+            "and reach it through an SSH tunnel",
             OpenDashboardWarning,
             stacklevel=3,
         )
@@ -309,7 +309,11 @@ class GPUJobQueueCluster(JobQueueCluster):
         Refused, as in dask-jobqueue: give the scheduler's host in ``scheduler_options``.
     job_cls : type
         The job class; each batch system's cluster class sets its own.
-    death_timeout, local_directory, interface, protocol, security, python, worker_command, worker_extra_args, nanny, shebang, scheduler_options, scheduler_cls, shared_temp_directory, silence_logs, asynchronous, loop, name, config_name
+    death_timeout, local_directory, interface, protocol, security, python, worker_command, worker_extra_args
+        As in :class:`dask_jobqueue.SLURMCluster`.
+    nanny, scheduler_options, scheduler_cls, shared_temp_directory, silence_logs, asynchronous, loop, name
+        As in :class:`dask_jobqueue.SLURMCluster`.
+    config_name, shebang
         As in :class:`dask_jobqueue.SLURMCluster`. On PBS and Grid Engine, whose ``-S``
         names the shell that runs the script whatever its first line, ``-S`` follows
         ``shebang``'s interpreter.
@@ -752,7 +756,8 @@ class GPUJobQueueCluster(JobQueueCluster):
         if request.nodes > 1:
             raise ValidationError(
                 "job_array",
-                f"job arrays are for many one-node jobs; jobs of {request.nodes} nodes go as they are (job_array=False)",
+                f"job arrays are for many one-node jobs; jobs of {request.nodes} nodes go as they are "
+                "(job_array=False)",
             )
 
     @classmethod
@@ -766,7 +771,8 @@ class GPUJobQueueCluster(JobQueueCluster):
             )
             raise ValidationError(
                 "launcher",
-                f"{launch.launcher!r} does not start tasks on the nodes of a {cls.job_cls.batch} job; launchers for {cls.job_cls.batch}: {accepted}",
+                f"{launch.launcher!r} does not start tasks on the nodes of a {cls.job_cls.batch} job; launchers "
+                f"for {cls.job_cls.batch}: {accepted}",
             )
 
     def _batch_job_kwargs(self, settings: dict[str, Any]) -> dict[str, Any]:
@@ -869,7 +875,8 @@ class GPUJobQueueCluster(JobQueueCluster):
             if self.cpu_pool is None:
                 raise ValidationError(
                     "cpu_workers",
-                    "this cluster has no CPU pool; give cpu_pool={'processes': ..., 'cores': ..., 'memory': ...} when making it",
+                    "this cluster has no CPU pool; give cpu_pool={'processes': ..., 'cores': ..., 'memory': ...} "
+                    "when making it",
                 )
             if isinstance(cpu_workers, bool) or not isinstance(cpu_workers, int) or cpu_workers < 0:
                 raise ValidationError(
@@ -962,7 +969,8 @@ class GPUJobQueueCluster(JobQueueCluster):
         if self.cpu_pool is not None:
             raise ValidationError(
                 "cpu_pool",
-                "adapt() counts one kind of worker; with a CPU pool, size each pool with scale(gpus=..., cpu_workers=...)",
+                "adapt() counts one kind of worker; with a CPU pool, size each pool with scale(gpus=..., "
+                "cpu_workers=...)",
             )
         if minimum_gpus is not None:
             kwargs["minimum"] = minimum_gpus
@@ -1007,6 +1015,7 @@ def check_ucx_scheduler_host(scheduler_here: bool = True) -> None:
     if scheduler_here and not gpus.nvidia_gpu_ids():
         raise ValidationError(
             "protocol",
-            f"protocol='ucx' needs a GPU where the scheduler runs, for its CUDA context, and {socket.gethostname()} has none "
-            "(a login node?); use scheduler='job' (the scheduler then runs in the first job, on a GPU node), protocol='tcp' or 'tls', or start the cluster on a GPU node",
+            "protocol='ucx' needs a GPU where the scheduler runs, for its CUDA context, and "
+            f"{socket.gethostname()} has none (a login node?); use scheduler='job' (the scheduler then runs in "
+            "the first job, on a GPU node), protocol='tcp' or 'tls', or start the cluster on a GPU node",
         )

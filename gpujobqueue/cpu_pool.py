@@ -131,7 +131,8 @@ class CPUPool:
         if pool.cores is not None and pool.nthreads is not None and pool.nthreads * pool.processes > pool.cores:
             raise ValidationError(
                 "cpu_pool.nthreads",
-                f"{pool.processes} workers of {pool.nthreads} threads need {pool.processes * pool.nthreads} cores; the job asks for {pool.cores}",
+                f"{pool.processes} workers of {pool.nthreads} threads need {pool.processes * pool.nthreads} "
+                f"cores; the job asks for {pool.cores}",
             )
         if pool.constraint is not None and batch != "slurm":
             raise ValidationError("cpu_pool.constraint", f"constraint is SLURM's --constraint; {batch} jobs have none")

@@ -279,7 +279,8 @@ def _gpu_findings(facts: MachineFacts) -> list[Finding]:
                 "fail",
                 "GPUs",
                 f"none seen inside this {facts.job_of} job{why}",
-                "ask the job for GPUs (gpus_per_node=, or the site's GPU queue) and check CUDA_VISIBLE_DEVICES is not empty",
+                "ask the job for GPUs (gpus_per_node=, or the site's GPU queue) and check CUDA_VISIBLE_DEVICES is "
+                "not empty",
             )
         ]
     if _runs_jobs_here(facts.batch):
@@ -295,7 +296,8 @@ def _gpu_findings(facts: MachineFacts) -> list[Finding]:
         Finding(
             "info",
             "GPUs",
-            f"none here{why}: usual on a login node; the workers run on {facts.batch} compute nodes (run `gpujobqueue check` in a job to check those)",
+            f"none here{why}: usual on a login node; the workers run on {facts.batch} compute nodes (run "
+            "`gpujobqueue check` in a job to check those)",
         )
     ]
 

@@ -143,7 +143,8 @@ def check_scheduler_can_run_in_job(launch: WorkerLaunch, field_name: str, what: 
     if launch.task_launcher.runs_on_launch_node:
         raise ValidationError(
             field_name,
-            f"{what} starts the scheduler where the batch script runs; with launcher {launch.launcher!r} that is a launch node without the job's GPUs",
+            f"{what} starts the scheduler where the batch script runs; with launcher {launch.launcher!r} that is "
+            "a launch node without the job's GPUs",
         )
 
 

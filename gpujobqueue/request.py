@@ -162,7 +162,8 @@ def parse_walltime_margin(field_name: str, value: Any, walltime: int | None) -> 
     if not 0 <= seconds < walltime:
         raise ValidationError(
             field_name,
-            f"{value!r}: the workers must retire after they start and before the walltime ({format_walltime(walltime)}) ends the job",
+            f"{value!r}: the workers must retire after they start and before the walltime "
+            f"({format_walltime(walltime)}) ends the job",
         )
     return seconds
 
@@ -359,7 +360,8 @@ def per_node(field_name: str, per_job: int, nodes: int) -> int:
     if per_job % nodes:
         raise ValidationError(
             field_name,
-            f"{per_job} per job cannot be shared evenly by {nodes} nodes; give a multiple of {nodes}, or the per-GPU keyword",
+            f"{per_job} per job cannot be shared evenly by {nodes} nodes; give a multiple of {nodes}, or the "
+            "per-GPU keyword",
         )
     return per_job // nodes
 
@@ -524,7 +526,8 @@ class JobRequest:
         if style not in gpu_request_styles:
             raise ValidationError(
                 "gpu_request",
-                f"{style!r} is not a GPU request style of this batch system; use one of {', '.join(gpu_request_styles)}",
+                f"{style!r} is not a GPU request style of this batch system; use one of "
+                f"{', '.join(gpu_request_styles)}",
             )
 
         def optional(name, parser):

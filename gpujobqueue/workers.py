@@ -211,7 +211,8 @@ class WorkerLaunch:
         if mode == "dask-cuda" and visibility != "CUDA_VISIBLE_DEVICES":
             raise ValidationError(
                 "visibility_variable",
-                f"dask-cuda pins NVIDIA GPUs through CUDA_VISIBLE_DEVICES only; use worker_mode='per-device' with {visibility}",
+                "dask-cuda pins NVIDIA GPUs through CUDA_VISIBLE_DEVICES only; use worker_mode='per-device' with "
+                f"{visibility}",
             )
         allocation = given_or(get("allocation_variable"), visibility)
         if not isinstance(allocation, str) or not ALLOCATION_VARIABLES.fullmatch(allocation):
@@ -244,7 +245,8 @@ class WorkerLaunch:
                 if protocol != "ucx":
                     raise ValidationError(
                         name,
-                        f"{name} is a UCX transport switch; it needs protocol='ucx' (the protocol is {protocol or 'tcp'!r})",
+                        f"{name} is a UCX transport switch; it needs protocol='ucx' (the protocol is "
+                        f"{protocol or 'tcp'!r})",
                     )
                 transports.append((name, parse_bool(name, get(name))))
 

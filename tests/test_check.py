@@ -297,7 +297,8 @@ def test_each_missing_piece_fails_with_its_fix(changes, topic, fix):
         ("13.0", "pip install 'gpujobqueue[cuda13]'"),
         (
             None,
-            "pip install 'gpujobqueue[cuda12]' (CUDA 12 driver; pip install 'gpujobqueue[cuda13]' for CUDA 13: nvidia-smi shows the driver's CUDA version)",
+            "pip install 'gpujobqueue[cuda12]' (CUDA 12 driver; pip install 'gpujobqueue[cuda13]' for CUDA 13: "
+            "nvidia-smi shows the driver's CUDA version)",
         ),
     ],
     ids=["cuda-12-driver", "cuda-13-driver", "driver-unread"],

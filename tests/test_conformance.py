@@ -223,7 +223,8 @@ def test_scale_gpus_pins_each_worker_to_its_jobs_devices(backend):
             )
             allocated = backend.allocated(job)
             assert {f["devices"] for f in mine} == allocated, (
-                f"job {job.job_id}: workers on {[f['devices'] for f in mine]}, {backend.name} allocated {sorted(allocated)}"
+                f"job {job.job_id}: workers on {[f['devices'] for f in mine]}, {backend.name} allocated "
+                f"{sorted(allocated)}"
             )
             if backend.job_id_variable:
                 assert all(f["job"] and _same_job(f["job"], str(job.job_id)) for f in mine), (
@@ -256,7 +257,8 @@ def test_adapt_goes_up_to_four_gpus_and_back_to_none(backend):
             lambda: not client.scheduler_info()["workers"] and not backend.queue_ids(),
             90,
             what=lambda: (
-                f"adapt back to 0: queue {backend.queue_ids()}, spec {list(cluster.worker_spec)}, log {list(adaptive.log)[-3:]}"
+                f"adapt back to 0: queue {backend.queue_ids()}, spec {list(cluster.worker_spec)}, log "
+                f"{list(adaptive.log)[-3:]}"
             ),
         )
         if backend.commands:
@@ -493,7 +495,8 @@ def test_adapt_with_a_scheduler_job_never_retires_the_schedulers_workers(slurm, 
             lambda: len(client.scheduler_info()["workers"]) == 2 and len(slurm.squeue_ids()) == 1,
             90,
             what=lambda: (
-                f"adapt back to the scheduler's job: queue {slurm.squeue_ids()}, spec {list(cluster.worker_spec)}, log {list(adaptive.log)[-3:]}"
+                f"adapt back to the scheduler's job: queue {slurm.squeue_ids()}, spec "
+                f"{list(cluster.worker_spec)}, log {list(adaptive.log)[-3:]}"
             ),
         )
         assert {WorkerJobKey(["-0", "-1"]).job_of(w["name"]) for w in client.scheduler_info()["workers"].values()} == {

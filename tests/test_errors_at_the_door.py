@@ -92,7 +92,8 @@ def test_a_failed_constructor_leaves_nothing_running(refusing_sbatch, tmp_path):
         for keywords in ({"n_workers": 1}, {"scheduler_options": {"interface": "nosuchif0"}}):
             try:
                 options = {"dashboard_address": "127.0.0.1:0", **keywords.pop("scheduler_options", {})}
-                SLURMGPUCluster(gpus_per_node=1, cpus_per_gpu=1, memory_per_gpu="512MiB", walltime="00:05:00", scheduler_options=options, **keywords)
+                SLURMGPUCluster(gpus_per_node=1, cpus_per_gpu=1, memory_per_gpu="512MiB", walltime="00:05:00",
+                                scheduler_options=options, **keywords)
             except Exception as error:
                 print(type(error).__name__)
         print("threads", sorted(t.name for t in threading.enumerate()))
@@ -115,7 +116,8 @@ def test_an_uncaught_refusal_prints_sbatchs_message_once_and_no_deleted_file(ref
     result = run_python(
         """
         from gpujobqueue import SLURMGPUCluster
-        SLURMGPUCluster(cpus_per_gpu=1, memory_per_gpu="512MiB", n_workers=1, gpus_per_node=1, walltime="00:05:00", scheduler_options={"dashboard_address": "127.0.0.1:0"})
+        SLURMGPUCluster(cpus_per_gpu=1, memory_per_gpu="512MiB", n_workers=1, gpus_per_node=1, walltime="00:05:00",
+                        scheduler_options={"dashboard_address": "127.0.0.1:0"})
     """,
         env=refusing_sbatch,
         cwd=tmp_path,
@@ -134,7 +136,8 @@ def test_a_handled_refusal_prints_nothing(refusing_sbatch, tmp_path):
         """
         from gpujobqueue import SLURMGPUCluster, SubmissionError
         try:
-            SLURMGPUCluster(cpus_per_gpu=1, memory_per_gpu="512MiB", n_workers=1, gpus_per_node=1, walltime="00:05:00", scheduler_options={"dashboard_address": "127.0.0.1:0"})
+            SLURMGPUCluster(cpus_per_gpu=1, memory_per_gpu="512MiB", n_workers=1, gpus_per_node=1,
+                            walltime="00:05:00", scheduler_options={"dashboard_address": "127.0.0.1:0"})
         except SubmissionError as error:
             print(error)
     """,

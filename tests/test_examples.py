@@ -73,7 +73,10 @@ def test_cpu_form(example, tmp_path):
 
 
 def test_a_failed_check_fails_the_example(tmp_path):
-    code = "import _common, sys; checks = _common.Checks(); checks('right', True); checks('wrong', False, 'detail'); sys.exit(checks.exit_code())"
+    code = (
+        "import _common, sys; checks = _common.Checks(); checks('right', True); checks('wrong', False, 'detail'); "
+        "sys.exit(checks.exit_code())"
+    )
     done = run_example(EXAMPLES, code=code)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "ok: right\nFAILED: wrong (detail)\nRESULT: FAILED (1 of 2 checks failed: wrong)" in done.stdout

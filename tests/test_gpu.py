@@ -149,7 +149,8 @@ def test_a_run_script_with_ucx_runs_the_client_on_a_cluster_of_the_jobs_gpus(tmp
         "client = Client()\n"
         "workers = client.scheduler_info()['workers']\n"
         "pci = client.run(lambda: __import__('cupy').cuda.Device().pci_bus_id)\n"
-        "json.dump({'scheduler': client.scheduler.address, 'workers': sorted(workers), 'pci': sorted(pci.values())}, open(sys.argv[1], 'w'))\n"
+        "json.dump({'scheduler': client.scheduler.address, 'workers': sorted(workers), 'pci': sorted(pci.values())}, "
+        "open(sys.argv[1], 'w'))\n"
     )
     script = subprocess.run(
         [

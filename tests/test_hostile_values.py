@@ -139,7 +139,8 @@ def problems_with_accepted(batch: str, keyword: str, script: str, baseline: str)
         kind = line_kind(batch, i, line)
         if kind != line_kind(batch, i, base_line):
             problems.append(
-                f"line {i + 1} is a {kind} line where the harmless value gives a {line_kind(batch, i, base_line)}: {line!r}"
+                f"line {i + 1} is a {kind} line where the harmless value gives a "
+                f"{line_kind(batch, i, base_line)}: {line!r}"
             )
             continue
         for match in re.finditer(MARKER, line):
@@ -159,7 +160,8 @@ def problems_with_accepted(batch: str, keyword: str, script: str, baseline: str)
             word = word_around(line, match.start(), match.end()).strip('"')
             if word.startswith("-") and word.lstrip("-").startswith(MARKER) and keyword not in OPTION_WORDS:
                 problems.append(
-                    f"line {i + 1} ({kind}): the value is a word of its own that starts with '-', read as an option: {line!r}"
+                    f"line {i + 1} ({kind}): the value is a word of its own that starts with '-', read as an "
+                    f"option: {line!r}"
                 )
             elif not SAFE_WORD.fullmatch(word):
                 problems.append(f"line {i + 1} ({kind}) holds the value outside a quoted or safe word: {line!r}")
@@ -240,8 +242,8 @@ def test_every_keyword_refuses_or_quotes_every_hostile_value(batch):
     broken = [s for s in accepted_scripts if not bash_syntax_ok(s)]
     TRIES[batch] = refused + accepted
     print(
-        f"{batch}: {len(cluster_keywords(batch)) + 1} keywords x {len(HOSTILE)} hostile values: {refused} refused naming the field, "
-        f"{accepted} accepted quoted or in a safe form, in {time.monotonic() - started:.1f} s"
+        f"{batch}: {len(cluster_keywords(batch)) + 1} keywords x {len(HOSTILE)} hostile values: {refused} refused "
+        f"naming the field, {accepted} accepted quoted or in a safe form, in {time.monotonic() - started:.1f} s"
     )
     assert not failures, "\n".join(failures[:40])
     assert not broken, broken[0]
@@ -309,8 +311,8 @@ def test_every_render_option_refuses_or_quotes_every_hostile_value(batch):
                 if field not in USER_SHELL_LINES and not bash_syntax_ok(result.output):
                     failures.append(f"{what}: bash -n refuses the script")
     print(
-        f"{batch}: {len(render_options())} render options x {len(HOSTILE)} hostile values: {refused} refused naming the option, "
-        f"{accepted} accepted quoted or in a safe form, in {time.monotonic() - started:.1f} s"
+        f"{batch}: {len(render_options())} render options x {len(HOSTILE)} hostile values: {refused} refused "
+        f"naming the option, {accepted} accepted quoted or in a safe form, in {time.monotonic() - started:.1f} s"
     )
     assert not failures, "\n".join(failures[:40])
 

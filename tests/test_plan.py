@@ -73,7 +73,8 @@ def test_render_and_the_cluster_differ_only_in_where_the_tls_credentials_are(bat
 
 
 def test_another_protocol_on_a_ucx_site_leaves_the_sites_ucx_transports_out(tmp_path):
-    # Before, a site's enable_infiniband made protocol="tcp" a refusal: "a UCX transport switch; it needs protocol='ucx'".
+    # Before, a site's enable_infiniband made protocol="tcp" a refusal:
+    # "a UCX transport switch; it needs protocol='ucx'".
     text = (
         (SITE_CONFIGS / "expanse.yaml")
         .read_text()

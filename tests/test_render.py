@@ -77,7 +77,8 @@ CASES = {
             "job_script_epilogue": ["echo done"],
         },
     ),
-    # PBS Pro select chunks (ALCF Polaris-style, NCAR Casper-style), Torque, the queue alone, dask-jobqueue's resource_spec
+    # PBS Pro select chunks (ALCF Polaris-style, NCAR Casper-style), Torque, the queue alone,
+    # dask-jobqueue's resource_spec
     "pbs-select-polaris": (
         "pbs",
         {

@@ -36,7 +36,8 @@ ANALYSIS = textwrap.dedent("""\
 
     client = Client()
     workers = client.scheduler_info()["workers"]
-    stranger = subprocess.run([sys.executable, os.environ["STRANGER"], client.scheduler.address], capture_output=True, text=True,
+    stranger = subprocess.run([sys.executable, os.environ["STRANGER"], client.scheduler.address],
+                              capture_output=True, text=True,
                               env={k: v for k, v in os.environ.items() if not k.startswith("DASK_")})
     credentials = os.environ.get("GPUJOBQUEUE_TLS_DIR")
     report = {
@@ -44,7 +45,8 @@ ANALYSIS = textwrap.dedent("""\
         "worker_addresses": sorted(workers),
         "stranger_refused": stranger.stdout.strip() or stranger.stderr,
         "credential_modes": {name: oct(stat.S_IMODE(os.stat(os.path.join(credentials, name)).st_mode))
-                             for name in [".", *os.listdir(credentials)] if name.endswith((".", ".pem"))} if credentials else None,
+                             for name in [".", *os.listdir(credentials)]
+                             if name.endswith((".", ".pem"))} if credentials else None,
         "args": sys.argv[2:],
         "workers": len(workers),
         "worker_devices": sorted(client.run(lambda: os.environ.get("CUDA_VISIBLE_DEVICES")).values()),

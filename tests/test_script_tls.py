@@ -218,5 +218,6 @@ def test_the_run_script_makes_its_credentials_in_a_private_folder_of_the_job():
     several = job_script_for(
         "slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "nodes": 2, "launcher": "srun"}, name="w", run=run
     )
-    # The job's other nodes read the credentials: a private folder of the submit directory, and the scheduler on the node's name.
+    # The job's other nodes read the credentials: a private folder of the submit directory, and the scheduler on
+    # the node's name.
     assert 'mktemp -d "${PBS_O_WORKDIR:-$PWD}/.gpujobqueue-run.XXXXXX"' in several and '--host "$(hostname)"' in several

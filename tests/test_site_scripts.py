@@ -113,7 +113,8 @@ def test_the_slurm_mapping_changes_only_site_values():
         partition, feature, gpu_type, gpu_count, cpus, real_memory_mb = "gpu", "gpu", "h200", 4, 2, 8000
 
     assert fit_to_fixture_slurm(text, Fixture) == (
-        "#SBATCH --partition=gpu\n#SBATCH --gres=gpu:h200:4\n#SBATCH --gres=gpu:4\n#SBATCH --qos=regular\n#SBATCH --account=m1234_g\n"
+        "#SBATCH --partition=gpu\n#SBATCH --gres=gpu:h200:4\n#SBATCH --gres=gpu:4\n#SBATCH --qos=regular\n"
+        "#SBATCH --account=m1234_g\n"
         "# --clusters=wice: the fixture's one cluster\n"
     )
 

@@ -1,5 +1,6 @@
 """The sites package (issue 19): small modules, each saying what it holds, in an order without cycles,
-and every name that ``gpujobqueue.sites`` and ``gpujobqueue.queue_routing`` (now ``sites.routing``) gave before still there."""
+and every name that ``gpujobqueue.sites`` and ``gpujobqueue.queue_routing`` (now ``sites.routing``) gave before
+still there."""
 
 from __future__ import annotations
 

@@ -209,7 +209,8 @@ class SiteTable(SphinxDirective):
             ("Scheduler", data["scheduler"]),
             (
                 "Node",
-                f"{data['node']['gpus']} × {data['node']['gpu_model']}, {data['node']['cpus']} CPUs, {data['node']['memory']}",
+                f"{data['node']['gpus']} × {data['node']['gpu_model']}, {data['node']['cpus']} CPUs, "
+                f"{data['node']['memory']}",
             ),
             ("GPU request", request),
             ("Launcher", data["launcher"]["name"] + "".join(f" {arg}" for arg in data["launcher"].get("args") or [])),

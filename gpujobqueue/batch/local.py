@@ -272,6 +272,7 @@ class LocalGPUCluster(GPUJobQueueCluster):
         if gpus > len(devices):
             raise ValidationError(
                 "gpus_per_node",
-                f"gpus_per_node={gpus} but this machine's pool has {len(devices)} devices ({', '.join(map(str, devices))})",
+                f"gpus_per_node={gpus} but this machine's pool has {len(devices)} devices "
+                f"({', '.join(map(str, devices))})",
             )
         return {"device_pool": DevicePool(devices)}

@@ -253,12 +253,14 @@ class LSFGPUCluster(GPUJobQueueCluster):
         if csm and launch.launcher != "jsrun":
             raise ValidationError(
                 "launcher",
-                "a CSM job (gpu_request='csm', -nnodes) runs its script on a launch node without GPUs; its workers need launcher='jsrun'",
+                "a CSM job (gpu_request='csm', -nnodes) runs its script on a launch node without GPUs; its "
+                "workers need launcher='jsrun'",
             )
         if not csm and launch.launcher == "jsrun":
             raise ValidationError(
                 "launcher",
-                "launcher='jsrun' needs whole CSM nodes (gpu_request='csm'); a -gpu job's script runs on its first host: "
-                "it starts the workers directly, or those of several hosts through mpiexec-openmpi or mpiexec-mpich",
+                "launcher='jsrun' needs whole CSM nodes (gpu_request='csm'); a -gpu job's script runs on its "
+                "first host: it starts the workers directly, or those of several hosts through mpiexec-openmpi or "
+                "mpiexec-mpich",
             )
         super()._check_launch(request, launch)

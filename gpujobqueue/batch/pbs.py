@@ -52,7 +52,8 @@ def parse_chunk_resources(field_name: str, value: Any) -> tuple[tuple[str, str],
         if name in _OWN_CHUNK_RESOURCES:
             raise ValidationError(
                 field_name,
-                f"{name} is set from gpujobqueue's own keywords (cores/cpus_per_gpu, gpus_per_node, memory, gpu_type); do not repeat it here",
+                f"{name} is set from gpujobqueue's own keywords (cores/cpus_per_gpu, gpus_per_node, memory, "
+                "gpu_type); do not repeat it here",
             )
         _matching(
             f"{field_name}[{name}]",
@@ -119,7 +120,8 @@ class PBSOptions:
         if request.gpu_request == "torque" and (chunk or place):
             raise ValidationError(
                 "chunk_resources" if chunk else "place",
-                "Torque's nodes=N:ppn=C:gpus=G request has no select chunks or placement; use gpu_request='select' for PBS Pro",
+                "Torque's nodes=N:ppn=C:gpus=G request has no select chunks or placement; use "
+                "gpu_request='select' for PBS Pro",
             )
         return cls(chunk_resources=chunk, place=place, filesystems=filesystems, resource_spec=resource_spec)
 
@@ -289,7 +291,8 @@ class PBSGPUCluster(GPUJobQueueCluster):
         if request.gpu_request == "torque":
             raise ValidationError(
                 "job_array",
-                "gpujobqueue writes PBS Pro's job arrays (-J 1-K, PBS_ARRAY_INDEX); Torque's (-t, PBS_ARRAYID) are not supported: use job_array=False",
+                "gpujobqueue writes PBS Pro's job arrays (-J 1-K, PBS_ARRAY_INDEX); Torque's (-t, PBS_ARRAYID) "
+                "are not supported: use job_array=False",
             )
 
     @classmethod

@@ -82,14 +82,16 @@ class SGEOptions:
         if consumable not in GPU_CONSUMABLES:
             raise ValidationError(
                 "gpu_consumable",
-                f"{consumable!r}: use slot (the complex is a YES consumable, counted per slot) or job (a JOB consumable)",
+                f"{consumable!r}: use slot (the complex is a YES consumable, counted per slot) or job (a JOB "
+                "consumable)",
             )
         parallel_environment = complex_name("parallel_environment")
         if request.nodes > 1 and request.gpu_request == "complex":
             raise ValidationError(
                 "nodes",
-                f"a Grid Engine GPU complex counts GPUs per slot, not per host, so a job of {request.nodes} nodes cannot ask for "
-                f"{request.gpus_per_node} GPUs on each; use gpu_request='resource-type' (whole nodes, such as rt_F) or 'none'",
+                f"a Grid Engine GPU complex counts GPUs per slot, not per host, so a job of {request.nodes} nodes "
+                f"cannot ask for {request.gpus_per_node} GPUs on each; use gpu_request='resource-type' (whole "
+                "nodes, such as rt_F) or 'none'",
             )
         slots = request.cpus_per_node * request.nodes if parallel_environment else 1
         value = request.gpus_per_node * request.nodes
@@ -98,9 +100,11 @@ class SGEOptions:
                 raise ValidationError(
                     "cores",
                     (
-                        f"Grid Engine counts a YES consumable per slot, so -pe {parallel_environment} {slots} -l {get('gpu_complex') or 'gpu'}=N asks for {slots}N GPUs "
-                        f"and {value} GPUs cannot be spread over {slots} slots; ask for a number of cores that divides {value} "
-                        "(cores=gpus_per_node gives one GPU per slot), or set gpu_consumable='job' if the site's complex is a JOB consumable"
+                        f"Grid Engine counts a YES consumable per slot, so -pe {parallel_environment} {slots} -l "
+                        f"{get('gpu_complex') or 'gpu'}=N asks for {slots}N GPUs and {value} GPUs cannot be "
+                        f"spread over {slots} slots; ask for a number of cores that divides {value} "
+                        "(cores=gpus_per_node gives one GPU per slot), or set gpu_consumable='job' if the site's "
+                        "complex is a JOB consumable"
                     ),
                 )
             value //= slots
