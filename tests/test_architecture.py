@@ -179,7 +179,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
         state[node] = "open"
         for target in sorted(graph.get(node, ())):
             if state.get(target) == "open":
-                return path[path.index(target):] + [target] if target in path else [node, target]
+                return path[path.index(target) :] + [target] if target in path else [node, target]
             if target not in state and (found := visit(target, [*path, target])):
                 return found
         state[node] = "done"
