@@ -31,6 +31,24 @@ def slurm():
     cluster.stop()
 
 
+# Parameters naming the batch system a test runs on (test_conformance's backends, test_reliability's modes).
+_BACKEND_PARAMETERS = {"backend", "batch_backend", "any_backend", "array_backend", "backend_name", "style"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark every test that starts the real SLURM or Grid Engine, also those that reach the daemons through a
+    backend parameter, so that ``-m "not slurm and not sge"`` leaves the daemons alone."""
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        backends = [value for key, value in params.items() if key in _BACKEND_PARAMETERS and isinstance(value, str)]
+        named = {value.split("-")[0] for value in backends}
+        if "slurm" in fixtures or "slurm" in named:
+            item.add_marker(pytest.mark.slurm)
+        if fixtures & {"sge", "sge_cluster"} or "sge" in named:
+            item.add_marker(pytest.mark.sge)
+
+
 def pytest_sessionfinish(session, exitstatus):
     """In CI a run that collected no test is a failure, not pytest's exit status 5."""
     from fixtures.daemons import in_ci

@@ -196,3 +196,15 @@ def test_no_module_imports_one_that_imports_it_back_at_import_time():
     assert "gpujobqueue.plan" in graph["gpujobqueue.cluster"]  # the graph sees relative imports
     assert _cycle(graph) is None, " -> ".join(_cycle(graph))
     assert _cycle({**graph, "gpujobqueue.errors": graph["gpujobqueue.errors"] | {"gpujobqueue.cluster"}}) is not None
+
+
+def test_every_function_over_seventy_lines_says_what_it_does():
+    import gpujobqueue as package
+
+    long_and_silent = []
+    for path in Path(package.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > 70:
+                if not ast.get_docstring(node):
+                    long_and_silent.append(f"{path.name}:{node.lineno} {node.name}")
+    assert long_and_silent == []

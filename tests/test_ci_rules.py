@@ -66,3 +66,31 @@ def test_under_ci_a_daemon_that_cannot_start_fails_the_run(tmp_path):
 def test_a_run_that_collects_nothing_fails_in_ci(tmp_path, ci, status):
     done = child_pytest(tmp_path, ci, "tests/test_request.py", "-k", "gjq_matches_no_test")
     assert done.returncode == status, done.stdout + done.stderr
+
+
+def test_not_slurm_and_not_sge_leaves_every_test_that_starts_the_daemons_out():
+    # Before, the backend-parametrised tests (test_conformance, test_reliability, test_job_arrays) and tests taking
+    # the slurm fixture without a marker were kept by -m "not slurm and not sge" and started the daemons.
+    files = [
+        "tests/test_conformance.py",
+        "tests/test_reliability.py",
+        "tests/test_job_arrays.py",
+        "tests/test_multi_node.py",
+    ]
+
+    def collected(marks: str) -> set[str]:
+        command = [sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider", "-m", marks, *files]
+        out = subprocess.run(command, capture_output=True, text=True, cwd=Path(__file__).parent.parent).stdout
+        return {line.split("::", 1)[1] for line in out.splitlines() if "::" in line}
+
+    daemons, others = collected("slurm or sge"), collected("not slurm and not sge")
+    for test in (
+        "test_adapt_goes_up_to_four_gpus_and_back_to_none[slurm]",
+        "test_adapt_goes_up_to_four_gpus_and_back_to_none[sge]",
+        "test_whole_node_gpu_styles_run_one_worker_per_gpu[sge-resource-type]",
+    ):
+        assert test in daemons and test not in others, test
+    assert {test for test in daemons if test.startswith("test_a_stopped_client_releases_its_jobs")} and others
+    assert not {
+        test for test in others if test.endswith(("[slurm]", "[sge]")) or "[slurm-per" in test or "[sge-per" in test
+    }
