@@ -22,3 +22,7 @@ MAX_SITE_FILE_BYTES = 1 << 20  # 1 MiB
 MAX_SITE_DEPTH = 16  # nested mappings and lists
 MAX_PATTERN_INPUT = 128  # characters of an account or host name matched against a site pattern
 MAX_PATTERN_REPEATS = 3  # unbounded repeats (*, +, {n,}) in one site pattern
+
+# Usage reports (gpujobqueue/usage.py): a cluster's jobs over its life, replacements included.
+MAX_USAGE_JOBS = 100_000  # job records one report keeps
+MAX_USAGE_FILE_BYTES = 64 << 20  # 64 MiB: a report of MAX_USAGE_JOBS jobs fits

@@ -1,0 +1,547 @@
+"""What a cluster's jobs held of the allocation and how much of it did work.
+
+A :class:`UsageMeter` is told when each job was submitted, started and ended (by the job
+watch) and samples how busy each job's workers are (NVML's GPU utilisation where the workers
+report it, else the share of their threads executing tasks). :meth:`UsageMeter.report` gives a
+frozen :class:`UsageReport`: per job and in total, GPUs held, wall time held, GPU-hours
+charged, time queued, GPU-hours busy, and service units where the site states its charge
+factor. A report is written as JSON next to the job logs and read back by ``gpujobqueue usage``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import html
+import json
+import math
+import os
+import time
+from typing import Any, Iterable, Mapping
+
+from .errors import ValidationError
+from .limits import MAX_GPUS_PER_NODE, MAX_NODES, MAX_USAGE_FILE_BYTES, MAX_USAGE_JOBS
+
+SCHEMA = "gpujobqueue-usage/1"
+CHARGE_UNITS = ("node-hour", "gpu-hour")
+MEASURED_BY = ("nvml", "tasks")
+# A worker busier than this (in GPUs) counts as working when the idle time at the end is measured.
+BUSY_THRESHOLD = 0.05
+# Idle GPU-hours at the end worth a word: this share of what was charged, and at least this much.
+IDLE_SHARE_WORTH_SAYING = 0.1
+IDLE_GPU_HOURS_WORTH_SAYING = 0.01
+MAX_TEXT = 256  # characters of a name, id or source read back from a file
+
+
+@dataclasses.dataclass(frozen=True)
+class Charge:
+    """How the site charges its allocation: ``factor`` service units per ``unit``.
+
+    Parameters
+    ----------
+    unit : {"node-hour", "gpu-hour"}
+        What the factor multiplies.
+    factor : float
+        Service units per unit.
+    source : str
+        Where the site file says the factor comes from (its page and date).
+    """
+
+    unit: str
+    factor: float
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if self.unit not in CHARGE_UNITS:
+            raise ValidationError("charge.unit", f"expected one of {', '.join(CHARGE_UNITS)}, got {self.unit!r}")
+        if isinstance(self.factor, bool) or not isinstance(self.factor, (int, float)) or not self.factor >= 0:
+            raise ValidationError("charge.factor", f"expected a number of 0 or more, got {self.factor!r}")
+        if not math.isfinite(self.factor):
+            raise ValidationError("charge.factor", f"expected a finite number, got {self.factor!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class JobUsage:
+    """One job's use of the allocation. Times are seconds since the epoch.
+
+    Parameters
+    ----------
+    name : str
+        The job's name in the cluster.
+    job_id : str or None
+        The batch system's id.
+    pool : {"gpu", "cpu"}
+        The GPU workers' pool or the CPU pool's.
+    nodes : int
+        Nodes the job held.
+    gpus : int
+        GPUs the job held (0 for a CPU-pool job).
+    submitted, started, ended : float or None
+        When it was submitted, when it started running (the batch system said so or its
+        first worker connected) and when it ended (None: not yet).
+    busy_gpu_seconds : float
+        GPU-seconds its workers were busy, as measured.
+    last_busy : float or None
+        The last time any of its workers was busy.
+    measured_by : {"nvml", "tasks"} or None
+        How busy was measured: NVML's GPU utilisation, the share of the workers' threads
+        executing tasks, or not at all.
+    """
+
+    name: str
+    job_id: str | None
+    pool: str
+    nodes: int
+    gpus: int
+    submitted: float | None
+    started: float | None = None
+    ended: float | None = None
+    busy_gpu_seconds: float = 0.0
+    last_busy: float | None = None
+    measured_by: str | None = None
+
+    def held_seconds(self, now: float) -> float:
+        """Wall time the job held its nodes (0 if it never started)."""
+        if self.started is None:
+            return 0.0
+        return max(0.0, (self.ended if self.ended is not None else now) - self.started)
+
+    def queued_seconds(self, now: float) -> float:
+        """Time from submission to start (or to its end, or now, if it never started)."""
+        if self.submitted is None:
+            return 0.0
+        until = self.started if self.started is not None else self.ended if self.ended is not None else now
+        return max(0.0, until - self.submitted)
+
+    def gpu_hours(self, now: float) -> float:
+        """GPU-hours charged: GPUs held times the wall time held."""
+        return self.gpus * self.held_seconds(now) / 3600
+
+    def node_hours(self, now: float) -> float:
+        """Node-hours held."""
+        return self.nodes * self.held_seconds(now) / 3600
+
+    def busy_gpu_hours(self) -> float:
+        """GPU-hours its workers were measured busy."""
+        return self.busy_gpu_seconds / 3600
+
+    def idle_tail_gpu_hours(self, now: float) -> float:
+        """GPU-hours held after its workers were last busy (all of it if they never were)."""
+        if self.started is None or not self.gpus:
+            return 0.0
+        end = self.ended if self.ended is not None else now
+        since = max(self.started, self.last_busy) if self.last_busy is not None else self.started
+        return self.gpus * max(0.0, end - since) / 3600
+
+
+@dataclasses.dataclass(frozen=True)
+class UsageReport:
+    """A cluster's usage at one moment, per job and in total.
+
+    Parameters
+    ----------
+    cluster : str
+        The cluster's name.
+    batch : str
+        Its batch system.
+    site : str or None
+        Its site.
+    jobs : tuple of JobUsage
+        Every job it submitted.
+    at : float
+        When the report was made (seconds since the epoch).
+    charge : Charge or None
+        The site's charge factor, where it states one.
+    adaptive : bool
+        Whether ``adapt()`` was scaling the cluster.
+    """
+
+    cluster: str
+    batch: str
+    site: str | None
+    jobs: tuple[JobUsage, ...]
+    at: float
+    charge: Charge | None = None
+    adaptive: bool = False
+
+    @property
+    def gpu_jobs(self) -> list[JobUsage]:
+        return [job for job in self.jobs if job.pool == "gpu"]
+
+    @property
+    def gpus(self) -> int:
+        """GPUs held by the jobs that ever started."""
+        return sum(job.gpus for job in self.jobs if job.started is not None)
+
+    @property
+    def gpu_hours(self) -> float:
+        """GPU-hours charged over all jobs."""
+        return sum(job.gpu_hours(self.at) for job in self.jobs)
+
+    @property
+    def node_hours(self) -> float:
+        return sum(job.node_hours(self.at) for job in self.jobs)
+
+    @property
+    def busy_gpu_hours(self) -> float | None:
+        """GPU-hours measured busy; None where no job was measured."""
+        measured = [job for job in self.gpu_jobs if job.measured_by is not None]
+        return sum(job.busy_gpu_hours() for job in measured) if measured else None
+
+    @property
+    def busy_fraction(self) -> float | None:
+        """Busy GPU-hours over the GPU-hours charged to the measured jobs."""
+        measured = [job for job in self.gpu_jobs if job.measured_by is not None]
+        charged = sum(job.gpu_hours(self.at) for job in measured)
+        if not measured or charged <= 0:
+            return None
+        return min(1.0, sum(job.busy_gpu_hours() for job in measured) / charged)
+
+    @property
+    def longest_queued_seconds(self) -> float:
+        return max((job.queued_seconds(self.at) for job in self.jobs), default=0.0)
+
+    @property
+    def idle_tail_gpu_hours(self) -> float:
+        return sum(job.idle_tail_gpu_hours(self.at) for job in self.gpu_jobs if job.measured_by is not None)
+
+    @property
+    def service_units(self) -> float | None:
+        """Node-hours (or GPU-hours) times the site's charge factor; None where it states none."""
+        if self.charge is None:
+            return None
+        hours = self.node_hours if self.charge.unit == "node-hour" else self.gpu_hours
+        return hours * self.charge.factor
+
+    def summary(self) -> str:
+        """One paragraph: jobs, GPUs, GPU-hours charged, busy share, queue wait, idle at the end."""
+        jobs = len(self.jobs)
+        parts = [
+            f"{jobs} job{'s' if jobs != 1 else ''}",
+            f"{self.gpus} GPU{'s' if self.gpus != 1 else ''}",
+            f"{_hours(self.gpu_hours)} GPU-h charged",
+        ]
+        busy = self.busy_fraction
+        parts.append(f"{busy:.0%} busy".replace("%", " %") if busy is not None else "busy not measured")
+        parts.append(f"{_duration(self.longest_queued_seconds)} queued at most")
+        text = ", ".join(parts)
+        if self.service_units is not None and self.charge is not None:
+            text += f"; {self.service_units:.2f} service units ({self.charge.unit}s x {self.charge.factor:g})"
+        idle = self.idle_tail_gpu_hours
+        if idle >= IDLE_GPU_HOURS_WORTH_SAYING and idle >= IDLE_SHARE_WORTH_SAYING * self.gpu_hours:
+            advice = (
+                "a shorter adapt(wait_count=...) would have released it sooner"
+                if self.adaptive
+                else "adapt(maximum=...) would have released it"
+            )
+            text += f"; {_hours(idle)} GPU-h idle at the end: {advice}"
+        return text
+
+    def table(self) -> str:
+        """The jobs as a text table, one line each, and the summary below."""
+        rows = [list(_COLUMNS)] + [_cells(job, self.at) for job in self.jobs]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
+        lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+        return "\n".join([*lines, "", self.summary()])
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{column}</th>" for column in _COLUMNS)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in _cells(job, self.at)) + "</tr>"
+            for job in self.jobs
+        )
+        return f"<p>{html.escape(self.summary())}</p><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def to_json(self) -> str:
+        """The report as JSON, totals included for readers other than gpujobqueue."""
+        data = {
+            "schema": SCHEMA,
+            "cluster": self.cluster,
+            "batch": self.batch,
+            "site": self.site,
+            "at": self.at,
+            "adaptive": self.adaptive,
+            "charge": dataclasses.asdict(self.charge) if self.charge else None,
+            "jobs": [dataclasses.asdict(job) for job in self.jobs],
+            "totals": {
+                "jobs": len(self.jobs),
+                "gpus": self.gpus,
+                "gpu_hours": self.gpu_hours,
+                "busy_gpu_hours": self.busy_gpu_hours,
+                "busy_fraction": self.busy_fraction,
+                "longest_queued_seconds": self.longest_queued_seconds,
+                "idle_tail_gpu_hours": self.idle_tail_gpu_hours,
+                "service_units": self.service_units,
+            },
+            "summary": self.summary(),
+        }
+        return json.dumps(data, indent=1)
+
+    @classmethod
+    def from_json(cls, text: str, field: str = "usage file") -> UsageReport:
+        """Read a report written by :meth:`to_json`, every value checked.
+
+        Raises
+        ------
+        ValidationError
+            Not a usage report, or a value of the wrong form (naming it).
+        """
+        try:
+            data = json.loads(text)
+        except ValueError as error:
+            raise ValidationError(field, f"not JSON: {error}") from None
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+            raise ValidationError(field, f"not a gpujobqueue usage report (schema {SCHEMA!r})")
+        jobs = data.get("jobs")
+        if not isinstance(jobs, list) or len(jobs) > MAX_USAGE_JOBS:
+            raise ValidationError(f"{field}: jobs", f"expected a list of at most {MAX_USAGE_JOBS} jobs")
+        charge = data.get("charge")
+        if charge is not None:
+            if not isinstance(charge, dict) or set(charge) - {"unit", "factor", "source"}:
+                raise ValidationError(f"{field}: charge", "expected unit, factor and source")
+            charge = Charge(
+                unit=charge.get("unit"),
+                factor=charge.get("factor"),
+                source=_text(charge.get("source", ""), f"{field}: charge.source"),
+            )
+        return cls(
+            cluster=_text(data.get("cluster"), f"{field}: cluster"),
+            batch=_text(data.get("batch"), f"{field}: batch"),
+            site=_text(data.get("site"), f"{field}: site", optional=True),
+            jobs=tuple(_job_from_dict(job, f"{field}: jobs[{i}]") for i, job in enumerate(jobs)),
+            at=_time(data.get("at"), f"{field}: at"),
+            charge=charge,
+            adaptive=bool(data.get("adaptive", False)),
+        )
+
+
+def read_usage(path: str | os.PathLike) -> UsageReport:
+    """Read a usage report from a file, its size bounded before it is read.
+
+    Raises
+    ------
+    ValidationError
+        Missing, too large, or not a usage report.
+    """
+    try:
+        size = os.path.getsize(path)
+    except OSError as error:
+        raise ValidationError("FILE", f"cannot read {os.fspath(path)!r}: {error.strerror}") from None
+    if size > MAX_USAGE_FILE_BYTES:
+        raise ValidationError(
+            "FILE", f"{os.fspath(path)!r} is {size} bytes; a usage report is at most {MAX_USAGE_FILE_BYTES}"
+        )
+    with open(path, encoding="utf-8") as file:
+        return UsageReport.from_json(file.read(MAX_USAGE_FILE_BYTES + 1), field=os.fspath(path))
+
+
+def write_usage(report: UsageReport, path: str | os.PathLike) -> None:
+    """Write a report as JSON, readable by its owner only (mode 0600), replacing any earlier one."""
+    temporary = f"{os.fspath(path)}.{os.getpid()}.tmp"
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            file.write(report.to_json())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+class UsageMeter:
+    """Counts one cluster's use of the allocation as its jobs come and go.
+
+    Parameters
+    ----------
+    max_gap : float
+        Longest time (s) one sample stands for: a pause in sampling (a stalled event loop, a
+        scheduler that did not answer) is not counted as busy or idle beyond it.
+    clock : callable
+        Seconds since the epoch (``time.time``; tests pass their own).
+    """
+
+    def __init__(self, max_gap: float = 10.0, clock: Any = time.time):
+        self.max_gap = max_gap
+        self.clock = clock
+        self._jobs: dict[str, JobUsage] = {}
+        self._last_sample: float | None = None
+
+    def submitted(self, name: str, job_id: str | None, *, nodes: int, gpus: int, pool: str = "gpu") -> None:
+        """A job was submitted; a name seen before keeps its first record."""
+        if name in self._jobs or len(self._jobs) >= MAX_USAGE_JOBS:
+            return
+        self._jobs[name] = JobUsage(name=name, job_id=job_id, pool=pool, nodes=nodes, gpus=gpus, submitted=self.clock())
+
+    def started(self, name: str) -> None:
+        """The job runs (the first notice counts)."""
+        job = self._jobs.get(name)
+        if job is not None and job.started is None and job.ended is None:
+            self._jobs[name] = dataclasses.replace(job, started=self.clock())
+
+    def ended(self, name: str) -> None:
+        """The job ended or was cancelled (the first notice counts)."""
+        job = self._jobs.get(name)
+        if job is not None and job.ended is None:
+            self._jobs[name] = dataclasses.replace(job, ended=self.clock())
+
+    def sample(self, busy: Mapping[str, tuple[float, str]]) -> None:
+        """Count how busy each running job's workers are now.
+
+        Parameters
+        ----------
+        busy : mapping
+            Job name to (GPUs busy, summed over its workers; how it was measured).
+            Running jobs not in it count as idle, measured the way they were before.
+        """
+        now = self.clock()
+        elapsed = 0.0 if self._last_sample is None else min(self.max_gap, max(0.0, now - self._last_sample))
+        self._last_sample = now
+        for name, job in self._jobs.items():
+            if job.started is None or job.ended is not None:
+                continue
+            gpus_busy, how = busy.get(name, (0.0, job.measured_by))
+            gpus_busy = min(float(job.gpus), max(0.0, gpus_busy))
+            self._jobs[name] = dataclasses.replace(
+                job,
+                busy_gpu_seconds=job.busy_gpu_seconds + gpus_busy * elapsed,
+                last_busy=now if gpus_busy >= BUSY_THRESHOLD else job.last_busy,
+                measured_by=how or job.measured_by,
+            )
+
+    def report(
+        self, *, cluster: str, batch: str, site: str | None = None, charge: Charge | None = None, adaptive: bool = False
+    ) -> UsageReport:
+        """The usage so far."""
+        return UsageReport(
+            cluster=cluster,
+            batch=batch,
+            site=site,
+            jobs=tuple(self._jobs.values()),
+            at=self.clock(),
+            charge=charge,
+            adaptive=adaptive,
+        )
+
+
+def worker_busy(metrics: Mapping[str, Any], nthreads: int) -> tuple[float, str]:
+    """How busy one worker is from the metrics its heartbeat sent the scheduler.
+
+    NVML's utilisation of its GPU (0-100) where distributed's system monitor reports it,
+    else the share of its threads executing tasks.
+
+    Returns
+    -------
+    busy : float
+        Between 0 and 1.
+    measured_by : {"nvml", "tasks"}
+    """
+    utilisation = metrics.get("gpu_utilization")
+    if isinstance(utilisation, (int, float)) and not isinstance(utilisation, bool) and math.isfinite(utilisation):
+        return min(1.0, max(0.0, utilisation / 100)), "nvml"
+    counts = metrics.get("task_counts") or {}
+    executing = counts.get("executing", 0) if isinstance(counts, Mapping) else 0
+    if isinstance(executing, bool) or not isinstance(executing, (int, float)):
+        executing = 0
+    return min(1.0, max(0.0, executing / max(1, nthreads))), "tasks"
+
+
+def busy_by_job(workers: Iterable[Mapping[str, Any]], job_of: Any) -> dict[str, tuple[float, str]]:
+    """Sum :func:`worker_busy` over each job's workers.
+
+    Parameters
+    ----------
+    workers : iterable of mapping
+        The scheduler's worker identities (``name``, ``nthreads``, ``metrics``).
+    job_of : callable
+        Worker name to job name.
+    """
+    busy: dict[str, tuple[float, str]] = {}
+    for worker in workers:
+        fraction, how = worker_busy(worker.get("metrics") or {}, int(worker.get("nthreads") or 1))
+        job = job_of(str(worker.get("name")))
+        total, earlier = busy.get(job, (0.0, how))
+        busy[job] = (total + fraction, "nvml" if "nvml" in (how, earlier) else how)
+    return busy
+
+
+_COLUMNS = ("name", "job_id", "gpus", "queued", "held", "gpu_h", "busy_gpu_h", "busy")
+
+
+def _cells(job: JobUsage, now: float) -> list[str]:
+    charged = job.gpu_hours(now)
+    measured = job.measured_by is not None and job.pool == "gpu"
+    busy = f"{min(1.0, job.busy_gpu_hours() / charged):.0%}" if measured and charged > 0 else "-"
+    return [
+        job.name,
+        job.job_id or "-",
+        str(job.gpus),
+        _duration(job.queued_seconds(now)),
+        _duration(job.held_seconds(now)) if job.started is not None else "never started",
+        _hours(charged),
+        _hours(job.busy_gpu_hours()) if measured else "-",
+        busy,
+    ]
+
+
+def _hours(value: float) -> str:
+    return f"{value:.2f}" if value < 10 else f"{value:.1f}"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _text(value: Any, field: str, optional: bool = False) -> Any:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or len(value) > MAX_TEXT or not value.isprintable():
+        raise ValidationError(field, f"expected printable text of at most {MAX_TEXT} characters")
+    return value
+
+
+def _time(value: Any, field: str, optional: bool = False) -> Any:
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 <= value < 1e11):
+        raise ValidationError(field, "expected seconds since the epoch")
+    return float(value)
+
+
+def _count(value: Any, field: str, largest: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= largest:
+        raise ValidationError(field, f"expected a whole number from 0 to {largest}")
+    return value
+
+
+def _job_from_dict(data: Any, field: str) -> JobUsage:
+    names = {f.name for f in dataclasses.fields(JobUsage)}
+    if not isinstance(data, dict) or set(data) - names:
+        raise ValidationError(field, f"expected a job's record with {', '.join(sorted(names))}")
+    busy = data.get("busy_gpu_seconds", 0.0)
+    if isinstance(busy, bool) or not isinstance(busy, (int, float)) or not 0 <= busy < 1e12:
+        raise ValidationError(f"{field}.busy_gpu_seconds", "expected a number of seconds")
+    if data.get("pool") not in ("gpu", "cpu"):
+        raise ValidationError(f"{field}.pool", "expected gpu or cpu")
+    if data.get("measured_by") not in (None, *MEASURED_BY):
+        raise ValidationError(f"{field}.measured_by", f"expected null or one of {', '.join(MEASURED_BY)}")
+    return JobUsage(
+        name=_text(data.get("name"), f"{field}.name"),
+        job_id=_text(data.get("job_id"), f"{field}.job_id", optional=True),
+        pool=data["pool"],
+        nodes=_count(data.get("nodes"), f"{field}.nodes", MAX_NODES),
+        gpus=_count(data.get("gpus"), f"{field}.gpus", MAX_NODES * MAX_GPUS_PER_NODE),
+        submitted=_time(data.get("submitted"), f"{field}.submitted", optional=True),
+        started=_time(data.get("started"), f"{field}.started", optional=True),
+        ended=_time(data.get("ended"), f"{field}.ended", optional=True),
+        busy_gpu_seconds=float(busy),
+        last_busy=_time(data.get("last_busy"), f"{field}.last_busy", optional=True),
+        measured_by=data.get("measured_by"),
+    )
