@@ -17,6 +17,7 @@ from distributed.deploy.spec import ProcessInterface
 from distributed.security import Security
 
 from . import config
+from .batch import cluster_class
 from .errors import SubmissionError, ValidationError
 from .job_commands import CANCEL_CHUNK, ArrayElements, JobCommands
 from .job_status import JobFailedError, JobStatus, read_log_tail, run_query, script_exit_code
@@ -189,8 +190,6 @@ class GPUJob(Job):
         """The request and launch that the batch system's cluster class makes of ``keywords``."""
         if request is not None or launch is not None:
             raise TypeError(f"{cls.__name__} takes request and launch together, or neither")
-        from .batch import cluster_class  # the batch modules import this one
-
         _, request, launch = cluster_class(cls.batch).parse_keywords(keywords, owner=cls.__name__)
         check_log_directory(request.log_directory)
         return request, launch

@@ -587,12 +587,3 @@ class JobRequest:
     def walltime_text(self) -> str:
         """The walltime as SLURM writes it; ``"none"`` for a job without one."""
         return "none" if self.walltime is None else format_walltime(self.walltime)
-
-
-def __getattr__(name: str) -> Any:
-    # format_slurm_memory moved to gpujobqueue.batch.slurm; it stays importable from here.
-    if name == "format_slurm_memory":
-        from .batch.slurm import format_slurm_memory
-
-        return format_slurm_memory
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

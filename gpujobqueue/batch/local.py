@@ -24,6 +24,7 @@ from ..job import GPUJob
 from ..job_status import JobStatus
 from ..keywords import LIST, Keyword
 from ..limits import MAX_GPUS_PER_NODE
+from . import register
 
 
 def private_log_directory() -> str:
@@ -204,6 +205,7 @@ def ucx_is_the_better_default() -> bool:
     )
 
 
+@register
 class LocalGPUCluster(GPUJobQueueCluster):
     __doc__ = """A GPU cluster whose jobs run as processes on this machine: the embedded default.
 

@@ -15,6 +15,7 @@ from ..job import GPUJob
 from ..job_status import JobStatus, unlisted
 from ..keywords import PAIRS, TEXT, Keyword
 from ..request import JobRequest, _matching
+from . import register
 
 # PBS resource names and values: no spaces, colons, commas, plus signs or shell characters,
 # so a value cannot open another chunk (+), resource (:, ,) or directive.
@@ -223,6 +224,7 @@ def parse_full_status(text: str) -> dict[str, dict[str, str]]:
     return jobs
 
 
+@register
 class PBSGPUCluster(GPUJobQueueCluster):
     __doc__ = """A Dask cluster of GPU workers submitted to PBS Pro (or Torque).
 

@@ -15,6 +15,7 @@ from ..job_status import JobStatus, run_query, unlisted
 from ..keywords import TEXT, Keyword
 from ..request import JobRequest, _matching, given_or
 from ..workers import WorkerLaunch
+from . import register
 
 GPU_CONSUMABLES = ("slot", "job")
 _COMPLEX = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
@@ -218,6 +219,7 @@ class SGEGPUJob(GPUJob):
             raise SubmissionError(f"{error}\nqsub -w v explains:\n{explanation.strip()}") from None
 
 
+@register
 class SGEGPUCluster(GPUJobQueueCluster):
     __doc__ = """A Dask cluster of GPU workers submitted to Grid Engine (SGE, Son of Grid Engine, Altair/Univa).
 
