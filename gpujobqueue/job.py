@@ -17,6 +17,7 @@ from distributed.deploy.spec import ProcessInterface
 from distributed.security import Security
 
 from . import config
+from .batch import cluster_class
 from .errors import SubmissionError, ValidationError
 from .job_commands import CANCEL_CHUNK, ArrayElements, JobCommands
 from .job_status import JobFailedError, JobStatus, read_log_tail, run_query, script_exit_code
@@ -99,6 +100,19 @@ class GPUJob(Job):
     :class:`dask_jobqueue.core.Job`; the script comes from ``templates/<batch>.sh.j2``.
     Its settings arrive already resolved and validated, so it reads no config of its own.
 
+    It does not call ``Job.__init__`` (dask-jobqueue 0.9), which cannot serve: (1) whatever it
+    is given, it reads the deprecated ``jobqueue.<config_name>.extra``, ``env-extra``,
+    ``job-extra`` and ``header-skip`` (passing None reads the config, passing any other value,
+    even ``[]``, raises a FutureWarning), and warns when a user's config sets them, so settings
+    would still come from ``jobqueue.*`` config (``tests/test_job_config.py`` holds that none
+    does); (2) it assigns ``self.job_header = None``, which the read-only :attr:`job_header`
+    (the directives rendered from the request) refuses; (3) it makes the log directory with a
+    bare ``os.makedirs`` and builds a ``dask-worker`` command line that the templates replace.
+    So the job calls ``ProcessInterface.__init__`` itself and sets the attributes dask-jobqueue's
+    cluster and :class:`~dask_jobqueue.core.Job`'s methods read (``scheduler``, ``name``,
+    ``job_id``, ``config_name``, ``job_name``, ``log_directory``, ``shebang``,
+    ``worker_processes``, ``worker_cores``, ``worker_memory``).
+
     Parameters
     ----------
     scheduler : str
@@ -119,9 +133,12 @@ class GPUJob(Job):
         The cluster's gatherer of batch commands: the job is cancelled together with the
         others cancelled at the same time, and, with ``commands.arrays``, submitted as an
         element of one job array with the others started at the same time.
-    config_name, interface, protocol
-        Accepted from :class:`dask_jobqueue.JobQueueCluster`, which passes them to every
-        job; ``launch`` already holds the interface and protocol.
+    config_name : str, optional
+        dask-jobqueue's cluster passes it to every job; the job keeps it (default: its class's).
+    interface, protocol : str, optional
+        :class:`dask_jobqueue.JobQueueCluster` passes them to every job, so the job takes them;
+        with ``request`` and ``launch`` they are not read (``launch`` holds the workers'
+        interface and protocol); without, they are cluster keywords like the others.
     **cluster_keywords
         Without ``request`` and ``launch``, the job is made as dask-jobqueue's jobs are, from
         the keywords of its batch system's cluster class (``cores=``, ``memory=``,
@@ -161,8 +178,7 @@ class GPUJob(Job):
         elif cluster_keywords:
             config.check_keywords(cluster_keywords, (), type(self).__name__)
         make_log_directory(request.log_directory)  # where dask-jobqueue's Job makes it
-        # Job.__init__ would read jobqueue.yaml for every setting; ours are resolved already.
-        ProcessInterface.__init__(self)
+        ProcessInterface.__init__(self)  # not Job.__init__: the class docstring says why
         self.scheduler = scheduler
         self.name = name
         self.job_id: str | None = None
@@ -189,8 +205,6 @@ class GPUJob(Job):
         """The request and launch that the batch system's cluster class makes of ``keywords``."""
         if request is not None or launch is not None:
             raise TypeError(f"{cls.__name__} takes request and launch together, or neither")
-        from .batch import cluster_class  # the batch modules import this one
-
         _, request, launch = cluster_class(cls.batch).parse_keywords(keywords, owner=cls.__name__)
         check_log_directory(request.log_directory)
         return request, launch

@@ -6,12 +6,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, ClassVar, ContextManager, Protocol
 
 from .naming import job_number, shell_array_job_name
-
-if TYPE_CHECKING:
-    from .job import GPUJob
 
 logger = logging.getLogger(__name__)
 
@@ -62,11 +59,31 @@ class ArrayElements:
         return shell_array_job_name(self.prefix, self.number_expression)
 
 
-def consecutive_runs(jobs: list[GPUJob], longest: int) -> list[list[GPUJob]]:
+class BatchJob(Protocol):
+    """What the gatherer asks of a job: :class:`gpujobqueue.job.GPUJob` is one (and imports this module)."""
+
+    name: str | None
+    job_id: str | None
+    batch: ClassVar[str]
+    array_task_variable: ClassVar[str | None]
+    array_size_limit: ClassVar[int]
+
+    async def submit_alone(self) -> None: ...
+
+    def job_file(self, array: ArrayElements | None = None) -> ContextManager[str]: ...
+
+    async def _submit_job(self, script_filename: str) -> str: ...
+
+    def _job_id_from_submit_output(self, out: str) -> str: ...
+
+    def array_element_id(self, array_id: str, index: int) -> str: ...
+
+
+def consecutive_runs(jobs: list[BatchJob], longest: int) -> list[list[BatchJob]]:
     """Jobs in order of their numbers, cut into runs of consecutive numbers of at most
     ``longest`` jobs (an array's indices are one range)."""
     numbered = sorted(jobs, key=lambda job: job_number(str(job.name))[1])
-    runs: list[list[GPUJob]] = []
+    runs: list[list[BatchJob]] = []
     for job in numbered:
         number = job_number(str(job.name))[1]
         last = runs[-1] if runs else None
@@ -89,13 +106,13 @@ class JobCommands:
 
     def __init__(self, arrays: bool = False):
         self.arrays = arrays
-        self._to_submit: list[tuple[GPUJob, asyncio.Future]] = []
-        self._to_cancel: list[tuple[GPUJob, asyncio.Future]] = []
+        self._to_submit: list[tuple[BatchJob, asyncio.Future]] = []
+        self._to_cancel: list[tuple[BatchJob, asyncio.Future]] = []
         self._submitting: asyncio.Task | None = None
         self._cancelling: asyncio.Task | None = None
         self.commands_run = 0  # submit and cancel commands, for benchmarks and tests
 
-    async def submit(self, job: GPUJob) -> None:
+    async def submit(self, job: BatchJob) -> None:
         """Submit ``job`` with the others of this round, as an element of a job array; sets
         ``job.job_id`` to the element's id."""
         if job_number(str(job.name)) is None:  # not one of a cluster's numbered jobs
@@ -107,7 +124,7 @@ class JobCommands:
             self._submitting = asyncio.ensure_future(self._submit_round())
         await future
 
-    async def cancel(self, job: GPUJob) -> None:
+    async def cancel(self, job: BatchJob) -> None:
         """Cancel ``job`` with the others of this round, in one cancel command."""
         future = asyncio.get_running_loop().create_future()
         self._to_cancel.append((job, future))
@@ -127,7 +144,7 @@ class JobCommands:
         waiting, self._to_submit, self._submitting = self._to_submit, [], None
         futures = {id(job): future for job, future in waiting}
         # Jobs of one kind (a cluster's GPU jobs, or its CPU jobs) share one script.
-        kinds: dict[tuple[type, str], list[GPUJob]] = {}
+        kinds: dict[tuple[type, str], list[BatchJob]] = {}
         for job, _ in waiting:
             kinds.setdefault((type(job), job_number(str(job.name))[0]), []).append(job)
         for (job_cls, _), jobs in kinds.items():
@@ -145,7 +162,7 @@ class JobCommands:
                     for job in run:
                         _settle(futures[id(job)], None)
 
-    async def _submit_run(self, run: list[GPUJob]) -> None:
+    async def _submit_run(self, run: list[BatchJob]) -> None:
         first = run[0]
         if len(run) < SHORTEST_ARRAY:
             for job in run:
@@ -167,7 +184,7 @@ class JobCommands:
     async def _cancel_round(self) -> None:
         await self._gather_round()
         waiting, self._to_cancel, self._cancelling = self._to_cancel, [], None
-        by_class: dict[type, list[tuple[GPUJob, asyncio.Future]]] = {}
+        by_class: dict[type, list[tuple[BatchJob, asyncio.Future]]] = {}
         for job, future in waiting:
             by_class.setdefault(type(job), []).append((job, future))
         for job_cls, entries in by_class.items():

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+from .batch import BATCH_SYSTEMS, cluster_class
+from .launchers import LAUNCHERS
+
 # The kinds of value a keyword takes, and so the form of its command-line option.
 INT, TEXT, LIST, PAIRS, SWITCH, CHOICE = "int", "text", "list", "pairs", "switch", "choice"
 
@@ -62,14 +65,10 @@ class Keyword(str):
 
 
 def _launcher_names() -> list[str]:
-    from .workers import LAUNCHERS
-
     return list(LAUNCHERS)
 
 
 def _gpu_request_styles() -> list[str]:
-    from .batch import BATCH_SYSTEMS, cluster_class
-
     styles: list[str] = []
     for batch in BATCH_SYSTEMS:
         styles += [style for style in cluster_class(batch).gpu_request_styles if style not in styles]
@@ -184,8 +183,6 @@ RENAMED_KEYWORDS = {
 
 def command_line_keywords() -> list[Keyword]:
     """Every keyword of every batch system that ``render`` mirrors as an option, each once."""
-    from .batch import BATCH_SYSTEMS, cluster_class
-
     found: dict[str, Keyword] = {keyword: keyword for keyword in (*REQUEST, *LAUNCH, PROCESSES)}
     for batch in BATCH_SYSTEMS:
         for keyword in cluster_class(batch).batch_keywords:

@@ -9,7 +9,7 @@ from typing import Sequence
 
 from .errors import ValidationError
 from .limits import MAX_WAIT_SECONDS
-from .request import _one_line
+from .validation import one_line
 
 DEFAULT_WORKERS_TIMEOUT = 300
 
@@ -44,7 +44,7 @@ class ClientRun:
         ------
         ValidationError
         """
-        path = Path(_one_line("run", script)).expanduser()
+        path = Path(one_line("run", script)).expanduser()
         if not path.is_file():
             raise ValidationError("run", f"{script!r} is not a file")
         if (
@@ -55,6 +55,6 @@ class ClientRun:
             raise ValidationError("workers_timeout", f"expected a positive number of seconds, got {workers_timeout!r}")
         return cls(
             script=str(path.resolve()),
-            args=tuple(_one_line("run", arg) for arg in args),
+            args=tuple(one_line("run", arg) for arg in args),
             workers_timeout=int(workers_timeout),
         )

@@ -9,10 +9,11 @@ from .batch import BATCH_SYSTEMS, cluster_class
 from .errors import ValidationError
 from .job_commands import SHORTEST_ARRAY, ArrayElements
 from .render import PLACEHOLDER_SCHEDULER, render_job_script
-from .request import _matching, parse_name, parse_positive_int
+from .request import parse_name, parse_positive_int
 from .run import ClientRun
 from .security import resolve_script_security
 from .sites import load_site, warn_unconfirmed
+from .validation import matching
 
 # protocol://host:port; the placeholder's <...> too. It is shell-quoted into the script.
 _SCHEDULER_ADDRESS = re.compile(r"[a-z]+://[A-Za-z0-9_.:\[\]<>%-]{1,256}")
@@ -79,7 +80,7 @@ def job_script_for(
                 f"with the credentials of {script_tls.directory} (or give --no-tls for plain TCP)",
             )
         scheduler = f"tls://{scheduler}"
-    scheduler = _matching("scheduler", scheduler, _SCHEDULER_ADDRESS, "a scheduler address such as tls://10.0.0.1:8786")
+    scheduler = matching("scheduler", scheduler, _SCHEDULER_ADDRESS, "a scheduler address such as tls://10.0.0.1:8786")
     array = None
     if array_jobs is not None:
         if run is not None:

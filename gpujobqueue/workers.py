@@ -15,9 +15,6 @@ from .launchers import LAUNCHER_OBJECTS, LAUNCHERS, Launcher, launcher_named
 from .limits import MAX_THREADS_PER_WORKER, MAX_WAIT_SECONDS
 from .naming import worker_suffixes
 from .request import (
-    _PATH,
-    _matching,
-    _one_line,
     given_or,
     parse_bool,
     parse_job_path,
@@ -25,6 +22,9 @@ from .request import (
     parse_positive_int,
     parse_size,
 )
+from .validation import SAFE_PATH as _PATH
+from .validation import matching as _matching
+from .validation import one_line as _one_line
 
 WORKER_MODES = ("dask-cuda", "per-device")  # what worker_mode takes
 # The third mode, the CPU pool's workers (templates/workers/cpu.sh.j2): no GPU, no device visible.

@@ -198,6 +198,60 @@ def test_no_module_imports_one_that_imports_it_back_at_import_time():
     assert _cycle({**graph, "gpujobqueue.errors": graph["gpujobqueue.errors"] | {"gpujobqueue.cluster"}}) is not None
 
 
+def _static_graph() -> dict[str, set[str]]:
+    """gpujobqueue's modules and the gpujobqueue modules each imports anywhere in its text, inside functions too.
+
+    ``from .pkg import name`` leads to ``pkg.name`` where that is a module, else to the module that ``pkg``'s
+    ``__init__`` re-exports ``name`` from, else to ``pkg`` itself. A package's ``__init__`` has no edges to its own
+    submodules (its re-exports), and a submodule's implicit import of its parent package is not an edge.
+    """
+    root = Path(gpujobqueue.__file__).parent
+    modules = {}
+    for path in root.rglob("*.py"):
+        parts = ["gpujobqueue", *path.relative_to(root).with_suffix("").parts]
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    trees = {name: ast.parse(path.read_text()) for name, path in modules.items()}
+
+    def imported(name: str) -> list[tuple[str, str | None]]:
+        """(module, name imported from it or None) of each intra-package import of module ``name``."""
+        package = name if modules[name].name == "__init__.py" else name.rpartition(".")[0]
+        found = []
+        for node in ast.walk(trees[name]):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("gpujobqueue.")):
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package if node.level else ""
+                base = ".".join(filter(None, [base, node.module]))
+                found += [(base, alias.name) for alias in node.names]
+            elif isinstance(node, ast.Import):
+                found += [(alias.name, None) for alias in node.names if alias.name in modules]
+        return found
+
+    reexported = {
+        name: {alias: source for source, alias in imported(name) if source in modules}
+        for name, path in modules.items()
+        if path.name == "__init__.py"
+    }
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for source, alias in imported(name):
+            target = (
+                f"{source}.{alias}" if f"{source}.{alias}" in modules else reexported.get(source, {}).get(alias, source)
+            )
+            if path.name == "__init__.py" and target.startswith(f"{name}."):
+                continue  # the package's re-exports
+            if target in modules and target != name:
+                graph[name].add(target)
+    return graph
+
+
+def test_no_import_cycle_even_counting_imports_inside_functions():
+    graph = _static_graph()
+    assert "gpujobqueue.routing" not in graph and "gpujobqueue.sites.routing" in graph["gpujobqueue.sites.admission"]
+    cycle = _cycle(graph)
+    assert cycle is None, "an import cycle (counting imports inside functions): " + " -> ".join(cycle)
+    planted = {**graph, "gpujobqueue.errors": graph["gpujobqueue.errors"] | {"gpujobqueue.job"}}
+    assert _cycle(planted) is not None  # the search sees a cycle through a module every other one imports
+
+
 def test_every_function_over_seventy_lines_says_what_it_does():
     import gpujobqueue as package
 

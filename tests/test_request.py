@@ -5,7 +5,8 @@ import datetime
 import pytest
 
 from gpujobqueue import GPUJobQueueError, JobRequest, ValidationError
-from gpujobqueue.request import format_slurm_memory, format_walltime, parse_size, parse_walltime
+from gpujobqueue.batch.slurm import format_slurm_memory
+from gpujobqueue.request import format_walltime, parse_size, parse_walltime
 
 
 @pytest.mark.parametrize(

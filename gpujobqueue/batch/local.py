@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any, Sequence
 
-from dask_jobqueue.core import Job
+from distributed.deploy.spec import ProcessInterface
 
 from ..cluster import GPUJobQueueCluster
 from ..errors import SubmissionError, ValidationError
@@ -24,6 +24,7 @@ from ..job import GPUJob
 from ..job_status import JobStatus
 from ..keywords import LIST, Keyword
 from ..limits import MAX_GPUS_PER_NODE
+from . import register
 
 
 def private_log_directory() -> str:
@@ -112,7 +113,8 @@ class LocalGPUJob(GPUJob):
         finally:
             log.close()
         self.job_id = str(self.process.pid)
-        await super(Job, self).start()  # ProcessInterface.start: mark running; no submit command
+        # ProcessInterface's start, not Job.start: the process above is the job; nothing is submitted.
+        await ProcessInterface.start(self)
 
     @classmethod
     async def probe(cls) -> str | None:
@@ -146,7 +148,7 @@ class LocalGPUJob(GPUJob):
                 self._kill_group()
             process.wait()
         self._release_devices()
-        await super(Job, self).close()
+        await ProcessInterface.close(self)  # not Job.close: no cancel command, the group is ended above
 
     @classmethod
     def cancel_now(cls, jobs: list[GPUJob]) -> None:
@@ -204,6 +206,7 @@ def ucx_is_the_better_default() -> bool:
     )
 
 
+@register
 class LocalGPUCluster(GPUJobQueueCluster):
     __doc__ = """A GPU cluster whose jobs run as processes on this machine: the embedded default.
 

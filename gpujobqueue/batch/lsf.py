@@ -18,6 +18,7 @@ from ..keywords import INT, SWITCH, TEXT, Keyword
 from ..limits import MAX_CPUS_PER_NODE, MAX_NODES
 from ..request import JobRequest, given_or, parse_bool, parse_positive_int, parse_size
 from ..workers import WorkerLaunch
+from . import register
 
 GPU_MODES = ("exclusive_process", "shared")
 LSF_UNITS = ("kb", "mb", "gb", "tb", "pb", "eb")
@@ -165,6 +166,7 @@ class LSFGPUJob(GPUJob):
             return await self._call([self.submit_command], stdin=script)
 
 
+@register
 class LSFGPUCluster(GPUJobQueueCluster):
     __doc__ = """A Dask cluster of GPU workers submitted to IBM Spectrum LSF.
 

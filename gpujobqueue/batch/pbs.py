@@ -14,7 +14,9 @@ from ..errors import ValidationError
 from ..job import GPUJob
 from ..job_status import JobStatus, unlisted
 from ..keywords import PAIRS, TEXT, Keyword
-from ..request import JobRequest, _matching
+from ..request import JobRequest
+from ..validation import matching
+from . import register
 
 # PBS resource names and values: no spaces, colons, commas, plus signs or shell characters,
 # so a value cannot open another chunk (+), resource (:, ,) or directive.
@@ -48,14 +50,14 @@ def parse_chunk_resources(field_name: str, value: Any) -> tuple[tuple[str, str],
     else:
         raise ValidationError(field_name, f"expected a mapping of resource to value, got {value!r}")
     for name, resource_value in items:
-        _matching(f"{field_name}[{name}]", name, _RESOURCE_NAME, "a PBS resource name (letters, digits, _)")
+        matching(f"{field_name}[{name}]", name, _RESOURCE_NAME, "a PBS resource name (letters, digits, _)")
         if name in _OWN_CHUNK_RESOURCES:
             raise ValidationError(
                 field_name,
                 f"{name} is set from gpujobqueue's own keywords (cores/cpus_per_gpu, gpus_per_node, memory, "
                 "gpu_type); do not repeat it here",
             )
-        _matching(
+        matching(
             f"{field_name}[{name}]",
             resource_value,
             _RESOURCE_VALUE,
@@ -98,19 +100,19 @@ class PBSOptions:
         get = settings.get
         place = get("place")
         if place is not None:
-            place = _matching(
+            place = matching(
                 "place", place, _PLACE, "PBS placement such as scatter, pack, excl, scatter:excl or group=switch"
             )
         if request.exclusive and place is None:
             place = "excl"
         filesystems = get("filesystems")
         if filesystems is not None:
-            filesystems = _matching(
+            filesystems = matching(
                 "filesystems", filesystems, _FILESYSTEMS, "file systems joined by ':' such as home:eagle"
             )
         resource_spec = get("resource_spec")
         if resource_spec is not None:
-            resource_spec = _matching(
+            resource_spec = matching(
                 "resource_spec",
                 resource_spec,
                 _RESOURCE_SPEC,
@@ -223,6 +225,7 @@ def parse_full_status(text: str) -> dict[str, dict[str, str]]:
     return jobs
 
 
+@register
 class PBSGPUCluster(GPUJobQueueCluster):
     __doc__ = """A Dask cluster of GPU workers submitted to PBS Pro (or Torque).
 

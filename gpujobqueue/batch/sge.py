@@ -13,8 +13,10 @@ from ..errors import SubmissionError, ValidationError
 from ..job import CommandFailed, GPUJob
 from ..job_status import JobStatus, run_query, unlisted
 from ..keywords import TEXT, Keyword
-from ..request import JobRequest, _matching, given_or
+from ..request import JobRequest
+from ..validation import given_or, matching
 from ..workers import WorkerLaunch
+from . import register
 
 GPU_CONSUMABLES = ("slot", "job")
 _COMPLEX = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
@@ -61,7 +63,7 @@ class SGEOptions:
             return (
                 None
                 if value is None
-                else _matching(name, value, _COMPLEX, "a Grid Engine complex name (letters, digits, _)")
+                else matching(name, value, _COMPLEX, "a Grid Engine complex name (letters, digits, _)")
             )
 
         resource_type = complex_name("resource_type")
@@ -72,7 +74,7 @@ class SGEOptions:
             )
         resource_spec = get("resource_spec")
         if resource_spec is not None:
-            resource_spec = _matching(
+            resource_spec = matching(
                 "resource_spec",
                 resource_spec,
                 _RESOURCE_SPEC,
@@ -218,6 +220,7 @@ class SGEGPUJob(GPUJob):
             raise SubmissionError(f"{error}\nqsub -w v explains:\n{explanation.strip()}") from None
 
 
+@register
 class SGEGPUCluster(GPUJobQueueCluster):
     __doc__ = """A Dask cluster of GPU workers submitted to Grid Engine (SGE, Son of Grid Engine, Altair/Univa).
 

@@ -11,6 +11,7 @@ from ..cluster import GPUJobQueueCluster
 from ..job import GPUJob
 from ..job_status import JobStatus, run_query, unlisted
 from ..keywords import INT, TEXT, Keyword
+from . import register
 
 
 def format_slurm_memory(nbytes: int) -> str:
@@ -136,6 +137,7 @@ class SLURMGPUJob(GPUJob):
         return [self._log_file(f"slurm-{self.job_id}.out")]
 
 
+@register
 class SLURMGPUCluster(GPUJobQueueCluster):
     __doc__ = """A Dask cluster of GPU workers submitted to SLURM.
 

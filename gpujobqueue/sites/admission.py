@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..request import parse_size
 from . import routing
 from .errors import QueueRefusedError, SiteConfigError, dotted_key
 from .facts import Site
@@ -17,8 +18,6 @@ def node_memory_bytes(size: Any) -> int:
     """A node's ``memory`` in bytes, ``GB`` and ``TB`` read as GiB and TiB: a node's memory is
     built and sold in binary units (Perlmutter's "256 GB" is 256 GiB of DIMMs), whatever the
     page says; a request is checked against that."""
-    from ..request import parse_size
-
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKMGTP])i?B\s*", str(size))
     if match is None:
         return parse_size("node.memory", size)

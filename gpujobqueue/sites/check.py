@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import warnings
 
+from ..batch import cluster_class
 from ..errors import GPUJobQueueError
 from . import routing
 from .errors import SiteConfigError
@@ -23,8 +24,6 @@ def site_problems(target: "str | os.PathLike[str]") -> list[str]:
         site = load_site(target)
     except SiteConfigError as error:
         return [str(problem) for problem in getattr(error, "errors", [error])]
-    from ..batch import cluster_class  # the batch modules import this one
-
     problems = []
     for queue, entry in site.data["queues"].items():
         if not routing.has_gpus(entry):

@@ -10,6 +10,8 @@ from typing import Any
 
 import yaml
 
+from ..batch import BATCH_SYSTEMS, cluster_class
+from ..request import ValidationError, parse_environment, parse_job_path, parse_lines, parse_walltime
 from . import routing
 from .errors import SiteConfigError, dotted_key
 from .facts import Site
@@ -82,8 +84,6 @@ def _semantic_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[Sit
         error(("name",), f"{data.get('name')!r} must be the file's name without .yaml ({stem!r})")
     scheduler = data.get("scheduler")
     style = data.get("gpu_request", {}).get("style")
-    from ..batch import BATCH_SYSTEMS, cluster_class  # the batch modules import this one
-
     # The schema refuses any other scheduler; a batch system without a site hook (local) has no sites.
     batch_cls = cluster_class(scheduler) if scheduler in BATCH_SYSTEMS else None
     if not hasattr(batch_cls, "site_settings"):
@@ -143,8 +143,6 @@ def _semantic_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[Sit
 def _value_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[SiteConfigError]:
     """The values a cluster parses from the site, parsed here as it parses them, so that a file
     ``gpujobqueue check FILE`` passes is not refused when used."""
-    from ..request import ValidationError, parse_environment, parse_job_path, parse_lines, parse_walltime
-
     checks: list[tuple[tuple, Any, Any]] = []
     if isinstance(data.get("environment"), dict):
         checks += [

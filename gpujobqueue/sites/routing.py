@@ -16,6 +16,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import ValidationError
+from ..request import parse_walltime
+
 _NODE_RANGE = re.compile(r"^\s*([0-9]+)\s*(?:-\s*([0-9]+)\s*)?$")
 
 
@@ -63,8 +66,6 @@ def parse_node_range(text: Any) -> tuple[int, int]:
 
 def walltime_bins(entry: dict) -> list[WalltimeBin]:
     """A queue's ``walltime_by_nodes``, parsed (the file's checks have refused bad ones)."""
-    from ..request import parse_walltime
-
     bins = []
     for item in entry.get("walltime_by_nodes") or []:
         low, high = parse_node_range(item["nodes"])
@@ -102,8 +103,6 @@ def nodes_text(n: int) -> str:
 
 def refusal(name: str, entry: dict, nodes: int, walltime: int | None, walltime_text: str) -> Refusal | None:
     """Why queue ``name`` does not take a job of ``nodes`` nodes for ``walltime`` seconds, or None when it does."""
-    from ..request import parse_walltime
-
     key = ("queues", name)
     if not has_gpus(entry):
         return Refusal(key + ("gpus",), f"the {name} queue's nodes have no GPUs", "queue")
@@ -187,9 +186,6 @@ def queues_taking(
 def bin_problems(name: str, entry: dict) -> list[tuple[tuple, str]]:
     """What is wrong with a queue's ``walltime_by_nodes`` (key path, message): ranges that do not
     parse, overlap, or leave ``min_nodes``..``max_nodes``, limits over ``max_walltime``."""
-    from ..errors import ValidationError
-    from ..request import parse_walltime
-
     items = entry.get("walltime_by_nodes")
     if not isinstance(items, list):
         return []

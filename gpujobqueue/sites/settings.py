@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..batch import cluster_class
 from .facts import Site
 
 
@@ -50,8 +51,6 @@ def site_settings(site: Site, queue: str | None) -> dict[str, Any]:
     }
     for transport, on in network.get("ucx", {}).items():
         settings[f"enable_{transport}"] = on
-    from ..batch import cluster_class  # the batch modules import this one
-
     # The batch system's own keywords, read from the site by its module.
     settings.update(cluster_class(data["scheduler"]).site_settings(entry=entry, gpu=gpu, directives=directives))
     return {key: value for key, value in settings.items() if value is not None}

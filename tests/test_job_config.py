@@ -1,0 +1,55 @@
+"""A GPUJob takes every setting from the values it is given: dask-jobqueue's ``jobqueue.<name>.*`` config,
+which ``dask_jobqueue.core.Job.__init__`` reads for each setting left None, changes nothing of its script."""
+
+from __future__ import annotations
+
+import warnings
+
+import dask
+import pytest
+
+from gpujobqueue.batch import BATCH_SYSTEMS, cluster_class
+
+ODD = {
+    "cores": 77,
+    "memory": "77GiB",
+    "processes": 7,
+    "python": "/odd/python",
+    "name": "odd-name",
+    "interface": "odd0",
+    "death-timeout": 7,
+    "local-directory": "/odd/local",
+    "extra": ["--odd-extra"],
+    "worker-command": "odd.module",
+    "worker-extra-args": ["--odd-arg"],
+    "job-extra": ["--odd-job-extra"],
+    "job-extra-directives": ["--odd-directive"],
+    "env-extra": ["echo odd-env-extra"],
+    "job-script-prologue": ["echo odd-prologue"],
+    "header-skip": ["--odd"],
+    "job-directives-skip": ["--odd"],
+    "shebang": "#!/odd/shell",
+    "walltime": "77:00:00",
+}
+
+
+@pytest.mark.parametrize("batch", BATCH_SYSTEMS)
+@pytest.mark.parametrize("made", ["from request and launch", "from cluster keywords"])
+def test_jobqueue_config_changes_nothing_of_a_jobs_script(batch, made, tmp_path):
+    cls = cluster_class(batch)
+    keywords = {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "gpus_per_node": 2}
+
+    def script() -> str:
+        if made == "from cluster keywords":
+            job = cls.job_cls("tcp://127.0.0.1:8786", name="job-1", **keywords)
+        else:
+            _, request, launch = cls.parse_keywords(keywords)
+            job = cls.job_cls("tcp://127.0.0.1:8786", name="job-1", request=request, launch=launch)
+        return job.job_script()
+
+    plain = script()
+    odd = dict(ODD, **{"log-directory": str(tmp_path / "odd-logs")})
+    with dask.config.set({f"jobqueue.{cls.job_cls.config_name}": odd}), warnings.catch_warnings():
+        warnings.simplefilter("error")  # dask-jobqueue's FutureWarnings for its deprecated keys included
+        assert script() == plain
+    assert "odd" not in plain and not (tmp_path / "odd-logs").exists()
