@@ -29,7 +29,7 @@ ALLOWED = {
         "3 are the placement 'local'; 1 keeps UCX's scheduler here on the "
         "local batch system, to ask its runs_jobs_here (another part)",
     ),
-    ("gpujobqueue/diagnostics.py", "local"): (1, "scheduler_placement == 'local' (a placement, not the batch system)"),
+    ("gpujobqueue/diagnostics/judge.py", "local"): (1, "scheduler_placement == 'local' (a placement, not the batch system)"),
     ("gpujobqueue/cpu_pool.py", "slurm"): (
         2,
         "cpu_pool.constraint is SLURM's; to ask 'constraint' in the class's batch_keywords (cpu_pool.py: another part)",
