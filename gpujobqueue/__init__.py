@@ -1,5 +1,6 @@
 """Dask clusters of GPU workers on HPC batch systems."""
 
+from ._version import __version__ as __version__
 from .batch.local import LocalGPUCluster
 from .batch.lsf import LSFGPUCluster
 from .batch.pbs import PBSGPUCluster
@@ -42,5 +43,3 @@ __all__ = [
     "WorkersNotStartedError",
     "render_job_script",
 ]
-
-__version__ = "0.1.0"

@@ -29,18 +29,26 @@ ALLOWED = {
         "3 are the placement 'local'; 1 keeps UCX's scheduler here on the "
         "local batch system, to ask its runs_jobs_here (another part)",
     ),
-    ("gpujobqueue/diagnostics.py", "local"): (1, "scheduler_placement == 'local' (a placement, not the batch system)"),
+    ("gpujobqueue/diagnostics/judge.py", "local"): (
+        1,
+        "scheduler_placement == 'local' (a placement, not the batch system)",
+    ),
     ("gpujobqueue/cpu_pool.py", "slurm"): (
         2,
         "cpu_pool.constraint is SLURM's; to ask 'constraint' in the class's batch_keywords (cpu_pool.py: another part)",
     ),
-    ("gpujobqueue/hand_written_gpus.py", "slurm"): (
+    ("gpujobqueue/hand_written_gpu_parsers.py", "slurm"): (
         1,
         "the parser of each batch system's hand-written GPU lines; to move to the batch modules (not yet moved)",
     ),
-    ("gpujobqueue/hand_written_gpus.py", "pbs"): (3, "as above, and PBS's select line kept whole"),
-    ("gpujobqueue/hand_written_gpus.py", "lsf"): (1, "as above"),
-    ("gpujobqueue/hand_written_gpus.py", "sge"): (3, "as above, and Grid Engine's parallel environment slots"),
+    ("gpujobqueue/hand_written_gpu_parsers.py", "pbs"): (2, "as above, and PBS's resource_spec read as a select line"),
+    ("gpujobqueue/hand_written_gpu_parsers.py", "lsf"): (1, "as above"),
+    ("gpujobqueue/hand_written_gpu_parsers.py", "sge"): (2, "as above, and Grid Engine's resource_spec resources"),
+    ("gpujobqueue/hand_written_gpus.py", "pbs"): (1, "PBS's select line kept whole (adopted, not replaced)"),
+    ("gpujobqueue/hand_written_gpus.py", "sge"): (
+        1,
+        "Grid Engine's parallel environment counts the GPU complex per slot",
+    ),
 }
 
 

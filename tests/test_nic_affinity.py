@@ -481,18 +481,19 @@ def test_a_local_job_without_gpus_or_cards_still_computes_and_logs_each_worker(t
 
 def test_check_on_a_gpu_node_prints_the_map(tmp_path, monkeypatch):
     from gpujobqueue import diagnostics
+    from gpujobqueue.diagnostics import facts as machine_facts
     from gpujobqueue.gpus import GPU, MachineGPUs
 
     sysfs, gpus = juwels_booster(tmp_path)
     machine = MachineGPUs(tuple(GPU(i, "NVIDIA A100", 40 * 2**30, 12) for i in range(4)), "NVML", None, "580.1", "13.0")
-    monkeypatch.setattr(diagnostics, "machine_gpus", lambda: machine)
-    monkeypatch.setattr(diagnostics, "map_lines", lambda: nic.map_lines(gpus, {}, sysfs, ""))
+    monkeypatch.setattr(machine_facts, "machine_gpus", lambda: machine)
+    monkeypatch.setattr(machine_facts, "map_lines", lambda: nic.map_lines(gpus, {}, sysfs, ""))
     facts = diagnostics.gather_facts(batch="local")
     text = diagnostics.report(diagnostics.judge(facts), facts)
     for i, gpu in enumerate(gpus):
         assert "INFO  network cards" in text and f"GPU {i} ({gpu.bus_id}) -> mlx5_{i}:1, same PCIe switch" in text
     # no GPU here: no map, no line
-    monkeypatch.setattr(diagnostics, "machine_gpus", lambda: MachineGPUs((), None, "no NVML", None, None))
+    monkeypatch.setattr(machine_facts, "machine_gpus", lambda: MachineGPUs((), None, "no NVML", None, None))
     assert diagnostics.gather_facts(batch="local").nic_map == []
 
 

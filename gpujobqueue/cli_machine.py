@@ -1,0 +1,116 @@
+"""The commands about this machine: ``gpujobqueue check`` (what it has for GPU workers, or site
+files validated), ``gpujobqueue clean`` (stale private folders) and ``gpujobqueue demo``."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .batch import BATCH_SYSTEMS
+from .errors import GPUJobQueueError
+
+
+@click.command()
+@click.argument("files", nargs=-1, type=click.Path())
+@click.option(
+    "--site", default=None, help="Check against this site (name or file) instead of the one GPUCluster() would pick."
+)
+@click.option(
+    "--batch", type=click.Choice(list(BATCH_SYSTEMS)), default=None, help="The batch system, where no site is used."
+)
+@click.option("--interface", default=None, help="The interface keyword: check it exists here (default: the site's).")
+@click.option(
+    "--protocol",
+    type=click.Choice(["tcp", "tls", "ucx"]),
+    default=None,
+    help="The protocol keyword (default: the site's).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the facts and findings as JSON.")
+def check(
+    files: tuple[str, ...],
+    site: str | None,
+    batch: str | None,
+    interface: str | None,
+    protocol: str | None,
+    as_json: bool,
+) -> None:
+    """Diagnose this machine for GPU workers: GPUs (NVML), CUDA driver, dask-cuda,
+    distributed-ucxx, cupy and cudf, UCX transports, network interfaces against the site's,
+    batch commands on PATH, the site detected. Exit 1 naming the fix where something needed
+    is missing.
+
+    With FILES, validate those site config files instead; exit 1 listing file:line: key: problem.
+    """
+    if files:
+        if site or batch or interface or protocol or as_json:
+            raise click.UsageError("FILES are validated on their own; leave out the machine options")
+        sys.exit(_check_site_files(files))
+    import json
+
+    from .diagnostics import gather_facts, judge, report
+
+    facts = gather_facts(site=site, batch=batch, interface=interface, protocol=protocol)
+    findings = judge(facts)
+    if as_json:
+        click.echo(json.dumps({"facts": facts.as_dict(), "findings": [vars(f) for f in findings]}, indent=2))
+    else:
+        click.echo(report(findings, facts))
+    if any(f.status == "fail" for f in findings):
+        sys.exit(1)
+
+
+def _check_site_files(files: tuple[str, ...]) -> int:
+    from .sites import site_problems
+
+    failed = 0
+    for target in files:
+        problems = site_problems(target)
+        for problem in problems:
+            click.echo(problem, err=True)
+        if not problems:
+            click.echo(f"ok: {target}")
+        failed += bool(problems)
+    return 1 if failed else 0
+
+
+@click.command()
+@click.argument("directory", required=False, default=".", type=click.Path(file_okay=False))
+def clean(directory: str) -> None:
+    """Remove your clusters' private folders (scheduler file, TLS key) in DIRECTORY (default:
+    the current one, the default shared_temp_directory) whose owner process on this host has
+    ended, as a SIGKILLed client leaves them. Folders of live processes and of other hosts stay."""
+    import os
+
+    from .security import remove_stale_private_directories
+
+    if not os.path.isdir(directory):
+        raise click.ClickException(f"{directory} is not a directory")
+    removed, left = remove_stale_private_directories(directory)
+    for folder in removed:
+        click.echo(f"removed {folder.path}: {folder.reason}")
+    for folder in left:
+        click.echo(f"left {folder.path}: {folder.reason}")
+    if not removed:
+        click.echo(f"nothing to remove in {os.path.abspath(directory)}")
+
+
+@click.command()
+@click.option(
+    "--size",
+    type=click.Choice(["small", "medium", "large"]),
+    default="medium",
+    show_default=True,
+    help="Problem sizes.",
+)
+@click.option(
+    "--gpus", type=int, default=None, help="GPU workers to start (default: every GPU, or 2 CPU workers without GPUs)."
+)
+def demo(size: str, gpus: int | None) -> None:
+    """Start a LocalGPUCluster here, run the seed workloads, print sizes and timings."""
+    from .demo import run_demo
+
+    try:
+        sys.exit(run_demo(size=size, gpus=gpus))
+    except GPUJobQueueError as error:
+        raise click.ClickException(str(error)) from None

@@ -1,0 +1,235 @@
+"""``gpujobqueue render`` (a job script from keywords; its options generated from the keyword
+registry) and ``gpujobqueue credentials`` (the TLS credentials rendered scripts' workers read)."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import warnings
+from typing import Callable
+
+import click
+
+from .batch import BATCH_SYSTEMS
+from .errors import GPUJobQueueError, JobSizeMissingError, UnknownKeywordError
+from .keywords import CHOICE, INT, LIST, PAIRS, SWITCH, Keyword, command_line_keywords
+from .security import InsecureScriptWarning
+
+
+def _keyword_option(keyword: Keyword) -> Callable:
+    """The click option that mirrors one keyword (``gpus_per_node`` is ``--gpus-per-node``)."""
+    if keyword.kind == SWITCH:
+        return click.option(*keyword.options, str(keyword), default=None, help=keyword.help)
+    decls = (*(keyword.options or (keyword.option,)), str(keyword))
+    if keyword.kind in (LIST, PAIRS):
+        return click.option(
+            *decls, multiple=True, metavar="NAME=VALUE" if keyword.kind == PAIRS else None, help=keyword.help
+        )
+    if keyword.kind == CHOICE:
+        choices = keyword.choices() if callable(keyword.choices) else keyword.choices
+        return click.option(*decls, type=click.Choice(list(choices)), default=None, help=keyword.help)
+    return click.option(*decls, type=int if keyword.kind == INT else str, default=None, help=keyword.help)
+
+
+def _keyword_options(command: Callable) -> Callable:
+    """Every keyword's option (from the keyword registry), in the registry's order in --help."""
+    for keyword in reversed(command_line_keywords()):
+        if keyword.command_line is None:
+            command = _keyword_option(keyword)(command)
+    return command
+
+
+def _did_you_mean(name: str, known: list[str]) -> str:
+    """'; did you mean 'x'?' for the known name closest to a mistyped one, or ''."""
+    close = difflib.get_close_matches(name, known, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+# A keyword written as a setting in a message: "(account=...)", "processes=4 but gpus_per_node=2".
+_KEYWORD_SETTING = re.compile(r"(?:^|(?<=[\s(]))([a-z][a-z0-9_]*)=(?=[^\s=])")
+# Fields whose render option is not named after them.
+_FIELD_PARAMS = {"name": "worker_name", "job_array": "array_jobs", "scheduler": "scheduler_address"}
+
+
+def _in_option_terms(error: GPUJobQueueError, command: click.Command) -> str:
+    """The error's message as the command line speaks: ``--account``, not the keyword ``account=``."""
+    options = {param.name: param.opts[0] for param in command.params if isinstance(param, click.Option) and param.name}
+    options.update({field: options[param] for field, param in _FIELD_PARAMS.items() if param in options})
+    text = str(error)
+    field = str(getattr(error, "field", ""))
+    # job_extra_directives[0], environment.NAME: one value of a list or mapping
+    base = re.split(r"[\[.]", field, maxsplit=1)[0]
+    if isinstance(error, JobSizeMissingError):
+        return error.command_line_text()
+    if isinstance(error, UnknownKeywordError) and field in options:  # a keyword of another batch system
+        names = [options.get(name, name) for name in error.suggestions]
+        hint = f"; did you mean {', '.join(names)}?" if names else ""
+        return f"{options[field]} is not an option for this batch system{hint}"
+    if base in options and text.startswith(f"{field}: "):
+        text = options[base] + text[len(base) :]
+    return _KEYWORD_SETTING.sub(lambda match: f"{options[match[1]]} " if match[1] in options else match[0], text)
+
+
+@click.command()
+@click.argument("batch", metavar="BATCH|SITE")
+@click.argument("client_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- SCRIPT_ARGS...]")
+@click.option(
+    "--scheduler-address", default=None, help="Scheduler the workers connect to (default: a placeholder to fill in)."
+)
+@click.option(
+    "--name",
+    "worker_name",
+    default="gpujobqueue-worker",
+    show_default=True,
+    help="Worker name prefix; workers are NAME-<i>.",
+)
+@click.option(
+    "--run",
+    "client_script",
+    default=None,
+    metavar="SCRIPT.py",
+    help="Write a self-contained script: it starts a scheduler and the GPU workers in the job, runs SCRIPT.py "
+    "(with SCRIPT_ARGS) as the client once the workers are up, and ends the job with its exit code.",
+)
+@click.option(
+    "--workers-timeout",
+    default=300,
+    show_default=True,
+    help="With --run: seconds to wait for the workers before the job fails.",
+)
+@click.option(
+    "--job-array",
+    "array_jobs",
+    type=int,
+    default=None,
+    metavar="K",
+    help=(
+        "Write the job array of K jobs (NAME-0 .. NAME-<K-1>) that a cluster with job_array=True submits in one "
+        "command."
+    ),
+)
+@click.option(
+    "--no-tls",
+    "no_tls",
+    is_flag=True,
+    default=False,
+    help="Plain TCP instead of TLS (warns: anyone who reaches the scheduler's or workers' ports can run code as you).",
+)
+@click.option(
+    "--tls-directory",
+    default=None,
+    metavar="DIR",
+    help="Without --run: the folder of the TLS credentials that the workers and your scheduler share, as the "
+    "job's shell writes it (default $HOME/.config/gpujobqueue/tls; `gpujobqueue credentials` makes them).",
+)
+@_keyword_options
+def render(
+    batch: str,
+    client_args: tuple[str, ...],
+    scheduler_address: str | None,
+    worker_name: str,
+    client_script: str | None,
+    workers_timeout: int,
+    environment: tuple[str, ...],
+    array_jobs: int | None,
+    no_tls: bool,
+    tls_directory: str | None,
+    **options,
+) -> None:
+    """Print the job script for BATCH (slurm, pbs, lsf, sge, local) or SITE (a site config's
+    name or file) that the cluster keywords describe.
+
+    With --run, the script is self-contained: submit it with sbatch, qsub or bsub and your
+    script runs as the client of a cluster made of the job's GPUs; `Client()` in it finds the
+    scheduler through DASK_SCHEDULER_ADDRESS. Arguments for your script go after `--`.
+
+    Scripts use TLS over TCP, as clusters do: a --run script makes its own credentials in the
+    job; the workers of other scripts read the ones `gpujobqueue credentials` made, which your
+    scheduler uses too. --no-tls is plain TCP. UCX has no TLS.
+    """
+    from .render import PLACEHOLDER_SCHEDULER
+    from .request import parse_name
+    from .run import ClientRun
+    from .scripts import job_script_for
+    from .sites import site_files
+
+    if client_args and client_script is None:
+        raise click.UsageError(
+            f"unexpected arguments {' '.join(client_args)!r}: arguments after -- are for the --run script"
+        )
+    if client_script is not None and scheduler_address is not None:
+        raise click.UsageError("--run starts its own scheduler in the job; leave out --scheduler-address")
+
+    a_file = batch.endswith((".yaml", ".yml")) or os.sep in batch
+    if batch not in BATCH_SYSTEMS and not a_file and batch not in site_files():
+        raise click.BadParameter(
+            f"{batch!r} is neither a batch system ({', '.join(BATCH_SYSTEMS)}) nor a known site"
+            f"{_did_you_mean(batch, [*BATCH_SYSTEMS, *sorted(site_files())])}"
+            " (`gpujobqueue sites` lists the sites)",
+            param_hint="BATCH|SITE",
+        )
+    try:
+        parse_name("name", worker_name)
+    except GPUJobQueueError as error:
+        raise click.BadParameter(str(error), param_hint="--name") from None
+    keywords = {key: value for key, value in options.items() if value not in (None, ())}
+    for item in keywords.get("chunk_resources", ()):
+        if "=" not in item:
+            raise click.BadParameter(f"{item!r}: use NAME=VALUE", param_hint="--chunk-resource")
+    env = {}
+    for item in environment:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise click.BadParameter(f"{item!r}: use NAME=VALUE", param_hint="--env")
+        env[key] = value
+    if env:
+        keywords["environment"] = env
+    try:
+        run = (
+            None
+            if client_script is None
+            else ClientRun.from_command_line(client_script, client_args, workers_timeout=workers_timeout)
+        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", InsecureScriptWarning)
+            text = job_script_for(
+                batch,
+                keywords,
+                name=worker_name,
+                scheduler=scheduler_address or PLACEHOLDER_SCHEDULER,
+                run=run,
+                array_jobs=array_jobs,
+                tls=not no_tls,
+                tls_directory=tls_directory,
+            )
+    except GPUJobQueueError as error:
+        raise click.ClickException(_in_option_terms(error, click.get_current_context().command)) from None
+    for warning in caught:
+        click.echo(f"gpujobqueue: warning: {warning.message}", err=True)
+    click.echo(text, nl=False)
+
+
+@click.command()
+@click.argument("directory", default="~/.config/gpujobqueue/tls", metavar="[DIR]")
+def credentials(directory: str) -> None:
+    """Make TLS credentials (a new CA, certificate and key, private to you) in DIR, default
+    ~/.config/gpujobqueue/tls, for the workers of rendered scripts and the scheduler you run;
+    a complete set already there is kept. Prints how to start that scheduler and its client."""
+    from .security import make_credentials
+
+    try:
+        path, made = make_credentials(directory)
+    except GPUJobQueueError as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(f"{'made' if made else 'kept'} TLS credentials in {path} (folder 0700, files 0600)")
+    click.echo("start your scheduler with them:")
+    click.echo(
+        f"  dask scheduler --protocol tls --tls-ca-file {path}/ca.pem --tls-cert {path}/cert.pem --tls-key "
+        f"{path}/key.pem"
+    )
+    click.echo("and connect your client:")
+    click.echo(
+        f"  Client(address, security=Security(tls_ca_file='{path}/ca.pem', tls_client_cert='{path}/cert.pem', "
+        f"tls_client_key='{path}/key.pem', require_encryption=True))"
+    )

@@ -1,0 +1,161 @@
+"""The facts of ``gpujobqueue check``: :class:`MachineFacts`, read by :func:`gather_facts`
+through :mod:`.probes` and the site, with no judgement in them."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import socket
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import dask
+
+from .. import sites
+from .._version import __version__
+from ..batch import DEFAULT_BATCH
+from ..errors import GPUJobQueueError
+from ..gpus import GPU, machine_gpus
+from ..nic_affinity import map_lines
+from .probes import (
+    PACKAGES,
+    Package,
+    batch_versions,
+    commands,
+    interfaces,
+    job_of,
+    optional_commands,
+    package,
+    submitting,
+    ucx_resources,
+)
+
+
+@dataclass
+class MachineFacts:
+    """What :func:`gather_facts` read off this machine; no judgement in it."""
+
+    hostname: str
+    python: str
+    gpujobqueue: str
+    gpus: list[GPU]
+    gpu_source: str | None
+    gpu_error: str | None
+    driver_version: str | None
+    cuda_driver_version: str | None
+    cuda_visible_devices: str | None
+    packages: dict[str, Package]
+    ucx_source: str | None
+    ucx_transports: list[str] | None
+    interfaces: dict[str, list[str]]
+    infiniband_devices: list[str]
+    batch_commands: dict[str, str | None]
+    batch_versions: dict[str, str]
+    job_of: str | None
+    batch: str
+    site: str | None
+    site_source: str
+    site_file: str | None
+    site_error: str | None
+    interface: str | None
+    protocol: str | None
+    worker_mode: str | None
+    site_gpu_vendor: str | None = None
+    site_files_checked: int = 0
+    # "local" where a cluster made here runs its scheduler here (and listens on the interface), else "job"
+    scheduler_placement: str | None = None
+    site_file_errors: list[str] = field(default_factory=list)
+    nic_map: list[str] = field(default_factory=list)  # the GPU <-> network card map the workers would use
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def gather_facts(
+    site: str | None = None, batch: str | None = None, interface: str | None = None, protocol: str | None = None
+) -> MachineFacts:
+    """Read what this machine has for GPU workers.
+
+    Parameters
+    ----------
+    site : str, optional
+        The site to check against (a name or a file); default the one ``GPUCluster()``
+        would pick: ``gpujobqueue.site`` in dask config, else the site the host name matches.
+    batch : {"slurm", "pbs", "lsf", "sge", "local"}, optional
+        The batch system when no site is used (default ``gpujobqueue.batch``, ``local``).
+    interface, protocol : str, optional
+        The network interface and protocol the workers will use, if not the site's.
+
+    Returns
+    -------
+    MachineFacts
+    """
+    machine = machine_gpus()
+    loaded, site_source, site_error = _the_site(site, batch)
+    network = loaded.data.get("network", {}) if loaded else {}
+    worker = loaded.worker(loaded.data["default_queue"]) if loaded else {}
+    ucx_source, transports = ucx_resources()
+    checked, file_errors = _check_site_files()
+    target_batch = loaded.scheduler if loaded else batch or dask.config.get("gpujobqueue.batch", default=DEFAULT_BATCH)
+    return MachineFacts(
+        hostname=socket.gethostname(),
+        python=platform.python_version(),
+        gpujobqueue=__version__,
+        gpus=list(machine.gpus),
+        gpu_source=machine.source,
+        gpu_error=machine.error,
+        driver_version=machine.driver_version,
+        cuda_driver_version=machine.cuda_driver_version,
+        cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
+        packages={name: package(name) for name in PACKAGES},
+        ucx_source=ucx_source,
+        ucx_transports=transports,
+        interfaces=interfaces(),
+        infiniband_devices=sorted(p.name for p in Path("/sys/class/infiniband").glob("*")),
+        batch_commands={
+            command: shutil.which(command)
+            for batch in submitting()
+            for command in (*commands(batch), *optional_commands(batch))
+        },
+        batch_versions=batch_versions(),
+        job_of=job_of(),
+        batch=target_batch,
+        site=loaded.name if loaded else site,
+        site_source=site_source,
+        site_file=loaded.files[-1] if loaded else None,
+        site_error=site_error,
+        interface=interface or network.get("interface"),
+        protocol=protocol or network.get("protocol"),
+        worker_mode=worker.get("mode"),
+        site_gpu_vendor=loaded.data.get("node", {}).get("gpu_vendor") if loaded else None,
+        site_files_checked=checked,
+        site_file_errors=file_errors,
+        scheduler_placement=_scheduler_placement(target_batch, protocol or network.get("protocol")),
+        nic_map=map_lines() if machine.gpus else [],
+    )
+
+
+def _scheduler_placement(batch: str, protocol: str | None) -> str | None:
+    """Where a cluster made here would run its scheduler (``gpujobqueue.<batch>.scheduler``)."""
+    from ..config import configured
+    from ..scheduler_job import parse_scheduler_placement
+
+    try:
+        return parse_scheduler_placement(configured(batch, "scheduler"), batch, protocol)
+    except GPUJobQueueError:
+        return None
+
+
+def _the_site(site: str | None, batch: str | None) -> tuple[sites.Site | None, str, str | None]:
+    """(the site, how it was chosen, the error loading it), as GPUCluster() chooses."""
+    try:
+        return (*sites.choose_site(site, batch), None)
+    except GPUJobQueueError as error:
+        return None, "given" if site else "gpujobqueue.site in dask config", str(error)
+
+
+def _check_site_files() -> tuple[int, list[str]]:
+    names = sorted(sites.site_files())
+    return len(names), [problem for name in names for problem in sites.site_problems(name)]
