@@ -385,42 +385,32 @@ class GPUJobQueueCluster(JobQueueCluster):
         config_name = config_name or self.job_cls.config_name
         if name is not None:  # the prefix of every job and worker name, written into the job scripts
             name = parse_name("name", name)
-        settings, request, launch = self.parse_keywords(dict(kwargs, processes=processes))
-        check_log_directory(request.log_directory)
-        security, launch = resolve_security(security, launch)
-        self.request, self.launch, self.site = request, launch, settings["site"]
-        sites.warn_unconfirmed(self.site)
-        self.cpu_pool = CPUPool.from_keyword(
-            cpu_pool if cpu_pool is not None else config.configured(self.job_cls.batch, "cpu_pool"),
-            batch=self.job_cls.batch,
-            site=self.site,
+        plan = make_plan(
+            type(self),
+            dict(kwargs, processes=processes),
+            security=security,
+            scheduler=scheduler,
+            cpu_pool=cpu_pool,
+            job_array=job_array,
         )
-        self.cpu_request, self.cpu_launch = self.cpu_pool.job_shape(request, launch) if self.cpu_pool else (None, None)
+        settings, request, launch, security = plan.settings, plan.request, plan.launch, plan.security
+        check_log_directory(request.log_directory)
+        self.request, self.launch, self.site = request, launch, plan.site
+        sites.warn_unconfirmed(self.site)
+        self.cpu_pool, self.cpu_request, self.cpu_launch = plan.cpu_pool, plan.cpu_request, plan.cpu_launch
         # Not `_job_key`: dask-jobqueue keeps the TLS key file of security=True in `self._job_key`.
         self._worker_to_job = WorkerJobKey(
             launch.name_suffixes, self.cpu_launch.name_suffixes if self.cpu_launch else None
         )
         self._cpu_i = 0
-        self.scheduler_placement = parse_scheduler_placement(
-            scheduler if scheduler is not None else config.configured(self.job_cls.batch, "scheduler"),
-            self.job_cls.batch,
-            launch.protocol,
-        )
-        if self.scheduler_placement == "job":
-            check_scheduler_can_run_in_job(launch, "scheduler", "scheduler='job'")
+        self.scheduler_placement = plan.scheduler_placement
         if launch.protocol == "ucx":
             check_ucx_scheduler_host(scheduler_here=self.scheduler_placement == "local")
             if gpus.nvidia_gpu_ids():
                 # The scheduler (when in this process) and the client need a CUDA context before UCX starts.
                 dask.config.set({"distributed-ucxx.create-cuda-context": True})
-        job_array = parse_bool(
-            "job_array",
-            job_array if job_array is not None else config.configured(self.job_cls.batch, "job_array") or False,
-        )
-        if job_array:
-            self._check_job_array(request)
         # Jobs started or stopped together submit and cancel in one command each.
-        self._job_commands = JobCommands(arrays=job_array)
+        self._job_commands = JobCommands(arrays=plan.job_array)
         job_kwargs = dict(self._batch_job_kwargs(settings), commands=self._job_commands)
         # The scheduler file and TLS credentials go to a private folder the compute nodes can read.
         self._shared_directory = (
