@@ -6,14 +6,14 @@ from __future__ import annotations
 import dataclasses
 import logging
 import warnings
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
 from . import config, hand_written_gpus, sites
 from .cpu_pool import CPUPool
 from .errors import JobSizeMissingError, ValidationError
-from .keywords import LAUNCH_KEYWORDS, RENAMED_KEYWORDS, REQUEST_KEYWORDS, UCX_TRANSPORT_KEYWORDS
+from .keywords import LAUNCH_KEYWORDS, RENAMED_KEYWORDS, REQUEST_KEYWORDS, UCX_TRANSPORT_KEYWORDS, Keyword
 from .render import check_scheduler_can_run_in_job
-from .request import JobRequest, parse_bool, parse_positive_int
+from .request import DEFAULT_WALLTIME, JobRequest, parse_bool, parse_positive_int
 from .scheduler_job import SCHEDULER_PLACEMENTS, parse_scheduler_placement
 from .security import resolve_security
 from .sites import routing
@@ -60,6 +60,78 @@ class Plan:
     cpu_pool: CPUPool | None = None
     cpu_request: JobRequest | None = None
     cpu_launch: WorkerLaunch | None = None
+
+
+class PlanHooks:
+    """What a cluster class tells :func:`make_plan`: its batch system's keywords, GPU request
+    styles and launchers, and the hooks through which its keywords become its plan
+    (:class:`~gpujobqueue.cluster.GPUJobQueueCluster` and each batch system's class)."""
+
+    job_cls: ClassVar[type]
+    batch_keywords: ClassVar[tuple[Keyword, ...]] = ()
+    # Other names of keywords, in this batch system's (or dask-jobqueue's) vocabulary.
+    batch_synonyms: ClassVar[dict[str, str]] = {}
+    # How this batch system can ask for GPUs; the first is the default.
+    gpu_request_styles: ClassVar[tuple[str, ...]] = ("none",)
+    # Launchers that start one task per node of this batch system's multi-node jobs.
+    launchers: ClassVar[tuple[str, ...]] = ()
+    # The launcher of a job of several nodes that names none (nor its site); None: such a job must name one.
+    native_launcher: ClassVar[str | None] = None
+    # The walltime of jobs given none; None where nothing ends jobs (the local batch system).
+    default_walltime: ClassVar[str | None] = DEFAULT_WALLTIME
+
+    @classmethod
+    def parse_keywords(
+        cls, kwargs: dict[str, Any], owner: str | None = None
+    ) -> tuple[dict[str, Any], JobRequest, WorkerLaunch]:
+        """Check, resolve and validate cluster keywords; start nothing (see :func:`gpujobqueue.plan.make_plan`).
+
+        Returns
+        -------
+        settings : dict
+            Every setting after keyword > dask config > site > default precedence, and
+            ``site``: the :class:`~gpujobqueue.sites.Site` or None.
+        request : JobRequest
+        launch : WorkerLaunch
+        """
+        plan = make_plan(cls, kwargs, owner)
+        return plan.settings, plan.request, plan.launch
+
+    @classmethod
+    def _apply_batch_defaults(cls, settings: dict[str, Any]) -> None:
+        """Hook for a batch system to fill defaults of its own into the settings."""
+
+    @classmethod
+    def _parse_batch_options(cls, settings: dict[str, Any], request: JobRequest) -> Any:
+        """Hook: parse the batch system's own keywords into its options object."""
+        return None
+
+    @classmethod
+    def _check_job_array(cls, request: JobRequest) -> None:
+        """Refuse job arrays where this batch system or this request has none."""
+        if cls.job_cls.array_task_variable is None:
+            raise ValidationError("job_array", f"{cls.job_cls.batch} jobs cannot be submitted as job arrays")
+        if request.nodes > 1:
+            raise ValidationError(
+                "job_array",
+                f"job arrays are for many one-node jobs; jobs of {request.nodes} nodes go as they are "
+                "(job_array=False)",
+            )
+
+    @classmethod
+    def _check_launch(cls, request: JobRequest, launch: WorkerLaunch) -> None:
+        """Refuse a launcher that does not start tasks on this batch system's nodes."""
+        if launch.launcher != "direct" and launch.launcher not in cls.launchers:
+            accepted = (
+                ", ".join(cls.launchers)
+                if cls.launchers
+                else "none: its jobs have one node, whose workers start directly"
+            )
+            raise ValidationError(
+                "launcher",
+                f"{launch.launcher!r} does not start tasks on the nodes of a {cls.job_cls.batch} job; launchers "
+                f"for {cls.job_cls.batch}: {accepted}",
+            )
 
 
 # make_plan's ``security`` when the caller decides the scripts' TLS itself (``render``, ``check``).
