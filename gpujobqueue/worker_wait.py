@@ -18,6 +18,7 @@ from .progress import WaitProgress
 try:
     from distributed.deploy.cluster import SchedulerInfo, WorkerStartTimeoutError
 except ImportError:  # older distributed keeps a plain dict and raises a TimeoutError
+    # Kept: setup.cfg pins no distributed (only dask-jobqueue>=0.9, which allows releases without these names).
     SchedulerInfo = dict
 
     class WorkerStartTimeoutError(asyncio.TimeoutError):  # type: ignore[no-redef]
