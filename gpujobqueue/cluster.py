@@ -10,14 +10,13 @@ import os
 import shutil
 from typing import Any, ClassVar
 
-import dask.config
 from dask_jobqueue.core import JobQueueCluster
 from distributed.core import Status
 from distributed.scheduler import Scheduler
 from distributed.security import Security
 from distributed.utils import format_dashboard_link
 
-from . import exit_cleanup, gpus, sites
+from . import config, exit_cleanup, gpus, sites
 from .cluster_parameters import CLUSTER_PARAMETERS
 from .dashboard import OpenDashboardWarning, dashboard_options, is_loopback_address
 from .docstrings import with_shared_parameters
@@ -139,17 +138,14 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, JobQueueCluster):
         self.scheduler_placement = plan.scheduler_placement
         if launch.protocol == "ucx":
             check_ucx_scheduler_host(scheduler_here=self.scheduler_placement == "local")
-            if gpus.nvidia_gpu_ids():
-                # The scheduler (when in this process) and the client need a CUDA context before UCX starts.
-                dask.config.set({"distributed-ucxx.create-cuda-context": True})
+        # The scheduler (when in this process) and the client need a CUDA context before UCX starts.
+        self._ucx_cuda_context = launch.protocol == "ucx" and bool(gpus.nvidia_gpu_ids())
         # Jobs started or stopped together submit and cancel in one command each.
         self._job_commands = JobCommands(arrays=plan.job_array)
         job_kwargs = dict(self._batch_job_kwargs(settings), commands=self._job_commands)
         # The scheduler file and TLS credentials go to a private folder the compute nodes can read.
         self._shared_directory = (
-            shared_temp_directory
-            or dask.config.get(f"jobqueue.{config_name}.shared-temp-directory", default=None)
-            or os.getcwd()
+            shared_temp_directory or config.shared_temp_directory(self.job_cls.batch) or os.getcwd()
         )
         self._private_directory: str | None = None
         # A SIGKILLed cluster could not remove its folder (its TLS key inside); this start does.
@@ -167,7 +163,7 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, JobQueueCluster):
                 tls_args=scheduler_tls_args(security, self._private_folder()) if security else (),
             )
         if scheduler_options is None:
-            scheduler_options = dask.config.get(f"jobqueue.{config_name}.scheduler-options", default=None)
+            scheduler_options = config.scheduler_options(self.job_cls.batch)
         scheduler_options = dashboard_options(scheduler_options)
         self._dashboard_address = scheduler_options["dashboard_address"]
         if self.scheduler_placement == "local" and host is None and "host" not in scheduler_options:
@@ -180,7 +176,7 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, JobQueueCluster):
                 job_cls=job_cls,
                 loop=loop,
                 security=security,
-                shared_temp_directory=shared_temp_directory,
+                shared_temp_directory=self._shared_directory,
                 silence_logs=silence_logs,
                 name=name,
                 asynchronous=asynchronous,
@@ -215,9 +211,15 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, JobQueueCluster):
 
     def _init_job_queue_cluster(self, *, job_kwargs: dict[str, Any], **options: Any) -> None:
         launch = self.launch
+        # Everything JobQueueCluster would otherwise read from dask-jobqueue's jobqueue.<name>.* is
+        # given: the scheduler's interface (its options'), and "" for the jobs', which take theirs from launch.
+        scheduler_options = dict(options.pop("scheduler_options"))
+        if "host" not in scheduler_options:
+            scheduler_options.setdefault("interface", launch.interface)
         super().__init__(
             n_workers=0,
-            interface=launch.interface,
+            interface=launch.interface or "",
+            scheduler_options=scheduler_options,
             protocol=f"{launch.protocol}://" if launch.protocol else None,
             request=self.request,
             launch=launch,
@@ -274,7 +276,8 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, JobQueueCluster):
 
     async def _start(self) -> None:
         try:
-            await super()._start()
+            with config.ucx_cuda_context(self._ucx_cuda_context):
+                await super()._start()
         except RuntimeError as error:
             if isinstance(error.__cause__, GPUJobQueueError):  # SpecCluster wraps it; ours says more alone
                 raise error.__cause__ from None

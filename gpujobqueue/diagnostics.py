@@ -21,10 +21,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import dask
-
-from . import sites
-from .batch import BATCH_SYSTEMS, DEFAULT_BATCH, cluster_class
+from . import config, sites
+from .batch import BATCH_SYSTEMS, cluster_class
 from .errors import GPUJobQueueError
 from .gpus import GPU, machine_gpus
 from .install import cuda_major, install_line
@@ -146,7 +144,7 @@ def gather_facts(
     worker = loaded.worker(loaded.data["default_queue"]) if loaded else {}
     ucx_source, transports = _ucx_resources()
     checked, file_errors = _check_site_files()
-    target_batch = loaded.scheduler if loaded else batch or dask.config.get("gpujobqueue.batch", default=DEFAULT_BATCH)
+    target_batch = loaded.scheduler if loaded else batch or config.default_batch()
     return MachineFacts(
         hostname=socket.gethostname(),
         python=platform.python_version(),

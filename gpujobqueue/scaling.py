@@ -9,10 +9,10 @@ import math
 import time
 from typing import Any
 
-import dask.config
 from dask.utils import parse_bytes
 from distributed.core import Status
 
+from . import config
 from .adaptive import GPUAdaptive
 from .errors import SubmissionError, ValidationError
 from .limits import MAX_JOBS_PER_CLUSTER
@@ -260,11 +260,9 @@ class GPUScaling:
         kwargs.setdefault("worker_key", self._worker_to_job)  # retire whole jobs, never half of one
         kwargs.setdefault("Adaptive", GPUAdaptive)
         if kwargs.get("interval") is None:
-            kwargs["interval"] = dask.config.get("gpujobqueue.adapt.interval", default="2s")
+            kwargs["interval"] = config.adapt_interval()
         if kwargs.get("wait_count") is None:
-            kwargs["wait_count"] = parse_positive_int(
-                "wait_count", dask.config.get("gpujobqueue.adapt.wait-count", default=10)
-            )
+            kwargs["wait_count"] = parse_positive_int("wait_count", config.adapt_wait_count())
         if self.pinned_jobs:
             # The scheduler's job keeps its workers while the cluster lives: never aim below them.
             if minimum_jobs is not None:
