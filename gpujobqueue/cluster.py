@@ -100,11 +100,12 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, JobQueueCluster):
     ):
         """Make the cluster's plan and start its scheduler; no job is submitted until :meth:`scale`.
 
-        In order: dask-jobqueue's refusals, the plan (:func:`~gpujobqueue.plan.make_plan`), the
-        security (TLS by default), the CPU pool's job shape, where the scheduler runs and whether
-        it can (UCX needs a GPU beside it), job arrays, the private folder for the credentials and
-        the scheduler file, the scheduler's interface on this host; then distributed's cluster
-        starts. A constructor that fails part way closes whatever it started (:meth:`_abandon`).
+        In order: dask-jobqueue's refusals, the plan (:func:`~gpujobqueue.plan.make_plan`: the
+        request and launch, the security, the CPU pool's jobs, where the scheduler runs, job
+        arrays), whether UCX can run here (a GPU beside a scheduler in this process), the private
+        folder for the credentials and the scheduler file, the scheduler's interface on this host;
+        then distributed's cluster starts. A constructor that fails part way closes whatever it
+        started (:meth:`_abandon`).
         """
         if dashboard_address is not None:  # dask-jobqueue's rule, and its words
             raise ValidationError(
