@@ -1,7 +1,10 @@
-"""The one place that resolves settings: keyword > dask config > site config > package default."""
+"""The one place that reads dask config: settings resolved keyword > dask config > site config >
+package default, and a named getter for each of gpujobqueue's own settings, whose defaults are in
+gpujobqueue/gpujobqueue.yaml. dask-jobqueue's ``jobqueue.<name>.*`` is never read."""
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -76,3 +79,62 @@ def resolve(
             value = site_defaults.get(name)
         settings[name] = value
     return settings
+
+
+def _get(key: str) -> Any:
+    return dask.config.get(f"gpujobqueue.{key}")
+
+
+def adapt_interval() -> Any:
+    """``gpujobqueue.adapt.interval``: time between two looks of ``adapt()``."""
+    return _get("adapt.interval")
+
+
+def adapt_wait_count() -> Any:
+    """``gpujobqueue.adapt.wait-count``: looks at a lower need before ``adapt()`` scales down."""
+    return _get("adapt.wait-count")
+
+
+def job_poll_interval() -> Any:
+    """``gpujobqueue.job-poll-interval``: how often a cluster asks its batch system about its jobs."""
+    return _get("job-poll-interval")
+
+
+def progress() -> Any:
+    """``gpujobqueue.progress``: ``auto``, true or false."""
+    return _get("progress")
+
+
+def max_failures() -> Any:
+    """``gpujobqueue.replace.max-failures``: jobs in a row that fail before the replacing stops."""
+    return _get("replace.max-failures")
+
+
+def default_batch() -> str:
+    """``gpujobqueue.batch``: the batch system ``GPUCluster()`` uses when none is given."""
+    return _get("batch")
+
+
+def default_site() -> Any:
+    """``gpujobqueue.site``: the site ``GPUCluster()`` uses when none is given (None: detected)."""
+    return _get("site")
+
+
+def shared_temp_directory(batch: str) -> str | None:
+    """``gpujobqueue.<batch>.shared-temp-directory``: where a cluster keeps its private folder."""
+    return configured(batch, "shared_temp_directory")
+
+
+def scheduler_options(batch: str) -> dict | None:
+    """``gpujobqueue.<batch>.scheduler-options``: the scheduler's options when none are given."""
+    return configured(batch, "scheduler_options")
+
+
+def ucx_cuda_context(needed: bool) -> contextlib.AbstractContextManager:
+    """While a cluster starts: ``distributed-ucxx.create-cuda-context`` on where ``needed`` (UCX
+    with a GPU here). distributed-ucxx reads it once, at this process's first UCX listener or
+    connection (``init_once``), which the cluster's start makes; scoped, so it does not stay
+    set for the rest of the process."""
+    if not needed:
+        return contextlib.nullcontext()
+    return dask.config.set({"distributed-ucxx.create-cuda-context": True})

@@ -18,6 +18,7 @@ from .request import (
     parse_positive_int,
     parse_size,
     parse_walltime,
+    parse_walltime_margin,
     parse_word,
 )
 from .workers import CPU_WORKER_MODE, WorkerLaunch
@@ -151,7 +152,14 @@ class CPUPool:
         return max(1, (self.cores or self.processes) // self.processes)
 
     def job_shape(self, gpu_request: JobRequest, gpu_launch: WorkerLaunch) -> tuple[JobRequest, WorkerLaunch]:
-        """The CPU jobs' request and worker launch, derived from the GPU jobs' ones."""
+        """The CPU jobs' request and worker launch, derived from the GPU jobs' ones; what the pool
+        changes is validated again, by the parsers that validate the GPU jobs' values.
+
+        Raises
+        ------
+        ValidationError
+            Naming ``cpu_pool.<key>`` (or ``walltime_margin``, too long for the pool's walltime).
+        """
         if gpu_launch.launcher != "direct":
             raise ValidationError(
                 "cpu_pool",
@@ -160,13 +168,18 @@ class CPUPool:
         options = gpu_request.options
         if options is not None and getattr(options, "resource_spec", None):
             options = dataclasses.replace(options, resource_spec=None)  # the GPU jobs' whole resource line
+        walltime = self.walltime or gpu_request.walltime
+        cpus = self.cores or self.processes * self.threads_per_worker
+        parse_positive_int("cpu_pool.cores" if self.cores else "cpu_pool.nthreads", cpus, MAX_CPUS_PER_NODE)
+        if gpu_request.walltime_margin and walltime is not None:
+            parse_walltime_margin("walltime_margin", gpu_request.walltime_margin, walltime)
         request = dataclasses.replace(
             gpu_request,
             nodes=1,
             gpus_per_node=self.processes,  # workers per job; with gpu_request "none" no GPU is asked for
             gpu_request="none",
             gpu_type=None,
-            cpus_per_node=self.cores or self.processes * self.threads_per_worker,
+            cpus_per_node=cpus,
             memory_per_node=self.memory,
             job_mem=None,
             exclusive=False,
@@ -175,7 +188,7 @@ class CPUPool:
             qos=self.qos or gpu_request.qos,
             constraint=self.constraint or gpu_request.constraint,
             job_name=self.job_name or cpu_batch_job_name(gpu_request.job_name),
-            walltime=self.walltime or gpu_request.walltime,
+            walltime=walltime,
             extra_directives=self.job_extra_directives
             if self.job_extra_directives is not None
             else gpu_request.extra_directives,

@@ -7,10 +7,8 @@ import socket
 import warnings
 from typing import TYPE_CHECKING, Any
 
-import dask.config
-
-from . import sites
-from .batch import DEFAULT_BATCH, cluster_class
+from . import config, sites
+from .batch import cluster_class
 from .errors import ValidationError
 
 if TYPE_CHECKING:
@@ -57,7 +55,7 @@ def GPUCluster(batch: str | None = None, *, site: Any = None, **kwargs: Any) -> 
                 "batch", f"batch={batch!r} but site {site.name} runs {site.scheduler} ({site.files[0]})"
             )
         return cluster_class(site.scheduler)(site=site, **kwargs)
-    chosen = batch or dask.config.get("gpujobqueue.batch", default=DEFAULT_BATCH)
+    chosen = batch or config.default_batch()
     if batch is None and getattr(cluster_class(chosen).job_cls, "runs_jobs_here", False):
         # Without this a user on a login node whose site was not recognised would run workers there, silently.
         warnings.warn(

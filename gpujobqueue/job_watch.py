@@ -13,10 +13,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import dask.config
 from dask.utils import parse_timedelta
 
-from . import replacement
+from . import config, replacement
 from .job_status import JobCannotStartError, JobFailedError, JobStatus
 
 logger = logging.getLogger(__name__)
@@ -24,7 +23,7 @@ logger = logging.getLogger(__name__)
 
 def poll_interval() -> float:
     """Seconds between two looks at the jobs (``gpujobqueue.job-poll-interval``)."""
-    return parse_timedelta(dask.config.get("gpujobqueue.job-poll-interval", default="5s"))
+    return parse_timedelta(config.job_poll_interval())
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,16 @@ from __future__ import annotations
 import dataclasses
 import logging
 import warnings
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
 from . import config, hand_written_gpus, sites
+from .cpu_pool import CPUPool
 from .errors import JobSizeMissingError, ValidationError
-from .keywords import LAUNCH_KEYWORDS, RENAMED_KEYWORDS, REQUEST_KEYWORDS, UCX_TRANSPORT_KEYWORDS
-from .request import JobRequest, parse_positive_int
+from .keywords import LAUNCH_KEYWORDS, RENAMED_KEYWORDS, REQUEST_KEYWORDS, UCX_TRANSPORT_KEYWORDS, Keyword
+from .render import check_scheduler_can_run_in_job
+from .request import DEFAULT_WALLTIME, JobRequest, parse_bool, parse_positive_int
+from .scheduler_job import SCHEDULER_PLACEMENTS, parse_scheduler_placement
+from .security import resolve_security
 from .sites import routing
 from .workers import WorkerLaunch, threads_of_cores
 
@@ -32,15 +36,118 @@ class Plan:
         How the job's workers start.
     site : Site or None
         The site whose facts filled in the keywords not given.
+    security : Security or None
+        The cluster's TLS credentials (held in memory; the cluster writes them to its private
+        folder when it starts), None for none (``security=False``, UCX, or a plan made without
+        the cluster's security, as ``render``'s, whose scripts have their own).
+    scheduler_placement : {"local", "job"}
+        Where the scheduler runs.
+    job_array : bool
+        Whether jobs started together go as one job array.
+    cpu_pool : CPUPool or None
+        The CPU-only pool's shape.
+    cpu_request, cpu_launch : JobRequest, WorkerLaunch or None
+        The CPU pool's jobs, validated as the GPU jobs are.
     """
 
     settings: dict[str, Any]
     request: JobRequest
     launch: WorkerLaunch
     site: Any = None
+    security: Any = None
+    scheduler_placement: str = SCHEDULER_PLACEMENTS[0]  # in this process
+    job_array: bool = False
+    cpu_pool: CPUPool | None = None
+    cpu_request: JobRequest | None = None
+    cpu_launch: WorkerLaunch | None = None
 
 
-def make_plan(cls: type, kwargs: Mapping[str, Any], owner: str | None = None) -> Plan:
+class PlanHooks:
+    """What a cluster class tells :func:`make_plan`: its batch system's keywords, GPU request
+    styles and launchers, and the hooks through which its keywords become its plan
+    (:class:`~gpujobqueue.cluster.GPUJobQueueCluster` and each batch system's class)."""
+
+    job_cls: ClassVar[type]
+    batch_keywords: ClassVar[tuple[Keyword, ...]] = ()
+    # Other names of keywords, in this batch system's (or dask-jobqueue's) vocabulary.
+    batch_synonyms: ClassVar[dict[str, str]] = {}
+    # How this batch system can ask for GPUs; the first is the default.
+    gpu_request_styles: ClassVar[tuple[str, ...]] = ("none",)
+    # Launchers that start one task per node of this batch system's multi-node jobs.
+    launchers: ClassVar[tuple[str, ...]] = ()
+    # The launcher of a job of several nodes that names none (nor its site); None: such a job must name one.
+    native_launcher: ClassVar[str | None] = None
+    # The walltime of jobs given none; None where nothing ends jobs (the local batch system).
+    default_walltime: ClassVar[str | None] = DEFAULT_WALLTIME
+
+    @classmethod
+    def parse_keywords(
+        cls, kwargs: dict[str, Any], owner: str | None = None
+    ) -> tuple[dict[str, Any], JobRequest, WorkerLaunch]:
+        """Check, resolve and validate cluster keywords; start nothing (see :func:`gpujobqueue.plan.make_plan`).
+
+        Returns
+        -------
+        settings : dict
+            Every setting after keyword > dask config > site > default precedence, and
+            ``site``: the :class:`~gpujobqueue.sites.Site` or None.
+        request : JobRequest
+        launch : WorkerLaunch
+        """
+        plan = make_plan(cls, kwargs, owner)
+        return plan.settings, plan.request, plan.launch
+
+    @classmethod
+    def _apply_batch_defaults(cls, settings: dict[str, Any]) -> None:
+        """Hook for a batch system to fill defaults of its own into the settings."""
+
+    @classmethod
+    def _parse_batch_options(cls, settings: dict[str, Any], request: JobRequest) -> Any:
+        """Hook: parse the batch system's own keywords into its options object."""
+        return None
+
+    @classmethod
+    def _check_job_array(cls, request: JobRequest) -> None:
+        """Refuse job arrays where this batch system or this request has none."""
+        if cls.job_cls.array_task_variable is None:
+            raise ValidationError("job_array", f"{cls.job_cls.batch} jobs cannot be submitted as job arrays")
+        if request.nodes > 1:
+            raise ValidationError(
+                "job_array",
+                f"job arrays are for many one-node jobs; jobs of {request.nodes} nodes go as they are "
+                "(job_array=False)",
+            )
+
+    @classmethod
+    def _check_launch(cls, request: JobRequest, launch: WorkerLaunch) -> None:
+        """Refuse a launcher that does not start tasks on this batch system's nodes."""
+        if launch.launcher != "direct" and launch.launcher not in cls.launchers:
+            accepted = (
+                ", ".join(cls.launchers)
+                if cls.launchers
+                else "none: its jobs have one node, whose workers start directly"
+            )
+            raise ValidationError(
+                "launcher",
+                f"{launch.launcher!r} does not start tasks on the nodes of a {cls.job_cls.batch} job; launchers "
+                f"for {cls.job_cls.batch}: {accepted}",
+            )
+
+
+# make_plan's ``security`` when the caller decides the scripts' TLS itself (``render``, ``check``).
+NO_CLUSTER_SECURITY = object()
+
+
+def make_plan(
+    cls: type,
+    kwargs: Mapping[str, Any],
+    owner: str | None = None,
+    *,
+    security: Any = NO_CLUSTER_SECURITY,
+    scheduler: str | None = None,
+    cpu_pool: Mapping[str, Any] | None = None,
+    job_array: bool | None = None,
+) -> Plan:
     """Check, resolve and validate one cluster class's keywords into its plan; start nothing.
 
     Parameters
@@ -52,6 +159,11 @@ def make_plan(cls: type, kwargs: Mapping[str, Any], owner: str | None = None) ->
         The keywords given; ``site`` among them picks a site file.
     owner : str, optional
         The name an unknown keyword's error gives (default: the class's).
+    security : None, bool or Security, optional
+        The cluster's ``security`` (:func:`~gpujobqueue.security.resolve_security`: TLS unless
+        False, the protocol ``tls``); left out, the plan has none and its protocol is as given.
+    scheduler, cpu_pool, job_array
+        The cluster's keywords of those names (else ``gpujobqueue.<batch>.*``).
 
     Returns
     -------
@@ -61,6 +173,40 @@ def make_plan(cls: type, kwargs: Mapping[str, Any], owner: str | None = None) ->
     ------
     UnknownKeywordError, ValidationError, SiteConfigError
     """
+    plan = _resolve_keywords(cls, kwargs, owner)
+    batch = cls.job_cls.batch
+    launch, tls = plan.launch, None
+    if security is not NO_CLUSTER_SECURITY:
+        tls, launch = resolve_security(security, launch)
+    pool = CPUPool.from_keyword(
+        cpu_pool if cpu_pool is not None else config.configured(batch, "cpu_pool"), batch=batch, site=plan.site
+    )
+    cpu_request, cpu_launch = pool.job_shape(plan.request, launch) if pool else (None, None)
+    placement = parse_scheduler_placement(
+        scheduler if scheduler is not None else config.configured(batch, "scheduler"), batch, launch.protocol
+    )
+    if placement == "job":
+        check_scheduler_can_run_in_job(launch, "scheduler", "scheduler='job'")
+    arrays = parse_bool(
+        "job_array", job_array if job_array is not None else config.configured(batch, "job_array") or False
+    )
+    if arrays:
+        cls._check_job_array(plan.request)
+    return dataclasses.replace(
+        plan,
+        launch=launch,
+        security=tls,
+        scheduler_placement=placement,
+        job_array=arrays,
+        cpu_pool=pool,
+        cpu_request=cpu_request,
+        cpu_launch=cpu_launch,
+    )
+
+
+def _resolve_keywords(cls: type, kwargs: Mapping[str, Any], owner: str | None = None) -> Plan:
+    """The plan's settings, request and launch (keyword > dask config > site > default), validated;
+    a site whose routing picks another queue than its default resolves them again for that queue."""
     names = REQUEST_KEYWORDS + LAUNCH_KEYWORDS + cls.batch_keywords
     kwargs = dict(kwargs)
     original = dict(kwargs)
@@ -147,7 +293,7 @@ def make_plan(cls: type, kwargs: Mapping[str, Any], owner: str | None = None) ->
             if site_queue != site.data["default_queue"]:
                 queue_names = {"queue", *(s for s, name in cls.batch_synonyms.items() if name == "queue")}
                 again = {k: v for k, v in original.items() if k not in queue_names}
-                routed = make_plan(cls, {**again, "site": site, "queue": site_queue}, owner)
+                routed = _resolve_keywords(cls, {**again, "site": site, "queue": site_queue}, owner)
                 return dataclasses.replace(routed, request=dataclasses.replace(routed.request, queue_choice=why))
             if routing.walltime_bins(site.queue(site_queue)):  # the default queue, by its bin: say which
                 request = dataclasses.replace(request, queue_choice=why)

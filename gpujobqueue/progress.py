@@ -6,12 +6,12 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-import dask.config
+from . import config
 
 
 def progress_wanted() -> bool:
     """``gpujobqueue.progress``: ``auto`` (on when standard error is a terminal), true or false."""
-    setting = dask.config.get("gpujobqueue.progress", default="auto")
+    setting = config.progress()
     if isinstance(setting, str) and setting.strip().lower() == "auto":
         return sys.stderr.isatty()
     return bool(setting) and str(setting).strip().lower() not in ("false", "off", "no", "0")

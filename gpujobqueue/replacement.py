@@ -14,20 +14,17 @@ import logging
 import time
 from typing import Any
 
-import dask.config
-
+from . import config
 from .errors import GPUJobQueueError, SubmissionError, ValidationError
 from .job_status import JobCannotStartError
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MAX_FAILURES = 3
-
 
 def max_failures() -> int:
     """Jobs in a row that may end before their workers connect before the replacing stops
     (``gpujobqueue.replace.max-failures``, default 3)."""
-    value = dask.config.get("gpujobqueue.replace.max-failures", default=DEFAULT_MAX_FAILURES)
+    value = config.max_failures()
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValidationError(
             "gpujobqueue.replace.max-failures", f"expected a whole number of failures, 1 or more, got {value!r}"

@@ -4,14 +4,17 @@ compute node, and everyone finds it through a scheduler file in a shared directo
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import logging
+import socket
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from distributed.deploy.spec import ProcessInterface
 
+from . import gpus
 from .errors import ValidationError
 
 logger = logging.getLogger(__name__)
@@ -161,3 +164,26 @@ class HostedWorkers(ProcessInterface):
         self.name = name
         self.job = job
         self.job_id = job.job_id
+
+
+def check_ucx_scheduler_host(scheduler_here: bool = True) -> None:
+    """Refuse UCX where it cannot run: without distributed-ucxx, or, when the scheduler runs
+    in this process, without a GPU here.
+
+    Raises
+    ------
+    ValidationError
+    """
+    if importlib.util.find_spec("distributed_ucxx") is None:
+        raise ValidationError(
+            "protocol",
+            "protocol='ucx' needs distributed-ucxx here and on the workers: "
+            "pip install distributed-ucxx-cu12 (CUDA 12) or distributed-ucxx-cu13 (CUDA 13)",
+        )
+    if scheduler_here and not gpus.nvidia_gpu_ids():
+        raise ValidationError(
+            "protocol",
+            "protocol='ucx' needs a GPU where the scheduler runs, for its CUDA context, and "
+            f"{socket.gethostname()} has none (a login node?); use scheduler='job' (the scheduler then runs in "
+            "the first job, on a GPU node), protocol='tcp' or 'tls', or start the cluster on a GPU node",
+        )

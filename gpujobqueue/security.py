@@ -101,7 +101,7 @@ def resolve_security(security: Any, launch: WorkerLaunch) -> tuple[Security | No
             f"(other users of {socket.gethostname()} too) can connect and run code as you; "
             f"leave security unset for TLS",
             InsecureClusterWarning,
-            stacklevel=4,
+            stacklevel=5,  # resolve_security < make_plan < the cluster < GPUCluster < the user
         )
         return None, launch
     if not isinstance(security, Security):

@@ -1,11 +1,9 @@
 """What a cluster's jobs held of the allocation and how much of it did work.
 
-A :class:`UsageMeter` is told when each job was submitted, started and ended (by the job
-watch) and samples how busy each job's workers are (NVML's GPU utilisation where the workers
-report it, else the share of their threads executing tasks). :meth:`UsageMeter.report` gives a
-frozen :class:`UsageReport`: per job and in total, GPUs held, wall time held, GPU-hours
+A :class:`UsageReport` gives, per job and in total, GPUs held, wall time held, GPU-hours
 charged, time queued, GPU-hours busy, and service units where the site states its charge
-factor. A report is written as JSON next to the job logs and read back by ``gpujobqueue usage``.
+factor; the meter that fills it is :mod:`gpujobqueue.usage_meter`. A report is written as
+JSON next to the job logs and read back by ``gpujobqueue usage``.
 """
 
 from __future__ import annotations
@@ -16,8 +14,7 @@ import html
 import json
 import math
 import os
-import time
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from .errors import ValidationError
 from .limits import MAX_GPUS_PER_NODE, MAX_NODES, MAX_USAGE_FILE_BYTES, MAX_USAGE_JOBS
@@ -350,122 +347,6 @@ def write_usage(report: UsageReport, path: str | os.PathLike) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
-
-
-class UsageMeter:
-    """Counts one cluster's use of the allocation as its jobs come and go.
-
-    Parameters
-    ----------
-    max_gap : float
-        Longest time (s) one sample stands for: a pause in sampling (a stalled event loop, a
-        scheduler that did not answer) is not counted as busy or idle beyond it.
-    clock : callable
-        Seconds since the epoch (``time.time``; tests pass their own).
-    """
-
-    def __init__(self, max_gap: float = 10.0, clock: Any = time.time):
-        self.max_gap = max_gap
-        self.clock = clock
-        self._jobs: dict[str, JobUsage] = {}
-        self._last_sample: float | None = None
-
-    def submitted(self, name: str, job_id: str | None, *, nodes: int, gpus: int, pool: str = "gpu") -> None:
-        """A job was submitted; a name seen before keeps its first record."""
-        if name in self._jobs or len(self._jobs) >= MAX_USAGE_JOBS:
-            return
-        self._jobs[name] = JobUsage(name=name, job_id=job_id, pool=pool, nodes=nodes, gpus=gpus, submitted=self.clock())
-
-    def started(self, name: str) -> None:
-        """The job runs (the first notice counts)."""
-        job = self._jobs.get(name)
-        if job is not None and job.started is None and job.ended is None:
-            self._jobs[name] = dataclasses.replace(job, started=self.clock())
-
-    def ended(self, name: str) -> None:
-        """The job ended or was cancelled (the first notice counts)."""
-        job = self._jobs.get(name)
-        if job is not None and job.ended is None:
-            self._jobs[name] = dataclasses.replace(job, ended=self.clock())
-
-    def sample(self, busy: Mapping[str, tuple[float, str]]) -> None:
-        """Count how busy each running job's workers are now.
-
-        Parameters
-        ----------
-        busy : mapping
-            Job name to (GPUs busy, summed over its workers; how it was measured).
-            Running jobs not in it count as idle, measured the way they were before.
-        """
-        now = self.clock()
-        elapsed = 0.0 if self._last_sample is None else min(self.max_gap, max(0.0, now - self._last_sample))
-        self._last_sample = now
-        for name, job in self._jobs.items():
-            if job.started is None or job.ended is not None:
-                continue
-            gpus_busy, how = busy.get(name, (0.0, job.measured_by))
-            gpus_busy = min(float(job.gpus), max(0.0, gpus_busy))
-            self._jobs[name] = dataclasses.replace(
-                job,
-                busy_gpu_seconds=job.busy_gpu_seconds + gpus_busy * elapsed,
-                last_busy=now if gpus_busy >= BUSY_THRESHOLD else job.last_busy,
-                measured_by=how or job.measured_by,
-            )
-
-    def report(
-        self, *, cluster: str, batch: str, site: str | None = None, charge: Charge | None = None, adaptive: bool = False
-    ) -> UsageReport:
-        """The usage so far."""
-        return UsageReport(
-            cluster=cluster,
-            batch=batch,
-            site=site,
-            jobs=tuple(self._jobs.values()),
-            at=self.clock(),
-            charge=charge,
-            adaptive=adaptive,
-        )
-
-
-def worker_busy(metrics: Mapping[str, Any], nthreads: int) -> tuple[float, str]:
-    """How busy one worker is from the metrics its heartbeat sent the scheduler.
-
-    NVML's utilisation of its GPU (0-100) where distributed's system monitor reports it,
-    else the share of its threads executing tasks.
-
-    Returns
-    -------
-    busy : float
-        Between 0 and 1.
-    measured_by : {"nvml", "tasks"}
-    """
-    utilisation = metrics.get("gpu_utilization")
-    if isinstance(utilisation, (int, float)) and not isinstance(utilisation, bool) and math.isfinite(utilisation):
-        return min(1.0, max(0.0, utilisation / 100)), "nvml"
-    counts = metrics.get("task_counts") or {}
-    executing = counts.get("executing", 0) if isinstance(counts, Mapping) else 0
-    if isinstance(executing, bool) or not isinstance(executing, (int, float)):
-        executing = 0
-    return min(1.0, max(0.0, executing / max(1, nthreads))), "tasks"
-
-
-def busy_by_job(workers: Iterable[Mapping[str, Any]], job_of: Any) -> dict[str, tuple[float, str]]:
-    """Sum :func:`worker_busy` over each job's workers.
-
-    Parameters
-    ----------
-    workers : iterable of mapping
-        The scheduler's worker identities (``name``, ``nthreads``, ``metrics``).
-    job_of : callable
-        Worker name to job name.
-    """
-    busy: dict[str, tuple[float, str]] = {}
-    for worker in workers:
-        fraction, how = worker_busy(worker.get("metrics") or {}, int(worker.get("nthreads") or 1))
-        job = job_of(str(worker.get("name")))
-        total, earlier = busy.get(job, (0.0, how))
-        busy[job] = (total + fraction, "nvml" if "nvml" in (how, earlier) else how)
-    return busy
 
 
 _COLUMNS = ("name", "job_id", "gpus", "queued", "held", "gpu_h", "busy_gpu_h", "busy")

@@ -270,3 +270,15 @@ def test_every_function_over_seventy_lines_says_what_it_does():
                 if not ast.get_docstring(node):
                     long_and_silent.append(f"{path.name}:{node.lineno} {node.name}")
     assert long_and_silent == []
+
+
+MAX_MODULE_LINES = 450
+
+
+def test_no_module_is_over_450_lines():
+    long = {
+        str(path.relative_to(ROOT)): count
+        for path in sorted((ROOT / "gpujobqueue").rglob("*.py"))
+        if (count := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert not long, f"modules over {MAX_MODULE_LINES} lines (split them by what their parts are): {long}"

@@ -1,6 +1,6 @@
 """Hostile values in every keyword and every ``gpujobqueue render`` option, on every batch system.
 
-Each cluster keyword (the keyword tables of gpujobqueue/cluster.py, each batch class's
+Each cluster keyword (the keyword tables of gpujobqueue/keywords.py, each batch class's
 ``batch_keywords`` and synonyms, dask-jobqueue's renamed keywords, and the cluster's ``name``)
 and each option of the ``render`` command (read from the click command, so a new keyword or
 option is covered without editing this file) is given each value of ``HOSTILE``: line breaks of

@@ -91,3 +91,96 @@ def test_another_protocol_on_a_ucx_site_leaves_the_sites_ucx_transports_out(tmp_
     assert (
         "--protocol tcp" in script and "--enable-infiniband" not in script and "DASK_DISTRIBUTED_UCXX__" not in script
     )
+
+
+# --- What the cluster's constructor decided before issue 19: now in the Plan ---------------------
+
+CPU_POOL = {"processes": 2, "cores": 4, "memory": "2GiB", "walltime": "00:20:00"}
+
+
+def _plan(batch: str, keywords: dict, **decisions):
+    from gpujobqueue.batch import cluster_class
+    from gpujobqueue.plan import make_plan
+
+    return make_plan(cluster_class(batch), keywords, **decisions)
+
+
+@pytest.mark.parametrize("batch", [b for b in BATCH_SYSTEMS if b != "local"])
+def test_the_cluster_takes_its_cpu_pool_array_and_placement_from_the_plan(batch):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plan = _plan(batch, dict(SIZED), security=False, cpu_pool=CPU_POOL)
+        with GPUCluster(
+            batch=batch, **SIZED, security=False, cpu_pool=CPU_POOL, scheduler_options=QUIET_SCHEDULER
+        ) as cluster:
+            assert (cluster.request, cluster.launch) == (plan.request, plan.launch)
+            assert (cluster.cpu_pool, cluster.cpu_request, cluster.cpu_launch) == (
+                plan.cpu_pool,
+                plan.cpu_request,
+                plan.cpu_launch,
+            )
+            assert cluster.scheduler_placement == plan.scheduler_placement == "local"
+            assert plan.security is None and cluster.scheduler_address.startswith("tcp://")
+            cpu_script = cluster.cpu_job_script()
+    assert plan.cpu_request.gpu_request == "none" and plan.cpu_request.walltime == 20 * 60
+    assert "dask_worker" in cpu_script or "dask worker" in cpu_script
+
+
+def test_the_plan_holds_the_clusters_security():
+    from distributed.security import Security
+
+    from gpujobqueue.security import InsecureClusterWarning
+
+    with pytest.warns(InsecureClusterWarning):
+        plain = _plan("slurm", dict(SIZED), security=False)
+    assert plain.security is None and plain.launch.protocol in (None, "tcp")
+    tls = _plan("slurm", dict(SIZED), security=None)
+    assert isinstance(tls.security, Security) and tls.launch.protocol == "tls"
+    # render's plan leaves the TLS to the script (its own credentials): the protocol is as given.
+    assert _plan("slurm", dict(SIZED)).security is None and _plan("slurm", dict(SIZED)).launch.protocol is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with GPUCluster(batch="slurm", **SIZED, scheduler_options=QUIET_SCHEDULER) as cluster:
+            assert cluster.launch == tls.launch and cluster.scheduler_address.startswith("tls://")
+
+
+def test_the_plan_holds_job_arrays_and_the_scheduler_placement():
+    assert _plan("slurm", dict(SIZED), job_array=True).job_array is True
+    assert _plan("slurm", dict(SIZED)).job_array is False
+    assert _plan("slurm", dict(SIZED), scheduler="job").scheduler_placement == "job"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with GPUCluster(batch="slurm", **SIZED, job_array=True, scheduler_options=QUIET_SCHEDULER) as cluster:
+            assert cluster._job_commands.arrays is True
+    # A refusal of the plan is the cluster's, before anything starts.
+    from gpujobqueue.errors import ValidationError
+
+    lsf = {**SIZED, "nodes": 2, "launcher": "jsrun", "gpu_request": "csm"}
+    for make in (lambda: _plan("lsf", lsf, scheduler="job"), lambda: GPUCluster(batch="lsf", **lsf, scheduler="job")):
+        with pytest.raises(ValidationError, match="scheduler"):
+            make()
+    for make in (lambda: _plan("slurm", {**SIZED, "nodes": 2, "launcher": "srun"}, job_array=True),):
+        with pytest.raises(ValidationError, match="job_array"):
+            make()
+
+
+@pytest.mark.parametrize(
+    "gpu_keywords, cpu_pool, field",
+    [
+        # 30 minutes before a 10-minute walltime: refused for a GPU job, and for the pool's jobs.
+        ({"walltime": "00:10:00", "walltime_margin": "30m"}, None, "walltime_margin"),
+        ({"walltime": "01:00:00", "walltime_margin": "30m"}, {"walltime": "00:10:00"}, "walltime_margin"),
+        # 10,000 cores on a node: past the bound for a GPU job, and for the pool's jobs.
+        ({"cpus_per_gpu": 5000, "gpus_per_node": 2}, None, "cpus_per_gpu"),
+        ({}, {"processes": 100, "nthreads": 100}, "cpu_pool.nthreads"),
+    ],
+)
+def test_a_value_refused_for_the_gpu_jobs_is_refused_for_the_cpu_pools_jobs_too(gpu_keywords, cpu_pool, field):
+    from gpujobqueue.errors import ValidationError
+
+    keywords = {**SIZED, **gpu_keywords}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValidationError) as raised:
+            GPUCluster(batch="slurm", **keywords, cpu_pool=cpu_pool, security=False)
+    assert raised.value.field == field

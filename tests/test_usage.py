@@ -9,15 +9,8 @@ import pytest
 
 from gpujobqueue.errors import ValidationError
 from gpujobqueue.limits import MAX_USAGE_FILE_BYTES
-from gpujobqueue.usage import (
-    Charge,
-    UsageMeter,
-    UsageReport,
-    busy_by_job,
-    read_usage,
-    worker_busy,
-    write_usage,
-)
+from gpujobqueue.usage import Charge, UsageReport, read_usage, write_usage
+from gpujobqueue.usage_meter import UsageMeter, busy_by_job, worker_busy
 
 
 class Clock:

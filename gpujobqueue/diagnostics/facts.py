@@ -11,11 +11,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import dask
-
-from .. import sites
+from .. import config, sites
 from .._version import __version__
-from ..batch import DEFAULT_BATCH
 from ..errors import GPUJobQueueError
 from ..gpus import GPU, machine_gpus
 from ..nic_affinity import map_lines
@@ -98,7 +95,7 @@ def gather_facts(
     worker = loaded.worker(loaded.data["default_queue"]) if loaded else {}
     ucx_source, transports = ucx_resources()
     checked, file_errors = _check_site_files()
-    target_batch = loaded.scheduler if loaded else batch or dask.config.get("gpujobqueue.batch", default=DEFAULT_BATCH)
+    target_batch = loaded.scheduler if loaded else batch or config.default_batch()
     return MachineFacts(
         hostname=socket.gethostname(),
         python=platform.python_version(),

@@ -100,11 +100,11 @@ def choose_site(site: "str | os.PathLike[str] | Site | None", batch: str | None)
     SiteConfigError, GPUJobQueueError
         The chosen site does not load.
     """
-    import dask
+    from .. import config
 
     how = "given"
     if site is None and batch is None:
-        site, how = dask.config.get("gpujobqueue.site", default=None), "gpujobqueue.site in dask config"
+        site, how = config.default_site(), "gpujobqueue.site in dask config"
     if site is None and batch is None:
         detected = detect_site()
         return (detected, DETECTED) if detected is not None else (None, "no site matches this host name")
