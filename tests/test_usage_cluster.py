@@ -93,3 +93,34 @@ def test_usage_of_a_file_that_is_not_a_report_says_so():
     result = CliRunner().invoke(main, ["usage", os.devnull])
     assert result.exit_code != 0
     assert "not JSON" in result.output or "not a gpujobqueue usage report" in result.output
+
+
+@pytest.mark.slurm
+def test_on_slurm_the_job_sbatch_ran_is_counted_and_the_report_lands_beside_its_log(slurm, counted, quick_sampling):
+    from gpujobqueue import SLURMGPUCluster
+
+    keywords = dict(
+        queue="gpu",
+        gpus_per_node=2,
+        worker_mode="per-device",
+        memory_per_gpu="512MiB",
+        cpus_per_gpu=1,
+        walltime="00:10:00",
+        death_timeout=20,
+        environment={"PYTHONPATH": os.environ["PYTHONPATH"]},
+    )
+    with SLURMGPUCluster(**keywords) as cluster, Client(cluster) as client:
+        cluster.scale(jobs=1)
+        client.wait_for_workers(2, timeout=120)
+        (job_id,) = slurm.squeue_ids()
+        client.gather([client.submit(busy_for, 2, pure=False, workers=[w]) for w in client.scheduler_info()["workers"]])
+        time.sleep(1)
+        report = cluster.usage()
+    (job,) = report.jobs
+    assert job.job_id == job_id and job.gpus == 2 and job.started is not None
+    assert job.busy_gpu_seconds >= 2.0 and job.measured_by == "tasks"
+    assert not slurm.squeue_ids()
+    (written,) = sorted(name for name in os.listdir() if "-usage-" in name and name.endswith(".json"))
+    final = read_usage(written)
+    assert final.jobs[0].job_id == job_id and final.jobs[0].ended is not None
+    assert os.path.exists(f"slurm-{job_id}.out")  # beside the job's own log
