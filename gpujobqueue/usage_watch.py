@@ -156,12 +156,12 @@ def config_poll_interval() -> float:
 
 
 def _make_visible(log: logging.Logger) -> None:
-    """Where nobody configured logging, show gpujobqueue's INFO lines on stderr, as distributed
-    does for its own; a program that configured logging keeps its handlers and levels."""
-    package = logging.getLogger("gpujobqueue")
-    if log.hasHandlers() or package.level not in (logging.NOTSET,):
+    """Where nobody configured logging, show this logger's INFO lines (the summary at close) on
+    standard error, as distributed does for its own; a program that configured logging keeps its
+    handlers and levels, and gpujobqueue's other INFO lines stay quiet."""
+    if log.hasHandlers() or log.level != logging.NOTSET:
         return
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(message)s"))
-    package.addHandler(handler)
-    package.setLevel(logging.INFO)
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
