@@ -124,3 +124,21 @@ def test_on_slurm_the_job_sbatch_ran_is_counted_and_the_report_lands_beside_its_
     final = read_usage(written)
     assert final.jobs[0].job_id == job_id and final.jobs[0].ended is not None
     assert os.path.exists(f"slurm-{job_id}.out")  # beside the job's own log
+
+
+def test_a_program_that_configured_no_logging_sees_the_summary_and_nothing_else(tmp_path):
+    import subprocess
+    import sys
+
+    program = f"""
+import dask.config
+from gpujobqueue import LocalGPUCluster
+dask.config.set({{"gpujobqueue.job-poll-interval": "300ms", "gpujobqueue.usage.sample-interval": "300ms"}})
+with LocalGPUCluster(gpus_per_node=1, devices=[0], log_directory={str(tmp_path)!r}, **{SMALL!r}) as cluster:
+    cluster.scale(jobs=1)
+    cluster.wait_for_workers(1, timeout=60)
+"""
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("gpujobqueue:")]
+    assert len(lines) == 1 and "1 job, 1 GPU" in lines[0] and "gpujobqueue usage " in lines[0], result.stderr
