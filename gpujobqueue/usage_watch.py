@@ -133,6 +133,10 @@ class UsageWatch:
         directory = self.cluster.request.log_directory or self.cluster.job_cls.default_log_directory()
         stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(report.at))
         path = os.path.join(directory, f"{report.cluster}-usage-{stamp}.json")
+        for number in range(2, 100):  # another cluster of this name closed in the same second
+            if not os.path.lexists(path):
+                break
+            path = os.path.join(directory, f"{report.cluster}-usage-{stamp}-{number}.json")
         try:
             write_usage(report, path)
             self.path = path
