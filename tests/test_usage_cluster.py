@@ -11,6 +11,7 @@ import time
 import dask.config
 import pytest
 from click.testing import CliRunner
+from conftest import wait_until
 from dask.distributed import Client
 
 from gpujobqueue import LocalGPUCluster
@@ -119,7 +120,7 @@ def test_on_slurm_the_job_sbatch_ran_is_counted_and_the_report_lands_beside_its_
     (job,) = report.jobs
     assert job.job_id == job_id and job.gpus == 2 and job.started is not None
     assert job.busy_gpu_seconds >= 2.0 and job.measured_by == "tasks"
-    assert not slurm.squeue_ids()
+    assert wait_until(lambda: not slurm.squeue_ids(), 30, what="squeue to empty after close()")
     (written,) = sorted(name for name in os.listdir() if "-usage-" in name and name.endswith(".json"))
     final = read_usage(written)
     assert final.jobs[0].job_id == job_id and final.jobs[0].ended is not None
