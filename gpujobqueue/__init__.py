@@ -19,9 +19,11 @@ from .factory import GPUCluster, LocalFallbackWarning
 from .job_status import JobCannotStartError, JobFailedError, JobStatus
 from .render import render_job_script
 from .request import JobRequest
+from .usage import Charge, JobUsage, UsageReport
 from .workers import WorkerLaunch
 
 __all__ = [
+    "Charge",
     "GPUCluster",
     "GPUJobQueueError",
     "InterfaceNotFoundError",
@@ -30,6 +32,7 @@ __all__ = [
     "JobRequest",
     "JobSizeMissingError",
     "JobStatus",
+    "JobUsage",
     "LocalFallbackWarning",
     "LocalGPUCluster",
     "LSFGPUCluster",
@@ -38,6 +41,7 @@ __all__ = [
     "SLURMGPUCluster",
     "SubmissionError",
     "UnknownKeywordError",
+    "UsageReport",
     "ValidationError",
     "WorkerLaunch",
     "WorkersNotStartedError",

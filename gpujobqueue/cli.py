@@ -1,6 +1,7 @@
 """The ``gpujobqueue`` command (also ``dask gpujobqueue``): the click group, and its commands by
 family: ``render`` and ``credentials`` (:mod:`.cli_render`), ``sites`` and ``show``
-(:mod:`.cli_sites`), ``check``, ``clean`` and ``demo`` (:mod:`.cli_machine`)."""
+(:mod:`.cli_sites`), ``check``, ``clean`` and ``demo`` (:mod:`.cli_machine`), ``usage``
+(:mod:`.cli_usage`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import click
 from .cli_machine import check, clean, demo
 from .cli_render import credentials, render
 from .cli_sites import show, sites
+from .cli_usage import usage
 
 
 @click.group(name="gpujobqueue", context_settings={"help_option_names": ["-h", "--help"]})
@@ -17,7 +19,7 @@ def main() -> None:
     """Dask clusters of GPU workers on HPC batch systems (also ``dask gpujobqueue``)."""
 
 
-for _command in (render, credentials, sites, show, check, clean, demo):
+for _command in (render, credentials, sites, show, check, clean, demo, usage):
     main.add_command(_command)
 
 

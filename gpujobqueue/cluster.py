@@ -45,6 +45,8 @@ from .security import (
     scheduler_tls_args,
     worker_security_with_files,
 )
+from .usage import UsageReport
+from .usage_watch import UsageWatch, site_charge
 from .watchdog import CLUSTER_ALIVE_HANDLER, probe_interval
 from .worker_wait import WorkersNotStartedError, wait_for_workers
 
@@ -154,6 +156,7 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, JobQueueCluster):
             logger.info("removed the private folder %s: %s", folder.path, folder.reason)
         self._replacement = Replacement()  # keeps the jobs scale() asked for (replacement.py)
         self._job_watch = JobWatch(self)
+        self._usage = UsageWatch(self, charge=site_charge(plan.site, plan.site_queue))
         if self.scheduler_placement == "job":
             scheduler_file = os.path.join(self._private_folder(), SCHEDULER_FILE_NAME)
             job_kwargs["scheduler_file"] = scheduler_file
@@ -295,6 +298,7 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, JobQueueCluster):
         if job is not None and self.launch.death_timeout:
             self._scheduler_job_calls = asyncio.ensure_future(self._call_scheduler_job(self.launch.death_timeout))
         self._job_watch.start()
+        self._usage.start()
 
     async def _call_scheduler_job(self, timeout: int) -> None:
         """Tell the job's scheduler, every few seconds, that its cluster lives: it closes (and its
@@ -314,10 +318,32 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, JobQueueCluster):
             calls.cancel()
         try:
             await self._job_watch.stop()
+            await self._usage.stop()  # sampling stops; the jobs' ends are counted below
             await super()._close()
         finally:
             self._remove_private_directory()
             exit_cleanup.forget(self)
+            self._close_usage()
+
+    def _close_usage(self) -> None:
+        """Every job has ended: log the usage summary and write the report beside the job logs."""
+        try:
+            self._usage.close()
+        except Exception:  # the count must not keep a cluster from closing
+            logger.exception("gpujobqueue: could not summarise the cluster's usage")
+
+    def usage(self) -> UsageReport:
+        """What the cluster's jobs held and did, so far: per job and in total, GPUs held, wall
+        time held, GPU-hours charged, time queued, GPU-hours busy (NVML's GPU utilisation, else
+        the workers' threads executing tasks, sampled every ``gpujobqueue.usage.sample-interval``)
+        and service units where the site states its charge factor.
+
+        Returns
+        -------
+        UsageReport
+            Printed, a table and a one-paragraph summary; ``to_json()`` for other tools.
+        """
+        return self._usage.report()
 
     def cancel_jobs_now(self) -> None:
         """Cancel every job this cluster submitted, at once and without the event loop (at
@@ -336,6 +362,8 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, JobQueueCluster):
             job_cls.cancel_now(group)
         self._remove_private_directory()
         exit_cleanup.forget(self)
+        if hasattr(self, "_usage"):  # a constructor that failed early has none
+            self._close_usage()
 
     def _private_folder(self) -> str:
         """The cluster's private folder (mode 0700) in its shared directory, made on first use."""

@@ -110,6 +110,11 @@ def max_failures() -> Any:
     return _get("replace.max-failures")
 
 
+def usage_sample_interval() -> Any:
+    """``gpujobqueue.usage.sample-interval``: how often a cluster samples how busy its workers are."""
+    return _get("usage.sample-interval")
+
+
 def default_batch() -> str:
     """``gpujobqueue.batch``: the batch system ``GPUCluster()`` uses when none is given."""
     return _get("batch")

@@ -9,6 +9,7 @@ import logging
 import os
 import subprocess
 import tempfile
+import time
 from typing import Any, ClassVar, Iterator
 
 from dask_jobqueue.core import Job
@@ -156,6 +157,12 @@ class GPUJob(Job):
     # Reasons the batch system gives for a pending job that will never start (see SLURMGPUJob).
     hopeless_reasons: ClassVar[frozenset[str]] = frozenset()
 
+    @classmethod
+    def default_log_directory(cls) -> str:
+        """Where the batch system writes a job's output when no ``log_directory`` is given:
+        the directory it was submitted from."""
+        return os.getcwd()
+
     def __init__(
         self,
         scheduler: str | None = None,
@@ -182,6 +189,8 @@ class GPUJob(Job):
         self.scheduler = scheduler
         self.name = name
         self.job_id: str | None = None
+        self.submitted_at: float | None = None  # time.time() once the batch system took it
+        self.closed_at: float | None = None  # ... and once this cluster cancelled it
         self.config_name = config_name or type(self).config_name
         self.request = request
         self.launch = launch
@@ -252,6 +261,7 @@ class GPUJob(Job):
             make_log_directory(self.log_directory)
             self.submit_directory = os.getcwd()
             await self._start_job()
+            self.submitted_at = time.time()
         except BaseException:
             self.status = Status.failed  # the cluster must not wait for a job that never was
             raise
@@ -304,6 +314,7 @@ class GPUJob(Job):
             await self.commands.cancel(self)  # with the others cancelled in this round
         else:
             await super().close()  # the batch system's cancel command
+        self.closed_at = time.time()
         # dask-jobqueue's Job.close leaves the status `running`; SpecCluster.close asserts
         # that every job it still references is closed.
         await ProcessInterface.close(self)

@@ -37,4 +37,6 @@ def cluster_status_html(cluster: Any) -> str:
         if rows
         else "<p>No jobs: <code>cluster.scale(gpus=N)</code> or <code>cluster.adapt()</code> submits them.</p>"
     )
-    return f"<table>{table}</table><details open><summary>Jobs</summary>{jobs}</details>"
+    usage = cluster.usage() if hasattr(cluster, "_usage") else None
+    usage_html = f"<details><summary>Usage</summary>{usage._repr_html_()}</details>" if usage and usage.jobs else ""
+    return f"<table>{table}</table><details open><summary>Jobs</summary>{jobs}</details>{usage_html}"

@@ -48,6 +48,8 @@ class Plan:
         The CPU-only pool's shape.
     cpu_request, cpu_launch : JobRequest, WorkerLaunch or None
         The CPU pool's jobs, validated as the GPU jobs are.
+    site_queue : str or None
+        The site's name of the queue the jobs go to (given, configured or routed).
     """
 
     settings: dict[str, Any]
@@ -60,6 +62,7 @@ class Plan:
     cpu_pool: CPUPool | None = None
     cpu_request: JobRequest | None = None
     cpu_launch: WorkerLaunch | None = None
+    site_queue: str | None = None  # the site's name of the queue the jobs go to
 
 
 class PlanHooks:
@@ -308,7 +311,7 @@ def _resolve_keywords(cls: type, kwargs: Mapping[str, Any], owner: str | None = 
     ):  # the local machine sizes itself; last, so a wrong value is named first
         require_job_size(owner or cls.__name__, batch, settings)
     settings["site"] = site
-    return Plan(settings=settings, request=request, launch=launch, site=site)
+    return Plan(settings=settings, request=request, launch=launch, site=site, site_queue=site_queue)
 
 
 def _take_keywords(kwargs: dict[str, Any], synonyms: dict[str, str]) -> dict[str, Any]:

@@ -8,7 +8,6 @@ JSON next to the job logs and read back by ``gpujobqueue usage``.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import html
 import json
@@ -18,6 +17,7 @@ from typing import Any
 
 from .errors import ValidationError
 from .limits import MAX_GPUS_PER_NODE, MAX_NODES, MAX_USAGE_FILE_BYTES, MAX_USAGE_JOBS
+from .security import replace_private_file
 
 SCHEMA = "gpujobqueue-usage/1"
 CHARGE_UNITS = ("node-hour", "gpu-hour")
@@ -336,17 +336,9 @@ def read_usage(path: str | os.PathLike) -> UsageReport:
 
 
 def write_usage(report: UsageReport, path: str | os.PathLike) -> None:
-    """Write a report as JSON, readable by its owner only (mode 0600), replacing any earlier one."""
-    temporary = f"{os.fspath(path)}.{os.getpid()}.tmp"
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-            file.write(report.to_json())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+    """Write a report as JSON, readable by its owner only (mode 0600), never through a link
+    planted at ``path`` (:func:`gpujobqueue.security.replace_private_file`)."""
+    replace_private_file(os.fspath(path), report.to_json())
 
 
 _COLUMNS = ("name", "job_id", "gpus", "queued", "held", "gpu_h", "busy_gpu_h", "busy")

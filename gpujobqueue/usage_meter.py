@@ -32,11 +32,14 @@ class UsageMeter:
         self._jobs: dict[str, JobUsage] = {}
         self._last_sample: float | None = None
 
-    def submitted(self, name: str, job_id: str | None, *, nodes: int, gpus: int, pool: str = "gpu") -> None:
-        """A job was submitted; a name seen before keeps its first record."""
+    def submitted(
+        self, name: str, job_id: str | None, *, nodes: int, gpus: int, pool: str = "gpu", when: float | None = None
+    ) -> None:
+        """A job was submitted (``when``, default now); a name seen before keeps its first record."""
         if name in self._jobs or len(self._jobs) >= MAX_USAGE_JOBS:
             return
-        self._jobs[name] = JobUsage(name=name, job_id=job_id, pool=pool, nodes=nodes, gpus=gpus, submitted=self.clock())
+        submitted = self.clock() if when is None else when
+        self._jobs[name] = JobUsage(name=name, job_id=job_id, pool=pool, nodes=nodes, gpus=gpus, submitted=submitted)
 
     def started(self, name: str) -> None:
         """The job runs (the first notice counts)."""
@@ -44,11 +47,20 @@ class UsageMeter:
         if job is not None and job.started is None and job.ended is None:
             self._jobs[name] = dataclasses.replace(job, started=self.clock())
 
-    def ended(self, name: str) -> None:
-        """The job ended or was cancelled (the first notice counts)."""
+    def ended(self, name: str, when: float | None = None) -> None:
+        """The job ended or was cancelled (``when``, default now; the first notice counts)."""
         job = self._jobs.get(name)
         if job is not None and job.ended is None:
-            self._jobs[name] = dataclasses.replace(job, ended=self.clock())
+            self._jobs[name] = dataclasses.replace(job, ended=self.clock() if when is None else when)
+
+    def open_jobs(self) -> set[str]:
+        """Jobs not known to have ended."""
+        return {name for name, job in self._jobs.items() if job.ended is None}
+
+    def end_all(self) -> None:
+        """Every job has ended now (the cluster closed and cancelled them)."""
+        for name in self.open_jobs():
+            self.ended(name)
 
     def sample(self, busy: Mapping[str, tuple[float, str]]) -> None:
         """Count how busy each running job's workers are now.
@@ -60,11 +72,13 @@ class UsageMeter:
             Running jobs not in it count as idle, measured the way they were before.
         """
         now = self.clock()
-        elapsed = 0.0 if self._last_sample is None else min(self.max_gap, max(0.0, now - self._last_sample))
-        self._last_sample = now
+        last, self._last_sample = self._last_sample, now
         for name, job in self._jobs.items():
             if job.started is None or job.ended is not None:
                 continue
+            # The time this sample stands for: since the last one, or since the job started.
+            since = job.started if last is None else max(last, job.started)
+            elapsed = min(self.max_gap, max(0.0, now - since))
             gpus_busy, how = busy.get(name, (0.0, job.measured_by))
             gpus_busy = min(float(job.gpus), max(0.0, gpus_busy))
             self._jobs[name] = dataclasses.replace(

@@ -88,6 +88,25 @@ def test_the_site_tables_unconfirmed_column_matches_the_site_files(html):
         assert counts[path.stem] == str(len(facts)), (path.stem, counts[path.stem], len(facts))
 
 
+def test_each_site_s_section_shows_its_sources_with_their_dates_and_its_queues_charges(html):
+    from gpujobqueue.sites import load_site
+
+    text = unescape(page(html, "sites"))
+    for path in sorted((ROOT / "site-configs").glob("[!_]*.yaml")):
+        site = load_site(path.stem)
+        start = text.index(f'id="site-{path.stem}"')
+        section = text[start : text.find('<section id="site-', start + 1)]
+        for source in site.data.get("sources") or []:
+            assert f'href="{source["url"]}"' in section, (path.stem, source["url"])
+            assert f"checked {source['checked']}" in section, (path.stem, source["url"])
+        for queue in site.data["queues"]:
+            charge = site.charge(queue)
+            if charge is not None:
+                assert f"{charge.factor:g} per {charge.unit}" in section, (path.stem, queue)
+    lonestar6 = text[text.index('id="site-lonestar6"') :]
+    assert "6 per node-hour (TACC bills max(job duration, 15 minutes) x nodes)" in lonestar6
+
+
 def test_there_is_a_page_per_batch_system_with_rendered_scripts(html):
     directives = {
         "slurm": "#SBATCH --gpus-per-node=4",

@@ -204,3 +204,14 @@ def test_the_report_is_frozen():
     with pytest.raises(Exception):
         report.cluster = "other"
     assert isinstance(report, UsageReport)
+
+
+def test_a_sites_charge_for_the_clusters_queue_reaches_the_report():
+    from gpujobqueue.sites import load_site
+    from gpujobqueue.usage_watch import site_charge
+
+    charge = site_charge(load_site("frontera"), "rtx")
+    assert charge is not None and charge.unit == "node-hour" and charge.factor == 3
+    assert site_charge(None, "rtx") is None and site_charge(load_site("frontera"), None) is None
+    report = run_two_jobs(Clock()).report(cluster="c", batch="slurm", site="frontera", charge=charge)
+    assert report.service_units == pytest.approx(3.0)  # one node-hour held, 3 SU each

@@ -110,6 +110,35 @@ def _walltime_text(name: str, queue: dict) -> str:
     return text
 
 
+def _charge_text(site, queue: str) -> str:
+    """A queue's charge (``3 per node-hour``, with its note), or ``-`` where the site file records none."""
+    from gpujobqueue.sites.charges import charge_key
+
+    charge = site.charge(queue)
+    if charge is None:
+        return "-"
+    entry = site.data
+    for part in charge_key(site.data, queue):
+        entry = entry[part]
+    return f"{charge.factor:g} per {charge.unit}" + (f" ({entry['note']})" if entry.get("note") else "")
+
+
+def _source_paragraph(source: dict) -> nodes.paragraph:
+    """One source: its address, the day it was checked (and the date the page shows), the keys it covers, its note."""
+    text = nodes.paragraph()
+    text += nodes.reference(source["url"], source["url"], refuri=source["url"])
+    text += nodes.Text(f", checked {source['checked']}")
+    if source.get("shows"):
+        text += nodes.Text(f" (the page shows {source['shows']})")
+    text += nodes.Text("; covers ")
+    for i, key in enumerate(source["covers"]):
+        text += nodes.Text(", " if i else "")
+        text += nodes.literal(text=key)
+    if source.get("note"):
+        text += nodes.Text(f". {' '.join(str(source['note']).split())}")
+    return text
+
+
 class SiteTable(SphinxDirective):
     """``.. gpujobqueue-site-table::``: the known sites, from their YAML files, at build time.
 
@@ -247,16 +276,25 @@ class SiteTable(SphinxDirective):
                         if queue.get("min_nodes", 1) != 1
                         else str(queue.get("max_nodes", ""))
                     ),
+                    _charge_text(site, queue_name),
                 ]
             )
         section += _table(
-            ["Queue", "Description", "Max walltime", "Nodes (max, or min-max)"], queue_rows, [12, 40, 10, 8]
+            ["Queue", "Description", "Max walltime", "Nodes (max, or min-max)", "Charge"],
+            queue_rows,
+            [12, 36, 10, 8, 14],
         )
         if data.get("notes"):
             notes = nodes.container(classes=["gpujobqueue-site-notes"])
             for paragraph in re.split(r"\n\s*\n", data["notes"].strip()):
                 notes += nodes.paragraph(text=" ".join(paragraph.split()))
             section += notes
+        if data.get("sources"):
+            section += nodes.paragraph(text="Sources, each with the day it was read against the site file:")
+            items = nodes.bullet_list()
+            for source in data["sources"]:
+                items += nodes.list_item("", _source_paragraph(source))
+            section += items
         if data.get("unconfirmed"):
             section += nodes.paragraph(text="Not confirmed from the centre's documentation:")
             items = nodes.bullet_list()

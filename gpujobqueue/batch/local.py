@@ -76,6 +76,10 @@ class LocalGPUJob(GPUJob):
     config_name = "local"
     stop_grace_seconds = 12.0  # the worker commands give their nannies 10 s to close
 
+    @classmethod
+    def default_log_directory(cls) -> str:
+        return private_log_directory()
+
     def __init__(self, *args: Any, device_pool: DevicePool | None = None, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.device_pool = device_pool

@@ -7,6 +7,7 @@ The modules, each importing only those above it in this list:
 - :mod:`~gpujobqueue.sites.patterns`: the site's regular expressions, bounded.
 - :mod:`~gpujobqueue.sites.yaml_text`: reading a file's YAML safely, with line numbers.
 - :mod:`~gpujobqueue.sites.schema`: the site schema and its errors.
+- :mod:`~gpujobqueue.sites.charges`: what a job in a queue costs (service units per node- or GPU-hour).
 - :mod:`~gpujobqueue.sites.facts`: :class:`Site`, one machine's merged facts.
 - :mod:`~gpujobqueue.sites.sources`: where the facts come from, and the checks of that.
 - :mod:`~gpujobqueue.sites.load`: reading and validating files, merging overrides.

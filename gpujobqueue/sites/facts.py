@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..usage import Charge
+from .charges import queue_charge
 from .errors import SiteConfigError
 
 
@@ -63,6 +65,24 @@ class Site:
     def worker(self, queue: str) -> dict:
         """The worker settings for a queue: the site's ``worker`` with the queue's over it."""
         return {**self.data["worker"], **self.queue(queue).get("worker", {})}
+
+    def charge(self, queue: str) -> Charge | None:
+        """How a job in ``queue`` is charged: the queue's ``charge``, else the site's, else None.
+
+        Parameters
+        ----------
+        queue : str
+            One of the site's queues (raises :class:`SiteConfigError` naming the file otherwise).
+
+        Returns
+        -------
+        Charge or None
+            Service units per node-hour or GPU-hour, with the source that states it (its address and
+            the day it was checked) or the ``unconfirmed`` line that names it; None where the site file
+            records no charge.
+        """
+        self.queue(queue)
+        return queue_charge(self.data, queue)
 
     def key_of(self, queue: str, section: str, key: str) -> tuple:
         """The key path that sets ``section.key`` for a queue: the queue's own, or the site's."""

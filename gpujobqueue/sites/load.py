@@ -13,6 +13,7 @@ import yaml
 from ..batch import BATCH_SYSTEMS, cluster_class
 from ..request import ValidationError, parse_environment, parse_job_path, parse_lines, parse_walltime
 from . import routing
+from .charges import charge_errors
 from .errors import SiteConfigError, dotted_key
 from .facts import Site
 from .patterns import pattern_problem
@@ -65,6 +66,7 @@ def read_site_file(path: str | os.PathLike[str], *, partial: bool = False) -> tu
         errors += _semantic_errors(data, str(path), lines)
     else:  # an override's sources may cover keys of the file below it: only their form is checked here
         errors += source_errors(data, str(path), lines, whole=False)
+        errors += charge_errors(data, str(path), lines, whole=False)
     if errors:
         first = errors[0]
         first.errors = errors
@@ -117,6 +119,7 @@ def _semantic_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[Sit
             error(("account", "pattern"), problem)
     errors += _value_errors(data, path, lines)
     errors += source_errors(data, path, lines)
+    errors += charge_errors(data, path, lines)
     # The site's worker, and each queue's own worker over it, blamed on the key that makes it wrong.
     site_worker = data.get("worker", {})
     workers = [(("worker", "visibility_variable"), site_worker)]

@@ -1,10 +1,11 @@
 """The site schema (``gpujobqueue/site_schema.yaml``): loading it (whole, and relaxed for override
-files), its top-level keys, and its errors turned into site config errors
-(:class:`~gpujobqueue.sites.SiteConfigError`) naming key and line."""
+files), its top-level keys (and the keys an ``unconfirmed`` line names), and its errors turned into
+site config errors (:class:`~gpujobqueue.sites.SiteConfigError`) naming key and line."""
 
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 from typing import Any
 
@@ -67,3 +68,14 @@ def schema_errors(data: Any, schema: dict, path: str, lines: dict[tuple, int]) -
 @functools.lru_cache(maxsize=1)
 def top_level_keys() -> frozenset[str]:
     return frozenset(schemas()[0]["properties"])
+
+
+_KEYS_PREFIX = re.compile(r"^([a-z_][A-Za-z0-9_.-]*(?:, *[a-z_][A-Za-z0-9_.-]*)*): ")
+
+
+def unconfirmed_keys(line: str) -> list[str]:
+    """The keys an ``unconfirmed`` line names before its colon (``queues.debug, node.cpus: why``), or none."""
+    match = _KEYS_PREFIX.match(line)
+    if not match or match.group(1).split(".")[0].split(",")[0] not in top_level_keys():
+        return []
+    return [key.strip() for key in match.group(1).split(",")]

@@ -5,13 +5,13 @@ date; the checks of these, and the text ``gpujobqueue show`` prints."""
 from __future__ import annotations
 
 import datetime
-import re
 import urllib.parse
 from typing import Any
 
+from .charges import charges_text
 from .errors import SiteConfigError, dotted_key
 from .facts import Site
-from .schema import top_level_keys
+from .schema import unconfirmed_keys
 
 
 def sources_text(site: Site) -> str:
@@ -31,6 +31,8 @@ def sources_text(site: Site) -> str:
     missing = unsourced_groups(data)
     if missing:
         out.append(f"# no source for: {', '.join(missing)}")
+    out.append("# charge per queue:")
+    out += charges_text(data)
     if data.get("unconfirmed"):
         out.append("# unconfirmed:")
         out += [f"#   - {line}" for line in data["unconfirmed"]]
@@ -45,6 +47,7 @@ FACT_GROUPS = (
     "gpu_request",
     "account",
     "directives",
+    "charge",
     "default_queue",
     "launcher",
     "worker",
@@ -52,7 +55,6 @@ FACT_GROUPS = (
     "prologue",
     "environment",
 )
-_KEYS_PREFIX = re.compile(r"^([a-z_][A-Za-z0-9_.-]*(?:, *[a-z_][A-Za-z0-9_.-]*)*): ")
 
 
 def _has_key(data: Any, dotted: str) -> bool:
@@ -75,14 +77,6 @@ def _iso_date_problem(text: Any, *, past: bool) -> str | None:
     if past and day > datetime.date.today():
         return f"{text} is in the future"
     return None
-
-
-def unconfirmed_keys(line: str) -> list[str]:
-    """The keys an ``unconfirmed`` line names before its colon (``queues.debug, node.cpus: why``), or none."""
-    match = _KEYS_PREFIX.match(line)
-    if not match or match.group(1).split(".")[0].split(",")[0] not in top_level_keys():
-        return []
-    return [key.strip() for key in match.group(1).split(",")]
 
 
 def fact_groups(data: dict) -> list[str]:

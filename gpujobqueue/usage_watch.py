@@ -1,0 +1,171 @@
+"""The cluster's watch over its use of the allocation: which jobs it submitted, when each
+started and ended, and how busy their workers are (:mod:`gpujobqueue.usage_meter`), sampled
+at a modest rate (``gpujobqueue.usage.sample-interval``); at close, the summary logged and the
+report written as JSON next to the job logs."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from typing import Any
+
+from dask.utils import parse_timedelta
+
+from . import config
+from .usage import Charge, UsageReport, write_usage
+from .usage_meter import UsageMeter, busy_by_job
+
+logger = logging.getLogger("gpujobqueue.usage")
+
+
+def sample_interval() -> float | None:
+    """Seconds between two samples of the workers' busyness; None where sampling is off."""
+    value = config.usage_sample_interval()
+    if value in (None, False) or str(value).lower() in ("false", "0", "off"):
+        return None
+    return parse_timedelta(value)
+
+
+class UsageWatch:
+    """Keeps one cluster's :class:`~gpujobqueue.usage_meter.UsageMeter`.
+
+    Parameters
+    ----------
+    cluster : GPUJobQueueCluster
+        The cluster whose jobs (``cluster.workers``) and workers are watched.
+    charge : Charge, optional
+        The site's charge factor for the cluster's queue.
+    """
+
+    def __init__(self, cluster: Any, charge: Charge | None = None):
+        self.cluster = cluster
+        self.charge = charge
+        self.interval = sample_interval()
+        # A pause longer than a few samples (a stalled loop) is not counted as busy or idle.
+        self.meter = UsageMeter(max_gap=3 * (self.interval or 5.0))
+        self.path: str | None = None  # where the report was written at close
+        self._task: asyncio.Task | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.ensure_future(self._run())
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.sample()
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # the count must outlive one bad answer
+                logger.debug("gpujobqueue: could not sample the workers' use: %r", error)
+            await asyncio.sleep(self.interval or config_poll_interval())
+
+    def note_jobs(self) -> None:
+        """Record the jobs submitted, started and ended since the last look."""
+        cluster = self.cluster
+        watch = cluster._job_watch
+        now_running = set(watch.first_connected)
+        seen = set()
+        for name, entry in list(cluster.workers.items()):
+            job = getattr(entry, "job", entry)
+            job_id = getattr(job, "job_id", None)
+            if job_id is None:
+                continue
+            name = str(name)
+            seen.add(name)
+            request, launch = getattr(job, "request", None), getattr(job, "launch", None)
+            nodes = request.nodes if request is not None else 1
+            cpu_only = launch is None or launch.cpu_workers
+            self.meter.submitted(
+                name,
+                str(job_id),
+                nodes=nodes,
+                gpus=0 if cpu_only else launch.gpus * nodes,
+                pool="cpu" if cpu_only else "gpu",
+                when=getattr(job, "submitted_at", None),
+            )
+            status = watch.statuses.get(name)
+            if name in now_running or (status is not None and status.nodes and not status.ended):
+                self.meter.started(name)
+            if (status is not None and status.ended) or getattr(job, "closed_at", None) is not None:
+                self.meter.ended(name, when=getattr(job, "closed_at", None))
+        for name in self.meter.open_jobs() - seen:  # closed and forgotten by the cluster
+            self.meter.ended(name)
+
+    async def sample(self) -> None:
+        """Note the jobs; where sampling is on, ask the scheduler how busy each worker is."""
+        self.note_jobs()
+        if self.interval is None:
+            return
+        cluster = self.cluster
+        identity = await cluster.scheduler_comm.identity()
+        workers = identity.get("workers", {}).values()
+        self.meter.sample(busy_by_job(workers, cluster._worker_to_job.job_of))
+
+    def report(self) -> UsageReport:
+        """The usage so far."""
+        self.note_jobs()
+        cluster = self.cluster
+        return self.meter.report(
+            cluster=str(cluster._name),
+            batch=cluster.job_cls.batch,
+            site=cluster.site.name if cluster.site is not None else None,
+            charge=self.charge,
+            adaptive=getattr(cluster, "_adaptive", None) is not None,
+        )
+
+    def close(self) -> UsageReport:
+        """At the cluster's close: every job ended, the summary logged, the report written."""
+        self.meter.end_all()
+        report = self.report()
+        if not report.jobs:
+            return report
+        directory = self.cluster.request.log_directory or self.cluster.job_cls.default_log_directory()
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(report.at))
+        path = os.path.join(directory, f"{report.cluster}-usage-{stamp}.json")
+        for number in range(2, 100):  # another cluster of this name closed in the same second
+            if not os.path.lexists(path):
+                break
+            path = os.path.join(directory, f"{report.cluster}-usage-{stamp}-{number}.json")
+        try:
+            write_usage(report, path)
+            self.path = path
+        except OSError as error:
+            logger.warning("gpujobqueue: could not write the usage report %s: %s", path, error)
+        _make_visible(logger)
+        where = f" (gpujobqueue usage {path})" if self.path else ""
+        logger.info("gpujobqueue: %s: %s%s", report.cluster, report.summary(), where)
+        return report
+
+
+def site_charge(site: Any, queue: str | None) -> Charge | None:
+    """The site's charge factor for ``queue``, where the site file states one."""
+    if site is None or queue is None or not callable(getattr(site, "charge", None)):
+        return None
+    return site.charge(queue)
+
+
+def config_poll_interval() -> float:
+    return parse_timedelta(config.job_poll_interval())
+
+
+def _make_visible(log: logging.Logger) -> None:
+    """Where nobody configured logging, show this logger's INFO lines (the summary at close) on
+    standard error, as distributed does for its own; a program that configured logging keeps its
+    handlers and levels, and gpujobqueue's other INFO lines stay quiet."""
+    if log.hasHandlers() or log.level != logging.NOTSET:
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)

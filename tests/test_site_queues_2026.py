@@ -1,0 +1,78 @@
+"""The queues the 2026-11-24 research added (/work/notes/issue20-facts.md): Kestrel's short and long
+H100 partitions chosen by walltime, Aurora's capacity queue and wICE's and Casper's per-GPU-model
+queues used when named and never chosen, each rendering what its centre documents.
+
+Edges written out by hand from the centres' tables, not computed from the site files."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from gpujobqueue.batch import cluster_class
+from gpujobqueue.scripts import job_script_for
+from gpujobqueue.sites import QueueRefusedError, load_site
+
+ACCOUNT = "abc123"
+
+
+def parse(site_name: str, **keywords):
+    site = load_site(site_name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # unconfirmed facts
+        return cluster_class(site.scheduler).parse_keywords({"site": site, "account": ACCOUNT, **keywords})
+
+
+def script(site_name: str, **keywords) -> str:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return job_script_for(site_name, {"account": ACCOUNT, **keywords}, name="w")
+
+
+@pytest.mark.parametrize(
+    ("nodes", "walltime", "queue"),
+    [
+        # NREL: gpu-h100 up to 2 days, gpu-h100s up to 4 h (the same nodes), gpu-h100l over 2 days (10 at most)
+        (1, "48:00:00", "gpu-h100"),
+        (1, "48:01:00", "gpu-h100l"),
+        (4, "10-00:00:00", "gpu-h100l"),
+    ],
+)
+def test_kestrel_sends_a_job_past_two_days_to_gpu_h100l(nodes, walltime, queue):
+    _, request, _ = parse("kestrel", nodes=nodes, walltime=walltime)
+    assert request.queue == queue
+
+
+def test_kestrel_refuses_a_job_past_ten_days_and_takes_a_short_one_in_gpu_h100s_when_named():
+    with pytest.raises(QueueRefusedError, match="10-00:00:00"):
+        parse("kestrel", walltime="10-00:01:00")
+    assert parse("kestrel", queue="gpu-h100s", walltime="04:00:00")[1].queue == "gpu-h100s"
+    with pytest.raises(QueueRefusedError, match="over the gpu-h100s queue's limit of 04:00:00"):
+        parse("kestrel", queue="gpu-h100s", walltime="04:01:00")
+
+
+def test_aurora_s_capacity_queue_is_used_when_named_up_to_512_nodes_and_never_chosen():
+    assert parse("aurora", queue="capacity", nodes=512, walltime="01:00:00")[1].queue == "capacity"
+    with pytest.raises(QueueRefusedError, match="the capacity queue allows 512"):
+        parse("aurora", queue="capacity", nodes=513, walltime="01:00:00")
+    assert parse("aurora", nodes=4, walltime="01:00:00")[1].queue == "prod"
+
+
+def test_wice_s_a100_and_h100_partitions_ask_for_their_per_gpu_cores_and_memory():
+    a100 = script("wice", queue="gpu_a100", walltime="01:00:00", gpus_per_node=2)
+    assert "#SBATCH --partition=gpu_a100\n" in a100 and "#SBATCH --cpus-per-task=36\n" in a100
+    assert "#SBATCH --mem=252000M\n" in a100  # KU Leuven's own example for 2 A100s: --mem=252000m
+    h100 = script("wice", queue="gpu_h100", walltime="01:00:00", gpus_per_node=1)
+    assert "#SBATCH --partition=gpu_h100\n" in h100 and "#SBATCH --cpus-per-task=16\n" in h100
+    assert "#SBATCH --partition=gpu\n" in script("wice", walltime="01:00:00")  # the default is unchanged
+
+
+@pytest.mark.parametrize(
+    ("queue", "gpu_type", "cpus"), [("casper-h100", "h100", 64), ("casper-a100-80gb", "a100_80gb", 128)]
+)
+def test_casper_s_node_types_go_to_the_casper_queue_with_their_gpu_type(queue, gpu_type, cpus):
+    text = script("casper", queue=queue, walltime="01:00:00")
+    assert "#PBS -q casper\n" in text
+    assert f":ncpus={cpus}:ngpus=4:" in text and f":gpu_type={gpu_type}\n" in text
+    assert parse("casper", walltime="01:00:00")[1].queue == "casper"  # never chosen over the V100 default
