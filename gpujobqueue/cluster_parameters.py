@@ -36,8 +36,9 @@ CLUSTER_PARAMETERS = """
         Whole nodes.
     job_name : str
         The batch job's name.
-    gpu_request : {"gpus-per-node", "gres", "none"}
-        How the job asks for GPUs; ``gpu_type`` adds a model (``--gres=gpu:a100:4``).
+    gpu_request : {"gpus-per-node", "gres", "gpus", "none"}
+        How the job asks for GPUs (``gpus``: ``--gpus=N``, a one-node job's count, as Kestrel documents it);
+        ``gpu_type`` adds a model (``--gres=gpu:a100:4``, ``--gpus=a100:4``).
     gpu_type : str
         The GPU model asked for, in the batch system's spelling.
     worker_mode : {"dask-cuda", "per-device"}

@@ -171,6 +171,7 @@ def _generated_is_skipped(style: str, count: int, settings: Mapping[str, Any]) -
     generated = {
         "gpus-per-node": f"--gpus-per-node={count}",
         "gres": f"--gres=gpu:{count}",
+        "gpus": f"--gpus={count}",
         "select": "-l select=",
         "torque": "-l nodes=",
         "gpu": f'-gpu "num={count}',

@@ -78,6 +78,10 @@ class PlanHooks:
     gpu_request_styles: ClassVar[tuple[str, ...]] = ("none",)
     # Launchers that start one task per node of this batch system's multi-node jobs.
     launchers: ClassVar[tuple[str, ...]] = ()
+    # The options that can name a job's account (a site's account.flag picks one); the first is the default.
+    account_flags: ClassVar[tuple[str, ...]] = ()
+    # The option that sends jobs to another of the batch system's clusters (a site's clusters); None: no such thing.
+    clusters_option: ClassVar[str | None] = None
     # The launcher of a job of several nodes that names none (nor its site); None: such a job must name one.
     native_launcher: ClassVar[str | None] = None
     # The walltime of jobs given none; None where nothing ends jobs (the local batch system).
@@ -300,6 +304,7 @@ def _resolve_keywords(cls: type, kwargs: Mapping[str, Any], owner: str | None = 
                 return dataclasses.replace(routed, request=dataclasses.replace(routed.request, queue_choice=why))
             if routing.walltime_bins(site.queue(site_queue)):  # the default queue, by its bin: say which
                 request = dataclasses.replace(request, queue_choice=why)
+        request = sites.apply_site_flags(site, site_queue, request, explicit)
         sites.check_request(site, site_queue, request, settings)
     elif not getattr(
         cls.job_cls, "runs_jobs_here", False

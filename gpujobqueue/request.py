@@ -105,7 +105,7 @@ class JobRequest:
         Ask for whole nodes.
     gpu_request : str
         How GPUs are asked for, in the batch system's vocabulary (SLURM:
-        ``"gpus-per-node"``, ``"gres"``; PBS: ``"select"``, ``"torque"``; LSF: ``"gpu"``,
+        ``"gpus-per-node"``, ``"gres"``, ``"gpus"``; PBS: ``"select"``, ``"torque"``; LSF: ``"gpu"``,
         ``"csm"``; Grid Engine: ``"complex"``, ``"resource-type"``), or ``"none"`` (the
         queue implies them).
     gpu_type : str or None
@@ -132,6 +132,10 @@ class JobRequest:
         or None.
     queue_choice : str or None
         Why the site chose the queue, for a job that named none (a comment line in the script).
+    account_flag : str or None
+        The option that names the account where the site's differs from the batch system's (ABCI's ``-P``).
+    clusters : str or None
+        The batch system's cluster the job goes to (SLURM ``--clusters``, a site's ``clusters``).
     """
 
     job_name: str = "gpujobqueue"
@@ -158,6 +162,8 @@ class JobRequest:
     walltime_margin: int | None = None
     options: Any = None
     queue_choice: str | None = None
+    account_flag: str | None = None
+    clusters: str | None = None
 
     @property
     def shell(self) -> str | None:

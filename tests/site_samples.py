@@ -12,6 +12,7 @@ SHIPPED = sorted(p.stem for p in SITE_CONFIGS.glob("[!_]*.yaml"))
 
 # An account each site accepts, where the site requires one.
 SAMPLE_ACCOUNTS = {
+    "abci3": "gab12345",  # an ABCI group, written -P
     "andes": "abc123",
     "aurora": "MyProject",
     "casper": "UABC0001",
@@ -26,6 +27,7 @@ SAMPLE_ACCOUNTS = {
     "polaris": "MyProject",
     "sophia": "MyProject",
     "summit": "ABC123",
+    "tsubame4": "tga-lab",  # a TSUBAME group, written -g (optional: without it a 10-minute trial run)
     "wice": "lp_myproject",
 }
 

@@ -64,7 +64,7 @@ def test_render_site_on_the_command_line_gives_the_golden_script(name):
         "tls://10.0.0.1:8786",
     ]
     golden = (GOLDEN / f"{name}.sh").read_text()
-    account = re.search(r"^(?:#SBATCH --account=|#PBS -A |#BSUB -P )(\S+)$", golden, re.M)
+    account = re.search(r"^(?:#SBATCH --account=|#PBS -[AP] |#BSUB -P |#\$ -[PAg] )(\S+)$", golden, re.M)
     if account:
         args += ["--account", account.group(1)]
     result = subprocess.run(
@@ -195,7 +195,9 @@ def test_lsf_site_script_is_accepted_by_the_lsf_grammar(name):
 
 
 def fit_to_fixture_sge(text, sge):
-    """Map a site's resource type and queue to the fixture's (``rt_F``, ``gpu.q``)."""
+    """Map a site's resource type and queue to the fixture's (``rt_F``, ``gpu.q``), and TSUBAME's group
+    option (``-g``, its qsub's and not Grid Engine's) to a comment."""
+    text = re.sub(r"^#\$ -g (\S+)$", r"# -g \1: TSUBAME's group option", text, flags=re.M)
     text = re.sub(r"^#\$ -l (?!h_rt=|gpu=)[A-Za-z_]+=1$", "#$ -l rt_F=1", text, flags=re.M)
     return re.sub(r"^#\$ -q \S+$", "#$ -q gpu.q", text, flags=re.M)
 

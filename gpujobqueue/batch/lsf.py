@@ -218,6 +218,7 @@ class LSFGPUCluster(GPUJobQueueCluster):
         Keyword("gpu_mode", TEXT, "LSF -gpu mode: exclusive_process or shared."),
     )
     batch_synonyms = {"project": "account"}
+    account_flags = ("-P",)
     gpu_request_styles = ("gpu", "csm", "none")
     # The launchers that start one task per node of its jobs (the site schema and keywords accept these).
     launchers = ("jsrun", "mpiexec-openmpi", "mpiexec-mpich", "blaunch")

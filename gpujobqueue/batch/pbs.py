@@ -269,6 +269,7 @@ class PBSGPUCluster(GPUJobQueueCluster):
         Keyword("resource_spec", TEXT, "PBS -l resources as written, as dask-jobqueue's resource_spec."),
     )
     gpu_request_styles = ("select", "torque", "none")
+    account_flags = ("-A", "-P")  # -P: ABCI's group ("mandatory"), PBS Pro's project
     # The launchers that start one task per node of its jobs (the site schema and keywords accept these).
     launchers = ("mpiexec-pals", "mpiexec-openmpi", "mpiexec-mpich", "pbsdsh")
     # A job of several nodes that names no launcher (nor its site): pbsdsh, PBS's own (the TM API).

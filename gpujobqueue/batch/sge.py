@@ -274,6 +274,8 @@ class SGEGPUCluster(GPUJobQueueCluster):
     )
     batch_synonyms = {"project": "account"}
     gpu_request_styles = ("complex", "resource-type", "none")
+    # -P: the project (dask-jobqueue's); -A: the account string; -g: TSUBAME's group, which it charges
+    account_flags = ("-P", "-A", "-g")
     # The launchers that start one task per node of its jobs (the site schema and keywords accept these).
     launchers = ("mpiexec-openmpi", "mpiexec-mpich", "qrsh-inherit")
     # A job of several nodes that names no launcher (nor its site): qrsh -inherit, tasks of the job's

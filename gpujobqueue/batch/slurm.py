@@ -1,4 +1,4 @@
-"""SLURM: GPUs by ``--gpus-per-node``, ``--gres=gpu[:type]:N`` or the partition alone."""
+"""SLURM: GPUs by ``--gpus-per-node``, ``--gres=gpu[:type]:N``, ``--gpus=[type:]N`` or the partition alone."""
 
 from __future__ import annotations
 
@@ -18,6 +18,12 @@ def format_slurm_memory(nbytes: int) -> str:
     """Bytes as SLURM memory (binary units), rounded up: ``60G`` or ``1536M``."""
     mebibytes = math.ceil(nbytes / 2**20)
     return f"{mebibytes // 1024}G" if mebibytes % 1024 == 0 else f"{mebibytes}M"
+
+
+def clusters_options(jobs: list[GPUJob]) -> list[str]:
+    """``--clusters=NAME`` for jobs sent to another of SLURM's clusters (a site's ``clusters``), else nothing."""
+    names = sorted({job.request.clusters for job in jobs if getattr(job, "request", None) and job.request.clusters})
+    return [f"--clusters={','.join(names)}"] if names else []
 
 
 class SLURMGPUJob(GPUJob):
@@ -91,8 +97,10 @@ class SLURMGPUJob(GPUJob):
     def query_command(cls, job_ids: list[str], jobs: list[GPUJob]) -> list[str]:
         # --states=all: finished jobs too, for as long as slurmctld keeps them (MinJobAge);
         # --array: one line per array element (A_7), not one per pending array (A_[7-9]).
+        # With --clusters squeue heads each cluster's lines with "CLUSTER: name", which has no fields.
         return [
             "squeue",
+            *clusters_options(jobs),
             "--noheader",
             "--array",
             "--states=all",
@@ -114,12 +122,18 @@ class SLURMGPUJob(GPUJob):
                 )
         return {job_id: listed.get(job_id) or unlisted(job_id) for job_id in job_ids}
 
+    @classmethod
+    def cancel_commands(cls, jobs: list[GPUJob]) -> list[list[str]]:
+        # scancel finds jobs of another cluster (a site's clusters) only when told which
+        commands = super().cancel_commands(jobs)
+        return [[command[0], *clusters_options(jobs), *command[1:]] for command in commands]
+
     async def query_exit_code(self) -> int | None:
-        code, out, _ = await run_query(["scontrol", "show", "job", "--oneliner", str(self.job_id)])
+        clusters = clusters_options([self])
+        code, out, _ = await run_query(["scontrol", *clusters, "show", "job", "--oneliner", str(self.job_id)])
         if code != 0:  # purged from slurmctld: accounting may still know it
-            code, out, _ = await run_query(
-                ["sacct", "--jobs", str(self.job_id), "--noheader", "--parsable2", "--allocations", "--format=ExitCode"]
-            )
+            accounting = ["sacct", *clusters, "--jobs", str(self.job_id), "--noheader", "--parsable2", "--allocations"]
+            code, out, _ = await run_query([*accounting, "--format=ExitCode"])
             match = re.match(r"\s*(\d+):(\d+)", out) if code == 0 else None
         else:
             match = re.search(r"\bExitCode=(\d+):(\d+)", out)
@@ -170,7 +184,10 @@ class SLURMGPUCluster(GPUJobQueueCluster):
         Keyword("job_mem", TEXT, "SLURM --mem as written, as dask-jobqueue's job_mem."),
     )
     batch_synonyms = {"partition": "queue"}
-    gpu_request_styles = ("gpus-per-node", "gres", "none")
+    # gpus: --gpus=[TYPE:]N for a one-node job (Kestrel's documented form), --gpus-per-node for more nodes
+    gpu_request_styles = ("gpus-per-node", "gres", "gpus", "none")
+    account_flags = ("--account",)
+    clusters_option = "--clusters"
     # The launchers that start one task per node of its jobs (the site schema and keywords accept these).
     launchers = ("srun", "ibrun", "mpiexec-openmpi", "mpiexec-mpich")
     # A job of several nodes that names no launcher: srun, one task per node of the allocation.

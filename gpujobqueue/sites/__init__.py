@@ -24,6 +24,7 @@ from .admission import check_request, node_memory_bytes, route_queue
 from .check import site_problems
 from .errors import QueueRefusedError, SiteConfigError
 from .facts import Site
+from .flags import apply_site_flags
 from .load import read_site_file
 from .patterns import pattern_matches, pattern_problem
 from .registry import (
@@ -62,6 +63,7 @@ __all__ = [
     "Site",
     "SiteConfigError",
     "UnconfirmedSiteFactsWarning",
+    "apply_site_flags",
     "check_request",
     "choose_site",
     "detect_site",

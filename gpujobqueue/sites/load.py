@@ -106,6 +106,12 @@ def _semantic_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[Sit
         problem = pattern_problem(pattern)
         if problem:
             error(("hostnames", i), problem)
+    flag = data.get("account", {}).get("flag")
+    if batch_cls is not None and flag is not None and flag not in batch_cls.account_flags:
+        accepted = " or ".join(batch_cls.account_flags)
+        error(("account", "flag"), f"{scheduler} names an account with {accepted}, not {flag}")
+    if batch_cls is not None and "clusters" in data and batch_cls.clusters_option is None:
+        error(("clusters",), f"{scheduler} has no clusters to send jobs to (SLURM's --clusters)")
     pattern = data.get("account", {}).get("pattern")
     if pattern is not None:
         problem = pattern_problem(pattern)

@@ -2,6 +2,7 @@
 
 #PBS -N gpujobqueue
 #PBS -q rt_HF
+#PBS -P gab12345
 #PBS -l select=1:ncpus=192
 #PBS -l walltime=00:30:00
 #PBS -j oe

@@ -6,7 +6,7 @@
 #SBATCH --nodes=1
 #SBATCH --ntasks-per-node=1
 #SBATCH --cpus-per-task=128
-#SBATCH --gres=gpu:4
+#SBATCH --gpus=4
 #SBATCH --mem=324250M
 #SBATCH --time=00:30:00
 

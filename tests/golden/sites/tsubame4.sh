@@ -5,6 +5,7 @@
 #$ -cwd
 #$ -j y
 #$ -w e
+#$ -g tga-lab
 #$ -l node_f=1
 #$ -l h_rt=00:30:00
 

@@ -1,0 +1,51 @@
+"""Site facts that change how a job is written, over the request its keywords made
+(:func:`apply_site_flags`): the option that names the account where the site's differs from the
+batch system's (ABCI's ``-P``, TSUBAME's ``-g``), no memory request where the scheduler refuses one
+(TACC's machines), and the batch system's cluster the jobs go to (wICE's ``--clusters=wice``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping
+
+from ..errors import ValidationError
+from ..request import JobRequest
+from .facts import Site
+
+# The keywords that ask the batch system for memory.
+MEMORY_KEYWORDS = ("memory", "memory_per_gpu", "job_mem", "mem")
+
+
+def apply_site_flags(site: Site, queue: str | None, request: JobRequest, explicit: Mapping[str, Any]) -> JobRequest:
+    """The request as the site's batch system must receive it.
+
+    Parameters
+    ----------
+    site : Site
+    queue : str or None
+        The site's queue the job goes to (None: its default).
+    request : JobRequest
+        The request the keywords made.
+    explicit : mapping
+        The keywords the user (or dask config) gave, over the site's defaults.
+
+    Raises
+    ------
+    ValidationError
+        A memory keyword given on a site whose scheduler refuses a memory request, naming it
+        and the centre's reason.
+    """
+    data = site.data
+    node = site.node(queue or data["default_queue"])
+    if node.get("memory_request") is False:
+        asked = [name for name in MEMORY_KEYWORDS if explicit.get(name) is not None]
+        if asked:
+            why = node.get("memory_request_refused") or "its scheduler refuses a job that asks for memory"
+            raise ValidationError(
+                asked[0],
+                f"{site.name} takes no memory request ({why}); leave {asked[0]} out: each job gets its nodes' "
+                "memory, and the workers size themselves by their share of it",
+            )
+        # The site's own memory_per_gpu still sized the workers (the launch); the header asks for none.
+        request = dataclasses.replace(request, memory_per_node=None, job_mem=None)
+    return dataclasses.replace(request, account_flag=data.get("account", {}).get("flag"), clusters=data.get("clusters"))
