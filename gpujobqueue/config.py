@@ -130,6 +130,11 @@ def shared_temp_directory(batch: str) -> str | None:
     return configured(batch, "shared_temp_directory")
 
 
+def max_jobs_per_user(batch: str) -> Any:
+    """``gpujobqueue.<batch>.max-jobs-per-user``: a queue's limit on one user's jobs, over the site's."""
+    return configured(batch, "max_jobs_per_user")
+
+
 def scheduler_options(batch: str) -> dict | None:
     """``gpujobqueue.<batch>.scheduler-options``: the scheduler's options when none are given."""
     return configured(batch, "scheduler_options")

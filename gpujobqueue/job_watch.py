@@ -66,7 +66,8 @@ class JobTable(list):
     ----------
     notice : str or None
         What the table cannot show as rows: that the batch system cannot be reached (its
-        states are then unknown), jobs waiting to be submitted, replacing stopped.
+        states are then unknown), jobs waiting to be submitted, jobs held by a per-user limit of
+        the queue, replacing stopped.
     """
 
     notice: str | None = None
@@ -303,12 +304,16 @@ class JobWatch:
         return table
 
     def notice(self) -> str | None:
-        """The outage, the jobs waiting for it to end, and a stop of the replacing, in words."""
+        """The outage, the jobs waiting for it to end, jobs held past a per-user limit, and a stop
+        of the replacing, in words."""
         kept = self.cluster._replacement
         parts = [self.unreachable] if self.unreachable else []
         waiting = sum(kept.missing(self.cluster, pool) for pool in kept.targets) if kept.may_replace else 0
         if kept.deferred_since is not None and waiting:
             parts.append(f"{waiting} job(s) to submit when it answers")
+        held = kept.hold.notice()
+        if held:
+            parts.append(held)
         if kept.stopped is not None:
             if isinstance(kept.stopped, JobFailedError):
                 why = f"{kept.failures_in_a_row} job(s) in a row failed"

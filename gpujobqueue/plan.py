@@ -17,6 +17,7 @@ from .request import DEFAULT_WALLTIME, JobRequest, parse_bool, parse_positive_in
 from .scheduler_job import SCHEDULER_PLACEMENTS, parse_scheduler_placement
 from .security import resolve_security
 from .sites import routing
+from .user_limits import UserJobLimit
 from .workers import WorkerLaunch, threads_of_cores
 
 logger = logging.getLogger("gpujobqueue.cluster")
@@ -50,6 +51,9 @@ class Plan:
         The CPU pool's jobs, validated as the GPU jobs are.
     site_queue : str or None
         The site's name of the queue the jobs go to (given, configured or routed).
+    jobs_per_user : UserJobLimit or None
+        The GPU jobs' queue's limits on one user's jobs (its site queue's ``max_jobs_per_user``,
+        or ``gpujobqueue.<batch>.max-jobs-per-user``): ``scale()`` holds jobs past them.
     """
 
     settings: dict[str, Any]
@@ -63,6 +67,7 @@ class Plan:
     cpu_request: JobRequest | None = None
     cpu_launch: WorkerLaunch | None = None
     site_queue: str | None = None  # the site's name of the queue the jobs go to
+    jobs_per_user: UserJobLimit | None = None
 
 
 class PlanHooks:
@@ -199,6 +204,16 @@ def make_plan(
     )
     if arrays:
         cls._check_job_array(plan.request)
+    configured_limit = config.max_jobs_per_user(batch)
+    if configured_limit is not None:
+        queue = plan.request.queue or "default"
+        jobs_per_user = UserJobLimit.parse(
+            f"gpujobqueue.{batch}.max-jobs-per-user",
+            configured_limit,
+            queue=queue,
+            source=f"gpujobqueue.{batch}.max-jobs-per-user",
+        )
+        plan = dataclasses.replace(plan, jobs_per_user=jobs_per_user)
     return dataclasses.replace(
         plan,
         launch=launch,
@@ -311,7 +326,23 @@ def _resolve_keywords(cls: type, kwargs: Mapping[str, Any], owner: str | None = 
     ):  # the local machine sizes itself; last, so a wrong value is named first
         require_job_size(owner or cls.__name__, batch, settings)
     settings["site"] = site
-    return Plan(settings=settings, request=request, launch=launch, site=site, site_queue=site_queue)
+    jobs_per_user = None
+    if site is not None:
+        queue_name = site_queue or site.data["default_queue"]
+        jobs_per_user = UserJobLimit.parse(
+            "max_jobs_per_user",
+            site.queue(queue_name).get("max_jobs_per_user"),
+            queue=queue_name,
+            source=f"site {site.name}",
+        )
+    return Plan(
+        settings=settings,
+        request=request,
+        launch=launch,
+        site=site,
+        site_queue=site_queue,
+        jobs_per_user=jobs_per_user,
+    )
 
 
 def _take_keywords(kwargs: dict[str, Any], synonyms: dict[str, str]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import Any
 from . import config
 from .errors import GPUJobQueueError, SubmissionError, ValidationError
 from .job_status import JobCannotStartError
+from .user_limits import JobHold, UserJobLimit, refusal_line
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +40,8 @@ class Replacement:
     ----------
     limit : int, optional
         Failures in a row that stop the replacing (default :func:`max_failures`).
+    user_limit : UserJobLimit, optional
+        The GPU jobs' queue's limit on one user's jobs: jobs past it are held.
 
     Attributes
     ----------
@@ -53,9 +56,11 @@ class Replacement:
         Since when (``time.time()``) a submission refused during an outage waits to be retried.
     replaced : int
         Replacement jobs submitted.
+    hold : JobHold
+        The jobs held back by a per-user limit of the queue, and why.
     """
 
-    def __init__(self, limit: int | None = None):
+    def __init__(self, limit: int | None = None, user_limit: UserJobLimit | None = None):
         self.limit = max_failures() if limit is None else limit
         self.targets: dict[str, int] = {}
         self.failures_in_a_row = 0
@@ -63,6 +68,7 @@ class Replacement:
         self._stop_raised = False
         self.deferred_since: float | None = None
         self.replaced = 0
+        self.hold = JobHold(user_limit)
 
     def set_target(self, pool: str, jobs: int) -> None:
         self.targets[pool] = jobs
@@ -115,8 +121,11 @@ class Replacement:
 
     def missing(self, cluster: Any, pool: str) -> int:
         """Jobs the pool lacks to reach its target."""
-        held = sum(1 for spec in cluster.worker_spec.values() if spec.get("pool", "gpu") == pool)
-        return max(0, self.targets.get(pool, 0) - held)
+        return max(0, self.targets.get(pool, 0) - pool_jobs(cluster, pool))
+
+    def to_submit(self, cluster: Any, pool: str) -> int:
+        """Jobs the pool lacks that a per-user limit of the queue lets it submit now (the rest are held)."""
+        return self.hold.room(pool, pool_jobs(cluster, pool), self.targets.get(pool, 0))
 
     def defer(self) -> None:
         if self.deferred_since is None:
@@ -128,6 +137,29 @@ def adaptive_running(cluster: Any) -> bool:
     adaptive = getattr(cluster, "_adaptive", None)
     callback = getattr(adaptive, "periodic_callback", None)
     return bool(callback is not None and callback.is_running())
+
+
+def pool_jobs(cluster: Any, pool: str) -> int:
+    """The pool's jobs that the cluster has (submitted, or about to be)."""
+    return sum(1 for spec in cluster.worker_spec.values() if spec.get("pool", "gpu") == pool)
+
+
+def held_for_user_limit(cluster: Any, error: SubmissionError, before: dict[str, int]) -> bool:
+    """Whether a refused submission was refused for a per-user job limit of the queue (the batch
+    module's ``user_limit_refusals``); if so the jobs not submitted are held, not failed.
+
+    Call it after :func:`forget_unsubmitted`; ``before`` holds each pool's jobs before that.
+    """
+    words = refusal_line(str(error), getattr(cluster.job_cls, "user_limit_refusals", ()))
+    if words is None:
+        return False
+    hold = cluster._replacement.hold
+    for pool, count in before.items():
+        now = pool_jobs(cluster, pool)
+        if now < count:
+            hold.refusal(pool, now, words, count - now)
+    hold.say()
+    return True
 
 
 def forget_unsubmitted(cluster: Any) -> int:
@@ -153,17 +185,21 @@ async def top_up(cluster: Any) -> int:
     replacement: Replacement = cluster._replacement
     if not replacement.may_replace or adaptive_running(cluster) or cluster.status.name in ("closing", "closed"):
         return 0
-    added = 0
+    added, was_held = 0, sum(replacement.hold.held.values())
     for pool in list(replacement.targets):
-        for _ in range(replacement.missing(cluster, pool)):
+        for _ in range(replacement.to_submit(cluster, pool)):
             cluster.worker_spec.update(cluster.new_worker_spec() if pool == "gpu" else cluster._new_cpu_job_spec())
             added += 1
     if not added:
+        replacement.hold.say()
         return 0
+    planned = {pool: pool_jobs(cluster, pool) for pool in replacement.targets}
     try:
         await cluster._correct_state()
     except SubmissionError as error:
         forget_unsubmitted(cluster)
+        if held_for_user_limit(cluster, error, planned):
+            return 0
         if not await cluster._batch_reachable():
             replacement.defer()
             logger.warning(
@@ -175,9 +211,12 @@ async def top_up(cluster: Any) -> int:
         replacement.submission_refused(error)
         logger.error("gpujobqueue: %s", error)
         return 0
+    replacement.hold.say()
     if replacement.deferred_since is not None:
         logger.warning("gpujobqueue: submitted %d job(s) deferred since the batch system stopped answering", added)
         replacement.deferred_since = None
+    elif was_held:
+        logger.warning("gpujobqueue: submitted %d job(s) that were held or replace jobs that ended", added)
     else:
         replacement.replaced += added
         logger.warning("gpujobqueue: submitted %d job(s) to replace jobs that ended", added)

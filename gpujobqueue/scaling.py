@@ -16,7 +16,7 @@ from . import config
 from .adaptive import GPUAdaptive
 from .errors import SubmissionError, ValidationError
 from .limits import MAX_JOBS_PER_CLUSTER
-from .replacement import forget_unsubmitted
+from .replacement import forget_unsubmitted, held_for_user_limit, pool_jobs
 from .request import parse_positive_int
 
 logger = logging.getLogger("gpujobqueue.cluster")
@@ -142,7 +142,10 @@ class GPUScaling:
         last :class:`JobFailedError`; calling ``scale()`` again resumes. A submission refused
         while the batch system cannot be reached (its status query fails too) is not
         raised: it is logged, shown by :attr:`jobs` and the repr, and submitted again once
-        the batch system answers. The GPU
+        the batch system answers. Past a queue's limit on one user's jobs (its site's
+        ``max_jobs_per_user``, ``gpujobqueue.<batch>.max-jobs-per-user``, or the batch system's
+        refusal for such a limit) the jobs are held, not submitted: logged, shown by :attr:`jobs`
+        and the repr, and submitted as the cluster's own jobs end. The GPU
         pool and the CPU pool are scaled separately: ``scale(cpu_workers=8)`` leaves the
         GPU workers as they are, ``scale(gpus=4)`` the CPU workers.
 
@@ -196,13 +199,20 @@ class GPUScaling:
                 queued_first = sorted(removable, key=lambda job: job in connected)
                 for job in queued_first[:surplus]:
                     del self.worker_spec[job]
-            for _ in range(-surplus if not closing else 0):
+            # Past a per-user limit of the queue the rest are held (replacement.py submits them as jobs end).
+            for _ in range(self._replacement.to_submit(self, pool) if not closing else 0):
                 self.worker_spec.update(self.new_worker_spec() if pool == "gpu" else self._new_cpu_job_spec())
+        if closing:
+            self._replacement.hold.clear()
+        planned = {pool: pool_jobs(self, pool) for pool in targets}
         try:
             await self._correct_state()
             self._replacement.deferred_since = None
+            self._replacement.hold.say()
         except SubmissionError as error:
             forget_unsubmitted(self)
+            if not closing and held_for_user_limit(self, error, planned):
+                return
             if closing or await self._batch_reachable():
                 raise
             # An outage, not a refusal: the job watch submits them once the batch system answers.

@@ -144,6 +144,14 @@ class PBSGPUJob(GPUJob):
     config_name = "pbs"
     # `1234.server`: the whole id, which qdel and qstat take on every PBS.
     job_id_regexp = r"(?P<job_id>\d+(?:\[\d*\])?(?:\.[A-Za-z0-9_.-]+)?)"
+    # qsub's refusals for a per-user job limit: PBS Pro's max_queued / queued_jobs_threshold
+    # ("qsub: would exceed queue generic's per-user limit of jobs in 'Q' state", as ALCF's queues say it),
+    # and the older max_user_queuable (PBSE_MAXUSERQUED); the cluster holds the jobs (user_limits.py).
+    user_limit_refusals = (
+        r"would exceed .*per-user limit",
+        r"Maximum number of jobs already in queue for user",
+        r"Maximum number of jobs for user",
+    )
     ended_states = frozenset({"F", "X", "C"})  # finished, subjob finished, Torque's completed
     array_task_variable = "PBS_ARRAY_INDEX"
     array_size_limit = 10000  # the server's max_array_size default

@@ -40,6 +40,10 @@ class SLURMGPUJob(GPUJob):
     job_id_variable = "SLURM_JOB_ID"  # set inside a job
     config_name = "slurm"
     job_id_regexp = r"Submitted batch job (?P<job_id>\d+)"
+    # sbatch's refusals for a per-user job limit (a QoS's MaxSubmitJobsPerUser, an association's
+    # MaxSubmitJobs): the cluster holds the jobs and submits them as its jobs end (user_limits.py).
+    # Not the line after them, "Job violates accounting/QOS policy": sbatch says it for size and time limits too.
+    user_limit_refusals = (r"QOSMaxSubmitJobPerUserLimit", r"AssocMaxSubmitJobLimit")
     ended_states = frozenset(
         {
             "COMPLETED",

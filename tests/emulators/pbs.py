@@ -65,6 +65,7 @@ request, and the exit statuses, are not).
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import pwd
@@ -107,6 +108,7 @@ PBSE_INVALJOBRESC = 15109
 PBSE_PLACENOSELECT = 15111
 PBSE_DUPRESC = 15116
 PBSE_HISTJOBID = 15139
+PBSE_ENTLIMCT = 15142  # an entity limit on job counts (max_queued): qsub exits 38, as ALCF's users report
 
 
 def _status(pbse: int) -> int:
@@ -1324,10 +1326,33 @@ def _variable_list(parsed: ParsedJob, environ: dict[str, str], config: EmulatorC
     return variables
 
 
+_GENERIC_USER_LIMIT = re.compile(r"\[u:PBS_GENERIC=(\d+)\]")
+
+
+def _check_user_queued_limit(parsed: ParsedJob, store: JobStore) -> None:
+    """A queue's ``max_queued = [u:PBS_GENERIC=N]``: each user's jobs queued, held or running in the
+    queue (an array counts once) stay at N; one more is refused at submit time, as PBS Pro does."""
+    qconf = store.config.queues.get(parsed.queue or store.config.default_queue) or {}
+    match = _GENERIC_USER_LIMIT.fullmatch(str(qconf.get("max_queued", "")).strip())
+    if match is None:
+        return
+    user = getpass.getuser()
+    queue = parsed.queue or store.config.default_queue
+    jobs = [
+        job
+        for job in store.jobs()
+        if job.user == user and job.queue == queue and job.array_index is None and job.state != "finished"
+    ]
+    if len(jobs) >= int(match.group(1)):
+        # PBS Pro's words for max_queued [u:PBS_GENERIC=N] on a queue (its test suite's pbs_entity_limits)
+        raise Rejected("qsub: would exceed queue generic's per-user limit", _status(PBSE_ENTLIMCT))
+
+
 def submit(parsed: ParsedJob, store: JobStore, environ: dict[str, str]) -> JobRecord:
     """Queue a parsed job (and its array elements); returns the (parent) record."""
     config = store.config
     with store.locked():
+        _check_user_queued_limit(parsed, store)
         depend = []
         for kind, job_id in parsed.depend:
             key = job_id.split(".", 1)[0]

@@ -1,0 +1,158 @@
+"""Per-user job limits of a queue (issue 20): ``scale()`` and ``adapt()`` never submit past a
+queue's limit on one user's jobs, hold the rest and say so, and submit them as the cluster's
+jobs end; a batch system's refusal for such a limit is a hold, not a failure.
+
+The SLURM test runs on the real SLURM of tests/fixtures/slurm.py (run it under
+``flock /tmp/gjq-batch.lock``); the refusal tests on the PBS Pro emulator, which refuses past
+a queue's ``max_queued = [u:PBS_GENERIC=N]`` as PBS Pro does.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import time
+from pathlib import Path
+
+import dask.config
+import pytest
+from conftest import wait_until
+from test_conformance import COMMON
+
+from gpujobqueue import PBSGPUCluster, SLURMGPUCluster
+from gpujobqueue.errors import ValidationError
+from gpujobqueue.plan import make_plan
+from gpujobqueue.sites import SiteConfigError, load_site
+from gpujobqueue.user_limits import UserJobLimit
+
+FAST = {"gpujobqueue.job-poll-interval": "1s"}
+
+
+@pytest.fixture
+def in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # PBS copies job output back to the submit directory
+    return tmp_path
+
+
+def _limit_queue(pbs, queue: str, jobs: int) -> None:
+    """Give the emulator's queue PBS Pro's per-user limit of jobs queued and running."""
+    pbs.config.queues[queue]["max_queued"] = f"[u:PBS_GENERIC={jobs}]"
+    pbs.config.write(pbs.home)
+
+
+# -- the limit's values -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value, field",
+    [
+        (0, "x.submitted"),
+        ({"submitted": -1}, "x.submitted"),
+        ({"running": True}, "x.running"),
+        ({"submitted": 10_001}, "x.submitted"),
+        ({"submitted": 1, "running": 2}, "x"),
+        ({"queued": 1}, "x"),
+        ({}, "x"),
+        ("two", "x.submitted"),
+    ],
+)
+def test_a_bad_limit_is_refused_naming_its_field(value, field):
+    with pytest.raises(ValidationError) as raised:
+        UserJobLimit.parse("x", value, queue="q", source="s")
+    assert raised.value.field == field
+
+
+def test_a_site_file_with_a_bad_limit_is_refused_naming_the_key(tmp_path):
+    good = (Path(__file__).parent / "sites" / "good" / "minimal.yaml").read_text()
+    bad = good.replace("    max_nodes: 1\n", "    max_nodes: 1\n    max_jobs_per_user: {submitted: 0}\n")
+    assert bad != good
+    path = tmp_path / "minimal.yaml"
+    path.write_text(bad)
+    with pytest.raises(SiteConfigError) as raised:
+        load_site(path)
+    assert "max_jobs_per_user.submitted" in str(raised.value) and "minimum of 1" in str(raised.value)
+    path.write_text(bad.replace("{submitted: 0}", "{submitted: 2, running: 1}"))
+    assert load_site(path).queue("debug")["max_jobs_per_user"] == {"submitted": 2, "running": 1}
+
+
+@pytest.mark.parametrize(
+    "site, queue, submitted, running",
+    [("polaris", "debug-scaling", 1, None), ("polaris", "capacity", 2, 1), ("aurora", "debug", 1, None)],
+)
+def test_a_sites_queue_carries_its_limit_into_the_plan(site, queue, submitted, running):
+    plan = make_plan(PBSGPUCluster, {"site": site, "queue": queue, "account": "p"})
+    limit = plan.jobs_per_user
+    assert (limit.submitted, limit.running) == (submitted, running)
+    assert limit.why().startswith(f"queue {queue} takes {submitted} job") and f"(site {site})" in limit.why()
+
+
+# -- the real SLURM: a stated limit -------------------------------------------------------------
+
+
+@pytest.mark.slurm
+def test_scale_past_a_stated_limit_holds_the_rest_and_submits_them_as_jobs_end(slurm, counted, caplog):
+    limit = {**FAST, "gpujobqueue.slurm.max-jobs-per-user": 2}
+    caplog.set_level(logging.WARNING, logger="gpujobqueue.cluster")
+    with dask.config.set(limit), SLURMGPUCluster(**COMMON, queue="gpu") as cluster:
+        cluster.scale(jobs=3)
+        wait_until(lambda: len(slurm.squeue_ids()) == 2, 20, what="two jobs in the queue")
+        time.sleep(2.5)  # more polls: the third is held, not submitted
+        assert len(slurm.squeue_ids()) == 2 and counted.count("sbatch") == 2
+        said = "held 1 job(s): queue gpu takes 2 jobs per user (gpujobqueue.slurm.max-jobs-per-user)"
+        assert said in repr(cluster.jobs) and said in repr(cluster)
+        assert sum("held 1 job(s)" in r.getMessage() for r in caplog.records) == 1, "said once"
+        victim = slurm.squeue_ids()[0]
+        cancelled = time.monotonic()
+        subprocess.run(["scancel", victim], check=True)
+        wait_until(lambda: counted.count("sbatch") == 3, 15, what="the held job submitted")
+        print(f"the held job was submitted {time.monotonic() - cancelled:.1f} s after the scancel")
+        wait_until(lambda: len(slurm.squeue_ids()) == 2 and victim not in slurm.squeue_ids(), 15, what="two jobs")
+        assert said in repr(cluster), "three asked, two at a time: one is still held"
+        time.sleep(2.5)
+        assert counted.count("sbatch") == 3
+    wait_until(lambda: not slurm.squeue_ids(), 30, what="the queue to empty")
+
+
+# -- the PBS Pro emulator: the batch system's refusal ------------------------------------------
+
+
+def test_the_pbs_emulator_refuses_past_a_queues_per_user_limit(pbs, in_tmp):
+    _limit_queue(pbs, "workq", 1)
+    pbs.qsub("#!/bin/sh\nsleep 30\n", "-q", "workq", cwd=in_tmp)
+    refused = pbs.run("qsub", "-q", "workq", "--", "/bin/sleep", "30", cwd=in_tmp)
+    assert refused.returncode == 38
+    assert refused.stderr.strip() == "qsub: would exceed queue generic's per-user limit"
+    pbs.qsub("#!/bin/sh\nsleep 30\n", "-q", "debug", cwd=in_tmp)  # another queue has its own count
+
+
+def test_a_refusal_for_a_per_user_limit_is_a_hold_and_the_held_job_goes_when_one_ends(pbs, in_tmp):
+    _limit_queue(pbs, "workq", 1)
+    with dask.config.set(FAST), PBSGPUCluster(**COMMON, queue="workq") as cluster:
+        cluster.scale(jobs=3)  # not raised
+        assert len(pbs.job_ids()) == 1
+        said = "held 2 job(s): the batch system refused more: qsub: would exceed queue generic's per-user limit"
+        assert said in repr(cluster.jobs) and said in repr(cluster)
+        assert cluster._replacement.may_replace
+        first = pbs.job_ids()[0]
+        pbs.run("qdel", first)
+        wait_until(lambda: pbs.job_ids() and pbs.job_ids() != [first], 15, what="a held job submitted")
+        time.sleep(2.5)
+        assert len(pbs.job_ids()) == 1, "still within the limit"
+    pbs.wait_queue_empty(30)
+
+
+def test_a_stated_limit_holds_under_adapt_and_scaling_down_drops_held_jobs_first(pbs, in_tmp, caplog):
+    caplog.set_level(logging.INFO, logger="gpujobqueue.cluster")
+    with dask.config.set({**FAST, "gpujobqueue.pbs.max-jobs-per-user": {"submitted": 1}}):
+        with PBSGPUCluster(**COMMON, queue="workq") as cluster:
+            cluster.scale(jobs=3)
+            assert len(pbs.job_ids()) == 1
+            kept = pbs.job_ids()
+            assert "held 2 job(s): queue workq takes 1 job per user" in repr(cluster)
+            cluster.scale(jobs=1)  # the held ones go first: the job submitted stays
+            assert pbs.job_ids() == kept and "held" not in repr(cluster)
+            cluster.adapt(minimum_jobs=3, maximum_jobs=3, interval="200ms")
+            wait_until(lambda: "held 2 job(s)" in repr(cluster), 10, what="adapt's jobs held")
+            time.sleep(1)
+            assert pbs.job_ids() == kept
+        pbs.wait_queue_empty(30)
