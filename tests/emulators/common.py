@@ -17,9 +17,12 @@ API summary
 
 ``EmulatorConfig(flavor="pbspro", server="emulator", host=<short hostname>, ncpus=8,
 ngpus=4, mem="32gb", queues={}, default_queue="workq", custom_resources=[],
-kill_grace_s=2.0, first_id=1000, extra={})``
+kill_grace_s=2.0, first_id=1000, hosts=1, extra={})``
     ``EmulatorConfig.load(home) -> EmulatorConfig``, ``config.write(home) -> Path``,
-    ``config.mem_bytes`` (int).  ``custom_resources`` is a list of dicts
+    ``config.mem_bytes`` (int).  ``hosts`` counts identical hosts of ``ncpus``/``ngpus``/``mem``
+    for the submission checks only (what qsub/bsub refuse, what can never run): a job the
+    emulator runs still runs on its one ``host``.
+    ``custom_resources`` is a list of dicts
     ``{"name": str, "type": "string"|"string_array"|"long"|"size"|"boolean",
     "level": "job"|"chunk"}``.  Unknown keys of config.json land in ``extra``.
 
@@ -197,7 +200,8 @@ def format_hms(seconds: float | None) -> str:
 
 @dataclass
 class EmulatorConfig:
-    """The emulated machine: one host with ``ncpus``, ``ngpus`` and ``mem``, some queues."""
+    """The emulated machine: one host with ``ncpus``, ``ngpus`` and ``mem``, some queues; ``hosts``
+    such hosts for the submission checks (multi-node jobs of a site configured with two or more)."""
 
     flavor: str = "pbspro"
     server: str = "emulator"
@@ -210,6 +214,7 @@ class EmulatorConfig:
     custom_resources: list[dict[str, Any]] = field(default_factory=list)
     kill_grace_s: float = 2.0
     first_id: int = 1000
+    hosts: int = 1
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

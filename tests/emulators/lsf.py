@@ -29,10 +29,10 @@ What is emulated
   JOB_TERMINATE_INTERVAL (config ``job_terminate_interval_s``; LSF's default is 10 s).
 * CSM queues (``csm: true``, Summit's ``batch``): ``-nnodes N`` whole nodes; the script runs
   on the launch node without CUDA_VISIBLE_DEVICES and starts work through ``jsrun``.
-* One emulated host: a job that can never fit (more GPUs or memory than the host, a span
-  over several hosts) pends for ever, as on a real cluster; ``-n`` above the host's cores is
-  refused ("Too many processors requested").  Config ``seconds_per_minute`` (60 in reality)
-  shortens run limits for tests.
+* One emulated host (config ``hosts`` counts more for the submission checks): a job that can
+  never fit (more GPUs or memory than the host, a span over more hosts) pends for ever, as on
+  a real cluster; ``-n`` above the hosts' cores is refused ("Too many processors requested").
+  Config ``seconds_per_minute`` (60 in reality) shortens run limits for tests.
 * Python API: ``parse_submission(script_text, argv, config)`` returns a ``ParsedJob`` or
   raises ``Rejected`` exactly when bsub would refuse; ``default_config(**overrides)``.
 
@@ -1118,7 +1118,7 @@ def _build(
     else:
         slots = low
         ngpus = gpu.count(slots) if gpu else 0
-        if low > config.ncpus:
+        if low > config.ncpus * config.hosts:
             raise refused("Too many processors requested")  # [OL 24; ERT]
 
     mem_limit = None
@@ -1163,11 +1163,13 @@ def _build(
             hosts_needed = math.ceil(slots / resreq.ptile)
         if resreq.span_hosts is not None and resreq.span_hosts > 1:
             hosts_needed = max(hosts_needed, resreq.span_hosts)
-        if hosts_needed > 1:
-            # one emulated host: a job that must span several hosts pends for ever, as on a
-            # real cluster without enough hosts (LSF does not refuse it at submission)
+        if resreq.span_hosts == 1 and slots > config.ncpus:
+            hosts_needed = 2  # one host asked for, more slots than a host has
+        if hosts_needed > config.hosts:
+            # a job that must span more hosts than the cluster has pends for ever, as on a real
+            # cluster without enough hosts (LSF does not refuse it at submission)
             pending = "Not enough hosts to meet the job's spanning requirement"  # [UNCONFIRMED wording]
-    elif nnodes > 1:
+    elif nnodes > config.hosts:
         pending = "Not enough processors to meet the job's spanning requirement"  # [UNCONFIRMED]
 
     return ParsedJob(

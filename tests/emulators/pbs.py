@@ -950,21 +950,23 @@ def parse_submission(
     if array is not None and len(range(array[0], array[1] + 1, array[2])) > MAX_ARRAY_SIZE:
         raise Rejected("qsub: Array job exceeds server or queue size limit", _status(PBSE_MAXARRAYSIZE))
 
-    # can it ever run on this one host?  Real PBS accepts such a job and the scheduler
-    # comments it; the emulator keeps it queued for ever with the same kind of comment.
+    # can it ever run on these hosts (config.hosts of them, one by default)?  Real PBS accepts such
+    # a job and the scheduler comments it; the emulator keeps it queued for ever with the same kind of
+    # comment.  A chunk needs one host; with one host, or place=pack, every chunk shares it.
     never = None
+    hosts = 1 if config.hosts <= 1 or place.get("arrangement") == "pack" else config.hosts
     host_limits = {"ncpus": config.ncpus, "ngpus": config.ngpus, "mem": config.mem_bytes}
     for res, have in host_limits.items():
         want = totals[res]
-        per_chunk = max([n * _chunk_value(c, res) for n, c in chunks] or [0])
-        if want > have or per_chunk > have:
+        per_chunk = max([(n if hosts == 1 else 1) * _chunk_value(c, res) for n, c in chunks] or [0])
+        if want > have * hosts or per_chunk > have:
             shown = format_size(want) if res == "mem" else want
-            shown_have = format_size(have) if res == "mem" else have
+            shown_have = format_size(have * hosts) if res == "mem" else have * hosts
             never = (
                 f"Can Never Run: Insufficient amount of resource: {res} (R: {shown} A: {shown_have} T: {shown_have})"
             )
             break
-    if never is None and place.get("arrangement") in ("scatter", "vscatter") and nodect > 1:
+    if never is None and place.get("arrangement") in ("scatter", "vscatter") and nodect > config.hosts:
         never = "Can Never Run: Not enough total nodes available"
     for _, chunk in chunks:
         for res in ("host", "vnode"):
