@@ -101,6 +101,20 @@ def node_count(text, scheduler):
     return int(slots.group(1)) // int(ptile.group(1))
 
 
+# A directive line with its node count written N.
+COUNT = re.compile(r"^(#SBATCH --nodes=|#PBS -l select=|#BSUB -nnodes |#BSUB -n |#\$ -l (?!h_rt=|gpu=)[A-Za-z_]+=)\d+")
+
+
+def directive_shapes(text, site):
+    """The script's directives, node counts written N; the ``gpus`` style's ``--gpus=G`` of one node is the
+    ``--gpus-per-node=G`` of several."""
+    lines = re.findall(r"^#(?:SBATCH|PBS|BSUB|\$) .*$", text, re.M)
+    shapes = [COUNT.sub(r"\1N", line) for line in lines]
+    if site.data["gpu_request"].get("style") == "gpus":
+        shapes = [line.replace("#SBATCH --gpus=", "#SBATCH --gpus-per-node=") for line in shapes]
+    return shapes
+
+
 # -- what changes from one node to several ---------------------------------------------------
 
 
@@ -120,6 +134,8 @@ def test_the_multi_node_script_differs_from_the_one_node_script_in_node_count_an
     start = LAUNCH_LINES[launcher].format(n=n)
     assert any(line.strip().startswith(start) for line in multi.splitlines()), f"{name}: no line starts {start!r}"
     assert not any(line.strip().startswith(start) for line in one.splitlines())
+    if name not in MULTI_NODE_KEYWORDS and "queue" not in multi_node_keywords(name):  # the same job on n nodes
+        assert directive_shapes(multi, site) == directive_shapes(one, site)
 
 
 # -- SLURM: the real sbatch, on two nodes -----------------------------------------------------
