@@ -2,8 +2,8 @@
 tests/test_site_scripts.py checks their one-node (default) scripts.
 
 The job: the site's default job of tests/site_samples.py on 2 nodes (or the fewest its default queue takes, within
-its ``max_nodes``), with the site's launcher; where that launcher starts one node only (``direct``), the batch
-system's own (LSF's ``blaunch``) or, where the site's Grid Engine has no parallel environment for users, Open
+its ``max_nodes``), with the site's launcher; where that launcher starts one node only (``direct``), Grid
+Engine's own (``qrsh -inherit``) or, where the site's Grid Engine has no parallel environment for users, Open
 MPI's ``mpiexec`` (TSUBAME's resource types).
 
 - SLURM: the real ``sbatch --test-only`` on a two-node test cluster (``TwoNodeSlurmTestCluster``), the site's
@@ -36,7 +36,6 @@ MULTI_PE = "gjqmulti"
 
 # Where the site's launcher starts one node only (direct), the keywords of its multi-node job.
 MULTI_NODE_KEYWORDS = {
-    "generic-lsf": {"launcher": "blaunch"},
     # Its smp environment ($pe_slots) keeps a job on one host, and its slot-counted GPU complex cannot ask for
     # GPUs per host: the multi-node job needs a parallel environment that spans hosts, and whole nodes.
     "generic-sge": {"launcher": "qrsh-inherit", "gpu_request": "none", "parallel_environment": MULTI_PE},
