@@ -17,6 +17,7 @@ SAMPLE_ACCOUNTS = {
     "aurora": "MyProject",
     "casper": "UABC0001",
     "delta": "bbka-delta-gpu",
+    "deltaai": "bbka-dtai-gh",
     "derecho": "UABC0001",
     "expanse": "abc123",
     "frontier": "abc123",
