@@ -27,6 +27,7 @@ SAMPLE_ACCOUNTS = {
     "lumi-g": "project_465000123",
     "perlmutter": "m1234_g",
     "polaris": "MyProject",
+    "setonix": "pawsey0001-gpu",
     "sophia": "MyProject",
     "summit": "ABC123",
     "tsubame4": "tga-lab",  # a TSUBAME group, written -g (optional: without it a 10-minute trial run)
