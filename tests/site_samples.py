@@ -48,7 +48,11 @@ SAMPLE_HOSTNAMES = {
     "frontera": ["login2.frontera.tacc.utexas.edu", "login4.frontera.tacc.utexas.edu"],
     "frontier": ["login05.frontier.olcf.ornl.gov", "login11.frontier"],
     "juwels-booster": ["jwlogin22", "jwlogin24.juwels"],
-    "leonardo-booster": ["login01-ext.leonardo.cineca.it", "login07-ext.leonardo.cineca.it", "login.leonardo.cineca.it"],
+    "leonardo-booster": [
+        "login01-ext.leonardo.cineca.it",
+        "login07-ext.leonardo.cineca.it",
+        "login.leonardo.cineca.it",
+    ],
     "leibniz": ["login1-leibniz.hpc.uantwerpen.be", "login2.leibniz.antwerpen.vsc"],
     "lonestar6": ["login1.ls6.tacc.utexas.edu", "login3.ls6.tacc.utexas.edu"],
     "lumi-g": ["lumi-uan01.csc.fi", "lumi-uan04"],
