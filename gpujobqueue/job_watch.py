@@ -6,7 +6,6 @@ notices when the batch system cannot be reached, and keeps what ``cluster.jobs``
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import html
 import logging
 import time
@@ -16,6 +15,7 @@ from typing import Any
 from dask.utils import parse_timedelta
 
 from . import config, replacement
+from .background import BackgroundLoop
 from .job_status import JobCannotStartError, JobFailedError, JobStatus
 
 logger = logging.getLogger(__name__)
@@ -93,7 +93,7 @@ class JobTable(list):
         return f"{notice}<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-class JobWatch:
+class JobWatch(BackgroundLoop):
     """Watches the jobs of one cluster.
 
     Parameters
@@ -111,21 +111,9 @@ class JobWatch:
         self.failures: list[JobFailedError] = []  # every job that ended before its workers connected
         self._raised = 0  # failures[:_raised] have been raised
         self.first_connected: dict[str, float] = {}  # job -> when its first worker connected (monotonic clock)
-        self._task: asyncio.Task | None = None
         self._polling = asyncio.Lock()  # the periodic look and cluster.jobs must not act on one ending twice
         self.unreachable_since: float | None = None  # time.time() of the first failed query of this outage
         self.unreachable_error: str | None = None  # the batch system's last error then
-
-    def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.ensure_future(self._run())
-
-    async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
 
     @property
     def connected(self) -> set[str]:

@@ -6,7 +6,6 @@ report written as JSON next to the job logs."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import time
@@ -15,6 +14,8 @@ from typing import Any
 from dask.utils import parse_timedelta
 
 from . import config
+from .background import BackgroundLoop
+from .job_watch import poll_interval
 from .usage import Charge, UsageReport, write_usage
 from .usage_meter import UsageMeter, busy_by_job
 
@@ -29,7 +30,7 @@ def sample_interval() -> float | None:
     return parse_timedelta(value)
 
 
-class UsageWatch:
+class UsageWatch(BackgroundLoop):
     """Keeps one cluster's :class:`~gpujobqueue.usage_meter.UsageMeter`.
 
     Parameters
@@ -47,18 +48,6 @@ class UsageWatch:
         # A pause longer than a few samples (a stalled loop) is not counted as busy or idle.
         self.meter = UsageMeter(max_gap=3 * (self.interval or 5.0))
         self.path: str | None = None  # where the report was written at close
-        self._task: asyncio.Task | None = None
-
-    def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.ensure_future(self._run())
-
-    async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
 
     async def _run(self) -> None:
         while True:
@@ -68,7 +57,7 @@ class UsageWatch:
                 raise
             except Exception as error:  # the count must outlive one bad answer
                 logger.debug("gpujobqueue: could not sample the workers' use: %r", error)
-            await asyncio.sleep(self.interval or config_poll_interval())
+            await asyncio.sleep(self.interval or poll_interval())
 
     def note_jobs(self) -> None:
         """Record the jobs submitted, started and ended since the last look."""
@@ -153,10 +142,6 @@ def site_charge(site: Any, queue: str | None) -> Charge | None:
     if site is None or queue is None or not callable(getattr(site, "charge", None)):
         return None
     return site.charge(queue)
-
-
-def config_poll_interval() -> float:
-    return parse_timedelta(config.job_poll_interval())
 
 
 def _make_visible(log: logging.Logger) -> None:
