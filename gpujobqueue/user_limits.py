@@ -3,6 +3,10 @@ together) and runs at once, where the centre states them (a site queue's ``max_j
 or ``gpujobqueue.<batch>.max-jobs-per-user``), and what a cluster does past them: it holds the
 jobs it may not submit yet, says so, and submits them as its own jobs end.
 
+A cluster's jobs are all alike, so a job past the running limit could only wait in the queue for
+one of the cluster's own jobs to end: the cluster holds it itself instead (the bound is the
+smaller of the two limits), which leaves the user's submit limit to the user's other work.
+
 Only the cluster's own jobs are counted: the user's other jobs in the same queue are unknown
 to it. A batch system that refuses a submission for such a limit (its words are in each batch
 module, ``user_limit_refusals``) is taken as a limit of the jobs the cluster has then.
@@ -38,7 +42,7 @@ class UserJobLimit:
         Jobs queued and running together (what centres call "submitted"); the cluster never
         has more in the queue.
     running : int or None
-        Jobs running at once; more may be queued, and wait.
+        Jobs running at once; the batch system would queue more, to wait, but the cluster holds them.
     source : str
         Where the limit comes from (``site polaris``, a dask config key), for messages.
     """
@@ -82,10 +86,18 @@ class UserJobLimit:
             )
         return cls(queue=queue, submitted=submitted, running=running, source=source)
 
+    @property
+    def bound(self) -> int:
+        """The most jobs the cluster has in the queue: the smaller of the two limits."""
+        return min(count for count in (self.submitted, self.running) if count is not None)
+
     def why(self) -> str:
-        """``queue debug-scaling takes 1 job per user (site polaris)``."""
-        jobs = "job" if self.submitted == 1 else "jobs"
-        return f"queue {self.queue} takes {self.submitted} {jobs} per user ({self.source})"
+        """``queue debug-scaling takes 1 job per user (site polaris)``, or ``queue gh-dev runs 1 job per
+        user at once (site vista)`` where the running limit is the one that binds."""
+        jobs = "job" if self.bound == 1 else "jobs"
+        if self.submitted is not None and self.submitted == self.bound:
+            return f"queue {self.queue} takes {self.bound} {jobs} per user ({self.source})"
+        return f"queue {self.queue} runs {self.bound} {jobs} per user at once ({self.source})"
 
 
 def refusal_line(text: str, patterns: tuple[str, ...]) -> str | None:
@@ -115,8 +127,8 @@ class JobHold:
     def cap(self, pool: str) -> int | None:
         """The most jobs of ``pool`` the cluster may have in the queue now; None: no bound."""
         caps = []
-        if pool == "gpu" and self.limit is not None and self.limit.submitted is not None:
-            caps.append(self.limit.submitted)
+        if pool == "gpu" and self.limit is not None:
+            caps.append(self.limit.bound)
         if pool in self.refused:
             jobs, since, _ = self.refused[pool]
             if time.monotonic() - since < REFUSAL_RETRY_SECONDS:

@@ -76,14 +76,18 @@ def test_a_site_file_with_a_bad_limit_is_refused_naming_the_key(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "site, queue, submitted, running",
-    [("polaris", "debug-scaling", 1, None), ("polaris", "capacity", 2, 1), ("aurora", "debug", 1, None)],
+    "site, queue, submitted, running, why",
+    [
+        ("polaris", "debug-scaling", 1, None, "takes 1 job per user"),
+        ("polaris", "capacity", 2, 1, "runs 1 job per user at once"),
+        ("aurora", "debug", 1, None, "takes 1 job per user"),
+    ],
 )
-def test_a_sites_queue_carries_its_limit_into_the_plan(site, queue, submitted, running):
+def test_a_sites_queue_carries_its_limit_into_the_plan(site, queue, submitted, running, why):
     plan = make_plan(PBSGPUCluster, {"site": site, "queue": queue, "account": "p"})
     limit = plan.jobs_per_user
     assert (limit.submitted, limit.running) == (submitted, running)
-    assert limit.why().startswith(f"queue {queue} takes {submitted} job") and f"(site {site})" in limit.why()
+    assert limit.why() == f"queue {queue} {why} (site {site})"
 
 
 # -- the real SLURM: a stated limit -------------------------------------------------------------
@@ -155,4 +159,23 @@ def test_a_stated_limit_holds_under_adapt_and_scaling_down_drops_held_jobs_first
             wait_until(lambda: "held 2 job(s)" in repr(cluster), 10, what="adapt's jobs held")
             time.sleep(1)
             assert pbs.job_ids() == kept
+        pbs.wait_queue_empty(30)
+
+
+@pytest.mark.parametrize(
+    "limit, expected_jobs, words",
+    [
+        ({"running": 1}, 1, "queue workq runs 1 job per user at once"),
+        ({"submitted": 3, "running": 2}, 2, "queue workq runs 2 jobs per user at once"),
+        ({"submitted": 1, "running": 1}, 1, "queue workq takes 1 job per user"),
+    ],
+)
+def test_a_running_limit_holds_the_jobs_that_could_not_run(pbs, in_tmp, limit, expected_jobs, words):
+    # Jobs past a queue's running limit would only wait in the queue for the cluster's own jobs to end: the cluster
+    # holds them itself, as it holds jobs past the submitted limit, and says which limit binds.
+    with dask.config.set({**FAST, "gpujobqueue.pbs.max-jobs-per-user": limit}):
+        with PBSGPUCluster(**COMMON, queue="workq") as cluster:
+            cluster.scale(jobs=4)
+            assert len(pbs.job_ids()) == expected_jobs
+            assert f"held {4 - expected_jobs} job(s): {words}" in repr(cluster)
         pbs.wait_queue_empty(30)
