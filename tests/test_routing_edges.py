@@ -52,10 +52,6 @@ def _plan(site_name: str, queue: str, nodes: int, seconds: int):
     keywords = {"site": site, "queue": queue, "nodes": nodes, "walltime": _walltime_text(seconds), "python": "python3"}
     if site_name in SAMPLE_ACCOUNTS:
         keywords["account"] = SAMPLE_ACCOUNTS[site_name]
-    if (site.data.get("launcher") or {}).get("name") == "direct":
-        # The site names no launcher for several nodes (TSUBAME 4: Grid Engine's own needs a parallel
-        # environment users are not given); the queue's limits are what is tested here.
-        keywords["launcher"] = "mpiexec-openmpi"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # unconfirmed facts, retired machines
         return cluster_class(site.scheduler).parse_keywords(keywords)

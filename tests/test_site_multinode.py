@@ -39,9 +39,6 @@ MULTI_NODE_KEYWORDS = {
     # Its smp environment ($pe_slots) keeps a job on one host, and its slot-counted GPU complex cannot ask for
     # GPUs per host: the multi-node job needs a parallel environment that spans hosts, and whole nodes.
     "generic-sge": {"launcher": "qrsh-inherit", "gpu_request": "none", "parallel_environment": MULTI_PE},
-    # TSUBAME gives a job of node_f=N its hosts without a user-visible parallel environment; Open MPI's mpiexec
-    # starts a task on each (qrsh -inherit would need one).
-    "tsubame4": {"launcher": "mpiexec-openmpi"},
 }
 
 # The start of the line that starts the node part on every node, by launcher; {n}: the job's nodes.
