@@ -293,6 +293,19 @@ def _resolve_keywords(cls: type, kwargs: Mapping[str, Any], owner: str | None = 
     request = JobRequest.from_settings(
         settings, gpu_request_styles=cls.gpu_request_styles, default_walltime=cls.default_walltime
     )
+    why = None
+    if site is not None and site_queue is None:
+        # The site picks the queue that takes the job's nodes and walltime, before the default queue's own
+        # settings (a Grid Engine parallel environment of one host) judge a job that is not for it.
+        site_queue, why = sites.route_queue(site, request)
+        logger.info("gpujobqueue: site %s chose %s", site.name, why)
+        if site_queue != site.data["default_queue"]:
+            queue_names = {"queue", *(s for s, name in cls.batch_synonyms.items() if name == "queue")}
+            again = {k: v for k, v in original.items() if k not in queue_names}
+            routed = _resolve_keywords(cls, {**again, "site": site, "queue": site_queue}, owner)
+            return dataclasses.replace(routed, request=dataclasses.replace(routed.request, queue_choice=why))
+    elif site is not None:  # a queue named that cannot take the job is named so, and the one that can
+        sites.check_queue_takes(site, site_queue, request)
     request = dataclasses.replace(request, options=cls._parse_batch_options(settings, request))
     if settings.get("cores") is not None and settings.get("nthreads") is None:
         # dask-jobqueue's cores: the threads of all the job's workers, none left idle
@@ -309,16 +322,8 @@ def _resolve_keywords(cls: type, kwargs: Mapping[str, Any], owner: str | None = 
     cls._check_launch(request, launch)
     if site is not None:
         sites.warn_if_retired(site)
-        if site_queue is None:  # the site picks the queue that takes the job's nodes and walltime
-            site_queue, why = sites.route_queue(site, request)
-            logger.info("gpujobqueue: site %s chose %s", site.name, why)
-            if site_queue != site.data["default_queue"]:
-                queue_names = {"queue", *(s for s, name in cls.batch_synonyms.items() if name == "queue")}
-                again = {k: v for k, v in original.items() if k not in queue_names}
-                routed = _resolve_keywords(cls, {**again, "site": site, "queue": site_queue}, owner)
-                return dataclasses.replace(routed, request=dataclasses.replace(routed.request, queue_choice=why))
-            if routing.walltime_bins(site.queue(site_queue)):  # the default queue, by its bin: say which
-                request = dataclasses.replace(request, queue_choice=why)
+        if why is not None and routing.walltime_bins(site.queue(site_queue)):  # the default queue, by its bin
+            request = dataclasses.replace(request, queue_choice=why)
         request = sites.apply_site_flags(site, site_queue, request, explicit)
         sites.check_request(site, site_queue, request, settings)
     elif not getattr(

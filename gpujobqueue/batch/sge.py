@@ -22,6 +22,9 @@ GPU_CONSUMABLES = ("slot", "job")
 _COMPLEX = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 # dask-jobqueue's resource_spec: one `-l` value, resources joined by , and =
 _RESOURCE_SPEC = re.compile(r"(?!-)[A-Za-z0-9_.@/=:,*-]{1,1024}")
+# A parallel environment's allocation_rule as `qconf -sp` shows it; a whole number is the slots it puts on each host.
+ALLOCATION_RULES = ("$pe_slots", "$fill_up", "$round_robin")
+_MAX_SLOTS_PER_HOST = 100_000
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,9 @@ class SGEOptions:
         its GPUs (ABCI's ``rt_F``, TSUBAME's ``node_f``).
     parallel_environment : str or None
         ``-pe NAME SLOTS``: the parallel environment that gives the job its cores.
+    allocation_rule : str, int or None
+        The parallel environment's ``allocation_rule`` where the site states it: ``$pe_slots`` (every slot
+        on one host), ``$fill_up``, ``$round_robin``, or the slots it puts on each host.
     resource_spec : str or None
         dask-jobqueue's extra ``-l`` value (memory complexes and the like).
     gpu_consumable : {"slot", "job"}
@@ -49,6 +55,7 @@ class SGEOptions:
     gpu_complex: str = "gpu"
     resource_type: str | None = None
     parallel_environment: str | None = None
+    allocation_rule: str | int | None = None
     resource_spec: str | None = None
     gpu_consumable: str = "slot"
     gpu_request_value: int = 1
@@ -88,13 +95,8 @@ class SGEOptions:
                 "consumable)",
             )
         parallel_environment = complex_name("parallel_environment")
-        if request.nodes > 1 and request.gpu_request == "complex":
-            raise ValidationError(
-                "nodes",
-                f"a Grid Engine GPU complex counts GPUs per slot, not per host, so a job of {request.nodes} nodes "
-                f"cannot ask for {request.gpus_per_node} GPUs on each; use gpu_request='resource-type' (whole "
-                "nodes, such as rt_F) or 'none'",
-            )
+        allocation_rule = _allocation_rule(get("allocation_rule"))
+        _check_hosts(request, parallel_environment, allocation_rule, consumable)
         slots = request.cpus_per_node * request.nodes if parallel_environment else 1
         value = request.gpus_per_node * request.nodes
         if consumable == "slot" and request.gpu_request == "complex":
@@ -116,8 +118,60 @@ class SGEOptions:
             gpu_complex=complex_name("gpu_complex") or "gpu",
             resource_type=resource_type,
             parallel_environment=parallel_environment,
+            allocation_rule=allocation_rule,
             resource_spec=resource_spec,
         )
+
+
+def _allocation_rule(value: Any) -> str | int | None:
+    """A parallel environment's allocation rule: one of :data:`ALLOCATION_RULES` or a whole number of slots."""
+    if value is None:
+        return None
+    if isinstance(value, str) and value in ALLOCATION_RULES:
+        return value
+    if isinstance(value, str) and re.fullmatch(r"[0-9]{1,6}", value):
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= _MAX_SLOTS_PER_HOST:
+        return value
+    raise ValidationError(
+        "allocation_rule",
+        f"{value!r}: give the parallel environment's allocation_rule as qconf -sp shows it: "
+        f"{', '.join(ALLOCATION_RULES)} or the slots it puts on each host (1 to {_MAX_SLOTS_PER_HOST})",
+    )
+
+
+def _check_hosts(
+    request: JobRequest, parallel_environment: str | None, allocation_rule: str | int | None, consumable: str
+) -> None:
+    """Refuse a job whose parallel environment cannot put ``request.nodes`` hosts' worth of slots, each with its
+    GPUs, on as many hosts."""
+    per_host = request.cpus_per_node
+    if isinstance(allocation_rule, int) and parallel_environment and allocation_rule != per_host:
+        raise ValidationError(
+            "cores",
+            f"parallel environment {parallel_environment} puts {allocation_rule} slots on each host "
+            f"(allocation_rule {allocation_rule}) but the job asks for {per_host} cores on each of its "
+            f"{request.nodes} node(s); ask for cores={allocation_rule} per node",
+        )
+    if request.nodes == 1:
+        return
+    if allocation_rule == "$pe_slots" and parallel_environment:
+        raise ValidationError(
+            "nodes",
+            f"parallel environment {parallel_environment} ($pe_slots) keeps a job on one host; a job of "
+            f"{request.nodes} nodes needs one that spans hosts (give parallel_environment and its allocation_rule)",
+        )
+    if request.gpu_request != "complex":
+        return
+    if consumable == "slot" and isinstance(allocation_rule, int) and parallel_environment:
+        return  # the same slots, and so the same GPUs, on each host
+    raise ValidationError(
+        "nodes",
+        f"a Grid Engine GPU complex counts GPUs per slot, not per host, so a job of {request.nodes} nodes gets "
+        f"{request.gpus_per_node} GPUs on each only from a parallel environment that puts the same slots on each "
+        f"host: give parallel_environment and allocation_rule={per_host} (one whose qconf -sp says allocation_rule "
+        f"{per_host}), or use gpu_request='resource-type' (whole nodes, such as rt_F) or 'none'",
+    )
 
 
 def expand_task_ranges(text: str) -> list[int]:
@@ -273,6 +327,11 @@ class SGEGPUCluster(GPUJobQueueCluster):
         Keyword("gpu_consumable", TEXT, "How the GPU complex is counted: slot or job."),
         Keyword("resource_type", TEXT, "Grid Engine resource type of whole nodes (ABCI rt_F)."),
         Keyword("parallel_environment", TEXT, "Grid Engine parallel environment (-pe) for the job's slots."),
+        Keyword(
+            "allocation_rule",
+            TEXT,
+            "The parallel environment's allocation_rule ($pe_slots, $fill_up, $round_robin or slots per host).",
+        ),
         Keyword("resource_spec", TEXT, "Grid Engine -l resources as written, as dask-jobqueue's resource_spec."),
     )
     batch_synonyms = {"project": "account"}
@@ -295,7 +354,8 @@ class SGEGPUCluster(GPUJobQueueCluster):
             "gpu_complex": gpu.get("complex"),
             "gpu_consumable": gpu.get("consumable"),
             "resource_type": gpu.get("resource_type"),
-            "parallel_environment": directives.get("parallel_environment"),
+            "parallel_environment": entry.get("parallel_environment", directives.get("parallel_environment")),
+            "allocation_rule": entry.get("allocation_rule", directives.get("allocation_rule")),
         }
 
     @classmethod

@@ -20,7 +20,7 @@ The modules, each importing only those above it in this list:
 Every public name is re-exported here: ``from gpujobqueue.sites import load_site`` and the like.
 """
 
-from .admission import check_request, node_memory_bytes, route_queue
+from .admission import check_queue_takes, check_request, node_memory_bytes, route_queue
 from .check import site_problems
 from .errors import QueueRefusedError, SiteConfigError
 from .facts import Site
@@ -64,6 +64,7 @@ __all__ = [
     "SiteConfigError",
     "UnconfirmedSiteFactsWarning",
     "apply_site_flags",
+    "check_queue_takes",
     "check_request",
     "choose_site",
     "detect_site",

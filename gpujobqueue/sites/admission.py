@@ -99,6 +99,30 @@ def check_request(site: Site, queue: str | None, request: Any, settings: Any = N
             f"{asked} asked but {queue_name} nodes have {node['memory']} (read as {node_memory / 2**30:.4g} GiB)",
             field=_given_field(settings, "memory", "memory_per_gpu"),
         )
+    check_queue_takes(site, queue_name, request)
+    account = data.get("account", {})
+    if account.get("required") and not request.account:
+        hint = ": " + account["hint"] if account.get("hint") else ""
+        refuse(("account", "required"), f"jobs need an account (account=...){hint}")
+    if request.account and account.get("pattern") and not pattern_matches(account["pattern"], request.account):
+        hint = ": " + account["hint"] if account.get("hint") else ""
+        refuse(("account", "pattern"), f"account {request.account!r} does not match {account['pattern']!r}{hint}")
+    if request.gpu_request in data["gpu_request"].get("rejects", []):
+        refuse(
+            ("gpu_request", "rejects"),
+            f"the site refuses GPU requests of the {request.gpu_request!r} form; use {data['gpu_request']['style']!r}",
+        )
+
+
+def check_queue_takes(site: Site, queue: str, request: Any) -> None:
+    """Refuse a job whose nodes or walltime the site's ``queue`` does not take, naming the queue that does.
+
+    Raises
+    ------
+    QueueRefusedError
+    """
+    data = site.data
+    queue_name, entry = queue, site.queue(queue)
     refused = routing.refusal(queue_name, entry, request.nodes, request.walltime, request.walltime_text)
     if refused is not None:
         others = [
@@ -120,18 +144,6 @@ def check_request(site: Site, queue: str | None, request: Any, settings: Any = N
             field = refused.field
         path, line = site.location(*refused.key)
         raise QueueRefusedError(path, dotted_key(refused.key), line, f"{site.name}: {refused.message}{hint}", field)
-    account = data.get("account", {})
-    if account.get("required") and not request.account:
-        hint = ": " + account["hint"] if account.get("hint") else ""
-        refuse(("account", "required"), f"jobs need an account (account=...){hint}")
-    if request.account and account.get("pattern") and not pattern_matches(account["pattern"], request.account):
-        hint = ": " + account["hint"] if account.get("hint") else ""
-        refuse(("account", "pattern"), f"account {request.account!r} does not match {account['pattern']!r}{hint}")
-    if request.gpu_request in data["gpu_request"].get("rejects", []):
-        refuse(
-            ("gpu_request", "rejects"),
-            f"the site refuses GPU requests of the {request.gpu_request!r} form; use {data['gpu_request']['style']!r}",
-        )
 
 
 def route_queue(site: Site, request: Any) -> tuple[str, str]:
