@@ -123,6 +123,21 @@ def test_tacc_sites_refuse_a_memory_request(name):
     assert error.value.field == "memory" and "scheduler will not accept" in str(error.value)
 
 
+@pytest.mark.parametrize(
+    "line", ["--mem=10G", "--mem 10G", "--mem-per-cpu=2G", "--mem-per-gpu=40G", " --mem=0", "--mem"]
+)
+def test_a_memory_directive_given_as_an_extra_line_is_refused_there_too(line):
+    with pytest.raises(ValidationError) as error:
+        parse("vista", job_extra_directives=[line])
+    assert error.value.field == "job_extra_directives" and "scheduler will not accept" in str(error.value)
+
+
+def test_other_extra_lines_pass_on_a_site_that_refuses_memory():
+    assert "#SBATCH --memory-binding=local" not in header(script("vista"), "#SBATCH")
+    assert "#SBATCH --mail-type=END" in header(script("vista", job_extra_directives=["--mail-type=END"]), "#SBATCH")
+    parse("vista", job_extra_directives=["--mem_bind=local"])  # not a memory request
+
+
 # -- 3. typed GPU requests --------------------------------------------------------------------------
 
 

@@ -6,6 +6,7 @@ batch system's (ABCI's ``-P``, TSUBAME's ``-g``), no memory request where the sc
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any, Mapping
 
 from ..errors import ValidationError
@@ -14,6 +15,8 @@ from .facts import Site
 
 # The keywords that ask the batch system for memory.
 MEMORY_KEYWORDS = ("memory", "memory_per_gpu", "job_mem", "mem")
+# A directive line that asks SLURM for memory (--mem, --mem-per-cpu, --mem-per-gpu; not --mem-bind).
+_MEMORY_DIRECTIVE = re.compile(r"\s*--mem(-per-(cpu|gpu))?(=|\s|$)")
 
 
 def apply_site_flags(site: Site, queue: str | None, request: JobRequest, explicit: Mapping[str, Any]) -> JobRequest:
@@ -32,15 +35,21 @@ def apply_site_flags(site: Site, queue: str | None, request: JobRequest, explici
     Raises
     ------
     ValidationError
-        A memory keyword given on a site whose scheduler refuses a memory request, naming it
-        and the centre's reason.
+        A memory keyword, or a ``--mem`` line of ``job_extra_directives``, given on a site whose
+        scheduler refuses a memory request, naming it and the centre's reason.
     """
     data = site.data
     node = site.node(queue or data["default_queue"])
     if node.get("memory_request") is False:
         asked = [name for name in MEMORY_KEYWORDS if explicit.get(name) is not None]
+        why = node.get("memory_request_refused") or "its scheduler refuses a job that asks for memory"
+        if any(_MEMORY_DIRECTIVE.match(line) for line in request.extra_directives):
+            raise ValidationError(
+                "job_extra_directives",
+                f"{site.name} takes no memory request ({why}); leave the --mem line out: each job gets its "
+                "nodes' memory",
+            )
         if asked:
-            why = node.get("memory_request_refused") or "its scheduler refuses a job that asks for memory"
             raise ValidationError(
                 asked[0],
                 f"{site.name} takes no memory request ({why}); leave {asked[0]} out: each job gets its nodes' "
