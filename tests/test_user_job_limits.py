@@ -19,7 +19,7 @@ import pytest
 from conftest import wait_until
 from test_conformance import COMMON
 
-from gpujobqueue import PBSGPUCluster, SLURMGPUCluster
+from gpujobqueue import PBSGPUCluster, SGEGPUCluster, SLURMGPUCluster
 from gpujobqueue.errors import ValidationError
 from gpujobqueue.plan import make_plan
 from gpujobqueue.sites import SiteConfigError, load_site
@@ -143,6 +143,34 @@ def test_a_refusal_for_a_per_user_limit_is_a_hold_and_the_held_job_goes_when_one
         time.sleep(2.5)
         assert len(pbs.job_ids()) == 1, "still within the limit"
     pbs.wait_queue_empty(30)
+
+
+@pytest.fixture
+def sge_one_job_per_user(sge):
+    """The real Grid Engine's global max_u_jobs set to 1 for the test: qsub refuses a user's second job."""
+    from fixtures.sge import _edit_conf
+
+    before = sge.run("qconf", "-sconf", "global").stdout
+    sge.run("qconf", "-Mconf", sge._write_conf("global", _edit_conf(before, {"max_u_jobs": "1"})))
+    try:
+        yield sge
+    finally:
+        sge.run("qconf", "-Mconf", sge._write_conf("global", _edit_conf(before, {})), check=False)
+
+
+@pytest.mark.sge
+def test_grid_engines_own_per_user_refusal_is_a_hold(sge_one_job_per_user, in_tmp):
+    sge = sge_one_job_per_user
+    with dask.config.set(FAST):
+        with SGEGPUCluster(**COMMON, queue="gpu.q", parallel_environment="smp") as cluster:
+            cluster.scale(jobs=2)  # not raised
+            assert len(sge.job_ids()) == 1
+            said = repr(cluster)
+            assert "held 1 job(s): the batch system refused more: " in said and "jobs are allowed per user" in said
+            first = sge.job_ids()[0]
+            sge.run("qdel", first)
+            wait_until(lambda: sge.job_ids() and sge.job_ids() != [first], 30, what="the held job submitted")
+    wait_until(lambda: not sge.job_ids(), 60, what="the queue to empty")
 
 
 def test_a_stated_limit_holds_under_adapt_and_scaling_down_drops_held_jobs_first(pbs, in_tmp, caplog):

@@ -200,9 +200,9 @@ class SGEGPUJob(GPUJob):
     job_also_sets = ("SGE_ROOT",)
     config_name = "sge"
     job_id_regexp = r"Your job(?:-array)? (?P<job_id>\d+)"
-    # qsub's refusal past max_u_jobs ("job rejected: Only 5 jobs are allowed per user (current job count: 5)"):
-    # the cluster holds the jobs (user_limits.py).
-    user_limit_refusals = (r"Only \d+ jobs are allowed per user",)
+    # qsub's refusal past max_u_jobs (SGE 8.1.9: "Unable to run job: job rejected: only 1 jobs are allowed per user
+    # (current job count: 1)"; other releases capitalise it): the cluster holds the jobs (user_limits.py).
+    user_limit_refusals = (r"(?i)\bonly \d+ jobs are allowed per user",)
     array_task_variable = "SGE_TASK_ID"
     array_size_limit = 75000  # max_aj_tasks' default
 
