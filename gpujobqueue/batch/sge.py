@@ -311,6 +311,11 @@ class SGEGPUCluster(GPUJobQueueCluster):
     parallel_environment : str
         ``#$ -pe NAME SLOTS`` for the job's cores (SLOTS = cores); without it no cores are
         asked for, as with dask-jobqueue's SGECluster.
+    allocation_rule : str or int
+        That parallel environment's ``allocation_rule`` as ``qconf -sp NAME`` shows it (``$pe_slots``,
+        ``$fill_up``, ``$round_robin`` or the slots it puts on each host); not written to the script. A
+        job of several nodes with a GPU complex counted per slot needs a fixed rule equal to its cores per
+        node, so that every host gets its GPUs.
     resource_spec : str
         More ``-l`` resources, e.g. ``h_vmem=8G``.
     project : str
