@@ -169,7 +169,10 @@ def test_grid_engines_own_per_user_refusal_is_a_hold(sge_one_job_per_user, in_tm
             assert "held 1 job(s): the batch system refused more: " in said and "jobs are allowed per user" in said
             first = sge.job_ids()[0]
             sge.run("qdel", first)
-            wait_until(lambda: sge.job_ids() and sge.job_ids() != [first], 30, what="the held job submitted")
+            # Grid Engine takes its time to end a deleted job (execd kills it, the job leaves qstat): that, and then
+            # the held job within a few of the cluster's polls, well before the 60 s retry of a refusal.
+            wait_until(lambda: first not in sge.job_ids(), 60, what=f"Grid Engine to end job {first}")
+            wait_until(lambda: sge.job_ids(), 15, what="the held job submitted")
     wait_until(lambda: not sge.job_ids(), 60, what="the queue to empty")
 
 
