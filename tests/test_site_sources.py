@@ -6,11 +6,13 @@ from __future__ import annotations
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import pytest
 from site_samples import SHIPPED
 
 from gpujobqueue import GPUCluster
+from gpujobqueue.errors import ValidationError
 from gpujobqueue.scripts import job_script_for
 from gpujobqueue.sites import RetiredSiteWarning, SiteConfigError, fact_groups, load_site, site_table, unsourced_groups
 
@@ -77,6 +79,27 @@ def test_a_retired_site_warns_with_its_date_when_rendered_and_when_a_cluster_is_
     assert result.returncode == 0, result.stderr
     assert "summit is a retired machine (it stopped running jobs on 2024-11-15)" in result.stderr
     assert result.stdout.startswith("#!")
+
+
+def test_a_retired_site_warns_once_even_for_a_job_it_refuses_or_routes():
+    with pytest.warns(RetiredSiteWarning) as caught, pytest.raises(ValidationError):
+        job_script_for("summit", {"account": "ABC123", "python": "python3", "nodes": 100_000}, name="w")
+    assert len([w for w in caught if issubclass(w.category, RetiredSiteWarning)]) == 1
+
+
+def test_a_retired_site_warns_once_when_it_routes_a_job_to_another_queue(tmp_path):
+    text = Path(load_site("generic-sge").files[0]).read_text()
+    retired = text.replace("name: generic-sge", "name: old-sge").replace(
+        "status: generic", 'status: retired\nretired: "2020-01-31"'
+    )
+    path = tmp_path / "old-sge.yaml"
+    path.write_text(retired)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        script = job_script_for(str(path), {"nodes": 2, "python": "python3"}, name="w")
+    assert "#$ -pe mpi 8" in script  # routed to gpu.q-nodes
+    said = [str(w.message) for w in caught if issubclass(w.category, RetiredSiteWarning)]
+    assert len(said) == 1 and said[0].startswith("site old-sge is a retired machine (it stopped running jobs on 2020")
 
 
 def test_a_production_site_does_not_warn():
