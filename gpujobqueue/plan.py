@@ -226,12 +226,10 @@ def make_plan(
     )
 
 
-def _resolve_keywords(
-    cls: type, kwargs: Mapping[str, Any], owner: str | None = None, routed_from: str | None = None
-) -> Plan:
+def _resolve_keywords(cls: type, kwargs: Mapping[str, Any], owner: str | None = None, routed: bool = False) -> Plan:
     """The plan's settings, request and launch (keyword > dask config > site > default), validated;
     a site whose routing picks another queue than its default resolves them again for that queue
-    (``routed_from``: why, so that what was said once is not said again)."""
+    (``routed``: that second time, which says nothing the first said)."""
     names = REQUEST_KEYWORDS + LAUNCH_KEYWORDS + cls.batch_keywords
     kwargs = dict(kwargs)
     original = dict(kwargs)
@@ -248,7 +246,7 @@ def _resolve_keywords(
                 "site",
                 f"{site.name} runs {site.scheduler}, not {batch}; use GPUCluster(site={site.name!r}) ({site.files[0]})",
             )
-        if routed_from is None:
+        if not routed:
             sites.warn_if_retired(site)
         # A queue named by the user is the site's queue name; the site maps it to its partition and QoS.
         site_queue = given.get("queue") or config.configured(batch, "queue")
@@ -307,7 +305,7 @@ def _resolve_keywords(
         if site_queue != site.data["default_queue"]:
             queue_names = {"queue", *(s for s, name in cls.batch_synonyms.items() if name == "queue")}
             again = {k: v for k, v in original.items() if k not in queue_names}
-            routed = _resolve_keywords(cls, {**again, "site": site, "queue": site_queue}, owner, routed_from=why)
+            routed = _resolve_keywords(cls, {**again, "site": site, "queue": site_queue}, owner, routed=True)
             return dataclasses.replace(routed, request=dataclasses.replace(routed.request, queue_choice=why))
     elif site is not None:  # a queue named that cannot take the job is named so, and the one that can
         sites.check_queue_takes(site, site_queue, request)

@@ -113,9 +113,9 @@ def test_generic_sge_refuses_several_nodes_in_its_one_host_queue_naming_the_othe
 def test_a_site_file_with_a_bad_allocation_rule_is_refused_naming_the_key(tmp_path):
     text = Path(load_site("generic-sge").files[0]).read_text()
     path = tmp_path / "my-sge.yaml"
-    path.write_text(
-        text.replace("name: generic-sge", "name: my-sge").replace("allocation_rule: 4 ", "allocation_rule: 0 ")
-    )
+    bad = text.replace("name: generic-sge", "name: my-sge").replace("allocation_rule: 4 ", "allocation_rule: 0 ")
+    assert "allocation_rule: 0 " in bad
+    path.write_text(bad)
     with pytest.raises(SiteConfigError) as raised:
         load_site(path)
     assert "allocation_rule" in str(raised.value)

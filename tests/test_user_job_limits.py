@@ -17,6 +17,7 @@ from pathlib import Path
 import dask.config
 import pytest
 from conftest import wait_until
+from fixtures.sge import _edit_conf
 from test_conformance import COMMON
 
 from gpujobqueue import PBSGPUCluster, SGEGPUCluster, SLURMGPUCluster
@@ -148,7 +149,6 @@ def test_a_refusal_for_a_per_user_limit_is_a_hold_and_the_held_job_goes_when_one
 @pytest.fixture
 def sge_one_job_per_user(sge):
     """The real Grid Engine's global max_u_jobs set to 1 for the test: qsub refuses a user's second job."""
-    from fixtures.sge import _edit_conf
 
     before = sge.run("qconf", "-sconf", "global").stdout
     sge.run("qconf", "-Mconf", sge._write_conf("global", _edit_conf(before, {"max_u_jobs": "1"})))

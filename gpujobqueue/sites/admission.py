@@ -46,6 +46,10 @@ def _asked_per_node(settings: Any, per_job: str, per_gpu: str, request: Any, tex
 def check_request(site: Site, queue: str | None, request: Any, settings: Any = None) -> None:
     """Refuse a job request the site cannot run, naming the site file and key.
 
+    The queue's GPUs, cores and memory per node, the account and the GPU request form; whether
+    the queue takes the job's nodes and walltime is :func:`check_queue_takes`'s, asked before
+    the batch options are read.
+
     Parameters
     ----------
     site : Site
@@ -60,8 +64,6 @@ def check_request(site: Site, queue: str | None, request: Any, settings: Any = N
     Raises
     ------
     SiteConfigError
-        :class:`QueueRefusedError` (also a ``ValidationError``) for a job the queue cannot take,
-        naming the queue that can.
     """
     data = site.data
     queue_name = queue or data["default_queue"]
@@ -99,7 +101,6 @@ def check_request(site: Site, queue: str | None, request: Any, settings: Any = N
             f"{asked} asked but {queue_name} nodes have {node['memory']} (read as {node_memory / 2**30:.4g} GiB)",
             field=_given_field(settings, "memory", "memory_per_gpu"),
         )
-    check_queue_takes(site, queue_name, request)
     account = data.get("account", {})
     if account.get("required") and not request.account:
         hint = ": " + account["hint"] if account.get("hint") else ""
@@ -181,7 +182,7 @@ def route_queue(site: Site, request: Any) -> tuple[str, str]:
         (r for r in refusals.values() if r is not None and r.field == "walltime"), next(iter(refusals.values()), None)
     )
     if blamed is None:  # no queue with GPUs: the default queue's refusal says so
-        check_request(site, None, request)
+        check_queue_takes(site, data["default_queue"], request)
         raise AssertionError("the default queue takes the job it was found not to take")  # pragma: no cover
     others = [
         name
