@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 from conftest import wait_until
-from dask.distributed import Client
+from dask.distributed import Client, as_completed
 from distributed.security import Security
 from test_conformance import ALL, COMMON, Backend, _backend, tmp_path_cwd  # noqa: F401  (fixture)
 
@@ -101,7 +101,7 @@ def test_no_job_is_left_after_close_or_an_exception_in_a_with_block(any_backend,
 CLIENT = textwrap.dedent("""
     import json, sys, time
     import gpujobqueue
-    from dask.distributed import Client
+    from dask.distributed import Client, as_completed
 
     cluster_cls = getattr(gpujobqueue, sys.argv[1])
     keywords = json.loads(sys.argv[2])
@@ -232,23 +232,32 @@ def test_a_job_cancelled_mid_computation_loses_nothing_and_adapt_replaces_it(slu
     wait_until(lambda: not slurm.squeue_ids(), 60, what="the queue to empty")
 
 
-def _minute_of_work(i):
+def _two_seconds_of_work(i):
     time.sleep(2)
     return i + 1
+
+
+def _jobs_retired_gracefully(log_directory: Path) -> list[str]:
+    if not log_directory.is_dir():
+        return []
+    return sorted(
+        path.name for path in log_directory.iterdir() if "worker-lifetime-reached" in path.read_text(errors="replace")
+    )
 
 
 @pytest.mark.slurm
 @pytest.mark.timeout(900)
 def test_a_computation_longer_than_the_walltime_retires_workers_gracefully(slurm, counted, tmp_path):
     # One-minute jobs: workers retire 45 s (+/- 3 s) after they start (margin: a quarter of the
-    # walltime); the computation takes about 80 s on four workers, so the first jobs retire. Adapt keeps four GPUs
-    # by replacing retiring jobs early, within its maximum of four jobs: never more are held.
-    # (With maximum_gpus=4 there is no room for an early replacement: the jobs are replaced once
-    # they have ended, and tasks running on the leaving workers run again.)
+    # walltime). The computation goes on, sixteen two-second tasks in flight, until two jobs have
+    # retired (at most 600 tasks, about 150 s on eight workers), so it outlasts the first jobs
+    # however fast the machine is; a fixed amount of work raced the lifetime. Adapt keeps the GPUs
+    # by replacing retiring jobs early, within its maximum of four two-GPU jobs: never more are held.
     # The jobs ask for no GPU (the partition stands for GPUs): the one node has four, and a
     # replacement must be able to start beside the job it replaces, as on a real machine,
     # so that the leaving workers have somewhere to hand their results.
-    keywords = {**COMMON, "gpu_request": "none", "walltime": "00:01:00", "log_directory": str(tmp_path / "logs")}
+    log_directory = tmp_path / "logs"
+    keywords = {**COMMON, "gpu_request": "none", "walltime": "00:01:00", "log_directory": str(log_directory)}
     with SLURMGPUCluster(**keywords, queue="gpu") as cluster, Client(cluster) as client:
         cluster.adapt(minimum_gpus=4, maximum_gpus=8, interval="1s", wait_count=4)
         held, done = [], threading.Event()
@@ -261,19 +270,31 @@ def test_a_computation_longer_than_the_walltime_retires_workers_gracefully(slurm
         sampler = threading.Thread(target=sample_jobs_held)
         sampler.start()
         try:
-            futures = client.map(_minute_of_work, range(160), pure=False, resources={"GPU": 1})
-            assert client.gather(futures) == list(range(1, 161))
+            submitted = 16
+            computing = as_completed(
+                client.map(_two_seconds_of_work, range(submitted), pure=False, resources={"GPU": 1})
+            )
+            results = []
+            for future in computing:
+                results.append(future.result())
+                if submitted < 600 and len(_jobs_retired_gracefully(log_directory)) < 2:
+                    computing.add(client.submit(_two_seconds_of_work, submitted, pure=False, resources={"GPU": 1}))
+                    submitted += 1
         finally:
             done.set()
             sampler.join()
+        assert sorted(results) == list(range(1, submitted + 1))
         assert max(held) <= 4, f"adapt(maximum_gpus=8) held {max(held)} two-GPU jobs at once"
     wait_until(lambda: not slurm.squeue_ids(), 60, what="the queue to empty")
-    logs = {path.name: path.read_text(errors="replace") for path in (tmp_path / "logs").iterdir()}
+    logs = {path.name: path.read_text(errors="replace") for path in log_directory.iterdir()}
     assert not [name for name, text in logs.items() if "DUE TO TIME LIMIT" in text], "a job reached its walltime"
-    retired = [name for name, text in logs.items() if "worker-lifetime-reached" in text]
-    assert len(retired) >= 2, f"workers retired gracefully in {retired}"
+    retired = _jobs_retired_gracefully(log_directory)
+    assert len(retired) >= 2, f"workers retired gracefully in {retired} after {submitted} tasks"
     assert counted.count("sbatch") >= 4, "retiring jobs were replaced"
-    print(f"{counted.count('sbatch')} jobs, {len(retired)} retired gracefully, at most {max(held)} held at once")
+    print(
+        f"{submitted} tasks, {counted.count('sbatch')} jobs, {len(retired)} retired gracefully, "
+        f"at most {max(held)} held at once"
+    )
 
 
 def test_tls_by_default_refuses_a_client_without_the_certificate(slurm, counted, tmp_path):
