@@ -64,16 +64,19 @@ exit 1
 
 @pytest.fixture
 def cluster(sge):  # noqa: F811  (the imported fixture)
-    """The session's Grid Engine, with an empty queue before and after each test."""
-    assert sge.wait_queue_empty(10), f"jobs left by an earlier test: {sge.job_states()}"
+    """The session's Grid Engine, with an empty queue before and after each test.
+
+    Grid Engine can take over 30 s to end a deleted job on a loaded machine, hence the minute.
+    """
+    assert sge.wait_queue_empty(60), f"jobs left by an earlier test: {sge.job_states()}"
     yield sge
     ids = sge.job_ids()
     if ids:
         sge.run("qdel", *ids, check=False)
-    assert sge.wait_queue_empty(10), f"jobs left: {sge.job_states()}"
+    assert sge.wait_queue_empty(60), f"jobs left: {sge.job_states()}"
 
 
-def gone(cluster: SGETestCluster, job_id: str, timeout: float = 15.0) -> None:
+def gone(cluster: SGETestCluster, job_id: str, timeout: float = 60.0) -> None:
     wait_for(lambda: job_id not in cluster.job_ids(), timeout, f"job {job_id} to finish")
 
 
@@ -200,7 +203,7 @@ def test_qdel_kills_a_running_job_and_frees_its_gpus(cluster, tmp_path):
     assert all(Path(f"/proc/{pid}").exists() for pid in pids)
     assert len(cluster.allocated_devices(job_id)) == 1
     cluster.run("qdel", job_id)
-    assert cluster.wait_queue_empty(10) and cluster.job_ids() == []
+    assert cluster.wait_queue_empty(60) and cluster.job_ids() == []
     wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in pids), 5, "the job's processes to be gone")
     assert cluster.allocated_devices(job_id) == []
 
@@ -253,4 +256,4 @@ def test_plain_subprocess_calls_reach_the_cluster(cluster, tmp_path):
     assert job_id in subprocess.run(["qstat", "-u", "*"], capture_output=True, text=True, check=True).stdout
     subprocess.run(["qdel", job_id], capture_output=True, check=True)
     # A running job qdel-ed under CI's load once took over 10 s to leave the queue.
-    assert cluster.wait_queue_empty(30), f"left: {cluster.job_states()}"
+    assert cluster.wait_queue_empty(60), f"left: {cluster.job_states()}"
