@@ -155,7 +155,7 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, JobQueueCluster):
         for folder in remove_stale_private_directories(self._shared_directory)[0]:
             logger.info("removed the private folder %s: %s", folder.path, folder.reason)
         # Keeps the jobs scale() asked for (replacement.py), holding those past the queue's per-user limit.
-        self._replacement = Replacement(user_limit=plan.jobs_per_user)
+        self._replacement = Replacement(user_limits={"gpu": plan.jobs_per_user, "cpu": plan.cpu_jobs_per_user})
         self._job_watch = JobWatch(self)
         self._usage = UsageWatch(self, charge=site_charge(plan.site, plan.site_queue))
         if self.scheduler_placement == "job":

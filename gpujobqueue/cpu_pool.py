@@ -78,6 +78,8 @@ class CPUPool:
     constraint: str | None = None
     # A site queue without a partition (Perlmutter's QoS-only queues): the job names none.
     no_partition: bool = False
+    # The site's name of the queue, where ``queue`` was one of the site's queues (``queue`` is then its partition).
+    site_queue: str | None = None
     job_name: str | None = None
     walltime: int | None = None
     job_extra_directives: tuple[str, ...] | None = None
@@ -141,7 +143,11 @@ class CPUPool:
             entry = site.queue(pool.queue)
             partition = entry["partition"] if "partition" in entry else pool.queue
             pool = dataclasses.replace(
-                pool, queue=partition, no_partition=partition is None, qos=pool.qos or entry.get("qos")
+                pool,
+                queue=partition,
+                no_partition=partition is None,
+                qos=pool.qos or entry.get("qos"),
+                site_queue=pool.queue,
             )
         return pool
 

@@ -17,7 +17,7 @@ from .request import DEFAULT_WALLTIME, JobRequest, parse_bool, parse_positive_in
 from .scheduler_job import SCHEDULER_PLACEMENTS, parse_scheduler_placement
 from .security import resolve_security
 from .sites import routing
-from .user_limits import UserJobLimit
+from .user_limits import UserJobLimit, cpu_pool_job_limit
 from .workers import WorkerLaunch, threads_of_cores
 
 logger = logging.getLogger("gpujobqueue.cluster")
@@ -54,6 +54,8 @@ class Plan:
     jobs_per_user : UserJobLimit or None
         The GPU jobs' queue's limits on one user's jobs (its site queue's ``max_jobs_per_user``,
         or ``gpujobqueue.<batch>.max-jobs-per-user``): ``scale()`` holds jobs past them.
+    cpu_jobs_per_user : UserJobLimit or None
+        The CPU pool's queue's: the GPU jobs' limit itself where both pools' jobs go to one queue.
     """
 
     settings: dict[str, Any]
@@ -68,6 +70,7 @@ class Plan:
     cpu_launch: WorkerLaunch | None = None
     site_queue: str | None = None  # the site's name of the queue the jobs go to
     jobs_per_user: UserJobLimit | None = None
+    cpu_jobs_per_user: UserJobLimit | None = None
 
 
 class PlanHooks:
@@ -216,6 +219,13 @@ def make_plan(
         plan = dataclasses.replace(plan, jobs_per_user=jobs_per_user)
     return dataclasses.replace(
         plan,
+        cpu_jobs_per_user=cpu_pool_job_limit(
+            pool,
+            plan.site,
+            plan.site_queue or (plan.site.data["default_queue"] if plan.site is not None else None),
+            plan.request.queue,
+            plan.jobs_per_user,
+        ),
         launch=launch,
         security=tls,
         scheduler_placement=placement,

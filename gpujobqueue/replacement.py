@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import Any, Mapping
 
 from . import config
 from .errors import GPUJobQueueError, SubmissionError, ValidationError
@@ -40,8 +40,9 @@ class Replacement:
     ----------
     limit : int, optional
         Failures in a row that stop the replacing (default :func:`max_failures`).
-    user_limit : UserJobLimit, optional
-        The GPU jobs' queue's limit on one user's jobs: jobs past it are held.
+    user_limits : mapping, optional
+        Each pool's queue's limit on one user's jobs (``"gpu"``, ``"cpu"``; None: none known):
+        jobs past it are held.
 
     Attributes
     ----------
@@ -60,7 +61,7 @@ class Replacement:
         The jobs held back by a per-user limit of the queue, and why.
     """
 
-    def __init__(self, limit: int | None = None, user_limit: UserJobLimit | None = None):
+    def __init__(self, limit: int | None = None, user_limits: Mapping[str, UserJobLimit | None] | None = None):
         self.limit = max_failures() if limit is None else limit
         self.targets: dict[str, int] = {}
         self.failures_in_a_row = 0
@@ -68,7 +69,7 @@ class Replacement:
         self._stop_raised = False
         self.deferred_since: float | None = None
         self.replaced = 0
-        self.hold = JobHold(user_limit)
+        self.hold = JobHold({pool: limit for pool, limit in (user_limits or {}).items() if limit is not None})
 
     def set_target(self, pool: str, jobs: int) -> None:
         self.targets[pool] = jobs
@@ -125,7 +126,8 @@ class Replacement:
 
     def to_submit(self, cluster: Any, pool: str) -> int:
         """Jobs the pool lacks that a per-user limit of the queue lets it submit now (the rest are held)."""
-        return self.hold.room(pool, pool_jobs(cluster, pool), self.targets.get(pool, 0))
+        present = {counted: pool_jobs(cluster, counted) for counted in {pool, *self.hold.limits}}
+        return self.hold.room(pool, present, self.targets.get(pool, 0))
 
     def defer(self) -> None:
         if self.deferred_since is None:

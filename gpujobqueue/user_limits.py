@@ -7,8 +7,8 @@ A cluster's jobs are all alike, so a job past the running limit could only wait 
 one of the cluster's own jobs to end: the cluster holds it itself instead (the bound is the
 smaller of the two limits), which leaves the user's submit limit to the user's other work.
 
-Only the cluster's own jobs are counted: the user's other jobs in the same queue are unknown
-to it. A batch system that refuses a submission for such a limit (its words are in each batch
+A CPU pool's jobs in the GPU jobs' queue count towards its limit with them. Only the cluster's
+own jobs are counted: the user's other jobs in the same queue are unknown to it. A batch system that refuses a submission for such a limit (its words are in each batch
 module, ``user_limit_refusals``) is taken as a limit of the jobs the cluster has then.
 """
 
@@ -100,6 +100,38 @@ class UserJobLimit:
         return f"queue {self.queue} runs {self.bound} {jobs} per user at once ({self.source})"
 
 
+def cpu_pool_job_limit(
+    pool: Any, site: Any, gpu_site_queue: str | None, gpu_queue: str | None, gpu_limit: UserJobLimit | None
+) -> UserJobLimit | None:
+    """The limit on one user's jobs of the queue that a CPU pool's jobs go to.
+
+    Where they go to the GPU jobs' queue (the pool names no queue of its own, or the same one),
+    it is the GPU jobs' limit itself, which the two pools' jobs count towards together; a site
+    queue of its own brings its ``max_jobs_per_user``; of another batch queue nothing is known.
+
+    Parameters
+    ----------
+    pool : CPUPool or None
+    site : Site or None
+    gpu_site_queue, gpu_queue : str or None
+        The GPU jobs' queue: the site's name of it, and the batch system's.
+    gpu_limit : UserJobLimit or None
+        The GPU jobs' queue's limit.
+    """
+    if pool is None:
+        return None
+    if pool.site_queue is not None and pool.site_queue != gpu_site_queue:
+        return UserJobLimit.parse(
+            f"queues.{pool.site_queue}.max_jobs_per_user",
+            site.queue(pool.site_queue).get("max_jobs_per_user"),
+            queue=pool.site_queue,
+            source=f"site {site.name}",
+        )
+    if pool.site_queue is not None or pool.queue is None or pool.queue == gpu_queue:
+        return gpu_limit
+    return None
+
+
 def refusal_line(text: str, patterns: tuple[str, ...]) -> str | None:
     """The line of a batch system's refusal that matches one of its per-user-limit patterns."""
     for line in text.splitlines():
@@ -114,21 +146,28 @@ class JobHold:
 
     Parameters
     ----------
-    limit : UserJobLimit or None
-        The GPU jobs' queue's limit.
+    limits : mapping, optional
+        Each pool's queue's limit (``"gpu"``, ``"cpu"``); pools that share one limit (the same
+        object: their jobs go to one queue) count their jobs towards it together.
     """
 
-    def __init__(self, limit: UserJobLimit | None = None):
-        self.limit = limit
+    def __init__(self, limits: Mapping[str, UserJobLimit] | None = None):
+        self.limits = dict(limits or {})
         self.refused: dict[str, tuple[int, float, str]] = {}  # pool -> (jobs then, when (monotonic), the words)
         self.held: dict[str, int] = {}
+        self._shared: dict[str, int] = {}  # pool -> the other pools' jobs counted towards its limit, when held
         self._said: dict[str, tuple[int, str]] = {}
 
-    def cap(self, pool: str) -> int | None:
-        """The most jobs of ``pool`` the cluster may have in the queue now; None: no bound."""
+    def _others(self, pool: str, present: Mapping[str, int]) -> int:
+        limit = self.limits.get(pool)
+        return sum(count for other, count in present.items() if other != pool and self.limits.get(other) is limit)
+
+    def cap(self, pool: str, present: Mapping[str, int]) -> int | None:
+        """The most jobs of ``pool`` the cluster may have in the queue now, having ``present`` of
+        each pool; None: no bound."""
         caps = []
-        if pool == "gpu" and self.limit is not None:
-            caps.append(self.limit.bound)
+        if pool in self.limits:
+            caps.append(max(0, self.limits[pool].bound - self._others(pool, present)))
         if pool in self.refused:
             jobs, since, _ = self.refused[pool]
             if time.monotonic() - since < REFUSAL_RETRY_SECONDS:
@@ -140,14 +179,22 @@ class JobHold:
     def why(self, pool: str) -> str:
         if pool in self.refused:
             return f"the batch system refused more: {self.refused[pool][2]}"
-        return self.limit.why() if self.limit is not None else "held"
+        if pool not in self.limits:
+            return "held"
+        among = (
+            "" if not self._shared.get(pool) else f", the cluster's {'CPU' if pool == 'gpu' else 'GPU'} jobs among them"
+        )
+        return self.limits[pool].why() + among
 
-    def room(self, pool: str, present: int, wanted: int) -> int:
-        """Jobs of ``pool`` to submit now towards ``wanted``, having ``present``; records the rest as held."""
-        cap = self.cap(pool)
-        allowed = wanted if cap is None else min(wanted, max(cap, present))
-        self.held[pool] = max(0, wanted - max(present, allowed))
-        return max(0, allowed - present)
+    def room(self, pool: str, present: Mapping[str, int], wanted: int) -> int:
+        """Jobs of ``pool`` to submit now towards ``wanted``, having ``present`` jobs of each pool;
+        records the rest as held."""
+        mine = present.get(pool, 0)
+        cap = self.cap(pool, present)
+        allowed = wanted if cap is None else min(wanted, max(cap, mine))
+        self.held[pool] = max(0, wanted - max(mine, allowed))
+        self._shared[pool] = self._others(pool, present) if pool in self.limits else 0
+        return max(0, allowed - mine)
 
     def refusal(self, pool: str, present: int, words: str, held: int) -> None:
         """The batch system refused a submission for a per-user limit: hold past ``present``."""
@@ -173,5 +220,9 @@ class JobHold:
 
     def notice(self) -> str | None:
         """``held 2 job(s): queue debug-scaling takes 1 job per user (site polaris)``, or None."""
-        parts = [f"held {count} job(s): {self.why(pool)}" for pool, count in self.held.items() if count]
+        parts = [
+            f"held {count} {'' if pool == 'gpu' else pool + ' '}job(s): {self.why(pool)}"
+            for pool, count in self.held.items()
+            if count
+        ]
         return "; ".join(parts) or None

@@ -210,3 +210,55 @@ def test_a_running_limit_holds_the_jobs_that_could_not_run(pbs, in_tmp, limit, e
             assert len(pbs.job_ids()) == expected_jobs
             assert f"held {4 - expected_jobs} job(s): {words}" in repr(cluster)
         pbs.wait_queue_empty(30)
+
+
+# -- the CPU pool: its queue's limit, shared with the GPU jobs where they share the queue -------
+
+
+@pytest.mark.parametrize(
+    "gpu_queue, cpu_queue, cpu_limit, shared",
+    [
+        ("debug-scaling", None, (1, None), True),  # no queue of its own: the GPU jobs' queue, and its count
+        ("debug-scaling", "debug-scaling", (1, None), True),
+        ("debug", "debug-scaling", (1, None), False),
+        ("debug-scaling", "capacity", (2, 1), False),
+        ("debug-scaling", "debug", None, False),  # a queue that states no limit
+        ("debug-scaling", "not-a-site-queue", None, False),  # the batch system's own queue: nothing known
+    ],
+)
+def test_the_cpu_pools_queue_carries_its_limit_into_the_plan(gpu_queue, cpu_queue, cpu_limit, shared):
+    pool = {"processes": 2} if cpu_queue is None else {"processes": 2, "queue": cpu_queue}
+    plan = make_plan(PBSGPUCluster, {"site": "polaris", "queue": gpu_queue, "account": "p"}, cpu_pool=pool)
+    limit = plan.cpu_jobs_per_user
+    if cpu_limit is None:
+        assert limit is None
+        return
+    assert (limit.submitted, limit.running) == cpu_limit and limit.source == "site polaris"
+    assert (limit is plan.jobs_per_user) == shared, "one limit, counted over both pools, where they share the queue"
+
+
+def test_cpu_jobs_in_the_gpu_jobs_queue_count_towards_its_limit(pbs, in_tmp):
+    # The PBS emulator itself states no limit here: only the cluster's own count keeps it to two jobs.
+    with dask.config.set({**FAST, "gpujobqueue.pbs.max-jobs-per-user": 2}):
+        with PBSGPUCluster(**COMMON, queue="workq", cpu_pool={"processes": 1}) as cluster:
+            cluster.scale(jobs=1, cpu_workers=3)
+            assert len(pbs.job_ids()) == 2, "one GPU job and one CPU job: the queue takes two of the user's jobs"
+            assert sum(spec.get("pool") == "cpu" for spec in cluster.worker_spec.values()) == 1
+            said = "held 2 cpu job(s): queue workq takes 2 jobs per user (gpujobqueue.pbs.max-jobs-per-user), "
+            assert said + "the cluster's GPU jobs among them" in repr(cluster)
+            cluster.scale(cpu_workers=0)
+            wait_until(lambda: len(pbs.job_ids()) == 1, 15, what="the CPU job cancelled")
+            assert "held" not in repr(cluster)
+            cluster.scale(jobs=3)  # the GPU pool's two more: one fits
+            assert len(pbs.job_ids()) == 2 and "held 1 job(s): queue workq takes 2 jobs per user" in repr(cluster)
+        pbs.wait_queue_empty(30)
+
+
+def test_cpu_jobs_in_another_queue_are_not_held_by_the_gpu_jobs_queues_limit(pbs, in_tmp):
+    with dask.config.set({**FAST, "gpujobqueue.pbs.max-jobs-per-user": 1}):
+        with PBSGPUCluster(**COMMON, queue="workq", cpu_pool={"processes": 1, "queue": "debug"}) as cluster:
+            cluster.scale(jobs=1, cpu_workers=2)
+            # The limit stated is the GPU jobs' queue's (workq); the CPU jobs' queue, debug, states none.
+            assert sorted(pbs.attribute(job, "queue") for job in pbs.job_ids()) == ["debug", "debug", "workq"]
+            assert "held" not in repr(cluster)
+        pbs.wait_queue_empty(30)
