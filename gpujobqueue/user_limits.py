@@ -8,8 +8,9 @@ one of the cluster's own jobs to end: the cluster holds it itself instead (the b
 smaller of the two limits), which leaves the user's submit limit to the user's other work.
 
 A CPU pool's jobs in the GPU jobs' queue count towards its limit with them. Only the cluster's
-own jobs are counted: the user's other jobs in the same queue are unknown to it. A batch system that refuses a submission for such a limit (its words are in each batch
-module, ``user_limit_refusals``) is taken as a limit of the jobs the cluster has then.
+own jobs are counted: the user's other jobs in the same queue are unknown to it. A batch
+system that refuses a submission for such a limit (its words are in each batch module,
+``user_limit_refusals``) is taken as a limit of the jobs the cluster has then.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import time
 from pathlib import Path
 
@@ -381,3 +382,38 @@ def test_bjobs_formats_and_not_found(lsf, tmp_path):  # noqa: F811
     assert mixed.returncode == 255 and mixed.stdout.split()[0] == job_id
     long = lsf.run("bjobs", "-l", job_id).stdout
     assert f"Job <{job_id}>, Job Name <fmt>" in long and "Exited with exit code 3." in long
+
+
+def test_past_the_pending_job_threshold_bsub_says_so_and_retries_until_a_job_leaves_pending(lsf, tmp_path):  # noqa: F811
+    lsf.config.extra.update(max_pend_jobs=1, sub_try_interval_s=0.5)
+    lsf.config.write(lsf.home)
+    release = tmp_path / "release"
+    script = (
+        SCRIPT_HEAD + '#BSUB -gpu "num=4:mode=exclusive_process"\n#BSUB -o %J.out\n'
+        f"while [ ! -e {release} ]; do sleep 0.05; done\n"
+    )
+    running, pending = lsf.bsub(script, cwd=tmp_path), lsf.bsub(script, cwd=tmp_path)
+    assert lsf.wait_state(running, "RUN") == "RUN" and lsf.state(pending) == "PEND"
+    user = os.environ.get("USER") or __import__("getpass").getuser()
+    refused = lsf.run("bsub", input=script, cwd=tmp_path, env={"LSB_NTRIES": "3"})
+    line = f"User <{user}>: Pending job threshold reached. Retrying in 0.5 seconds..."
+    assert refused.returncode == 255 and refused.stderr.count(line) == 2, refused.stderr
+    assert "Job not submitted." in refused.stderr and len(lsf.job_ids()) == 2
+    (tmp_path / "job.sh").write_text(script)
+    with open(tmp_path / "job.sh") as stdin:
+        waiting = subprocess.Popen(
+            [str(lsf.bin_dir / "bsub")],
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=tmp_path,
+            env={**os.environ, **lsf.env},
+            text=True,
+        )
+    time.sleep(1.5)
+    assert waiting.poll() is None, "no LSB_NTRIES: bsub goes on trying"
+    lsf.run("bkill", running)  # the pending job starts: the threshold is no longer reached
+    out, err = waiting.communicate(timeout=30)
+    assert waiting.returncode == 0 and re.search(r"Job <\d+> is submitted", out) and line in err
+    release.touch()
+    assert lsf.wait_queue_empty(30)

@@ -4,7 +4,9 @@ jobs end; a batch system's refusal for such a limit is a hold, not a failure.
 
 The SLURM test runs on the real SLURM of tests/fixtures/slurm.py (run it under
 ``flock /tmp/gjq-batch.lock``); the refusal tests on the PBS Pro emulator, which refuses past
-a queue's ``max_queued = [u:PBS_GENERIC=N]`` as PBS Pro does.
+a queue's ``max_queued = [u:PBS_GENERIC=N]`` as PBS Pro does, on the real Grid Engine
+(``max_u_jobs``), and on the LSF emulator, whose bsub waits and retries past ``MAX_PEND_JOBS``
+as LSF's does.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from conftest import wait_until
 from fixtures.sge import _edit_conf
 from test_conformance import COMMON
 
-from gpujobqueue import PBSGPUCluster, SGEGPUCluster, SLURMGPUCluster
+from gpujobqueue import LSFGPUCluster, PBSGPUCluster, SGEGPUCluster, SLURMGPUCluster
 from gpujobqueue.errors import ValidationError
 from gpujobqueue.plan import make_plan
 from gpujobqueue.sites import SiteConfigError, load_site
@@ -174,6 +176,41 @@ def test_grid_engines_own_per_user_refusal_is_a_hold(sge_one_job_per_user, in_tm
             wait_until(lambda: first not in sge.job_ids(), 60, what=f"Grid Engine to end job {first}")
             wait_until(lambda: sge.job_ids(), 15, what="the held job submitted")
     wait_until(lambda: not sge.job_ids(), 60, what="the queue to empty")
+
+
+def _processes_running(program: str) -> list[str]:
+    """Ids of this machine's processes whose command line holds ``program``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and program in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                found.append(entry.name)
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.timeout(120)
+def test_lsfs_pending_job_threshold_is_a_hold_not_a_wait(lsf, in_tmp):
+    # Past MAX_PEND_JOBS LSF's bsub does not refuse: it says so and tries again every SUB_TRY_INTERVAL (60 s), by
+    # default for ever, so a scale() waiting on it would not return until one of the user's jobs left pending.
+    lsf.config.extra.update(max_pend_jobs=1, sub_try_interval_s=60)
+    lsf.config.write(lsf.home)
+    with dask.config.set(FAST), LSFGPUCluster(**COMMON, queue="normal", lsf_units="mb") as cluster:
+        asked = time.monotonic()
+        cluster.scale(jobs=4)  # two run on the emulator's four GPUs, one pends, the fourth meets the threshold
+        took = time.monotonic() - asked
+        assert took < 20, f"scale() waited {took:.0f} s on bsub"
+        assert len(lsf.job_ids()) == 3
+        assert not _processes_running(str(lsf.bin_dir / "bsub")), "a bsub left trying would submit the job later"
+        said = "held 1 job(s): the batch system refused more: User <"
+        assert said in repr(cluster) and "Pending job threshold reached" in repr(cluster)
+        assert cluster._replacement.may_replace
+        running = [job for job in lsf.job_ids() if lsf.state(job) == "RUN"]
+        lsf.run("bkill", running[0])  # the pending job starts, and the held one can go
+        wait_until(lambda: len(lsf.job_ids()) == 3 and running[0] not in lsf.job_ids(), 20, what="the held job")
+        assert said in repr(cluster), "four asked, three at a time (the limit learnt): one is still held"
+    assert lsf.wait_queue_empty(30)
 
 
 def test_a_stated_limit_holds_under_adapt_and_scaling_down_drops_held_jobs_first(pbs, in_tmp, caplog):

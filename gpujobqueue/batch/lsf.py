@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import math
 import re
 import shutil
@@ -12,7 +14,7 @@ from dask_jobqueue.lsf import lsf_detect_units
 
 from ..cluster import GPUJobQueueCluster
 from ..errors import ValidationError
-from ..job import GPUJob
+from ..job import CommandFailed, GPUJob
 from ..job_status import JobStatus, unlisted
 from ..keywords import INT, SWITCH, TEXT, Keyword
 from ..limits import MAX_CPUS_PER_NODE, MAX_NODES
@@ -43,6 +45,11 @@ def format_lsf_walltime(seconds: int) -> str:
     """Seconds as LSF's ``-W HH:MM``, rounded up to the minute."""
     hours, minutes = divmod(math.ceil(seconds / 60), 60)
     return f"{hours:02d}:{minutes:02d}"
+
+
+# bsub's line past the user's pending-job threshold: "User <name>: Pending job threshold reached. Retrying in 60
+# seconds..." (or "Group <name>: ..."); IBM LSF 10.1, "About job states": "Maximum pending job threshold".
+PENDING_THRESHOLD = r"Pending job threshold reached"
 
 
 @dataclass(frozen=True)
@@ -105,6 +112,9 @@ class LSFGPUJob(GPUJob):
     ended_states = frozenset({"DONE", "EXIT"})
     array_task_variable = "LSB_JOBINDEX"
     array_size_limit = 1000  # MAX_JOB_ARRAY_SIZE's default
+    # Past the user's pending-job threshold (MAX_PEND_JOBS) mbatchd rejects the job and bsub says this,
+    # then tries again every SUB_TRY_INTERVAL (60 s) as long as LSB_NTRIES allows: by default for ever.
+    user_limit_refusals = (PENDING_THRESHOLD,)
 
     @classmethod
     def installed_version(cls, first_line: Callable[[list[str]], str | None]) -> str | None:
@@ -160,10 +170,33 @@ class LSFGPUJob(GPUJob):
         return paths + [self._log_file(f"{self.job_name}-{file_id}.err")] if self.log_directory else paths
 
     async def _run_submit_command(self, script_filename: str) -> str:
-        if not self.request.options.use_stdin:
-            return await super()._run_submit_command(script_filename)
-        with open(script_filename) as script:
-            return await self._call([self.submit_command], stdin=script)
+        use_stdin = self.request.options.use_stdin
+        command = [self.submit_command] if use_stdin else [self.submit_command, script_filename]
+        with open(script_filename) if use_stdin else contextlib.nullcontext() as script:
+            return await bsub_once(command, stdin=script)
+
+
+async def bsub_once(command: list[str], stdin: Any = None) -> str:
+    """Run bsub; its output, or :class:`~gpujobqueue.job.CommandFailed`, also when it says the
+    pending-job threshold is reached: bsub is then stopped in its wait before the next try, with
+    nothing submitted, and the cluster holds the job (``user_limit_refusals``) rather than wait
+    on bsub, by default for ever."""
+    process = await asyncio.create_subprocess_exec(
+        *command, stdin=stdin, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    output = asyncio.ensure_future(process.stdout.read())
+    said: list[str] = []
+    async for raw in process.stderr:
+        said.append(raw.decode(errors="replace"))
+        if re.search(PENDING_THRESHOLD, said[-1]):
+            process.terminate()
+            said.append("(gpujobqueue stopped bsub's retries: the job was not submitted)\n")
+            break
+    await process.wait()
+    out = (await output).decode(errors="replace")
+    if process.returncode != 0:
+        raise CommandFailed(command, process.returncode, out, "".join(said))
+    return out
 
 
 @register

@@ -33,6 +33,13 @@ What is emulated
   never fit (more GPUs or memory than the host, a span over more hosts) pends for ever, as on
   a real cluster; ``-n`` above the hosts' cores is refused ("Too many processors requested").
   Config ``seconds_per_minute`` (60 in reality) shortens run limits for tests.
+* The pending-job threshold (``MAX_PEND_JOBS`` of lsb.users or lsb.params; config
+  ``max_pend_jobs``, default none): with that many of the user's jobs pending, mbatchd rejects
+  a submission and bsub says ``User <name>: Pending job threshold reached. Retrying in 60
+  seconds...`` on stderr, waits ``SUB_TRY_INTERVAL`` (config ``sub_try_interval_s``, 60 s) and
+  tries again, as many times as ``LSB_NTRIES`` allows, without end where it is unset
+  [IBM job states, "Maximum pending job threshold"; the message as users' scripts quote it,
+  TPL]. What bsub prints when ``LSB_NTRIES`` runs out is [UNCONFIRMED].
 * Python API: ``parse_submission(script_text, argv, config)`` returns a ``ParsedJob`` or
   raises ``Rejected`` exactly when bsub would refuse; ``default_config(**overrides)``.
 
@@ -55,6 +62,13 @@ Sources
 [OLCF]  olcf/olcf-user-docs systems/summit_user_guide.rst: jsrun flags and defaults, bkill
         signals, batch environment variables.
 [RP]    radical-cybertools/radical.pilot issue #1783: a jsrun error line.
+[TPL]   bsub's pending-threshold line as users' code quotes it: "User <joeuser>: Pending job
+        threshold reached. Retrying in 60 seconds..." (a bsub stand-in's comment) and "Group
+        <resUsers>: Pending job threshold reached. Retrying in 60 seconds..." (an LSF job
+        manager's parser); IBM's text: "The system will continue to send the job submission
+        requests with the interval specified by SUB_TRY_INTERVAL in lsb.params until it has made
+        a number of attempts equal to the LSB_NTRIES environment variable. If LSB_NTRIES is
+        undefined ... indefinitely" (IBM LSF 10.1 "About job states").
 """
 
 from __future__ import annotations
@@ -147,6 +161,8 @@ DEFAULT_EXTRA: dict[str, Any] = {
     "clean_period_s": 3600,  # CLEAN_PERIOD: finished jobs stay visible to bjobs 1 hour
     # test accelerator: seconds in one LSF minute of run limit (-W, RUNLIMIT); 60 is real
     "seconds_per_minute": 60,
+    "max_pend_jobs": None,  # MAX_PEND_JOBS for each user: None, no threshold (LSF's default)
+    "sub_try_interval_s": 60,  # SUB_TRY_INTERVAL: bsub's wait between tries past the threshold
 }
 
 
@@ -1763,12 +1779,40 @@ def bsub(argv: list[str]) -> int:
             stdin_is_file = os.path.isfile(f"/proc/self/fd/{sys.stdin.fileno()}")
         script_text = sys.stdin.read()
     parsed = parse_submission(script_text, argv, store.config, environ=dict(os.environ), stdin_is_file=stdin_is_file)
-    job = submit(parsed, store, dict(os.environ), os.getcwd())
+    job = _submit_below_pending_threshold(parsed, store)
     print(submitted_message(job, parsed), flush=True)
     store.schedule()
     if parsed.block:
         return _wait_blocking(store, job)
     return 0
+
+
+def _submit_below_pending_threshold(parsed: ParsedJob, store: JobStore) -> JobRecord:
+    """Submit, as mbatchd does one submission at a time: while the user has ``max_pend_jobs`` jobs
+    pending it rejects the job, and bsub says so, waits SUB_TRY_INTERVAL and tries again,
+    LSB_NTRIES times or for ever [IBM, TPL]."""
+    user = os.environ.get("USER") or getpass.getuser()
+    threshold = _extra(store.config, "max_pend_jobs")
+    tries_text = os.environ.get("LSB_NTRIES", "")
+    tries = int(tries_text) if tries_text.isdigit() and int(tries_text) > 0 else None
+    made = 0
+    while True:
+        with store.locked():
+            store.schedule()
+            pending = [
+                job
+                for job in store.jobs()
+                if job.user == user and not job.is_array_parent and lsf_state(job) in ("PEND", "PSUSP")
+            ]
+            if threshold is None or len(pending) < int(threshold):
+                return submit(parsed, store, dict(os.environ), os.getcwd())
+        made += 1
+        if tries is not None and made >= tries:
+            raise refused(f"User <{user}>: Pending job threshold reached")  # [UNCONFIRMED]
+        interval = float(_extra(store.config, "sub_try_interval_s"))
+        sys.stderr.write(f"User <{user}>: Pending job threshold reached. Retrying in {interval:g} seconds...\n")
+        sys.stderr.flush()
+        time.sleep(interval)
 
 
 def _wait_blocking(store: JobStore, job: JobRecord) -> int:
