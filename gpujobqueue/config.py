@@ -100,6 +100,11 @@ def job_poll_interval() -> Any:
     return _get("job-poll-interval")
 
 
+def query_timeout() -> Any:
+    """``gpujobqueue.query-timeout``: how long a status query may go unanswered before it is stopped."""
+    return _get("query-timeout")
+
+
 def progress() -> Any:
     """``gpujobqueue.progress``: ``auto``, true or false."""
     return _get("progress")

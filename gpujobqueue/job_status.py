@@ -8,7 +8,10 @@ import os
 import re
 from dataclasses import dataclass
 
-from .errors import GPUJobQueueError
+from dask.utils import parse_timedelta
+
+from . import config
+from .errors import GPUJobQueueError, ValidationError
 
 LOG_TAIL_LINES = 20
 # The job script's last words (templates/job.sh.j2): the exit status, for batch systems that
@@ -65,14 +68,47 @@ async def run_query(command: list[str]) -> tuple[int, str, str]:
     Unlike submission, a query's failure is an answer (an unknown job id), not an error;
     a command that is not there answers 127.
     """
+    timeout = query_timeout()
     try:
         process = await asyncio.create_subprocess_exec(
             *command, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
         )
     except OSError as error:
         return 127, "", str(error)
-    out, err = await process.communicate()
+    try:
+        out, err = await asyncio.wait_for(process.communicate(), timeout)
+    except asyncio.TimeoutError:
+        # A query changes nothing, so stopping it is safe; a submission is never stopped this way (it may have
+        # gone through).
+        process.kill()
+        await process.wait()
+        return QUERY_TIMED_OUT, "", f"{os.path.basename(command[0])} did not answer within {timeout:g} s: stopped"
     return process.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+# The exit status a stopped query answers with (timeout(1)'s).
+QUERY_TIMED_OUT = 124
+MAX_QUERY_TIMEOUT_SECONDS = 3600
+
+
+def query_timeout() -> float:
+    """Seconds a status query may go unanswered (``gpujobqueue.query-timeout``, default 60 s).
+
+    Raises
+    ------
+    ValidationError
+        Naming ``gpujobqueue.query-timeout``: not a duration over 0 and at most an hour.
+    """
+    value = config.query_timeout()
+    try:
+        seconds = None if isinstance(value, bool) else parse_timedelta(value)
+    except (TypeError, ValueError, KeyError):
+        seconds = None
+    if seconds is None or not 0 < seconds <= MAX_QUERY_TIMEOUT_SECONDS:
+        raise ValidationError(
+            "gpujobqueue.query-timeout", f"expected a duration over 0 and at most 1 hour ('60s'), got {value!r}"
+        )
+    return seconds
 
 
 def read_log_tail(paths: list[str], lines: int = LOG_TAIL_LINES) -> tuple[str | None, str]:

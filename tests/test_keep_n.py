@@ -175,3 +175,45 @@ def test_an_unreachable_batch_system_answers_the_probe_with_its_error(tmp_path, 
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
     error = asyncio.run(SLURMGPUCluster.job_cls.probe())
     assert error == words
+
+
+def test_a_status_query_that_does_not_answer_is_stopped_and_counts_as_unreachable(tmp_path, monkeypatch):
+    # LSF's bjobs retries for ever while mbatchd does not answer (LSB_NTRIES unset); any status command can hang on
+    # a stuck daemon or file system. The query is stopped after gpujobqueue.query-timeout, and the batch system is
+    # shown unreachable, instead of the job watch waiting on it for good.
+    words = "slurm_load_jobs error: Unable to contact slurm controller (connect failure)"
+    squeue = tmp_path / "squeue"
+    squeue.write_text("#!/bin/sh\nexec sleep 3600\n")
+    squeue.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    with dask.config.set({"gpujobqueue.query-timeout": "1s"}):
+        started = time.monotonic()
+        error = asyncio.run(SLURMGPUCluster.job_cls.probe())
+        took = time.monotonic() - started
+    assert error == "squeue did not answer within 1 s: stopped", error
+    assert took < 5, f"the query was stopped after {took:.1f} s"
+    assert not [line for line in _processes() if str(squeue) in line or "sleep 3600" in line], "a query left running"
+    squeue.write_text(f"#!/bin/sh\necho '{words}' >&2\nexit 1\n")
+    assert asyncio.run(SLURMGPUCluster.job_cls.probe()) == words
+
+
+@pytest.mark.parametrize("value", ["0s", "-1s", "2h", "soon", True])
+def test_a_bad_query_timeout_is_refused_naming_the_key(value):
+    from gpujobqueue.errors import ValidationError
+    from gpujobqueue.job_status import query_timeout
+
+    with dask.config.set({"gpujobqueue.query-timeout": value}), pytest.raises(ValidationError) as raised:
+        query_timeout()
+    assert raised.value.field == "gpujobqueue.query-timeout"
+
+
+def _processes() -> list[str]:
+    lines = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                    lines.append(cmdline.read().replace(b"\0", b" ").decode(errors="replace"))
+            except OSError:
+                continue
+    return lines
