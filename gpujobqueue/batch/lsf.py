@@ -189,7 +189,8 @@ async def bsub_once(command: list[str], stdin: Any = None) -> str:
     async for raw in process.stderr:
         said.append(raw.decode(errors="replace"))
         if re.search(PENDING_THRESHOLD, said[-1]):
-            process.terminate()
+            with contextlib.suppress(ProcessLookupError):  # it may have ended by itself meanwhile
+                process.terminate()
             said.append("(gpujobqueue stopped bsub's retries: the job was not submitted)\n")
             break
     await process.wait()
