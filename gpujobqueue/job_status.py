@@ -4,6 +4,7 @@ job that ended before its workers connected."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 from dataclasses import dataclass
@@ -80,7 +81,8 @@ async def run_query(command: list[str]) -> tuple[int, str, str]:
     except asyncio.TimeoutError:
         # A query changes nothing, so stopping it is safe; a submission is never stopped this way (it may have
         # gone through).
-        process.kill()
+        with contextlib.suppress(ProcessLookupError):  # it may have ended meanwhile
+            process.kill()
         await process.wait()
         return QUERY_TIMED_OUT, "", f"{os.path.basename(command[0])} did not answer within {timeout:g} s: stopped"
     return process.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")

@@ -188,7 +188,7 @@ async def top_up(cluster: Any) -> int:
     if not replacement.may_replace or adaptive_running(cluster) or cluster.status.name in ("closing", "closed"):
         return 0
     added, was_held = 0, sum(replacement.hold.held.values())
-    for pool in list(replacement.targets):
+    for pool in sorted(replacement.targets, key=lambda pool: pool != "gpu"):  # the GPU pool first, as scale() does
         for _ in range(replacement.to_submit(cluster, pool)):
             cluster.worker_spec.update(cluster.new_worker_spec() if pool == "gpu" else cluster._new_cpu_job_spec())
             added += 1

@@ -121,16 +121,16 @@ def cpu_pool_job_limit(
     """
     if pool is None:
         return None
-    if pool.site_queue is not None and pool.site_queue != gpu_site_queue:
+    if pool.site_queue is not None:
+        if pool.site_queue == gpu_site_queue:
+            return gpu_limit
         return UserJobLimit.parse(
             f"queues.{pool.site_queue}.max_jobs_per_user",
             site.queue(pool.site_queue).get("max_jobs_per_user"),
             queue=pool.site_queue,
             source=f"site {site.name}",
         )
-    if pool.site_queue is not None or pool.queue is None or pool.queue == gpu_queue:
-        return gpu_limit
-    return None
+    return gpu_limit if pool.queue in (None, gpu_queue) else None
 
 
 def refusal_line(text: str, patterns: tuple[str, ...]) -> str | None:
@@ -160,7 +160,10 @@ class JobHold:
         self._said: dict[str, tuple[int, str]] = {}
 
     def _others(self, pool: str, present: Mapping[str, int]) -> int:
+        """The other pools' jobs that count towards ``pool``'s limit (0 where it has none)."""
         limit = self.limits.get(pool)
+        if limit is None:
+            return 0
         return sum(count for other, count in present.items() if other != pool and self.limits.get(other) is limit)
 
     def cap(self, pool: str, present: Mapping[str, int]) -> int | None:
@@ -194,7 +197,7 @@ class JobHold:
         cap = self.cap(pool, present)
         allowed = wanted if cap is None else min(wanted, max(cap, mine))
         self.held[pool] = max(0, wanted - max(mine, allowed))
-        self._shared[pool] = self._others(pool, present) if pool in self.limits else 0
+        self._shared[pool] = self._others(pool, present)
         return max(0, allowed - mine)
 
     def refusal(self, pool: str, present: int, words: str, held: int) -> None:
@@ -214,16 +217,16 @@ class JobHold:
                 continue
             self._said[pool] = said
             if count:
-                kind = "" if pool == "gpu" else f"{pool} "
-                logger.warning("gpujobqueue: held %d %sjob(s): %s", count, kind, said[1])
+                logger.warning("gpujobqueue: %s: %s", _held(pool, count), said[1])
             else:
                 logger.info("gpujobqueue: no %s job held any more", pool)
 
     def notice(self) -> str | None:
         """``held 2 job(s): queue debug-scaling takes 1 job per user (site polaris)``, or None."""
-        parts = [
-            f"held {count} {'' if pool == 'gpu' else pool + ' '}job(s): {self.why(pool)}"
-            for pool, count in self.held.items()
-            if count
-        ]
+        parts = [f"{_held(pool, count)}: {self.why(pool)}" for pool, count in self.held.items() if count]
         return "; ".join(parts) or None
+
+
+def _held(pool: str, count: int) -> str:
+    """``held 2 job(s)`` (the GPU pool), ``held 2 cpu job(s)``."""
+    return f"held {count} {'' if pool == 'gpu' else pool + ' '}job(s)"

@@ -17,6 +17,7 @@ import dask.config
 import pytest
 from conftest import wait_until
 from dask.distributed import Client
+from fixtures.processes import processes_running
 from test_conformance import COMMON
 
 from gpujobqueue import JobFailedError, LocalGPUCluster, SLURMGPUCluster
@@ -192,7 +193,7 @@ def test_a_status_query_that_does_not_answer_is_stopped_and_counts_as_unreachabl
         took = time.monotonic() - started
     assert error == "squeue did not answer within 1 s: stopped", error
     assert took < 5, f"the query was stopped after {took:.1f} s"
-    assert not [line for line in _processes() if str(squeue) in line or "sleep 3600" in line], "a query left running"
+    assert not processes_running(str(squeue)) and not processes_running("sleep 3600"), "a query left running"
     squeue.write_text(f"#!/bin/sh\necho '{words}' >&2\nexit 1\n")
     assert asyncio.run(SLURMGPUCluster.job_cls.probe()) == words
 
@@ -207,13 +208,12 @@ def test_a_bad_query_timeout_is_refused_naming_the_key(value):
     assert raised.value.field == "gpujobqueue.query-timeout"
 
 
-def _processes() -> list[str]:
-    lines = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
-                    lines.append(cmdline.read().replace(b"\0", b" ").decode(errors="replace"))
-            except OSError:
-                continue
-    return lines
+@pytest.mark.parametrize("value", ["60s\n#SBATCH -A x", "$(reboot)", "1" * 30 + "s"])
+def test_a_cluster_with_a_bad_query_timeout_is_refused_before_it_starts(value, tmp_path, monkeypatch):
+    from gpujobqueue.errors import ValidationError
+
+    monkeypatch.chdir(tmp_path)
+    with dask.config.set({"gpujobqueue.query-timeout": value}), pytest.raises(ValidationError) as raised:
+        LocalGPUCluster(**COMMON, devices=["0", "1"])
+    assert raised.value.field == "gpujobqueue.query-timeout"
+    assert not list(tmp_path.iterdir()), "nothing was written: the cluster never started"

@@ -19,6 +19,7 @@ from pathlib import Path
 import dask.config
 import pytest
 from conftest import wait_until
+from fixtures.processes import processes_running
 from fixtures.sge import _edit_conf
 from test_conformance import COMMON
 
@@ -178,18 +179,6 @@ def test_grid_engines_own_per_user_refusal_is_a_hold(sge_one_job_per_user, in_tm
     wait_until(lambda: not sge.job_ids(), 60, what="the queue to empty")
 
 
-def _processes_running(program: str) -> list[str]:
-    """Ids of this machine's processes whose command line holds ``program``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and program in (entry / "cmdline").read_bytes().decode(errors="replace"):
-                found.append(entry.name)
-        except OSError:
-            continue
-    return found
-
-
 @pytest.mark.timeout(120)
 def test_lsfs_pending_job_threshold_is_a_hold_not_a_wait(lsf, in_tmp):
     # Past MAX_PEND_JOBS LSF's bsub does not refuse: it says so and tries again every SUB_TRY_INTERVAL (60 s), by
@@ -202,7 +191,7 @@ def test_lsfs_pending_job_threshold_is_a_hold_not_a_wait(lsf, in_tmp):
         took = time.monotonic() - asked
         assert took < 20, f"scale() waited {took:.0f} s on bsub"
         assert len(lsf.job_ids()) == 3
-        assert not _processes_running(str(lsf.bin_dir / "bsub")), "a bsub left trying would submit the job later"
+        assert not processes_running(str(lsf.bin_dir / "bsub")), "a bsub left trying would submit the job later"
         said = "held 1 job(s): the batch system refused more: User <"
         assert said in repr(cluster) and "Pending job threshold reached" in repr(cluster)
         assert cluster._replacement.may_replace
