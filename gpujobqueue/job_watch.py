@@ -1,6 +1,7 @@
 """The cluster's watch over its jobs: it asks the batch system how they are at a modest rate
 (one query per batch system per interval), reports a job that ends before its workers
-connect, forgets jobs that have ended and has them replaced (:mod:`gpujobqueue.replacement`),
+connect, retires jobs one at a time before their walltime (:mod:`gpujobqueue.handover`),
+forgets jobs that have ended and has them replaced (:mod:`gpujobqueue.replacement`),
 notices when the batch system cannot be reached, and keeps what ``cluster.jobs`` shows."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dask.utils import parse_timedelta
 
 from . import config, replacement
 from .background import BackgroundLoop
+from .handover import Handover, Tenure
 from .job_status import JobCannotStartError, JobFailedError, JobStatus
 
 logger = logging.getLogger(__name__)
@@ -114,6 +116,7 @@ class JobWatch(BackgroundLoop):
         self._polling = asyncio.Lock()  # the periodic look and cluster.jobs must not act on one ending twice
         self.unreachable_since: float | None = None  # time.time() of the first failed query of this outage
         self.unreachable_error: str | None = None  # the batch system's last error then
+        self.handover = Handover(self.interval)
 
     @property
     def connected(self) -> set[str]:
@@ -126,6 +129,8 @@ class JobWatch(BackgroundLoop):
         if job not in self.first_connected:
             self.first_connected[job] = time.monotonic()
             self.cluster._replacement.worker_connected()
+            entry = self.cluster.workers.get(job)
+            self.handover.job_started(getattr(getattr(entry, "job", entry), "submitted_at", None))
 
     @property
     def unreachable(self) -> str | None:
@@ -161,6 +166,10 @@ class JobWatch(BackgroundLoop):
             return None
         self._raised += 1
         return self.failures[self._raised - 1]
+
+    async def stop(self) -> None:
+        await super().stop()
+        await self.handover.stop()
 
     async def _run(self) -> None:
         while True:
@@ -214,8 +223,42 @@ class JobWatch(BackgroundLoop):
                 del self.first_connected[name]
         if self.cluster._replacement.deferred_since is not None and not by_class:
             await self.reachable()  # no job to ask about: ask whether the batch system answers
+        self.hand_over()
         if self.unreachable_since is None:
             await replacement.top_up(self.cluster)
+
+    def tenures(self) -> list[Tenure]:
+        """The connected jobs whose workers retire before a walltime (the scheduler's job aside)."""
+        pinned = self.cluster.pinned_jobs
+        tenures = []
+        for name, job in self.watched_jobs().items():
+            connected, lifetime = self.first_connected.get(name), job.request.worker_lifetime
+            if connected is None or not lifetime or name in pinned:
+                continue
+            pool = self.cluster.worker_spec[name].get("pool", "gpu")
+            tenures.append(Tenure(name, pool, connected, lifetime, job.request.lifetime_stagger))
+        return tenures
+
+    def hand_over(self) -> None:
+        """Plan the retirements again, and start those that are due."""
+        self.handover.replan(self.tenures())
+        for name in self.handover.due():
+            workers = [
+                str(worker.get("name"))
+                for worker in self.cluster.scheduler_info.get("workers", {}).values()
+                if self.cluster._worker_to_job.job_of(str(worker.get("name"))) == name
+            ]
+            if not workers:
+                continue
+            logger.info(
+                "gpujobqueue: job %s retires its %d worker(s) now, one at a time with the cluster's other jobs "
+                "before their walltime",
+                name,
+                len(workers),
+            )
+            self.handover.retire(
+                name, self.cluster.scheduler_comm.retire_workers(names=workers, remove=True, close_workers=True)
+            )
 
     async def _ended(self, name: str, job: Any, status: JobStatus) -> None:
         if name in self.cluster.pinned_jobs:
@@ -228,7 +271,9 @@ class JobWatch(BackgroundLoop):
             )
             return
         failure = None
-        if name in self.connected:
+        if name in self.handover.retiring:
+            logger.info("gpujobqueue: job %s (%s job %s) retired: %s", name, job.batch, job.job_id, status.describe())
+        elif name in self.connected:
             logger.warning(
                 "gpujobqueue: job %s (%s job %s) has ended: %s", name, job.batch, job.job_id, status.describe()
             )

@@ -125,9 +125,20 @@ class Replacement:
         return max(0, self.targets.get(pool, 0) - pool_jobs(cluster, pool))
 
     def to_submit(self, cluster: Any, pool: str) -> int:
-        """Jobs the pool lacks that a per-user limit of the queue lets it submit now (the rest are held)."""
+        """Jobs the pool lacks that a per-user limit of the queue lets it submit now (the rest are
+        held), and replacements of its leaving jobs (:mod:`gpujobqueue.handover`) where the limit
+        leaves room for them (they are not held: they go when the leaving jobs have gone).
+        Under ``adapt()``, which counts leaving jobs itself within its maximum, none ahead."""
         present = {counted: pool_jobs(cluster, counted) for counted in {pool, *self.hold.limits}}
-        return self.hold.room(pool, present, self.targets.get(pool, 0))
+        target = self.targets.get(pool, 0)
+        lacking = self.hold.room(pool, present, target)
+        if adaptive_running(cluster):
+            return lacking
+        leaving = sum(1 for job in cluster.retiring_jobs() if cluster.worker_spec[job].get("pool", "gpu") == pool)
+        after = {**present, pool: present[pool] + lacking}
+        ahead = max(0, target + leaving - after[pool])
+        cap = self.hold.cap(pool, after)
+        return lacking + (ahead if cap is None else min(ahead, max(0, cap - after[pool])))
 
     def defer(self) -> None:
         if self.deferred_since is None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import time
 from typing import Any
 
 from dask.utils import parse_bytes
@@ -100,18 +99,9 @@ class GPUScaling:
     in whole jobs of GPU workers (and of CPU workers)."""
 
     def retiring_jobs(self) -> set[str]:
-        """Jobs whose workers may be retiring already (the earliest end of their lifetime
-        before the walltime has passed): :meth:`adapt` replaces them before they go."""
-        lifetime = self.request.worker_lifetime
-        if not lifetime:
-            return set()
-        earliest = lifetime - self.request.lifetime_stagger
-        now = time.monotonic()
-        return {
-            job
-            for job, since in self._job_watch.first_connected.items()
-            if now - since >= earliest and job in self.worker_spec
-        }
+        """Jobs that are leaving: retiring, or due to retire within their replacement's lead time
+        (:mod:`gpujobqueue.handover`); ``scale()`` and :meth:`adapt` replace them before they go."""
+        return self._job_watch.handover.leaving() & set(self.worker_spec)
 
     @property
     def workers_per_job(self) -> int:
@@ -196,7 +186,8 @@ class GPUScaling:
             surplus = len(entries) - target
             if surplus > 0:
                 removable = [job for job in entries if str(job) not in pinned]
-                queued_first = sorted(removable, key=lambda job: job in connected)
+                leaving = self.retiring_jobs()
+                queued_first = sorted(removable, key=lambda job: (job in connected, job not in leaving))
                 for job in queued_first[:surplus]:
                     del self.worker_spec[job]
             # Past a per-user limit of the queue the rest are held (replacement.py submits them as jobs end).

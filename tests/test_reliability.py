@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import ssl
@@ -240,8 +241,12 @@ def _two_seconds_of_work(i):
 def _jobs_retired_gracefully(log_directory: Path) -> list[str]:
     if not log_directory.is_dir():
         return []
+    # Retired by the cluster's handover (gpujobqueue/handover.py: through the scheduler, as adapt retires
+    # workers) or by the workers' own lifetime, whichever came first.
     return sorted(
-        path.name for path in log_directory.iterdir() if "worker-lifetime-reached" in path.read_text(errors="replace")
+        path.name
+        for path in log_directory.iterdir()
+        if re.search(r"Reason: (scheduler-remove-worker|worker-lifetime-reached)", path.read_text(errors="replace"))
     )
 
 
