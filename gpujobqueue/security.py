@@ -19,12 +19,14 @@ after the process that owns it (:mod:`gpujobqueue.owned_folders`), which removes
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import importlib.util
 import logging
 import os
 import socket
+import stat
 import tempfile
 import warnings
 from dataclasses import dataclass
@@ -317,6 +319,74 @@ def replace_private_file(path: str, text: str) -> None:
     os.fchmod(descriptor, 0o600)
     with os.fdopen(descriptor, "w") as f:
         f.write(text)
+
+
+def open_private_folder(path: str, field: str, advice: str, parent: int | None = None) -> int:
+    """Open the folder ``path`` as this user's own, made (mode 0700) if it is not there; return its
+    descriptor. It is never a link followed, nor another user's; this user's, it is made 0700.
+
+    ``parent``: a descriptor of the folder ``path`` is in, itself opened so (then no one can swap a
+    folder of the path between the checks). ``advice`` ends the error: what the user may do.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``field`` and the folder: a link, not a folder, another user's, or not to be made.
+    """
+    name = path if parent is None else os.path.basename(path)
+    try:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(name, 0o700, dir_fd=parent)
+        descriptor = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+    except OSError as error:
+        raise ValidationError(field, f"{path} {_what_is_there(name, parent, error, 'a folder')}; {advice}") from None
+    owner = os.fstat(descriptor).st_uid
+    if owner != os.getuid():
+        os.close(descriptor)
+        raise ValidationError(
+            field,
+            f"{path} belongs to another user (uid {owner}), who can read or redirect what is written in it; {advice}",
+        )
+    os.fchmod(descriptor, 0o700)
+    return descriptor
+
+
+def open_private_file(path: str, field: str, advice: str, parent: int | None = None) -> int:
+    """Open the file ``path`` for writing from its start, mode 0600: made, or an earlier one of this
+    user's emptied; return its descriptor. Never through a link, nor into another user's file or one
+    with a second name (a hard link); ``parent`` and ``advice`` as for :func:`open_private_folder`.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``field`` and the file.
+    """
+    name = path if parent is None else os.path.basename(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # O_NONBLOCK: a FIFO fails
+    try:
+        descriptor = os.open(name, flags, 0o600, dir_fd=parent)
+    except OSError as error:
+        raise ValidationError(field, f"{path} {_what_is_there(name, parent, error, 'a file')}; {advice}") from None
+    info = os.fstat(descriptor)
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_nlink != 1:
+        os.close(descriptor)
+        raise ValidationError(field, f"{path} is not a file of yours alone (another user's, or a hard link); {advice}")
+    os.ftruncate(descriptor, 0)  # only now: the checks above protect whatever the name stood for
+    os.fchmod(descriptor, 0o600)
+    return descriptor
+
+
+def _what_is_there(name: str, parent: int | None, error: OSError, wanted: str) -> str:
+    """Why ``name`` could not be opened as ``wanted``, in words that end "<path> ..."."""
+    try:
+        mode = os.lstat(name, dir_fd=parent).st_mode
+    except OSError:
+        return f"cannot be made {wanted}: {error.strerror}"
+    if stat.S_ISLNK(mode):
+        return "is a link, which gpujobqueue never follows (another user may have planted it)"
+    if not (stat.S_ISDIR if wanted == "a folder" else stat.S_ISREG)(mode):
+        return f"is not {wanted}"
+    return f"cannot be opened: {error.strerror}"
 
 
 def make_private_directory(shared_directory: str) -> str:
