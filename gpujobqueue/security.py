@@ -389,6 +389,15 @@ def _what_is_there(name: str, parent: int | None, error: OSError, wanted: str) -
     return f"cannot be opened: {error.strerror}"
 
 
+def memory_file(text: str, name: str) -> int:
+    """A file in memory alone holding ``text``, for a child process to read as ``/dev/fd/<descriptor>``
+    (``pass_fds``): in no process's arguments, on no disk, gone when the last process holding it ends."""
+    descriptor = os.memfd_create(name, os.MFD_CLOEXEC)
+    with open(descriptor, "w", encoding="utf-8", closefd=False) as file:
+        file.write(text)
+    return descriptor
+
+
 def make_private_directory(shared_directory: str) -> str:
     """A new private folder (mode 0700) in ``shared_directory``, named after this process,
     for the scheduler file and the TLS credentials, which the jobs read on the compute nodes.

@@ -1,5 +1,6 @@
-"""Issue 29: what a local job writes is private. Its log goes to a folder the package made and checked
-(this user's, 0700, not a link) and is opened without following links.
+"""Issue 29: what a local job writes and starts is private. Its log goes to a folder the package made
+and checked (this user's, 0700, not a link) and is opened without following links; its script, with
+the ``environment`` values in it, is in no process's arguments.
 
 The other user is simulated: a folder, file or link planted at the names a local cluster uses, and
 chowned to ``nobody`` (uid 65534) where it must belong to someone else. The tests run as root here,
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from dask.distributed import Client
+from fixtures.processes import proc_cmdline, processes_running
 
 from gpujobqueue import LocalGPUCluster, ValidationError
 from gpujobqueue.batch.local import private_log_directory
@@ -49,6 +51,17 @@ def planted_logs(folder: Path, victim: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for number in range(4):
         (folder / f"{LOG_PREFIX}{number}.out").symlink_to(victim)
+
+
+def all_pids() -> list[int]:
+    return [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()]
+
+
+def session_of(pid: int) -> int | None:
+    try:
+        return os.getsid(pid)
+    except OSError:
+        return None
 
 
 def start_one_job(**keywords) -> ValidationError:
@@ -117,3 +130,23 @@ def test_an_older_log_folder_of_this_user_is_made_private_and_its_logs_0600(temp
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
     text = log.read_text()
     assert "an older job's log" not in text and "job script exits with status 0" in text
+
+
+def test_no_environment_value_or_script_text_is_in_any_process_arguments(temp_dir):
+    token = "gpujobqueue-planted-token-5d1f0c"
+    with (
+        LocalGPUCluster(**ONE_JOB, environment={"GPUJOBQUEUE_TEST_TOKEN": token}) as cluster,
+        Client(cluster) as client,
+    ):
+        cluster.scale(1)
+        client.wait_for_workers(1, timeout=60)
+        (job,) = cluster.workers.values()
+        assert list(client.run(lambda: os.environ.get("GPUJOBQUEUE_TEST_TOKEN")).values()) == [token]
+        assert job.process.poll() is None, "the job runs while its processes are read"
+        assert processes_running(token) == [], "a process's arguments hold the environment value"
+        job_processes = [pid for pid in all_pids() if session_of(pid) == job.process.pid]
+        assert len(job_processes) >= 2, job_processes  # the script, the worker command
+        scripts = [proc_cmdline(pid) for pid in job_processes if "job script exits with status" in proc_cmdline(pid)]
+        assert scripts == [], "a process's arguments hold the script"
+        on_disk = [path for path in temp_dir.rglob("*") if path.is_file() and token in path.read_text(errors="replace")]
+        assert on_disk == [], "the script (with its secret) was written to a file"

@@ -24,7 +24,7 @@ from ..job import GPUJob
 from ..job_status import JobStatus
 from ..keywords import LIST, Keyword
 from ..limits import MAX_GPUS_PER_NODE
-from ..security import open_private_file, open_private_folder
+from ..security import memory_file, open_private_file, open_private_folder
 from . import register
 
 
@@ -127,27 +127,31 @@ class LocalGPUJob(GPUJob):
         return ""
 
     async def _start_job(self) -> None:
-        # This job's log alone (a failure report quotes its end), opened before any device is taken.
-        self.log_path, log = open_log(self.log_directory, f"{self.job_name}-{self.name}.out")
-        # The script goes to bash as an argument: no file to outlive, nothing read after deletion.
-        env = dict(os.environ)
-        try:
-            if self.device_pool is not None and self.launch.mode != "cpu":
-                self.devices = self.device_pool.take(self.launch.gpus, str(self.name))
-                env[self.launch.allocation_variable] = ",".join(self.devices)
-            self.process = subprocess.Popen(
-                ["bash", "-c", self.job_script(), f"gpujobqueue-{self.name}"],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=True,
-            )
-        except OSError as error:
-            self._release_devices()
-            raise SubmissionError(f"could not start local job {self.name}: {error}") from error
-        finally:
-            os.close(log)
+        with contextlib.ExitStack() as opened:
+            # This job's log alone (a failure report quotes its end), opened before any device is taken.
+            self.log_path, log = open_log(self.log_directory, f"{self.job_name}-{self.name}.out")
+            opened.callback(os.close, log)
+            # bash reads the script from memory, not from its arguments, which any user can read in
+            # /proc/<pid>/cmdline (the environment values are in the script): no file to outlive the job.
+            script = memory_file(self.job_script(), f"gpujobqueue-{self.name}")
+            opened.callback(os.close, script)
+            env = dict(os.environ)
+            try:
+                if self.device_pool is not None and self.launch.mode != "cpu":
+                    self.devices = self.device_pool.take(self.launch.gpus, str(self.name))
+                    env[self.launch.allocation_variable] = ",".join(self.devices)
+                self.process = subprocess.Popen(
+                    ["bash", f"/dev/fd/{script}"],
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    start_new_session=True,
+                    pass_fds=(script,),
+                )
+            except OSError as error:
+                self._release_devices()
+                raise SubmissionError(f"could not start local job {self.name}: {error}") from error
         self.job_id = str(self.process.pid)
         # ProcessInterface's start, not Job.start: the process above is the job; nothing is submitted.
         await ProcessInterface.start(self)
