@@ -1,12 +1,12 @@
 """Folders named after the process that owns them, and which of them are stale.
 
-A cluster's private folder (its scheduler file and TLS credentials) is named
-``.gpujobqueue-p<pid>-t<start>-h<host>-<random>``: the process that made it, its start time (whole
-seconds since the epoch, so that a reused pid is not taken for it) and its host. Its owner removes
-it when it ends; a SIGKILLed process cannot, so each cluster start, and ``gpujobqueue clean``,
-removes this user's folders in that directory whose owner process on this host has ended. A folder
-of a live process, of another host (a shared file system) or of another user is never touched, nor
-one whose name says no owner.
+A cluster's private folder (its scheduler file and TLS credentials) and a ``--run`` job's (its CA,
+certificate and key) are named ``.gpujobqueue-p<pid>-t<start>-h<host>-<random>``: the process that
+made it, its start time (whole seconds since the epoch, so that a reused pid is not taken for it)
+and its host. Its owner removes it when it ends; a SIGKILLed process cannot, so each cluster start,
+and ``gpujobqueue clean``, removes this user's folders in that directory whose owner process on this
+host has ended. A folder of a live process, of another host (a shared file system) or of another
+user is never touched, nor one whose name says no owner.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from dataclasses import dataclass
 import psutil
 
 PREFIX = ".gpujobqueue-"
-_OWNED = re.compile(r"\.gpujobqueue-p(\d+)-t(\d+)-h(.+)-[a-z0-9_]+")
+# The random part: what Python's tempfile writes ([a-z0-9_]) or the shell's mktemp ([A-Za-z0-9]).
+_OWNED = re.compile(r"\.gpujobqueue-p(\d+)-t(\d+)-h(.+)-[A-Za-z0-9_]+")
 
 
 def this_host() -> str:
