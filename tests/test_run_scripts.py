@@ -209,6 +209,10 @@ def test_run_script_runs_on_this_machine_with_the_local_batch_system(tmp_path):
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["worker_devices"] == ["2", "5"] and report["sum"] == 5050
     check_private(report)
+    # No script text in the processes' arguments: the job's own Python reads its code from stdin, not -c.
+    command_lines = recorded_command_lines(record)
+    assert any("distributed.cli.dask_scheduler" in words for words in command_lines), command_lines
+    assert not [words for words in command_lines if "-c" in words], command_lines
     assert credentials_left(tmp_path / "tmp") == []
 
 
