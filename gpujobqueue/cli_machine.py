@@ -82,7 +82,7 @@ def clean(directory: str) -> None:
     ended, as a SIGKILLed client leaves them. Folders of live processes and of other hosts stay."""
     import os
 
-    from .security import remove_stale_private_directories
+    from .owned_folders import remove_stale_private_directories
 
     if not os.path.isdir(directory):
         raise click.ClickException(f"{directory} is not a directory")

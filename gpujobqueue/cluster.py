@@ -28,6 +28,7 @@ from .job_status import JobFailedError
 from .job_watch import JobTable, JobWatch
 from .naming import WorkerJobKey, cpu_job_name, gpu_job_name
 from .notebook import cluster_status_html
+from .owned_folders import remove_stale_private_directories
 from .plan import PlanHooks, make_plan
 from .replacement import Replacement
 from .request import parse_name
@@ -39,12 +40,7 @@ from .scheduler_job import (
     SchedulerStart,
     check_ucx_scheduler_host,
 )
-from .security import (
-    make_private_directory,
-    remove_stale_private_directories,
-    scheduler_tls_args,
-    worker_security_with_files,
-)
+from .security import make_private_directory, scheduler_tls_args, worker_security_with_files
 from .usage import UsageReport
 from .usage_watch import UsageWatch, site_charge
 from .watchdog import CLUSTER_ALIVE_HANDLER, probe_interval

@@ -145,8 +145,8 @@ def _print_job_files(jobs: list[LocalGPUJob], scripts: dict[str, str | None]) ->
         script = scripts.get(str(job.name))
         if script:
             print(
-                f"  job script: {script} (the local batch system ran it from memory, as bash's argument, "
-                "and wrote no copy; the demo saved this one, kept)"
+                f"  job script: {script} (the local batch system ran it from memory, in no file and no "
+                "process's arguments; the demo saved this copy, kept)"
             )
         log = job.log_path
         kept = (

@@ -98,9 +98,8 @@ def dask_cuda_import_error(python: str) -> str | None:
     if executable is None or not os.access(executable, os.X_OK):
         return None
     try:
-        probe = subprocess.run(
-            [executable, "-c", _PROBE], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
-        )
+        # The probe's code on stdin ("-"), not in the arguments that every user can read.
+        probe = subprocess.run([executable, "-"], input=_PROBE, capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError):
         return None
     if probe.returncode != _CANNOT_IMPORT:

@@ -14,23 +14,17 @@ of one private CA.
 - ``--no-tls`` (``tls=False``) is plain TCP, and warns.
 
 A cluster's scheduler file and credentials go to a private folder of a shared directory, named
-``.gpujobqueue-p<pid>-t<start>-h<host>-<random>``: the process that made it, its start time
-(whole seconds since the epoch, so that a reused pid is not taken for it) and its host. A cluster
-removes its folder when it closes; a SIGKILLed process cannot, so each cluster start, and
-``gpujobqueue clean``, removes this user's folders in that directory whose owner process on this
-host has ended. A folder of a live process, of another host (a shared file system) or of another
-user is never touched, nor one whose name says no owner.
+after the process that owns it (:mod:`gpujobqueue.owned_folders`), which removes it when it closes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import importlib.util
 import logging
 import os
-import re
-import shutil
 import socket
 import stat
 import tempfile
@@ -39,10 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-import psutil
 from distributed.security import Security
 
 from .errors import ValidationError
+from .owned_folders import owner_prefix
 from .request import parse_job_path
 from .workers import WorkerLaunch
 
@@ -55,8 +49,6 @@ PLAIN_TCP_WARNING = (
     "plain TCP (--no-tls): anyone who can reach the scheduler's or the workers' ports, other users of "
     "the login and compute nodes too, can connect and run code as you"
 )
-PREFIX = ".gpujobqueue-"
-_OWNED = re.compile(r"\.gpujobqueue-p(\d+)-t(\d+)-h(.+)-[a-z0-9_]+")
 
 
 # --- A cluster's TLS ---------------------------------------------------------------------------
@@ -329,17 +321,81 @@ def replace_private_file(path: str, text: str) -> None:
         f.write(text)
 
 
-def this_host() -> str:
-    """This host's name as folder names carry it: no character outside ``[A-Za-z0-9.-]``."""
-    return re.sub(r"[^A-Za-z0-9.-]", "_", socket.gethostname()) or "unknown"
+def open_private_folder(path: str, field: str, advice: str, parent: int | None = None) -> int:
+    """Open the folder ``path`` as this user's own, made (mode 0700) if it is not there; return its
+    descriptor. It is never a link followed, nor another user's; this user's, it is made 0700.
 
+    ``parent``: a descriptor of the folder ``path`` is in, itself opened so (then no one can swap a
+    folder of the path between the checks). ``advice`` ends the error: what the user may do.
 
-def process_start(pid: int) -> int | None:
-    """When process ``pid`` started (whole seconds since the epoch), or None if there is none."""
+    Raises
+    ------
+    ValidationError
+        Naming ``field`` and the folder: a link, not a folder, another user's, or not to be made.
+    """
+    name = path if parent is None else os.path.basename(path)
     try:
-        return int(psutil.Process(pid).create_time())
-    except psutil.NoSuchProcess:
-        return None
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(name, 0o700, dir_fd=parent)
+        descriptor = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+    except OSError as error:
+        raise ValidationError(field, f"{path} {_what_is_there(name, parent, error, 'a folder')}; {advice}") from None
+    owner = os.fstat(descriptor).st_uid
+    if owner != os.getuid():
+        os.close(descriptor)
+        raise ValidationError(
+            field,
+            f"{path} belongs to another user (uid {owner}), who can read or redirect what is written in it; {advice}",
+        )
+    os.fchmod(descriptor, 0o700)
+    return descriptor
+
+
+def open_private_file(path: str, field: str, advice: str, parent: int | None = None) -> int:
+    """Open the file ``path`` for writing from its start, mode 0600: made, or an earlier one of this
+    user's emptied; return its descriptor. Never through a link, nor into another user's file or one
+    with a second name (a hard link); ``parent`` and ``advice`` as for :func:`open_private_folder`.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``field`` and the file.
+    """
+    name = path if parent is None else os.path.basename(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # O_NONBLOCK: a FIFO fails
+    try:
+        descriptor = os.open(name, flags, 0o600, dir_fd=parent)
+    except OSError as error:
+        raise ValidationError(field, f"{path} {_what_is_there(name, parent, error, 'a file')}; {advice}") from None
+    info = os.fstat(descriptor)
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_nlink != 1:
+        os.close(descriptor)
+        raise ValidationError(field, f"{path} is not a file of yours alone (another user's, or a hard link); {advice}")
+    os.ftruncate(descriptor, 0)  # only now: the checks above protect whatever the name stood for
+    os.fchmod(descriptor, 0o600)
+    return descriptor
+
+
+def _what_is_there(name: str, parent: int | None, error: OSError, wanted: str) -> str:
+    """Why ``name`` could not be opened as ``wanted``, in words that end "<path> ..."."""
+    try:
+        mode = os.lstat(name, dir_fd=parent).st_mode
+    except OSError:
+        return f"cannot be made {wanted}: {error.strerror}"
+    if stat.S_ISLNK(mode):
+        return "is a link, which gpujobqueue never follows (another user may have planted it)"
+    if not (stat.S_ISDIR if wanted == "a folder" else stat.S_ISREG)(mode):
+        return f"is not {wanted}"
+    return f"cannot be opened: {error.strerror}"
+
+
+def memory_file(text: str, name: str) -> int:
+    """A file in memory alone holding ``text``, for a child process to read as ``/dev/fd/<descriptor>``
+    (``pass_fds``): in no process's arguments, on no disk, gone when the last process holding it ends."""
+    descriptor = os.memfd_create(name, os.MFD_CLOEXEC)
+    with open(descriptor, "w", encoding="utf-8", closefd=False) as file:
+        file.write(text)
+    return descriptor
 
 
 def make_private_directory(shared_directory: str) -> str:
@@ -352,74 +408,11 @@ def make_private_directory(shared_directory: str) -> str:
         The shared directory does not exist or cannot be written.
     """
     base = os.path.abspath(os.path.expanduser(os.path.expandvars(shared_directory)))
-    owner = f"{PREFIX}p{os.getpid()}-t{process_start(os.getpid())}-h{this_host()}-"
     try:
-        return tempfile.mkdtemp(prefix=owner, dir=base)  # mkdtemp makes it 0700
+        return tempfile.mkdtemp(prefix=owner_prefix(), dir=base)  # mkdtemp makes it 0700
     except OSError as error:
         message = (
             f"the scheduler file and TLS credentials go to a private folder of a directory the compute nodes "
             f"can read, and {base!r} is not writable here: {error}"
         )
         raise ValidationError("shared_temp_directory", message) from error
-
-
-@dataclass(frozen=True)
-class FolderVerdict:
-    """What :func:`judge_folder` found: whether a folder may go, and why."""
-
-    path: str
-    stale: bool
-    reason: str
-
-
-def judge_folder(path: str) -> FolderVerdict | None:
-    """Whether the private folder at ``path`` is stale (its owner process on this host ended);
-    None for anything that is not one of this user's gpujobqueue folders."""
-    name = os.path.basename(path)
-    if not name.startswith(PREFIX):
-        return None
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return None
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
-        return None
-    match = _OWNED.fullmatch(name)
-    if match is None:
-        return FolderVerdict(path, False, "its name says no owner process (made by an older gpujobqueue)")
-    pid, started, host = int(match.group(1)), int(match.group(2)), match.group(3)
-    if host != this_host():
-        return FolderVerdict(path, False, f"its owner is process {pid} on another host, {host}")
-    now_started = process_start(pid)
-    if now_started is not None and abs(now_started - started) <= 1:
-        return FolderVerdict(path, False, f"its owner, process {pid}, is running")
-    if now_started is None:
-        return FolderVerdict(path, True, f"its owner, process {pid} on {host}, has ended")
-    return FolderVerdict(path, True, f"its owner, process {pid} on {host}, has ended (that pid is now another process)")
-
-
-def remove_stale_private_directories(directory: str) -> tuple[list[FolderVerdict], list[FolderVerdict]]:
-    """Remove this user's private folders in ``directory`` whose owner process on this host
-    has ended; return (removed, left), each folder with the reason."""
-    removed: list[FolderVerdict] = []
-    left: list[FolderVerdict] = []
-    try:
-        names = sorted(name for name in os.listdir(directory) if name.startswith(PREFIX))
-    except OSError:
-        return removed, left
-    for name in names:
-        verdict = judge_folder(os.path.join(directory, name))
-        if verdict is None:
-            continue
-        if not verdict.stale:
-            left.append(verdict)
-            continue
-        try:
-            shutil.rmtree(verdict.path)
-        except FileNotFoundError:
-            continue  # another cleaner was first
-        except OSError as error:
-            left.append(FolderVerdict(verdict.path, False, f"{verdict.reason}, but it could not be removed: {error}"))
-            continue
-        removed.append(verdict)
-    return removed, left

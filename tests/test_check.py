@@ -331,3 +331,18 @@ def test_the_install_line_is_the_one_for_the_drivers_cuda_version(driver, line):
 def test_ucx_without_the_machines_transports_is_a_warning(changes, topic):
     found = statuses(facts_of_a_gpu_node(**changes))
     assert found[topic].status == "warn" and found[topic].fix
+
+
+def test_the_ucxx_probe_gives_its_code_on_stdin_not_in_its_arguments(tmp_path, monkeypatch):
+    from gpujobqueue.diagnostics import probes
+
+    python = tmp_path / "python"
+    python.write_text(
+        f'#!/bin/sh\nprintf "%s\\0" "$@" > {tmp_path}/argv\ncat > {tmp_path}/code\necho "transports: tcp"\n'
+    )
+    python.chmod(0o755)
+    monkeypatch.setattr(probes.sys, "executable", str(python))
+    monkeypatch.setattr(probes.importlib.util, "find_spec", lambda name: object() if name == "ucxx" else None)
+    assert probes.ucx_resources() == ("ucxx", ["tcp"])
+    assert (tmp_path / "argv").read_text().split("\0")[:-1] == ["-"]
+    assert (tmp_path / "code").read_text() == probes._UCXX_TRANSPORTS

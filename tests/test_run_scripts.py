@@ -5,12 +5,18 @@ script as the client, and ends the job with that script's exit code."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
+from conftest import wait_until
 from fixtures.sizes import with_size_options
+
+from gpujobqueue.owned_folders import PREFIX, judge_folder
 
 # A process of the same user on the same node without the job's credentials: plain TCP, and
 # TLS with a certificate of another CA. Prints how many of its tries the scheduler refused.
@@ -62,7 +68,7 @@ ANALYSIS = textwrap.dedent("""\
 """)
 
 
-def render_run_script(tmp_path, batch, *options, exit_code=7):
+def render_run_script(tmp_path, batch, *options, exit_code=7, python=sys.executable):
     script = tmp_path / "analysis.py"
     script.write_text(ANALYSIS)
     (tmp_path / "stranger.py").write_text(STRANGER)
@@ -77,7 +83,7 @@ def render_run_script(tmp_path, batch, *options, exit_code=7):
         "--worker-mode",
         "per-device",
         "--python",
-        sys.executable,
+        str(python),
         "--walltime",
         "00:10:00",
         "--memory-per-gpu",
@@ -155,20 +161,102 @@ def test_run_script_submitted_by_hand_to_grid_engine(sge, tmp_path):
     assert not sge.job_ids()
 
 
+# The job's python, which keeps each command line it is given (one file of NUL-separated words per
+# call), and whose scheduler fails to start (FAIL_SCHEDULER=1) or never starts (=hang).
+PYTHON_WRAPPER = """#!/bin/bash
+printf '%s\\0' "$@" > "$(mktemp "{record}/argv.XXXXXX")"
+if [ "$1 $2" = "-m distributed.cli.dask_scheduler" ]; then
+    case "${{FAIL_SCHEDULER:-}}" in
+        1) echo "wrapper: this scheduler does not start" >&2; exit 1 ;;
+        hang) exec sleep 600 ;;
+    esac
+fi
+exec {python} "$@"
+"""
+
+
+def python_wrapper(tmp_path: Path) -> tuple[Path, Path]:
+    """A python for the job that records its command lines in the folder returned with it."""
+    record = tmp_path / "argv"
+    record.mkdir()
+    wrapper = tmp_path / "python"
+    wrapper.write_text(PYTHON_WRAPPER.format(record=record, python=sys.executable))
+    wrapper.chmod(0o755)
+    return wrapper, record
+
+
+def recorded_command_lines(record: Path) -> list[list[str]]:
+    return [path.read_text().split("\0")[:-1] for path in sorted(record.iterdir())]
+
+
+def job_environment(tmp_path: Path, **more: str) -> dict[str, str]:
+    temp = tmp_path / "tmp"
+    temp.mkdir(exist_ok=True)
+    return {"PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": "2,5", "HOME": str(tmp_path), "TMPDIR": str(temp), **more}
+
+
+def credentials_left(directory: Path) -> list[Path]:
+    return sorted(path for path in directory.rglob("*.pem"))
+
+
 def test_run_script_runs_on_this_machine_with_the_local_batch_system(tmp_path):
-    path = render_run_script(tmp_path, "local", exit_code=0)
+    python, record = python_wrapper(tmp_path)
+    path = render_run_script(tmp_path, "local", exit_code=0, python=python)
+    result = subprocess.run(
+        ["bash", str(path)], capture_output=True, text=True, cwd=tmp_path, timeout=180, env=job_environment(tmp_path)
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["worker_devices"] == ["2", "5"] and report["sum"] == 5050
+    check_private(report)
+    # No script text in the processes' arguments: the job's own Python reads its code from stdin, not -c.
+    command_lines = recorded_command_lines(record)
+    assert any("distributed.cli.dask_scheduler" in words for words in command_lines), command_lines
+    assert not [words for words in command_lines if "-c" in words], command_lines
+    assert credentials_left(tmp_path / "tmp") == []
+
+
+def test_a_run_job_whose_scheduler_fails_leaves_no_credentials(tmp_path):
+    python, _ = python_wrapper(tmp_path)
+    path = render_run_script(tmp_path, "local", exit_code=0, python=python)
     result = subprocess.run(
         ["bash", str(path)],
         capture_output=True,
         text=True,
         cwd=tmp_path,
         timeout=180,
-        env={"PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": "2,5", "HOME": str(tmp_path)},
+        env=job_environment(tmp_path, FAIL_SCHEDULER="1"),
     )
-    assert result.returncode == 0, result.stderr
-    report = json.loads((tmp_path / "report.json").read_text())
-    assert report["worker_devices"] == ["2", "5"] and report["sum"] == 5050
-    check_private(report)
+    assert result.returncode == 1 and "the scheduler exited before it started" in result.stderr, result.stderr
+    assert credentials_left(tmp_path / "tmp") == [] and os.listdir(tmp_path / "tmp") == []
+
+
+def test_a_killed_run_jobs_folder_is_one_gpujobqueue_clean_removes(tmp_path):
+    python, _ = python_wrapper(tmp_path)
+    path = render_run_script(tmp_path, "local", exit_code=0, python=python)
+    temp = tmp_path / "tmp"
+    job = subprocess.Popen(
+        ["bash", str(path)],
+        cwd=tmp_path,
+        env=job_environment(tmp_path, FAIL_SCHEDULER="hang"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        (folder,) = wait_until(lambda: {p.parent for p in credentials_left(temp)}, 60, what="the job's credentials")
+        assert folder.name.startswith(PREFIX) and folder.parent == temp, folder
+        verdict = judge_folder(str(folder))
+        assert verdict is not None and not verdict.stale and f"process {job.pid}" in verdict.reason, verdict
+    finally:
+        os.killpg(job.pid, signal.SIGKILL)  # nothing in the job can run: the folder stays
+        job.wait()
+    assert credentials_left(temp), "SIGKILL leaves the folder"
+    clean = subprocess.run(
+        [sys.executable, "-m", "gpujobqueue.cli", "clean", str(temp)], capture_output=True, text=True, timeout=120
+    )
+    assert clean.returncode == 0 and f"removed {folder}" in clean.stdout, clean.stdout + clean.stderr
+    assert credentials_left(temp) == []
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,10 @@ def python_without_dask_cuda(tmp_path):
     """A Python that runs but has no site-packages (so no dask_cuda); it counts its runs."""
     fake = tmp_path / "env" / "bin" / "python"
     fake.parent.mkdir(parents=True)
-    fake.write_text(f'#!/bin/sh\necho run >> {fake.parent.parent}/runs\nexec {sys.executable} -I -S "$@"\n')
+    fake.write_text(
+        f'#!/bin/sh\necho run >> {fake.parent.parent}/runs\nprintf "%s\\0" "$@" >> {fake.parent.parent}/argv\n'
+        f'exec {sys.executable} -I -S "$@"\n'
+    )
     fake.chmod(0o755)
     dask_cuda_import_error.cache_clear()
     yield str(fake)
@@ -55,6 +58,9 @@ def test_render_warns_at_once_naming_the_python_and_the_install_line(python_with
             name="w",
         )
     assert runs(python_without_dask_cuda) == 1
+    # The probe's code reaches that python on its standard input, not in its arguments.
+    words = open(python_without_dask_cuda.rsplit("/bin/", 1)[0] + "/argv").read().split("\0")[:-1]
+    assert words == ["-"], words
 
 
 def test_a_cluster_warns_when_it_is_made_before_any_job_is_submitted(python_without_dask_cuda, counted):

@@ -24,12 +24,46 @@ from ..job import GPUJob
 from ..job_status import JobStatus
 from ..keywords import LIST, Keyword
 from ..limits import MAX_GPUS_PER_NODE
+from ..security import memory_file, open_private_file, open_private_folder
 from . import register
 
 
 def private_log_directory() -> str:
-    """Where local jobs write their output when no ``log_directory`` is given (mode 0700)."""
+    """Where local jobs write their output when no ``log_directory`` is given: ``logs`` in this
+    user's folder of the temporary directory, both made and checked private (mode 0700, this user's,
+    not a link) before each job writes there."""
     return os.path.join(tempfile.gettempdir(), f"gpujobqueue-{getpass.getuser()}", "logs")
+
+
+_LOG_ADVICE = "remove it (its owner or an administrator can), or give log_directory a folder of your own"
+
+
+def open_log(log_directory: str | None, name: str) -> tuple[str, int]:
+    """The path of a job's log ``name`` and a descriptor open for writing it from its start (mode 0600).
+
+    In ``log_directory``, the user's choice, it is never written through a link; by default it goes
+    to :func:`private_log_directory`, whose two folders are opened one inside the other, each checked,
+    so that another user who made them first, or planted a link, is refused by name.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``log_directory``, the folder or file, and what to do.
+    """
+    if log_directory:
+        path = os.path.join(log_directory, name)
+        return path, open_private_file(path, "log_directory", _LOG_ADVICE)
+    logs = private_log_directory()
+    user_folder = open_private_folder(os.path.dirname(logs), "log_directory", _LOG_ADVICE)
+    try:
+        logs_folder = open_private_folder(logs, "log_directory", _LOG_ADVICE, parent=user_folder)
+    finally:
+        os.close(user_folder)
+    try:
+        path = os.path.join(logs, name)
+        return path, open_private_file(path, "log_directory", _LOG_ADVICE, parent=logs_folder)
+    finally:
+        os.close(logs_folder)
 
 
 class DevicePool:
@@ -93,29 +127,31 @@ class LocalGPUJob(GPUJob):
         return ""
 
     async def _start_job(self) -> None:
-        # The script goes to bash as an argument: no file to outlive, nothing read after deletion.
-        env = dict(os.environ)
-        if self.device_pool is not None and self.launch.mode != "cpu":
-            self.devices = self.device_pool.take(self.launch.gpus, str(self.name))
-            env[self.launch.allocation_variable] = ",".join(self.devices)
-        log_directory = self.log_directory or private_log_directory()
-        os.makedirs(log_directory, mode=0o700, exist_ok=True)
-        self.log_path = os.path.join(log_directory, f"{self.job_name}-{self.name}.out")
-        log = open(self.log_path, "wb")  # this job's log alone: a failure report quotes its end
-        try:
-            self.process = subprocess.Popen(
-                ["bash", "-c", self.job_script(), f"gpujobqueue-{self.name}"],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=True,
-            )
-        except OSError as error:
-            self._release_devices()
-            raise SubmissionError(f"could not start local job {self.name}: {error}") from error
-        finally:
-            log.close()
+        with contextlib.ExitStack() as opened:
+            # This job's log alone (a failure report quotes its end), opened before any device is taken.
+            self.log_path, log = open_log(self.log_directory, f"{self.job_name}-{self.name}.out")
+            opened.callback(os.close, log)
+            # bash reads the script from memory, not from its arguments, which any user can read in
+            # /proc/<pid>/cmdline (the environment values are in the script): no file to outlive the job.
+            script = memory_file(self.job_script(), f"gpujobqueue-{self.name}")
+            opened.callback(os.close, script)
+            env = dict(os.environ)
+            try:
+                if self.device_pool is not None and self.launch.mode != "cpu":
+                    self.devices = self.device_pool.take(self.launch.gpus, str(self.name))
+                    env[self.launch.allocation_variable] = ",".join(self.devices)
+                self.process = subprocess.Popen(
+                    ["bash", f"/dev/fd/{script}"],
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    start_new_session=True,
+                    pass_fds=(script,),
+                )
+            except OSError as error:
+                self._release_devices()
+                raise SubmissionError(f"could not start local job {self.name}: {error}") from error
         self.job_id = str(self.process.pid)
         # ProcessInterface's start, not Job.start: the process above is the job; nothing is submitted.
         await ProcessInterface.start(self)

@@ -119,7 +119,9 @@ def ucx_resources() -> tuple[str | None, list[str] | None]:
     """
     if importlib.util.find_spec("ucxx") is not None:
         try:
-            done = subprocess.run([sys.executable, "-c", _UCXX_TRANSPORTS], capture_output=True, text=True, timeout=120)
+            done = subprocess.run(  # its code on stdin, not in the arguments
+                [sys.executable, "-"], input=_UCXX_TRANSPORTS, capture_output=True, text=True, timeout=120
+            )
         except (OSError, subprocess.SubprocessError):
             done = None
         found = [line for line in (done.stdout.splitlines() if done else []) if line.startswith("transports:")]
