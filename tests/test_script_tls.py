@@ -214,7 +214,7 @@ def test_the_run_script_makes_its_credentials_in_a_private_folder_of_the_job():
     run = ClientRun.from_command_line(__file__)
     single = job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB"}, name="w", run=run)
     assert re.search(r'run_dir="\$\(mktemp -d "\$\{TMPDIR:-/tmp\}/gpujobqueue-run\.XXXXXX"\)"', single)
-    assert "--host 127.0.0.1" in single and "--dashboard-address 127.0.0.1:8787" in single
+    assert "--host 127.0.0.1" in single and "--no-dashboard" in single
     several = job_script_for(
         "slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "nodes": 2, "launcher": "srun"}, name="w", run=run
     )
