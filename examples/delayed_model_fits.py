@@ -173,7 +173,7 @@ def main(argv=None):
         cluster.scale(gpus=gpus)
         with Client(cluster) as client:
             client.wait_for_workers(gpus, timeout=args.timeout)
-            print(f"{gpus} worker(s) connected; dashboard: {cluster.dashboard_link}")
+            print(f"{gpus} worker(s) connected; dashboard: {cluster.dashboard_link or 'none'}")
             return run(client, args, form)
 
 

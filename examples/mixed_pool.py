@@ -158,7 +158,7 @@ def main(argv=None):
             client.wait_for_workers(gpus + args.cpu_workers, timeout=args.timeout)
             print(
                 f"{gpus} GPU worker(s) and {args.cpu_workers} CPU worker(s) connected; "
-                f"dashboard: {cluster.dashboard_link}"
+                f"dashboard: {cluster.dashboard_link or 'none'}"
             )
             cpu_jobs = [job for job, spec in cluster.worker_spec.items() if spec.get("pool") == "cpu"]
 

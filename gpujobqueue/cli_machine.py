@@ -106,11 +106,16 @@ def clean(directory: str) -> None:
 @click.option(
     "--gpus", type=int, default=None, help="GPU workers to start (default: every GPU, or 2 CPU workers without GPUs)."
 )
-def demo(size: str, gpus: int | None) -> None:
+@click.option(
+    "--dashboard",
+    is_flag=True,
+    help="Open the scheduler's dashboard on 127.0.0.1 (every user of this host can read it; default: none).",
+)
+def demo(size: str, gpus: int | None, dashboard: bool) -> None:
     """Start a LocalGPUCluster here, run the seed workloads, print sizes and timings."""
     from .demo import run_demo
 
     try:
-        sys.exit(run_demo(size=size, gpus=gpus))
+        sys.exit(run_demo(size=size, gpus=gpus, dashboard=dashboard))
     except GPUJobQueueError as error:
         raise click.ClickException(str(error)) from None

@@ -165,8 +165,8 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, JobQueueCluster):
             )
         if scheduler_options is None:
             scheduler_options = config.scheduler_options(self.job_cls.batch)
-        scheduler_options = dashboard_options(scheduler_options)
-        self._dashboard_address = scheduler_options["dashboard_address"]
+        where = "the scheduler job's node" if self.scheduler_placement == "job" else "this host"
+        scheduler_options, self._dashboard_address = dashboard_options(scheduler_options, where)
         if self.scheduler_placement == "local" and host is None and "host" not in scheduler_options:
             # Here, on the login node, not on the compute nodes: the scheduler's interface must exist on this host.
             named = "scheduler_options" if "interface" in scheduler_options else "interface"
@@ -277,7 +277,8 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, JobQueueCluster):
 
     async def _start(self) -> None:
         try:
-            with config.ucx_cuda_context(self._ucx_cuda_context):
+            closed = self._dashboard_address is None  # a scheduler here serves no HTTP route
+            with config.ucx_cuda_context(self._ucx_cuda_context), config.no_scheduler_http_routes(closed):
                 await super()._start()
         except RuntimeError as error:
             if isinstance(error.__cause__, GPUJobQueueError):  # SpecCluster wraps it; ours says more alone
@@ -380,10 +381,11 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, JobQueueCluster):
 
     @property
     def dashboard_link(self) -> str:
-        """The dashboard's address; ``http://127.0.0.1:<port>/status`` where it listens on the
-        loopback of the scheduler's host (this one, or the scheduler job's node), as an SSH
-        tunnel to that host (``ssh -L <port>:127.0.0.1:<port> HOST``) reaches it."""
-        link = super().dashboard_link
+        """The dashboard's address, ``""`` where none was opened (``scheduler_options``);
+        ``http://127.0.0.1:<port>/status`` where it listens on the loopback of the scheduler's
+        host (this one, or the scheduler job's node), as an SSH tunnel to that host
+        (``ssh -L <port>:127.0.0.1:<port> HOST``) reaches it."""
+        link = super().dashboard_link if self._dashboard_address else ""
         if not link or not is_loopback_address(self._dashboard_address):
             return link
         return format_dashboard_link("127.0.0.1", self.scheduler_info["services"]["dashboard"])

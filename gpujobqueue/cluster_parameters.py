@@ -113,8 +113,11 @@ CLUSTER_PARAMETERS = """
     memory_limit : str
         Each worker's host memory limit, instead of its share of the job's memory.
     dashboard_address : str
-        Refused, as in dask-jobqueue: give it in ``scheduler_options`` (where the dashboard
-        listens, default ``127.0.0.1:8787``, the loopback; an address beyond it warns).
+        Refused, as in dask-jobqueue: give it in ``scheduler_options``, which opens the
+        scheduler's dashboard there (``dashboard=True`` alone: ``127.0.0.1:8787``) with an
+        ``OpenDashboardWarning`` saying who can read it. By default the cluster serves no web
+        page: no dashboard, and no route on the scheduler's and workers' HTTP servers, which
+        listen on the loopback; ``--dashboard-address`` in ``worker_extra_args`` opens the workers'.
     host : str
         Refused, as in dask-jobqueue: give the scheduler's host in ``scheduler_options``.
     job_cls : type

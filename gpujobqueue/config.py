@@ -153,3 +153,13 @@ def ucx_cuda_context(needed: bool) -> contextlib.AbstractContextManager:
     if not needed:
         return contextlib.nullcontext()
     return dask.config.set({"distributed-ucxx.create-cuda-context": True})
+
+
+def no_scheduler_http_routes(closed: bool) -> contextlib.AbstractContextManager:
+    """While a cluster starts its scheduler in this process: no route in the scheduler's HTTP
+    server (``distributed.scheduler.http.routes``, read once, when the scheduler is made), which
+    distributed starts whatever ``dashboard=False`` says, where ``closed`` (no dashboard opened);
+    scoped, so that other schedulers of this process keep the user's routes."""
+    if not closed:
+        return contextlib.nullcontext()
+    return dask.config.set({"distributed.scheduler.http.routes": []})

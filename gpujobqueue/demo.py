@@ -6,6 +6,7 @@ import contextlib
 import math
 import os
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -15,6 +16,7 @@ from dask.utils import format_bytes
 from distributed import Client
 
 from .batch.local import LocalGPUCluster, LocalGPUJob
+from .dashboard import DEFAULT_DASHBOARD_ADDRESS, OpenDashboardWarning, who_can_reach
 from .demo_sizes import DemoSizes, demo_sizes
 from .errors import GPUJobQueueError
 from .gpus import machine_gpus, nvidia_gpu_ids
@@ -157,7 +159,15 @@ def _print_job_files(jobs: list[LocalGPUJob], scripts: dict[str, str | None]) ->
         print(f"  log:        {log} ({kept})")
 
 
-def run_demo(size: str = "medium", gpus: int | None = None) -> int:
+def _dashboard_line(link: str) -> str:
+    """What the demo says of its dashboard: none, or where it is and who can read it."""
+    readers = who_can_reach(DEFAULT_DASHBOARD_ADDRESS, "this host")
+    if not link:
+        return f"no dashboard (--dashboard opens one, which {readers} can read)"
+    return f"dashboard: {link} ({readers} can read it, with no password)"
+
+
+def run_demo(size: str = "medium", gpus: int | None = None, dashboard: bool = False) -> int:
     """Start a LocalGPUCluster, run the seed workloads, print a table; return an exit code.
 
     A failure of a workload (cupy's OutOfMemoryError, a worker that died) is reported on
@@ -170,6 +180,9 @@ def run_demo(size: str = "medium", gpus: int | None = None) -> int:
         :func:`gpujobqueue.demo_sizes.demo_sizes`), or CPU sizes without GPUs.
     gpus : int, optional
         Workers to start; default every GPU here, or two CPU workers without GPUs.
+    dashboard : bool
+        Open the scheduler's dashboard on this host's loopback (which every user of this host
+        can read); by default the cluster serves no web page.
     """
     gpu_ids = nvidia_gpu_ids()
     if gpu_ids:
@@ -207,11 +220,16 @@ def run_demo(size: str = "medium", gpus: int | None = None) -> int:
     started = time.perf_counter()
     try:
         with contextlib.ExitStack() as stack:
-            cluster = stack.enter_context(
-                LocalGPUCluster(
-                    gpus_per_node=workers, worker_mode=mode, devices=gpu_ids[:workers] or list(range(workers))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", OpenDashboardWarning)  # the demo's own line says who can read it
+                cluster = stack.enter_context(
+                    LocalGPUCluster(
+                        gpus_per_node=workers,
+                        worker_mode=mode,
+                        devices=gpu_ids[:workers] or list(range(workers)),
+                        scheduler_options={"dashboard_address": DEFAULT_DASHBOARD_ADDRESS} if dashboard else None,
+                    )
                 )
-            )
             cluster.scale(gpus=workers)
             jobs = list(cluster.workers.values())
             scripts = {str(job.name): _save_job_script(job) for job in jobs}
@@ -225,7 +243,8 @@ def run_demo(size: str = "medium", gpus: int | None = None) -> int:
                     f"{workers} worker(s) did not connect within 120 s; the job logs are above"
                 ) from None
             print(
-                f"{workers} worker(s) up in {time.perf_counter() - started:.1f} s; dashboard: {cluster.dashboard_link}"
+                f"{workers} worker(s) up in {time.perf_counter() - started:.1f} s; "
+                f"{_dashboard_line(cluster.dashboard_link)}"
             )
             stack.enter_context(dask.config.set({"array.backend": backend}))
             workloads: list[tuple[str, Callable[[], Outcome]]] = [

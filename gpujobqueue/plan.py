@@ -10,6 +10,7 @@ from typing import Any, ClassVar, Mapping
 
 from . import config, hand_written_gpus, sites
 from .cpu_pool import CPUPool
+from .dashboard import warn_if_workers_serve_dashboards
 from .errors import JobSizeMissingError, ValidationError
 from .job_status import query_timeout
 from .keywords import LAUNCH_KEYWORDS, RENAMED_KEYWORDS, REQUEST_KEYWORDS, UCX_TRANSPORT_KEYWORDS, Keyword
@@ -190,6 +191,7 @@ def make_plan(
     UnknownKeywordError, ValidationError, SiteConfigError
     """
     plan = _resolve_keywords(cls, kwargs, owner)
+    warn_if_workers_serve_dashboards(plan.launch.extra_args)  # the CPU pool's workers take the same arguments
     batch = cls.job_cls.batch
     launch, tls = plan.launch, None
     if security is not NO_CLUSTER_SECURITY:

@@ -13,6 +13,7 @@ import jinja2
 
 from . import naming
 from .batch import BATCH_SYSTEMS, cluster_class
+from .dashboard import CLOSED_HTTP_ADDRESS
 from .errors import ValidationError
 from .job_commands import ArrayElements
 from .launchers import launch_context
@@ -128,6 +129,7 @@ def environment() -> jinja2.Environment:
         (Path(__file__).resolve().parent / "nic_affinity.py").read_text().rstrip("\n")
     )
     env.filters["macro_lines"] = _MacroLines
+    env.globals["closed_http_address"] = CLOSED_HTTP_ADDRESS
     return env
 
 
@@ -230,8 +232,8 @@ def render_job_script(
     if script_tls is not None and tls_args:
         raise ValueError("give tls_args (a cluster's credential files) or script_tls, not both")
     if run is not None:
-        # The job's own scheduler serves the job alone: on a single node it listens on the loopback.
-        start_scheduler = SchedulerStart(scheduler_file=None, dashboard_address="127.0.0.1:8787")
+        # The job's own scheduler serves the job alone: on a single node it listens on the loopback; no dashboard.
+        start_scheduler = SchedulerStart(scheduler_file=None)
         scheduler_arg = '"$DASK_SCHEDULER_ADDRESS"'  # known only in the job, once its scheduler has started
     elif start_scheduler is not None:
         scheduler_arg = "--scheduler-file " + shlex.quote(start_scheduler.scheduler_file)

@@ -33,7 +33,9 @@ class SchedulerStart:
         Where the scheduler writes its address; None for a private temporary file in the
         job (``--run``, where nobody outside the job needs it).
     dashboard_address : str, optional
-        The scheduler's ``--dashboard-address``.
+        The scheduler's ``--dashboard-address``, where its dashboard was opened on purpose;
+        None for none: no dashboard, and no route on its HTTP server, on the loopback
+        (:mod:`gpujobqueue.dashboard`).
     tls_args : tuple of str
         The scheduler's ``--tls-*`` options.
     """
@@ -85,8 +87,9 @@ class JobScheduler(ProcessInterface):
         Where the job's scheduler writes its address.
     tls_args : tuple of str
         The scheduler's ``--tls-*`` options.
-    dashboard_address : str, optional
-        The scheduler's dashboard address (from ``scheduler_options``).
+    dashboard, dashboard_address : bool, str
+        From ``scheduler_options`` (:func:`gpujobqueue.dashboard.dashboard_options`): the
+        dashboard's address where it is open, else none at all.
     **scheduler_options
         The rest of dask-jobqueue's scheduler options (protocol, interface, security),
         which the job's scheduler takes from the cluster's worker settings.
@@ -101,14 +104,18 @@ class JobScheduler(ProcessInterface):
         make_job: Callable[[SchedulerStart], Any],
         scheduler_file: str,
         tls_args: tuple[str, ...] = (),
+        dashboard: bool = False,
         dashboard_address: str | None = None,
         **scheduler_options: Any,
     ):
         super().__init__()
         self.scheduler_file = scheduler_file
-        self.job = make_job(
-            SchedulerStart(scheduler_file=scheduler_file, dashboard_address=dashboard_address, tls_args=tuple(tls_args))
+        start = SchedulerStart(
+            scheduler_file=scheduler_file,
+            dashboard_address=dashboard_address if dashboard else None,
+            tls_args=tuple(tls_args),
         )
+        self.job = make_job(start)
 
     async def start(self) -> None:
         await self.job.start()

@@ -7,6 +7,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from .dashboard import worker_dashboard_address
 from .errors import ValidationError
 from .install import warn_if_no_dask_cuda
 from .launchers import LAUNCHER_OBJECTS, LAUNCHERS, Launcher, launcher_named
@@ -104,7 +105,8 @@ class WorkerLaunch:
     protocol, interface : str or None
         Comms protocol (``tcp``, ``tls``, ``ucx``) and network interface.
     extra_args : tuple of str
-        More worker arguments, each shell-quoted into the script.
+        More worker arguments, each shell-quoted into the script; ``--dashboard`` or
+        ``--dashboard-address`` among them opens the workers' dashboards (:attr:`dashboard_address`).
     launcher : str
         ``"direct"``: the batch script runs on the job's one node and starts the workers
         itself; ``"srun"``, ``"mpiexec-pals"``, ``"mpiexec-openmpi"``, ``"mpiexec-mpich"``,
@@ -314,6 +316,13 @@ class WorkerLaunch:
     def ucx_environment(self) -> list[tuple[str, str]]:
         """The same transport choices as distributed-ucxx config variables, for plain dask workers."""
         return [(f"DASK_DISTRIBUTED_UCXX__{UCX_TRANSPORTS[name].upper()}", str(on)) for name, on in self.ucx_transports]
+
+    @property
+    def dashboard_address(self) -> str | None:
+        """Where the workers serve their dashboard, opened on purpose in ``extra_args``; None where
+        they serve no page: no dashboard, and their HTTP server (which distributed starts whatever
+        ``--no-dashboard`` says) on the loopback without a route (:mod:`gpujobqueue.dashboard`)."""
+        return worker_dashboard_address(self.extra_args)
 
     @property
     def nic_affinity(self) -> bool:

@@ -56,7 +56,7 @@ def test_a_sites_interface_missing_here_is_one_error_saying_what_to_do():
     # GPUCluster(site="perlmutter") off Perlmutter: distributed's 40-line RuntimeError before.
     result = run_python("""
         from gpujobqueue import GPUCluster
-        GPUCluster(site="perlmutter", account="m1234_g", scheduler_options={"dashboard_address": "127.0.0.1:0"})
+        GPUCluster(site="perlmutter", account="m1234_g")
     """)
     assert result.returncode == 1
     assert result.stderr.count("Traceback") == 1 and "RuntimeError" not in result.stderr, result.stderr
@@ -75,7 +75,7 @@ def test_a_missing_scheduler_interface_is_refused_before_anything_starts():
         SLURMGPUCluster(
             cpus_per_gpu=1,
             memory_per_gpu="512MiB",
-            scheduler_options={"interface": "nosuchif0", "dashboard_address": "127.0.0.1:0"},
+            scheduler_options={"interface": "nosuchif0"},
         )
     assert isinstance(info.value, GPUJobQueueError) and info.value.field == "scheduler_options"
     assert info.value.interface == "nosuchif0" and set(info.value.available) == set(host_interfaces())
@@ -91,9 +91,8 @@ def test_a_failed_constructor_leaves_nothing_running(refusing_sbatch, tmp_path):
         from gpujobqueue import SLURMGPUCluster, SubmissionError, exit_cleanup
         for keywords in ({"n_workers": 1}, {"scheduler_options": {"interface": "nosuchif0"}}):
             try:
-                options = {"dashboard_address": "127.0.0.1:0", **keywords.pop("scheduler_options", {})}
                 SLURMGPUCluster(gpus_per_node=1, cpus_per_gpu=1, memory_per_gpu="512MiB", walltime="00:05:00",
-                                scheduler_options=options, **keywords)
+                                **keywords)
             except Exception as error:
                 print(type(error).__name__)
         print("threads", sorted(t.name for t in threading.enumerate()))
@@ -116,8 +115,7 @@ def test_an_uncaught_refusal_prints_sbatchs_message_once_and_no_deleted_file(ref
     result = run_python(
         """
         from gpujobqueue import SLURMGPUCluster
-        SLURMGPUCluster(cpus_per_gpu=1, memory_per_gpu="512MiB", n_workers=1, gpus_per_node=1, walltime="00:05:00",
-                        scheduler_options={"dashboard_address": "127.0.0.1:0"})
+        SLURMGPUCluster(cpus_per_gpu=1, memory_per_gpu="512MiB", n_workers=1, gpus_per_node=1, walltime="00:05:00")
     """,
         env=refusing_sbatch,
         cwd=tmp_path,
@@ -137,7 +135,7 @@ def test_a_handled_refusal_prints_nothing(refusing_sbatch, tmp_path):
         from gpujobqueue import SLURMGPUCluster, SubmissionError
         try:
             SLURMGPUCluster(cpus_per_gpu=1, memory_per_gpu="512MiB", n_workers=1, gpus_per_node=1,
-                            walltime="00:05:00", scheduler_options={"dashboard_address": "127.0.0.1:0"})
+                            walltime="00:05:00")
         except SubmissionError as error:
             print(error)
     """,
@@ -150,7 +148,7 @@ def test_a_handled_refusal_prints_nothing(refusing_sbatch, tmp_path):
 
 def test_gpucluster_with_a_site_names_the_interface_in_the_class_users_catch():
     with pytest.raises(GPUJobQueueError, match="hsn0"):
-        GPUCluster(site="perlmutter", account="m1234_g", scheduler_options={"dashboard_address": "127.0.0.1:0"})
+        GPUCluster(site="perlmutter", account="m1234_g")
 
 
 @pytest.mark.parametrize("keywords", ['host="x"', "processes=0", 'scheduler_options={"port": -5}'])

@@ -15,7 +15,7 @@ from gpujobqueue.batch import BATCH_SYSTEMS
 from gpujobqueue.scripts import job_script_for
 from gpujobqueue.sites import load_site, site_settings
 
-QUIET_SCHEDULER = {"dashboard_address": "127.0.0.1:0", "interface": "lo"}
+LOOPBACK_SCHEDULER = {"interface": "lo"}
 SIZED = {"gpus_per_node": 2, "cpus_per_gpu": 2, "memory_per_gpu": "4GB", "walltime": "00:30:00", "interface": "lo"}
 
 
@@ -30,7 +30,7 @@ def _differences(rendered: str, submitted: str) -> list[str]:
 def _cluster_script(keywords: dict, **extra) -> tuple[str, str, str]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # plain TCP, retired and unconfirmed sites warn; the scripts are the subject
-        with GPUCluster(**keywords, **extra, scheduler_options=QUIET_SCHEDULER) as cluster:
+        with GPUCluster(**keywords, **extra, scheduler_options=LOOPBACK_SCHEDULER) as cluster:
             return cluster.job_script(), cluster.scheduler_address, str(cluster._dummy_job.name)
 
 
@@ -111,7 +111,7 @@ def test_the_cluster_takes_its_cpu_pool_array_and_placement_from_the_plan(batch)
         warnings.simplefilter("ignore")
         plan = _plan(batch, dict(SIZED), security=False, cpu_pool=CPU_POOL)
         with GPUCluster(
-            batch=batch, **SIZED, security=False, cpu_pool=CPU_POOL, scheduler_options=QUIET_SCHEDULER
+            batch=batch, **SIZED, security=False, cpu_pool=CPU_POOL, scheduler_options=LOOPBACK_SCHEDULER
         ) as cluster:
             assert (cluster.request, cluster.launch) == (plan.request, plan.launch)
             assert (cluster.cpu_pool, cluster.cpu_request, cluster.cpu_launch) == (
@@ -140,7 +140,7 @@ def test_the_plan_holds_the_clusters_security():
     assert _plan("slurm", dict(SIZED)).security is None and _plan("slurm", dict(SIZED)).launch.protocol is None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with GPUCluster(batch="slurm", **SIZED, scheduler_options=QUIET_SCHEDULER) as cluster:
+        with GPUCluster(batch="slurm", **SIZED, scheduler_options=LOOPBACK_SCHEDULER) as cluster:
             assert cluster.launch == tls.launch and cluster.scheduler_address.startswith("tls://")
 
 
@@ -150,7 +150,7 @@ def test_the_plan_holds_job_arrays_and_the_scheduler_placement():
     assert _plan("slurm", dict(SIZED), scheduler="job").scheduler_placement == "job"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with GPUCluster(batch="slurm", **SIZED, job_array=True, scheduler_options=QUIET_SCHEDULER) as cluster:
+        with GPUCluster(batch="slurm", **SIZED, job_array=True, scheduler_options=LOOPBACK_SCHEDULER) as cluster:
             assert cluster._job_commands.arrays is True
     # A refusal of the plan is the cluster's, before anything starts.
     from gpujobqueue.errors import ValidationError

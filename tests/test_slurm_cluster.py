@@ -74,9 +74,7 @@ def test_sbatch_refusal_is_raised_with_its_message(slurm, counted, keywords, std
 
 def test_a_wait_for_workers_timeout_keeps_the_reason_the_jobs_wait(slurm, counted):
     # Held jobs cannot start: the timeout says so, as squeue does, not just "0/2 workers arrived".
-    with SLURMGPUCluster(
-        **SMALL, job_extra_directives=["--hold"], scheduler_options={"dashboard_address": "127.0.0.1:0"}
-    ) as cluster:
+    with SLURMGPUCluster(**SMALL, job_extra_directives=["--hold"]) as cluster:
         cluster.scale(jobs=2)
         with pytest.raises(WorkerStartTimeoutError) as info:
             cluster.wait_for_workers(2, timeout=2)

@@ -13,7 +13,12 @@ import click
 import pytest
 from fixtures.sizes import with_job_size
 
-from gpujobqueue.render import environment
+from gpujobqueue.batch import BATCH_SYSTEMS, cluster_class
+from gpujobqueue.dashboard import OpenDashboardWarning
+from gpujobqueue.plan import make_plan
+from gpujobqueue.render import environment, render_job_script
+from gpujobqueue.run import ClientRun
+from gpujobqueue.scheduler_job import SchedulerStart
 from gpujobqueue.scripts import job_script_for
 from gpujobqueue.security import make_credentials
 
@@ -233,3 +238,89 @@ def test_workers_get_a_death_timeout_of_60_s_unless_told():
     args = worker_arguments(script, "distributed.cli.dask_worker")
     params = python_m_command("distributed.cli.dask_worker").make_context("dask-worker", args).params
     assert params["death_timeout"] == "60" and params["preload"] == (WATCHDOG_SOURCE, NIC_AFFINITY_PRELOAD)
+
+
+# distributed starts every worker's and scheduler's HTTP server whatever --no-dashboard says;
+# closed, it listens on the loopback and serves no route.
+CLOSED_DASHBOARD = {"dashboard": False, "dashboard_address": "127.0.0.1:0"}
+WORKER_MODULES = {"dask-cuda": "dask_cuda.cli", "per-device": "distributed.cli.dask_worker"}
+SCHEDULER_MODULE = "distributed.cli.dask_scheduler"
+
+
+def command_environment(script: str, module: str) -> dict[str, str]:
+    """The ``VAR=value`` words on the lines continued into the first ``python -m <module>`` line."""
+    lines = script.split("\n")
+    start = next(i for i, line in enumerate(lines) if f" -m {module} " in line)
+    words = []
+    for line in reversed(lines[:start]):
+        if not line.endswith("\\"):
+            break
+        words = shlex.split(line.rstrip("\\")) + words
+    return dict(word.split("=", 1) for word in words)
+
+
+def dashboard_params(script: str, module: str) -> dict:
+    command = python_m_command(module)
+    params = command.make_context(module, worker_arguments(script, module)).params
+    return {"dashboard": params["dashboard"], "dashboard_address": params["dashboard_address"]}
+
+
+@pytest.mark.parametrize("batch", BATCH_SYSTEMS)
+@pytest.mark.parametrize("mode, nanny", [("dask-cuda", True), ("per-device", True), ("per-device", False)])
+def test_every_batch_systems_workers_serve_no_http_page(batch, mode, nanny):
+    keywords = with_job_size({"gpus_per_node": 2, "worker_mode": mode, "nanny": nanny})
+    script = job_script_for(batch, keywords, name="job-3", scheduler="tls://10.0.0.1:8786")
+    assert dashboard_params(script, WORKER_MODULES[mode]) == CLOSED_DASHBOARD
+    assert command_environment(script, WORKER_MODULES[mode])["DASK_DISTRIBUTED__WORKER__HTTP__ROUTES"] == "[]"
+
+
+@pytest.mark.parametrize("batch", BATCH_SYSTEMS)
+def test_every_batch_systems_cpu_workers_serve_no_http_page(batch):
+    plan = make_plan(cluster_class(batch), with_job_size({"gpus_per_node": 1}), cpu_pool={"processes": 2})
+    script = render_job_script(batch, plan.cpu_request, plan.cpu_launch, name="job-cpu-0")
+    assert dashboard_params(script, "distributed.cli.dask_worker") == CLOSED_DASHBOARD
+    assert command_environment(script, "distributed.cli.dask_worker")["DASK_DISTRIBUTED__WORKER__HTTP__ROUTES"] == "[]"
+
+
+@pytest.mark.parametrize("batch", BATCH_SYSTEMS)
+@pytest.mark.parametrize("started_by", ["scheduler='job'", "--run"])
+def test_a_scheduler_started_in_a_job_serves_no_http_page(batch, started_by):
+    keywords = with_job_size({"gpus_per_node": 1})
+    if started_by == "--run":
+        script = job_script_for(batch, keywords, name="job-0", run=ClientRun.from_command_line(__file__))
+    else:
+        _, request, launch = cluster_class(batch).parse_keywords(keywords)
+        start = SchedulerStart(scheduler_file="/shared/.gpujobqueue-x/scheduler.json")
+        script = render_job_script(batch, request, launch, name="job-0", start_scheduler=start)
+    assert dashboard_params(script, SCHEDULER_MODULE) == CLOSED_DASHBOARD
+    # The scheduler of scheduler='job' keeps its watchdog's timeout: no comment cuts the command short.
+    timeout = {"GPUJOBQUEUE_CLUSTER_TIMEOUT": "60"} if started_by == "scheduler='job'" else {}
+    assert command_environment(script, SCHEDULER_MODULE) == {
+        "DASK_DISTRIBUTED__SCHEDULER__HTTP__ROUTES": "[]",
+        **timeout,
+    }
+
+
+def test_a_scheduler_jobs_dashboard_opened_on_purpose_is_served_where_asked():
+    _, request, launch = cluster_class("slurm").parse_keywords(with_job_size({"gpus_per_node": 1}))
+    start = SchedulerStart(scheduler_file="/shared/scheduler.json", dashboard_address="127.0.0.1:8787")
+    script = render_job_script("slurm", request, launch, name="job-0", start_scheduler=start)
+    assert dashboard_params(script, SCHEDULER_MODULE) == {"dashboard": True, "dashboard_address": "127.0.0.1:8787"}
+    assert "DASK_DISTRIBUTED__SCHEDULER__HTTP__ROUTES" not in command_environment(script, SCHEDULER_MODULE)
+
+
+@pytest.mark.parametrize(
+    "extra_args, address, who",
+    [
+        (["--dashboard-address", ":8788"], ":8788", "everyone who can reach the job's nodes on the network"),
+        (["--dashboard-address=127.0.0.1:0"], "127.0.0.1:0", "every user of the job's nodes"),
+        (["--dashboard"], ":0", "everyone who can reach the job's nodes on the network"),
+    ],
+)
+@pytest.mark.parametrize("mode", ["dask-cuda", "per-device"])
+def test_workers_dashboard_opened_on_purpose_says_who_can_reach_it(extra_args, address, who, mode):
+    keywords = with_job_size({"gpus_per_node": 2, "worker_mode": mode, "worker_extra_args": extra_args})
+    with pytest.warns(OpenDashboardWarning, match=f"workers.*{address}.*{who}"):
+        script = job_script_for("slurm", keywords, name="job-3", scheduler="tls://10.0.0.1:8786")
+    assert dashboard_params(script, WORKER_MODULES[mode]) == {"dashboard": True, "dashboard_address": address}
+    assert "DASK_DISTRIBUTED__WORKER__HTTP__ROUTES" not in command_environment(script, WORKER_MODULES[mode])

@@ -499,6 +499,8 @@ fi
 
 # dask-cuda starts one worker per device in CUDA_VISIBLE_DEVICES, named gpujobqueue-worker-<i>.
 export CUDA_VISIBLE_DEVICES="$(IFS=,; echo "${devices[*]}")"
+# No web page to read: no dashboard, and no route on their HTTP server (on the loopback).
+DASK_DISTRIBUTED__WORKER__HTTP__ROUTES='[]' \
 python3 -m dask_cuda.cli tls://10.0.0.1:8786 \
     --name gpujobqueue-worker \
     --nthreads 1 \
@@ -510,6 +512,8 @@ python3 -m dask_cuda.cli tls://10.0.0.1:8786 \
     --preload "$nic_affinity" \
     --protocol ucx \
     --interface ib0 \
+    --no-dashboard \
+    --dashboard-address 127.0.0.1:0 \
     --resources GPU=1 &
 worker_pids=($!)
 # A TERM (a cancel, the cluster's close) goes on to the workers, which then close gracefully: the

@@ -516,6 +516,8 @@ nic_affinity='import os; exec(compile(os.environ.get("GPUJOBQUEUE_NIC_AFFINITY_S
 
 # dask-cuda starts one worker per device in CUDA_VISIBLE_DEVICES, named gpujobqueue-worker-<i>.
 export CUDA_VISIBLE_DEVICES="$(IFS=,; echo "${devices[*]}")"
+# No web page to read: no dashboard, and no route on their HTTP server (on the loopback).
+DASK_DISTRIBUTED__WORKER__HTTP__ROUTES='[]' \
 python3 -m dask_cuda.cli tls://10.0.0.1:8786 \
     --name gpujobqueue-worker-"$node_rank" \
     --nthreads 4 \
@@ -527,6 +529,8 @@ python3 -m dask_cuda.cli tls://10.0.0.1:8786 \
     --tls-ca-file "$GPUJOBQUEUE_TLS_DIR/ca.pem" \
     --tls-cert "$GPUJOBQUEUE_TLS_DIR/cert.pem" \
     --tls-key "$GPUJOBQUEUE_TLS_DIR/key.pem" \
+    --no-dashboard \
+    --dashboard-address 127.0.0.1:0 \
     --resources GPU=1 &
 worker_pids=($!)
 # A TERM (a cancel, the cluster's close) goes on to the workers, which then close gracefully: the

@@ -508,6 +508,8 @@ fi
 
 # dask-cuda starts one worker per device in CUDA_VISIBLE_DEVICES, named w-<i>.
 export CUDA_VISIBLE_DEVICES="$(IFS=,; echo "${devices[*]}")"
+# No web page to read: no dashboard, and no route on their HTTP server (on the loopback).
+DASK_DISTRIBUTED__WORKER__HTTP__ROUTES='[]' \
 python3 -m dask_cuda.cli tls://10.0.0.1:8786 \
     --name w \
     --nthreads 4 \
@@ -518,6 +520,8 @@ python3 -m dask_cuda.cli tls://10.0.0.1:8786 \
     --preload "$scheduler_watchdog" \
     --preload "$nic_affinity" \
     --protocol ucx \
+    --no-dashboard \
+    --dashboard-address 127.0.0.1:0 \
     --resources GPU=1 &
 worker_pids=($!)
 # A TERM (a cancel, the cluster's close) goes on to the workers, which then close gracefully: the

@@ -167,6 +167,8 @@ def dask_setup(nanny):
     index = int(str(nanny.name).rpartition("-")[2]) if len(devices) > 1 else 0
     nanny.env["ZE_AFFINITY_MASK"] = devices[index]
 PYTHON
+# No web page to read: no dashboard, and no route on their HTTP server (on the loopback).
+DASK_DISTRIBUTED__WORKER__HTTP__ROUTES='[]' \
 python3 -m distributed.cli.dask_worker tls://10.0.0.1:8786 \
     --name w \
     --nworkers 12 \
@@ -182,6 +184,8 @@ python3 -m distributed.cli.dask_worker tls://10.0.0.1:8786 \
     --tls-ca-file "$GPUJOBQUEUE_TLS_DIR/ca.pem" \
     --tls-cert "$GPUJOBQUEUE_TLS_DIR/cert.pem" \
     --tls-key "$GPUJOBQUEUE_TLS_DIR/key.pem" \
+    --no-dashboard \
+    --dashboard-address 127.0.0.1:0 \
     --resources GPU=1 &
 worker_pids=($!)
 # A TERM (a cancel, the cluster's close) goes on to the workers, which then close gracefully: the
