@@ -9,6 +9,7 @@ import warnings
 from typing import Any, ClassVar, Mapping
 
 from . import config, hand_written_gpus, sites
+from .batch import BATCH_SYSTEMS
 from .cpu_pool import CPUPool
 from .errors import JobSizeMissingError, ValidationError
 from .job_status import query_timeout
@@ -189,8 +190,9 @@ def make_plan(
     ------
     UnknownKeywordError, ValidationError, SiteConfigError
     """
-    plan = _resolve_keywords(cls, kwargs, owner)
     batch = cls.job_cls.batch
+    config.warn_unknown_keys(batch, setting_names(cls), BATCH_SYSTEMS)
+    plan = _resolve_keywords(cls, kwargs, owner)
     launch, tls = plan.launch, None
     if security is not NO_CLUSTER_SECURITY:
         tls, launch = resolve_security(security, launch)
@@ -238,11 +240,16 @@ def make_plan(
     )
 
 
+def setting_names(cls: type) -> tuple[str, ...]:
+    """The settings a cluster class resolves keyword > ``gpujobqueue.<batch>.*`` > site > default."""
+    return REQUEST_KEYWORDS + LAUNCH_KEYWORDS + cls.batch_keywords
+
+
 def _resolve_keywords(cls: type, kwargs: Mapping[str, Any], owner: str | None = None, routed: bool = False) -> Plan:
     """The plan's settings, request and launch (keyword > dask config > site > default), validated;
     a site whose routing picks another queue than its default resolves them again for that queue
     (``routed``: that second time, which says nothing the first said)."""
-    names = REQUEST_KEYWORDS + LAUNCH_KEYWORDS + cls.batch_keywords
+    names = setting_names(cls)
     kwargs = dict(kwargs)
     original = dict(kwargs)
     processes = kwargs.pop("processes", None)
