@@ -12,7 +12,7 @@ from . import config, hand_written_gpus, sites
 from .batch import BATCH_SYSTEMS
 from .cpu_pool import CPUPool
 from .errors import JobSizeMissingError, ValidationError
-from .job_status import query_timeout
+from .intervals import check_configured
 from .keywords import LAUNCH_KEYWORDS, RENAMED_KEYWORDS, REQUEST_KEYWORDS, UCX_TRANSPORT_KEYWORDS, Keyword
 from .render import check_scheduler_can_run_in_job
 from .request import DEFAULT_WALLTIME, JobRequest, parse_bool, parse_positive_int
@@ -200,7 +200,7 @@ def make_plan(
         cpu_pool if cpu_pool is not None else config.configured(batch, "cpu_pool"), batch=batch, site=plan.site
     )
     cpu_request, cpu_launch = pool.job_shape(plan.request, launch) if pool else (None, None)
-    query_timeout()  # read at every status query; a bad value is refused here, before anything starts
+    check_configured()  # the loops' intervals and counts are read as they run: a bad one is refused here
     placement = parse_scheduler_placement(
         scheduler if scheduler is not None else config.configured(batch, "scheduler"), batch, launch.protocol
     )

@@ -92,6 +92,43 @@ def parse_positive_int(field_name: str, value: Any, maximum: int | None = None) 
     return number
 
 
+def parse_duration(field_name: str, value: Any, fewest: float, most: float, unit: str = "seconds") -> float:
+    """A duration in seconds from ``fewest`` to ``most``: a number (of ``unit``), a dask
+    duration (``"90s"``, ``"2min"``, ``"500ms"``) or a :class:`datetime.timedelta`;
+    ``True``/``False`` refused.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``field_name``: not a duration, or outside the bounds (nan, a 30-digit number).
+    """
+    try:
+        if isinstance(value, bool) or (isinstance(value, str) and len(value) > 40):
+            raise ValueError(value)
+        if isinstance(value, datetime.timedelta):
+            seconds = value.total_seconds()
+        elif isinstance(value, (int, float)):
+            seconds = parse_timedelta(value, default=unit)
+        else:
+            seconds = parse_timedelta(one_line(field_name, value).strip(), default=unit)
+    except (ValueError, KeyError, TypeError, OverflowError):
+        raise ValidationError(
+            field_name, f"{value!r} is not a duration; use {unit} (60) or a dask duration ('90s', '2min')"
+        ) from None
+    if seconds is None or not fewest <= seconds <= most:  # nan too
+        raise ValidationError(
+            field_name, f"{value!r}: expected a duration from {_seconds_text(fewest)} to {_seconds_text(most)}"
+        )
+    return float(seconds)
+
+
+def _seconds_text(seconds: float) -> str:
+    for size, unit in ((86400, "days"), (3600, "hours"), (60, "minutes")):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds // size:g} {unit}" if seconds != size else f"1 {unit[:-1]}"
+    return f"{seconds:g} s"
+
+
 def parse_bool(field_name: str, value: Any) -> bool:
     """``True``/``False``, or their spellings in config files and environment variables."""
     if isinstance(value, bool):
