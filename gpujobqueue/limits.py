@@ -34,6 +34,9 @@ MAX_SITE_DEPTH = 16  # nested mappings and lists
 MAX_PATTERN_INPUT = 128  # characters of an account or host name matched against a site pattern
 MAX_PATTERN_REPEATS = 3  # unbounded repeats (*, +, {n,}) in one site pattern
 
+# The scheduler file a job's scheduler writes (its address; distributed's is a few hundred bytes).
+MAX_SCHEDULER_FILE_BYTES = 64 << 10
+
 # Usage reports (gpujobqueue/usage.py): a cluster's jobs over its life, replacements included.
 MAX_USAGE_JOBS = 100_000  # job records one report keeps
 MAX_USAGE_FILE_BYTES = 64 << 20  # 64 MiB: a report of MAX_USAGE_JOBS jobs fits

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import resource
 import subprocess
 import sys
@@ -524,3 +525,32 @@ def test_adapt_refuses_an_unbounded_interval_or_count_naming_it(keywords, field)
             cluster.adapt(**keywords)
         assert raised.value.field == field
         assert cluster._adaptive is None, "adapt() did not start"
+
+
+# -- files: a pipe, a device or a folder where a file is read is refused at once, not waited on --
+
+PIPE_READERS = {
+    "site file": "from gpujobqueue.sites import load_site; load_site(sys.argv[1])",
+    "usage report": "from gpujobqueue.usage import read_usage; read_usage(sys.argv[1])",
+}
+
+
+@pytest.mark.parametrize("reader", PIPE_READERS)
+def test_a_file_that_is_a_pipe_is_refused_at_once(tmp_path, reader):
+    pipe = tmp_path / "named.yaml"
+    os.mkfifo(pipe)  # no writer: opening it to read waits for one
+    code = "\n".join(
+        ["import sys", "try:", f"    {PIPE_READERS[reader]}", "except Exception as error:", "    print(error)"]
+    )
+    result = bounded([sys.executable, "-c", code, str(pipe)], timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert "not a regular file" in result.stdout and str(pipe) in result.stdout, result.stdout
+
+
+def test_a_pipe_on_the_site_path_is_one_broken_site_not_a_hang(site_path):
+    write_site(site_path, "minimal", MINIMAL)
+    os.mkfifo(site_path / "pipe.yaml")
+    result = bounded([sys.executable, "-m", "gpujobqueue.cli", "sites"], timeout=30)
+    assert result.returncode == 0 and "minimal" in result.stdout, result.stderr
+    assert any(line.split()[:1] == ["pipe"] and "broken" in line for line in result.stdout.splitlines())
+    assert "pipe.yaml" in result.stderr and "not a regular file" in result.stderr, result.stderr
