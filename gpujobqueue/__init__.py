@@ -1,5 +1,6 @@
 """Dask clusters of GPU workers on HPC batch systems."""
 
+from . import exit_cleanup
 from ._version import __version__ as __version__
 from .batch.local import LocalGPUCluster
 from .batch.lsf import LSFGPUCluster
@@ -21,6 +22,8 @@ from .render import render_job_script
 from .request import JobRequest
 from .usage import Charge, JobUsage, UsageReport
 from .workers import WorkerLaunch
+
+exit_cleanup.restore_python_sigint()  # after every import of dask-jobqueue above
 
 __all__ = [
     "Charge",

@@ -6,24 +6,111 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import warnings
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import dask.config
 import yaml
 
-from .errors import UnknownKeywordError
+from .errors import UnknownKeywordError, ValidationError
 
 _DEFAULTS_FILE = Path(__file__).with_name("gpujobqueue.yaml")
 
+# Settings of gpujobqueue.<batch> that the cluster reads beside its keywords' (plan.setting_names).
+CLUSTER_SETTINGS = (
+    "shared_temp_directory",
+    "scheduler_options",
+    "max_jobs_per_user",
+    "cpu_pool",
+    "scheduler",
+    "job_array",
+)
 
-def _register_defaults() -> None:
+
+class UnknownSettingWarning(UserWarning):
+    """A key in one of gpujobqueue's dask config sections that gpujobqueue does not read (a typo)."""
+
+
+def _load_defaults() -> dict[str, Any]:
     with _DEFAULTS_FILE.open() as f:
         defaults = yaml.safe_load(f)
     dask.config.update_defaults(defaults)
+    return defaults["gpujobqueue"]
 
 
-_register_defaults()
+_DEFAULTS = _load_defaults()
+
+
+def _spelling(name: str) -> str:
+    """A setting's key as gpujobqueue.yaml spells it (``gpus-per-node``): dask takes ``_`` and
+    ``-`` for one character, and keeps whichever spelling came first (an environment variable,
+    read before gpujobqueue's defaults are registered, keeps its underscores)."""
+    return str(name).replace("_", "-")
+
+
+def _section(*path: str) -> dict[str, Any]:
+    """``gpujobqueue[.<path>]`` from dask config, each key in gpujobqueue.yaml's spelling
+    (the values, a setting's own mappings among them, as given); empty where unset.
+
+    Raises
+    ------
+    ValidationError
+        The section is not a mapping, or one key is set in both spellings to two values.
+    """
+    where = ".".join(("gpujobqueue", *path))
+    value = dask.config.get(where, default=None)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValidationError(where, f"expected a mapping of settings, got {value!r}")
+    section: dict[str, Any] = {}
+    spelled_as: dict[str, str] = {}
+    for key, setting in value.items():
+        name = _spelling(key)
+        if name in section and setting is not None and section[name] is not None and setting != section[name]:
+            raise ValidationError(
+                f"{where}.{name}",
+                f"set twice, as {spelled_as[name]}: {section[name]!r} and as {key}: {setting!r} (dask takes "
+                "'_' and '-' for one key); keep one",
+            )
+        if section.get(name) is None:
+            section[name], spelled_as[name] = setting, str(key)
+    return section
+
+
+def warn_unknown_keys(batch: str, settings: Iterable[str], batch_sections: Iterable[str]) -> None:
+    """Warn (:class:`UnknownSettingWarning`) of each key that gpujobqueue does not read in its
+    own sections, ``gpujobqueue``, ``gpujobqueue.adapt`` and the like, and in
+    ``gpujobqueue.<batch>``, naming it and the keys it may have meant: a typo is never silent.
+
+    Parameters
+    ----------
+    batch : str
+        The batch system whose section a cluster reads.
+    settings : iterable of str
+        Its cluster class's setting names (keyword spelling); :data:`CLUSTER_SETTINGS` are added.
+    batch_sections : iterable of str
+        Every batch system's section name (the others are checked by their own clusters).
+    """
+    sections = set(batch_sections)
+    _warn_unknown("gpujobqueue", _section(), {*_DEFAULTS, *sections})
+    for name, default in _DEFAULTS.items():
+        if isinstance(default, dict) and name not in sections:
+            _warn_unknown(f"gpujobqueue.{name}", _section(name), set(default))
+    known = {_spelling(name) for name in (*settings, *CLUSTER_SETTINGS)} | set(_DEFAULTS.get(batch) or {})
+    _warn_unknown(f"gpujobqueue.{batch}", _section(batch), known)
+
+
+def _warn_unknown(where: str, section: Mapping[str, Any], known: set[str]) -> None:
+    for key in sorted(set(section) - known):
+        close = difflib.get_close_matches(key, sorted(known), n=3)
+        hint = f"did you mean {' or '.join(close)}?" if close else f"the keys it has: {', '.join(sorted(known))}"
+        warnings.warn(
+            f"{where}.{key} in dask config is not a setting gpujobqueue reads, and is ignored; {hint}",
+            UnknownSettingWarning,
+            stacklevel=4,
+        )
 
 
 def check_keywords(given: Iterable[str], accepted: Iterable[str], owner: str | None = None) -> None:
@@ -41,16 +128,15 @@ def check_keywords(given: Iterable[str], accepted: Iterable[str], owner: str | N
 
 
 def configured(batch: str, name: str) -> Any:
-    """``gpujobqueue.<batch>.<name>`` from dask config (None when unset)."""
-    section = dask.config.get(f"gpujobqueue.{batch}", default={}) or {}
-    return section.get(name.replace("_", "-"))
+    """``gpujobqueue.<batch>.<name>`` from dask config, whichever spelling (None when unset)."""
+    return _section(batch).get(_spelling(name))
 
 
 def resolve(
     batch: str, keywords: Mapping[str, Any], names: Iterable[str], site_defaults: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """Settings for one cluster: each name from the keywords, else ``gpujobqueue.<batch>.<name>``,
-    else the site's value.
+    """Settings for one cluster: each name from the keywords, else ``gpujobqueue.<batch>.<name>``
+    (either spelling), else the site's value.
 
     Parameters
     ----------
@@ -68,13 +154,13 @@ def resolve(
     dict
         Name to value, None where nothing sets it (the parsers then apply defaults).
     """
-    section = dask.config.get(f"gpujobqueue.{batch}", default={}) or {}
+    section = _section(batch)
     site_defaults = site_defaults or {}
     settings = {}
     for name in names:
         value = keywords.get(name)
         if value is None:
-            value = section.get(name.replace("_", "-"))
+            value = section.get(_spelling(name))
         if value is None:
             value = site_defaults.get(name)
         settings[name] = value
@@ -82,7 +168,16 @@ def resolve(
 
 
 def _get(key: str) -> Any:
-    return dask.config.get(f"gpujobqueue.{key}")
+    """``gpujobqueue.<key>`` (``adapt.interval``), whichever spelling; the package's default
+    where it is unset or null."""
+    *path, name = key.split(".")
+    value = _section(*path).get(name)
+    if value is None:
+        default: Any = _DEFAULTS
+        for part in (*path, name):
+            default = default[part]
+        value = default
+    return value
 
 
 def adapt_interval() -> Any:

@@ -21,6 +21,7 @@ from .demo_sizes import DemoSizes, demo_sizes
 from .errors import GPUJobQueueError
 from .gpus import machine_gpus, nvidia_gpu_ids
 from .install import install_line
+from .job_status import read_log_tail
 from .security import replace_private_file
 
 
@@ -96,11 +97,9 @@ def _print_table(outcomes: list[Outcome], backend: str) -> None:
 
 
 def _tail(path: str | None, lines: int = 25) -> str:
-    try:
-        with open(path) as f:
-            return "".join(f.readlines()[-lines:])
-    except (OSError, TypeError):
-        return "(no log)"
+    """The last lines of a job's log (its last 64 KiB read, however long it grew)."""
+    found, tail = read_log_tail([path], lines) if path else (None, "")
+    return tail if found else "(no log)"
 
 
 def one_line(error: BaseException) -> str:

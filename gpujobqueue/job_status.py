@@ -9,10 +9,8 @@ import os
 import re
 from dataclasses import dataclass
 
-from dask.utils import parse_timedelta
-
-from . import config
-from .errors import GPUJobQueueError, ValidationError
+from .errors import GPUJobQueueError
+from .intervals import query_timeout
 
 LOG_TAIL_LINES = 20
 # The job script's last words (templates/job.sh.j2): the exit status, for batch systems that
@@ -90,27 +88,6 @@ async def run_query(command: list[str]) -> tuple[int, str, str]:
 
 # The exit status a stopped query answers with (timeout(1)'s).
 QUERY_TIMED_OUT = 124
-MAX_QUERY_TIMEOUT_SECONDS = 3600
-
-
-def query_timeout() -> float:
-    """Seconds a status query may go unanswered (``gpujobqueue.query-timeout``, default 60 s).
-
-    Raises
-    ------
-    ValidationError
-        Naming ``gpujobqueue.query-timeout``: not a duration over 0 and at most an hour.
-    """
-    value = config.query_timeout()
-    try:
-        seconds = None if isinstance(value, bool) else parse_timedelta(value)
-    except (TypeError, ValueError, KeyError):
-        seconds = None
-    if seconds is None or not 0 < seconds <= MAX_QUERY_TIMEOUT_SECONDS:
-        raise ValidationError(
-            "gpujobqueue.query-timeout", f"expected a duration over 0 and at most 1 hour ('60s'), got {value!r}"
-        )
-    return seconds
 
 
 def read_log_tail(paths: list[str], lines: int = LOG_TAIL_LINES) -> tuple[str | None, str]:

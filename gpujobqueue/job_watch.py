@@ -13,19 +13,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from dask.utils import parse_timedelta
-
-from . import config, replacement
+from . import replacement
 from .background import BackgroundLoop
 from .handover import Handover, Tenure
+from .intervals import job_poll_interval
 from .job_status import JobCannotStartError, JobFailedError, JobStatus
 
 logger = logging.getLogger(__name__)
-
-
-def poll_interval() -> float:
-    """Seconds between two looks at the jobs (``gpujobqueue.job-poll-interval``)."""
-    return parse_timedelta(config.job_poll_interval())
 
 
 @dataclass(frozen=True)
@@ -108,7 +102,7 @@ class JobWatch(BackgroundLoop):
 
     def __init__(self, cluster: Any, interval: float | None = None):
         self.cluster = cluster
-        self.interval = poll_interval() if interval is None else interval
+        self.interval = job_poll_interval() if interval is None else interval
         self.statuses: dict[str, JobStatus] = {}
         self.failures: list[JobFailedError] = []  # every job that ended before its workers connected
         self._raised = 0  # failures[:_raised] have been raised

@@ -9,10 +9,11 @@ import warnings
 from typing import Any, ClassVar, Mapping
 
 from . import config, hand_written_gpus, sites
+from .batch import BATCH_SYSTEMS
 from .cpu_pool import CPUPool
 from .dashboard import warn_if_workers_serve_dashboards
 from .errors import JobSizeMissingError, ValidationError
-from .job_status import query_timeout
+from .intervals import check_configured
 from .keywords import LAUNCH_KEYWORDS, RENAMED_KEYWORDS, REQUEST_KEYWORDS, UCX_TRANSPORT_KEYWORDS, Keyword
 from .render import check_scheduler_can_run_in_job
 from .request import DEFAULT_WALLTIME, JobRequest, parse_bool, parse_positive_int
@@ -190,9 +191,10 @@ def make_plan(
     ------
     UnknownKeywordError, ValidationError, SiteConfigError
     """
+    batch = cls.job_cls.batch
+    config.warn_unknown_keys(batch, setting_names(cls), BATCH_SYSTEMS)
     plan = _resolve_keywords(cls, kwargs, owner)
     warn_if_workers_serve_dashboards(plan.launch.extra_args)  # the CPU pool's workers take the same arguments
-    batch = cls.job_cls.batch
     launch, tls = plan.launch, None
     if security is not NO_CLUSTER_SECURITY:
         tls, launch = resolve_security(security, launch)
@@ -200,7 +202,7 @@ def make_plan(
         cpu_pool if cpu_pool is not None else config.configured(batch, "cpu_pool"), batch=batch, site=plan.site
     )
     cpu_request, cpu_launch = pool.job_shape(plan.request, launch) if pool else (None, None)
-    query_timeout()  # read at every status query; a bad value is refused here, before anything starts
+    check_configured()  # the loops' intervals and counts are read as they run: a bad one is refused here
     placement = parse_scheduler_placement(
         scheduler if scheduler is not None else config.configured(batch, "scheduler"), batch, launch.protocol
     )
@@ -240,11 +242,16 @@ def make_plan(
     )
 
 
+def setting_names(cls: type) -> tuple[str, ...]:
+    """The settings a cluster class resolves keyword > ``gpujobqueue.<batch>.*`` > site > default."""
+    return REQUEST_KEYWORDS + LAUNCH_KEYWORDS + cls.batch_keywords
+
+
 def _resolve_keywords(cls: type, kwargs: Mapping[str, Any], owner: str | None = None, routed: bool = False) -> Plan:
     """The plan's settings, request and launch (keyword > dask config > site > default), validated;
     a site whose routing picks another queue than its default resolves them again for that queue
     (``routed``: that second time, which says nothing the first said)."""
-    names = REQUEST_KEYWORDS + LAUNCH_KEYWORDS + cls.batch_keywords
+    names = setting_names(cls)
     kwargs = dict(kwargs)
     original = dict(kwargs)
     processes = kwargs.pop("processes", None)

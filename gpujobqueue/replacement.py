@@ -14,23 +14,12 @@ import logging
 import time
 from typing import Any, Mapping
 
-from . import config
-from .errors import GPUJobQueueError, SubmissionError, ValidationError
+from .errors import GPUJobQueueError, SubmissionError
+from .intervals import max_failures
 from .job_status import JobCannotStartError
 from .user_limits import JobHold, UserJobLimit, refusal_line
 
 logger = logging.getLogger(__name__)
-
-
-def max_failures() -> int:
-    """Jobs in a row that may end before their workers connect before the replacing stops
-    (``gpujobqueue.replace.max-failures``, default 3)."""
-    value = config.max_failures()
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValidationError(
-            "gpujobqueue.replace.max-failures", f"expected a whole number of failures, 1 or more, got {value!r}"
-        )
-    return value
 
 
 class Replacement:
@@ -39,7 +28,7 @@ class Replacement:
     Parameters
     ----------
     limit : int, optional
-        Failures in a row that stop the replacing (default :func:`max_failures`).
+        Failures in a row that stop the replacing (default :func:`~gpujobqueue.intervals.max_failures`).
     user_limits : mapping, optional
         Each pool's queue's limit on one user's jobs (``"gpu"``, ``"cpu"``; None: none known):
         jobs past it are held.

@@ -11,12 +11,11 @@ from typing import Any
 from dask.utils import parse_bytes
 from distributed.core import Status
 
-from . import config
 from .adaptive import GPUAdaptive
 from .errors import SubmissionError, ValidationError
+from .intervals import adapt_interval, adapt_wait_count
 from .limits import MAX_JOBS_PER_CLUSTER
 from .replacement import forget_unsubmitted, held_for_user_limit, pool_jobs
-from .request import parse_positive_int
 
 logger = logging.getLogger("gpujobqueue.cluster")
 
@@ -92,6 +91,26 @@ def jobs_to_scale(
                 f"{count!r} jobs: a cluster holds 0 to {MAX_JOBS_PER_CLUSTER} jobs (gpujobqueue.limits)",
             )
     return gpu_jobs, cpu_jobs
+
+
+def check_adapt_count(field: str, count: Any, workers_per_job: int) -> None:
+    """Refuse a bound of ``adapt()`` that is not a whole number of GPU workers (``workers_per_job``
+    to a job; 1 for a bound in jobs, ``*_jobs``), from 0 to as many as a cluster holds; a maximum
+    may be infinite.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``field``.
+    """
+    most = MAX_JOBS_PER_CLUSTER * workers_per_job
+    if field.startswith("maximum") and count == math.inf:
+        return
+    if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= most:
+        unit = "jobs" if field.endswith("_jobs") else f"GPU workers ({workers_per_job} a job)"
+        raise ValidationError(
+            field, f"expected a whole number of {unit} from 0 to {most} (gpujobqueue.limits), got {count!r}"
+        )
 
 
 class GPUScaling:
@@ -254,16 +273,19 @@ class GPUScaling:
                 "adapt() counts one kind of worker; with a CPU pool, size each pool with scale(gpus=..., "
                 "cpu_workers=...)",
             )
+        given = dict(minimum_gpus=minimum_gpus, maximum_gpus=maximum_gpus, minimum_jobs=minimum_jobs)
+        given.update(maximum_jobs=maximum_jobs, minimum=kwargs.get("minimum"), maximum=kwargs.get("maximum"))
+        for field, count in given.items():
+            if count is not None:
+                check_adapt_count(field, count, 1 if field.endswith("_jobs") else self.workers_per_job)
         if minimum_gpus is not None:
             kwargs["minimum"] = minimum_gpus
         if maximum_gpus is not None:
             kwargs["maximum"] = maximum_gpus
         kwargs.setdefault("worker_key", self._worker_to_job)  # retire whole jobs, never half of one
         kwargs.setdefault("Adaptive", GPUAdaptive)
-        if kwargs.get("interval") is None:
-            kwargs["interval"] = config.adapt_interval()
-        if kwargs.get("wait_count") is None:
-            kwargs["wait_count"] = parse_positive_int("wait_count", config.adapt_wait_count())
+        kwargs["interval"] = adapt_interval(kwargs.get("interval"))
+        kwargs["wait_count"] = adapt_wait_count(kwargs.get("wait_count"))
         if self.pinned_jobs:
             # The scheduler's job keeps its workers while the cluster lives: never aim below them.
             if minimum_jobs is not None:

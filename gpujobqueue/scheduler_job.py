@@ -16,6 +16,8 @@ from distributed.deploy.spec import ProcessInterface
 
 from . import gpus
 from .errors import ValidationError
+from .limits import MAX_SCHEDULER_FILE_BYTES
+from .validation import read_regular_file
 
 logger = logging.getLogger(__name__)
 
@@ -65,9 +67,8 @@ def parse_scheduler_placement(value: Any, batch: str = "local", protocol: str | 
 def read_scheduler_address(path: str) -> str | None:
     """The address in a scheduler file, or None while the file is missing or half written."""
     try:
-        with open(path) as f:
-            return json.load(f).get("address") or None
-    except (OSError, ValueError):
+        return json.loads(read_regular_file(path, MAX_SCHEDULER_FILE_BYTES)).get("address") or None
+    except (OSError, ValueError, AttributeError):  # AttributeError: JSON, but not an object
         return None
 
 

@@ -9,6 +9,7 @@ JSON next to the job logs and read back by ``gpujobqueue usage``.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import html
 import json
 import math
@@ -18,6 +19,7 @@ from typing import Any
 from .errors import ValidationError
 from .limits import MAX_GPUS_PER_NODE, MAX_NODES, MAX_USAGE_FILE_BYTES, MAX_USAGE_JOBS
 from .security import replace_private_file
+from .validation import read_regular_file
 
 SCHEMA = "gpujobqueue-usage/1"
 CHARGE_UNITS = ("node-hour", "gpu-hour")
@@ -324,15 +326,18 @@ def read_usage(path: str | os.PathLike) -> UsageReport:
         Missing, too large, or not a usage report.
     """
     try:
-        size = os.path.getsize(path)
+        raw = read_regular_file(path, MAX_USAGE_FILE_BYTES)
     except OSError as error:
+        if error.errno == errno.EFBIG:
+            raise ValidationError(
+                "FILE", f"{os.fspath(path)!r} is over {MAX_USAGE_FILE_BYTES} bytes; a usage report is at most that"
+            ) from None
         raise ValidationError("FILE", f"cannot read {os.fspath(path)!r}: {error.strerror}") from None
-    if size > MAX_USAGE_FILE_BYTES:
-        raise ValidationError(
-            "FILE", f"{os.fspath(path)!r} is {size} bytes; a usage report is at most {MAX_USAGE_FILE_BYTES}"
-        )
-    with open(path, encoding="utf-8") as file:
-        return UsageReport.from_json(file.read(MAX_USAGE_FILE_BYTES + 1), field=os.fspath(path))
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValidationError("FILE", f"{os.fspath(path)!r} is not UTF-8 text: not a usage report") from None
+    return UsageReport.from_json(text, field=os.fspath(path))
 
 
 def write_usage(report: UsageReport, path: str | os.PathLike) -> None:

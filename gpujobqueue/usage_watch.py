@@ -11,23 +11,12 @@ import os
 import time
 from typing import Any
 
-from dask.utils import parse_timedelta
-
-from . import config
 from .background import BackgroundLoop
-from .job_watch import poll_interval
+from .intervals import job_poll_interval, usage_sample_interval
 from .usage import Charge, UsageReport, write_usage
 from .usage_meter import UsageMeter, busy_by_job
 
 logger = logging.getLogger("gpujobqueue.usage")
-
-
-def sample_interval() -> float | None:
-    """Seconds between two samples of the workers' busyness; None where sampling is off."""
-    value = config.usage_sample_interval()
-    if value in (None, False) or str(value).lower() in ("false", "0", "off"):
-        return None
-    return parse_timedelta(value)
 
 
 class UsageWatch(BackgroundLoop):
@@ -44,7 +33,7 @@ class UsageWatch(BackgroundLoop):
     def __init__(self, cluster: Any, charge: Charge | None = None):
         self.cluster = cluster
         self.charge = charge
-        self.interval = sample_interval()
+        self.interval = usage_sample_interval()
         # A pause longer than a few samples (a stalled loop) is not counted as busy or idle.
         self.meter = UsageMeter(max_gap=3 * (self.interval or 5.0))
         self.path: str | None = None  # where the report was written at close
@@ -57,7 +46,7 @@ class UsageWatch(BackgroundLoop):
                 raise
             except Exception as error:  # the count must outlive one bad answer
                 logger.debug("gpujobqueue: could not sample the workers' use: %r", error)
-            await asyncio.sleep(self.interval or poll_interval())
+            await asyncio.sleep(self.interval or job_poll_interval())
 
     def note_jobs(self) -> None:
         """Record the jobs submitted, started and ended since the last look."""

@@ -4,9 +4,11 @@ and raises :class:`~gpujobqueue.errors.ValidationError` naming the field when it
 from __future__ import annotations
 
 import datetime
+import errno
 import math
 import os
 import re
+import stat
 import unicodedata
 from typing import Any, Mapping, Sequence
 
@@ -90,6 +92,65 @@ def parse_positive_int(field_name: str, value: Any, maximum: int | None = None) 
             field_name, f"{number} is more than the {maximum} gpujobqueue accepts (gpujobqueue.limits)"
         )
     return number
+
+
+def parse_duration(field_name: str, value: Any, fewest: float, most: float, unit: str = "seconds") -> float:
+    """A duration in seconds from ``fewest`` to ``most``: a number (of ``unit``), a dask
+    duration (``"90s"``, ``"2min"``, ``"500ms"``) or a :class:`datetime.timedelta`;
+    ``True``/``False`` refused.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``field_name``: not a duration, or outside the bounds (nan, a 30-digit number).
+    """
+    try:
+        if isinstance(value, bool) or (isinstance(value, str) and len(value) > 40):
+            raise ValueError(value)
+        if isinstance(value, datetime.timedelta):
+            seconds = value.total_seconds()
+        elif isinstance(value, (int, float)):
+            seconds = parse_timedelta(value, default=unit)
+        else:
+            seconds = parse_timedelta(one_line(field_name, value).strip(), default=unit)
+    except (ValueError, KeyError, TypeError, OverflowError):
+        raise ValidationError(
+            field_name, f"{value!r} is not a duration; use {unit} (60) or a dask duration ('90s', '2min')"
+        ) from None
+    if seconds is None or not fewest <= seconds <= most:  # nan too
+        raise ValidationError(
+            field_name, f"{value!r}: expected a duration from {_seconds_text(fewest)} to {_seconds_text(most)}"
+        )
+    return float(seconds)
+
+
+def _seconds_text(seconds: float) -> str:
+    for size, unit in ((86400, "days"), (3600, "hours"), (60, "minutes")):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds // size:g} {unit}" if seconds != size else f"1 {unit[:-1]}"
+    return f"{seconds:g} s"
+
+
+def read_regular_file(path: str | os.PathLike, limit: int) -> bytes:
+    """The regular file at ``path``, of at most ``limit`` bytes, read without waiting: a pipe
+    (whose open waits for a writer), a device (endless) or a folder is refused before any read,
+    and so is a file over ``limit`` bytes.
+
+    Raises
+    ------
+    OSError
+        It cannot be opened; ``errno.EINVAL``: it is not a regular file; ``errno.EFBIG``: it
+        is over ``limit`` bytes (``strerror`` says which).
+    """
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    with os.fdopen(descriptor, "rb") as file:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a pipe, a device or a folder)", os.fspath(path))
+        data = file.read(limit + 1) if status.st_size <= limit else b""
+        if status.st_size > limit or len(data) > limit:  # the second: it grew since
+            raise OSError(errno.EFBIG, f"over {limit} bytes", os.fspath(path))
+        return data
 
 
 def parse_bool(field_name: str, value: Any) -> bool:

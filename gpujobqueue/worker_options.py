@@ -7,11 +7,9 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from dask.utils import parse_timedelta
-
 from .errors import ValidationError
 from .limits import MAX_WAIT_SECONDS
-from .validation import one_line, parse_bool, parse_size
+from .validation import one_line, parse_bool, parse_duration, parse_size
 
 PROTOCOLS = ("tcp", "tls", "ucx", "inproc", "ws", "wss")
 RMM_LIBRARIES = ("cupy", "torch")
@@ -105,28 +103,9 @@ def parse_device_size(field_name: str, value: Any) -> str | None:
 
 
 def parse_seconds(field_name: str, value: Any) -> int:
-    """A positive duration in whole seconds: ``60``, ``"60"``, ``"90s"``, ``"2min"``."""
-    if isinstance(value, bool):
-        raise ValidationError(field_name, f"expected a duration such as 60 or '2min', got {value!r}")
-    try:
-        if isinstance(value, str) and len(value) > 40:
-            raise ValueError(value)
-        seconds = (
-            float(value)
-            if isinstance(value, (int, float))
-            else parse_timedelta(str(one_line(field_name, value)).strip(), default="seconds")
-        )
-    except (ValueError, KeyError, TypeError, OverflowError):
-        raise ValidationError(
-            field_name, f"{value!r} is not a duration; use seconds (60) or a dask duration ('90s', '2min')"
-        ) from None
-    if seconds is None or not seconds >= 1:  # nan too
-        raise ValidationError(field_name, f"{value!r}: expected one second or more")
-    if seconds > MAX_WAIT_SECONDS:
-        raise ValidationError(
-            field_name, f"{value!r} is more than {MAX_WAIT_SECONDS // 86400} days, the longest gpujobqueue accepts"
-        )
-    return int(seconds)
+    """A duration from one second to a week (:data:`~gpujobqueue.limits.MAX_WAIT_SECONDS`), in
+    whole seconds: ``60``, ``"60"``, ``"90s"``, ``"2min"``."""
+    return int(parse_duration(field_name, value, 1, MAX_WAIT_SECONDS))
 
 
 def parse_ucx_transports(get: Callable[[str], Any], protocol: str | None) -> tuple[tuple[str, bool], ...]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import resource
 import subprocess
 import sys
@@ -428,7 +429,7 @@ def test_a_job_pending_for_a_reason_that_never_clears_fails_wait_for_workers_and
     log = fake_slurm(tmp_path / "bin", reason)
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{__import__('os').environ['PATH']}")
     monkeypatch.chdir(tmp_path)
-    with dask.config.set({"gpujobqueue.job-poll-interval": "0.2s"}):
+    with dask.config.set({"gpujobqueue.job-poll-interval": "1s"}):
         with SLURMGPUCluster(memory_per_gpu="512MiB", queue="gpu", cores=8) as cluster:
             cluster.scale(1)
             started = time.monotonic()
@@ -438,3 +439,118 @@ def test_a_job_pending_for_a_reason_that_never_clears_fails_wait_for_workers_and
             assert reason in str(info.value) and "4242" in str(info.value)
             assert not cluster.worker_spec
     assert "scancel 4242" in log.read_text()
+
+
+# -- intervals and counts of the cluster's own loops: bounded, refused before anything starts --
+
+THIRTY_DIGITS = "1" * 30
+
+LOOP_SETTINGS = [
+    ("gpujobqueue.job-poll-interval", 0),  # was 150 squeue a second against a shared controller
+    ("gpujobqueue.job-poll-interval", "100ms"),
+    ("gpujobqueue.job-poll-interval", "2h"),
+    ("gpujobqueue.job-poll-interval", THIRTY_DIGITS + "s"),
+    ("gpujobqueue.job-poll-interval", "soon"),
+    ("gpujobqueue.job-poll-interval", True),
+    ("gpujobqueue.query-timeout", "100ms"),
+    ("gpujobqueue.adapt.interval", "1ms"),
+    ("gpujobqueue.adapt.interval", THIRTY_DIGITS),
+    ("gpujobqueue.adapt.wait-count", 0),
+    ("gpujobqueue.adapt.wait-count", 10**30),
+    ("gpujobqueue.replace.max-failures", 10**30),
+    ("gpujobqueue.usage.sample-interval", "1ms"),
+    ("gpujobqueue.usage.sample-interval", THIRTY_DIGITS + "s"),
+    ("gpujobqueue.usage.sample-interval", "nonsense"),
+]
+
+
+@pytest.mark.parametrize("key, value", LOOP_SETTINGS)
+def test_an_unbounded_interval_or_count_in_dask_config_is_refused_before_the_cluster_starts(
+    key, value, tmp_path, monkeypatch
+):
+    import dask
+
+    from gpujobqueue import LocalGPUCluster
+
+    monkeypatch.chdir(tmp_path)
+    with dask.config.set({key: value}), pytest.raises(ValidationError) as raised:
+        LocalGPUCluster(gpus_per_node=1, devices=["0"], log_directory=str(tmp_path / "logs"))
+    assert raised.value.field == key
+    assert not list(tmp_path.iterdir()), "nothing was written: the cluster never started"
+
+
+@pytest.mark.parametrize(
+    "key, value, seconds",
+    [
+        ("gpujobqueue.job-poll-interval", "1s", 1.0),
+        ("gpujobqueue.job-poll-interval", "1h", 3600.0),
+        ("gpujobqueue.adapt.interval", "100ms", 0.1),
+        ("gpujobqueue.usage.sample-interval", "100ms", 0.1),
+    ],
+)
+def test_the_bounds_of_an_interval_are_accepted(key, value, seconds):
+    import dask
+
+    from gpujobqueue import intervals
+
+    getter = {
+        "gpujobqueue.job-poll-interval": intervals.job_poll_interval,
+        "gpujobqueue.adapt.interval": intervals.adapt_interval,
+        "gpujobqueue.usage.sample-interval": intervals.usage_sample_interval,
+    }[key]
+    with dask.config.set({key: value}):
+        assert getter() == seconds
+
+
+@pytest.mark.parametrize(
+    "keywords, field",
+    [
+        ({"interval": "1ms"}, "interval"),
+        ({"interval": 10**30}, "interval"),
+        ({"interval": "soon"}, "interval"),
+        ({"wait_count": 10**30}, "wait_count"),
+        ({"wait_count": 0}, "wait_count"),
+        ({"minimum_jobs": 10**30}, "minimum_jobs"),
+        ({"maximum_jobs": 10**30}, "maximum_jobs"),
+        ({"minimum_gpus": 10**30}, "minimum_gpus"),
+        ({"minimum": -1}, "minimum"),
+        ({"maximum_gpus": 2.5}, "maximum_gpus"),
+    ],
+)
+def test_adapt_refuses_an_unbounded_interval_or_count_naming_it(keywords, field):
+    from gpujobqueue import LocalGPUCluster
+
+    with LocalGPUCluster(gpus_per_node=1, devices=["0"]) as cluster:
+        with pytest.raises(ValidationError) as raised:
+            cluster.adapt(**keywords)
+        assert raised.value.field == field
+        assert cluster._adaptive is None, "adapt() did not start"
+
+
+# -- files: a pipe, a device or a folder where a file is read is refused at once, not waited on --
+
+PIPE_READERS = {
+    "site file": "from gpujobqueue.sites import load_site; load_site(sys.argv[1])",
+    "usage report": "from gpujobqueue.usage import read_usage; read_usage(sys.argv[1])",
+}
+
+
+@pytest.mark.parametrize("reader", PIPE_READERS)
+def test_a_file_that_is_a_pipe_is_refused_at_once(tmp_path, reader):
+    pipe = tmp_path / "named.yaml"
+    os.mkfifo(pipe)  # no writer: opening it to read waits for one
+    code = "\n".join(
+        ["import sys", "try:", f"    {PIPE_READERS[reader]}", "except Exception as error:", "    print(error)"]
+    )
+    result = bounded([sys.executable, "-c", code, str(pipe)], timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert "not a regular file" in result.stdout and str(pipe) in result.stdout, result.stdout
+
+
+def test_a_pipe_on_the_site_path_is_one_broken_site_not_a_hang(site_path):
+    write_site(site_path, "minimal", MINIMAL)
+    os.mkfifo(site_path / "pipe.yaml")
+    result = bounded([sys.executable, "-m", "gpujobqueue.cli", "sites"], timeout=30)
+    assert result.returncode == 0 and "minimal" in result.stdout, result.stderr
+    assert any(line.split()[:1] == ["pipe"] and "broken" in line for line in result.stdout.splitlines())
+    assert "pipe.yaml" in result.stderr and "not a regular file" in result.stderr, result.stderr

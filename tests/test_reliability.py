@@ -162,11 +162,51 @@ def test_no_job_is_left_when_the_client_process_ends(any_backend, tmp_path, how)
     stderr = process.stderr.read()
     if how == "SIGTERM" or how == "SIGHUP":
         assert process.returncode == -getattr(signal, how), f"the process should end as the signal ends it:\n{stderr}"
+    if how == "SIGINT":  # as Python ends on an uncaught KeyboardInterrupt: killed by SIGINT, a shell's 130
+        assert process.returncode == -signal.SIGINT, f"the process should end as Ctrl-C ends Python:\n{stderr}"
+        assert "KeyboardInterrupt" in stderr, stderr
     wait_until(
         lambda: not queue_after(backend, job_ids),
         60,
         what=lambda: f"jobs {queue_after(backend, job_ids)} to leave the queue after {how}:\n{stderr[-3000:]}",
     )
+
+
+SIGINT_CLIENT = textwrap.dedent("""
+    import signal, sys, time
+    if sys.argv[1] == "handler-set-after-dask-jobqueue":
+        import dask_jobqueue
+
+        def own_handler(signum, frame):
+            print("OWN HANDLER", flush=True)
+            sys.exit(3)
+
+        signal.signal(signal.SIGINT, own_handler)
+    import gpujobqueue
+    print("READY", flush=True)
+    time.sleep(60)
+""")
+
+
+@pytest.mark.parametrize("first", ["gpujobqueue", "handler-set-after-dask-jobqueue"])
+def test_ctrl_c_raises_keyboard_interrupt_once_gpujobqueue_is_imported(tmp_path, first):
+    script = tmp_path / "client.py"
+    script.write_text(SIGINT_CLIENT)
+    process = subprocess.Popen(
+        [sys.executable, str(script), first], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stdout.readline().strip() == "READY", process.stderr.read()
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    if first == "gpujobqueue":
+        assert process.returncode == -signal.SIGINT, f"Ctrl-C should end the process as it ends Python:\n{stderr}"
+        assert "KeyboardInterrupt" in stderr, stderr
+    else:  # a handler the program set is the program's: gpujobqueue leaves it
+        assert (process.returncode, stdout.strip()) == (3, "OWN HANDLER"), stderr
 
 
 def test_workers_leave_within_death_timeout_when_the_scheduler_is_killed(any_backend, tmp_path):

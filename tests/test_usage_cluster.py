@@ -30,7 +30,7 @@ def busy_for(seconds: float) -> float:
 
 @pytest.fixture
 def quick_sampling():
-    with dask.config.set({"gpujobqueue.usage.sample-interval": "200ms", "gpujobqueue.job-poll-interval": "500ms"}):
+    with dask.config.set({"gpujobqueue.usage.sample-interval": "200ms", "gpujobqueue.job-poll-interval": "1s"}):
         yield
 
 
@@ -74,7 +74,7 @@ def test_a_cluster_counts_its_jobs_gpu_hours_and_how_busy_they_were(tmp_path, qu
 
 
 def test_without_sampling_the_hours_are_counted_and_busy_is_not_measured(tmp_path):
-    with dask.config.set({"gpujobqueue.usage.sample-interval": False, "gpujobqueue.job-poll-interval": "500ms"}):
+    with dask.config.set({"gpujobqueue.usage.sample-interval": False, "gpujobqueue.job-poll-interval": "1s"}):
         with LocalGPUCluster(gpus_per_node=1, devices=[0], log_directory=str(tmp_path), **SMALL) as cluster:
             cluster.scale(jobs=1)
             cluster.wait_for_workers(1, timeout=60)
@@ -134,7 +134,7 @@ def test_a_program_that_configured_no_logging_sees_the_summary_and_nothing_else(
     program = f"""
 import dask.config
 from gpujobqueue import LocalGPUCluster
-dask.config.set({{"gpujobqueue.job-poll-interval": "300ms", "gpujobqueue.usage.sample-interval": "300ms"}})
+dask.config.set({{"gpujobqueue.job-poll-interval": "1s", "gpujobqueue.usage.sample-interval": "300ms"}})
 with LocalGPUCluster(gpus_per_node=1, devices=[0], log_directory={str(tmp_path)!r}, **{SMALL!r}) as cluster:
     cluster.scale(jobs=1)
     cluster.wait_for_workers(1, timeout=60)

@@ -3,12 +3,14 @@ a loader that refuses duplicate keys and keeps dates as text, and each key path'
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from ..limits import MAX_SITE_DEPTH, MAX_SITE_FILE_BYTES
+from ..validation import read_regular_file
 from .errors import SiteConfigError
 
 
@@ -46,17 +48,16 @@ def read_bounded_text(path: Path) -> str:
     SiteConfigError
     """
     try:
-        with path.open("rb") as f:
-            raw = f.read(MAX_SITE_FILE_BYTES + 1)
+        raw = read_regular_file(path, MAX_SITE_FILE_BYTES)
     except OSError as error:
+        if error.errno == errno.EFBIG:
+            raise SiteConfigError(
+                path,
+                "",
+                None,
+                f"over {MAX_SITE_FILE_BYTES // 1024} KiB; a site file is a page of YAML (gpujobqueue.limits)",
+            ) from None
         raise SiteConfigError(path, "", None, f"cannot read: {error.strerror}") from None
-    if len(raw) > MAX_SITE_FILE_BYTES:
-        raise SiteConfigError(
-            path,
-            "",
-            None,
-            f"over {MAX_SITE_FILE_BYTES // 1024} KiB; a site file is a page of YAML (gpujobqueue.limits)",
-        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:

@@ -1,0 +1,82 @@
+"""How often a cluster's own loops run, and how many times, from dask config (``gpujobqueue.*``)
+or ``adapt()``'s keywords: each bounded (:mod:`gpujobqueue.limits`) and refused naming its key
+outside the bounds, before the cluster starts (:func:`check_configured`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import config
+from .limits import (
+    MAX_ADAPT_WAIT_COUNT,
+    MAX_INTERVAL_SECONDS,
+    MAX_QUERY_TIMEOUT_SECONDS,
+    MAX_REPLACE_FAILURES,
+    MIN_JOB_POLL_SECONDS,
+    MIN_LOOK_SECONDS,
+    MIN_QUERY_TIMEOUT_SECONDS,
+)
+from .validation import parse_duration, parse_positive_int
+
+
+def job_poll_interval() -> float:
+    """Seconds between two status queries of a cluster's jobs (``gpujobqueue.job-poll-interval``:
+    1 s to 1 h, the batch system's controller being shared)."""
+    return parse_duration(
+        "gpujobqueue.job-poll-interval", config.job_poll_interval(), MIN_JOB_POLL_SECONDS, MAX_INTERVAL_SECONDS
+    )
+
+
+def query_timeout() -> float:
+    """Seconds a status query may go unanswered before it is stopped (``gpujobqueue.query-timeout``,
+    1 s to 1 h)."""
+    return parse_duration(
+        "gpujobqueue.query-timeout", config.query_timeout(), MIN_QUERY_TIMEOUT_SECONDS, MAX_QUERY_TIMEOUT_SECONDS
+    )
+
+
+def usage_sample_interval() -> float | None:
+    """Seconds between two samples of the workers' busyness (``gpujobqueue.usage.sample-interval``,
+    0.1 s to 1 h); None where sampling is off (``false``, ``0``, ``off``)."""
+    value = config.usage_sample_interval()
+    if value in (None, False) or str(value).strip().lower() in ("false", "0", "off"):
+        return None
+    return parse_duration("gpujobqueue.usage.sample-interval", value, MIN_LOOK_SECONDS, MAX_INTERVAL_SECONDS)
+
+
+def max_failures() -> int:
+    """Jobs in a row that may end before their workers connect before the replacing stops
+    (``gpujobqueue.replace.max-failures``, 1 to 100)."""
+    return parse_positive_int("gpujobqueue.replace.max-failures", config.max_failures(), MAX_REPLACE_FAILURES)
+
+
+def adapt_interval(value: Any = None, field: str = "interval") -> float:
+    """Seconds between two looks of ``adapt()``: ``value`` (its ``interval``), else
+    ``gpujobqueue.adapt.interval``; 0.1 s to 1 h."""
+    if value is None:
+        value, field = config.adapt_interval(), "gpujobqueue.adapt.interval"
+    return parse_duration(field, value, MIN_LOOK_SECONDS, MAX_INTERVAL_SECONDS)
+
+
+def adapt_wait_count(value: Any = None, field: str = "wait_count") -> int:
+    """Looks at a lower need before ``adapt()`` scales down: ``value`` (its ``wait_count``), else
+    ``gpujobqueue.adapt.wait-count``; 1 to 10,000."""
+    if value is None:
+        value, field = config.adapt_wait_count(), "gpujobqueue.adapt.wait-count"
+    return parse_positive_int(field, value, MAX_ADAPT_WAIT_COUNT)
+
+
+def check_configured() -> None:
+    """Read every one of these from dask config, so that a bad value is refused (naming its key)
+    when a cluster is planned, not when its loop first runs.
+
+    Raises
+    ------
+    ValidationError
+    """
+    job_poll_interval()
+    query_timeout()
+    usage_sample_interval()
+    max_failures()
+    adapt_interval()
+    adapt_wait_count()
