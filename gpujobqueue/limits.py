@@ -25,4 +25,16 @@ MAX_PATTERN_REPEATS = 3  # unbounded repeats (*, +, {n,}) in one site pattern
 
 # Usage reports (gpujobqueue/usage.py): a cluster's jobs over its life, replacements included.
 MAX_USAGE_JOBS = 100_000  # job records one report keeps
-MAX_USAGE_FILE_BYTES = 64 << 20  # 64 MiB: a report of MAX_USAGE_JOBS jobs fits
+# A job's record as a report writes it is about 400 bytes (38 MB measured for 100,000 jobs with
+# 45-character names and ids): a report of MAX_USAGE_JOBS jobs fits, with room for longer names.
+MAX_USAGE_FILE_BYTES = 64 << 20  # 64 MiB
+# JSON values (objects, arrays, keys, numbers, strings) in a report, counted before it is parsed by
+# the characters that open or separate them ([ { , :). A job's record has 11 members, 23 of those
+# characters, so a report of MAX_USAGE_JOBS jobs passes with room for some in names; a file of tiny
+# values ([{},{},...]), which json would build at some 70 bytes each (a 60 MiB one took 1.6 GB),
+# is refused, and one that passes takes no more memory than the largest real report (197 MB
+# against 236 MB measured for gpujobqueue usage).
+MAX_USAGE_JSON_VALUES = 32 * MAX_USAGE_JOBS
+
+# The scheduler file the cluster waits for: distributed writes its identity there at start (275 bytes measured).
+MAX_SCHEDULER_FILE_BYTES = 1 << 20  # 1 MiB
