@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 
@@ -23,6 +24,26 @@ class ValidationError(GPUJobQueueError, ValueError):
     def __init__(self, field: str, message: str):
         self.field = field
         super().__init__(f"{field}: {message}")
+
+
+class FileRefusedError(ValidationError):
+    """A file refused before what it holds is parsed: it cannot be read, is not a regular file
+    (a FIFO, a device, a directory), is larger than its bound, or is not UTF-8 text.
+
+    Parameters
+    ----------
+    path : str
+        The file; it is the error's ``field``.
+    message : str
+        Why it is refused.
+    line : int, optional
+        The 1-based line the problem is on, where there is one.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], message: str, line: int | None = None):
+        self.field = self.path = os.fspath(path)
+        self.message, self.line = message, line
+        GPUJobQueueError.__init__(self, f"{self.path}:{line}: {message}" if line else f"{self.path}: {message}")
 
 
 class JobSizeMissingError(ValidationError):

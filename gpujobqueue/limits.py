@@ -29,14 +29,29 @@ MAX_ADAPT_WAIT_COUNT = 10_000  # looks at a lower need; adapt keeps up to 3 x th
 MAX_REPLACE_FAILURES = 100  # failed jobs in a row, each one submitted, before the replacing stops
 
 # Site files: a site is a page of YAML; these keep a hostile one from using up memory or time.
-MAX_SITE_FILE_BYTES = 1 << 20  # 1 MiB
+# The largest shipped site file (aurora) is 9.8 KB, the most values one holds (delta) 377: each
+# bound is over 25 times that. YAML is parsed in Python, and values are what cost: 131,000 one-letter
+# values in 255 KiB took 7.6 s and 163 MiB to load. So bytes and values are both bounded, the values
+# counted as the file is parsed (10,000 take 0.2 s and 6 MiB).
+MAX_SITE_FILE_BYTES = 256 << 10  # 256 KiB
+MAX_SITE_VALUES = 10_000  # keys, items and scalars (YAML nodes) in one file
 MAX_SITE_DEPTH = 16  # nested mappings and lists
+MAX_SITE_NUMBER_CHARS = 20  # characters of a whole number; the largest a site states, a memory size in bytes, has 14
 MAX_PATTERN_INPUT = 128  # characters of an account or host name matched against a site pattern
 MAX_PATTERN_REPEATS = 3  # unbounded repeats (*, +, {n,}) in one site pattern
 
-# The scheduler file a job's scheduler writes (its address; distributed's is a few hundred bytes).
-MAX_SCHEDULER_FILE_BYTES = 64 << 10
-
 # Usage reports (gpujobqueue/usage.py): a cluster's jobs over its life, replacements included.
 MAX_USAGE_JOBS = 100_000  # job records one report keeps
-MAX_USAGE_FILE_BYTES = 64 << 20  # 64 MiB: a report of MAX_USAGE_JOBS jobs fits
+# A job's record as a report writes it is about 400 bytes (38 MB measured for 100,000 jobs with
+# 45-character names and ids): a report of MAX_USAGE_JOBS jobs fits, with room for longer names.
+MAX_USAGE_FILE_BYTES = 64 << 20  # 64 MiB
+# JSON values (objects, arrays, keys, numbers, strings) in a report, counted before it is parsed by
+# the characters that open or separate them ([ { , :). A job's record has 11 members, 23 of those
+# characters, so a report of MAX_USAGE_JOBS jobs passes with room for some in names; a file of tiny
+# values ([{},{},...]), which json would build at some 70 bytes each (a 60 MiB one took 1.6 GB),
+# is refused, and one that passes takes no more memory than the largest real report (197 MB
+# against 236 MB measured for gpujobqueue usage).
+MAX_USAGE_JSON_VALUES = 32 * MAX_USAGE_JOBS
+
+# The scheduler file the cluster waits for: distributed writes its identity there at start (275 bytes measured).
+MAX_SCHEDULER_FILE_BYTES = 1 << 20  # 1 MiB

@@ -16,8 +16,8 @@ from distributed.deploy.spec import ProcessInterface
 
 from . import gpus
 from .errors import ValidationError
+from .files import read_bounded_text
 from .limits import MAX_SCHEDULER_FILE_BYTES
-from .validation import read_regular_file
 
 logger = logging.getLogger(__name__)
 
@@ -67,9 +67,10 @@ def parse_scheduler_placement(value: Any, batch: str = "local", protocol: str | 
 def read_scheduler_address(path: str) -> str | None:
     """The address in a scheduler file, or None while the file is missing or half written."""
     try:
-        return json.loads(read_regular_file(path, MAX_SCHEDULER_FILE_BYTES)).get("address") or None
-    except (OSError, ValueError, AttributeError):  # AttributeError: JSON, but not an object
+        data = json.loads(read_bounded_text(path, MAX_SCHEDULER_FILE_BYTES, "a scheduler file"))
+    except ValueError:  # missing, half written, or not a regular file (a FileRefusedError)
         return None
+    return (data.get("address") or None) if isinstance(data, dict) else None
 
 
 class JobScheduler(ProcessInterface):

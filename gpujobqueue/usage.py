@@ -9,7 +9,6 @@ JSON next to the job logs and read back by ``gpujobqueue usage``.
 from __future__ import annotations
 
 import dataclasses
-import errno
 import html
 import json
 import math
@@ -17,9 +16,9 @@ import os
 from typing import Any
 
 from .errors import ValidationError
-from .limits import MAX_GPUS_PER_NODE, MAX_NODES, MAX_USAGE_FILE_BYTES, MAX_USAGE_JOBS
+from .files import read_bounded_text
+from .limits import MAX_GPUS_PER_NODE, MAX_NODES, MAX_USAGE_FILE_BYTES, MAX_USAGE_JOBS, MAX_USAGE_JSON_VALUES
 from .security import replace_private_file
-from .validation import read_regular_file
 
 SCHEMA = "gpujobqueue-usage/1"
 CHARGE_UNITS = ("node-hour", "gpu-hour")
@@ -288,8 +287,18 @@ class UsageReport:
         ValidationError
             Not a usage report, or a value of the wrong form (naming it).
         """
+        values = sum(map(text.count, "[{,:"))  # at least the values and keys json would build, strings' own too
+        if values > MAX_USAGE_JSON_VALUES:
+            raise ValidationError(
+                field,
+                f"more than {MAX_USAGE_JSON_VALUES} JSON values; a usage report has 23 per job (gpujobqueue.limits)",
+            )
         try:
             data = json.loads(text)
+        except RecursionError:
+            raise ValidationError(
+                field, "nested deeper than Python's JSON reader goes; a usage report is 3 levels deep"
+            ) from None
         except ValueError as error:
             raise ValidationError(field, f"not JSON: {error}") from None
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
@@ -318,25 +327,14 @@ class UsageReport:
 
 
 def read_usage(path: str | os.PathLike) -> UsageReport:
-    """Read a usage report from a file, its size bounded before it is read.
+    """Read a usage report from a file: a regular file, its size bounded before it is read.
 
     Raises
     ------
     ValidationError
-        Missing, too large, or not a usage report.
+        Missing, not a regular file, too large, not UTF-8, or not a usage report.
     """
-    try:
-        raw = read_regular_file(path, MAX_USAGE_FILE_BYTES)
-    except OSError as error:
-        if error.errno == errno.EFBIG:
-            raise ValidationError(
-                "FILE", f"{os.fspath(path)!r} is over {MAX_USAGE_FILE_BYTES} bytes; a usage report is at most that"
-            ) from None
-        raise ValidationError("FILE", f"cannot read {os.fspath(path)!r}: {error.strerror}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ValidationError("FILE", f"{os.fspath(path)!r} is not UTF-8 text: not a usage report") from None
+    text = read_bounded_text(path, MAX_USAGE_FILE_BYTES, "a usage report")
     return UsageReport.from_json(text, field=os.fspath(path))
 
 

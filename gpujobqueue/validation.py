@@ -4,11 +4,9 @@ and raises :class:`~gpujobqueue.errors.ValidationError` naming the field when it
 from __future__ import annotations
 
 import datetime
-import errno
 import math
 import os
 import re
-import stat
 import unicodedata
 from typing import Any, Mapping, Sequence
 
@@ -129,28 +127,6 @@ def _seconds_text(seconds: float) -> str:
         if seconds >= size and seconds % size == 0:
             return f"{seconds // size:g} {unit}" if seconds != size else f"1 {unit[:-1]}"
     return f"{seconds:g} s"
-
-
-def read_regular_file(path: str | os.PathLike, limit: int) -> bytes:
-    """The regular file at ``path``, of at most ``limit`` bytes, read without waiting: a pipe
-    (whose open waits for a writer), a device (endless) or a folder is refused before any read,
-    and so is a file over ``limit`` bytes.
-
-    Raises
-    ------
-    OSError
-        It cannot be opened; ``errno.EINVAL``: it is not a regular file; ``errno.EFBIG``: it
-        is over ``limit`` bytes (``strerror`` says which).
-    """
-    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
-    with os.fdopen(descriptor, "rb") as file:
-        status = os.fstat(descriptor)
-        if not stat.S_ISREG(status.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file (a pipe, a device or a folder)", os.fspath(path))
-        data = file.read(limit + 1) if status.st_size <= limit else b""
-        if status.st_size > limit or len(data) > limit:  # the second: it grew since
-            raise OSError(errno.EFBIG, f"over {limit} bytes", os.fspath(path))
-        return data
 
 
 def parse_bool(field_name: str, value: Any) -> bool:

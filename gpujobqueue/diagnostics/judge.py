@@ -45,16 +45,14 @@ def judge(facts: MachineFacts) -> list[Finding]:
     findings += _network_findings(facts)
     findings += [Finding("info", "network cards", line) for line in facts.nic_map]
     findings += _batch_findings(facts)
-    if facts.site_file_errors:
-        findings.append(
-            Finding(
-                "fail",
-                "site files",
-                "; ".join(facts.site_file_errors),
-                "correct the file and key named (gpujobqueue check FILE shows each problem)",
-            )
+    # Each problem on its own line: one bad file among many is named alone, the others' checks stand.
+    findings += [
+        Finding(
+            "fail", "site files", problem, "correct the file and key named (gpujobqueue check FILE shows each problem)"
         )
-    else:
+        for problem in facts.site_file_errors
+    ]
+    if not facts.site_file_errors:
         findings.append(Finding("ok", "site files", f"{facts.site_files_checked} known site files valid"))
     return findings
 

@@ -26,8 +26,7 @@ class SiteConfigError(GPUJobQueueError):
 
     def __init__(self, path: str | os.PathLike[str], key: str, line: int | None, message: str):
         self.path, self.key, self.line, self.message = str(path), key, line, message
-        where = f"{self.path}:{line}" if line else self.path
-        super().__init__(f"{where}: {key or '(file)'}: {message}")
+        super().__init__(_one_line(path, key, line, message))
 
 
 class QueueRefusedError(SiteConfigError, ValidationError):
@@ -46,8 +45,14 @@ class QueueRefusedError(SiteConfigError, ValidationError):
 
     def __init__(self, path: str | os.PathLike[str], key: str, line: int | None, message: str, field: str):
         self.path, self.key, self.line, self.message, self.field = str(path), key, line, message, field
-        where = f"{self.path}:{line}" if line else self.path
-        Exception.__init__(self, f"{where}: {key or '(file)'}: {message}")
+        Exception.__init__(self, _one_line(path, key, line, message))
+
+
+def _one_line(path: str | os.PathLike[str], key: str, line: int | None, message: str) -> str:
+    """``file:line: key: message`` on one line: a line break or other unprintable character in a
+    file's name or a key (``"a\\nb": 1``) is written as its escape, so each error is one line of output."""
+    text = f"{path}:{line}: {key or '(file)'}: {message}" if line else f"{path}: {key or '(file)'}: {message}"
+    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def dotted_key(path: Iterable) -> str:

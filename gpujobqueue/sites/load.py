@@ -8,8 +8,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..batch import BATCH_SYSTEMS, cluster_class
 from ..request import ValidationError, parse_environment, parse_job_path, parse_lines, parse_walltime
 from . import routing
@@ -19,7 +17,7 @@ from .facts import Site
 from .patterns import pattern_problem
 from .schema import schema_errors, schemas
 from .sources import source_errors
-from .yaml_text import UniqueKeyLoader, line_index, read_bounded_text
+from .yaml_text import line_index, load_site_yaml
 
 
 def read_site_file(path: str | os.PathLike[str], *, partial: bool = False) -> tuple[dict, dict[tuple, int]]:
@@ -44,29 +42,18 @@ def read_site_file(path: str | os.PathLike[str], *, partial: bool = False) -> tu
         The first problem (all of them are in ``.errors`` of the exception).
     """
     path = Path(path)
-    text = read_bounded_text(path)
-    node = None
-    try:
-        node = yaml.compose(text, Loader=UniqueKeyLoader)
-        data = yaml.load(text, Loader=UniqueKeyLoader)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        problem = getattr(error, "problem", None) or str(error)
-        line = mark.line + 1 if mark else None
-        key = ""
-        if node is not None and line is not None:  # composed but not loaded: name the key on that line
-            key = dotted_key(max((p for p, at in line_index(node).items() if at == line), key=len, default=()))
-        raise SiteConfigError(path, key, line, f"not valid YAML: {problem}") from None
+    data, node = load_site_yaml(path)
     if not isinstance(data, dict):
         raise SiteConfigError(path, "", 1, "a site file is a mapping of keys (schema: 1, name: ..., ...)")
     lines = line_index(node) if node is not None else {}
     full, relaxed = schemas()
     errors = schema_errors(data, relaxed if partial else full, str(path), lines)
-    if not partial:
-        errors += _semantic_errors(data, str(path), lines)
-    else:  # an override's sources may cover keys of the file below it: only their form is checked here
-        errors += source_errors(data, str(path), lines, whole=False)
-        errors += charge_errors(data, str(path), lines, whole=False)
+    # The checks below read the shape the schema holds (gpu_request a mapping, hostnames a list): a file
+    # of another shape is reported by the schema alone.
+    if not errors and not partial:
+        errors = _semantic_errors(data, str(path), lines)
+    elif not errors:  # an override's sources may cover keys of the file below it: only their form is checked here
+        errors = source_errors(data, str(path), lines, whole=False) + charge_errors(data, str(path), lines, whole=False)
     if errors:
         first = errors[0]
         first.errors = errors

@@ -1,26 +1,68 @@
-"""Reading a site file's YAML text safely: size, encoding, nesting and alias bounds before parsing,
-a loader that refuses duplicate keys and keeps dates as text, and each key path's line number."""
+"""Reading a site file's YAML safely, in one bounded pass: a regular file of bounded size and
+UTF-8 text, parsed by a loader that refuses what would exhaust the host or what site files do
+not use (aliases, deep nesting, too many values, keys that are not text, tags beyond JSON's
+types, huge numbers) and duplicate keys, keeping dates as text; and each key path's line number."""
 
 from __future__ import annotations
 
-import errno
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from ..limits import MAX_SITE_DEPTH, MAX_SITE_FILE_BYTES
-from ..validation import read_regular_file
-from .errors import SiteConfigError
+from ..errors import FileRefusedError
+from ..files import read_bounded_text
+from ..limits import MAX_SITE_DEPTH, MAX_SITE_FILE_BYTES, MAX_SITE_NUMBER_CHARS, MAX_SITE_VALUES
+from .errors import SiteConfigError, dotted_key
 
 
-class UniqueKeyLoader(yaml.SafeLoader):
-    """A safe loader that refuses a key given twice in one mapping (PyYAML keeps the last)."""
+class RefusedYAMLError(yaml.MarkedYAMLError):
+    """Valid YAML that a site file may not hold; ``problem`` says what, ``problem_mark`` where."""
+
+    def __init__(self, problem: str, mark: yaml.Mark):
+        super().__init__(problem=problem, problem_mark=mark)
 
 
-def _construct_mapping(loader: UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+class SiteLoader(yaml.SafeLoader):
+    """A safe loader bounded for site files: no alias, at most :data:`MAX_SITE_DEPTH` levels of
+    nesting and :data:`MAX_SITE_VALUES` values, each checked as the tree is composed, before
+    the next is parsed; keys are text or numbers, never lists or mappings, and given once."""
+
+    def __init__(self, stream: str):
+        super().__init__(stream)
+        self.values = 0
+        self.depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):  # an alias can expand a small file into a huge object
+            raise RefusedYAMLError(
+                f"YAML alias *{event.anchor}: site files may not use aliases (anchors and *references); "
+                "write the value out",
+                event.start_mark,
+            )
+        self.values += 1
+        if self.values > MAX_SITE_VALUES:
+            raise RefusedYAMLError(
+                f"more than {MAX_SITE_VALUES} values; a site file is a page of YAML (gpujobqueue.limits)",
+                event.start_mark,
+            )
+        nested = isinstance(event, yaml.CollectionStartEvent)
+        self.depth += nested
+        if self.depth > MAX_SITE_DEPTH:
+            raise RefusedYAMLError(f"nested more than {MAX_SITE_DEPTH} levels deep", event.start_mark)
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= nested
+
+
+def _construct_mapping(loader: SiteLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
     seen: dict[Any, int] = {}
     for key_node, _ in node.value:
+        if not isinstance(key_node, yaml.ScalarNode):  # a complex key (? [a, b]): no key of a site is one
+            kind = "a list" if isinstance(key_node, yaml.SequenceNode) else "a mapping"
+            raise RefusedYAMLError(f"a key must be text, not {kind}", key_node.start_mark)
         key = loader.construct_object(key_node, deep=deep)
         if key in seen:
             raise yaml.constructor.ConstructorError(
@@ -30,63 +72,70 @@ def _construct_mapping(loader: UniqueKeyLoader, node: yaml.MappingNode, deep: bo
     return loader.construct_mapping(node, deep=deep)
 
 
-UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+def _construct_int(loader: SiteLoader, node: yaml.ScalarNode) -> int:
+    if len(node.value) > MAX_SITE_NUMBER_CHARS:  # Python refuses to convert over 4300 digits, and none is needed
+        raise RefusedYAMLError(
+            f"a number of {len(node.value)} characters; a site file's numbers have at most {MAX_SITE_NUMBER_CHARS}",
+            node.start_mark,
+        )
+    return loader.construct_yaml_int(node)
+
+
+def _construct_other(loader: SiteLoader, node: yaml.Node) -> None:
+    tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+    raise RefusedYAMLError(
+        f"the tag {tag} is not used in site files, which hold text, numbers, true/false, null, lists and mappings",
+        node.start_mark,
+    )
+
+
+_JSON_TYPES = ("null", "bool", "float", "str", "seq")
+# Only JSON's types are built: a !!set, !!binary, !!timestamp or !!omap is refused by its tag, naming its line.
+SiteLoader.yaml_constructors = {
+    f"tag:yaml.org,2002:{name}": yaml.SafeLoader.yaml_constructors[f"tag:yaml.org,2002:{name}"] for name in _JSON_TYPES
+}
+SiteLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+SiteLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+SiteLoader.add_constructor(None, _construct_other)
 # Dates stay text: the checks below name a bad one's key, where PyYAML's own conversion of
 # 2026-13-45 raises a bare ValueError; and a date the schema reads is a YYYY-MM-DD string either way.
-UniqueKeyLoader.yaml_implicit_resolvers = {
+SiteLoader.yaml_implicit_resolvers = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
 
 
-def read_bounded_text(path: Path) -> str:
-    """The file's text, refused before it is parsed when it is too big, not UTF-8, nested too
-    deep or uses YAML aliases (which can expand a small file into a huge object).
+def load_site_yaml(path: Path) -> tuple[Any, yaml.Node | None]:
+    """The file's data and its composed node tree (None for an empty file), read and parsed
+    once, within the bounds of ``gpujobqueue.limits``.
 
     Raises
     ------
     SiteConfigError
+        The file is refused (unreadable, not a regular file, too big, not UTF-8), or its YAML
+        is not valid or holds what a site file may not, naming the line and, where the tree
+        was composed, the key on it.
     """
     try:
-        raw = read_regular_file(path, MAX_SITE_FILE_BYTES)
-    except OSError as error:
-        if error.errno == errno.EFBIG:
-            raise SiteConfigError(
-                path,
-                "",
-                None,
-                f"over {MAX_SITE_FILE_BYTES // 1024} KiB; a site file is a page of YAML (gpujobqueue.limits)",
-            ) from None
-        raise SiteConfigError(path, "", None, f"cannot read: {error.strerror}") from None
+        text = read_bounded_text(path, MAX_SITE_FILE_BYTES, "a site file")
+    except FileRefusedError as error:
+        raise SiteConfigError(path, "", error.line, error.message) from None
+    loader = SiteLoader(text)
+    node = None
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = raw[: error.start].count(b"\n") + 1
-        raise SiteConfigError(
-            path, "", line, f"not UTF-8 text: byte {raw[error.start]:#04x} cannot be decoded"
-        ) from None
-    depth = 0
-    try:
-        for event in yaml.parse(text, Loader=yaml.SafeLoader):
-            if isinstance(event, yaml.AliasEvent):
-                raise SiteConfigError(
-                    path,
-                    "",
-                    event.start_mark.line + 1,
-                    f"YAML alias *{event.anchor}: site files may not use aliases (anchors "
-                    "and *references); write the value out",
-                )
-            if isinstance(event, yaml.CollectionStartEvent):
-                depth += 1
-                if depth > MAX_SITE_DEPTH:
-                    raise SiteConfigError(
-                        path, "", event.start_mark.line + 1, f"nested more than {MAX_SITE_DEPTH} levels deep"
-                    )
-            elif isinstance(event, yaml.CollectionEndEvent):
-                depth -= 1
-    except yaml.YAMLError:
-        pass  # reported, with its line, by the loader
-    return text
+        node = loader.get_single_node()
+        return (loader.construct_document(node) if node is not None else None), node
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        problem = getattr(error, "problem", None) or str(error)
+        line = mark.line + 1 if mark else None
+        key = ""
+        if node is not None and line is not None:  # composed but not built: name the key on that line
+            key = dotted_key(max((p for p, at in line_index(node).items() if at == line), key=len, default=()))
+        message = problem if isinstance(error, RefusedYAMLError) else f"not valid YAML: {problem}"
+        raise SiteConfigError(path, key, line, message) from None
+    finally:
+        loader.dispose()
 
 
 def line_index(node: yaml.Node, prefix: tuple = (), index: dict | None = None) -> dict[tuple, int]:
@@ -95,6 +144,8 @@ def line_index(node: yaml.Node, prefix: tuple = (), index: dict | None = None) -
     index.setdefault(prefix, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):  # refused when built; no path names it
+                continue
             path = prefix + (key_node.value,)
             index[path] = key_node.start_mark.line + 1
             line_index(value_node, path, index)
