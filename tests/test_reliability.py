@@ -32,6 +32,7 @@ import pytest
 from conftest import wait_until
 from dask.distributed import Client, as_completed
 from distributed.security import Security
+from fixtures.processes import proc_cmdline, processes_running
 from test_conformance import ALL, COMMON, Backend, _backend, tmp_path_cwd  # noqa: F401  (fixture)
 
 from gpujobqueue import SLURMGPUCluster
@@ -117,7 +118,7 @@ CLIENT = textwrap.dedent("""
         sys.stdin.readline()  # once the test has seen the jobs in the queue
         sys.exit(0)  # neither client nor cluster closed: interpreter exit must cancel the jobs
     if how == "kill-scheduler":
-        print("KILL ME", flush=True)
+        print("KILL ME", cluster.scheduler_address, flush=True)
     time.sleep(600)
 """)
 
@@ -213,8 +214,9 @@ def test_workers_leave_within_death_timeout_when_the_scheduler_is_killed(any_bac
     backend = any_backend
     death_timeout = COMMON["death_timeout"]
     process, job_ids = start_client(tmp_path, backend, "kill-scheduler")
-    assert process.stdout.readline().strip() == "KILL ME"
-    workers_before = dask_worker_processes()
+    said, scheduler = process.stdout.readline().strip().rsplit(" ", 1)
+    assert said == "KILL ME"
+    workers_before = dask_worker_processes(scheduler)
     process.kill()  # SIGKILL: no atexit, no handler; the scheduler in it is gone at once
     killed = time.monotonic()
     process.wait()
@@ -223,25 +225,20 @@ def test_workers_leave_within_death_timeout_when_the_scheduler_is_killed(any_bac
         death_timeout + 10,
         what=lambda: f"jobs {queue_after(backend, job_ids)} to end within death_timeout + 10 s",
     )
-    assert workers_before and not dask_worker_processes(), (
-        f"worker processes {dask_worker_processes()} outlived their scheduler"
+    assert workers_before and not dask_worker_processes(scheduler), (
+        f"worker processes {dask_worker_processes(scheduler)} outlived their scheduler"
     )
     assert time.monotonic() - killed <= death_timeout + 10
 
 
-def dask_worker_processes() -> list[int]:
-    """Dask worker processes on this machine: every job of these tests runs on it, and no
-    other test runs beside this one."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if "distributed.cli.dask_worker" in command or "dask_cuda.cli" in command:
-                found.append(int(entry.name))
-    return found
+def dask_worker_processes(scheduler: str) -> list[int]:
+    """The dask worker processes of this test's scheduler (every job of these tests runs on this
+    machine); another test's or another user's workers are not counted."""
+    return [
+        pid
+        for pid in processes_running(scheduler)
+        if any(command in proc_cmdline(pid) for command in ("distributed.cli.dask_worker", "dask_cuda.cli"))
+    ]
 
 
 def _slow_square(x):
