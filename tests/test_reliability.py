@@ -123,9 +123,19 @@ CLIENT = textwrap.dedent("""
 """)
 
 
-def start_client(tmp_path: Path, backend: Backend, how: str, **extra) -> tuple[subprocess.Popen, list[str]]:
+def _signals_as_a_terminal_leaves_them(ignored: tuple[int, ...] = ()) -> None:
+    """In the client process, before it starts: the signals these tests send at their default
+    action, as a login shell leaves them, whatever the test run inherited (``nohup`` ignores
+    SIGHUP, a shell's ``&`` SIGINT), and ``ignored`` ignored."""
+    for signum in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN if signum in ignored else signal.SIG_DFL)
+
+
+def start_client(
+    tmp_path: Path, backend: Backend, how: str, ignored: tuple[int, ...] = (), **extra
+) -> tuple[subprocess.Popen, list[str]]:
     """A client process that makes a cluster of two jobs, waits for their workers, prints the
-    job ids, then exits or waits for a signal."""
+    job ids, then exits or waits for a signal (those in ``ignored`` ignored from its start)."""
     script = tmp_path / "client.py"
     script.write_text(CLIENT)
     keywords = {**COMMON, **backend.keywords, **extra}
@@ -137,6 +147,7 @@ def start_client(tmp_path: Path, backend: Backend, how: str, **extra) -> tuple[s
         text=True,
         cwd=str(tmp_path),
         env=os.environ.copy(),
+        preexec_fn=lambda: _signals_as_a_terminal_leaves_them(ignored),
     )
     line = process.stdout.readline()
     if not line.startswith("READY"):
@@ -173,6 +184,24 @@ def test_no_job_is_left_when_the_client_process_ends(any_backend, tmp_path, how)
     )
 
 
+def test_an_ignored_sighup_leaves_the_cluster_running_as_nohup_asks(tmp_path, request):
+    # nohup ignores SIGHUP so that a closed terminal does not end the command: gpujobqueue leaves an
+    # ignored signal alone, and the cluster keeps its jobs until the client ends otherwise.
+    backend = _backend(request, "local")
+    process, job_ids = start_client(tmp_path, backend, "wait", ignored=(signal.SIGHUP,))
+    try:
+        process.send_signal(signal.SIGHUP)
+        time.sleep(5)
+        assert process.poll() is None, f"SIGHUP ended the client:\n{process.stderr.read()}"
+        assert sorted(queue_after(backend, job_ids)) == sorted(job_ids), "the jobs outlived the SIGHUP"
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=90)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    wait_until(lambda: not queue_after(backend, job_ids), 60, what="the jobs to leave after SIGTERM")
+
+
 SIGINT_CLIENT = textwrap.dedent("""
     import signal, sys, time
     if sys.argv[1] == "handler-set-after-dask-jobqueue":
@@ -194,7 +223,11 @@ def test_ctrl_c_raises_keyboard_interrupt_once_gpujobqueue_is_imported(tmp_path,
     script = tmp_path / "client.py"
     script.write_text(SIGINT_CLIENT)
     process = subprocess.Popen(
-        [sys.executable, str(script), first], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, str(script), first],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_signals_as_a_terminal_leaves_them,
     )
     try:
         assert process.stdout.readline().strip() == "READY", process.stderr.read()
