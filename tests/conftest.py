@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -12,6 +15,14 @@ import pytest
 # functions defined in the test modules, so they must be able to import them.
 _TESTS = str(Path(__file__).resolve().parent)
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_TESTS, os.environ.get("PYTHONPATH")]))
+
+# The package's default folders ($TMPDIR/gpujobqueue-<user>/logs: local jobs' logs and usage reports)
+# are this session's own, for this process and every process it starts, and go with it: the tests
+# must not write into the real user's folders.
+_SESSION_TMPDIR = tempfile.mkdtemp(prefix="gpujobqueue-tests-")
+os.environ["TMPDIR"] = _SESSION_TMPDIR
+tempfile.tempdir = None  # read $TMPDIR again
+atexit.register(shutil.rmtree, _SESSION_TMPDIR, ignore_errors=True)
 
 
 from fixtures.commands import CommandLog  # noqa: E402

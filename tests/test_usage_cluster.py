@@ -90,10 +90,18 @@ def test_a_cluster_that_submitted_nothing_writes_no_report(tmp_path):
     assert not list(tmp_path.glob("*-usage-*.json"))
 
 
-def test_usage_of_a_file_that_is_not_a_report_says_so():
-    result = CliRunner().invoke(main, ["usage", os.devnull])
+@pytest.mark.parametrize("content", ["", "hello", '{"schema": "other"}'])
+def test_usage_of_a_file_that_is_not_a_report_says_so(tmp_path, content):
+    path = tmp_path / "not-a-report.json"
+    path.write_text(content)
+    result = CliRunner().invoke(main, ["usage", str(path)])
     assert result.exit_code != 0
-    assert "not JSON" in result.output or "not a gpujobqueue usage report" in result.output
+    assert "not JSON" in result.output or "not a gpujobqueue usage report" in result.output, result.output
+
+
+def test_usage_of_a_device_says_it_is_not_a_regular_file():
+    result = CliRunner().invoke(main, ["usage", os.devnull])
+    assert result.exit_code != 0 and "not a regular file" in result.output, result.output
 
 
 @pytest.mark.slurm
