@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.resources
 import re
@@ -153,8 +154,8 @@ def check_scheduler_can_run_in_job(launch: WorkerLaunch, field_name: str, what: 
 def launcher_exports(
     request: JobRequest, launch: WorkerLaunch, run: bool, script_tls: ScriptTLS | None = None
 ) -> list[str]:
-    """The variables a launcher that passes on only those it is told of (Open MPI's ``-x``)
-    must pass to every node's workers."""
+    """The variables set in the script that every node's workers need: the node part's file sets
+    them (their values in no launcher's arguments), whatever the launcher passes on."""
     names = ["PATH", "LD_LIBRARY_PATH", "PYTHONPATH"]
     names += [name for name, _ in request.environment]
     names += [name for name, _ in launch.ucx_environment]
@@ -165,6 +166,32 @@ def launcher_exports(
     if script_tls is not None:
         names.append(script_tls.variable)
     return list(dict.fromkeys(names))
+
+
+@dataclasses.dataclass(frozen=True)
+class PrivateFolder:
+    """The job's private folder (``$private_dir``, templates/private_dir.sh.j2): where it is made, and why."""
+
+    parent: str
+    where: str
+    holds: str
+
+
+def private_folder(launch: WorkerLaunch, run: bool) -> PrivateFolder | None:
+    """The job's private folder where its script needs one: a ``--run`` job's credentials and scheduler
+    file, the node part that a launcher's tasks run; else None. With a launcher, it is in the submit
+    directory, which the job's other nodes read too."""
+    holds = [
+        *(["its scheduler's TLS credentials and address"] if run else []),
+        *(["the node part"] if launch.launcher != "direct" else []),
+    ]
+    if not holds:
+        return None
+    if launch.launcher != "direct":
+        return PrivateFolder(
+            "${PBS_O_WORKDIR:-$PWD}", "in the submit directory, which every node reads", ", ".join(holds)
+        )
+    return PrivateFolder("${TMPDIR:-/tmp}", "on this node", ", ".join(holds))
 
 
 def render_job_script(
@@ -251,11 +278,10 @@ def render_job_script(
     template = environment().get_template(f"{batch}.sh.j2")
     # The file listing the job's hosts, for launchers that need it (mpiexec under PBS), else None.
     node_file_variable = getattr(cluster_class(batch).job_cls, "node_file_variable", None)
-    exports = launcher_exports(request, launch, run is not None, script_tls)
     launch_lines = (
         []
         if launch.launcher == "direct"
-        else launch.task_launcher.start_lines(launch_context(request, launch, exports, node_file_variable))
+        else launch.task_launcher.start_lines(launch_context(request, launch, node_file_variable))
     )
     text = template.render(
         request=request,
@@ -264,6 +290,8 @@ def render_job_script(
         name=name,
         worker_name=worker_name,
         device_worker_name=naming.shell_device_worker_name(worker_name, launch.gpus),
+        node_exports=launcher_exports(request, launch, run is not None, script_tls),
+        private_dir=private_folder(launch, run is not None),
         nanny_gpu_index=naming.NANNY_GPU_INDEX,
         scheduler_arg=scheduler_arg,
         run=run,

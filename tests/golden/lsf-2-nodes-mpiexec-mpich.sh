@@ -28,6 +28,15 @@ for file in ca.pem cert.pem key.pem; do
     fi
 done
 
+# The job's private folder (mode 0700) in the submit directory, which every node reads: the node part.
+# The EXIT trap removes it however the script ends; a SIGKILLed script cannot, so its name says whose it
+# is (this script's pid, start time and host), and `gpujobqueue clean` removes it once the script has ended.
+job_stat="$(< /proc/$$/stat)" && job_stat=(${job_stat##*) }) || exit 1  # job_stat[19]: its start, in ticks since boot
+job_start=$(( $(awk '/^btime /{print $2}' /proc/stat) + job_stat[19] / $(getconf CLK_TCK) ))
+job_host="$(hostname)"
+private_dir="$(mktemp -d "${PBS_O_WORKDIR:-$PWD}/.gpujobqueue-p$$-t$job_start-h${job_host//[^A-Za-z0-9.-]/_}-XXXXXX")" || exit 1
+trap 'exit_status=$?; rm -rf "$private_dir"; echo "gpujobqueue: job script exits with status $exit_status" >&2' EXIT
+
 # This script runs on the job's first node: mpiexec-mpich runs the node part below once on each of
 # its 2 nodes; node k's workers are gpujobqueue-worker-k-<i>.
 read -r -d '' node_part <<'GPUJOBQUEUE_NODE_PART'
@@ -547,8 +556,20 @@ for pid in "${worker_pids[@]}"; do
 done
 exit "$worker_status"
 GPUJOBQUEUE_NODE_PART
+# Each node runs the node part as a file of the private folder, after the variables its workers need:
+# no value and no script text in any launcher's arguments.
+node_script="$private_dir/node.sh"
+(
+    umask 077
+    {
+        for variable in PATH LD_LIBRARY_PATH PYTHONPATH DASK_DISTRIBUTED__WORKER__LIFETIME__DURATION DASK_DISTRIBUTED__WORKER__LIFETIME__STAGGER DASK_DISTRIBUTED__WORKER__LIFETIME__RESTART GPUJOBQUEUE_TLS_DIR; do
+            if [ -n "${!variable+set}" ]; then printf 'export %s=%q\n' "$variable" "${!variable}"; fi
+        done
+        printf '%s\n' "$node_part"
+    } > "$node_script"
+) || exit 1
 mpiexec -n 2 -ppn 1 \
-    bash -c "$node_part" &
+    bash "$node_script" &
 worker_pids=($!)
 # A TERM (a cancel, the cluster's close) goes on to the workers, which then close gracefully: the
 # trap cuts a `wait` short, so the script waits again until each worker has really ended.
