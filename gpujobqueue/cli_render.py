@@ -123,6 +123,14 @@ def _in_option_terms(error: GPUJobQueueError, command: click.Command) -> str:
     help="Without --run: the folder of the TLS credentials that the workers and your scheduler share, as the "
     "job's shell writes it (default $HOME/.config/gpujobqueue/tls; `gpujobqueue credentials` makes them).",
 )
+@click.option(
+    "--standalone",
+    is_flag=True,
+    default=False,
+    help="For nodes without gpujobqueue installed: the script writes gpujobqueue's preloads into its private "
+    "folder and the workers preload them by path (by default, by module name: the workers' python imports "
+    "gpujobqueue).",
+)
 @_keyword_options
 def render(
     batch: str,
@@ -135,6 +143,7 @@ def render(
     array_jobs: int | None,
     no_tls: bool,
     tls_directory: str | None,
+    standalone: bool,
     **options,
 ) -> None:
     """Print the job script for BATCH (slurm, pbs, lsf, sge, local) or SITE (a site config's
@@ -147,6 +156,9 @@ def render(
     Scripts use TLS over TCP, as clusters do: a --run script makes its own credentials in the
     job; the workers of other scripts read the ones `gpujobqueue credentials` made, which your
     scheduler uses too. --no-tls is plain TCP. UCX has no TLS.
+
+    The workers preload gpujobqueue's modules by name, so their python must import gpujobqueue;
+    --standalone writes those modules into the job instead, for nodes without it.
     """
     from .render import PLACEHOLDER_SCHEDULER
     from .request import parse_name
@@ -202,6 +214,7 @@ def render(
                 array_jobs=array_jobs,
                 tls=not no_tls,
                 tls_directory=tls_directory,
+                standalone=standalone,
             )
     except GPUJobQueueError as error:
         raise click.ClickException(_in_option_terms(error, click.get_current_context().command)) from None

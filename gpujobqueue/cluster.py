@@ -30,6 +30,7 @@ from .naming import WorkerJobKey, cpu_job_name, gpu_job_name
 from .notebook import cluster_status_html
 from .owned_folders import remove_stale_private_directories
 from .plan import PlanHooks, make_plan
+from .preloads.watchdog import CLUSTER_ALIVE_HANDLER, probe_interval
 from .replacement import Replacement
 from .request import parse_name
 from .scaling import GPUScaling
@@ -43,7 +44,6 @@ from .scheduler_job import (
 from .security import make_private_directory, scheduler_tls_args, worker_security_with_files
 from .usage import UsageReport
 from .usage_watch import UsageWatch, site_charge
-from .watchdog import CLUSTER_ALIVE_HANDLER, probe_interval
 from .worker_wait import WorkersNotStartedError, wait_for_workers
 
 # Imported from here by gpujobqueue/__init__.py and the tests.
@@ -300,7 +300,7 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, JobQueueCluster):
 
     async def _call_scheduler_job(self, timeout: int) -> None:
         """Tell the job's scheduler, every few seconds, that its cluster lives: it closes (and its
-        job ends) when this process has not called for ``timeout`` s (gpujobqueue/watchdog.py)."""
+        job ends) when this process has not called for ``timeout`` s (gpujobqueue/preloads/watchdog.py)."""
         while True:
             try:
                 await asyncio.wait_for(getattr(self.scheduler_comm, CLUSTER_ALIVE_HANDLER)(), timeout)

@@ -61,6 +61,10 @@ CLUSTER_PARAMETERS = """
     enable_nvlink, enable_infiniband, enable_rdmacm, enable_tcp_over_ucx : bool
         UCX transports (``protocol="ucx"`` only); those not given are left to UCX. A site
         with UCX sets them from its ``network.ucx``.
+    nic_affinity : bool
+        Each NVIDIA GPU worker's nanny sets its ``UCX_NET_DEVICES`` to the network card nearest its
+        GPU, for sites that document one card per GPU (a site's ``network.nic_affinity``). Default
+        false: UCX chooses the cards itself; ``gpujobqueue check`` shows the map as a diagnosis.
     visibility_variable : str
         ``CUDA_VISIBLE_DEVICES`` (default), ``ROCR_VISIBLE_DEVICES`` or ``ZE_AFFINITY_MASK``.
     log_directory : str

@@ -216,5 +216,6 @@ class CPUPool:
             rmm_release_threshold=None,
             enable_cudf_spill=None,
             set_rmm_allocator_for_libs=(),
+            nic_affinity=False,  # no GPU to be near
         )
         return request, launch

@@ -9,24 +9,34 @@ CUDA version (``nvidia-smi`` prints it top right) picks the extra.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import shutil
 import subprocess
 import warnings
 
+from ._version import __version__
+from .preloads import PRELOADS, module_name
+
 # CUDA major version of the driver -> the extra built for it.
 CUDA_EXTRAS = {12: "cuda12", 13: "cuda13"}
 DEFAULT_CUDA_MAJOR = 12  # the extra `cuda` is an alias of `cuda12`
-# The probe's exit status when the python ran but could not import dask_cuda.
-_CANNOT_IMPORT = 3
+PRELOAD_MODULES = tuple(module_name(preload) for preload in PRELOADS)
+# What the probe prints before its findings (JSON), where the python ran it: one line, so that a
+# python that is not Python, or fails before, is not judged.
+_PROBE_MARK = "gpujobqueue-worker-python-probe "
+# Run by the workers' python with the needs as arguments: which of them it cannot import, and its
+# gpujobqueue's version.
 _PROBE = "\n".join(
     [
-        "import sys",
-        "try:",
-        "    import dask_cuda",
-        "except Exception as e:",
-        "    print(repr(e))",
-        f"    sys.exit({_CANNOT_IMPORT})",
+        "import importlib, json, sys",
+        "found = {}",
+        "for name in sys.argv[1:]:",
+        "    try:",
+        "        found[name] = [None, getattr(importlib.import_module(name), '__version__', None)]",
+        "    except Exception as e:",
+        "        found[name] = [repr(e), None]",
+        f"print({_PROBE_MARK!r} + json.dumps(found))",
     ]
 )
 
@@ -87,47 +97,98 @@ def machine_extra() -> str | None:
 
 
 @functools.lru_cache(maxsize=None)
-def dask_cuda_import_error(python: str) -> str | None:
-    """Why ``python`` cannot import dask_cuda, or None where it can or this cannot tell.
+def probe_imports(python: str, modules: tuple[str, ...]) -> dict[str, tuple[str | None, str | None]] | None:
+    """What ``python`` makes of importing each of ``modules``: ``{module: (error or None, its
+    __version__ or None)}``; None where this cannot tell.
 
-    Runs ``python`` once (per interpreter and process) with a probe that exits with its own
-    status only when the import fails; a ``python`` not found on this machine (a compute
-    node's path), one that is not Python, or one that hangs is not judged.
+    Runs ``python`` once per interpreter and modules (per process); a ``python`` not found on this
+    machine (a compute node's path), one that is not Python, or one that hangs is not judged.
     """
     executable = shutil.which(python)
     if executable is None or not os.access(executable, os.X_OK):
         return None
     try:
         # The probe's code on stdin ("-"), not in the arguments that every user can read.
-        probe = subprocess.run([executable, "-"], input=_PROBE, capture_output=True, text=True, timeout=60)
+        probe = subprocess.run([executable, "-", *modules], input=_PROBE, capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError):
         return None
-    if probe.returncode != _CANNOT_IMPORT:
-        return None
-    return probe.stdout.strip().splitlines()[-1] if probe.stdout.strip() else "import failed"
+    for line in reversed(probe.stdout.splitlines()):
+        if line.startswith(_PROBE_MARK):
+            try:
+                found = json.loads(line[len(_PROBE_MARK) :])
+                return {module: (found[module][0], found[module][1]) for module in modules}
+            except (ValueError, KeyError, IndexError, TypeError):
+                return None
+    return None
 
 
-def warn_if_no_dask_cuda(python: str, cuda_version: str | None = None) -> bool:
-    """Warn at once where the workers' ``python`` cannot import dask_cuda; say whether it warned.
+def worker_python_problems(python: str, *, dask_cuda: bool, gpujobqueue: bool) -> list[str]:
+    """What the workers' ``python`` lacks, each a phrase after "the workers' python P": dask_cuda (for
+    dask-cuda workers), gpujobqueue's preloads, or gpujobqueue of this version; [] where it has all or
+    this cannot tell.
 
     Parameters
     ----------
     python : str
-        The interpreter the job script runs the dask-cuda workers with.
+        The interpreter the job script runs the workers with.
+    dask_cuda : bool
+        The workers are dask-cuda's.
+    gpujobqueue : bool
+        The workers preload :mod:`gpujobqueue.preloads` by module name (not ``--standalone``).
+    """
+    modules = (("dask_cuda",) if dask_cuda else ()) + (PRELOAD_MODULES + ("gpujobqueue",) if gpujobqueue else ())
+    found = probe_imports(python, modules) if modules else None
+    if found is None:
+        return []
+    problems = []
+    if dask_cuda and found["dask_cuda"][0] is not None:
+        problems.append(f"cannot import dask_cuda ({_last_line(found['dask_cuda'][0])})")
+    if gpujobqueue:
+        missing = next((found[m][0] for m in PRELOAD_MODULES if found[m][0] is not None), None)
+        version = found["gpujobqueue"][1]
+        if missing is not None:
+            problems.append(f"cannot import gpujobqueue's preloads ({_last_line(missing)})")
+        elif version != __version__:
+            problems.append(f"has gpujobqueue {version}, not {__version__} as here")
+    return problems
+
+
+def _last_line(text: str) -> str:
+    return text.strip().splitlines()[-1] if text.strip() else "import failed"
+
+
+def warn_if_worker_python_lacks(
+    python: str, *, dask_cuda: bool, gpujobqueue: bool, cuda_version: str | None = None
+) -> bool:
+    """Warn at once where the workers' ``python`` cannot run them (:func:`worker_python_problems`),
+    naming that python and how to install what it lacks; say whether it warned.
+
+    Parameters
+    ----------
+    python : str
+        The interpreter the job script runs the workers with.
+    dask_cuda, gpujobqueue : bool
+        What the workers need of it (:func:`worker_python_problems`).
     cuda_version : str, optional
         This machine's driver CUDA version, for the install line.
     """
-    error = dask_cuda_import_error(python)
-    if error is None:
+    problems = worker_python_problems(python, dask_cuda=dask_cuda, gpujobqueue=gpujobqueue)
+    if not problems:
         return False
-    if cuda_version is None:
-        from .gpus import machine_gpus
+    if problems[0].startswith("cannot import dask_cuda"):
+        if cuda_version is None:
+            from .gpus import machine_gpus
 
-        cuda_version = machine_gpus().cuda_driver_version
+            cuda_version = machine_gpus().cuda_driver_version
+        fix = f"Install it there: {install_line(cuda_version, python=python)}; or give worker_mode='per-device'"
+    else:
+        fix = (
+            f"Install gpujobqueue there: {python} -m pip install 'gpujobqueue=={__version__}'; or, for a script "
+            "you render, gpujobqueue render --standalone writes the preloads into the job"
+        )
     warnings.warn(
-        f"the workers' python {python} cannot import dask_cuda ({error}): its dask-cuda workers would fail "
-        f"only after the jobs' queue wait. Install it there: {install_line(cuda_version, python=python)}; "
-        f"or give worker_mode='per-device'",
+        f"the workers' python {python} {' and '.join(problems)}: its workers would fail only after the jobs' queue "
+        f"wait (they preload gpujobqueue.preloads.* by name). {fix}",
         UserWarning,
         stacklevel=3,
     )

@@ -161,6 +161,12 @@ LAUNCH: tuple[Keyword, ...] = (
         )
         for transport in ("tcp-over-ucx", "infiniband", "nvlink", "rdmacm")
     ),
+    Keyword(
+        "nic_affinity",
+        SWITCH,
+        "Each GPU worker on the network card nearest its GPU (UCX_NET_DEVICES); default: UCX chooses.",
+        options=("--nic-affinity/--no-nic-affinity",),
+    ),
 )
 # The UCX transport switches, which mean something only with protocol="ucx".
 UCX_TRANSPORT_KEYWORDS: tuple[str, ...] = ("enable_tcp_over_ucx", "enable_infiniband", "enable_nvlink", "enable_rdmacm")

@@ -4,13 +4,20 @@ Each launcher is an object (Parsl's way) that knows its name, the shell lines th
 node part of the script once per node, and the variables that give a task its rank (= its node).
 Which batch systems a launcher runs under is each batch class's to say (its ``launchers`` tuple,
 and its ``native_launcher`` used when a job of several nodes names none).
+
+The node part reaches the nodes as a file, ``$node_script``, that the script wrote into its private
+folder (on the file system the nodes share) after the variables the workers need: each task runs
+``bash "$node_script"``, so that no launcher's arguments hold a variable's value or the script's
+text, whatever the launcher passes of the environment (srun, MPICH's and PALS's mpiexec, ibrun and
+jsrun pass it all; Open MPI's passes the names given to ``-x``; pbsdsh, blaunch and ``qrsh
+-inherit`` pass none).
 """
 
 from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 # The variable gpujobqueue sets itself, per host, where a launcher starts one task per host named
 # by the script (pbsdsh -n, blaunch <host>, qrsh -inherit <host>) and so gives no rank of its own.
@@ -29,9 +36,6 @@ class LaunchContext:
         The job's cores and GPUs on each node.
     launcher_args : tuple of str
         More launcher options (a site's ``launcher.args``), each quoted into the script.
-    exports : tuple of str
-        Variables set in the script that every node's workers need (a launcher that passes on
-        only the variables it is told of passes these).
     node_file_variable : str or None
         The batch system's variable naming the file of the job's hosts (``PBS_NODEFILE``), or None.
     """
@@ -40,7 +44,6 @@ class LaunchContext:
     cpus_per_node: int
     gpus_per_node: int
     launcher_args: tuple[str, ...] = ()
-    exports: tuple[str, ...] = ()
     node_file_variable: str | None = None
 
     @property
@@ -49,7 +52,9 @@ class LaunchContext:
         return "".join(f" {shlex.quote(arg)}" for arg in self.launcher_args)
 
 
-_RUN_NODE_PART = '    bash -c "$node_part" &'
+# The file the script wrote the node part into, with the variables its workers need.
+NODE_SCRIPT = '"$node_script"'
+_RUN_NODE_PART = f"    bash {NODE_SCRIPT} &"
 
 
 class Launcher:
@@ -71,18 +76,13 @@ class Launcher:
     runs_on_launch_node: bool = False
 
     def start_lines(self, context: LaunchContext) -> list[str]:
-        """Shell lines, each one line, that start ``bash -c "$node_part"`` once on each node in the
+        """Shell lines, each one line, that start ``bash "$node_script"`` once on each node in the
         background and leave the pids to wait for in ``worker_pids``."""
         return [
-            *self.setup_lines(context),
             f"{self.command(context)}{context.quoted_args} \\",
             _RUN_NODE_PART,
             "worker_pids=($!)",
         ]
-
-    def setup_lines(self, context: LaunchContext) -> list[str]:
-        """Lines run before the launch command."""
-        return []
 
     def command(self, context: LaunchContext) -> str:
         """The launch command with gpujobqueue's own options, before the launcher arguments."""
@@ -145,22 +145,14 @@ class MpiexecPals(Launcher):
 
 class MpiexecOpenMPI(Launcher):
     """Open MPI's ``mpiexec``: it binds each rank to a core unless told not to, and passes on only the
-    variables named by ``-x``."""
+    variables named by ``-x`` (the node part's file sets those its workers need)."""
 
     name = "mpiexec-openmpi"
     rank_variables = ("OMPI_COMM_WORLD_RANK",)
 
-    def setup_lines(self, context: LaunchContext) -> list[str]:
-        return [
-            "exported=()  # -x for each of these that is set here",
-            f"for variable in {' '.join(context.exports)}; do",
-            '    if [ -n "${!variable+set}" ]; then exported+=(-x "$variable"); fi',
-            "done",
-        ]
-
     def command(self, context: LaunchContext) -> str:
         hostfile = f' --hostfile "${context.node_file_variable}"' if context.node_file_variable else ""
-        return f'mpiexec -n {context.nodes} -npernode 1 --bind-to none{hostfile} "${{exported[@]}}"'
+        return f"mpiexec -n {context.nodes} -npernode 1 --bind-to none{hostfile}"
 
 
 class MpiexecMPICH(Launcher):
@@ -191,8 +183,9 @@ class Jsrun(Launcher):
 
 class PerHostLauncher(Launcher):
     """A launcher that starts one task on one host named by the script (rsh-like, or by node index): the
-    script loops over the job's hosts, giving each task its rank in :data:`NODE_RANK_VARIABLE` and the
-    variables it needs explicitly (these launchers pass on the job's environment, not the script's)."""
+    script loops over the job's hosts, giving each task its rank in :data:`NODE_RANK_VARIABLE` (these
+    launchers pass on the job's environment, not the script's: the node part's file sets the variables
+    its workers need)."""
 
     rank_variables = (NODE_RANK_VARIABLE,)
 
@@ -213,14 +206,10 @@ class PerHostLauncher(Launcher):
             '        "${hosts[*]}" >&2',
             "    exit 1",
             "fi",
-            "exported=()  # NAME=value for each of these that is set here",
-            f"for variable in {' '.join(context.exports)}; do",
-            '    if [ -n "${!variable+set}" ]; then exported+=("$variable=${!variable}"); fi',
-            "done",
             "worker_pids=()",
             'for node in "${!hosts[@]}"; do',
             "    host=${hosts[$node]}",
-            f'    task=(env "${{exported[@]}}" {NODE_RANK_VARIABLE}="$node" bash -c "$node_part")',
+            f'    task=(env {NODE_RANK_VARIABLE}="$node" bash {NODE_SCRIPT})',
             "    {}{}{} &".format(self.spawn(context)[0], context.quoted_args, self.spawn(context)[1]),
             "    worker_pids+=($!)",
             "done",
@@ -318,13 +307,12 @@ def launcher_named(name: str) -> Launcher:
     return LAUNCHER_OBJECTS[name]
 
 
-def launch_context(request: Any, launch: Any, exports: Sequence[str], node_file_variable: str | None) -> LaunchContext:
+def launch_context(request: Any, launch: Any, node_file_variable: str | None) -> LaunchContext:
     """The :class:`LaunchContext` of a job's request and worker launch."""
     return LaunchContext(
         nodes=request.nodes,
         cpus_per_node=request.cpus_per_node,
         gpus_per_node=request.gpus_per_node,
         launcher_args=tuple(launch.launcher_args),
-        exports=tuple(exports),
         node_file_variable=node_file_variable,
     )

@@ -11,8 +11,8 @@ worker per node), the node numbered by the launcher's rank. CPU-pool workers are
 workers are, ``<gpu>`` numbering the worker in its job. Job names may hold ``-`` themselves
 (``my-job``): a worker's job is found by the suffixes its job's shape gives, not by splitting.
 
-Workers take their names in the job script, so the script's shell (and Python) text that spells
-these names comes from here too, as values the templates print.
+Workers take their names in the job script, so the script's shell text that spells these names
+comes from here too, as values the templates print (the per-device nannies' preload reads them there).
 """
 
 from __future__ import annotations
@@ -23,11 +23,6 @@ from typing import Any
 SEPARATOR = "-"
 CPU_JOB_INFIX = "-cpu-"  # CPU jobs are <cluster>-cpu-<i>; their workers add their own suffixes
 CPU_BATCH_JOB_NAME_SUFFIX = "-cpu"  # the batch system's job name of CPU jobs, after the GPU jobs' one
-
-# Python text, run by the nanny preload of per-device workers in the job (where gpujobqueue need
-# not be importable): the device index of the worker a nanny starts, the last number of its name,
-# which `dask worker --nworkers N --name <name>` makes <name>-<i>. gpu_index() reads it the same way.
-NANNY_GPU_INDEX = 'int(str(nanny.name).rpartition("-")[2])'
 
 
 def gpu_job_name(cluster: str, number: int) -> str:
@@ -81,7 +76,7 @@ def worker_names(job_name: str, gpus: int, nodes: int) -> list[str]:
 
 def gpu_index(worker_name: str) -> int:
     """The device number that ``dask worker --nworkers`` (or dask-cuda) gave a worker: the last
-    number of its name (as :data:`NANNY_GPU_INDEX` reads it in the job)."""
+    number of its name."""
     return int(worker_name.rpartition(SEPARATOR)[2])
 
 

@@ -13,6 +13,7 @@ from .batch import BATCH_SYSTEMS
 from .cpu_pool import CPUPool
 from .dashboard import warn_if_workers_serve_dashboards
 from .errors import JobSizeMissingError, ValidationError
+from .install import warn_if_worker_python_lacks
 from .intervals import check_configured
 from .keywords import LAUNCH_KEYWORDS, RENAMED_KEYWORDS, REQUEST_KEYWORDS, UCX_TRANSPORT_KEYWORDS, Keyword
 from .render import check_scheduler_can_run_in_job
@@ -100,9 +101,10 @@ class PlanHooks:
 
     @classmethod
     def parse_keywords(
-        cls, kwargs: dict[str, Any], owner: str | None = None
+        cls, kwargs: dict[str, Any], owner: str | None = None, *, standalone: bool = False
     ) -> tuple[dict[str, Any], JobRequest, WorkerLaunch]:
-        """Check, resolve and validate cluster keywords; start nothing (see :func:`gpujobqueue.plan.make_plan`).
+        """Check, resolve and validate cluster keywords; start nothing (see :func:`gpujobqueue.plan.make_plan`,
+        which takes ``standalone``).
 
         Returns
         -------
@@ -112,7 +114,7 @@ class PlanHooks:
         request : JobRequest
         launch : WorkerLaunch
         """
-        plan = make_plan(cls, kwargs, owner)
+        plan = make_plan(cls, kwargs, owner, standalone=standalone)
         return plan.settings, plan.request, plan.launch
 
     @classmethod
@@ -165,6 +167,7 @@ def make_plan(
     scheduler: str | None = None,
     cpu_pool: Mapping[str, Any] | None = None,
     job_array: bool | None = None,
+    standalone: bool = False,
 ) -> Plan:
     """Check, resolve and validate one cluster class's keywords into its plan; start nothing.
 
@@ -182,6 +185,9 @@ def make_plan(
         False, the protocol ``tls``); left out, the plan has none and its protocol is as given.
     scheduler, cpu_pool, job_array
         The cluster's keywords of those names (else ``gpujobqueue.<batch>.*``).
+    standalone : bool
+        The job scripts carry the preloads (``gpujobqueue render --standalone``): the workers'
+        python need not import gpujobqueue. Whatever needs it lacks is warned of, last.
 
     Returns
     -------
@@ -223,6 +229,10 @@ def make_plan(
             source=f"gpujobqueue.{batch}.max-jobs-per-user",
         )
         plan = dataclasses.replace(plan, jobs_per_user=jobs_per_user)
+    # At once, not after the jobs' queue wait; last, so that a wrong keyword is named first.
+    warn_if_worker_python_lacks(
+        launch.python, dask_cuda=launch.mode == "dask-cuda", gpujobqueue=bool(launch.preloads) and not standalone
+    )
     return dataclasses.replace(
         plan,
         cpu_jobs_per_user=cpu_pool_job_limit(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.resources
 import re
@@ -17,6 +18,8 @@ from .dashboard import CLOSED_HTTP_ADDRESS
 from .errors import ValidationError
 from .job_commands import ArrayElements
 from .launchers import launch_context
+from .preloads import PRELOADS, module_name, standalone_file_name
+from .preloads import source as preload_source
 from .request import JobRequest, format_hours_walltime
 from .run import ClientRun
 from .scheduler_job import SchedulerStart
@@ -120,14 +123,6 @@ def environment() -> jinja2.Environment:
     for batch in BATCH_SYSTEMS:  # each batch system's own formatters, for its header template
         env.filters.update(getattr(cluster_class(batch), "template_filters", {}))
     env.filters["skip_lines"] = _skip_lines
-    # Job scripts carry the watchdog's text: the compute nodes need no gpujobqueue installed.
-    # It is the package's own text, not a value: its line breaks are meant.
-    env.globals["watchdog_source"] = _MacroLines(
-        (Path(__file__).resolve().parent / "watchdog.py").read_text().rstrip("\n")
-    )
-    env.globals["nic_affinity_source"] = _MacroLines(
-        (Path(__file__).resolve().parent / "nic_affinity.py").read_text().rstrip("\n")
-    )
     env.filters["macro_lines"] = _MacroLines
     env.globals["closed_http_address"] = CLOSED_HTTP_ADDRESS
     return env
@@ -153,8 +148,8 @@ def check_scheduler_can_run_in_job(launch: WorkerLaunch, field_name: str, what: 
 def launcher_exports(
     request: JobRequest, launch: WorkerLaunch, run: bool, script_tls: ScriptTLS | None = None
 ) -> list[str]:
-    """The variables a launcher that passes on only those it is told of (Open MPI's ``-x``)
-    must pass to every node's workers."""
+    """The variables set in the script that every node's workers need: the node part's file sets
+    them (their values in no launcher's arguments), whatever the launcher passes on."""
     names = ["PATH", "LD_LIBRARY_PATH", "PYTHONPATH"]
     names += [name for name, _ in request.environment]
     names += [name for name, _ in launch.ucx_environment]
@@ -165,6 +160,42 @@ def launcher_exports(
     if script_tls is not None:
         names.append(script_tls.variable)
     return list(dict.fromkeys(names))
+
+
+def preload_words(standalone: bool) -> dict[str, str]:
+    """How a script names each of :mod:`gpujobqueue.preloads` to distributed, as a shell word: by module
+    name, or (``standalone``) by the path of the file it writes into its private folder."""
+    return {
+        preload: f'"$private_dir/{standalone_file_name(preload)}"' if standalone else module_name(preload)
+        for preload in PRELOADS
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class PrivateFolder:
+    """The job's private folder (``$private_dir``, templates/private_dir.sh.j2): where it is made, and why."""
+
+    parent: str
+    where: str
+    holds: str
+
+
+def private_folder(launch: WorkerLaunch, run: bool, standalone_preloads: Sequence[str]) -> PrivateFolder | None:
+    """The job's private folder where its script needs one: a ``--run`` job's credentials and scheduler
+    file, the ``--standalone`` preloads, the node part that a launcher's tasks run; else None. With a
+    launcher, it is in the submit directory, which the job's other nodes read too."""
+    holds = [
+        *(["its scheduler's TLS credentials and address"] if run else []),
+        *(["the preloads"] if standalone_preloads else []),
+        *(["the node part"] if launch.launcher != "direct" else []),
+    ]
+    if not holds:
+        return None
+    if launch.launcher != "direct":
+        return PrivateFolder(
+            "${PBS_O_WORKDIR:-$PWD}", "in the submit directory, which every node reads", ", ".join(holds)
+        )
+    return PrivateFolder("${TMPDIR:-/tmp}", "on this node", ", ".join(holds))
 
 
 def render_job_script(
@@ -182,6 +213,7 @@ def render_job_script(
     array: ArrayElements | None = None,
     script_tls: ScriptTLS | None = None,
     plain_tcp: bool = False,
+    standalone: bool = False,
 ) -> str:
     """Render one job script.
 
@@ -219,6 +251,10 @@ def render_job_script(
         script joining your scheduler), instead of ``tls_args``.
     plain_tcp : bool
         The script was asked for without TLS (``--no-tls``): it says so in a comment.
+    standalone : bool
+        The script carries :mod:`gpujobqueue.preloads` for nodes without gpujobqueue: it writes them
+        into its private folder (files 0600) and the workers preload them by path; else they preload
+        them by module name, and the script holds no Python of gpujobqueue's.
 
     Returns
     -------
@@ -251,12 +287,12 @@ def render_job_script(
     template = environment().get_template(f"{batch}.sh.j2")
     # The file listing the job's hosts, for launchers that need it (mpiexec under PBS), else None.
     node_file_variable = getattr(cluster_class(batch).job_cls, "node_file_variable", None)
-    exports = launcher_exports(request, launch, run is not None, script_tls)
     launch_lines = (
         []
         if launch.launcher == "direct"
-        else launch.task_launcher.start_lines(launch_context(request, launch, exports, node_file_variable))
+        else launch.task_launcher.start_lines(launch_context(request, launch, node_file_variable))
     )
+    standalone_preloads = launch.preloads if standalone else ()
     text = template.render(
         request=request,
         launch=launch,
@@ -264,7 +300,14 @@ def render_job_script(
         name=name,
         worker_name=worker_name,
         device_worker_name=naming.shell_device_worker_name(worker_name, launch.gpus),
-        nanny_gpu_index=naming.NANNY_GPU_INDEX,
+        node_exports=launcher_exports(request, launch, run is not None, script_tls),
+        preload=preload_words(standalone),
+        private_dir=private_folder(launch, run is not None, standalone_preloads),
+        # The package's own text, not a value: its line breaks are meant.
+        standalone_sources=[
+            (standalone_file_name(preload), _MacroLines(preload_source(preload).rstrip("\n")))
+            for preload in standalone_preloads
+        ],
         scheduler_arg=scheduler_arg,
         run=run,
         start_scheduler=start_scheduler,

@@ -29,6 +29,7 @@ def job_script_for(
     array_jobs: int | None = None,
     tls: bool = True,
     tls_directory: str | None = None,
+    standalone: bool = False,
 ) -> str:
     """Render the script a cluster of ``batch`` would submit for ``keywords``.
 
@@ -56,6 +57,10 @@ def job_script_for(
     tls_directory : str, optional
         The credentials' folder as the job's shell writes it (default
         ``$HOME/.config/gpujobqueue/tls``).
+    standalone : bool
+        For nodes without gpujobqueue: the script writes :mod:`gpujobqueue.preloads` into its
+        private folder and the workers preload them by path (by default they preload them by
+        module name, from the gpujobqueue their python imports).
 
     Raises
     ------
@@ -67,7 +72,7 @@ def job_script_for(
         site = load_site(batch)
         batch, keywords["site"] = site.scheduler, site
     cluster_cls = cluster_class(batch)
-    settings, request, launch = cluster_cls.parse_keywords(keywords)
+    settings, request, launch = cluster_cls.parse_keywords(keywords, standalone=standalone)
     warn_unconfirmed(settings["site"])
     script_tls, launch = resolve_script_security(launch, run=run is not None, tls=tls, tls_directory=tls_directory)
     if scheduler == PLACEHOLDER_SCHEDULER:
@@ -102,4 +107,5 @@ def job_script_for(
         array=array,
         script_tls=script_tls,
         plain_tcp=not tls and launch.protocol != "ucx",
+        standalone=standalone,
     )

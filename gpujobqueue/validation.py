@@ -14,8 +14,8 @@ from dask.utils import parse_bytes, parse_timedelta
 
 from .errors import ValidationError
 from .limits import MAX_MEMORY_BYTES, MAX_WALLTIME_SECONDS
-from .nic_affinity import MAP_VARIABLE as NIC_MAP_VARIABLE
-from .nic_affinity import parse_pinned_map
+from .preloads.nic_affinity import MAP_VARIABLE as NIC_MAP_VARIABLE
+from .preloads.nic_affinity import parse_pinned_map
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}")
 _SAFE_WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}")
@@ -375,7 +375,7 @@ def parse_environment(field_name: str, value: Any) -> tuple[tuple[str, str], ...
         if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
             raise ValidationError(field_name, f"{name!r} is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)")
         out.append((name, one_line(f"{field_name}[{name}]", str(raw))))
-        if name == NIC_MAP_VARIABLE:  # read by each GPU worker (nic_affinity.py): refuse a bad map before submitting
+        if name == NIC_MAP_VARIABLE:  # read in the job (preloads/nic_affinity.py): refuse a bad map before submitting
             try:
                 parse_pinned_map(out[-1][1])
             except ValueError as error:

@@ -9,10 +9,10 @@ from typing import Any, Mapping
 
 from .dashboard import worker_dashboard_address
 from .errors import ValidationError
-from .install import warn_if_no_dask_cuda
 from .launchers import LAUNCHER_OBJECTS, LAUNCHERS, Launcher, launcher_named
 from .limits import MAX_THREADS_PER_WORKER
 from .naming import worker_suffixes
+from .preloads import NIC_AFFINITY, PIN_DEVICE, WATCHDOG
 from .request import (
     given_or,
     parse_bool,
@@ -119,6 +119,9 @@ class WorkerLaunch:
         More launcher options (a site's ``launcher.args``), after gpujobqueue's own.
     nodes : int
         Nodes of the job; each runs ``gpus`` workers.
+    nic_affinity : bool
+        Each worker's nanny sets its ``UCX_NET_DEVICES`` to the network card nearest its GPU
+        (:mod:`gpujobqueue.preloads.nic_affinity`); False (the default): UCX chooses.
     """
 
     mode: str = "dask-cuda"
@@ -147,6 +150,7 @@ class WorkerLaunch:
     launcher: str = "direct"
     launcher_args: tuple[str, ...] = ()
     nodes: int = 1
+    nic_affinity: bool = False
 
     @classmethod
     def from_settings(
@@ -199,6 +203,7 @@ class WorkerLaunch:
                 "dask-cuda pins NVIDIA GPUs through CUDA_VISIBLE_DEVICES only; use worker_mode='per-device' with "
                 f"{visibility}",
             )
+        nic_affinity = _parse_nic_affinity(get("nic_affinity"), visibility, nanny)
         allocation = given_or(get("allocation_variable"), visibility)
         if not isinstance(allocation, str) or not ALLOCATION_VARIABLES.fullmatch(allocation):
             raise ValidationError(
@@ -277,9 +282,8 @@ class WorkerLaunch:
             launcher=launcher,
             launcher_args=launcher_args,
             nodes=nodes,
+            nic_affinity=nic_affinity,
         )
-        if mode == "dask-cuda":
-            warn_if_no_dask_cuda(launch.python)  # at once, not after the jobs' queue wait
         return launch
 
     @property
@@ -325,10 +329,14 @@ class WorkerLaunch:
         return worker_dashboard_address(self.extra_args)
 
     @property
-    def nic_affinity(self) -> bool:
-        """Whether the workers preload gpujobqueue/nic_affinity.py: NVIDIA GPU workers, whose
-        ``CUDA_VISIBLE_DEVICES`` names their GPU."""
-        return not self.cpu_workers and self.visibility_variable == "CUDA_VISIBLE_DEVICES"
+    def preloads(self) -> tuple[str, ...]:
+        """The :mod:`gpujobqueue.preloads` these workers load (the watchdog into a job's scheduler too)."""
+        pin = self.mode == "per-device" and self.nanny
+        return tuple(
+            name
+            for name, wanted in ((WATCHDOG, self.death_timeout), (PIN_DEVICE, pin), (NIC_AFFINITY, self.nic_affinity))
+            if wanted
+        )
 
     @property
     def cpu_workers(self) -> bool:
@@ -360,3 +368,28 @@ class WorkerLaunch:
         if self.mode == "dask-cuda":
             return "auto"  # dask-cuda divides the node's memory among its workers
         return repr(round(1 / self.gpus, 6))  # a fraction of the node's memory for each worker
+
+
+def _parse_nic_affinity(value: Any, visibility: str, nanny: bool) -> bool:
+    """The ``nic_affinity`` keyword: off unless given; NVIDIA GPU workers under nannies only.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``nic_affinity``.
+    """
+    if not parse_bool("nic_affinity", given_or(value, False)):
+        return False
+    if visibility != "CUDA_VISIBLE_DEVICES":
+        raise ValidationError(
+            "nic_affinity",
+            f"the card nearest each GPU is chosen for NVIDIA GPU workers (CUDA_VISIBLE_DEVICES), not {visibility}; "
+            "leave nic_affinity off and UCX chooses",
+        )
+    if not nanny:
+        raise ValidationError(
+            "nic_affinity",
+            "each worker's nanny chooses its card before it starts the worker, and nanny=False gives none; "
+            "leave nic_affinity off (UCX chooses) or keep the nannies",
+        )
+    return True

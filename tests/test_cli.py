@@ -350,6 +350,7 @@ def test_one_broken_file_on_the_site_path_is_reported_and_the_other_sites_still_
 
 
 RENDER_ONLY_OPTIONS = {
+    "standalone",
     "scheduler_address",
     "worker_name",
     "client_script",

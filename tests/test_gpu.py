@@ -368,3 +368,35 @@ def test_dask_cuda_workers_of_a_stopped_client_exit_within_death_timeout(tmp_pat
     finally:
         process.kill()
         process.wait()
+
+
+@pytest.mark.parametrize("nic_affinity", [False, True])
+def test_dask_cuda_nannies_set_each_worker_s_card_only_when_asked(tmp_path, nic_affinity):
+    """`dask cuda worker` has no --preload-nanny: with nic_affinity=True its nannies take
+    gpujobqueue.preloads.nic_affinity from DASK_DISTRIBUTED__NANNY__PRELOAD and log one line per
+    worker; by default UCX chooses and no worker has UCX_NET_DEVICES."""
+    from gpujobqueue.preloads import nic_affinity as nic
+
+    pytest.importorskip("dask_cuda")
+    if os.environ.get("UCX_NET_DEVICES"):
+        pytest.skip("UCX_NET_DEVICES is set here, and would be kept")
+    logs = tmp_path / "logs"
+    keywords = dict(gpus_per_node=len(GPUS), log_directory=str(logs), nic_affinity=nic_affinity)
+    with LocalGPUCluster(**keywords) as cluster, Client(cluster) as client:
+        assert cluster.launch.mode == "dask-cuda"
+        cluster.scale(gpus=len(GPUS))
+        client.wait_for_workers(len(GPUS), timeout=180)
+        seen = client.run(lambda dask_worker: (dask_worker.name, os.environ.get("UCX_NET_DEVICES")))
+    text = "".join(path.read_text() for path in logs.iterdir())
+    lines = [line for line in text.splitlines() if line.startswith("gpujobqueue: worker ")]
+    if not nic_affinity:
+        assert [card for _, card in seen.values()] == [None] * len(GPUS) and lines == []
+        return
+    # one line per worker, under its name; a card where this node has two or more (as check's map says)
+    assert sorted(line.split()[2].rstrip(":") for line in lines) == sorted(name for name, _ in seen.values()), text
+    print("\n" + "\n".join(lines) + "\nmap: " + "; ".join(nic.map_lines()))
+    cards = dict(seen.values())
+    for line in lines:  # "gpujobqueue: worker NAME (GPU BUS) -> CARD, same PCIe switch", or "..., UCX left to choose"
+        name = line.split()[2].rstrip(":")
+        chosen = line.split(" -> ")[1].split(",")[0] if " -> " in line else None
+        assert cards[name] == chosen, (line, cards)

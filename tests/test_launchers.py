@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -20,7 +23,6 @@ TWO_NODES = LaunchContext(
     cpus_per_node=8,
     gpus_per_node=4,
     launcher_args=("--x=1 2",),
-    exports=("PATH", "A"),
     node_file_variable="PBS_NODEFILE",
 )
 
@@ -37,7 +39,7 @@ TWO_NODES = LaunchContext(
         ),
         (
             "mpiexec-openmpi",
-            'mpiexec -n 2 -npernode 1 --bind-to none --hostfile "$PBS_NODEFILE" "${exported[@]}" \'--x=1 2\' \\',
+            "mpiexec -n 2 -npernode 1 --bind-to none --hostfile \"$PBS_NODEFILE\" '--x=1 2' \\",
             "${OMPI_COMM_WORLD_RANK:-0}",
         ),
         ("mpiexec-mpich", "mpiexec -n 2 -ppn 1 -f \"$PBS_NODEFILE\" '--x=1 2' \\", "${PMI_RANK:-0}"),
@@ -69,7 +71,7 @@ def test_each_launcher_object_writes_its_command_for_two_nodes(name, command, ra
     assert command in lines, f"{name}: {lines}"
     assert launcher.rank_expression == rank
     assert all("\n" not in line for line in lines)
-    text = "\n".join(["node_part=true", *lines])
+    text = "\n".join(["node_script=/dev/null", *lines])
     assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0, text
 
 
@@ -127,7 +129,7 @@ def test_render_slurm_of_four_nodes_needs_no_launcher_and_uses_srun():
     result = CliRunner().invoke(main, ["render", "slurm", *with_size_options(["--nodes", "4", "--gpus-per-node", "2"])])
     assert result.exit_code == 0, result.output
     assert "#SBATCH --nodes=4" in result.stdout
-    assert 'srun --ntasks=4 --ntasks-per-node=1 --cpus-per-task=2 \\\n    bash -c "$node_part" &' in result.stdout
+    assert 'srun --ntasks=4 --ntasks-per-node=1 --cpus-per-task=2 \\\n    bash "$node_script" &' in result.stdout
     assert 'node_rank="${SLURM_PROCID:-0}"' in result.stdout
 
 
@@ -153,46 +155,175 @@ cut -d' ' -f1 "$PE_HOSTFILE" | grep -qx "$3" || { echo "qrsh: $3 is not a host o
 echo "$3" >> "$RESULTS/hosts"; shift 3
 exec env -i PATH=/usr/bin:/bin /bin/sh -c "$*"''',
 }
+# Stand-ins for the launchers that start every task of a job at once, each task its rank in the
+# launcher's variable: srun, ibrun, jsrun and MPICH's and PALS's mpiexec pass the whole environment on;
+# Open MPI's (-npernode) passes the variables named by -x alone.
+RANKED_STAND_IN = r"""
+import os, subprocess, sys
+
+name, args = sys.argv[1], sys.argv[2:]
+command = args[args.index("bash") :]
+environment = dict(os.environ)
+if name == "srun":
+    tasks, rank = int(next(a.split("=")[1] for a in args if a.startswith("--ntasks="))), "SLURM_PROCID"
+elif name == "ibrun":  # its tasks are the job's, from SLURM
+    tasks, rank = int(os.environ["SLURM_NNODES"]), "PMI_RANK"
+elif name == "jsrun":
+    tasks, rank = int(args[args.index("--nrs") + 1]), "JSM_NAMESPACE_RANK"
+else:
+    tasks = int(args[args.index("-n") + 1])
+    rank = "PALS_RANKID" if "--ppn" in args else "OMPI_COMM_WORLD_RANK" if "-npernode" in args else "PMI_RANK"
+    if rank == "OMPI_COMM_WORLD_RANK":
+        named = [args[i + 1] for i, a in enumerate(args[: args.index("bash")]) if a == "-x"]
+        environment = {"PATH": "/usr/bin:/bin", **{n: os.environ[n] for n in named if n in os.environ}}
+tasks = [subprocess.Popen(command, env={**environment, rank: str(r)}) for r in range(tasks)]
+sys.exit(max(task.wait() for task in tasks))
+"""
+# Each stand-in first records its own command line, as the OS would show it to every user.
+RECORD_ARGUMENTS = 'printf "%s\\0" "${0##*/}" "$@" > "$RESULTS/argv-${0##*/}-$$"'
 
 
-@pytest.mark.parametrize("name", ["pbsdsh", "blaunch", "qrsh-inherit"])
-def test_a_per_host_launcher_starts_one_task_on_each_host_with_its_rank_and_the_scripts_variables(tmp_path, name):
-    bin_dir, results = tmp_path / "bin", tmp_path / "results"
-    bin_dir.mkdir(), results.mkdir()
-    for command, body in STAND_INS.items():
-        (bin_dir / command).write_text("#!/bin/bash\n" + body.lstrip("\n") + "\n")
+def install_stand_ins(bin_dir: Path) -> None:
+    """Every launcher's stand-in in ``bin_dir``, each recording its arguments in ``$RESULTS``."""
+    bin_dir.mkdir(exist_ok=True)
+    ranked = bin_dir / "ranked-launcher.py"
+    ranked.write_text(RANKED_STAND_IN)
+    bodies = {**STAND_INS, **{name: f'exec {sys.executable} {ranked} {name} "$@"' for name in RANKED}}
+    for command, body in bodies.items():
+        (bin_dir / command).write_text(f"#!/bin/bash\n{RECORD_ARGUMENTS}\n{body.lstrip()}\n")
         (bin_dir / command).chmod(0o755)
+
+
+RANKED = ("srun", "ibrun", "jsrun", "mpiexec")
+
+
+def job_environment(tmp_path: Path, bin_dir: Path, results: Path) -> dict[str, str]:
+    """A job of two hosts, n1 and n2, as each batch system describes it to its script."""
     (tmp_path / "nodefile").write_text("n1\nn1\nn2\nn2\n")  # two MPI processes per host
     (tmp_path / "pe_hostfile").write_text("n1 4 gpu.q@n1 UNDEFINED\nn2 4 gpu.q@n2 UNDEFINED\n")
-    context = LaunchContext(nodes=2, cpus_per_node=4, gpus_per_node=1, exports=("PATH", "RESULTS", "PROBE"))
-    node_part = 'echo "$GPUJOBQUEUE_NODE_RANK|$PROBE|${SECRET-unset}" > "$RESULTS/rank-$GPUJOBQUEUE_NODE_RANK"'
-    script = "\n".join(
-        [
-            f"node_part={node_part!r}",
-            *launcher_named(name).start_lines(context),
-            'for pid in "${worker_pids[@]}"; do wait "$pid" || exit 3; done',
-        ]
-    )
-    env = {
+    return {
         "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "HOME": str(tmp_path),
         "RESULTS": str(results),
-        "PROBE": "a b 'c' \"d\" $x;`e`",
-        "SECRET": "not passed",
         "PBS_NODEFILE": str(tmp_path / "nodefile"),
         "LSB_MCPU_HOSTS": "n1 4 n2 4",
         "JOB_ID": "7",
         "PE_HOSTFILE": str(tmp_path / "pe_hostfile"),
+        "SLURM_NNODES": "2",
     }
+
+
+@pytest.mark.parametrize("name", ["pbsdsh", "blaunch", "qrsh-inherit"])
+def test_a_per_host_launcher_starts_the_node_script_once_on_each_host_with_its_rank_alone(tmp_path, name):
+    bin_dir, results = tmp_path / "bin", tmp_path / "results"
+    results.mkdir()
+    install_stand_ins(bin_dir)
+    node_script = tmp_path / "node.sh"
+    node_script.write_text(
+        'echo "$GPUJOBQUEUE_NODE_RANK|${SECRET-unset}" > "%s/rank-$GPUJOBQUEUE_NODE_RANK"\n' % results
+    )
+    context = LaunchContext(nodes=2, cpus_per_node=4, gpus_per_node=1)
+    script = "\n".join(
+        [
+            f"node_script={node_script}",
+            *launcher_named(name).start_lines(context),
+            'for pid in "${worker_pids[@]}"; do wait "$pid" || exit 3; done',
+        ]
+    )
+    env = {**job_environment(tmp_path, bin_dir, results), "SECRET": "not passed"}
     result = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=30)
     assert result.returncode == 0, result.stderr
     assert sorted((results / "hosts").read_text().split()) == ["n1", "n2"], "one task on each host"
-    for rank in (0, 1):
-        assert (results / f"rank-{rank}").read_text() == f"{rank}|{env['PROBE']}|unset\n"
+    for rank in (0, 1):  # the launcher passes the rank and nothing of the script's environment
+        assert (results / f"rank-{rank}").read_text() == f"{rank}|unset\n"
+
+
+# A worker's python that records what it was started with, where and how, and ends.
+WORKER_STAND_IN = r"""
+import json, os, stat, sys
+
+if sys.argv[1:2] != ["-m"]:
+    sys.exit(0)  # the plan's check of the workers' python: not judged
+parent = [word.decode() for word in open(f"/proc/{os.getppid()}/cmdline", "rb").read().split(b"\0")[:-1]]
+node_file = parent[-1] if os.path.isfile(parent[-1]) else None  # the node part's file, which bash runs
+record = {
+    "argv": sys.argv[1:],
+    "token": os.environ.get("GPUJOBQUEUE_TEST_TOKEN"),
+    "parent": parent,
+    "modes": [oct(stat.S_IMODE(os.stat(path).st_mode)) for path in (node_file, os.path.dirname(node_file))]
+    if node_file
+    else None,
+}
+with open(os.path.join(RESULTS, f"worker-{os.getpid()}"), "w") as file:
+    json.dump(record, file)
+"""
+# (batch system, launcher, its keywords): every launcher of jobs of several nodes.
+MULTI_NODE = [
+    ("slurm", "srun", {}),
+    ("slurm", "ibrun", {}),
+    ("slurm", "mpiexec-openmpi", {}),
+    ("slurm", "mpiexec-mpich", {}),
+    ("pbs", "mpiexec-pals", {}),
+    ("pbs", "pbsdsh", {}),
+    ("lsf", "jsrun", {"lsf_units": "mb", "gpu_request": "csm"}),
+    ("lsf", "blaunch", {"lsf_units": "mb"}),
+    ("sge", "qrsh-inherit", {"parallel_environment": "smp", "gpu_request": "none"}),
+]
+
+
+@pytest.mark.parametrize("batch, launcher, extra", MULTI_NODE, ids=[launcher for _, launcher, _ in MULTI_NODE])
+def test_no_launcher_is_given_an_environment_value_or_script_text_and_every_node_starts_its_workers(
+    tmp_path, batch, launcher, extra
+):
+    token = "gpujobqueue-planted-token-3c9e41"
+    bin_dir, results, tls = tmp_path / "bin", tmp_path / "results", tmp_path / "tls"
+    results.mkdir(), tls.mkdir()
+    install_stand_ins(bin_dir)
+    python = bin_dir / "python"
+    python.write_text(f"#!{sys.executable}\nRESULTS = {str(results)!r}\n{WORKER_STAND_IN}")
+    python.chmod(0o755)
+    for name in ("ca.pem", "cert.pem", "key.pem"):  # the job checks that the credentials are there
+        (tls / name).write_text("")
+    keywords = {
+        **SMALL_JOB,
+        "nodes": 2,
+        "gpus_per_node": 1,
+        "worker_mode": "per-device",
+        "nanny": False,
+        "launcher": launcher,
+        "python": str(python),
+        "environment": {"GPUJOBQUEUE_TEST_TOKEN": token},
+        **extra,
+    }
+    script = job_script_for(batch, keywords, name="w", scheduler="tls://10.0.0.1:8786", tls_directory=str(tls))
+    run = subprocess.run(
+        ["bash", "-c", script],
+        env=job_environment(tmp_path, bin_dir, results),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    launched = [path.read_bytes().split(b"\0")[:-1] for path in results.glob("argv-*")]
+    assert launched, "no launcher ran"
+    for words in launched:
+        text = [word.decode() for word in words]
+        assert not [word for word in text if token in word], f"an environment value in {launcher}'s arguments: {text}"
+        assert not [word for word in text if "\n" in word or "dask_worker" in word], f"script text in {text}"
+    assert run.returncode == 0, run.stderr
+    workers = [json.loads(path.read_text()) for path in results.glob("worker-*")]
+    names = sorted(worker["argv"][worker["argv"].index("--name") + 1] for worker in workers)
+    assert names == ["w-0", "w-1"], "each node starts its worker, named by its rank"
+    for worker in workers:
+        assert worker["token"] == token, "the node's workers get the job's environment"
+        assert not [word for word in worker["argv"] if token in word]
+        assert worker["parent"][0] == "bash" and worker["modes"] == ["0o600", "0o700"], worker
+    assert not list(tmp_path.glob(".gpujobqueue-*")), "the node script's private folder is left behind"
 
 
 def test_a_per_host_launcher_refuses_a_job_with_another_number_of_hosts(tmp_path):
     (tmp_path / "nodefile").write_text("n1\n")
-    script = "\n".join(["node_part=true", *launcher_named("pbsdsh").start_lines(TWO_NODES)])
+    script = "\n".join(["node_script=/dev/null", *launcher_named("pbsdsh").start_lines(TWO_NODES)])
     env = {"PATH": "/usr/bin:/bin", "PBS_NODEFILE": str(tmp_path / "nodefile")}
     result = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=30)
     assert result.returncode == 1 and "has 1 hosts, not 2" in result.stderr

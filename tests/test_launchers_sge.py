@@ -46,19 +46,25 @@ def _tight_queue(sge):
     sge.run("qconf", "-Aq", sge._write_conf(TIGHT_QUEUE, _format_conf(fields)))
 
 
-def test_qrsh_inherit_starts_the_node_part_on_the_jobs_host_with_its_rank_and_variables(sge, tmp_path):
+def test_qrsh_inherit_starts_the_node_file_on_the_jobs_host_with_its_rank(sge, tmp_path):
     _tight_queue(sge)
     try:
-        # One host: the job's one host gets the one task (a job of N hosts loops over N).
-        context = LaunchContext(nodes=1, cpus_per_node=2, gpus_per_node=1, exports=("PATH", "RESULTS", "PROBE"))
-        node_part = 'echo "$GPUJOBQUEUE_NODE_RANK|$PROBE|$JOB_ID" > "$RESULTS/rank-$GPUJOBQUEUE_NODE_RANK"'
+        # One host: the job's one host gets the one task (a job of N hosts loops over N). The node file sets
+        # the variables, as the job script writes it; qrsh -inherit passes the rank alone.
+        context = LaunchContext(nodes=1, cpus_per_node=2, gpus_per_node=1)
+        node_file = tmp_path / "node.sh"
+        node_file.write_text(
+            "export PROBE=\"a b 'c' \\$x\"\n"
+            'echo "$GPUJOBQUEUE_NODE_RANK|$PROBE|$JOB_ID|${SECRET-unset}"'
+            f' > "{tmp_path}/rank-$GPUJOBQUEUE_NODE_RANK"\n'
+        )
         script = tmp_path / "job.sh"
         script.write_text(
             "\n".join(
                 [
                     "#!/bin/bash",
-                    f"export RESULTS={tmp_path} PROBE=\"a b 'c' \\$x\"",
-                    f"node_part={node_part!r}",
+                    "export SECRET='not passed'",
+                    f"node_script={node_file}",
                     *launcher_named("qrsh-inherit").start_lines(context),
                     'for pid in "${worker_pids[@]}"; do wait "$pid" || exit 3; done',
                     "",
@@ -83,7 +89,7 @@ def test_qrsh_inherit_starts_the_node_part_on_the_jobs_host_with_its_rank_and_va
         assert job_id not in sge.job_ids(), f"the job did not end: {sge.job_states()}"
         err = (tmp_path / "err").read_text() if (tmp_path / "err").exists() else ""
         assert (tmp_path / "rank-0").exists(), f"no task ran: {err}"
-        assert (tmp_path / "rank-0").read_text() == f"0|a b 'c' $x|{job_id}\n", err
+        assert (tmp_path / "rank-0").read_text() == f"0|a b 'c' $x|{job_id}|unset\n", err
     finally:
         sge.run("qdel", "-f", *sge.job_ids(), check=False) if sge.job_ids() else None
         sge.run("qconf", "-dq", TIGHT_QUEUE, check=False)

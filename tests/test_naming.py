@@ -9,6 +9,7 @@ import re
 import subprocess
 from pathlib import Path
 from types import SimpleNamespace
+from unittest import mock
 
 import pytest
 import yaml
@@ -17,6 +18,7 @@ from gpujobqueue import naming
 from gpujobqueue.batch.slurm import SLURMGPUCluster
 from gpujobqueue.errors import ValidationError
 from gpujobqueue.job_commands import ArrayElements
+from gpujobqueue.preloads import pin_device
 from gpujobqueue.scripts import job_script_for
 from gpujobqueue.workers import ALL_WORKER_MODES, CPU_WORKER_MODE, WORKER_MODES
 
@@ -130,26 +132,27 @@ def test_the_scripts_shell_names_each_worker_as_the_scheme_does(job, gpus, nodes
     assert expanded == expected
 
 
-@pytest.mark.parametrize("gpus, nodes", [(2, 1), (4, 1), (3, 2)])
-def test_the_per_device_preload_pins_each_nannys_worker_to_the_device_its_name_numbers(gpus, nodes):
+@pytest.mark.parametrize("gpus, nodes", [(1, 1), (2, 1), (4, 1), (3, 2)])
+def test_the_per_device_preload_pins_each_nannys_worker_to_the_device_the_script_pairs_with_its_name(gpus, nodes):
     keywords = dict(
         SIZE, gpus_per_node=gpus, nodes=nodes, worker_mode="per-device", **({"launcher": "srun"} if nodes > 1 else {})
     )
     script = job_script_for("slurm", keywords, name="my-job-4")
-    preload = re.search(r"<<'PYTHON'\n(.*?)\nPYTHON\n", script, re.DOTALL).group(1)
-    assert naming.NANNY_GPU_INDEX in preload
+    # The script's lines that pair each worker's name with its device, run as the node runs them.
+    lines = script[script.index("pins=()") : script.index("\n", script.index("export GPUJOBQUEUE_DEVICES="))]
     devices = [str(10 + i) for i in range(gpus)]
-    namespace: dict = {}
-    exec(preload, namespace)  # noqa: S102 (the script's own text, as the nanny runs it)
-    for name in naming.worker_names("my-job-4", gpus, nodes):
-        nanny = SimpleNamespace(name=name, env={})
-        os.environ["GPUJOBQUEUE_DEVICES"] = ",".join(devices)
-        try:
-            namespace["dask_setup"](nanny)
-        finally:
-            del os.environ["GPUJOBQUEUE_DEVICES"]
-        assert nanny.env["CUDA_VISIBLE_DEVICES"] == devices[naming.gpu_index(name)]
-        assert naming.gpu_index(name) == int(name.rsplit("-", 1)[1])
+    for node in range(nodes):
+        shell = f"node_rank={node}; devices=({' '.join(devices)})\n{lines}\n" + 'echo "$GPUJOBQUEUE_DEVICES"'
+        pairs = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, check=True).stdout.strip()
+        names = naming.worker_names("my-job-4", gpus, nodes)[node * gpus : (node + 1) * gpus]  # node, then device
+        for name in names:  # as dask worker --nworkers names its nannies, naming.py reads them
+            nanny = SimpleNamespace(name=name, env={})
+            with mock.patch.dict(os.environ, {"GPUJOBQUEUE_DEVICES": pairs}):
+                pin_device.dask_setup(nanny)
+            index = naming.gpu_index(name) if gpus > 1 else 0
+            assert nanny.env == {"CUDA_VISIBLE_DEVICES": devices[index]}, (name, pairs)
+    with pytest.raises(LookupError, match="no device for worker my-job-9"):
+        pin_device.device_of("my-job-9", "my-job-4-0=10")
 
 
 def test_cpu_is_a_named_worker_mode_that_worker_mode_still_refuses():

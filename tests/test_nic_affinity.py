@@ -1,4 +1,5 @@
-"""Each GPU worker's UCX_NET_DEVICES: the card nearest its GPU, from recorded node topologies.
+"""With nic_affinity=True, each GPU worker's UCX_NET_DEVICES: the card nearest its GPU, from recorded
+node topologies; by default UCX chooses, and nothing of gpujobqueue's sets it.
 
 The topologies are fake /sys trees built in tmp_path from compact descriptions (below), and
 ``nvidia-smi topo -m`` texts. Where a description comes from a published source it says so;
@@ -10,23 +11,23 @@ from __future__ import annotations
 import asyncio
 import io
 import os
-import subprocess
 from contextlib import redirect_stderr
 from pathlib import Path
+from types import SimpleNamespace
 
 import dask.array as da
 import pytest
+import yaml
 from dask.distributed import Client
-from distributed.preloading import _import_module
 
-from gpujobqueue import LocalGPUCluster
-from gpujobqueue import nic_affinity as nic
+from gpujobqueue import LocalGPUCluster, ValidationError
 from gpujobqueue.gpus import nvidia_gpu_ids
-from gpujobqueue.nic_affinity import Gpu
-from gpujobqueue.render import environment
+from gpujobqueue.preloads import nic_affinity as nic
+from gpujobqueue.preloads.nic_affinity import Gpu
 from gpujobqueue.scripts import job_script_for
 
-SOURCE = environment().globals["nic_affinity_source"]
+# NVML on a GPU machine names that machine's GPUs, not a recorded node's.
+RECORDED_GPUS_ONLY = pytest.mark.skipif(bool(nvidia_gpu_ids()), reason="NVML here would name this host's GPUs")
 
 
 def bus(short: str) -> str:
@@ -226,48 +227,27 @@ def test_without_switches_the_root_complex_then_the_numa_node_decides(tmp_path):
 @pytest.mark.parametrize("topology", [one_hca, no_hca])
 def test_ucx_is_left_alone_with_one_card_or_none(tmp_path, topology):
     sysfs, gpus = topology(tmp_path)
-    environ = {"CUDA_VISIBLE_DEVICES": "0"}
-    text = nic.apply(environ, gpus=gpus, sysfs=sysfs, topo_text="")
-    assert environ == {"CUDA_VISIBLE_DEVICES": "0"}
+    card, text = nic.choose({"CUDA_VISIBLE_DEVICES": "0"}, gpus=gpus, sysfs=sysfs, topo_text="")
+    assert card is None
     assert text == " (GPU 0): fewer than two network cards here, UCX left to choose"
     assert nic.map_lines(gpus, {}, sysfs, "")[0].endswith("UCX left to choose")
 
 
-def test_a_worker_sets_ucx_net_devices_to_its_own_gpu_s_card(tmp_path):
+def test_a_worker_gets_its_own_gpu_s_card(tmp_path):
     sysfs, gpus = dgx_h100(tmp_path)
     # dask-cuda's worker 5 sees its own GPU first: CUDA_VISIBLE_DEVICES=5,6,7,0,1,2,3,4
-    environ = {"CUDA_VISIBLE_DEVICES": "5,6,7,0,1,2,3,4"}
-    text = nic.apply(environ, gpus=gpus, sysfs=sysfs, topo_text="")
-    assert environ["UCX_NET_DEVICES"] == "mlx5_9:1"
+    card, text = nic.choose({"CUDA_VISIBLE_DEVICES": "5,6,7,0,1,2,3,4"}, gpus=gpus, sysfs=sysfs, topo_text="")
+    assert card == "mlx5_9:1"
     assert text == " (GPU 0000:c3:00.0) -> mlx5_9:1, same PCIe switch"
     # a UUID in CUDA_VISIBLE_DEVICES names the GPU as well
-    environ = {"CUDA_VISIBLE_DEVICES": gpus[2].uuid}
-    nic.apply(environ, gpus=gpus, sysfs=sysfs, topo_text="")
-    assert environ["UCX_NET_DEVICES"] == "mlx5_4:1"
-
-
-def test_a_choice_inherited_from_the_worker_command_s_process_is_made_again(tmp_path):
-    # `dask cuda worker` imports the preload itself, with every device visible: its choice (GPU 0's
-    # card) reaches each worker's environment, where it is not the user's and is made again.
-    sysfs, gpus = dgx_h100(tmp_path)
-    command = {"CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"}
-    nic.apply(command, gpus=gpus, sysfs=sysfs, topo_text="")
-    assert command["UCX_NET_DEVICES"] == "mlx5_0:1"
-    worker = {**command, "CUDA_VISIBLE_DEVICES": "7,0,1,2,3,4,5,6"}
-    text = nic.apply(worker, gpus=gpus, sysfs=sysfs, topo_text="")
-    assert text == " (GPU 0000:df:00.0) -> mlx5_11:1, same PCIe switch"
-    assert worker["UCX_NET_DEVICES"] == "mlx5_11:1"
-    # a worker whose GPU gets no card drops the inherited choice: UCX chooses
-    one_card = {**command, "CUDA_VISIBLE_DEVICES": "7"}
-    nic.apply(one_card, gpus=gpus, sysfs=str(tmp_path / "none"), topo_text="")
-    assert "UCX_NET_DEVICES" not in one_card
+    assert nic.choose({"CUDA_VISIBLE_DEVICES": gpus[2].uuid}, gpus=gpus, sysfs=sysfs, topo_text="")[0] == "mlx5_4:1"
 
 
 def test_the_user_s_ucx_net_devices_wins(tmp_path):
     sysfs, gpus = dgx_h100(tmp_path)
     environ = {"CUDA_VISIBLE_DEVICES": "3", "UCX_NET_DEVICES": "mlx5_0:1"}
-    text = nic.apply(environ, gpus=gpus, sysfs=sysfs, topo_text="")
-    assert environ["UCX_NET_DEVICES"] == "mlx5_0:1"
+    card, text = nic.choose(environ, gpus=gpus, sysfs=sysfs, topo_text="")
+    assert card is None
     assert text == ": UCX_NET_DEVICES=mlx5_0:1 was set for this job and is kept"
     assert nic.map_lines(gpus, {"UCX_NET_DEVICES": "mlx5_0:1"}, sysfs, "") == [
         "UCX_NET_DEVICES=mlx5_0:1 is set here and would be kept for every worker"
@@ -277,13 +257,13 @@ def test_the_user_s_ucx_net_devices_wins(tmp_path):
 def test_a_pinned_map_beats_the_topology(tmp_path):
     sysfs, gpus = juwels_booster(tmp_path)
     environ = {"CUDA_VISIBLE_DEVICES": "1", "GPUJOBQUEUE_NIC_MAP": "0=mlx5_3:1, 0000:45:00.0=mlx5_2:1"}
-    text = nic.apply(environ, gpus=gpus, sysfs=sysfs, topo_text="")
+    card, text = nic.choose(environ, gpus=gpus, sysfs=sysfs, topo_text="")
     assert text == " (GPU 0000:45:00.0) -> mlx5_2:1, pinned by GPUJOBQUEUE_NIC_MAP"
-    assert environ["UCX_NET_DEVICES"] == "mlx5_2:1"
+    assert card == "mlx5_2:1"
     # a malformed map is said in the log, and UCX is left alone: the worker still starts
     environ = {"CUDA_VISIBLE_DEVICES": "1", "GPUJOBQUEUE_NIC_MAP": "mlx5_2:1"}
-    assert "not GPU=card" in nic.apply(environ, gpus=gpus, sysfs=sysfs, topo_text="")
-    assert "UCX_NET_DEVICES" not in environ
+    card, text = nic.choose(environ, gpus=gpus, sysfs=sysfs, topo_text="")
+    assert card is None and "not GPU=card" in text
 
 
 def test_named_interfaces_stand_in_where_there_is_no_infiniband(tmp_path):
@@ -381,11 +361,10 @@ def test_topo_matrix_places_the_cards_where_sys_has_no_pci_tree(tmp_path, topolo
     assert nic.sysfs_distance(gpus[0].bus_id, nic.infiniband_cards(sysfs)[0].bus_id, sysfs) is None
     assert {i: card for i, (card, _) in node_map(sysfs, gpus, topo_text=text).items()} == expected
     # neither /sys nor nvidia-smi places them: nothing is chosen, the worker says so
-    environ = {"CUDA_VISIBLE_DEVICES": "0"}
     count = 12 if topology is dgx_h100 else 4
-    text = nic.apply(environ, gpus=gpus, sysfs=sysfs, topo_text="")
+    card, text = nic.choose({"CUDA_VISIBLE_DEVICES": "0"}, gpus=gpus, sysfs=sysfs, topo_text="")
     assert text.endswith(f"no card placed near it among {count}, UCX left to choose")
-    assert "UCX_NET_DEVICES" not in environ
+    assert card is None
 
 
 def test_gpu_queries_are_read_from_nvidia_smi_s_csv():
@@ -399,54 +378,77 @@ def test_gpu_queries_are_read_from_nvidia_smi_s_csv():
     ]
 
 
-def test_the_preloaded_text_logs_its_choice_under_the_worker_s_name(monkeypatch):
-    # As a worker imports it: the text of the script's heredoc, through distributed's preload import.
-    monkeypatch.setenv("UCX_NET_DEVICES", "mlx5_7:1")
-    module = _import_module(SOURCE)
-    assert module._CHOICE == ": UCX_NET_DEVICES=mlx5_7:1 was set for this job and is kept"
-    # the same through the one-line preload of the scripts, which runs the text the job exported
-    monkeypatch.setenv("GPUJOBQUEUE_NIC_AFFINITY_SOURCE", SOURCE)
-    script = job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "gpus_per_node": 2}, name="job-1")
-    stub = script[script.index("\nnic_affinity='") + len("\nnic_affinity='") :].split("'\n")[0]
-    assert _import_module(stub)._CHOICE == module._CHOICE
-
-    class Worker:
-        name = "job-3-1"
-
+@RECORDED_GPUS_ONLY
+def test_each_nanny_sets_its_worker_s_card_in_the_environment_it_gives_it_and_logs_it(tmp_path, monkeypatch):
+    # As distributed runs a nanny preload: dask_setup(nanny) before the nanny starts its worker; nvidia-smi
+    # (NVML is absent here) and the recorded /sys of a DGX H100 name the node.
+    sysfs, _ = dgx_h100(tmp_path)
+    fake_nvidia_smi(tmp_path, monkeypatch)
+    monkeypatch.setenv("GPUJOBQUEUE_SYSFS", sysfs)
+    monkeypatch.delenv("UCX_NET_DEVICES", raising=False)
+    nanny = SimpleNamespace(name="job-3-1", env={"CUDA_VISIBLE_DEVICES": "5,6,7,0,1,2,3,4"})
     stderr = io.StringIO()
     with redirect_stderr(stderr):
-        asyncio.run(module.dask_setup(Worker()))
-    expected = "gpujobqueue: worker job-3-1: UCX_NET_DEVICES=mlx5_7:1 was set for this job and is kept\n"
-    assert stderr.getvalue() == expected
+        asyncio.run(nic.dask_setup(nanny))
+    assert nanny.env["UCX_NET_DEVICES"] == "mlx5_9:1"
+    assert "UCX_NET_DEVICES" not in os.environ, "the nanny's own environment is left alone"
+    assert stderr.getvalue() == "gpujobqueue: worker job-3-1 (GPU 0000:c3:00.0) -> mlx5_9:1, same PCIe switch\n"
+    # a UCX_NET_DEVICES of the job's is kept, and said
+    monkeypatch.setenv("UCX_NET_DEVICES", "mlx5_0:1")
+    nanny = SimpleNamespace(name="job-3-0", env={"CUDA_VISIBLE_DEVICES": "2"})
+    stderr = io.StringIO()
+    with redirect_stderr(stderr):
+        asyncio.run(nic.dask_setup(nanny))
+    assert "UCX_NET_DEVICES" not in nanny.env
+    assert (
+        stderr.getvalue() == "gpujobqueue: worker job-3-0: UCX_NET_DEVICES=mlx5_0:1 was set for this job and is kept\n"
+    )
+
+
+@pytest.mark.parametrize("mode", ["dask-cuda", "per-device"])
+def test_the_card_choice_is_an_opt_in_each_nanny_preloads(mode):
+    keywords = {
+        "cpus_per_gpu": 1,
+        "memory_per_gpu": "512MiB",
+        "gpus_per_node": 2,
+        "protocol": "ucx",
+        "worker_mode": mode,
+    }
+    default = job_script_for("slurm", keywords, name="job-1")
+    assert "nic_affinity" not in default and "UCX_NET_DEVICES" not in default  # UCX chooses its cards
+    chosen = job_script_for("slurm", {**keywords, "nic_affinity": True}, name="job-1")
+    nanny_preload = {
+        "dask-cuda": "DASK_DISTRIBUTED__NANNY__PRELOAD=gpujobqueue.preloads.nic_affinity \\\n",
+        "per-device": "    --preload-nanny gpujobqueue.preloads.nic_affinity \\\n",
+    }
+    assert nanny_preload[mode] in chosen and "UCX_NET_DEVICES" in chosen  # the comment says what it sets
 
 
 @pytest.mark.parametrize(
-    "keywords, module",
+    "keywords, says",
     [
-        ({"worker_mode": "dask-cuda"}, "dask_cuda.cli"),
-        ({"worker_mode": "per-device"}, "distributed.cli.dask_worker"),
-        ({"worker_mode": "per-device", "nanny": False}, "distributed.cli.dask_worker"),
-        ({"worker_mode": "dask-cuda", "nodes": 2, "launcher": "srun"}, "dask_cuda.cli"),
+        ({"worker_mode": "per-device", "nanny": False}, "nanny=False gives none"),
+        ({"worker_mode": "per-device", "visibility_variable": "ROCR_VISIBLE_DEVICES"}, "not ROCR_VISIBLE_DEVICES"),
+        ({"nic_affinity": "sometimes"}, "expected true or false"),
     ],
 )
-def test_scripts_carry_the_module_and_preload_it_in_gpu_workers(keywords, module, tmp_path):
-    script = job_script_for(
-        "slurm",
-        {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "gpus_per_node": 2, "python": "python3", **keywords},
-        name="job-1",
-        scheduler="tls://10.0.0.1:8786",
-    )
-    assert SOURCE in script
-    command = script[script.index(f" -m {module} ") :].split("&\n")[0]
-    assert '--preload "$nic_affinity"' in command
-    # the heredoc hands the workers' environment the module's text unchanged, and the preload runs it
-    part = script[script.index("read -r -d '' nic_affinity_source") :]
-    part = part[: part.index("\n", part.index("\nnic_affinity=") + 1)]
-    command = f'{part}\nprintf %s "$GPUJOBQUEUE_NIC_AFFINITY_SOURCE" >source.py; printf %s "$nic_affinity" >preload.txt'
-    subprocess.run(["bash", "-c", command], check=True, cwd=tmp_path)
-    assert (tmp_path / "source.py").read_text() == SOURCE
-    preload = (tmp_path / "preload.txt").read_text()
-    assert len(preload.splitlines()) == 1  # distributed logs the preload's text: one line, not the module
+def test_nic_affinity_is_refused_where_no_nanny_could_choose_an_nvidia_gpu_s_card(keywords, says):
+    with pytest.raises(ValidationError, match=f"^nic_affinity: .*{says}"):
+        job_script_for(
+            "slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "nic_affinity": True, **keywords}, name="w"
+        )
+
+
+def test_a_site_turns_it_on_with_network_nic_affinity(tmp_path):
+    from gpujobqueue.sites import load_site
+
+    site = load_site("perlmutter")
+    data = {**site.data, "name": "rails", "network": {**site.data["network"], "nic_affinity": True}}
+    path = tmp_path / "rails.yaml"
+    path.write_text(yaml.safe_dump(data))
+    script = job_script_for(str(path), {"account": "m1234_g"}, name="w")
+    assert "gpujobqueue.preloads.nic_affinity" in script
+    assert "gpujobqueue.preloads.nic_affinity" not in job_script_for("perlmutter", {"account": "m1234_g"}, name="w")
 
 
 def test_a_local_job_without_gpus_or_cards_still_computes_and_logs_each_worker(tmp_path, monkeypatch):
@@ -461,6 +463,7 @@ def test_a_local_job_without_gpus_or_cards_still_computes_and_logs_each_worker(t
         death_timeout=20,
         log_directory=str(logs),
         shared_temp_directory=str(tmp_path),
+        nic_affinity=True,
     )
     with LocalGPUCluster(**keywords) as cluster, Client(cluster) as client:
         cluster.scale(gpus=2)
@@ -492,26 +495,10 @@ def test_check_on_a_gpu_node_prints_the_map(tmp_path, monkeypatch):
     text = diagnostics.report(diagnostics.judge(facts), facts)
     for i, gpu in enumerate(gpus):
         assert "INFO  network cards" in text and f"GPU {i} ({gpu.bus_id}) -> mlx5_{i}:1, same PCIe switch" in text
+    assert "UCX chooses the workers' cards; with nic_affinity=True:" in text  # a diagnosis, not what workers get
     # no GPU here: no map, no line
     monkeypatch.setattr(machine_facts, "machine_gpus", lambda: MachineGPUs((), None, "no NVML", None, None))
     assert diagnostics.gather_facts(batch="local").nic_map == []
-
-
-def test_amd_and_intel_workers_do_not_preload_it():
-    # their GPU is named by ROCR_VISIBLE_DEVICES or ZE_AFFINITY_MASK, and UCX's card choice is theirs
-    script = job_script_for(
-        "slurm",
-        {
-            "cpus_per_gpu": 1,
-            "memory_per_gpu": "512MiB",
-            "gpus_per_node": 2,
-            "python": "python3",
-            "worker_mode": "per-device",
-            "visibility_variable": "ROCR_VISIBLE_DEVICES",
-        },
-        name="job-1",
-    )
-    assert "nic_affinity" not in script
 
 
 def test_a_malformed_pinned_map_is_refused_before_any_script_is_written():
@@ -537,17 +524,24 @@ done
 """
 
 
-@pytest.mark.skipif(bool(nvidia_gpu_ids()), reason="NVML here would name this host's GPUs, not the recorded ones")
-def test_a_real_job_on_a_recorded_dgx_h100_puts_each_worker_on_its_gpu_s_card(tmp_path, monkeypatch):
-    # The whole path: the script's heredoc, the preload in real worker processes, nvidia-smi (NVML
-    # is absent here), the recorded /sys, the environment the workers run with and the job log.
-    sysfs, _ = dgx_h100(tmp_path)
+def fake_nvidia_smi(tmp_path: Path, monkeypatch) -> None:
+    """nvidia-smi of a DGX H100 first on PATH (NVML is absent here)."""
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
+    bin_dir.mkdir(exist_ok=True)
     (bin_dir / "nvidia-smi").write_text(FAKE_NVIDIA_SMI)
     (bin_dir / "nvidia-smi").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+
+
+@RECORDED_GPUS_ONLY
+@pytest.mark.parametrize("nic_affinity", [False, True])
+def test_a_real_job_on_a_recorded_dgx_h100_leaves_ucx_its_cards_unless_asked(tmp_path, monkeypatch, nic_affinity):
+    # The whole path: the workers' nannies in real processes, nvidia-smi, the recorded /sys, the
+    # environment the workers run with and the job log. By default UCX chooses: no UCX_NET_DEVICES.
+    sysfs, _ = dgx_h100(tmp_path)
+    fake_nvidia_smi(tmp_path, monkeypatch)
     monkeypatch.setenv("GPUJOBQUEUE_SYSFS", sysfs)
+    monkeypatch.delenv("UCX_NET_DEVICES", raising=False)
     logs = tmp_path / "logs"
     keywords = dict(
         gpus_per_node=2,
@@ -557,6 +551,7 @@ def test_a_real_job_on_a_recorded_dgx_h100_puts_each_worker_on_its_gpu_s_card(tm
         death_timeout=20,
         log_directory=str(logs),
         shared_temp_directory=str(tmp_path),
+        **({"nic_affinity": True} if nic_affinity else {}),
     )
     with LocalGPUCluster(**keywords) as cluster, Client(cluster) as client:
         cluster.scale(gpus=2)
@@ -572,6 +567,10 @@ def test_a_real_job_on_a_recorded_dgx_h100_puts_each_worker_on_its_gpu_s_card(tm
     expected = {"5": ("0000:c3:00.0", "mlx5_9:1"), "2": ("0000:52:00.0", "mlx5_4:1")}
     assert sorted(device for _, device, _ in seen.values()) == ["2", "5"]
     text = "".join(path.read_text() for path in logs.iterdir())
+    if not nic_affinity:
+        assert [card for _, _, card in seen.values()] == [None, None]
+        assert "gpujobqueue: worker " not in text
+        return
     for name, device, card in seen.values():
         assert card == expected[device][1]
         assert f"gpujobqueue: worker {name} (GPU {expected[device][0]}) -> {card}, same PCIe switch\n" in text

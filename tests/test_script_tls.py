@@ -215,7 +215,7 @@ def test_the_run_script_makes_its_credentials_in_a_private_folder_of_the_job():
     single = job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB"}, name="w", run=run)
     # Named as `gpujobqueue clean` reads an owner: the script's pid, its start time and its host.
     owned = r'/\.gpujobqueue-p\$\$-t\$job_start-h\$\{job_host//\[\^A-Za-z0-9\.-\]/_\}-XXXXXX"\)"'
-    assert re.search(r'run_dir="\$\(mktemp -d "\$\{TMPDIR:-/tmp\}' + owned, single)
+    assert re.search(r'private_dir="\$\(mktemp -d "\$\{TMPDIR:-/tmp\}' + owned, single)
     assert "--host 127.0.0.1" in single and "--no-dashboard" in single
     several = job_script_for(
         "slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "nodes": 2, "launcher": "srun"}, name="w", run=run

@@ -16,7 +16,8 @@ from fixtures.sizes import with_job_size
 from gpujobqueue.batch import BATCH_SYSTEMS, cluster_class
 from gpujobqueue.dashboard import OpenDashboardWarning
 from gpujobqueue.plan import make_plan
-from gpujobqueue.render import environment, render_job_script
+from gpujobqueue.preloads import PRELOADS, source, standalone_file_name
+from gpujobqueue.render import render_job_script
 from gpujobqueue.run import ClientRun
 from gpujobqueue.scheduler_job import SchedulerStart
 from gpujobqueue.scripts import job_script_for
@@ -24,11 +25,10 @@ from gpujobqueue.security import make_credentials
 
 pytest.importorskip("dask_cuda.cli", reason="dask-cuda (with cuda-bindings) is needed to parse its command line")
 
-WATCHDOG_SOURCE = environment().globals["watchdog_source"]
-# nic_affinity.py's text travels in the environment; the preload is one line that runs it.
-NIC_AFFINITY_PRELOAD = (
-    'import os; exec(compile(os.environ.get("GPUJOBQUEUE_NIC_AFFINITY_SOURCE", ""), "nic_affinity", "exec"))'
-)
+# The workers preload gpujobqueue's modules by name; the CLIs import them to check their arguments.
+WATCHDOG = "gpujobqueue.preloads.watchdog"
+PIN_DEVICE = "gpujobqueue.preloads.pin_device"
+NIC_AFFINITY = "gpujobqueue.preloads.nic_affinity"
 FULL_DASK_CUDA = {
     "gpus_per_node": 4,
     "python": "python3",
@@ -61,8 +61,9 @@ def credentials_folder() -> str:
     return str(make_credentials(folder)[0])
 
 
-def worker_arguments(script: str, module: str) -> list[str]:
-    """The arguments after ``python -m <module>`` in a rendered script, continuation lines joined."""
+def worker_arguments(script: str, module: str, private_dir: str = "/nonexistent") -> list[str]:
+    """The arguments after ``python -m <module>`` in a rendered script, continuation lines joined;
+    ``$private_dir`` (where a ``--standalone`` script writes its preloads) as ``private_dir``."""
     lines = script.split("\n")
     start = next(i for i, line in enumerate(lines) if f" -m {module} " in line)
     command = []
@@ -72,10 +73,8 @@ def worker_arguments(script: str, module: str) -> list[str]:
             break
     # The job's shell would expand the TLS folder; the CLIs check that the files exist.
     credentials = credentials_folder()
-    words = shlex.split(" ".join(command).rstrip("&").replace("$GPUJOBQUEUE_TLS_DIR", credentials))
-    # The script's watchdog text, as bash hands it to the worker command (which imports it to check it).
-    sources = {"$scheduler_watchdog": WATCHDOG_SOURCE, "$nic_affinity": NIC_AFFINITY_PRELOAD}
-    words = [sources.get(word, word) for word in words]
+    text = " ".join(command).rstrip("&").replace("$GPUJOBQUEUE_TLS_DIR", credentials)
+    words = shlex.split(text.replace("$private_dir", private_dir))
     return words[words.index(module.split()[0]) + len(module.split()) :]
 
 
@@ -92,7 +91,7 @@ def test_dask_cuda_command_parses_under_dask_cuda():
     assert params["device_memory_limit"] == "0.8"
     assert params["protocol"] == "ucx" and params["interface"] == "ib0"
     assert params["death_timeout"] == "30"
-    assert params["preload"] == (WATCHDOG_SOURCE, NIC_AFFINITY_PRELOAD)
+    assert params["preload"] == (WATCHDOG,)
     assert params["memory_limit"] == str(60 * 2**30)
 
 
@@ -193,8 +192,8 @@ def test_per_device_command_parses_under_dask_worker():
     assert params["name"] == "job-3"  # dask worker names its nannies' workers job-3-0, job-3-1
     assert params["n_workers"] == "2"
     assert params["nanny"] is True
-    assert params["preload_nanny"] == ("$pin_device",)  # the script's inline pinning code
-    assert params["preload"] == (WATCHDOG_SOURCE, NIC_AFFINITY_PRELOAD) and params["death_timeout"] == "30"
+    assert params["preload_nanny"] == (PIN_DEVICE,)
+    assert params["preload"] == (WATCHDOG,) and params["death_timeout"] == "30"
     assert params["resources"] == "GPU=1"
     assert params["memory_limit"] == str(512 * 2**20)  # memory_per_gpu, each worker its GPU's share
 
@@ -237,7 +236,67 @@ def test_workers_get_a_death_timeout_of_60_s_unless_told():
     )
     args = worker_arguments(script, "distributed.cli.dask_worker")
     params = python_m_command("distributed.cli.dask_worker").make_context("dask-worker", args).params
-    assert params["death_timeout"] == "60" and params["preload"] == (WATCHDOG_SOURCE, NIC_AFFINITY_PRELOAD)
+    assert params["death_timeout"] == "60" and params["preload"] == (WATCHDOG,)
+
+
+def test_per_device_nannies_preload_the_card_choice_after_the_pinning_when_asked():
+    keywords = with_job_size({"gpus_per_node": 2, "worker_mode": "per-device", "nic_affinity": True})
+    script = job_script_for("slurm", keywords, name="job-3", scheduler="tls://10.0.0.1:8786")
+    args = worker_arguments(script, "distributed.cli.dask_worker")
+    params = python_m_command("distributed.cli.dask_worker").make_context("dask-worker", args).params
+    assert params["preload_nanny"] == (PIN_DEVICE, NIC_AFFINITY)  # pin_device sets the device nic_affinity reads
+    assert params["preload"] == (WATCHDOG,)
+
+
+@pytest.mark.parametrize("nic_affinity", [False, True])
+def test_dask_cuda_takes_the_card_choice_as_a_nanny_preload_from_dask_config(nic_affinity):
+    # dask cuda worker has no --preload-nanny: its nannies read distributed.nanny.preload.
+    keywords = with_job_size({"gpus_per_node": 2, "protocol": "ucx", "nic_affinity": nic_affinity})
+    script = job_script_for("slurm", keywords, name="job-3", scheduler="ucx://10.0.0.1:8786")
+    params = (
+        python_m_command("dask_cuda.cli")
+        .make_context("dask_cuda.cli", worker_arguments(script, "dask_cuda.cli"))
+        .params
+    )
+    assert params["preload"] == (WATCHDOG,)
+    variables = command_environment(script, "dask_cuda.cli")
+    if nic_affinity:
+        assert variables["DASK_DISTRIBUTED__NANNY__PRELOAD"] == NIC_AFFINITY
+    else:  # UCX chooses its cards: nothing of gpujobqueue's sets UCX_NET_DEVICES
+        assert "DASK_DISTRIBUTED__NANNY__PRELOAD" not in variables and "nic_affinity" not in script
+        assert "UCX_NET_DEVICES" not in script
+
+
+@pytest.mark.parametrize(
+    "module, keywords",
+    [
+        ("distributed.cli.dask_worker", {"worker_mode": "per-device", "nic_affinity": True}),
+        ("distributed.cli.dask_worker", {"worker_mode": "per-device", "nanny": False}),
+        ("dask_cuda.cli", {"worker_mode": "dask-cuda"}),
+    ],
+)
+def test_a_standalone_scripts_workers_preload_the_files_it_writes(module, keywords, tmp_path):
+    script = job_script_for("slurm", with_job_size({"gpus_per_node": 2, **keywords}), name="job-3", standalone=True)
+    for preload in PRELOADS:  # what the script writes into its private folder
+        (tmp_path / standalone_file_name(preload)).write_text(source(preload))
+    args = worker_arguments(script, module, private_dir=str(tmp_path))
+    params = python_m_command(module).make_context(module, args).params  # which imports the preload files
+    assert params["preload"] == (str(tmp_path / "gpujobqueue_watchdog.py"),)
+    if keywords.get("nic_affinity"):
+        pinned = tuple(str(tmp_path / f"gpujobqueue_{name}.py") for name in ("pin_device", "nic_affinity"))
+        assert params["preload_nanny"] == pinned
+    assert not [word for word in args if word.startswith("gpujobqueue.")], "a preload by module name"
+
+
+@pytest.mark.parametrize("standalone", [False, True])
+def test_a_scheduler_jobs_scheduler_preloads_the_watchdog(standalone, tmp_path):
+    _, request, launch = cluster_class("slurm").parse_keywords(with_job_size({"gpus_per_node": 1}))
+    start = SchedulerStart(scheduler_file="/shared/.gpujobqueue-x/scheduler.json")
+    script = render_job_script("slurm", request, launch, name="job-0", start_scheduler=start, standalone=standalone)
+    (tmp_path / "gpujobqueue_watchdog.py").write_text(source("watchdog"))
+    args = worker_arguments(script, SCHEDULER_MODULE, private_dir=str(tmp_path))
+    params = python_m_command(SCHEDULER_MODULE).make_context(SCHEDULER_MODULE, args).params
+    assert params["preload"] == ((str(tmp_path / "gpujobqueue_watchdog.py"),) if standalone else (WATCHDOG,))
 
 
 # distributed starts every worker's and scheduler's HTTP server whatever --no-dashboard says;

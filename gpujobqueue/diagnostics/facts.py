@@ -15,7 +15,7 @@ from .. import config, sites
 from .._version import __version__
 from ..errors import GPUJobQueueError
 from ..gpus import GPU, machine_gpus
-from ..nic_affinity import map_lines
+from ..preloads.nic_affinity import map_lines
 from .probes import (
     PACKAGES,
     Package,
@@ -64,7 +64,7 @@ class MachineFacts:
     # "local" where a cluster made here runs its scheduler here (and listens on the interface), else "job"
     scheduler_placement: str | None = None
     site_file_errors: list[str] = field(default_factory=list)
-    nic_map: list[str] = field(default_factory=list)  # the GPU <-> network card map the workers would use
+    nic_map: list[str] = field(default_factory=list)  # the GPU <-> network card map workers of nic_affinity=True use
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -43,6 +43,8 @@ def judge(facts: MachineFacts) -> list[Finding]:
     findings += _package_findings(facts)
     findings += _ucx_findings(facts)
     findings += _network_findings(facts)
+    if facts.nic_map:  # a diagnosis: the workers' cards are UCX's to choose unless nic_affinity=True
+        findings.append(Finding("info", "network cards", "UCX chooses the workers' cards; with nic_affinity=True:"))
     findings += [Finding("info", "network cards", line) for line in facts.nic_map]
     findings += _batch_findings(facts)
     # Each problem on its own line: one bad file among many is named alone, the others' checks stand.

@@ -43,6 +43,7 @@ def site_settings(site: Site, queue: str | None) -> dict[str, Any]:
         "local_directory": worker.get("local_directory"),
         "interface": network.get("interface"),
         "protocol": network.get("protocol"),
+        "nic_affinity": network.get("nic_affinity"),
         "job_script_prologue": data.get("prologue"),
         "environment": {k: str(v) for k, v in data.get("environment", {}).items()} or None,
         # Used by jobs of several nodes (and by every job for jsrun); one-node jobs start their workers directly.

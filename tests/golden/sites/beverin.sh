@@ -26,101 +26,6 @@ for file in ca.pem cert.pem key.pem; do
     fi
 done
 
-# Workers close when their scheduler has not answered for 60 s (a stopped or hung client),
-# their nannies restart nothing, and the job ends with them: gpujobqueue/watchdog.py, preloaded.
-read -r -d '' scheduler_watchdog <<'GPUJOBQUEUE_WATCHDOG'
-"""Ends workers whose scheduler stops answering, and a job's scheduler whose cluster stops calling.
-
-Job scripts carry this module's text and pass it with ``--preload`` to their workers (and to
-the scheduler of ``scheduler="job"``), so nothing of gpujobqueue need be installed where
-the jobs run. distributed's ``death_timeout`` bounds only the connection to a scheduler: a
-worker whose scheduler process is stopped (SIGSTOP, a frozen login node) keeps its TCP
-connection, the kernel still completes new handshakes, and the heartbeats fail every 30 s
-for ever. So a worker asks the scheduler for a reply every few seconds, and once none came
-for ``death_timeout`` seconds it closes itself and its nanny (which then restarts nothing):
-the job script, waiting on its workers, ends, and the allocation with it.
-A job's scheduler (``scheduler="job"``, armed by GPUJOBQUEUE_CLUSTER_TIMEOUT) ends the same
-way once the process holding the cluster has not called it for that long.
-"""
-
-import asyncio
-import logging
-import os
-import time
-
-logger = logging.getLogger("gpujobqueue.watchdog")
-
-CLUSTER_TIMEOUT_VARIABLE = "GPUJOBQUEUE_CLUSTER_TIMEOUT"
-CLUSTER_ALIVE_HANDLER = "gpujobqueue_cluster_alive"
-_ENDING = ("closing", "closed", "closing_gracefully", "failed")
-
-
-def probe_interval(timeout):
-    """Seconds between two probes: a quarter of the timeout, within 0.5 .. 5 s."""
-    return max(0.5, min(5.0, timeout / 4))
-
-
-async def watch_scheduler(worker, timeout):
-    """Close ``worker`` and its nanny once its scheduler has not replied for ``timeout`` s."""
-    last_reply = time.monotonic()
-    while worker.status.name not in _ENDING:
-        remaining = last_reply + timeout - time.monotonic()
-        if remaining <= 0:
-            logger.error("gpujobqueue: the scheduler %s has not answered for %s s; this worker and its nanny close",
-                         worker.scheduler.address, timeout)
-            # Its own task: closing tears the preloads down, which must not cancel the close.
-            closing = worker.close(nanny=True, reason="gpujobqueue-scheduler-unresponsive")
-            worker._gpujobqueue_closing = asyncio.ensure_future(closing)
-            return
-        try:
-            await asyncio.wait_for(worker.scheduler.echo(data="gpujobqueue"), remaining)
-            last_reply = time.monotonic()
-        except asyncio.CancelledError:
-            raise
-        except Exception:  # refused, reset, timed out: no reply
-            pass
-        await asyncio.sleep(min(probe_interval(timeout), max(0.0, last_reply + timeout - time.monotonic())))
-
-
-async def watch_cluster(scheduler, timeout):
-    """Close ``scheduler`` once its cluster has not called it for ``timeout`` s."""
-    heard = [time.monotonic()]
-
-    def cluster_alive(**_):
-        heard[0] = time.monotonic()
-        return "ok"
-
-    scheduler.handlers[CLUSTER_ALIVE_HANDLER] = cluster_alive
-    while scheduler.status.name not in _ENDING:
-        remaining = heard[0] + timeout - time.monotonic()
-        if remaining <= 0:
-            logger.error("gpujobqueue: the cluster owning this scheduler has not called for %s s; it closes", timeout)
-            closing = scheduler.close(reason="gpujobqueue-cluster-unresponsive")
-            scheduler._gpujobqueue_closing = asyncio.ensure_future(closing)
-            return
-        await asyncio.sleep(min(probe_interval(timeout), remaining))
-
-
-async def dask_setup(server):
-    """distributed's preload hook: watch the scheduler from a worker, the cluster from a scheduler."""
-    from distributed import Scheduler, Worker
-
-    if isinstance(server, Worker):
-        timeout = server.death_timeout
-        if timeout:
-            server._gpujobqueue_watchdog = asyncio.ensure_future(watch_scheduler(server, float(timeout)))
-    elif isinstance(server, Scheduler) and os.environ.get(CLUSTER_TIMEOUT_VARIABLE):  # the scheduler of scheduler="job"
-        timeout = float(os.environ[CLUSTER_TIMEOUT_VARIABLE])
-        server._gpujobqueue_watchdog = asyncio.ensure_future(watch_cluster(server, timeout))
-
-
-async def dask_teardown(server):
-    """Stop watching (the server closes)."""
-    task = getattr(server, "_gpujobqueue_watchdog", None)
-    if task is not None and task is not asyncio.current_task():
-        task.cancel()
-GPUJOBQUEUE_WATCHDOG
-
 if [ ! -e /sys/class/net/hsn0 ]; then
     echo "gpujobqueue: network interface hsn0 does not exist on $(hostname); this node has: $(ls /sys/class/net | tr '\n' ' ')" >&2
     exit 3
@@ -141,29 +46,23 @@ elif [ "${#devices[@]}" -lt 8 ]; then
     exit 1
 fi
 
-
 # One worker per device, named w-<i>: one `dask worker` process whose
-# nannies each start their worker with ROCR_VISIBLE_DEVICES set to device i alone.
-export GPUJOBQUEUE_DEVICES="$(IFS=,; echo "${devices[*]}")"
-read -r -d '' pin_device <<'PYTHON'
-import os
-
-def dask_setup(nanny):
-    devices = os.environ["GPUJOBQUEUE_DEVICES"].split(",")
-    index = int(str(nanny.name).rpartition("-")[2]) if len(devices) > 1 else 0
-    nanny.env["ROCR_VISIBLE_DEVICES"] = devices[index]
-PYTHON
+# nannies each start their worker with ROCR_VISIBLE_DEVICES set to its device alone, the one
+# GPUJOBQUEUE_DEVICES pairs with its name (gpujobqueue.preloads.pin_device).
+pins=()
+for i in "${!devices[@]}"; do pins+=(w-"$i"="${devices[$i]}"); done
+export GPUJOBQUEUE_DEVICES="$(IFS=,; echo "${pins[*]}")" GPUJOBQUEUE_VISIBILITY_VARIABLE=ROCR_VISIBLE_DEVICES
 # No web page to read: no dashboard, and no route on their HTTP server (on the loopback).
 DASK_DISTRIBUTED__WORKER__HTTP__ROUTES='[]' \
 python3 -m distributed.cli.dask_worker tls://10.0.0.1:8786 \
     --name w \
     --nworkers 8 \
     --nanny \
-    --preload-nanny "$pin_device" \
+    --preload-nanny gpujobqueue.preloads.pin_device \
     --nthreads 1 \
     --memory-limit 0.125 \
     --death-timeout 60 \
-    --preload "$scheduler_watchdog" \
+    --preload gpujobqueue.preloads.watchdog \
     --protocol tls \
     --interface hsn0 \
     --tls-ca-file "$GPUJOBQUEUE_TLS_DIR/ca.pem" \

@@ -1,12 +1,17 @@
-"""Puts each GPU worker on the network card nearest its GPU, by setting ``UCX_NET_DEVICES``.
+"""Puts each GPU worker on the network card nearest its GPU, by setting its ``UCX_NET_DEVICES``.
 
-Job scripts carry this module's text and pass it with ``--preload`` to their GPU workers, so
-nothing of gpujobqueue need be installed where the jobs run; it uses the standard library
-only (and pynvml where it imports). distributed imports a preload when it constructs the
-Worker, before the worker listens, and distributed-ucxx initialises UCX at the first listen
-or connect, letting the environment win over its config: so the variable set below, at import,
-is the one UCX reads. The worker's GPU is the first of its ``CUDA_VISIBLE_DEVICES`` (dask-cuda
-rotates the list so that each worker's own device comes first; per-device workers see one).
+An opt-in (``nic_affinity=True``, or a site's ``network.nic_affinity``) for sites that document
+one card per GPU: by default UCX chooses the cards itself (UCX 1.11 and later map CUDA devices to
+InfiniBand cards, and dask-cuda deprecated its own ``ucx_net_devices="auto"`` for it), and
+``gpujobqueue check`` prints this module's map as a diagnosis (:func:`map_lines`).
+
+A nanny preload (``gpujobqueue.preloads.nic_affinity``: ``--preload-nanny`` of ``dask worker``,
+``distributed.nanny.preload`` of ``dask cuda worker``, which has no option for it): in the nanny,
+before it starts its worker, :func:`dask_setup` sets ``UCX_NET_DEVICES`` in the environment the
+nanny gives the worker, which UCX reads when the worker first listens or connects. The worker's
+GPU is the first of its ``CUDA_VISIBLE_DEVICES`` (dask-cuda rotates the list so that each
+worker's own device comes first; per-device workers see one, pinned by ``pin_device``, which
+the script preloads first). Standard library only (and pynvml where it imports).
 
 The node's topology is read at run time: the GPUs' PCI bus ids (NVML, else ``nvidia-smi``),
 the InfiniBand cards with an ACTIVE port (``/sys/class/infiniband``), else the network
@@ -30,10 +35,6 @@ NET_DEVICES = "UCX_NET_DEVICES"
 MAP_VARIABLE = "GPUJOBQUEUE_NIC_MAP"
 NAMES_VARIABLE = "GPUJOBQUEUE_NIC_NAMES"
 SYSFS_VARIABLE = "GPUJOBQUEUE_SYSFS"
-# What this module set UCX_NET_DEVICES to. `dask worker` and `dask cuda worker` import each preload
-# once in their own process too (to check its arguments), where CUDA_VISIBLE_DEVICES lists every
-# device: the workers inherit that choice, and must tell it from one the user made.
-CHOSEN_VARIABLE = "GPUJOBQUEUE_NIC_CHOSEN"
 LEVELS = ("same PCIe switch", "same root complex", "same NUMA node", "across NUMA nodes")
 # nvidia-smi topo -m's path codes as (level, extra hops): PXB is a switch further than PIX.
 TOPO_CODES = {"PIX": (0, 0), "PXB": (0, 1), "PHB": (1, 0), "NODE": (2, 0), "SYS": (3, 0), "SOC": (3, 0)}
@@ -139,6 +140,11 @@ def named_cards(names, sysfs="/sys"):
     return cards
 
 
+def node_cards(environ, sysfs="/sys"):
+    """The node's cards: its active InfiniBand ports, else the interfaces ``GPUJOBQUEUE_NIC_NAMES`` names."""
+    return infiniband_cards(sysfs) or named_cards(environ.get(NAMES_VARIABLE, "").replace(",", " ").split(), sysfs)
+
+
 def pci_path(bus_id, sysfs="/sys"):
     """The device's PCI path from its host bridge: ``["pci0000:00", "0000:00:01.0", ..., bus_id]``, or None."""
     link = os.path.join(sysfs, "bus", "pci", "devices", bus_id)
@@ -146,7 +152,7 @@ def pci_path(bus_id, sysfs="/sys"):
         return None
     parts = os.path.realpath(link).split(os.sep)
     roots = [i for i, part in enumerate(parts) if part.startswith("pci")]
-    return parts[roots[-1]:] if roots else None
+    return parts[roots[-1] :] if roots else None
 
 
 def numa_node(bus_id, sysfs="/sys"):
@@ -267,9 +273,7 @@ def node_map(gpus, environ, sysfs="/sys", topo_text=None):
             if card:
                 choices[gpu.bus_id] = Choice(gpu, card, f"pinned by {MAP_VARIABLE}")
         return choices, sorted(set(pinned.values()))
-    cards = infiniband_cards(sysfs)
-    if not cards:
-        cards = named_cards([n for n in environ.get(NAMES_VARIABLE, "").replace(",", " ").split() if n], sysfs)
+    cards = node_cards(environ, sysfs)
     if len(cards) < 2:
         return {}, [card.name for card in cards]
     matrix = None
@@ -301,13 +305,12 @@ def choose(environ, gpus=None, sysfs="/sys", topo_text=None):
         The node's GPUs; None reads them (NVML, nvidia-smi) once /sys shows two cards or more.
     """
     try:
-        if environ.get(NET_DEVICES) and environ[NET_DEVICES] != environ.get(CHOSEN_VARIABLE):
+        if environ.get(NET_DEVICES):
             return None, f": UCX_NET_DEVICES={environ[NET_DEVICES]} was set for this job and is kept"
         visible = environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
         if not visible:
             return None, ": no CUDA_VISIBLE_DEVICES, UCX left to choose its network cards"
-        if not environ.get(MAP_VARIABLE) and len(infiniband_cards(sysfs) or named_cards(
-                environ.get(NAMES_VARIABLE, "").replace(",", " ").split(), sysfs)) < 2:
+        if not environ.get(MAP_VARIABLE) and len(node_cards(environ, sysfs)) < 2:
             return None, f" (GPU {visible}): fewer than two network cards here, UCX left to choose"
         gpus = node_gpus() if gpus is None else gpus
         gpu = _find_gpu(gpus, visible)
@@ -322,11 +325,13 @@ def choose(environ, gpus=None, sysfs="/sys", topo_text=None):
         return None, f": network card not chosen ({type(error).__name__}: {error}), UCX left to choose"
 
 
-def map_lines(gpus: list | None = None, environ: dict | None = None, sysfs: str = "/sys",
-              topo_text: str | None = None) -> list[str]:
-    """The GPU <-> card map this node would give its workers, one line per GPU, for ``gpujobqueue check``."""
+def map_lines(
+    gpus: list | None = None, environ: dict | None = None, sysfs: str = "/sys", topo_text: str | None = None
+) -> list[str]:
+    """The GPU <-> card map this node would give workers of ``nic_affinity=True``, one line per GPU, for
+    ``gpujobqueue check`` (without it UCX chooses)."""
     environ = os.environ if environ is None else environ
-    if environ.get(NET_DEVICES) and environ[NET_DEVICES] != environ.get(CHOSEN_VARIABLE):
+    if environ.get(NET_DEVICES):
         return [f"UCX_NET_DEVICES={environ[NET_DEVICES]} is set here and would be kept for every worker"]
     gpus = node_gpus() if gpus is None else gpus
     if not gpus:
@@ -337,28 +342,20 @@ def map_lines(gpus: list | None = None, environ: dict | None = None, sysfs: str 
         return [f"no map ({type(error).__name__}: {error})"]
     if not choices:
         return [f"{len(cards)} network card(s) ({', '.join(cards) or 'none'}): UCX left to choose"]
-    return [f"GPU {gpu.index} ({gpu.bus_id}) -> {choices[gpu.bus_id].card}, {choices[gpu.bus_id].reason}"
-            if gpu.bus_id in choices else f"GPU {gpu.index} ({gpu.bus_id}): no card placed near it, UCX left to choose"
-            for gpu in sorted(gpus, key=lambda g: g.index)]
+    return [
+        f"GPU {gpu.index} ({gpu.bus_id}) -> {choices[gpu.bus_id].card}, {choices[gpu.bus_id].reason}"
+        if gpu.bus_id in choices
+        else f"GPU {gpu.index} ({gpu.bus_id}): no card placed near it, UCX left to choose"
+        for gpu in sorted(gpus, key=lambda g: g.index)
+    ]
 
 
-def apply(environ=None, **where):
-    """Choose this worker's card and set ``UCX_NET_DEVICES`` to it; returns the log text."""
-    environ = os.environ if environ is None else environ
-    card, text = choose(environ, **where)
+async def dask_setup(nanny):
+    """distributed's preload hook, in the nanny before it starts its worker: the worker's card in the
+    environment the nanny gives it, and one line in the job log saying which, under the worker's name.
+    ``GPUJOBQUEUE_SYSFS`` names another /sys (the host's, mounted elsewhere in a container; a recorded
+    one in tests)."""
+    card, text = choose({**os.environ, **nanny.env}, sysfs=os.environ.get(SYSFS_VARIABLE) or "/sys")
     if card:
-        environ[NET_DEVICES] = environ[CHOSEN_VARIABLE] = card
-    elif environ.get(CHOSEN_VARIABLE) and environ.get(NET_DEVICES) == environ[CHOSEN_VARIABLE]:
-        del environ[NET_DEVICES], environ[CHOSEN_VARIABLE]  # another process's choice: UCX chooses here
-    return text
-
-
-# At import, in the worker's process, before it listens: see the module's docstring. GPUJOBQUEUE_SYSFS
-# names another /sys (the host's, mounted elsewhere in a container; a recorded one in tests).
-_CHOICE = apply(sysfs=os.environ.get(SYSFS_VARIABLE) or "/sys") if __name__ != "gpujobqueue.nic_affinity" else None
-
-
-async def dask_setup(worker):
-    """distributed's preload hook: write the choice made at import to the job log, with the worker's name."""
-    if _CHOICE is not None:
-        print(f"gpujobqueue: worker {worker.name}{_CHOICE}", file=sys.stderr, flush=True)
+        nanny.env[NET_DEVICES] = card
+    print(f"gpujobqueue: worker {nanny.name}{text}", file=sys.stderr, flush=True)

@@ -1,15 +1,15 @@
 """Ends workers whose scheduler stops answering, and a job's scheduler whose cluster stops calling.
 
-Job scripts carry this module's text and pass it with ``--preload`` to their workers (and to
-the scheduler of ``scheduler="job"``), so nothing of gpujobqueue need be installed where
-the jobs run. distributed's ``death_timeout`` bounds only the connection to a scheduler: a
-worker whose scheduler process is stopped (SIGSTOP, a frozen login node) keeps its TCP
-connection, the kernel still completes new handshakes, and the heartbeats fail every 30 s
-for ever. So a worker asks the scheduler for a reply every few seconds, and once none came
-for ``death_timeout`` seconds it closes itself and its nanny (which then restarts nothing):
-the job script, waiting on its workers, ends, and the allocation with it.
-A job's scheduler (``scheduler="job"``, armed by GPUJOBQUEUE_CLUSTER_TIMEOUT) ends the same
-way once the process holding the cluster has not called it for that long.
+Job scripts preload it by name (``--preload gpujobqueue.preloads.watchdog``) into their workers
+(and into the scheduler of ``scheduler="job"``); ``gpujobqueue render --standalone`` writes its
+text into the job's private folder and preloads it by path. distributed's ``death_timeout``
+bounds only the connection to a scheduler: a worker whose scheduler process is stopped
+(SIGSTOP, a frozen login node) keeps its TCP connection, the kernel still completes new
+handshakes, and the heartbeats fail every 30 s for ever. So a worker asks the scheduler for a
+reply every few seconds, and once none came for ``death_timeout`` seconds it closes itself and
+its nanny (which then restarts nothing): the job script, waiting on its workers, ends, and the
+allocation with it. A job's scheduler (``scheduler="job"``, armed by GPUJOBQUEUE_CLUSTER_TIMEOUT)
+ends the same way once the process holding the cluster has not called it for that long.
 """
 
 import asyncio
@@ -35,8 +35,11 @@ async def watch_scheduler(worker, timeout):
     while worker.status.name not in _ENDING:
         remaining = last_reply + timeout - time.monotonic()
         if remaining <= 0:
-            logger.error("gpujobqueue: the scheduler %s has not answered for %s s; this worker and its nanny close",
-                         worker.scheduler.address, timeout)
+            logger.error(
+                "gpujobqueue: the scheduler %s has not answered for %s s; this worker and its nanny close",
+                worker.scheduler.address,
+                timeout,
+            )
             # Its own task: closing tears the preloads down, which must not cancel the close.
             closing = worker.close(nanny=True, reason="gpujobqueue-scheduler-unresponsive")
             worker._gpujobqueue_closing = asyncio.ensure_future(closing)

@@ -1,0 +1,43 @@
+"""The code that job scripts load into the workers (and into a job's scheduler) with distributed's
+preloads, by module name, as dask-cuda preloads its own plugins:
+
+- :mod:`~gpujobqueue.preloads.watchdog` (``--preload``): a worker closes when its scheduler stops
+  answering, and a job's scheduler when the cluster that owns it stops calling;
+- :mod:`~gpujobqueue.preloads.pin_device` (``--preload-nanny`` of per-device workers under nannies):
+  each nanny starts its worker with that worker's device alone visible;
+- :mod:`~gpujobqueue.preloads.nic_affinity` (a nanny preload, with ``nic_affinity=True`` only): each
+  worker's ``UCX_NET_DEVICES`` is the network card nearest its GPU.
+
+The workers' python must therefore import gpujobqueue; the plan checks that it does
+(:func:`gpujobqueue.install.worker_python_problems`). Each module uses the standard library (and
+distributed) alone and imports nothing of gpujobqueue, so that ``gpujobqueue render --standalone``
+can write it whole into the job's private folder, for nodes without the package, and preload it by
+path. This ``__init__`` imports none of them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+WATCHDOG = "watchdog"
+PIN_DEVICE = "pin_device"
+NIC_AFFINITY = "nic_affinity"
+PRELOADS = (WATCHDOG, PIN_DEVICE, NIC_AFFINITY)
+
+
+def module_name(preload: str) -> str:
+    """The name workers preload ``preload`` by: ``gpujobqueue.preloads.<preload>``."""
+    return f"{__name__}.{preload}"
+
+
+def standalone_file_name(preload: str) -> str:
+    """The file ``--standalone`` writes ``preload`` to. distributed imports a preload file as the module
+    its name says: ``gpujobqueue_watchdog``, never a ``watchdog`` package the workers also import."""
+    return f"gpujobqueue_{preload}.py"
+
+
+def source(preload: str) -> str:
+    """The text of the module ``preload``, as ``--standalone`` writes it into the job."""
+    if preload not in PRELOADS:
+        raise ValueError(f"{preload!r} is not one of gpujobqueue's preloads: {', '.join(PRELOADS)}")
+    return (Path(__file__).parent / f"{preload}.py").read_text()
