@@ -167,7 +167,9 @@ def test_a_standalone_script_runs_its_workers_where_python_cannot_import_gpujobq
     (blocker / "sitecustomize.py").write_text(BLOCKER)
     python = tmp_path / "bin" / "python"
     python.parent.mkdir()
-    python.write_text(f'#!/bin/sh\nPYTHONPATH={blocker} exec {sys.executable} "$@"\n')
+    # The blocker first, then whatever path the dependencies come from here (on the GPU machine
+    # they are installed on PYTHONPATH): only gpujobqueue is missing.
+    python.write_text(f'#!/bin/sh\nPYTHONPATH={blocker}${{PYTHONPATH:+:$PYTHONPATH}} exec {sys.executable} "$@"\n')
     python.chmod(0o755)
     assert subprocess.run([str(python), "-c", "import gpujobqueue"], capture_output=True).returncode == 1
     (tmp_path / "client.py").write_text(CLIENT)
