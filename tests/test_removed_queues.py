@@ -38,7 +38,7 @@ def test_naming_casper_s_gpudev_is_refused_with_ncar_s_words_date_and_source():
     assert error.key == "removed_queues.gpudev" and error.path.endswith("casper.yaml")
     assert "2025-11-04" in str(error) and GPUDEV_WORDS in str(error), str(error)
     assert "https://github.com/NCAR/HPC-Docs/" in str(error), str(error)
-    assert "queue='casper'" in str(error)  # what to name instead
+    assert "one of its queues: casper, casper-h100, casper-a100-80gb" in str(error)  # what to name instead
 
 
 def test_a_removed_queue_set_in_the_dask_config_is_refused_too():

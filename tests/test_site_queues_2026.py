@@ -1,6 +1,7 @@
-"""The queues the 2026-11-24 research added (/work/notes/issue20-facts.md): Kestrel's short and long
-H100 partitions chosen by walltime, Aurora's capacity queue and wICE's and Casper's per-GPU-model
-queues used when named and never chosen, each rendering what its centre documents.
+"""The queues the 2026-11-24 research added (/work/notes/issue20-facts.md) and issue 33 corrected: Kestrel's
+short and long H100 partitions chosen by walltime, Aurora's capacity queue (1-16 nodes) and prod (256 nodes
+or more), wICE's and Casper's per-GPU-model queues used when named and never chosen, each rendering what
+its centre documents.
 
 Edges written out by hand from the centres' tables, not computed from the site files."""
 
@@ -52,11 +53,20 @@ def test_kestrel_refuses_a_job_past_ten_days_and_takes_a_short_one_in_gpu_h100s_
         parse("kestrel", queue="gpu-h100s", walltime="04:01:00")
 
 
-def test_aurora_s_capacity_queue_is_used_when_named_up_to_512_nodes_and_never_chosen():
-    assert parse("aurora", queue="capacity", nodes=512, walltime="01:00:00")[1].queue == "capacity"
-    with pytest.raises(QueueRefusedError, match="the capacity queue allows 512"):
-        parse("aurora", queue="capacity", nodes=513, walltime="01:00:00")
-    assert parse("aurora", nodes=4, walltime="01:00:00")[1].queue == "prod"
+def test_aurora_sends_jobs_of_1_to_16_nodes_to_capacity_and_of_256_or_more_to_prod():
+    # ALCF's queue table of 2026-02-17/18 as issue 33 quotes it: prod takes 256 nodes or more, capacity
+    # 1-16 nodes, tiny removed ("removing tiny"); debug-scaling 2-256 nodes (user-guides PR 1277, 2026-08-28)
+    assert parse("aurora", nodes=1, walltime="01:00:00")[1].queue == "capacity"
+    assert parse("aurora", nodes=16, walltime="01:00:00")[1].queue == "capacity"
+    with pytest.raises(QueueRefusedError, match="the capacity queue allows 16"):
+        parse("aurora", queue="capacity", nodes=17, walltime="01:00:00")
+    assert parse("aurora", nodes=256, walltime="24:00:00")[1].queue == "prod"
+    with pytest.raises(
+        QueueRefusedError, match="the prod queue takes jobs of 256 nodes or more; queue 'debug-scaling'"
+    ):
+        parse("aurora", queue="prod", nodes=255, walltime="01:00:00")
+    with pytest.raises(QueueRefusedError, match="the tiny queue was removed on 2026-02-17: 'removing tiny'"):
+        parse("aurora", queue="tiny", walltime="01:00:00")
 
 
 def test_wice_s_a100_and_h100_partitions_ask_for_their_per_gpu_cores_and_memory():

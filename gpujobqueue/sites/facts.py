@@ -66,8 +66,8 @@ class Site:
                 f"removed_queues.{name}",
                 line,
                 f"{self.name}: the {name} queue was removed on {removed['date']}: "
-                f"{removed['words']!r} ({removed['source']}); name another queue, such as "
-                f"queue={self.data['default_queue']!r}, or none",
+                f"{removed['words']!r} ({removed['source']}); name none (the site picks one that takes "
+                f"the job) or one of its queues: {', '.join(self.open_queues)}",
                 "queue",
             )
         queues = self.data["queues"]
