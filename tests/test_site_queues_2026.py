@@ -54,13 +54,14 @@ def test_kestrel_refuses_a_job_past_ten_days_and_takes_a_short_one_in_gpu_h100s_
 
 
 def test_aurora_sends_jobs_of_1_to_16_nodes_to_capacity_and_of_256_or_more_to_prod():
-    # ALCF's queue table of 2026-02-17/18 as issue 33 quotes it: prod takes 256 nodes or more, capacity
-    # 1-16 nodes, tiny removed ("removing tiny"); debug-scaling 2-256 nodes (user-guides PR 1277, 2026-08-28)
+    # ALCF's queue table since 2026-02-17/18 (issue 33; argonne-lcf/user-guides 11dbfa65, 2026-06-29 or later):
+    # prod 256 nodes or more, capacity 1-16 nodes for 168 h, 5 jobs queued or running and 2 running per user;
+    # tiny removed ("removing tiny")
     assert parse("aurora", nodes=1, walltime="01:00:00")[1].queue == "capacity"
-    assert parse("aurora", nodes=16, walltime="01:00:00")[1].queue == "capacity"
+    assert parse("aurora", nodes=16, walltime="168:00:00")[1].queue == "capacity"
     with pytest.raises(QueueRefusedError, match="the capacity queue allows 16"):
         parse("aurora", queue="capacity", nodes=17, walltime="01:00:00")
-    assert parse("aurora", nodes=256, walltime="24:00:00")[1].queue == "prod"
+    assert parse("aurora", nodes=256, walltime="12:00:00")[1].queue == "prod"
     with pytest.raises(
         QueueRefusedError, match="the prod queue takes jobs of 256 nodes or more; queue 'debug-scaling'"
     ):
