@@ -75,7 +75,9 @@ def test_a_queue_an_override_removes_is_never_routed_to_and_refused_when_named(m
         SLURMGPUCluster.parse_keywords({"site": "minimal", "queue": "gpu", "walltime": "00:10:00"})
     assert named.value.field == "queue" and named.value.key == "removed_queues.gpu"
     assert named.value.path == str(minimal_with_gpu_removed_by_an_override) and named.value.line == 2
-    assert "removed on 2026-01-05" in str(named.value) and "the gpu partition was retired" in str(named.value)
+    assert "withdrew the gpu queue (2026-01-05)" in str(named.value) and "the gpu partition was retired" in str(
+        named.value
+    )
 
 
 def test_show_lists_a_site_s_removed_queues_with_their_date_and_words():

@@ -66,7 +66,7 @@ def test_aurora_sends_jobs_of_1_to_16_nodes_to_capacity_and_of_256_or_more_to_pr
         QueueRefusedError, match="the prod queue takes jobs of 256 nodes or more; queue 'debug-scaling'"
     ):
         parse("aurora", queue="prod", nodes=255, walltime="01:00:00")
-    with pytest.raises(QueueRefusedError, match="the tiny queue was removed on 2026-02-17: 'removing tiny'"):
+    with pytest.raises(QueueRefusedError, match="the centre withdrew the tiny queue \\(2026-02-17\\): 'removing tiny'"):
         parse("aurora", queue="tiny", walltime="01:00:00")
 
 
@@ -87,3 +87,12 @@ def test_casper_s_node_types_go_to_the_casper_queue_with_their_gpu_type(queue, g
     assert "#PBS -q casper\n" in text
     assert f":ncpus={cpus}:ngpus=4:" in text and f":gpu_type={gpu_type}\n" in text
     assert parse("casper", walltime="01:00:00")[1].queue == "casper"  # never chosen over the V100 default
+
+
+def test_sophia_refuses_bigmem_with_alcf_s_words_and_takes_24_hours_in_by_node_and_by_gpu():
+    # ALCF (user-guides 11dbfa65): by-gpu and by-node 5 min to 24 hr; "bigmem is unavailable until further notice"
+    with pytest.raises(QueueRefusedError, match="'bigmem is unavailable until further notice'") as refused:
+        parse("sophia", queue="bigmem", walltime="01:00:00")
+    assert refused.value.field == "queue"
+    assert parse("sophia", walltime="24:00:00")[1].queue == "by-node"
+    assert parse("sophia", queue="by-gpu", walltime="24:00:00")[1].queue == "by-gpu"

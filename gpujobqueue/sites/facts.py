@@ -65,7 +65,7 @@ class Site:
                 path,
                 f"removed_queues.{name}",
                 line,
-                f"{self.name}: the {name} queue was removed on {removed['date']}: "
+                f"{self.name}: the centre withdrew the {name} queue ({removed['date']}): "
                 f"{removed['words']!r} ({removed['source']}); name none (the site picks one that takes "
                 f"the job) or one of its queues: {', '.join(self.open_queues)}",
                 "queue",
