@@ -96,3 +96,13 @@ def test_sophia_refuses_bigmem_with_alcf_s_words_and_takes_24_hours_in_by_node_a
     assert refused.value.field == "queue"
     assert parse("sophia", walltime="24:00:00")[1].queue == "by-node"
     assert parse("sophia", queue="by-gpu", walltime="24:00:00")[1].queue == "by-gpu"
+
+
+def test_andes_gpu_partition_takes_3_to_8_nodes_for_6_hours():
+    # OLCF's Andes guide since PR 764 (2024-01-22): gpu bin A 1-2 nodes 48 h, bin B 3-8 nodes 6 h
+    assert parse("andes", nodes=8, walltime="06:00:00")[1].queue == "gpu"
+    assert parse("andes", nodes=2, walltime="48:00:00")[1].queue == "gpu"
+    with pytest.raises(QueueRefusedError, match="limit of 06:00:00 for jobs of 3-8 nodes"):
+        parse("andes", nodes=3, walltime="06:01:00")
+    with pytest.raises(QueueRefusedError, match="the gpu queue allows 8"):
+        parse("andes", nodes=9, walltime="01:00:00")
