@@ -105,7 +105,7 @@ def test_an_override_may_change_a_charge_but_not_to_infinity(tmp_path, monkeypat
         ("vista", "gh-dev", "node-hour", 1, TACC + "vista/running.md"),
         ("frontier", "debug", "node-hour", 1, "olcf-user-docs/blob/000387a901a5/systems/frontier_user_guide.rst"),
         ("polaris", "prod", "node-hour", 1, "unconfirmed: charge: the factor 1 is ours"),
-        ("derecho", "preempt", "gpu-hour", 0.2, "NCAR/HPC-Docs/blob/1856fbf1aabe/docs/pbs/charging.md"),
+        ("derecho", "preempt", "gpu-hour", 0.2, "NCAR/HPC-Docs/blob/64e422cd665a/docs/pbs/charging.md"),
         # NCAR: shared Casper nodes, "wall-clock hours x cores or GPUs requested" (gpudev removed 2025-11-04)
         ("casper", "casper-h100", "gpu-hour", 1, "NCAR/HPC-Docs/blob/64e422cd665a/docs/pbs/charging.md"),
         ("delta", "gpuA40x4-preempt", "gpu-hour", 0.25, "Delta_doc/blob/0acc04b44107"),
