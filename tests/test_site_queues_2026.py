@@ -12,6 +12,7 @@ import warnings
 import pytest
 
 from gpujobqueue.batch import cluster_class
+from gpujobqueue.plan import make_plan
 from gpujobqueue.scripts import job_script_for
 from gpujobqueue.sites import QueueRefusedError, load_site
 
@@ -106,3 +107,22 @@ def test_andes_gpu_partition_takes_3_to_8_nodes_for_6_hours():
         parse("andes", nodes=3, walltime="06:01:00")
     with pytest.raises(QueueRefusedError, match="the gpu queue allows 8"):
         parse("andes", nodes=9, walltime="01:00:00")
+
+
+@pytest.mark.parametrize(
+    ("site_name", "queue", "submitted", "running"),
+    [
+        # TACC's Table 5 and qlimits of 10/20/2025 (Lonestar6): gpu-a100 8 running / 32 submitted, gpu-a100-small 3 / 12
+        ("lonestar6", "gpu-a100", 32, 8),
+        ("lonestar6", "gpu-a100-small", 12, 3),
+        # TACC's Table 6 of 2026 (Frontera): rtx 12 jobs per user / 36 submitted, rtx-dev 1 / 2
+        ("frontera", "rtx", 36, 12),
+        ("frontera", "rtx-dev", 2, 1),
+    ],
+)
+def test_tacc_queues_hold_jobs_past_the_per_user_limits_tacc_states_now(site_name, queue, submitted, running):
+    site = load_site(site_name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plan = make_plan(cluster_class(site.scheduler), {"site": site, "queue": queue, "walltime": "01:00:00"})
+    assert (plan.jobs_per_user.submitted, plan.jobs_per_user.running) == (submitted, running)
