@@ -9,7 +9,7 @@ is allocated for it.
 
 from __future__ import annotations
 
-MAX_NODES = 10_000  # nodes per job; the largest machines have about 9,500 GPU nodes
+MAX_NODES = 16_384  # nodes per job; Aurora's prod queue takes up to 10,624 (ALCF), Frontier's 9,472
 MAX_GPUS_PER_NODE = 64  # GPUs per node; today's densest nodes have 8 to 16
 MAX_CPUS_PER_NODE = 4096  # cores (or hardware threads) per node
 MAX_THREADS_PER_WORKER = 4096

@@ -105,6 +105,10 @@ def test_each_site_s_section_shows_its_sources_with_their_dates_and_its_queues_c
                 assert f"{charge.factor:g} per {charge.unit}" in section, (path.stem, queue)
     lonestar6 = text[text.index('id="site-lonestar6"') :]
     assert "6 per node-hour (TACC bills max(job duration, 15 minutes) x nodes)" in lonestar6
+    casper = text[text.index('id="site-casper"') : text.find('<section id="site-', text.index('id="site-casper"') + 1)]
+    # NCAR withdrew gpudev on 2025-11-04: listed as withdrawn, not among the queues
+    assert '<code class="docutils literal notranslate"><span class="pre">gpudev</span></code>, 2025-11-04' in casper
+    assert "Remove gpudev information as queue will be deleted" in casper
 
 
 def test_there_is_a_page_per_batch_system_with_rendered_scripts(html):

@@ -309,13 +309,13 @@ def test_slurm_gres_by_hand_gets_two_workers_on_two_devices(slurm, counted):
     "cls, keywords, bound",
     [
         (SLURMGPUCluster, {"job_extra_directives": ["--gres=gpu:a100:99999999999999999999"]}, "more than the 64"),
-        (SLURMGPUCluster, {"job_extra_directives": ["--gpus=99999999999999999999999"]}, "more than the 640000"),
+        (SLURMGPUCluster, {"job_extra_directives": ["--gpus=99999999999999999999999"]}, "more than the 1048576"),
         (
             PBSGPUCluster,
             {"resource_spec": "select=1:ncpus=99999999999999999:ngpus=2"},
             "cores per chunk is more than the 4096",
         ),
-        (PBSGPUCluster, {"resource_spec": "select=99999:ncpus=8:ngpus=2"}, "chunks (nodes) is more than the 10000"),
+        (PBSGPUCluster, {"resource_spec": "select=99999:ncpus=8:ngpus=2"}, "chunks (nodes) is more than the 16384"),
         (SGEGPUCluster, {"job_extra_directives": ["-l gpu=9999999999999999"]}, "more than the 64"),
     ],
 )

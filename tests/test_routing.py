@@ -71,20 +71,22 @@ EDGES = [
     ("frontier", 9472, "12:00:00", "batch"),
     ("frontier", 9472, "12:01:00", ("refused", "walltime", "over the batch queue's limit of 12:00:00")),
     ("frontier", 9473, "01:00:00", ("refused", "nodes", "the batch queue allows 9472")),
-    # Aurora: default prod, bins tiny 1-512 / 6 h, small 513-1024 / 12 h, medium 1025-1919 / 18 h,
-    # large 1920-7300 / 24 h; prod-large 1920-7300; next-eval and visualization never chosen.
-    ("aurora", 512, "06:00:00", "prod"),
-    ("aurora", 512, "06:01:00", ("refused", "queue", "name queue='next-eval'")),
-    ("aurora", 513, "12:00:00", "prod"),
-    ("aurora", 1024, "12:00:00", "prod"),
-    ("aurora", 1024, "12:01:00", ("refused", "queue", "limit of 12:00:00 for jobs of 513-1024 nodes (small)")),
+    # Aurora (user-guides 11dbfa65, 2026-06-29 or later; issue 33): default capacity, 1-16 nodes, 168 h; prod
+    # 256-10,624 nodes, bins small 256-1024 / 12 h, medium 1025-1999 / 18 h, large 2000-10,624 / 24 h;
+    # debug-scaling 2-256 / 1 h and next-eval 1-2112 / 24 h (PR 1277, 2026-08-28) never chosen; tiny removed.
+    ("aurora", 1, "01:00:00", "capacity"),
+    ("aurora", 16, "168:00:00", "capacity"),
+    ("aurora", 16, "168:01:00", ("refused", "walltime", "over the capacity queue's limit of 168:00:00")),
+    ("aurora", 17, "01:00:00", ("refused", "queue", "name queue='debug-scaling'")),
+    ("aurora", 255, "01:00:00", ("refused", "queue", "name queue='debug-scaling'")),
+    ("aurora", 256, "12:00:00", "prod"),
+    ("aurora", 256, "12:01:00", ("refused", "queue", "limit of 12:00:00 for jobs of 256-1024 nodes (small)")),
     ("aurora", 1025, "18:00:00", "prod"),
-    ("aurora", 1919, "18:00:00", "prod"),
-    ("aurora", 1919, "18:01:00", ("refused", "queue", "limit of 18:00:00 for jobs of 1025-1919 nodes (medium)")),
-    ("aurora", 1920, "24:00:00", "prod"),
-    ("aurora", 7300, "24:00:00", "prod"),
-    ("aurora", 7300, "24:01:00", ("refused", "walltime", "over the prod queue's limit of 24:00:00")),
-    ("aurora", 7301, "01:00:00", ("refused", "nodes", "the prod queue allows 7300")),
+    ("aurora", 1999, "18:01:00", ("refused", "queue", "limit of 18:00:00 for jobs of 1025-1999 nodes (medium)")),
+    ("aurora", 2000, "24:00:00", "prod"),
+    ("aurora", 10624, "24:00:00", "prod"),
+    ("aurora", 10624, "24:01:00", ("refused", "walltime", "over the prod queue's limit of 24:00:00")),
+    ("aurora", 10625, "01:00:00", ("refused", "nodes", "the prod queue allows 10624")),
 ]
 
 
@@ -137,7 +139,7 @@ def test_a_named_queue_gets_no_comment_and_the_default_queue_without_bins_none_e
         ("polaris", "prod", 12, "06:00:00", None),
         ("frontier", "batch", 10, "04:00:00", "extended"),
         ("frontier", "extended", 100, "06:00:00", "batch"),
-        ("aurora", "prod-large", 100, "06:00:00", "prod"),
+        ("aurora", "prod", 100, "01:00:00", "debug-scaling"),  # prod from 256 nodes since 2026-02-17/18
     ],
 )
 def test_a_named_queue_that_cannot_take_the_job_names_the_one_that_can(site, queue, nodes, walltime, taker):

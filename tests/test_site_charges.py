@@ -15,7 +15,7 @@ from gpujobqueue.sites import SiteConfigError, load_site, read_site_file
 from gpujobqueue.usage import Charge
 
 SITE_CONFIGS = Path(__file__).resolve().parent.parent / "site-configs"
-TACC = "https://github.com/TACC/TACC-Docs/blob/13433755c397/docs/hpc/"
+TACC = "https://github.com/TACC/TACC-Docs/blob/"
 
 
 @pytest.fixture(autouse=True)
@@ -98,15 +98,32 @@ def test_an_override_may_change_a_charge_but_not_to_infinity(tmp_path, monkeypat
 @pytest.mark.parametrize(
     ("site", "queue", "unit", "factor", "source"),
     [
-        ("frontera", "rtx", "node-hour", 3, TACC + "frontera/running.md (checked 2026-11-24)"),
-        ("lonestar6", "gpu-a100-small", "node-hour", 1.5, TACC + "6lonestar/running.md (checked 2026-11-24)"),
-        ("lonestar6", "gpu-h100", "node-hour", 6, TACC + "6lonestar/running.md"),
-        ("stampede3", "pvc", "node-hour", 3, TACC + "3stampede/running.md"),
-        ("vista", "gh-dev", "node-hour", 1, TACC + "vista/running.md"),
+        # TACC's tables: Frontera's of 01/20/2026, Lonestar6's, Stampede3's and Vista's of 10/20/2025
+        ("frontera", "rtx", "node-hour", 3, TACC + "f0f51004bd9f/docs/hpc/frontera/running.md (checked 2026-01-20)"),
+        (
+            "lonestar6",
+            "gpu-a100",
+            "node-hour",
+            3,
+            TACC + "becee80a75b3/docs/hpc/6lonestar/running.md (checked 2025-10-20)",
+        ),
+        ("lonestar6", "gpu-a100-dev", "node-hour", 3, TACC + "becee80a75b3/docs/hpc/6lonestar/running.md"),
+        (
+            "lonestar6",
+            "gpu-a100-small",
+            "node-hour",
+            1.5,
+            TACC + "becee80a75b3/docs/hpc/6lonestar/running.md (checked 2025-10-20)",
+        ),
+        ("lonestar6", "gpu-h100", "node-hour", 6, TACC + "becee80a75b3/docs/hpc/6lonestar/running.md"),
+        ("stampede3", "h100", "node-hour", 4, TACC + "7d81a41a6aeb/docs/hpc/3stampede/running.md (checked 2025-10-20)"),
+        ("stampede3", "pvc", "node-hour", 3, TACC + "7d81a41a6aeb/docs/hpc/3stampede/running.md"),
+        ("vista", "gh-dev", "node-hour", 1, TACC + "68d668e8d2ba/docs/hpc/vista.md (checked 2025-10-20)"),
         ("frontier", "debug", "node-hour", 1, "olcf-user-docs/blob/000387a901a5/systems/frontier_user_guide.rst"),
         ("polaris", "prod", "node-hour", 1, "unconfirmed: charge: the factor 1 is ours"),
-        ("derecho", "preempt", "gpu-hour", 0.2, "NCAR/HPC-Docs/blob/1856fbf1aabe/docs/pbs/charging.md"),
-        ("casper", "gpudev", "gpu-hour", 1, "NCAR/HPC-Docs/blob/1856fbf1aabe/docs/pbs/charging.md"),
+        ("derecho", "preempt", "gpu-hour", 0.2, "NCAR/HPC-Docs/blob/64e422cd665a/docs/pbs/charging.md"),
+        # NCAR: shared Casper nodes, "wall-clock hours x cores or GPUs requested" (gpudev removed 2025-11-04)
+        ("casper", "casper-h100", "gpu-hour", 1, "NCAR/HPC-Docs/blob/64e422cd665a/docs/pbs/charging.md"),
         ("delta", "gpuA40x4-preempt", "gpu-hour", 0.25, "Delta_doc/blob/0acc04b44107"),
         ("lumi-g", "standard-g", "node-hour", 4, "lumi_env/billing.md"),
         ("lumi-g", "dev-g", "gpu-hour", 0.5, "lumi_env/billing.md"),
@@ -135,7 +152,7 @@ def test_show_prints_each_queue_s_charge_and_where_it_comes_from():
     assert result.returncode == 0, result.stderr
     block = result.stdout[result.stdout.index("# charge per queue:") :]
     note = "TACC bills max(job duration, 15 minutes) x nodes"
-    assert f"#   h100: 4 per node-hour ({note}); from {TACC}3stampede" in block
+    assert f"#   h100: 4 per node-hour ({note}); from {TACC}7d81a41a6aeb/docs/hpc/3stampede" in block
     assert "#   pvc: 3 per node-hour" in block
     aurora = subprocess.run(
         [sys.executable, "-m", "gpujobqueue.cli", "show", "aurora"], capture_output=True, text=True, timeout=120

@@ -274,7 +274,7 @@ def test_every_shipped_site_loads_and_renders_its_default_job(name, monkeypatch)
 
 
 def _schema_keys(schema, definitions, prefix=""):
-    """Every key path the site schema allows, queue entries as queues.NAME."""
+    """Every key path the site schema allows, queue entries as queues.NAME (and removed_queues.NAME)."""
     if "$ref" in schema:
         schema = definitions[schema["$ref"].rsplit("/", 1)[1]]
     for part in schema.get("allOf", []):
@@ -283,7 +283,7 @@ def _schema_keys(schema, definitions, prefix=""):
         yield prefix + key
         yield from _schema_keys(sub, definitions, prefix + key + ".")
     extra = schema.get("additionalProperties")
-    if isinstance(extra, dict) and prefix == "queues.":
+    if isinstance(extra, dict) and prefix in ("queues.", "removed_queues."):
         yield from _schema_keys(extra, definitions, prefix + "NAME.")
 
 

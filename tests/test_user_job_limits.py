@@ -85,6 +85,8 @@ def test_a_site_file_with_a_bad_limit_is_refused_naming_the_key(tmp_path):
         ("polaris", "debug-scaling", 1, None, "takes 1 job per user"),
         ("polaris", "capacity", 2, 1, "runs 1 job per user at once"),
         ("aurora", "debug", 1, None, "takes 1 job per user"),
+        # ALCF (user-guides 11dbfa65): capacity "Max 5 jobs queued or running, 2 jobs running per user"
+        ("aurora", "capacity", 5, 2, "runs 2 jobs per user at once"),
     ],
 )
 def test_a_sites_queue_carries_its_limit_into_the_plan(site, queue, submitted, running, why):

@@ -124,7 +124,7 @@ def _charge_text(site, queue: str) -> str:
 
 
 def _source_paragraph(source: dict) -> nodes.paragraph:
-    """One source: its address, the day it was checked (and the date the page shows), the keys it covers, its note."""
+    """One source: its address, the date of the version read (and the page's own date), the keys it covers, its note."""
     text = nodes.paragraph()
     text += nodes.reference(source["url"], source["url"], refuri=source["url"])
     text += nodes.Text(f", checked {source['checked']}")
@@ -284,13 +284,25 @@ class SiteTable(SphinxDirective):
             queue_rows,
             [12, 36, 10, 8, 14],
         )
+        if data.get("removed_queues"):
+            section += nodes.paragraph(text="Queues the centre withdrew (naming one is refused with these words):")
+            items = nodes.bullet_list()
+            for queue_name, gone in data["removed_queues"].items():
+                item = nodes.paragraph("", "", nodes.literal(text=queue_name))
+                item += nodes.Text(f", {gone['date']}: \u201c{gone['words']}\u201d (")
+                item += nodes.reference(gone["source"], gone["source"], refuri=gone["source"])
+                item += nodes.Text(")")
+                items += nodes.list_item("", item)
+            section += items
         if data.get("notes"):
             notes = nodes.container(classes=["gpujobqueue-site-notes"])
             for paragraph in re.split(r"\n\s*\n", data["notes"].strip()):
                 notes += nodes.paragraph(text=" ".join(paragraph.split()))
             section += notes
         if data.get("sources"):
-            section += nodes.paragraph(text="Sources, each with the day it was read against the site file:")
+            section += nodes.paragraph(
+                text="Sources, each with the date of the version read (the day read where none is stored):"
+            )
             items = nodes.bullet_list()
             for source in data["sources"]:
                 items += nodes.list_item("", _source_paragraph(source))

@@ -129,7 +129,7 @@ def check_queue_takes(site: Site, queue: str, request: Any) -> None:
         others = [
             name
             for name in routing.queues_taking(
-                data["queues"],
+                site.open_queues,
                 data["default_queue"],
                 request.nodes,
                 request.walltime,
@@ -165,16 +165,16 @@ def route_queue(site: Site, request: Any) -> tuple[str, str]:
         No queue the site picks takes the job: the default queue's refusal, naming a queue
         the user may name (a debug one) where one takes it.
     """
-    data = site.data
+    data, queues = site.data, site.open_queues
     taking = routing.queues_taking(
-        data["queues"], data["default_queue"], request.nodes, request.walltime, request.walltime_text
+        queues, data["default_queue"], request.nodes, request.walltime, request.walltime_text
     )
     if taking:
         name = taking[0]
-        return name, routing.fit_text(name, data["queues"][name], request.nodes, request.walltime_text)
-    order = routing.routing_order(data["queues"], data["default_queue"])
+        return name, routing.fit_text(name, queues[name], request.nodes, request.walltime_text)
+    order = routing.routing_order(queues, data["default_queue"])
     refusals = {
-        name: routing.refusal(name, data["queues"][name], request.nodes, request.walltime, request.walltime_text)
+        name: routing.refusal(name, queues[name], request.nodes, request.walltime, request.walltime_text)
         for name in order
     }
     # Blame the first queue that takes the job's nodes but not its walltime, else the first one.
@@ -187,7 +187,7 @@ def route_queue(site: Site, request: Any) -> tuple[str, str]:
     others = [
         name
         for name in routing.queues_taking(
-            data["queues"],
+            queues,
             data["default_queue"],
             request.nodes,
             request.walltime,

@@ -25,7 +25,7 @@ def site_problems(target: "str | os.PathLike[str]") -> list[str]:
     except SiteConfigError as error:
         return [str(problem) for problem in getattr(error, "errors", [error])]
     problems = []
-    for queue, entry in site.data["queues"].items():
+    for queue, entry in site.open_queues.items():
         if not routing.has_gpus(entry):
             continue  # no GPU job goes there
         # A job the queue takes: as many nodes as it needs at least (its first bin's), and its longest walltime there.

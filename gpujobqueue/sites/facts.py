@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from ..usage import Charge
 from .charges import queue_charge
-from .errors import SiteConfigError
+from .errors import QueueRefusedError, SiteConfigError
 
 
 @dataclass
@@ -48,8 +48,28 @@ class Site:
     def scheduler(self) -> str:
         return self.data["scheduler"]
 
+    @property
+    def open_queues(self) -> dict[str, dict]:
+        """The queues a job may go to: ``queues`` but those ``removed_queues`` names (an override file may
+        record as removed a queue the file below it still lists)."""
+        removed = self.data.get("removed_queues") or {}
+        return {name: entry for name, entry in self.data["queues"].items() if name not in removed}
+
     def queue(self, name: str) -> dict:
-        """The queue's entry; raises naming the site file when there is no such queue."""
+        """The queue's entry; raises naming the site file when there is no such queue, and
+        :class:`QueueRefusedError` (field ``queue``) quoting the centre when it removed the queue."""
+        removed = (self.data.get("removed_queues") or {}).get(name)
+        if removed is not None:
+            path, line = self.location("removed_queues", name)
+            raise QueueRefusedError(
+                path,
+                f"removed_queues.{name}",
+                line,
+                f"{self.name}: the centre withdrew the {name} queue ({removed['date']}): "
+                f"{removed['words']!r} ({removed['source']}); name none (the site picks one that takes "
+                f"the job) or one of its queues: {', '.join(self.open_queues)}",
+                "queue",
+            )
         queues = self.data["queues"]
         if name not in queues:
             path, line = self.location("queues")

@@ -89,6 +89,12 @@ def _semantic_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[Sit
             ("default_queue",),
             f"{data.get('default_queue')!r} is not one of the queues ({', '.join(data.get('queues', {}))})",
         )
+    for name in data.get("removed_queues", {}):
+        if name in data.get("queues", {}):
+            error(
+                ("removed_queues", name),
+                f"{name!r} is in queues too; a queue the centre removed is deleted from queues",
+            )
     for i, pattern in enumerate(data.get("hostnames", [])):
         problem = pattern_problem(pattern)
         if problem:

@@ -16,7 +16,8 @@ from .schema import unconfirmed_keys
 
 def sources_text(site: Site) -> str:
     """The site's sources, one per paragraph (address, dates, the keys it confirms), then the key
-    groups no source covers and its unconfirmed facts: what ``gpujobqueue show`` prints."""
+    groups no source covers, each queue's charge, the queues the centre removed and the site's
+    unconfirmed facts: what ``gpujobqueue show`` prints."""
     data = site.data
     out = []
     if data.get("status") == "retired":
@@ -33,6 +34,12 @@ def sources_text(site: Site) -> str:
         out.append(f"# no source for: {', '.join(missing)}")
     out.append("# charge per queue:")
     out += charges_text(data)
+    if data.get("removed_queues"):
+        out.append("# removed queues (refused when named):")
+        out += [
+            f"#   {name}: removed {gone['date']}, {gone['words']!r} ({gone['source']})"
+            for name, gone in data["removed_queues"].items()
+        ]
     if data.get("unconfirmed"):
         out.append("# unconfirmed:")
         out += [f"#   - {line}" for line in data["unconfirmed"]]
@@ -99,8 +106,8 @@ def unsourced_groups(data: dict) -> list[str]:
 
 
 def source_errors(data: dict, path: str, lines: dict[tuple, int], whole: bool = True) -> list[SiteConfigError]:
-    """Sources' URLs and dates, the keys they cover, and a retired machine's date (the last two
-    only for a ``whole`` site file, not an override)."""
+    """Sources' URLs and dates, removed queues' dates, the keys sources cover, and a retired machine's
+    date (the last two only for a ``whole`` site file, not an override)."""
     errors = []
 
     def error(key: tuple, message: str):
@@ -123,6 +130,11 @@ def source_errors(data: dict, path: str, lines: dict[tuple, int], whole: bool = 
                     ("sources", i, "covers", j),
                     f"{key!r} is not a key of this file; a source covers keys the file sets",
                 )
+    for name, removed in (data.get("removed_queues") or {}).items():
+        if isinstance(removed, dict) and "date" in removed:
+            problem = _iso_date_problem(removed["date"], past=True)
+            if problem:
+                error(("removed_queues", name, "date"), problem)
     if not whole:
         return errors
     for i, line in enumerate(data.get("unconfirmed") or []):

@@ -31,6 +31,7 @@ done
 trap 'echo "gpujobqueue: prologue command failed with status $?: $BASH_COMMAND" >&2' ERR
 set -e
 module use /soft/modulefiles
+module load compilers/openmpi
 module load conda
 set +e
 trap - ERR
