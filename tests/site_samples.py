@@ -28,6 +28,7 @@ SAMPLE_ACCOUNTS = {
     "frontier": "abc123",
     "juwels-booster": "mybudget",
     "kestrel": "abc123",
+    "leibniz": "ap_medchem",  # UAntwerp: project accounts mandatory since 1 March 2024, all start with ap_
     "leonardo-booster": "EUHPC_A01_001",
     "lumi-g": "project_465000123",
     "perlmutter": "m1234_g",
@@ -37,6 +38,7 @@ SAMPLE_ACCOUNTS = {
     "sophia": "MyProject",
     "summit": "ABC123",
     "tsubame4": "tga-lab",  # a TSUBAME group, written -g (optional: without it a 10-minute trial run)
+    "vaughan": "ap_medchem",
     "wice": "lp_myproject",
 }
 

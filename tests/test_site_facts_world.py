@@ -68,3 +68,21 @@ def test_clariden_s_debug_partition_gives_each_job_ninety_node_minutes(nodes, lo
 def test_clariden_s_debug_partition_allows_one_running_and_two_submitted_jobs_per_user():
     # cscs-docs PR 408: "the per-user QoS limits on debug (1 running job, 2 submitted ...)"
     assert load_site("clariden").data["queues"]["debug"]["max_jobs_per_user"] == {"submitted": 2, "running": 1}
+
+
+@pytest.mark.parametrize("name", ["leibniz", "vaughan"])
+def test_uantwerp_refuses_a_job_without_an_ap_project_account(name):
+    # VscDocumentation source/antwerp/uantwerp_accounting.rst: "Since 1 March 2024 ... Project accounts are
+    # mandatory when submitting jobs"; "Every project account starts with ap_"
+    with pytest.raises(GPUJobQueueError, match="account"):
+        parse(name, walltime="01:00:00")
+    with pytest.raises(GPUJobQueueError, match="ap_"):
+        parse(name, account="lp_myproject", walltime="01:00:00")
+    text = script(name, account="ap_medchem")
+    # the site-specific Slurm page asks GPUs with sbatch -p <partition> --gpus-per-node=1
+    assert "#SBATCH --account=ap_medchem\n" in text and "#SBATCH --gpus-per-node=" in text
+
+
+def test_vaughan_s_ampere_gpu_partition_takes_two_nodes():
+    # uantwerp_slurm_specifics.rst: ampere_gpu "2 nodes with 4 NVIDIA Tesla A100 (Ampere) 40 GB SXM4"
+    assert parse("vaughan", account="ap_medchem", nodes=2, walltime="01:00:00")[1].queue == "ampere_gpu"
