@@ -86,3 +86,8 @@ def test_uantwerp_refuses_a_job_without_an_ap_project_account(name):
 def test_vaughan_s_ampere_gpu_partition_takes_two_nodes():
     # uantwerp_slurm_specifics.rst: ampere_gpu "2 nodes with 4 NVIDIA Tesla A100 (Ampere) 40 GB SXM4"
     assert parse("vaughan", account="ap_medchem", nodes=2, walltime="01:00:00")[1].queue == "ampere_gpu"
+
+
+def test_lumi_dev_g_runs_two_jobs_per_user_at_once():
+    # lumi-userguide PR 195 (2024-12-18): "Correct the number of running jobs to 2 for dev-g"
+    assert load_site("lumi-g").data["queues"]["dev-g"]["max_jobs_per_user"] == {"submitted": 2, "running": 2}
