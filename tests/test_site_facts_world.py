@@ -12,7 +12,7 @@ import warnings
 import pytest
 
 from gpujobqueue.batch import cluster_class
-from gpujobqueue.errors import GPUJobQueueError
+from gpujobqueue.errors import GPUJobQueueError, ValidationError
 from gpujobqueue.scripts import job_script_for
 from gpujobqueue.sites import QueueRefusedError, load_site
 
@@ -91,3 +91,13 @@ def test_vaughan_s_ampere_gpu_partition_takes_two_nodes():
 def test_lumi_dev_g_runs_two_jobs_per_user_at_once():
     # lumi-userguide PR 195 (2024-12-18): "Correct the number of running jobs to 2 for dev-g"
     assert load_site("lumi-g").data["queues"]["dev-g"]["max_jobs_per_user"] == {"submitted": 2, "running": 2}
+
+
+def test_wice_s_h100_nodes_are_their_own_node_type():
+    # wice_hardware.rst (extension of early 2024): 4 x H100 SXM5 80 GiB, 2 x 32-core EPYC 9334, 768 GiB;
+    # slurm_specifics.rst: gpu_h100 at most 16 cores and 187200 MiB per GPU
+    text = script("wice", account="lp_myproject", queue="gpu_h100", gpus_per_node=4)
+    assert "#SBATCH --gpus-per-node=4\n" in text and "#SBATCH --cpus-per-task=64\n" in text
+    assert "#SBATCH --mem=748800M\n" in text
+    with pytest.raises(ValidationError):
+        parse("wice", account="lp_myproject", queue="gpu_h100", gpus_per_node=4, cores=65, walltime="01:00:00")
