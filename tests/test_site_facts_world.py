@@ -101,3 +101,10 @@ def test_wice_s_h100_nodes_are_their_own_node_type():
     assert "#SBATCH --mem=748800M\n" in text
     with pytest.raises(ValidationError):
         parse("wice", account="lp_myproject", queue="gpu_h100", gpus_per_node=4, cores=65, walltime="01:00:00")
+
+
+def test_isambard_ai_asks_gpus_as_bricss_guide_does():
+    # isambard-sc/skills.isambard.ac.uk slurm guide: Isambard-AI "--gpus=<n>" with --nodes=1; several
+    # nodes "--gpus-per-node=4"
+    assert "#SBATCH --gpus=4\n" in script("isambard-ai")
+    assert "#SBATCH --gpus-per-node=4\n" in script("isambard-ai", nodes=2)
