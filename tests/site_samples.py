@@ -13,9 +13,14 @@ SHIPPED = sorted(p.stem for p in SITE_CONFIGS.glob("[!_]*.yaml"))
 # An account each site accepts, where the site requires one.
 SAMPLE_ACCOUNTS = {
     "abci3": "gab12345",  # an ABCI group, written -P
+    "alps": "g123",  # CSCS: "-A is always mandatory" (cscs-docs PR 382, 2026-04-22)
     "andes": "abc123",
     "aurora": "MyProject",
+    "besso": "g123",
+    "beverin": "g123",
+    "bristen": "g123",
     "casper": "UABC0001",
+    "clariden": "g123",
     "delta": "bbka-delta-gpu",
     "deltaai": "bbka-dtai-gh",
     "derecho": "UABC0001",
@@ -23,14 +28,17 @@ SAMPLE_ACCOUNTS = {
     "frontier": "abc123",
     "juwels-booster": "mybudget",
     "kestrel": "abc123",
+    "leibniz": "ap_medchem",  # UAntwerp: project accounts mandatory since 1 March 2024, all start with ap_
     "leonardo-booster": "EUHPC_A01_001",
     "lumi-g": "project_465000123",
     "perlmutter": "m1234_g",
     "polaris": "MyProject",
+    "santis": "g123",
     "setonix": "pawsey0001-gpu",
     "sophia": "MyProject",
     "summit": "ABC123",
     "tsubame4": "tga-lab",  # a TSUBAME group, written -g (optional: without it a 10-minute trial run)
+    "vaughan": "ap_medchem",
     "wice": "lp_myproject",
 }
 

@@ -16,7 +16,8 @@ from gpujobqueue.validation import parse_walltime
 
 
 def _walltime_text(seconds: int) -> str:
-    return f"{seconds // 3600:02d}:{seconds % 3600 // 60:02d}:00"
+    # with its seconds: Clariden's debug gives a 4-node job 22 min 30 s (90 node-minutes)
+    return f"{seconds // 3600:02d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
 def _largest_job(queue: dict) -> tuple[int, int] | None:

@@ -2,6 +2,7 @@
 
 #SBATCH --job-name=gpujobqueue
 #SBATCH --partition=normal
+#SBATCH --account=g123
 #SBATCH --nodes=1
 #SBATCH --ntasks-per-node=1
 #SBATCH --cpus-per-task=288
