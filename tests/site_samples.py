@@ -15,10 +15,12 @@ SAMPLE_ACCOUNTS = {
     "abci3": "gab12345",  # an ABCI group, written -P
     "alps": "g123",  # CSCS: "-A is always mandatory" (cscs-docs PR 382, 2026-04-22)
     "andes": "abc123",
+    "anvil": "myallocation",
     "aurora": "MyProject",
     "besso": "g123",
     "beverin": "g123",
     "bristen": "g123",
+    "betzy": "nn9999k",
     "casper": "UABC0001",
     "clariden": "g123",
     "delta": "bbka-delta-gpu",
@@ -26,14 +28,18 @@ SAMPLE_ACCOUNTS = {
     "derecho": "UABC0001",
     "expanse": "abc123",
     "frontier": "abc123",
+    "gautschi": "mygroup",
     "juwels-booster": "mybudget",
     "kestrel": "abc123",
     "leibniz": "ap_medchem",  # UAntwerp: project accounts mandatory since 1 March 2024, all start with ap_
     "leonardo-booster": "EUHPC_A01_001",
     "lumi-g": "project_465000123",
+    "mindwell": "lp_myproject",
+    "olivia": "nn9999k",
     "perlmutter": "m1234_g",
     "polaris": "MyProject",
     "santis": "g123",
+    "roihu": "project_2001234",
     "setonix": "pawsey0001-gpu",
     "sophia": "MyProject",
     "summit": "ABC123",
@@ -46,6 +52,7 @@ SAMPLE_ACCOUNTS = {
 # and users' job logs give them.  Sites without hostnames (generic ones, abci3) are never detected.
 SAMPLE_HOSTNAMES = {
     "alps": ["daint-ln001", "daint-ln002.cscs.ch"],
+    "anvil": ["login04.anvil.rcac.purdue.edu", "login06.anvil"],
     "aurora": ["aurora-uan-0009", "aurora-uan-0012.hostmgmt.cm.aurora.alcf.anl.gov"],
     "bridges2": ["br012.ib.bridges2.psc.edu"],
     "casper": ["casper-login1", "casper-login2.hpc.ucar.edu"],
@@ -89,6 +96,7 @@ UNRELATED_HOSTNAMES = [
     "login1.stampede2.tacc.utexas.edu",
     "sophia-login",
     "login1.ls5.tacc.utexas.edu",
+    "login08.anvil.rcac.purdue.edu",  # Anvil has login00-login07
     "derecho",
     "polaris-login-02.evil.example",
     "login01.perlmutter.nersc.gov.example",

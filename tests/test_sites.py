@@ -261,6 +261,28 @@ def test_the_sites_command_lists_at_least_thirty_real_machines(monkeypatch):
     assert len(real) >= 30, sorted(real)
 
 
+ISSUE_33_MACHINES = {
+    "anvil": "A100",
+    "betzy": "A100",
+    "gautschi": "H100",
+    "mindwell": "B200",
+    "olivia": "GH200",
+    "roihu": "GH200",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ISSUE_33_MACHINES))
+def test_a_machine_issue_33_adds_ships_with_dated_sources_and_its_gpus(name, monkeypatch):
+    """Issue 33, point 4: machines whose centres document enough ship; docs/site-research says what was read."""
+    monkeypatch.delenv("GPUJOBQUEUE_SITE_PATH", raising=False)
+    assert name in SHIPPED
+    site = load_site(name)
+    assert site.data["status"] == "production" and site.data["node"]["gpu_model"] == ISSUE_33_MACHINES[name]
+    assert all(source["checked"] <= "2026-11-27" for source in site.data["sources"])
+    notes = Path(__file__).parent.parent / "docs" / "site-research" / f"{name}.md"
+    assert f"site-configs/{name}.yaml" in notes.read_text()
+
+
 @pytest.mark.parametrize("name", SHIPPED)
 def test_every_shipped_site_loads_and_renders_its_default_job(name, monkeypatch):
     monkeypatch.delenv("GPUJOBQUEUE_SITE_PATH", raising=False)
