@@ -6,7 +6,10 @@ CLUSTER_PARAMETERS = """
     Parameters
     ----------
     n_workers : int
-        GPU workers to start at once (default 0; see :meth:`scale`).
+        GPU workers to start at once (default 0; see :meth:`scale`). Every count here is a whole
+        number, given as an integer or in the digits 0-9 (``"4"``; not ``"1_0"`` or ``"٤"``,
+        which Python's ``int()`` reads as 10 and 4), within the bounds of
+        :mod:`gpujobqueue.limits`; every size and duration the same, with a unit.
     site : str or Site, optional
         A site config (``"perlmutter"``, or a path to a YAML file) whose facts fill in
         every keyword not given; ``queue`` then names one of the site's queues, and the
@@ -76,7 +79,8 @@ CLUSTER_PARAMETERS = """
         GPUs per node unless ``gpus_per_node`` says otherwise, which is refused
         (:mod:`gpujobqueue.hand_written_gpus`).
     environment : dict
-        Variables exported in the job.
+        Variables exported in the job, each value a string or a number (None, True/False,
+        lists and mappings are refused, not written as Python spells them).
     cpu_pool : dict, optional
         A CPU-only pool beside the GPU workers, on the same scheduler, scaled with
         ``scale(cpu_workers=N)``. Its jobs ask for no GPU and its workers carry no ``GPU``

@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping
 
 from .errors import ValidationError
 from .limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_NODES
+from .validation import parse_count, parse_lines
 
 
 @dataclass(frozen=True)
@@ -58,14 +59,17 @@ class HandWrittenGPUs:
 def _count(
     field_name: str, text: str, value: str, what: str = "GPUs", most: int = MAX_GPUS_PER_NODE * MAX_NODES
 ) -> int:
-    """A count written in a directive: digits, 1 to ``most`` (gpujobqueue.limits)."""
-    if not re.fullmatch(r"\d{1,40}", value) or int(value) < 1:
-        raise ValidationError(field_name, f"{text!r}: {value!r} is not a number of {what} (1 or more)")
-    if int(value) > most:
+    """A count written in a directive: digits 0-9 (:func:`~gpujobqueue.validation.parse_count`), 1 to
+    ``most`` (gpujobqueue.limits)."""
+    try:
+        count = parse_count(field_name, value, minimum=1)
+    except ValidationError:
+        raise ValidationError(field_name, f"{text!r}: {value!r} is not a number of {what} (1 or more)") from None
+    if count > most:
         raise ValidationError(
             field_name, f"{text!r}: {value} {what} is more than the {most} gpujobqueue accepts (gpujobqueue.limits)"
         )
-    return int(value)
+    return count
 
 
 def _typed_count(field_name: str, text: str, value: str) -> tuple[str | None, int]:
@@ -129,7 +133,7 @@ _PBS_UNITS = {"b": 0, "kb": 1, "mb": 2, "gb": 3, "tb": 4, "pb": 5}
 
 def _pbs_size(field_name: str, text: str, value: str) -> int:
     """A PBS size: its units are binary (``1gb`` is 1024**3 bytes), bytes without one."""
-    match = re.fullmatch(r"(\d{1,12})([kmgtp]?b)?", value.lower())
+    match = re.fullmatch(r"([0-9]{1,12})([kmgtp]?b)?", value.lower())
     if match is None:
         raise ValidationError(field_name, f"{text!r}: mem={value!r} is not a PBS size such as 480gb")
     return int(match.group(1)) * 1024 ** _PBS_UNITS[match.group(2) or "b"]
@@ -283,12 +287,10 @@ def find(batch: str, settings: Mapping[str, Any]) -> HandWrittenGPUs | None:
     if parse is None:
         return None
     found = []
-    extras = settings.get("job_extra_directives")
-    for i, line in enumerate([extras] if isinstance(extras, str) else extras or []):
-        if isinstance(line, str):
-            hit = parse(f"job_extra_directives[{i}]", line, nodes)
-            if hit is not None:
-                found.append(hit)
+    for i, line in enumerate(parse_lines("job_extra_directives", settings.get("job_extra_directives"))):
+        hit = parse(f"job_extra_directives[{i}]", line, nodes)
+        if hit is not None:
+            found.append(hit)
     spec = settings.get("resource_spec")
     if isinstance(spec, str) and batch == "pbs":
         hit = _pbs_chunk("resource_spec", spec, spec)

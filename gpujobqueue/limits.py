@@ -17,6 +17,9 @@ MAX_MEMORY_BYTES = 2**46  # 64 TiB: host memory per node, or device memory per G
 MAX_WALLTIME_SECONDS = 365 * 86400  # a year; batch systems refuse or mangle longer ones
 MAX_WAIT_SECONDS = 7 * 86400  # death_timeout, workers' start timeout: a week
 MAX_JOBS_PER_CLUSTER = 10_000  # jobs one scale() may ask for
+# Paths: Linux's PATH_MAX and NAME_MAX; a longer one cannot be opened (ENAMETOOLONG).
+MAX_PATH_CHARACTERS = 4096
+MAX_PATH_PART_CHARACTERS = 255
 
 # The cluster's own loops (dask config gpujobqueue.*, adapt()'s keywords): how often each runs,
 # refused outside these before the cluster starts. Their defaults are in gpujobqueue.yaml.

@@ -16,12 +16,14 @@ from .errors import JobSizeMissingError, ValidationError
 from .install import warn_if_worker_python_lacks
 from .intervals import check_configured
 from .keywords import LAUNCH_KEYWORDS, RENAMED_KEYWORDS, REQUEST_KEYWORDS, UCX_TRANSPORT_KEYWORDS, Keyword
+from .limits import MAX_GPUS_PER_NODE
 from .render import check_scheduler_can_run_in_job
 from .request import DEFAULT_WALLTIME, JobRequest, parse_bool, parse_positive_int
 from .scheduler_job import SCHEDULER_PLACEMENTS, parse_scheduler_placement
 from .security import resolve_security
 from .sites import routing
 from .user_limits import UserJobLimit, cpu_pool_job_limit
+from .validation import path_text
 from .workers import WorkerLaunch, threads_of_cores
 
 logger = logging.getLogger("gpujobqueue.cluster")
@@ -271,7 +273,7 @@ def _resolve_keywords(cls: type, kwargs: Mapping[str, Any], owner: str | None = 
     given = _take_keywords(kwargs, cls.batch_synonyms)
     site_defaults, site_queue = {}, None
     if site is not None:
-        site = sites.load_site(site) if not isinstance(site, sites.Site) else site
+        site = sites.load_site(path_text("site", site)) if not isinstance(site, sites.Site) else site
         if site.scheduler != batch:
             raise ValidationError(
                 "site",
@@ -301,7 +303,7 @@ def _resolve_keywords(cls: type, kwargs: Mapping[str, Any], owner: str | None = 
     if site is not None:
         settings["queue"] = site_defaults.get("queue")
     if processes is not None:  # dask-jobqueue's workers per job: here, one per GPU
-        processes = parse_positive_int("processes", processes)
+        processes = parse_positive_int("processes", processes, MAX_GPUS_PER_NODE)
     explicit = {
         name: settings[name]
         for name in names

@@ -9,19 +9,14 @@ from typing import Any, Mapping, Sequence
 from .errors import ValidationError
 from .limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_MEMORY_BYTES, MAX_NODES
 from .validation import (
-    MARGIN_FEWEST_SECONDS,
-    MARGIN_FRACTION,
-    MARGIN_MOST_SECONDS,
     MAX_LIST_ITEMS,
     SAFE_PATH,
-    default_walltime_margin,
-    format_hours_walltime,
-    format_walltime,
     given_or,
     matching,
     one_line,
     parse_bool,
     parse_constraint,
+    parse_count,
     parse_environment,
     parse_job_path,
     parse_lines,
@@ -31,17 +26,25 @@ from .validation import (
     parse_positive_int,
     parse_size,
     parse_slurm_memory_text,
-    parse_walltime,
-    parse_walltime_margin,
     parse_word,
     per_node,
+)
+from .walltimes import (
+    MARGIN_FEWEST_SECONDS,
+    MARGIN_FRACTION,
+    MARGIN_MOST_SECONDS,
+    default_walltime_margin,
+    format_hours_walltime,
+    format_walltime,
+    parse_walltime,
+    parse_walltime_margin,
 )
 
 GPU_REQUEST_STYLES = ("gpus-per-node", "gres", "none")  # SLURM's; each batch system names its own
 DEFAULT_SHEBANG = "#!/usr/bin/env bash"
 DEFAULT_WALLTIME = "01:00:00"  # every job ends: an allocation nobody closes burns hours at most
 
-# The validation helpers stay importable from here, where JobRequest uses them.
+# The validation and walltime helpers stay importable from here, where JobRequest uses them.
 __all__ = [
     "DEFAULT_SHEBANG",
     "DEFAULT_WALLTIME",
@@ -61,6 +64,7 @@ __all__ = [
     "one_line",
     "parse_bool",
     "parse_constraint",
+    "parse_count",
     "parse_environment",
     "parse_job_path",
     "parse_lines",
@@ -239,7 +243,7 @@ class JobRequest:
         else:
             memory_bytes = None
 
-        style = get("gpu_request") or gpu_request_styles[0]
+        style = given_or(get("gpu_request"), gpu_request_styles[0])
         if style not in gpu_request_styles:
             raise ValidationError(
                 "gpu_request",

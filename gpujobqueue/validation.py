@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import datetime
 import math
+import operator
 import os
 import re
 import unicodedata
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from dask.utils import parse_bytes, parse_timedelta
 
 from .errors import ValidationError
-from .limits import MAX_MEMORY_BYTES, MAX_WALLTIME_SECONDS
+from .limits import MAX_MEMORY_BYTES, MAX_PATH_CHARACTERS, MAX_PATH_PART_CHARACTERS
 from .preloads.nic_affinity import MAP_VARIABLE as NIC_MAP_VARIABLE
 from .preloads.nic_affinity import parse_pinned_map
 
@@ -23,7 +24,10 @@ _SAFE_WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}")
 _CONSTRAINT = re.compile(r"(?!-)[A-Za-z0-9_.&|,:*\[\]()-]{1,256}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 SAFE_PATH = re.compile(r"(?!-)[A-Za-z0-9_./+@%=,:-]+")
-_WALLTIME_FORMS = "HH:MM:SS, D-HH:MM:SS, D-HH:MM, D-HH, MM:SS or MM"
+# Numbers as users write them: ASCII digits only. Python's int() and float() also read "1_0"
+# (10), "٤" and "１" (other scripts' digits), "nan" and "inf"; no count or size is written so.
+_COUNT_TEXT = re.compile(r"[0-9]{1,40}")
+_AMOUNT_TEXT = re.compile(r"\s*((?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,4})?)\s*([A-Za-z]{0,12})\s*")
 
 
 def given_or(value: Any, default: Any) -> Any:
@@ -71,20 +75,25 @@ def parse_word(field_name: str, value: Any) -> str:
     return matching(field_name, value, _SAFE_WORD, "letters, digits and _ . + - (no spaces or shell characters)")
 
 
-def parse_positive_int(field_name: str, value: Any, maximum: int | None = None) -> int:
-    """A strictly positive integer (``True``/``False`` refused), at most ``maximum`` when given."""
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise ValidationError(field_name, f"expected a positive integer, got {value!r}")
-    if (
-        isinstance(value, str) and len(value.strip()) > 20
-    ):  # int() of a long digit string is slow, and no count needs it
-        raise ValidationError(field_name, f"expected a positive integer, got {value[:40]!r}...")
-    try:
+def parse_count(field_name: str, value: Any, *, minimum: int = 0, maximum: int | None = None) -> int:
+    """A whole number from ``minimum`` to ``maximum``: an integer (``True``/``False`` refused) or
+    its text in the digits 0-9 (``"4"``; not ``"1_0"``, ``"٤"`` or ``" 4"``, which Python's
+    ``int()`` reads as 10, 4 and 4)."""
+    if isinstance(value, str):
+        if not _COUNT_TEXT.fullmatch(value):
+            raise ValidationError(
+                field_name, f"expected a whole number written with the digits 0-9, got {shown(value)}"
+            )
         number = int(value)
-    except ValueError:
-        raise ValidationError(field_name, f"expected a positive integer, got {value!r}") from None
-    if number < 1:
-        raise ValidationError(field_name, f"expected a positive integer (1 or more), got {value!r}")
+    else:
+        try:
+            number = operator.index(value) if not isinstance(value, bool) else None
+        except TypeError:
+            number = None
+        if number is None:
+            raise ValidationError(field_name, f"expected a whole number, got {shown(value)}")
+    if number < minimum:
+        raise ValidationError(field_name, f"expected a whole number of {minimum} or more, got {shown(value)}")
     if maximum is not None and number > maximum:
         raise ValidationError(
             field_name, f"{number} is more than the {maximum} gpujobqueue accepts (gpujobqueue.limits)"
@@ -92,32 +101,58 @@ def parse_positive_int(field_name: str, value: Any, maximum: int | None = None) 
     return number
 
 
+def parse_positive_int(field_name: str, value: Any, maximum: int | None = None) -> int:
+    """A count of 1 or more (:func:`parse_count`), at most ``maximum`` when given."""
+    return parse_count(field_name, value, minimum=1, maximum=maximum)
+
+
+def shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _amount(field_name: str, value: Any, parse: Callable[[str], float], accepted: str) -> float:
+    """A finite, non-negative number, or text of ASCII digits with a unit that ``parse`` (dask's
+    ``parse_bytes`` or ``parse_timedelta``) reads; else a ValidationError saying ``accepted``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValidationError(field_name, f"expected {accepted}, got {shown(value)}")
+    try:
+        if isinstance(value, str):
+            match = _AMOUNT_TEXT.fullmatch(one_line(field_name, value))
+            if match is None:
+                raise ValueError(value)
+            number = parse(f"{match[1]}{match[2]}")
+        else:
+            number = value
+    except (ValueError, KeyError, TypeError, OverflowError):
+        raise ValidationError(field_name, f"{shown(value)} is not {accepted}") from None
+    if (isinstance(number, float) and not math.isfinite(number)) or number < 0:  # nan, inf, '1e400'
+        raise ValidationError(field_name, f"{shown(value)} is not {accepted}")
+    return number
+
+
 def parse_duration(field_name: str, value: Any, fewest: float, most: float, unit: str = "seconds") -> float:
-    """A duration in seconds from ``fewest`` to ``most``: a number (of ``unit``), a dask
-    duration (``"90s"``, ``"2min"``, ``"500ms"``) or a :class:`datetime.timedelta`;
-    ``True``/``False`` refused.
+    """A duration in seconds from ``fewest`` to ``most``: a number (of ``unit``), dask's text of one
+    in the digits 0-9 (``"90s"``, ``"2m"``, ``"500ms"``; not ``"1_0s"`` or ``"٤s"``, which dask reads
+    through ``float()`` as 10 s and 4 s) or a :class:`datetime.timedelta`; ``True``/``False`` refused.
 
     Raises
     ------
     ValidationError
         Naming ``field_name``: not a duration, or outside the bounds (nan, a 30-digit number).
     """
-    try:
-        if isinstance(value, bool) or (isinstance(value, str) and len(value) > 40):
-            raise ValueError(value)
-        if isinstance(value, datetime.timedelta):
-            seconds = value.total_seconds()
-        elif isinstance(value, (int, float)):
-            seconds = parse_timedelta(value, default=unit)
-        else:
-            seconds = parse_timedelta(one_line(field_name, value).strip(), default=unit)
-    except (ValueError, KeyError, TypeError, OverflowError):
+    if isinstance(value, datetime.timedelta):
+        seconds = value.total_seconds()
+    else:
+        accepted = f"a duration; use {unit} (60) or a dask duration ('90s', '2m')"
+        number = _amount(field_name, value, lambda text: parse_timedelta(text, default=unit), accepted)
+        try:
+            seconds = number if isinstance(value, str) else parse_timedelta(number, default=unit)
+        except OverflowError:  # an integer past any float
+            seconds = math.inf
+    if not fewest <= seconds <= most:
         raise ValidationError(
-            field_name, f"{value!r} is not a duration; use {unit} (60) or a dask duration ('90s', '2min')"
-        ) from None
-    if seconds is None or not fewest <= seconds <= most:  # nan too
-        raise ValidationError(
-            field_name, f"{value!r}: expected a duration from {_seconds_text(fewest)} to {_seconds_text(most)}"
+            field_name, f"{shown(value)}: expected a duration from {_seconds_text(fewest)} to {_seconds_text(most)}"
         )
     return float(seconds)
 
@@ -141,166 +176,14 @@ def parse_bool(field_name: str, value: Any) -> bool:
     raise ValidationError(field_name, f"expected true or false, got {value!r}")
 
 
-# The automatic walltime margin: 5 % of the walltime, within these bounds (seconds), and
-# never more than a quarter of the walltime, so short jobs spend most of it working.
-MARGIN_FRACTION = 20  # 1/20 = 5 %
-MARGIN_FEWEST_SECONDS = 20
-MARGIN_MOST_SECONDS = 600
-
-
-def default_walltime_margin(walltime: int) -> int:
-    """Seconds before the walltime at which workers retire: 5 % of the walltime, at least 20 s
-    and at most 10 minutes, and never more than a quarter of the walltime.
-
-    Examples
-    --------
-    >>> [default_walltime_margin(w) for w in (60, 120, 600, 3600, 86400)]
-    [15, 20, 30, 180, 600]
-    """
-    share = min(max(walltime // MARGIN_FRACTION, MARGIN_FEWEST_SECONDS), MARGIN_MOST_SECONDS)
-    return min(share, walltime // 4)
-
-
-def parse_walltime_margin(field_name: str, value: Any, walltime: int | None) -> int | None:
-    """``walltime_margin``: ``"auto"``/None (the default), False or 0 (off), or a duration
-    (``"5m"``, ``"00:05:00"``, seconds) shorter than the walltime; a job without a walltime
-    (``walltime`` None) takes none but the default or off."""
-    if value is None or (isinstance(value, str) and value.strip().lower() == "auto"):
-        return None
-    if (
-        value is False
-        or value == 0
-        or (isinstance(value, str) and value.strip().lower() in ("false", "off", "0", "no"))
-    ):
-        return 0
-    if isinstance(value, bool):  # True: the default
-        return None
-    if walltime is None:
-        raise ValidationError(
-            field_name, f"{value!r}: these jobs have no walltime for the workers to retire before; give walltime too"
-        )
-    try:
-        if isinstance(value, str) and len(value) > 40:
-            raise ValueError(value)
-        seconds = (
-            int(value)
-            if isinstance(value, (int, float)) or str(value).strip().isdigit()
-            else int(parse_timedelta(str(value).strip()))
-        )
-    except (ValueError, KeyError, TypeError, OverflowError):
-        try:
-            seconds = parse_walltime(field_name, value)
-        except ValidationError:
-            raise ValidationError(
-                field_name, f"{value!r} is not a duration; use 'auto', False, seconds, '5m' or 'HH:MM:SS'"
-            ) from None
-    if not 0 <= seconds < walltime:
-        raise ValidationError(
-            field_name,
-            f"{value!r}: the workers must retire after they start and before the walltime "
-            f"({format_walltime(walltime)}) ends the job",
-        )
-    return seconds
-
-
-def parse_walltime(field_name: str, value: Any) -> int:
-    """Parse a batch walltime into seconds.
-
-    Accepts SLURM's forms: ``HH:MM:SS``, ``D-HH:MM:SS``, ``D-HH:MM``, ``D-HH``, ``MM:SS``
-    and ``MM`` (minutes), or a :class:`datetime.timedelta`.
-
-    Examples
-    --------
-    >>> parse_walltime("walltime", "01:30:00")
-    5400
-    >>> parse_walltime("walltime", "1-00:00:00")
-    86400
-    >>> parse_walltime("walltime", "45")
-    2700
-    """
-    if isinstance(value, datetime.timedelta):
-        seconds = int(value.total_seconds())
-        if seconds < 1:
-            raise ValidationError(field_name, f"{value!r} is not a positive duration")
-        return _bounded_walltime(field_name, value, seconds)
-    text = one_line(field_name, value).strip()
-    match = re.fullmatch(r"(?:(\d{1,12})-)?(\d{1,12})(?::(\d{1,12}))?(?::(\d{1,12}))?", text)
-    if not match:
-        raise ValidationError(field_name, f"{value!r} is not a walltime; use {_WALLTIME_FORMS}")
-    days, first, second, third = match.groups()
-    numbers = [int(x) for x in (first, second, third) if x is not None]
-    if days is not None:  # D-HH[:MM[:SS]]
-        hours, minutes, seconds = (numbers + [0, 0])[:3]
-        bounds_ok = hours < 24 and minutes < 60 and seconds < 60
-        total = int(days) * 86400 + hours * 3600 + minutes * 60 + seconds
-    elif len(numbers) == 3:  # HH:MM:SS
-        hours, minutes, seconds = numbers
-        bounds_ok = minutes < 60 and seconds < 60
-        total = hours * 3600 + minutes * 60 + seconds
-    elif len(numbers) == 2:  # MM:SS
-        minutes, seconds = numbers
-        bounds_ok = seconds < 60
-        total = minutes * 60 + seconds
-    else:  # MM
-        bounds_ok = True
-        total = numbers[0] * 60
-    if not bounds_ok:
-        raise ValidationError(
-            field_name, f"{value!r} has a field out of range; use {_WALLTIME_FORMS} with minutes and seconds below 60"
-        )
-    if total < 1:
-        raise ValidationError(field_name, f"{value!r} is not a positive duration")
-    return _bounded_walltime(field_name, value, total)
-
-
-def _bounded_walltime(field_name: str, value: Any, seconds: int) -> int:
-    if seconds > MAX_WALLTIME_SECONDS:
-        raise ValidationError(
-            field_name,
-            f"{value!r} is longer than {MAX_WALLTIME_SECONDS // 86400} days, the longest walltime gpujobqueue accepts",
-        )
-    return seconds
-
-
-def format_walltime(seconds: int) -> str:
-    """Seconds as ``HH:MM:SS``, or ``D-HH:MM:SS`` from one day on."""
-    days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    clock = f"{hours:02d}:{minutes:02d}:{secs:02d}"
-    return f"{days}-{clock}" if days else clock
-
-
-def format_hours_walltime(seconds: int) -> str:
-    """Seconds as ``HH:MM:SS`` with hours past 24 (PBS ``walltime``, Grid Engine ``h_rt``)."""
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours:02d}:{minutes:02d}:{secs:02d}"
-
-
 def parse_size(field_name: str, value: Any, maximum: int = MAX_MEMORY_BYTES) -> int:
     """Parse a memory size such as ``60GiB``, ``60 GB`` or a number of bytes into bytes (at most ``maximum``)."""
-    if isinstance(value, bool):
-        raise ValidationError(field_name, f"expected a size such as '60GiB', got {value!r}")
-    if isinstance(value, (int, float)):
-        number = value
-    else:
-        text = one_line(field_name, value)
-        try:
-            if len(text) > 40:
-                raise ValueError(text)
-            number = parse_bytes(text)
-        except (ValueError, TypeError, OverflowError):
-            raise ValidationError(
-                field_name, f"{value!r} is not a size; use a number with a unit such as '60GiB', '512 MB' or '2TB'"
-            ) from None
-    if not math.isfinite(number):  # nan and inf, given or parsed from '1e400'
-        raise ValidationError(
-            field_name, f"{value!r} is not a size; give a finite number of bytes or a size such as '60GiB'"
-        )
-    number = int(number)
+    number = _amount(
+        field_name, value, parse_bytes, "a size: a number of bytes, or one with a unit such as '60GiB' or '512 MB'"
+    )
+    number = math.ceil(number)
     if number < 1:
-        raise ValidationError(field_name, f"{value!r} is not a positive size")
+        raise ValidationError(field_name, f"{shown(value)} is not a positive size")
     if number > maximum:
         raise ValidationError(
             field_name, f"{value!r} is more than {maximum // 2**40} TiB, the largest size gpujobqueue accepts here"
@@ -308,12 +191,32 @@ def parse_size(field_name: str, value: Any, maximum: int = MAX_MEMORY_BYTES) -> 
     return number
 
 
+def path_text(field_name: str, value: Any) -> str:
+    """A path's text, one line (a :class:`os.PathLike` too), no longer than the system opens:
+    :data:`~gpujobqueue.limits.MAX_PATH_CHARACTERS`, and each part at most
+    :data:`~gpujobqueue.limits.MAX_PATH_PART_CHARACTERS` bytes."""
+    text = one_line(field_name, os.fspath(value) if isinstance(value, os.PathLike) else value)
+    if not text.strip():
+        raise ValidationError(field_name, f"{text!r} is not a path")
+    if len(os.fsencode(text)) > MAX_PATH_CHARACTERS or any(
+        len(os.fsencode(part)) > MAX_PATH_PART_CHARACTERS for part in text.split("/")
+    ):
+        raise ValidationError(
+            field_name,
+            f"{text[:40]!r}... is longer than a path can be ({MAX_PATH_CHARACTERS} bytes, "
+            f"{MAX_PATH_PART_CHARACTERS} between two /)",
+        )
+    return text
+
+
 def parse_path(field_name: str, value: Any) -> str:
     """A directory path, made absolute after ``~`` expansion; no spaces or shell characters."""
-    text = one_line(field_name, os.fspath(value) if isinstance(value, os.PathLike) else value)
-    text = os.path.abspath(os.path.expanduser(text))
+    text = os.path.abspath(os.path.expanduser(path_text(field_name, value)))
     return matching(
-        field_name, text, SAFE_PATH, "a path of letters, digits and _ . / + @ % = , : - (no spaces or shell characters)"
+        field_name,
+        path_text(field_name, text),
+        SAFE_PATH,
+        "a path of letters, digits and _ . / + @ % = , : - (no spaces or shell characters)",
     )
 
 
@@ -327,7 +230,7 @@ def parse_job_path(field_name: str, value: Any) -> str:
     a path without them is made absolute as :func:`parse_path` does. No other shell
     character is accepted, so the value is safe inside double quotes.
     """
-    text = one_line(field_name, os.fspath(value) if isinstance(value, os.PathLike) else value)
+    text = path_text(field_name, value)
     if "$" not in text:
         return parse_path(field_name, text)
     return matching(
@@ -364,17 +267,29 @@ def parse_needles(field_name: str, value: Any) -> tuple[str, ...]:
     return needles
 
 
+def scalar_text(field_name: str, value: Any) -> str:
+    """A value written as text where a mapping's values go: a string as it is, a whole or finite
+    number as Python writes it; None, True/False, lists, mappings and bytes have no one spelling."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ValidationError(field_name, f"expected a string or a number, got {shown(value)}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValidationError(field_name, f"expected a finite number, got {value!r}")
+    return one_line(field_name, value if isinstance(value, str) else str(value))
+
+
 def parse_environment(field_name: str, value: Any) -> tuple[tuple[str, str], ...]:
-    """A mapping of environment variable names to single-line values."""
+    """A mapping of environment variable names to single-line values (strings or numbers)."""
     if value is None:
         return ()
     if not isinstance(value, Mapping):
-        raise ValidationError(field_name, f"expected a mapping of NAME to value, got {value!r}")
+        raise ValidationError(field_name, f"expected a mapping of NAME to value, got {shown(value)}")
+    if len(value) > MAX_LIST_ITEMS:
+        raise ValidationError(field_name, f"{len(value)} variables; gpujobqueue accepts at most {MAX_LIST_ITEMS}")
     out = []
     for name, raw in value.items():
         if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
             raise ValidationError(field_name, f"{name!r} is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)")
-        out.append((name, one_line(f"{field_name}[{name}]", str(raw))))
+        out.append((name, scalar_text(f"{field_name}[{name}]", raw)))
         if name == NIC_MAP_VARIABLE:  # read in the job (preloads/nic_affinity.py): refuse a bad map before submitting
             try:
                 parse_pinned_map(out[-1][1])
@@ -386,7 +301,7 @@ def parse_environment(field_name: str, value: Any) -> tuple[tuple[str, str], ...
 def parse_slurm_memory_text(field_name: str, value: Any) -> str:
     """A raw SLURM memory value such as ``10G`` or ``4000`` (MB), as ``job_mem`` takes it."""
     return matching(
-        field_name, value, re.compile(r"\d+[KMGT]?"), "a SLURM memory value such as '4000', '512M' or '60G'"
+        field_name, value, re.compile(r"[0-9]{1,20}[KMGT]?"), "a SLURM memory value such as '4000', '512M' or '60G'"
     )
 
 

@@ -4,12 +4,13 @@ device-memory and RMM options, checked as dask-cuda checks them."""
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Callable
 
 from .errors import ValidationError
 from .limits import MAX_WAIT_SECONDS
-from .validation import one_line, parse_bool, parse_duration, parse_size
+from .validation import one_line, parse_bool, parse_duration, parse_lines, parse_size
 
 PROTOCOLS = ("tcp", "tls", "ucx", "inproc", "ws", "wss")
 RMM_LIBRARIES = ("cupy", "torch")
@@ -90,12 +91,12 @@ def parse_device_size(field_name: str, value: Any) -> str | None:
     """A device-memory amount as dask-cuda takes it: bytes (from a size with a unit) or a fraction in (0, 1]."""
     if value is None:
         return None
-    if isinstance(value, float) or (isinstance(value, str) and re.fullmatch(r"0?\.\d+|1(\.0*)?", value)):
+    if isinstance(value, float) or (isinstance(value, str) and re.fullmatch(r"0?\.[0-9]+|1(\.0*)?", value)):
         fraction = float(value)
-        if not 0 < fraction <= 1:
+        if not 0 < fraction <= 1:  # nan too
             raise ValidationError(field_name, f"{value!r}: a fraction must be in (0, 1]")
         return repr(fraction)
-    if isinstance(value, str) and re.fullmatch(r"\s*\d*\.\d+\s*", value):
+    if isinstance(value, str) and re.fullmatch(r"\s*[0-9]*\.[0-9]+\s*", value):
         raise ValidationError(
             field_name, f"{value!r}: give a size with a unit (1.5GB) or a fraction of the device's memory (0 to 1)"
         )
@@ -104,8 +105,8 @@ def parse_device_size(field_name: str, value: Any) -> str | None:
 
 def parse_seconds(field_name: str, value: Any) -> int:
     """A duration from one second to a week (:data:`~gpujobqueue.limits.MAX_WAIT_SECONDS`), in
-    whole seconds: ``60``, ``"60"``, ``"90s"``, ``"2min"``."""
-    return int(parse_duration(field_name, value, 1, MAX_WAIT_SECONDS))
+    whole seconds rounded up: ``60``, ``"60"``, ``"90s"``, ``"2m"``."""
+    return math.ceil(parse_duration(field_name, value, 1, MAX_WAIT_SECONDS))
 
 
 def parse_ucx_transports(get: Callable[[str], Any], protocol: str | None) -> tuple[tuple[str, bool], ...]:
@@ -131,7 +132,8 @@ def parse_gpu_memory(get: Callable[[str], Any], mode: str, protocol: str | None)
 
     if mode != "dask-cuda":
         for name in _DASK_CUDA_MEMORY_KEYWORDS:
-            if get(name) not in (None, False, (), []):
+            value = get(name)  # unset: None, a switch or pool off, no library
+            if not (value is None or value is False or (name == "set_rmm_allocator_for_libs" and value in ((), []))):
                 raise ValidationError(
                     name, f"{name} is a dask-cuda option; it needs worker_mode='dask-cuda' (the mode is {mode!r})"
                 )
@@ -161,9 +163,12 @@ def parse_gpu_memory(get: Callable[[str], Any], mode: str, protocol: str | None)
         )
     if threshold is not None and not switches["rmm_async"]:
         raise ValidationError("rmm_release_threshold", "rmm_release_threshold needs rmm_async=True")
-    libraries = get("set_rmm_allocator_for_libs") or ()
+    libraries = get("set_rmm_allocator_for_libs")
     if isinstance(libraries, str):
-        libraries = [part.strip() for part in libraries.split(",") if part.strip()]
+        libraries = [part.strip() for part in one_line("set_rmm_allocator_for_libs", libraries).split(",")]
+        libraries = [part for part in libraries if part]
+    else:
+        libraries = parse_lines("set_rmm_allocator_for_libs", libraries)
     for library in libraries:
         if library not in RMM_LIBRARIES:
             raise ValidationError(

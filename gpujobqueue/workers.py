@@ -21,7 +21,7 @@ from .request import (
     parse_positive_int,
     parse_size,
 )
-from .validation import SAFE_PATH, matching, one_line
+from .validation import SAFE_PATH, matching, one_line, path_text
 from .worker_options import (
     UCX_TRANSPORTS,
     default_threads,
@@ -256,7 +256,7 @@ class WorkerLaunch:
             gpus=gpus,
             python=matching(
                 "python",
-                given_or(get("python"), sys.executable),
+                path_text("python", given_or(get("python"), sys.executable)),
                 SAFE_PATH,
                 "an interpreter name or path without spaces or shell characters",
             ),

@@ -24,6 +24,7 @@ marker file is never created.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import subprocess
@@ -34,7 +35,7 @@ import pytest
 from click.testing import CliRunner
 from fixtures.sizes import with_job_size
 
-from gpujobqueue import GPUJobQueueError
+from gpujobqueue import GPUJobQueueError, ValidationError
 from gpujobqueue import keywords as cluster_module
 from gpujobqueue.batch import BATCH_SYSTEMS, cluster_class
 from gpujobqueue.cli import render
@@ -407,3 +408,166 @@ def test_a_local_cluster_job_with_hostile_values_never_runs_them(tmp_path, monke
             seen = client.run(lambda: {k: os.environ.get(k) for k in ("GPUJQ_X", "GPUJQ_Y")})
     assert list(seen.values()) == [hostile]
     assert not (tmp_path / MARKER).exists()
+
+
+# -- values of the wrong kind: types, numbers out of bounds, digits no one types -------------
+#
+# Each public keyword of every cluster class is given each value of ``WRONG``.
+# Each try is refused with a GPUJobQueueError that names the keyword, or is accepted with a
+# value that means what was written:
+# text that int() reads as a number though no one writes one so ("1_0" is 10, "٤" is 4) is
+# never taken as that number; no None or list inside a mapping is written as its Python
+# spelling; no nan, infinity, negative, huge or bytes value is accepted, nor a path longer than
+# the system opens; a list or mapping only where the keyword takes one; True only by a switch.
+# Never another exception.
+
+WRONG = {
+    "empty": "",
+    "none-in-list": [None],
+    "none-in-mapping": {"GPUJQ_X": None},
+    "list-in-mapping": {"GPUJQ_X": []},
+    "int": 5,
+    "list": [],
+    "mapping": {},
+    "word": "x",
+    "nan": math.nan,
+    "inf": math.inf,
+    "minus-one": -1,
+    "huge": 10**30,
+    "underscore": "1_0",
+    "arabic-indic-digit": "\u0664",
+    "fullwidth-digit": "\uff11",
+    "directive": "1\n#SBATCH -A x",
+    "substitution": "$(reboot)",
+    "5000-characters": "x" * 5000,
+    "bytes": b"5",
+    "true": True,
+    "minus-one-text": "-1",
+    "nan-text": "nan",
+}
+# Text that Python's int() or float() reads as a number, which no one writes for one.
+NOT_NUMBERS = ("1_0", "\u0664", "\uff11", "-1", "nan", "inf", "1e400", "9" * 40)
+NEVER_ACCEPTED = ("nan", "inf", "minus-one", "huge", "bytes", "none-in-list")
+TAKES_A_LIST = {"set_rmm_allocator_for_libs"}  # a list, or its items joined by commas
+TAKES_TRUE = {"walltime_margin"}  # True: the automatic margin
+PATHS = {"log_directory", "local_directory", "python"}  # no path opens past 4096 bytes (PATH_MAX)
+
+
+def read_as_a_number(value: str, script: str, render_with) -> object | None:
+    """The number Python's int() makes of ``value`` (``"1_0"`` is 10), where the script ``value``
+    gave is that number's and another number's differs (so the keyword reads numbers), and a word
+    gives another (so ``value`` was not taken as text that matches nothing); else None."""
+    try:
+        number = int(value)
+    except ValueError:
+        return None
+    if str(number) == value or render_with("x") == script:  # that number as Python writes it; text
+        return None
+    for shown, following in ((number, number + 1), (str(number), str(number + 1))):
+        same = render_with(shown)
+        if same is not None and same == script and render_with(following) != same:
+            return shown
+    return None
+
+
+def keyword_kind(batch: str, keyword: str) -> str:
+    """The registry's kind of a keyword, of a synonym's or renamed keyword's canonical one."""
+    name = canonical(batch, keyword)
+    known = {str(k): k.kind for k in cluster_module.command_line_keywords()}
+    return known.get(name, cluster_module.TEXT)
+
+
+def holds_none_or_list(value) -> bool:
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return any(item is None or isinstance(item, list) for item in items)
+
+
+def why_wrongly_accepted(batch: str, keyword: str, label: str, value, script: str) -> str | None:
+    """Why an accepted value does not mean what was written, or None when it does."""
+    kind = keyword_kind(batch, keyword)
+    if label in NEVER_ACCEPTED:
+        return "accepted"
+    number = (
+        read_as_a_number(value, script, lambda v: render_or_error(batch, {keyword: v})[0])
+        if label
+        in (
+            "underscore",
+            "arabic-indic-digit",
+            "fullwidth-digit",
+            "minus-one-text",
+        )
+        else None
+    )
+    if number is not None:
+        return f"read {value!r} as {number!r} (the script is the one {number!r} gives)"
+    if holds_none_or_list(value):
+        return "a None or list inside a mapping was accepted (written as its Python spelling)"
+    if isinstance(value, (list, dict)) and kind not in (cluster_module.LIST, cluster_module.PAIRS):
+        if keyword not in TAKES_A_LIST:
+            return f"a {type(value).__name__} accepted by a keyword of kind {kind}"
+    if value is True and kind != cluster_module.SWITCH and keyword not in TAKES_TRUE:
+        return f"True accepted by a keyword of kind {kind}"
+    if label == "5000-characters" and keyword in PATHS:
+        return "a path longer than the system opens was accepted"
+    return None
+
+
+@pytest.mark.parametrize("batch", BATCH_SYSTEMS)
+def test_every_keyword_refuses_a_wrong_value_by_name_or_takes_it_as_written(batch):
+    failures, tries = [], 0
+    for keyword in cluster_keywords(batch) + ["processes"]:
+        for label, value in WRONG.items():
+            tries += 1
+            script, error = render_or_error(batch, {keyword: value})
+            what = f"{batch} {keyword}={label}"
+            if error is None:
+                why = why_wrongly_accepted(batch, keyword, label, value, script)
+                if why:
+                    failures.append(f"{what}: {why}")
+            elif not isinstance(error, GPUJobQueueError):
+                failures.append(f"{what}: raised {error!r}, not a GPUJobQueueError")
+            elif not names_the_field(error, keyword, canonical(batch, keyword)):
+                failures.append(f"{what}: refused without naming {keyword}: {error}")
+    assert not failures, f"{len(failures)} of {tries}:\n" + "\n".join(failures[:60])
+
+
+# -- values accepted but read wrong (issue 29, point 11) --------------------------------------
+
+
+@pytest.mark.parametrize(
+    "keywords, field",
+    [
+        ({"nodes": "1_0", "launcher": "srun"}, "nodes"),
+        ({"gpus_per_node": "\u0664"}, "gpus_per_node"),
+        ({"cpus_per_gpu": "\uff11"}, "cpus_per_gpu"),
+        ({"walltime": "\u0664"}, "walltime"),
+        ({"walltime": "1_0:00:00"}, "walltime"),
+        ({"memory_per_gpu": "1_0GB"}, "memory_per_gpu"),
+        ({"memory_per_gpu": ""}, "memory_per_gpu"),
+        ({"death_timeout": ""}, "death_timeout"),
+        ({"death_timeout": "\u0664"}, "death_timeout"),
+        ({"walltime_margin": "1_0"}, "walltime_margin"),
+        ({"job_mem": "\u0664G"}, "job_mem"),
+        ({"environment": {"A": None}}, "environment[A]"),
+        ({"environment": {"A": ["x"]}}, "environment[A]"),
+        ({"gpu_request": ""}, "gpu_request"),
+        ({"job_extra_directives": 5}, "job_extra_directives"),
+    ],
+    ids=lambda v: "-".join(f"{k}={v!r}"[:24] for k, v in v.items()) if isinstance(v, dict) else v,
+)
+def test_a_value_python_would_misread_is_refused_naming_the_field(keywords, field):
+    with pytest.raises(ValidationError) as info:
+        job_script_for("slurm", with_job_size(keywords), name="w")
+    assert info.value.field == field, info.value
+
+
+def test_numbers_written_as_users_write_them_are_accepted():
+    script = job_script_for(
+        "slurm",
+        {"nodes": "2", "gpus_per_node": 4, "cpus_per_gpu": "8", "memory_per_gpu": " 60 GiB ", "launcher": "srun"}
+        | {"walltime": "01:30:00", "death_timeout": "2m", "environment": {"OMP_NUM_THREADS": 8}},
+        name="w",
+    )
+    lines = script.split("\n")
+    assert {"#SBATCH --nodes=2", "#SBATCH --gpus-per-node=4", "#SBATCH --time=01:30:00"} <= set(lines)
+    assert "export OMP_NUM_THREADS=8" in lines and "--death-timeout 120" in script

@@ -12,7 +12,7 @@ from site_samples import SAMPLE_ACCOUNTS, SHIPPED
 from gpujobqueue.batch import cluster_class
 from gpujobqueue.errors import ValidationError
 from gpujobqueue.sites import load_site
-from gpujobqueue.validation import parse_walltime
+from gpujobqueue.walltimes import parse_walltime
 
 
 def _walltime_text(seconds: int) -> str:

@@ -271,7 +271,7 @@ class LSFGPUCluster(GPUJobQueueCluster):
     @classmethod
     def _apply_batch_defaults(cls, settings: dict[str, Any]) -> None:
         walltime = settings.get("walltime")
-        if isinstance(walltime, str) and re.fullmatch(r"\s*\d+:\d+\s*", walltime):
+        if isinstance(walltime, str) and re.fullmatch(r"\s*[0-9]+:[0-9]+\s*", walltime):
             settings["walltime"] = walltime.strip() + ":00"  # bsub -W [hour:]minute
         if settings.get("ncpus") is not None:  # dask-jobqueue's -n: the job's cores
             if settings.get("cores") is not None or settings.get("cpus_per_gpu") is not None:

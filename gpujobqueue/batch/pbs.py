@@ -15,7 +15,7 @@ from ..job import GPUJob
 from ..job_status import JobStatus, unlisted
 from ..keywords import PAIRS, TEXT, Keyword
 from ..request import JobRequest
-from ..validation import matching
+from ..validation import matching, one_line, parse_lines, scalar_text
 from . import register
 
 # PBS resource names and values: no spaces, colons, commas, plus signs or shell characters,
@@ -39,11 +39,11 @@ def parse_chunk_resources(field_name: str, value: Any) -> tuple[tuple[str, str],
     if isinstance(value, str):
         value = [value]
     if isinstance(value, Mapping):
-        items = [(str(k), str(v)) for k, v in value.items()]
+        items = [(one_line(field_name, k), scalar_text(f"{field_name}[{k}]", v)) for k, v in value.items()]
     elif isinstance(value, Sequence):
         items = []
-        for entry in value:
-            name, sep, resource_value = str(entry).partition("=")
+        for entry in parse_lines(field_name, value):
+            name, sep, resource_value = entry.partition("=")
             if not sep:
                 raise ValidationError(field_name, f"{entry!r} is not name=value")
             items.append((name, resource_value))
