@@ -81,6 +81,10 @@ CLUSTER_PARAMETERS = """
     environment : dict
         Variables exported in the job, each value a string or a number (None, True/False,
         lists and mappings are refused, not written as Python spells them).
+    protocol : str
+        ``tcp``, ``tls`` or ``ucx`` (``ucxx``, distributed-ucxx's name for it, is ``ucx``).
+        distributed's ``inproc`` (within one process) and ``ws``/``wss`` (websockets, which
+        gpujobqueue's scripts and TLS do not set up) are refused.
     cpu_pool : dict, optional
         A CPU-only pool beside the GPU workers, on the same scheduler, scaled with
         ``scale(cpu_workers=N)``. Its jobs ask for no GPU and its workers carry no ``GPU``
@@ -130,7 +134,7 @@ CLUSTER_PARAMETERS = """
         Refused, as in dask-jobqueue: give the scheduler's host in ``scheduler_options``.
     job_cls : type
         The job class; each batch system's cluster class sets its own.
-    death_timeout, local_directory, interface, protocol, security, python, worker_command, worker_extra_args
+    death_timeout, local_directory, interface, security, python, worker_command, worker_extra_args
         As in :class:`dask_jobqueue.SLURMCluster`.
     nanny, scheduler_options, scheduler_cls, shared_temp_directory, silence_logs, asynchronous, loop, name
         As in :class:`dask_jobqueue.SLURMCluster`.

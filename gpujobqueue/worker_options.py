@@ -12,7 +12,16 @@ from .errors import ValidationError
 from .limits import MAX_WAIT_SECONDS
 from .validation import one_line, parse_bool, parse_duration, parse_lines, parse_size
 
-PROTOCOLS = ("tcp", "tls", "ucx", "inproc", "ws", "wss")
+# The protocols gpujobqueue sets up for a batch job's workers; ucxx is distributed-ucxx's name for its
+# UCX, which serves ucx:// too. distributed's other comms are refused by name, saying why (before,
+# the cluster's TLS silently took their place).
+PROTOCOLS = ("tcp", "tls", "ucx")
+PROTOCOL_SPELLINGS = {"ucxx": "ucx"}
+_OTHER_PROTOCOLS = {
+    "inproc": "within one process only; a batch job's workers are other processes, on other nodes",
+    "ws": "websockets, which gpujobqueue's scripts and TLS do not set up",
+    "wss": "websockets over TLS, which gpujobqueue's scripts and TLS do not set up",
+}
 RMM_LIBRARIES = ("cupy", "torch")
 # dask-cuda's UCX transport switches, and the distributed-ucxx config keys they set.
 UCX_TRANSPORTS = {
@@ -31,8 +40,12 @@ def normalise_protocol(field_name: str, value: str | None) -> str | None:
     if value is None:
         return None
     name = one_line(field_name, value).removesuffix("://")
+    name = PROTOCOL_SPELLINGS.get(name, name)
     if name not in PROTOCOLS:
-        raise ValidationError(field_name, f"{value!r} is not a protocol; use one of {', '.join(PROTOCOLS)}")
+        why = f" ({_OTHER_PROTOCOLS[name]})" if name in _OTHER_PROTOCOLS else ""
+        raise ValidationError(
+            field_name, f"{value!r} is not a protocol of batch jobs' workers{why}; use tcp, tls or ucx"
+        )
     return name
 
 

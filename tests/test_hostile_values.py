@@ -550,6 +550,9 @@ def test_every_keyword_refuses_a_wrong_value_by_name_or_takes_it_as_written(batc
         ({"job_mem": "\u0664G"}, "job_mem"),
         ({"environment": {"A": None}}, "environment[A]"),
         ({"environment": {"A": ["x"]}}, "environment[A]"),
+        ({"protocol": "inproc"}, "protocol"),
+        ({"protocol": "ws"}, "protocol"),
+        ({"protocol": "wss://"}, "protocol"),
         ({"gpu_request": ""}, "gpu_request"),
         ({"job_extra_directives": 5}, "job_extra_directives"),
     ],
@@ -559,6 +562,12 @@ def test_a_value_python_would_misread_is_refused_naming_the_field(keywords, fiel
     with pytest.raises(ValidationError) as info:
         job_script_for("slurm", with_job_size(keywords), name="w")
     assert info.value.field == field, info.value
+
+
+@pytest.mark.parametrize("protocol, written", [("tcp", "tcp"), ("tcp://", "tcp"), ("ucx", "ucx"), ("ucxx", "ucx")])
+def test_the_protocols_a_batch_job_can_use_are_accepted(protocol, written):
+    script = job_script_for("slurm", with_job_size({"protocol": protocol}), name="w", tls=False)
+    assert f"--protocol {written}" in script
 
 
 def test_numbers_written_as_users_write_them_are_accepted():
