@@ -7,14 +7,31 @@ import difflib
 import os
 import re
 import warnings
-from typing import Callable
+from typing import Any, Callable
 
 import click
 
 from .batch import BATCH_SYSTEMS
-from .errors import GPUJobQueueError, JobSizeMissingError, UnknownKeywordError
+from .errors import GPUJobQueueError, JobSizeMissingError, UnknownKeywordError, ValidationError
 from .keywords import CHOICE, INT, LIST, PAIRS, SWITCH, Keyword, command_line_keywords
 from .security import InsecureScriptWarning
+from .validation import parse_count
+
+
+class WholeNumber(click.ParamType):
+    """An option's whole number in the digits 0-9 (:func:`~gpujobqueue.validation.parse_count`):
+    click's own ``int`` reads ``1_0`` as 10 and ``٤`` as 4. The keyword's parser then bounds it."""
+
+    name = "integer"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        try:
+            return parse_count(param.name if param is not None else "value", value)
+        except ValidationError as error:
+            self.fail(error.message, param, ctx)
+
+
+WHOLE_NUMBER = WholeNumber()
 
 
 def _keyword_option(keyword: Keyword) -> Callable:
@@ -29,7 +46,7 @@ def _keyword_option(keyword: Keyword) -> Callable:
     if keyword.kind == CHOICE:
         choices = keyword.choices() if callable(keyword.choices) else keyword.choices
         return click.option(*decls, type=click.Choice(list(choices)), default=None, help=keyword.help)
-    return click.option(*decls, type=int if keyword.kind == INT else str, default=None, help=keyword.help)
+    return click.option(*decls, type=WHOLE_NUMBER if keyword.kind == INT else str, default=None, help=keyword.help)
 
 
 def _keyword_options(command: Callable) -> Callable:
@@ -49,7 +66,19 @@ def _did_you_mean(name: str, known: list[str]) -> str:
 # A keyword written as a setting in a message: "(account=...)", "processes=4 but gpus_per_node=2".
 _KEYWORD_SETTING = re.compile(r"(?:^|(?<=[\s(]))([a-z][a-z0-9_]*)=(?=[^\s=])")
 # Fields whose render option is not named after them.
-_FIELD_PARAMS = {"name": "worker_name", "job_array": "array_jobs", "scheduler": "scheduler_address"}
+_FIELD_PARAMS = {
+    "name": "worker_name",
+    "job_array": "array_jobs",
+    "scheduler": "scheduler_address",
+    "run": "client_script",
+}
+
+
+class RefusedInput(click.ClickException):
+    """A value the command refuses: one line naming the option, and click's exit status for bad
+    usage, 2 (as for an option click itself refuses)."""
+
+    exit_code = 2
 
 
 def _in_option_terms(error: GPUJobQueueError, command: click.Command) -> str:
@@ -94,14 +123,14 @@ def _in_option_terms(error: GPUJobQueueError, command: click.Command) -> str:
 )
 @click.option(
     "--workers-timeout",
-    default=300,
+    default="300",
     show_default=True,
-    help="With --run: seconds to wait for the workers before the job fails.",
+    help="With --run: how long to wait for the workers before the job fails (seconds, or '10m').",
 )
 @click.option(
     "--job-array",
     "array_jobs",
-    type=int,
+    type=WHOLE_NUMBER,
     default=None,
     metavar="K",
     help=(
@@ -138,7 +167,7 @@ def render(
     scheduler_address: str | None,
     worker_name: str,
     client_script: str | None,
-    workers_timeout: int,
+    workers_timeout: str,
     environment: tuple[str, ...],
     array_jobs: int | None,
     no_tls: bool,
@@ -160,11 +189,13 @@ def render(
     The workers preload gpujobqueue's modules by name, so their python must import gpujobqueue;
     --standalone writes those modules into the job instead, for nodes without it.
     """
+    from .limits import MAX_WAIT_SECONDS
     from .render import PLACEHOLDER_SCHEDULER
     from .request import parse_name
     from .run import ClientRun
     from .scripts import job_script_for
     from .sites import site_files
+    from .validation import parse_duration
 
     if client_args and client_script is None:
         raise click.UsageError(
@@ -198,10 +229,12 @@ def render(
     if env:
         keywords["environment"] = env
     try:
+        # Read with --run only, checked always: a wrong value is not left for the day --run is added.
+        workers_wait = parse_duration("workers_timeout", workers_timeout, 1, MAX_WAIT_SECONDS)
         run = (
             None
             if client_script is None
-            else ClientRun.from_command_line(client_script, client_args, workers_timeout=workers_timeout)
+            else ClientRun.from_command_line(client_script, client_args, workers_timeout=workers_wait)
         )
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", InsecureScriptWarning)
@@ -216,7 +249,9 @@ def render(
                 tls_directory=tls_directory,
                 standalone=standalone,
             )
-    except GPUJobQueueError as error:
+    except (ValidationError, UnknownKeywordError) as error:
+        raise RefusedInput(_in_option_terms(error, click.get_current_context().command)) from None
+    except GPUJobQueueError as error:  # a site file that cannot be read
         raise click.ClickException(_in_option_terms(error, click.get_current_context().command)) from None
     for warning in caught:
         click.echo(f"gpujobqueue: warning: {warning.message}", err=True)

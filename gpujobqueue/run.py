@@ -3,13 +3,14 @@ the client, all in one job (``gpujobqueue render SITE|BATCH --run analysis.py``)
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from .errors import ValidationError
 from .limits import MAX_WAIT_SECONDS
-from .validation import one_line
+from .validation import one_line, parse_duration, path_text
 
 DEFAULT_WORKERS_TIMEOUT = 300
 
@@ -36,25 +37,26 @@ class ClientRun:
 
     @classmethod
     def from_command_line(
-        cls, script: str, args: Sequence[str] = (), *, workers_timeout: int = DEFAULT_WORKERS_TIMEOUT
+        cls, script: str, args: Sequence[str] = (), *, workers_timeout: Any = DEFAULT_WORKERS_TIMEOUT
     ) -> "ClientRun":
         """Check the script exists and every argument is one line; resolve the script's path.
+
+        ``workers_timeout`` is a duration (seconds, ``"10m"``), rounded up to whole seconds.
 
         Raises
         ------
         ValidationError
         """
-        path = Path(one_line("run", script)).expanduser()
-        if not path.is_file():
+        path = Path(path_text("run", script)).expanduser()
+        try:
+            is_file = path.is_file()
+        except OSError as error:  # a folder on the way that may not be searched
+            raise ValidationError("run", f"{script!r}: {error.strerror}") from None
+        if not is_file:
             raise ValidationError("run", f"{script!r} is not a file")
-        if (
-            isinstance(workers_timeout, bool)
-            or not isinstance(workers_timeout, (int, float))
-            or not 0 < workers_timeout <= MAX_WAIT_SECONDS
-        ):
-            raise ValidationError("workers_timeout", f"expected a positive number of seconds, got {workers_timeout!r}")
+        seconds = parse_duration("workers_timeout", workers_timeout, 1, MAX_WAIT_SECONDS)
         return cls(
             script=str(path.resolve()),
             args=tuple(one_line("run", arg) for arg in args),
-            workers_timeout=int(workers_timeout),
+            workers_timeout=math.ceil(seconds),
         )

@@ -129,7 +129,7 @@ def test_the_size_is_asked_for_in_option_terms_and_a_site_or_dask_config_gives_i
         capture_output=True,
         text=True,
     )
-    assert result.returncode == 1 and not result.stdout
+    assert result.returncode == 2 and not result.stdout  # click's status for bad usage
     assert (
         result.stderr.startswith("Error: --memory not given: ")
         and "--cpus-per-gpu and --memory-per-gpu" in result.stderr

@@ -38,7 +38,7 @@ from fixtures.sizes import with_job_size
 from gpujobqueue import GPUJobQueueError, ValidationError
 from gpujobqueue import keywords as cluster_module
 from gpujobqueue.batch import BATCH_SYSTEMS, cluster_class
-from gpujobqueue.cli import render
+from gpujobqueue.cli import main, render
 from gpujobqueue.scripts import job_script_for
 
 MARKER = "GPUJQ_MARKER"
@@ -292,10 +292,10 @@ def test_every_render_option_refuses_or_quotes_every_hostile_value(batch):
             for value in cli_values(option, raw):
                 harmless = value.replace(raw, "ok")
                 size = size_options(flag)
-                base = runner.invoke(render, [batch, *size, flag, harmless])
+                base = runner.invoke(main, ["render", batch, *size, flag, harmless])
                 if base.exit_code != 0:
-                    base = runner.invoke(render, [batch, *size])
-                result = runner.invoke(render, [batch, *size, flag, value])
+                    base = runner.invoke(main, ["render", batch, *size])
+                result = runner.invoke(main, ["render", batch, *size, flag, value])
                 what = f"{batch} {flag} {label}"
                 if result.exit_code != 0:
                     refused += 1
@@ -325,7 +325,7 @@ def test_the_issue_s_injections_are_refused_naming_name():
         SLURMGPUCluster(name="x\ntouch /tmp/PWNED\n#")
     assert info.value.field == "name"
     result = CliRunner().invoke(
-        render, ["slurm", "--worker-mode", "per-device", "--name", "x\ntouch /tmp/x\n#SBATCH --qos=high"]
+        main, ["render", "slurm", "--worker-mode", "per-device", "--name", "x\ntouch /tmp/x\n#SBATCH --qos=high"]
     )
     assert result.exit_code == 2 and "--name" in result.output and "#SBATCH --qos=high" not in result.output.split("\n")
 
@@ -412,9 +412,10 @@ def test_a_local_cluster_job_with_hostile_values_never_runs_them(tmp_path, monke
 
 # -- values of the wrong kind: types, numbers out of bounds, digits no one types -------------
 #
-# Each public keyword of every cluster class is given each value of ``WRONG``.
-# Each try is refused with a GPUJobQueueError that names the keyword, or is accepted with a
-# value that means what was written:
+# Each public keyword of every cluster class and each `render` option are given each value of
+# ``WRONG``.
+# Each try is refused with a GPUJobQueueError that names the keyword (the command line: exit
+# status 2 and the option's name), or is accepted with a value that means what was written:
 # text that int() reads as a number though no one writes one so ("1_0" is 10, "٤" is 4) is
 # never taken as that number; no None or list inside a mapping is written as its Python
 # spelling; no nan, infinity, negative, huge or bytes value is accepted, nor a path longer than
@@ -529,6 +530,40 @@ def test_every_keyword_refuses_a_wrong_value_by_name_or_takes_it_as_written(batc
             elif not names_the_field(error, keyword, canonical(batch, keyword)):
                 failures.append(f"{what}: refused without naming {keyword}: {error}")
     assert not failures, f"{len(failures)} of {tries}:\n" + "\n".join(failures[:60])
+
+
+RENDER_WRONG_TEXT = ("", "x", "0", "-1", "nan", "inf", "1e400", "9" * 40, "1_0", "\u0664", "\uff11", "x" * 5000)
+
+
+@pytest.mark.parametrize("batch", BATCH_SYSTEMS)
+def test_every_render_option_refuses_wrong_text_with_status_2_or_takes_it_as_written(batch):
+    runner, failures = CliRunner(), []
+    for option in render_options():
+        flag = option.opts[0]
+        for raw in RENDER_WRONG_TEXT:
+            for value in cli_values(option, raw):
+                result = runner.invoke(main, ["render", batch, *size_options(flag), flag, value])
+                what = f"{batch} {flag} {value[:20]!r}"
+                if result.exception is not None and not isinstance(result.exception, SystemExit):
+                    failures.append(f"{what}: crashed with {result.exception!r}")
+                elif result.exit_code == 0:
+
+                    def render_with(number, value=value, raw=raw, flag=flag):
+                        written = value.replace(raw, str(number))
+                        again = runner.invoke(main, ["render", batch, *size_options(flag), flag, written])
+                        return again.output if again.exit_code == 0 else None
+
+                    number = read_as_a_number(raw, result.output, render_with)
+                    if number is not None:
+                        failures.append(f"{what}: read {raw!r} as {number!r}")
+                elif result.exit_code != 2 or flag not in result.output:
+                    failures.append(f"{what}: exit status {result.exit_code}, {result.output.strip()[-200:]!r}")
+    assert not failures, f"{len(failures)} failures:\n" + "\n".join(failures[:60])
+
+
+def test_render_refuses_a_run_script_path_longer_than_the_system_takes(tmp_path):
+    result = CliRunner().invoke(main, ["render", "slurm", "--cores", "1", "--memory", "1GB", "--run", "/x" * 2500])
+    assert result.exit_code == 2 and "--run: " in result.output, (result.exception, result.output)
 
 
 # -- values accepted but read wrong (issue 29, point 11) --------------------------------------

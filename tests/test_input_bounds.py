@@ -100,7 +100,7 @@ def test_render_refuses_a_trillion_gpus_and_a_million_element_array(tmp_path):
             timeout=60,
             cwd=tmp_path,
         )
-        assert result.returncode == 1 and field in result.stderr and "Traceback" not in result.stderr, result.stderr[
+        assert result.returncode == 2 and field in result.stderr and "Traceback" not in result.stderr, result.stderr[
             -2000:
         ]
         assert not result.stdout
@@ -207,7 +207,7 @@ def test_render_refuses_an_overflowing_size_naming_it():
         capture_output=True,
         text=True,
     )
-    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert "--memory-per-gpu: " in result.stderr, result.stderr
 
 
