@@ -17,8 +17,10 @@ from distributed.security import Security
 from distributed.utils import format_dashboard_link
 
 from . import config, exit_cleanup, gpus, sites
+from .cluster_options import check_cluster_keywords, shared_directory
+from .cluster_options import scheduler_options as checked_scheduler_options
 from .cluster_parameters import CLUSTER_PARAMETERS
-from .dashboard import OpenDashboardWarning, dashboard_options, is_loopback_address
+from .dashboard import OpenDashboardWarning, is_loopback_address
 from .docstrings import with_shared_parameters
 from .errors import GPUJobQueueError, ValidationError
 from .interfaces import check_scheduler_interface
@@ -26,13 +28,14 @@ from .job import GPUJob, check_log_directory
 from .job_commands import JobCommands
 from .job_status import JobFailedError
 from .job_watch import JobTable, JobWatch
+from .limits import MAX_JOBS_PER_CLUSTER
 from .naming import WorkerJobKey, cpu_job_name, gpu_job_name
 from .notebook import cluster_status_html
 from .owned_folders import remove_stale_private_directories
 from .plan import PlanHooks, make_plan
 from .preloads.watchdog import CLUSTER_ALIVE_HANDLER, probe_interval
 from .replacement import Replacement
-from .request import parse_name
+from .request import parse_count, parse_name
 from .scaling import GPUScaling
 from .scheduler_job import (
     SCHEDULER_FILE_NAME,
@@ -105,12 +108,16 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, JobQueueCluster):
         then distributed's cluster starts. A constructor that fails part way closes whatever it
         started (:meth:`_abandon`).
         """
-        if dashboard_address is not None:  # dask-jobqueue's rule, and its words
-            raise ValidationError(
-                "dashboard_address",
-                "pass 'dashboard_address' through 'scheduler_options', "
-                f"e.g. scheduler_options={{'dashboard_address': {dashboard_address!r}}}",
-            )
+        check_cluster_keywords(
+            dashboard_address=dashboard_address,
+            host=host,
+            job_cls=job_cls,
+            loop=loop,
+            scheduler_cls=scheduler_cls,
+            asynchronous=asynchronous,
+            silence_logs=silence_logs,
+            config_name=config_name,
+        )
         if job_cls is not None:
             self.job_cls = job_cls
         config_name = config_name or self.job_cls.config_name
@@ -125,6 +132,7 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, JobQueueCluster):
             job_array=job_array,
         )
         settings, request, launch, security = plan.settings, plan.request, plan.launch, plan.security
+        n_workers = parse_count("n_workers", n_workers, maximum=MAX_JOBS_PER_CLUSTER * request.gpus_per_job)
         check_log_directory(request.log_directory)
         self.request, self.launch, self.site = request, launch, plan.site
         sites.warn_unconfirmed(self.site)
@@ -143,9 +151,7 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, JobQueueCluster):
         self._job_commands = JobCommands(arrays=plan.job_array)
         job_kwargs = dict(self._batch_job_kwargs(settings), commands=self._job_commands)
         # The scheduler file and TLS credentials go to a private folder the compute nodes can read.
-        self._shared_directory = (
-            shared_temp_directory or config.shared_temp_directory(self.job_cls.batch) or os.getcwd()
-        )
+        self._shared_directory = shared_directory(self.job_cls.batch, shared_temp_directory)
         self._private_directory: str | None = None
         # A SIGKILLed cluster could not remove its folder (its TLS key inside); this start does.
         for folder in remove_stale_private_directories(self._shared_directory)[0]:
@@ -163,10 +169,10 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, JobQueueCluster):
                 scheduler_file=scheduler_file,
                 tls_args=scheduler_tls_args(security, self._private_folder()) if security else (),
             )
-        if scheduler_options is None:
-            scheduler_options = config.scheduler_options(self.job_cls.batch)
         where = "the scheduler job's node" if self.scheduler_placement == "job" else "this host"
-        scheduler_options, self._dashboard_address = dashboard_options(scheduler_options, where)
+        scheduler_options, self._dashboard_address = checked_scheduler_options(
+            self.job_cls.batch, scheduler_options, scheduler_cls, where
+        )
         if self.scheduler_placement == "local" and host is None and "host" not in scheduler_options:
             # Here, on the login node, not on the compute nodes: the scheduler's interface must exist on this host.
             named = "scheduler_options" if "interface" in scheduler_options else "interface"

@@ -24,6 +24,7 @@ marker file is never created.
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import re
@@ -35,10 +36,11 @@ import pytest
 from click.testing import CliRunner
 from fixtures.sizes import with_job_size
 
-from gpujobqueue import GPUJobQueueError, ValidationError
+from gpujobqueue import GPUJobQueueError, LocalGPUCluster, ValidationError
 from gpujobqueue import keywords as cluster_module
 from gpujobqueue.batch import BATCH_SYSTEMS, cluster_class
 from gpujobqueue.cli import main, render
+from gpujobqueue.cluster import GPUJobQueueCluster
 from gpujobqueue.scripts import job_script_for
 
 MARKER = "GPUJQ_MARKER"
@@ -412,8 +414,9 @@ def test_a_local_cluster_job_with_hostile_values_never_runs_them(tmp_path, monke
 
 # -- values of the wrong kind: types, numbers out of bounds, digits no one types -------------
 #
-# Each public keyword of every cluster class and each `render` option are given each value of
-# ``WRONG``.
+# Each public keyword of every cluster class, each `render` option, each keyword of the
+# cluster's constructor and each dask config setting read when a cluster is made are given each
+# value of ``WRONG``.
 # Each try is refused with a GPUJobQueueError that names the keyword (the command line: exit
 # status 2 and the option's name), or is accepted with a value that means what was written:
 # text that int() reads as a number though no one writes one so ("1_0" is 10, "٤" is 4) is
@@ -564,6 +567,79 @@ def test_every_render_option_refuses_wrong_text_with_status_2_or_takes_it_as_wri
 def test_render_refuses_a_run_script_path_longer_than_the_system_takes(tmp_path):
     result = CliRunner().invoke(main, ["render", "slurm", "--cores", "1", "--memory", "1GB", "--run", "/x" * 2500])
     assert result.exit_code == 2 and "--run: " in result.output, (result.exception, result.output)
+
+
+def constructor_keywords() -> list[str]:
+    """The cluster constructor's own keywords; processes, a plan keyword, is tried with the others on
+    every batch system."""
+    parameters = inspect.signature(GPUJobQueueCluster.__init__).parameters.values()
+    return [p.name for p in parameters if (p.kind == p.KEYWORD_ONLY or p.name == "n_workers") and p.name != "processes"]
+
+
+def make_local_cluster(**keywords):
+    """A local cluster (its scheduler in this process, no job submitted) closed at once; None when
+    it was made, else what it raised."""
+    keywords = {"devices": [0], "worker_mode": "per-device", **keywords}
+    try:
+        LocalGPUCluster(**keywords).close()
+    except Exception as error:
+        return error
+    return None
+
+
+def test_every_constructor_keyword_refuses_a_wrong_value_by_name(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    failures = []
+    for keyword in constructor_keywords():
+        for label, value in WRONG.items():
+            if keyword == "n_workers" and label in ("int",):
+                continue  # a count of workers is accepted and starts them; refusals are what is tried
+            error = make_local_cluster(**{keyword: value})
+            what = f"{keyword}={label}"
+            if error is None:
+                if label in NEVER_ACCEPTED or holds_none_or_list(value):
+                    failures.append(f"{what}: accepted")
+            elif not isinstance(error, GPUJobQueueError):
+                failures.append(f"{what}: raised {error!r}, not a GPUJobQueueError")
+            elif not names_the_field(error, keyword):
+                failures.append(f"{what}: refused without naming {keyword}: {error}")
+    assert not failures, f"{len(failures)} failures:\n" + "\n".join(failures[:60])
+
+
+# dask config read when a cluster is made: each is refused naming its key, before anything starts.
+CONFIG_SETTINGS = (
+    "job-poll-interval",
+    "query-timeout",
+    "usage.sample-interval",
+    "replace.max-failures",
+    "local.scheduler-options",
+    "local.shared-temp-directory",
+    "local.max-jobs-per-user",
+    "local.job-array",
+    "local.scheduler",
+    "local.cpu-pool",
+)
+
+
+def test_every_setting_read_when_a_cluster_is_made_refuses_a_wrong_value_by_name(tmp_path, monkeypatch):
+    import dask
+
+    monkeypatch.chdir(tmp_path)
+    failures = []
+    for key in CONFIG_SETTINGS:
+        for label, value in WRONG.items():
+            with dask.config.set({f"gpujobqueue.{key}": value}):
+                error = make_local_cluster()
+            what = f"gpujobqueue.{key}={label}"
+            keyword = key.rpartition(".")[2].replace("-", "_")
+            if error is None:
+                if label in NEVER_ACCEPTED or holds_none_or_list(value) or value in NOT_NUMBERS:
+                    failures.append(f"{what}: accepted")
+            elif not isinstance(error, GPUJobQueueError):
+                failures.append(f"{what}: raised {error!r}, not a GPUJobQueueError")
+            elif not names_the_field(error, f"gpujobqueue.{key}", keyword):
+                failures.append(f"{what}: refused without naming it: {error}")
+    assert not failures, f"{len(failures)} failures:\n" + "\n".join(failures[:60])
 
 
 # -- values accepted but read wrong (issue 29, point 11) --------------------------------------
