@@ -8,6 +8,44 @@ from typing import Any
 
 from distributed.deploy.adaptive import Adaptive
 
+from .errors import ValidationError
+from .limits import MAX_JOBS_PER_CLUSTER
+from .validation import parse_count
+
+
+def _bound(bound: str, workers_per_job: int, given: dict[str, Any]) -> tuple[str, int | float] | None:
+    """One bound of ``adapt()`` in GPU workers, with the keyword that gave it; None where none did."""
+    found: dict[str, int | float] = {}
+    for field, workers_each in ((bound, 1), (f"{bound}_gpus", 1), (f"{bound}_jobs", workers_per_job)):
+        value = given.get(field)
+        if value is None:
+            continue
+        if bound == "maximum" and isinstance(value, float) and value == math.inf:
+            found[field] = math.inf  # no most
+        else:
+            most = MAX_JOBS_PER_CLUSTER * workers_per_job // workers_each
+            found[field] = workers_each * parse_count(field, value, maximum=most)
+    if len(set(found.values())) > 1:
+        spelt = ", ".join(f"{field}={given[field]!r}" for field in found)
+        raise ValidationError(list(found)[1], f"{spelt} ask for different GPU workers; give one of them")
+    return next(iter(found.items()), None)
+
+
+def adapt_bounds(workers_per_job: int, **given: Any) -> tuple[int, int | float]:
+    """``adapt()``'s least and most GPU workers: ``minimum`` or ``minimum_gpus`` (workers), or
+    ``minimum_jobs`` (whole jobs), and the same of ``maximum`` (``math.inf`` or None: no most).
+
+    Raises
+    ------
+    ValidationError
+        Naming the bound: not a whole number from 0 to the workers of as many jobs as a cluster
+        holds, two spellings of one bound that differ, or a most below the least.
+    """
+    least, most = _bound("minimum", workers_per_job, given), _bound("maximum", workers_per_job, given)
+    if least is not None and most is not None and most[1] < least[1]:
+        raise ValidationError(most[0], f"{most[0]}={given[most[0]]!r} is below {least[0]}={given[least[0]]!r}")
+    return (int(least[1]) if least else 0), (most[1] if most else math.inf)
+
 
 class GPUAdaptive(Adaptive):
     """:class:`distributed.deploy.Adaptive` that counts whole jobs and does not churn.

@@ -47,7 +47,7 @@ from .scheduler_job import (
 from .security import make_private_directory, scheduler_tls_args, worker_security_with_files
 from .usage import UsageReport
 from .usage_watch import UsageWatch, site_charge
-from .worker_wait import WorkersNotStartedError, wait_for_workers
+from .worker_wait import WorkersNotStartedError, WorkerWaiting
 
 # Imported from here by gpujobqueue/__init__.py and the tests.
 __all__ = ["GPUJobQueueCluster", "OpenDashboardWarning", "WorkerJobKey", "WorkersNotStartedError"]
@@ -55,7 +55,7 @@ __all__ = ["GPUJobQueueCluster", "OpenDashboardWarning", "WorkerJobKey", "Worker
 logger = logging.getLogger(__name__)
 
 
-class GPUJobQueueCluster(PlanHooks, GPUScaling, JobQueueCluster):
+class GPUJobQueueCluster(PlanHooks, GPUScaling, WorkerWaiting, JobQueueCluster):
     """A Dask cluster of GPU workers started through a batch system.
 
     Counts in GPU workers: ``scale(8)`` and ``scale(gpus=8)`` ask for eight GPU workers,
@@ -428,12 +428,6 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, JobQueueCluster):
     def job_failures(self) -> list[JobFailedError]:
         """Every job that ended before its workers connected, with its exit code and log tail."""
         return list(self._job_watch.failures)
-
-    async def _wait_for_workers(self, n_workers: int = 0, timeout: Any = None) -> None:
-        """distributed's own waits for workers whatever becomes of the jobs; this one raises a failed
-        job's :class:`JobFailedError` once replacing stops, and a timeout that says why the jobs wait
-        (:func:`gpujobqueue.worker_wait.wait_for_workers`)."""
-        await wait_for_workers(self, n_workers, timeout)
 
     def _remove_private_directory(self) -> None:
         if self._private_directory is not None:

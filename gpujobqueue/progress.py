@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from . import config
+from .validation import parse_bool
 
 
 def progress_wanted() -> bool:
@@ -14,7 +15,7 @@ def progress_wanted() -> bool:
     setting = config.progress()
     if isinstance(setting, str) and setting.strip().lower() == "auto":
         return sys.stderr.isatty()
-    return bool(setting) and str(setting).strip().lower() not in ("false", "off", "no", "0")
+    return setting is not None and parse_bool("gpujobqueue.progress", setting)
 
 
 class WaitProgress:

@@ -8,14 +8,15 @@ import logging
 import math
 from typing import Any
 
-from dask.utils import parse_bytes
 from distributed.core import Status
 
-from .adaptive import GPUAdaptive
+from .adaptive import GPUAdaptive, adapt_bounds
 from .errors import SubmissionError, ValidationError
 from .intervals import adapt_interval, adapt_wait_count
-from .limits import MAX_JOBS_PER_CLUSTER
+from .limits import MAX_JOBS_PER_CLUSTER, MAX_WAIT_SECONDS, MIN_LOOK_SECONDS
 from .replacement import forget_unsubmitted, held_for_user_limit, pool_jobs
+from .request import parse_count, parse_size
+from .validation import parse_duration
 
 logger = logging.getLogger("gpujobqueue.cluster")
 
@@ -50,17 +51,23 @@ def jobs_to_scale(
         Naming the target: a count that is not one, or more jobs than a cluster holds.
     """
     gpu_pool_named = cpu_workers is None or any(v is not None for v in (n, gpus, memory, cores)) or jobs
+    jobs, counted = parse_count("jobs", jobs), "jobs"  # counted: the target that sets the jobs
+    if n is not None:
+        n, counted = parse_count("n", n), "n"
     if gpus is not None:
+        gpus = parse_count("gpus", gpus)
         if n is not None and n != gpus:
             raise ValidationError("gpus", f"scale(n={n}, gpus={gpus}): one worker runs per GPU, give one of them")
-        n = gpus
+        n, counted = gpus, "gpus"
     if memory is not None:
-        n = max(n or 0, math.ceil(parse_bytes(memory) / _required(memory_per_worker)))
+        by_memory = math.ceil(parse_size("memory", memory) / _required(memory_per_worker))
+        if n is None or by_memory > n:
+            n, counted = by_memory, "memory"
     if cores is not None:
-        n = max(n or 0, math.ceil(cores / threads_per_worker))
+        by_cores = math.ceil(parse_count("cores", cores) / threads_per_worker)
+        if n is None or by_cores > n:
+            n, counted = by_cores, "cores"
     if n is not None:
-        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-            raise ValidationError("n", f"expected a number of GPU workers (0 or more), got {n!r}")
         jobs = math.ceil(n / workers_per_job)
         if jobs * workers_per_job != n:
             logger.info(
@@ -78,39 +85,14 @@ def jobs_to_scale(
                 "this cluster has no CPU pool; give cpu_pool={'processes': ..., 'cores': ..., 'memory': ...} "
                 "when making it",
             )
-        if isinstance(cpu_workers, bool) or not isinstance(cpu_workers, int) or cpu_workers < 0:
-            raise ValidationError("cpu_workers", f"expected a number of CPU workers (0 or more), got {cpu_workers!r}")
-        cpu_jobs = math.ceil(cpu_workers / cpu_workers_per_job)
+        cpu_jobs = math.ceil(parse_count("cpu_workers", cpu_workers) / cpu_workers_per_job)
     gpu_jobs = jobs if gpu_pool_named else None
-    for field, count in (("jobs", gpu_jobs), ("cpu_workers", cpu_jobs)):
-        if count is not None and (
-            isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_JOBS_PER_CLUSTER
-        ):
+    for field, count in ((counted, gpu_jobs), ("cpu_workers", cpu_jobs)):
+        if count is not None and count > MAX_JOBS_PER_CLUSTER:
             raise ValidationError(
-                field if field != "jobs" or n is None else "n",
-                f"{count!r} jobs: a cluster holds 0 to {MAX_JOBS_PER_CLUSTER} jobs (gpujobqueue.limits)",
+                field, f"{count!r} jobs: a cluster holds 0 to {MAX_JOBS_PER_CLUSTER} jobs (gpujobqueue.limits)"
             )
     return gpu_jobs, cpu_jobs
-
-
-def check_adapt_count(field: str, count: Any, workers_per_job: int) -> None:
-    """Refuse a bound of ``adapt()`` that is not a whole number of GPU workers (``workers_per_job``
-    to a job; 1 for a bound in jobs, ``*_jobs``), from 0 to as many as a cluster holds; a maximum
-    may be infinite.
-
-    Raises
-    ------
-    ValidationError
-        Naming ``field``.
-    """
-    most = MAX_JOBS_PER_CLUSTER * workers_per_job
-    if field.startswith("maximum") and count == math.inf:
-        return
-    if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= most:
-        unit = "jobs" if field.endswith("_jobs") else f"GPU workers ({workers_per_job} a job)"
-        raise ValidationError(
-            field, f"expected a whole number of {unit} from 0 to {most} (gpujobqueue.limits), got {count!r}"
-        )
 
 
 class GPUScaling:
@@ -189,6 +171,11 @@ class GPUScaling:
         if self.asynchronous:
             return asyncio.ensure_future(self._scale_jobs(gpu_jobs, cpu_jobs))
         return self.sync(self._scale_jobs, gpu_jobs, cpu_jobs)
+
+    def scale_up(self, n: int = 0, memory: str | None = None, cores: int | None = None):
+        """distributed's older name of :meth:`scale`, which counts GPU workers here too (distributed's
+        ``SpecCluster.scale_up`` is its own ``scale``, which counts neither jobs nor limits)."""
+        return self.scale(n, memory=memory, cores=cores)
 
     async def _scale_jobs(self, jobs: int | None, cpu_jobs: int | None = None) -> None:
         closing = self.status in (Status.closing, Status.closed)
@@ -273,25 +260,27 @@ class GPUScaling:
                 "adapt() counts one kind of worker; with a CPU pool, size each pool with scale(gpus=..., "
                 "cpu_workers=...)",
             )
-        given = dict(minimum_gpus=minimum_gpus, maximum_gpus=maximum_gpus, minimum_jobs=minimum_jobs)
-        given.update(maximum_jobs=maximum_jobs, minimum=kwargs.get("minimum"), maximum=kwargs.get("maximum"))
-        for field, count in given.items():
-            if count is not None:
-                check_adapt_count(field, count, 1 if field.endswith("_jobs") else self.workers_per_job)
-        if minimum_gpus is not None:
-            kwargs["minimum"] = minimum_gpus
-        if maximum_gpus is not None:
-            kwargs["maximum"] = maximum_gpus
+        minimum, maximum = adapt_bounds(
+            self.workers_per_job,
+            minimum=kwargs.pop("minimum", None),
+            maximum=kwargs.pop("maximum", None),
+            minimum_gpus=minimum_gpus,
+            maximum_gpus=maximum_gpus,
+            minimum_jobs=minimum_jobs,
+            maximum_jobs=maximum_jobs,
+        )
         kwargs.setdefault("worker_key", self._worker_to_job)  # retire whole jobs, never half of one
         kwargs.setdefault("Adaptive", GPUAdaptive)
         kwargs["interval"] = adapt_interval(kwargs.get("interval"))
         kwargs["wait_count"] = adapt_wait_count(kwargs.get("wait_count"))
+        if kwargs.get("target_duration") is not None:
+            kwargs["target_duration"] = parse_duration(
+                "target_duration", kwargs["target_duration"], MIN_LOOK_SECONDS, MAX_WAIT_SECONDS
+            )
         if self.pinned_jobs:
             # The scheduler's job keeps its workers while the cluster lives: never aim below them.
-            if minimum_jobs is not None:
-                minimum_jobs = max(minimum_jobs, 1)
-            kwargs["minimum"] = max(kwargs.get("minimum") or 0, self.workers_per_job)
-        return super().adapt(*args, minimum_jobs=minimum_jobs, maximum_jobs=maximum_jobs, **kwargs)
+            minimum = max(minimum, self.workers_per_job)
+        return super().adapt(*args, minimum=minimum, maximum=maximum, **kwargs)
 
     async def scale_down(self, workers: Any) -> None:
         pinned = self.pinned_jobs

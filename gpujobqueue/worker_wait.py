@@ -13,7 +13,9 @@ from dask.utils import parse_timedelta
 from distributed.core import Status
 
 from .errors import GPUJobQueueError
+from .limits import MAX_JOBS_PER_CLUSTER, MAX_WAIT_SECONDS
 from .progress import WaitProgress
+from .validation import parse_count, parse_duration
 
 try:
     from distributed.deploy.cluster import SchedulerInfo, WorkerStartTimeoutError
@@ -54,6 +56,8 @@ class WorkersNotStartedError(WorkerStartTimeoutError, GPUJobQueueError):
 
 # Jobs named in a wait_for_workers timeout; the rest are counted.
 MAX_JOBS_NAMED = 8
+# The shortest timeout: one of 0 would wait without end (distributed's reading of it).
+SHORTEST_TIMEOUT_SECONDS = 0.1
 
 
 async def wait_for_workers(cluster: Any, n_workers: int = 0, timeout: Any = None) -> None:
@@ -113,3 +117,38 @@ async def why_jobs_wait(job_watch: Any) -> list[str]:
     if rows.notice:
         waiting.append(rows.notice)
     return waiting
+
+
+class WorkerWaiting:
+    """:meth:`wait_for_workers` of :class:`~gpujobqueue.cluster.GPUJobQueueCluster`: its arguments
+    refused by name, a failed job raised, and a timeout that says why the jobs wait."""
+
+    def wait_for_workers(self, n_workers: int, timeout: Any = None) -> None:
+        """Wait for ``n_workers`` running workers, as distributed's does; a job that failed before
+        its workers connected is raised (:class:`JobFailedError`) once replacing stops.
+
+        Parameters
+        ----------
+        n_workers : int
+            Workers to wait for, 1 or more.
+        timeout : float or str, optional
+            Seconds (or ``"10m"``) after which :class:`WorkersNotStartedError` says why the jobs
+            wait; None waits without end.
+
+        Raises
+        ------
+        ValidationError
+            ``n_workers`` not a whole number of 1 or more (at most the workers of as many jobs as a
+            cluster holds), or ``timeout`` not a duration from 0.1 s to a week.
+        """
+        pools = self.workers_per_job + (self.cpu_pool.processes if self.cpu_pool is not None else 0)
+        n_workers = parse_count("n_workers", n_workers, minimum=1, maximum=MAX_JOBS_PER_CLUSTER * pools)
+        if timeout is not None:
+            timeout = parse_duration("timeout", timeout, SHORTEST_TIMEOUT_SECONDS, MAX_WAIT_SECONDS)
+        return self.sync(self._wait_for_workers, n_workers, timeout=timeout)
+
+    async def _wait_for_workers(self, n_workers: int = 0, timeout: Any = None) -> None:
+        """distributed's own waits for workers whatever becomes of the jobs; this one raises a failed
+        job's :class:`JobFailedError` once replacing stops, and a timeout that says why the jobs wait
+        (:func:`wait_for_workers`)."""
+        await wait_for_workers(self, n_workers, timeout)

@@ -36,7 +36,7 @@ import pytest
 from click.testing import CliRunner
 from fixtures.sizes import with_job_size
 
-from gpujobqueue import GPUJobQueueError, LocalGPUCluster, ValidationError
+from gpujobqueue import GPUJobQueueError, LocalGPUCluster, ValidationError, WorkersNotStartedError
 from gpujobqueue import keywords as cluster_module
 from gpujobqueue.batch import BATCH_SYSTEMS, cluster_class
 from gpujobqueue.cli import main, render
@@ -415,8 +415,8 @@ def test_a_local_cluster_job_with_hostile_values_never_runs_them(tmp_path, monke
 # -- values of the wrong kind: types, numbers out of bounds, digits no one types -------------
 #
 # Each public keyword of every cluster class, each `render` option, each keyword of the
-# cluster's constructor and each dask config setting read when a cluster is made are given each
-# value of ``WRONG``.
+# cluster's constructor, each dask config setting read when a cluster is made, and the
+# arguments of scale, scale_up, adapt and wait_for_workers are given each value of ``WRONG``.
 # Each try is refused with a GPUJobQueueError that names the keyword (the command line: exit
 # status 2 and the option's name), or is accepted with a value that means what was written:
 # text that int() reads as a number though no one writes one so ("1_0" is 10, "٤" is 4) is
@@ -640,6 +640,153 @@ def test_every_setting_read_when_a_cluster_is_made_refuses_a_wrong_value_by_name
             elif not names_the_field(error, f"gpujobqueue.{key}", keyword):
                 failures.append(f"{what}: refused without naming it: {error}")
     assert not failures, f"{len(failures)} failures:\n" + "\n".join(failures[:60])
+
+
+@pytest.fixture(scope="module")
+def local_cluster(tmp_path_factory):
+    """One local cluster for the method calls; every value tried is refused before a job is submitted,
+    and adapt's looks are an hour apart, so none submits one."""
+    folder = tmp_path_factory.mktemp("methods")
+    with LocalGPUCluster(
+        devices=[0],
+        worker_mode="per-device",
+        shared_temp_directory=str(folder),
+        log_directory=str(folder / "logs"),
+    ) as cluster:
+        yield cluster
+
+
+def call_adapt(cluster, **arguments):
+    cluster.adapt(**{"interval": "1h", **arguments})
+    adaptive = cluster._adaptive
+    adaptive.stop()
+    return adaptive
+
+
+# Each method argument, and how to call the method with a value for it.
+METHOD_ARGUMENTS = {
+    "scale.n": lambda c, v: c.scale(v),
+    "scale.jobs": lambda c, v: c.scale(jobs=v),
+    "scale.memory": lambda c, v: c.scale(memory=v),
+    "scale.cores": lambda c, v: c.scale(cores=v),
+    "scale.gpus": lambda c, v: c.scale(gpus=v),
+    "scale.cpu_workers": lambda c, v: c.scale(cpu_workers=v),
+    "scale_up.n": lambda c, v: c.scale_up(v),
+    "scale_up.memory": lambda c, v: c.scale_up(memory=v),
+    "scale_up.cores": lambda c, v: c.scale_up(cores=v),
+    "adapt.minimum": lambda c, v: call_adapt(c, minimum=v),
+    "adapt.maximum": lambda c, v: call_adapt(c, maximum=v),
+    "adapt.minimum_jobs": lambda c, v: call_adapt(c, minimum_jobs=v),
+    "adapt.maximum_jobs": lambda c, v: call_adapt(c, maximum_jobs=v),
+    "adapt.minimum_gpus": lambda c, v: call_adapt(c, minimum_gpus=v),
+    "adapt.maximum_gpus": lambda c, v: call_adapt(c, maximum_gpus=v),
+    "adapt.interval": lambda c, v: call_adapt(c, interval=v),
+    "adapt.wait_count": lambda c, v: call_adapt(c, wait_count=v),
+    "adapt.target_duration": lambda c, v: call_adapt(c, target_duration=v),
+    "wait_for_workers.n_workers": lambda c, v: c.wait_for_workers(v, timeout=0.2),
+    "wait_for_workers.timeout": lambda c, v: c.wait_for_workers(1, timeout=v),
+}
+# Accepted, these wait or submit: the methods' own tests try them.
+METHOD_SKIPS = {
+    ("scale.n", "int"),
+    ("scale.jobs", "int"),
+    ("scale.memory", "int"),
+    ("scale.cores", "int"),
+    ("scale.gpus", "int"),
+    ("scale_up.n", "int"),
+    ("scale_up.memory", "int"),
+    ("scale_up.cores", "int"),
+    ("wait_for_workers.timeout", "int"),
+}
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("method", METHOD_ARGUMENTS)
+def test_every_method_argument_refuses_a_wrong_value_by_name(local_cluster, method):
+    call, argument = METHOD_ARGUMENTS[method], method.partition(".")[2]
+    failures = []
+    for label, value in WRONG.items():
+        if (method, label) in METHOD_SKIPS:
+            continue
+        what = f"{method}({label})"
+        try:
+            outcome = call(local_cluster, value)
+        except WorkersNotStartedError:
+            outcome = None  # accepted, and waited for the timeout
+        except GPUJobQueueError as error:
+            if not names_the_field(error, argument):
+                failures.append(f"{what}: refused without naming {argument}: {error}")
+            continue
+        except Exception as error:  # at once: scale_up(inf) of distributed's SpecCluster never returns
+            pytest.fail(f"{what}: raised {error!r}, not a GPUJobQueueError")
+        if method.startswith("adapt.maximum") and label == "inf":  # no most
+            if outcome.maximum != math.inf:
+                failures.append(f"{what}: accepted as maximum={outcome.maximum}")
+        elif label in NEVER_ACCEPTED or holds_none_or_list(value) or value in NOT_NUMBERS:
+            failures.append(f"{what}: accepted")
+        elif method.startswith("adapt.m"):  # only a count, taken as written
+            bound = outcome.minimum if "minimum" in method else outcome.maximum
+            if value != 5 or bound != 5 * (local_cluster.workers_per_job if method.endswith("_jobs") else 1):
+                failures.append(f"{what}: accepted as minimum={outcome.minimum}, maximum={outcome.maximum}")
+        assert not local_cluster.worker_spec, f"{what} submitted a job"
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize(
+    "arguments, field",
+    [
+        ({"minimum": 5, "maximum": 1}, "maximum"),
+        ({"minimum_jobs": 3, "maximum_jobs": 2}, "maximum_jobs"),
+        ({"minimum": -1}, "minimum"),
+        ({"maximum": -1}, "maximum"),
+        ({"maximum_jobs": -1}, "maximum_jobs"),
+        ({"maximum": math.nan}, "maximum"),
+    ],
+)
+def test_adapt_refuses_a_maximum_below_its_minimum_and_negative_counts(local_cluster, arguments, field):
+    with pytest.raises(ValidationError) as info:
+        call_adapt(local_cluster, **arguments)
+    assert info.value.field == field
+
+
+def test_adapt_takes_its_bounds_as_written(local_cluster):
+    assert (call_adapt(local_cluster, minimum=2, maximum=4).minimum, local_cluster._adaptive.maximum) == (2, 4)
+    assert call_adapt(local_cluster, maximum=math.inf).maximum == math.inf
+    assert (call_adapt(local_cluster, minimum_jobs=1, maximum_jobs=3).maximum, local_cluster._adaptive.minimum) == (
+        3,
+        1,
+    )
+
+
+def test_scale_up_counts_gpu_workers_as_scale_does(local_cluster):
+    """distributed's scale_up (SpecCluster.scale under another name) skipped gpujobqueue's
+    scale: its counts unchecked, a count past the bound never returned."""
+    with pytest.raises(ValidationError) as info:
+        local_cluster.scale_up(10**5)
+    assert info.value.field == "n"
+    assert not local_cluster.worker_spec
+
+
+@pytest.mark.parametrize("value", [-1, 0, math.nan, "1_0", "\u0664"])
+def test_wait_for_workers_refuses_a_count_that_is_not_one_naming_n_workers(local_cluster, value):
+    with pytest.raises(ValidationError) as info:
+        local_cluster.wait_for_workers(value, timeout=1)
+    assert info.value.field == "n_workers"
+
+
+@pytest.mark.parametrize(
+    "setting, value",
+    [("adapt.interval", ""), ("adapt.interval", "1_0s"), ("adapt.wait-count", "\u0664"), ("progress", "sometimes")],
+)
+def test_a_wrong_setting_read_by_a_method_is_refused_naming_it(local_cluster, setting, value):
+    import dask
+
+    with dask.config.set({f"gpujobqueue.{setting}": value}), pytest.raises(ValidationError) as info:
+        if setting == "progress":
+            local_cluster.wait_for_workers(1, timeout=0.2)
+        else:
+            call_adapt(local_cluster, interval=None)  # the configured interval
+    assert info.value.field == f"gpujobqueue.{setting}"
 
 
 # -- values accepted but read wrong (issue 29, point 11) --------------------------------------
