@@ -401,3 +401,20 @@ def test_dask_cuda_nannies_set_each_worker_s_card_only_when_asked(tmp_path, nic_
         name = line.split()[2].rstrip(":")
         chosen = line.split(" -> ")[1].split(",")[0] if " -> " in line else None
         assert cards[name] == chosen, (line, cards)
+
+
+def test_dask_cuda_workers_serve_no_page_without_a_credential():
+    """dask-cuda's workers (`dask cuda worker`, one nanny and worker per GPU) open no dashboard:
+    no page of any socket of the cluster's processes answers without a credential."""
+    import psutil
+    from fixtures.listeners import http_beyond_loopback, pages_served, readable_pages
+
+    pytest.importorskip("dask_cuda")
+    with LocalGPUCluster(gpus_per_node=len(GPUS)) as cluster, Client(cluster) as client:
+        assert cluster.launch.mode == "dask-cuda"
+        cluster.scale(gpus=len(GPUS))
+        client.wait_for_workers(len(GPUS), timeout=180)
+        served = pages_served(psutil.Process())
+        assert len(served) >= 1 + 2 * len(GPUS), served  # the scheduler, each GPU's nanny and worker
+        assert readable_pages(served) == {}, served
+        assert http_beyond_loopback(served) == [], served
