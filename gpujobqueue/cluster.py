@@ -1,4 +1,6 @@
-"""The shared cluster: dask-jobqueue's JobQueueCluster counting GPU workers, not processes."""
+"""The shared cluster: dask-jobqueue's JobQueueCluster counting GPU workers, not processes, made
+from its plan; its parts at run time (the job book, the watch, the scaling) are its base's,
+:class:`~gpujobqueue.runtime_cluster.RuntimeCluster`."""
 
 from __future__ import annotations
 

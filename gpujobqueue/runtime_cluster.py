@@ -139,7 +139,7 @@ class RuntimeCluster(JobQueueCluster):
     def _close_usage(self) -> None:
         """Every job has ended: log the usage summary and write the report beside the job logs."""
         try:
-            self._usage.close(cluster=str(self._name), adaptive=getattr(self, "_adaptive", None) is not None)
+            self._usage.close(cluster=str(self._name), adaptive=self._adapted)
         except Exception:  # the count must not keep a cluster from closing
             logger.exception("gpujobqueue: could not summarise the cluster's usage")
 
@@ -154,7 +154,12 @@ class RuntimeCluster(JobQueueCluster):
         UsageReport
             Printed, a table and a one-paragraph summary; ``to_json()`` for other tools.
         """
-        return self._usage.report(cluster=str(self._name), adaptive=getattr(self, "_adaptive", None) is not None)
+        return self._usage.report(cluster=str(self._name), adaptive=self._adapted)
+
+    @property
+    def _adapted(self) -> bool:
+        """Whether ``adapt()`` was called (distributed keeps what it started as ``_adaptive``)."""
+        return getattr(self, "_adaptive", None) is not None
 
     def _update_worker_status(self, op: str, msg: Any) -> None:
         if op == "add":
