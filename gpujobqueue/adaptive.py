@@ -74,18 +74,23 @@ class GPUAdaptive(Adaptive):
     Parameters
     ----------
     cluster : GPUJobQueueCluster
+        Whose workers it plans and observes, as distributed's.
+    scaling : Scaling
+        The cluster's scaling (:class:`~gpujobqueue.scaling.Scaling`): its jobs' size, the jobs
+        leaving and pinned, whether failures stopped the replacing; it submits and cancels.
     **kwargs
         As :class:`distributed.deploy.Adaptive` (``interval``, ``minimum``, ``maximum``,
         ``wait_count``, ``target_duration``, ``worker_key``).
     """
 
-    def __init__(self, cluster: Any = None, *args: Any, **kwargs: Any):
+    def __init__(self, cluster: Any = None, *args: Any, scaling: Any, **kwargs: Any):
+        self.scaling = scaling
         super().__init__(cluster, *args, **kwargs)
         self._low_needs: list[int] = []  # jobs needed at each look since the need fell below the jobs held
 
     @property
     def workers_per_job(self) -> int:
-        return self.cluster.workers_per_job
+        return self.scaling.workers_per_job
 
     def _job_of(self, worker_name: Any) -> str:
         return self.worker_key.job_of(str(worker_name)) if self.worker_key is not None else str(worker_name)
@@ -107,7 +112,7 @@ class GPUAdaptive(Adaptive):
 
     async def recommendations(self, target: int) -> dict:
         planned = self.planned_jobs()
-        leaving = set(getattr(self.cluster, "retiring_jobs", set)()) & set(planned)
+        leaving = self.scaling.book.leaving() & set(planned)
         planned = {job: names for job, names in planned.items() if job not in leaving}
         needed = target // self.workers_per_job
         if needed >= len(planned):
@@ -141,15 +146,14 @@ class GPUAdaptive(Adaptive):
     async def scale_up(self, n: int) -> None:
         """Scale to ``n`` workers in whole jobs, unless failures in a row stopped the replacing
         (adapt's scale-ups do not resume it; the user's ``scale()`` does)."""
-        kept = getattr(self.cluster, "_replacement", None)
-        if kept is not None and not kept.may_replace:
+        if not self.scaling.replacement.may_replace:
             return
-        await self.cluster._scale_jobs(math.ceil(n / self.workers_per_job))
+        await self.scaling.scale_jobs(math.ceil(n / self.workers_per_job))
 
     async def jobs_to_close(self, planned: dict[str, list[str]], count: int) -> list[str]:
         """``count`` jobs to cancel: queued ones first (newest first), then running ones in
         the scheduler's order of preference; never a pinned job."""
-        pinned = getattr(self.cluster, "pinned_jobs", set())
+        pinned = self.scaling.book.pinned
         connected = {self._job_of(name) for name in self.observed}
         chosen = [job for job in reversed(list(planned)) if job not in connected and job not in pinned][:count]
         if len(chosen) < count:

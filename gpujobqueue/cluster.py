@@ -1,4 +1,6 @@
-"""The shared cluster: dask-jobqueue's JobQueueCluster counting GPU workers, not processes."""
+"""The shared cluster: dask-jobqueue's JobQueueCluster counting GPU workers, not processes, made
+from its plan; its parts at run time (the job book, the watch, the scaling) are its base's,
+:class:`~gpujobqueue.runtime_cluster.RuntimeCluster`."""
 
 from __future__ import annotations
 
@@ -10,7 +12,6 @@ import os
 import shutil
 from typing import Any, ClassVar
 
-from dask_jobqueue.core import JobQueueCluster
 from distributed.core import Status
 from distributed.scheduler import Scheduler
 from distributed.security import Security
@@ -26,17 +27,13 @@ from .errors import GPUJobQueueError, ValidationError
 from .interfaces import check_scheduler_interface
 from .job import GPUJob, check_log_directory
 from .job_commands import JobCommands
-from .job_status import JobFailedError
-from .job_watch import JobTable, JobWatch
 from .limits import MAX_JOBS_PER_CLUSTER
 from .naming import WorkerJobKey, cpu_job_name, gpu_job_name
-from .notebook import cluster_status_html
 from .owned_folders import remove_stale_private_directories
 from .plan import PlanHooks, make_plan
 from .preloads.watchdog import CLUSTER_ALIVE_HANDLER, probe_interval
-from .replacement import Replacement
 from .request import parse_count, parse_name
-from .scaling import GPUScaling
+from .runtime_cluster import RuntimeCluster
 from .scheduler_job import (
     SCHEDULER_FILE_NAME,
     HostedWorkers,
@@ -45,9 +42,7 @@ from .scheduler_job import (
     check_ucx_scheduler_host,
 )
 from .security import make_private_directory, scheduler_tls_args, worker_security_with_files
-from .usage import UsageReport
-from .usage_watch import UsageWatch, site_charge
-from .worker_wait import WorkersNotStartedError, WorkerWaiting
+from .worker_wait import WorkersNotStartedError
 
 # Imported from here by gpujobqueue/__init__.py and the tests.
 __all__ = ["GPUJobQueueCluster", "OpenDashboardWarning", "WorkerJobKey", "WorkersNotStartedError"]
@@ -55,7 +50,7 @@ __all__ = ["GPUJobQueueCluster", "OpenDashboardWarning", "WorkerJobKey", "Worker
 logger = logging.getLogger(__name__)
 
 
-class GPUJobQueueCluster(PlanHooks, GPUScaling, WorkerWaiting, JobQueueCluster):
+class GPUJobQueueCluster(PlanHooks, RuntimeCluster):
     """A Dask cluster of GPU workers started through a batch system.
 
     Counts in GPU workers: ``scale(8)`` and ``scale(gpus=8)`` ask for eight GPU workers,
@@ -156,10 +151,7 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, WorkerWaiting, JobQueueCluster):
         # A SIGKILLed cluster could not remove its folder (its TLS key inside); this start does.
         for folder in remove_stale_private_directories(self._shared_directory)[0]:
             logger.info("removed the private folder %s: %s", folder.path, folder.reason)
-        # Keeps the jobs scale() asked for (replacement.py), holding those past the queue's per-user limit.
-        self._replacement = Replacement(user_limits={"gpu": plan.jobs_per_user, "cpu": plan.cpu_jobs_per_user})
-        self._job_watch = JobWatch(self)
-        self._usage = UsageWatch(self, charge=site_charge(plan.site, plan.site_queue))
+        self._start_parts(plan, self.job_cls, self._worker_to_job, self._new_job_spec)
         if self.scheduler_placement == "job":
             scheduler_file = os.path.join(self._private_folder(), SCHEDULER_FILE_NAME)
             job_kwargs["scheduler_file"] = scheduler_file
@@ -216,6 +208,9 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, WorkerWaiting, JobQueueCluster):
             self._remove_private_directory()
         exit_cleanup.forget(self)
 
+    def _new_job_spec(self, pool: str) -> dict[str, Any]:
+        return self.new_worker_spec() if pool == "gpu" else self._new_cpu_job_spec()
+
     def _init_job_queue_cluster(self, *, job_kwargs: dict[str, Any], **options: Any) -> None:
         launch = self.launch
         # Everything JobQueueCluster would otherwise read from dask-jobqueue's jobqueue.<name>.* is
@@ -268,18 +263,13 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, WorkerWaiting, JobQueueCluster):
         """The cluster's first job, which starts the scheduler before its GPU workers."""
         name = self._new_worker_name(self._i)
         self._i += 1
+        self._book.pin(name)  # its workers live as long as the cluster
         return self.job_cls(None, name=name, start_scheduler=start, **self._job_kwargs)
 
     @property
     def scheduler_job(self) -> GPUJob | None:
         """The job that runs the scheduler (``scheduler="job"``), else None."""
         return self.scheduler.job if isinstance(self.scheduler, JobScheduler) else None
-
-    @property
-    def pinned_jobs(self) -> set[str]:
-        """Jobs that scaling down must leave alone: the scheduler's own job (``scheduler="job"``)."""
-        job = self.scheduler_job
-        return {str(job.name)} if job is not None else set()
 
     async def _start(self) -> None:
         try:
@@ -301,8 +291,7 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, WorkerWaiting, JobQueueCluster):
             await self._correct_state()
         if job is not None and self.launch.death_timeout:
             self._scheduler_job_calls = asyncio.ensure_future(self._call_scheduler_job(self.launch.death_timeout))
-        self._job_watch.start()
-        self._usage.start()
+        self._start_watches()
 
     async def _call_scheduler_job(self, timeout: int) -> None:
         """Tell the job's scheduler, every few seconds, that its cluster lives: it closes (and its
@@ -321,33 +310,12 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, WorkerWaiting, JobQueueCluster):
         if calls is not None:
             calls.cancel()
         try:
-            await self._job_watch.stop()
-            await self._usage.stop()  # sampling stops; the jobs' ends are counted below
+            await self._stop_watches()
             await super()._close()
         finally:
             self._remove_private_directory()
             exit_cleanup.forget(self)
             self._close_usage()
-
-    def _close_usage(self) -> None:
-        """Every job has ended: log the usage summary and write the report beside the job logs."""
-        try:
-            self._usage.close()
-        except Exception:  # the count must not keep a cluster from closing
-            logger.exception("gpujobqueue: could not summarise the cluster's usage")
-
-    def usage(self) -> UsageReport:
-        """What the cluster's jobs held and did, so far: per job and in total, GPUs held, wall
-        time held, GPU-hours charged, time queued, GPU-hours busy (NVML's GPU utilisation, else
-        the workers' threads executing tasks, sampled every ``gpujobqueue.usage.sample-interval``)
-        and service units where the site states its charge factor.
-
-        Returns
-        -------
-        UsageReport
-            Printed, a table and a one-paragraph summary; ``to_json()`` for other tools.
-        """
-        return self._usage.report()
 
     def cancel_jobs_now(self) -> None:
         """Cancel every job this cluster submitted, at once and without the event loop (at
@@ -379,12 +347,6 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, WorkerWaiting, JobQueueCluster):
         # dask-jobqueue's hook; its own writes in-memory credentials into the shared directory.
         return worker_security_with_files(security, self._private_folder)
 
-    def _update_worker_status(self, op: str, msg: Any) -> None:
-        if op == "add":
-            for worker in msg.get("workers", {}).values():
-                self._job_watch.note_worker(str(worker.get("name")))
-        super()._update_worker_status(op, msg)
-
     @property
     def dashboard_link(self) -> str:
         """The dashboard's address, ``""`` where none was opened (``scheduler_options``);
@@ -395,39 +357,6 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, WorkerWaiting, JobQueueCluster):
         if not link or not is_loopback_address(self._dashboard_address):
             return link
         return format_dashboard_link("127.0.0.1", self.scheduler_info["services"]["dashboard"])
-
-    @property
-    def jobs(self) -> JobTable:
-        """The cluster's jobs: name, batch job id, state, pending reason, nodes, GPUs and
-        workers connected, as the batch system answered (asked afresh unless asynchronous).
-        While the batch system cannot be reached, the table's first line says since when
-        and its error, and each job's state is ``unknown`` (``last seen RUNNING``).
-
-        Examples
-        --------
-        >>> cluster.jobs  # doctest: +SKIP
-        name            job_id  state    reason    nodes  gpus  workers
-        gpujobqueue-0   4021    RUNNING  -         nid01  4     4
-        gpujobqueue-1   4022    PENDING  Priority  -      4     0
-        """
-        # During an outage the watch keeps asking in the background; a query here would only
-        # wait for the batch command's own timeout to show the same notice.
-        if not self.asynchronous and self.status == Status.running and self._job_watch.unreachable_since is None:
-            self.sync(self._job_watch.poll)
-        return self._job_watch.rows()
-
-    def __repr__(self) -> str:
-        text = super().__repr__()
-        notice = self._job_watch.notice() if hasattr(self, "_job_watch") else None
-        return f"{text[:-1]}, {notice})" if notice else text
-
-    def _repr_html_(self, cluster_status: str | None = None) -> str:
-        return super()._repr_html_(cluster_status=cluster_status_html(self) + (cluster_status or ""))
-
-    @property
-    def job_failures(self) -> list[JobFailedError]:
-        """Every job that ended before its workers connected, with its exit code and log tail."""
-        return list(self._job_watch.failures)
 
     def _remove_private_directory(self) -> None:
         if self._private_directory is not None:

@@ -11,13 +11,13 @@ import html
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Awaitable, Callable
 
-from . import replacement
 from .background import BackgroundLoop
-from .handover import Handover, Tenure
-from .intervals import job_poll_interval
+from .handover import Tenure
 from .job_status import JobCannotStartError, JobFailedError, JobStatus
+from .jobbook import JobBook
+from .replacement import Replacement
 
 logger = logging.getLogger(__name__)
 
@@ -94,37 +94,41 @@ class JobWatch(BackgroundLoop):
 
     Parameters
     ----------
-    cluster : GPUJobQueueCluster
-        The cluster whose ``workers`` (its jobs) are watched.
-    interval : float, optional
-        Seconds between two looks (default ``gpujobqueue.job-poll-interval``).
+    book : JobBook
+        The cluster's jobs; the watch records the batch system's answers and first workers in it.
+    replacement : Replacement
+        What the cluster keeps: told of failures and connections, asked to top the pools up.
+    probe : callable
+        Awaited: the batch system's error for a query of a job it never gave, None if it answered.
+    retire_workers : callable
+        ``retire_workers(names)``, awaited: the scheduler retires those workers (moving their
+        results) and closes them; returns the workers it retired.
+    interval : float
+        Seconds between two looks (``gpujobqueue.job-poll-interval``; the book's handover plans with it).
     """
 
-    def __init__(self, cluster: Any, interval: float | None = None):
-        self.cluster = cluster
-        self.interval = job_poll_interval() if interval is None else interval
-        self.statuses: dict[str, JobStatus] = {}
+    def __init__(
+        self,
+        book: JobBook,
+        replacement: Replacement,
+        *,
+        probe: Callable[[], Awaitable[str | None]],
+        retire_workers: Callable[[list[str]], Awaitable[Any]],
+        interval: float,
+    ):
+        self.book, self.replacement = book, replacement
+        self.probe, self.retire_workers = probe, retire_workers
+        self.interval = interval
         self.failures: list[JobFailedError] = []  # every job that ended before its workers connected
         self._raised = 0  # failures[:_raised] have been raised
-        self.first_connected: dict[str, float] = {}  # job -> when its first worker connected (monotonic clock)
         self._polling = asyncio.Lock()  # the periodic look and cluster.jobs must not act on one ending twice
         self.unreachable_since: float | None = None  # time.time() of the first failed query of this outage
         self.unreachable_error: str | None = None  # the batch system's last error then
-        self.handover = Handover(self.interval)
-
-    @property
-    def connected(self) -> set[str]:
-        """Jobs of which a worker has connected at some point."""
-        return set(self.first_connected)
 
     def note_worker(self, worker_name: str) -> None:
         """A worker connected: its job has started workers."""
-        job = self.cluster._worker_to_job.job_of(worker_name)
-        if job not in self.first_connected:
-            self.first_connected[job] = time.monotonic()
-            self.cluster._replacement.worker_connected()
-            entry = self.cluster.workers.get(job)
-            self.handover.job_started(getattr(getattr(entry, "job", entry), "submitted_at", None))
+        if self.book.note_worker(worker_name):
+            self.replacement.worker_connected()
 
     @property
     def unreachable(self) -> str | None:
@@ -150,7 +154,7 @@ class JobWatch(BackgroundLoop):
 
     async def reachable(self) -> bool:
         """Ask the batch system about a job it never gave; record and return whether it answered."""
-        error = await self.cluster.job_cls.probe()
+        error = await self.probe()
         self._answered(error)
         return error is None
 
@@ -163,7 +167,7 @@ class JobWatch(BackgroundLoop):
 
     async def stop(self) -> None:
         await super().stop()
-        await self.handover.stop()
+        await self.book.handover.stop()
 
     async def _run(self) -> None:
         while True:
@@ -173,24 +177,15 @@ class JobWatch(BackgroundLoop):
                 logger.exception("gpujobqueue: could not ask the batch system about the cluster's jobs")
             await asyncio.sleep(self.interval)
 
-    def watched_jobs(self) -> dict[str, Any]:
-        """The cluster's submitted jobs that it still wants (those being retired are left out)."""
-        jobs = {}
-        for name, entry in list(self.cluster.workers.items()):
-            job = getattr(entry, "job", entry)  # the scheduler job's entry holds the job
-            if getattr(job, "job_id", None) and name in self.cluster.worker_spec:
-                jobs[str(name)] = job
-        return jobs
-
     async def poll(self) -> None:
         """Ask the batch system about every watched job once; act on those that ended."""
         async with self._polling:
             await self._poll()
 
     async def _poll(self) -> None:
-        jobs = self.watched_jobs()
+        book = self.book
         by_class: dict[type, list[tuple[str, Any]]] = {}
-        for name, job in jobs.items():
+        for name, job in book.submitted().items():  # those being retired are left out
             by_class.setdefault(type(job), []).append((name, job))
         for job_cls, group in by_class.items():
             statuses, error = await job_cls.query_answer([job for _, job in group])
@@ -201,47 +196,38 @@ class JobWatch(BackgroundLoop):
                 status = statuses.get(job.job_id)
                 if status is None:
                     continue
-                previous = self.statuses.get(name)
-                self.statuses[name] = status
+                previous = book.statuses.get(name)
+                book.statuses[name] = status
                 if previous is None or previous.describe() != status.describe():
                     logger.info("gpujobqueue: job %s (%s job %s): %s", name, job.batch, job.job_id, status.describe())
-                if status.ended and name in self.cluster.worker_spec and (previous is None or not previous.ended):
+                if status.ended and book.wants(name) and (previous is None or not previous.ended):
                     await self._ended(name, job, status)
-                elif not status.ended and name in self.cluster.worker_spec and self._hopeless(job, status):
+                elif not status.ended and book.wants(name) and self._hopeless(job, status):
                     await self._cannot_start(name, job, status)
-        for name in list(self.statuses):
-            if name not in self.cluster.workers:
-                del self.statuses[name]
-        for name in list(self.first_connected):
-            if name not in self.cluster.workers and name not in self.cluster.worker_spec:
-                del self.first_connected[name]
-        if self.cluster._replacement.deferred_since is not None and not by_class:
+        book.forget_gone()
+        if self.replacement.deferred_since is not None and not by_class:
             await self.reachable()  # no job to ask about: ask whether the batch system answers
         self.hand_over()
         if self.unreachable_since is None:
-            await replacement.top_up(self.cluster)
+            await self.replacement.top_up(self.reachable)
 
     def tenures(self) -> list[Tenure]:
         """The connected jobs whose workers retire before a walltime (the scheduler's job aside)."""
-        pinned = self.cluster.pinned_jobs
+        book = self.book
         tenures = []
-        for name, job in self.watched_jobs().items():
-            connected, lifetime = self.first_connected.get(name), job.request.worker_lifetime
-            if connected is None or not lifetime or name in pinned:
+        for name, job in book.submitted().items():
+            connected, lifetime = book.first_connected.get(name), job.request.worker_lifetime
+            if connected is None or not lifetime or name in book.pinned:
                 continue
-            pool = self.cluster.worker_spec[name].get("pool", "gpu")
-            tenures.append(Tenure(name, pool, connected, lifetime, job.request.lifetime_stagger))
+            tenures.append(Tenure(name, book.pool_of(name), connected, lifetime, job.request.lifetime_stagger))
         return tenures
 
     def hand_over(self) -> None:
         """Plan the retirements again, and start those that are due."""
-        self.handover.replan(self.tenures())
-        for name in self.handover.due():
-            workers = [
-                str(worker.get("name"))
-                for worker in self.cluster.scheduler_info.get("workers", {}).values()
-                if self.cluster._worker_to_job.job_of(str(worker.get("name"))) == name
-            ]
+        handover = self.book.handover
+        handover.replan(self.tenures())
+        for name in handover.due():
+            workers = self.book.connected_workers().get(name, [])
             if not workers:
                 continue
             logger.info(
@@ -250,12 +236,10 @@ class JobWatch(BackgroundLoop):
                 name,
                 len(workers),
             )
-            self.handover.retire(
-                name, self.cluster.scheduler_comm.retire_workers(names=workers, remove=True, close_workers=True)
-            )
+            handover.retire(name, self.retire_workers(workers))
 
     async def _ended(self, name: str, job: Any, status: JobStatus) -> None:
-        if name in self.cluster.pinned_jobs:
+        if name in self.book.pinned:
             logger.error(
                 "gpujobqueue: the scheduler's job %s (%s job %s) has ended: %s",
                 name,
@@ -265,9 +249,9 @@ class JobWatch(BackgroundLoop):
             )
             return
         failure = None
-        if name in self.handover.retiring:
+        if name in self.book.handover.retiring:
             logger.info("gpujobqueue: job %s (%s job %s) retired: %s", name, job.batch, job.job_id, status.describe())
-        elif name in self.connected:
+        elif name in self.book.connected:
             logger.warning(
                 "gpujobqueue: job %s (%s job %s) has ended: %s", name, job.batch, job.job_id, status.describe()
             )
@@ -276,12 +260,12 @@ class JobWatch(BackgroundLoop):
             logger.error("gpujobqueue: %s", failure)
         # The batch system is done with it: forget it, so that scale() and adapt() count it
         # gone (and a job stuck in an error state is deleted from the queue); the poll then
-        # submits its replacement (replacement.top_up), unless failures in a row stopped that.
-        self.cluster.worker_spec.pop(name, None)
-        await self.cluster._correct_state()
+        # submits its replacement (Replacement.top_up), unless failures in a row stopped that.
+        self.book.drop(name)
+        await self.book.apply()
         if failure is not None:  # recorded once the job is gone: wait_for_workers may raise it at once
             self.failures.append(failure)
-            self.cluster._replacement.job_failed(failure)
+            self.replacement.job_failed(failure)
 
     @staticmethod
     def _hopeless(job: Any, status: JobStatus) -> bool:
@@ -291,26 +275,22 @@ class JobWatch(BackgroundLoop):
 
     async def _cannot_start(self, name: str, job: Any, status: JobStatus) -> None:
         """Cancel a job that can never start, and raise its reason from wait_for_workers."""
-        if name in self.cluster.pinned_jobs or name in self.connected:
+        if name in self.book.pinned or name in self.book.connected:
             return
         failure = JobCannotStartError(str(name), job.batch, status)
         logger.error("gpujobqueue: %s", failure)
-        self.cluster.worker_spec.pop(name, None)
-        await self.cluster._correct_state()  # cancels it
+        self.book.drop(name)
+        await self.book.apply()  # cancels it
         self.failures.append(failure)
-        self.cluster._replacement.job_failed(failure)  # stops the replacing: the same request would wait for ever too
+        self.replacement.job_failed(failure)  # stops the replacing: the same request would wait for ever too
 
     def rows(self) -> JobTable:
         """The table of :attr:`GPUJobQueueCluster.jobs`, from the last answers."""
-        connected: dict[str, int] = {}
-        for worker in self.cluster.scheduler_info.get("workers", {}).values():
-            job_name = self.cluster._worker_to_job.job_of(str(worker.get("name")))
-            connected[job_name] = connected.get(job_name, 0) + 1
+        connected = {job: len(workers) for job, workers in self.book.connected_workers().items()}
         table = JobTable()
         outage = self.unreachable
-        for name, entry in list(self.cluster.workers.items()):
-            job = getattr(entry, "job", entry)
-            status = self.statuses.get(str(name))
+        for name, job in self.book.started():
+            status = self.book.statuses.get(name)
             launch = getattr(job, "launch", None)
             state = status.state if status else None
             reason = status.reason if status and status.reason not in ("None", "-") else None
@@ -318,13 +298,13 @@ class JobWatch(BackgroundLoop):
                 state, reason = "unknown", f"last seen {state}" if state else None
             table.append(
                 JobRow(
-                    name=str(name),
+                    name=name,
                     job_id=getattr(job, "job_id", None),
                     state=state,
                     reason=reason,
                     nodes=status.nodes if status else None,
                     gpus=launch.gpus * job.request.nodes if launch is not None and not launch.cpu_workers else 0,
-                    workers=connected.get(str(name), 0),
+                    workers=connected.get(name, 0),
                 )
             )
         table.notice = self.notice()
@@ -333,12 +313,12 @@ class JobWatch(BackgroundLoop):
     def notice(self) -> str | None:
         """The outage, the jobs waiting for it to end, jobs held past a per-user limit, and a stop
         of the replacing, in words."""
-        kept = self.cluster._replacement
+        kept = self.replacement
         parts = [self.unreachable] if self.unreachable else []
-        waiting = sum(kept.missing(self.cluster, pool) for pool in kept.targets) if kept.may_replace else 0
+        waiting = sum(kept.missing(pool) for pool in kept.targets) if kept.may_replace else 0
         if kept.deferred_since is not None and waiting:
             parts.append(f"{waiting} job(s) to submit when it answers")
-        held = kept.hold.notice()
+        held = self.book.hold.notice()
         if held:
             parts.append(held)
         if kept.stopped is not None:

@@ -5,22 +5,38 @@ reached."""
 from __future__ import annotations
 
 import html
-from typing import Any
+
+from .job_watch import JobTable
+from .usage import UsageReport
 
 
-def cluster_status_html(cluster: Any) -> str:
+def cluster_status_html(
+    rows: JobTable, *, site: str | None, batch: str, protocol: str | None, usage: UsageReport | None
+) -> str:
     """The GPU part of a cluster's HTML repr, from what the cluster already knows (no batch
-    command runs while a notebook draws it)."""
-    site = cluster.site.name if getattr(cluster, "site", None) is not None else "none"
-    rows = cluster._job_watch.rows()
+    command runs while a notebook draws it).
+
+    Parameters
+    ----------
+    rows : JobTable
+        The cluster's jobs, as :attr:`~gpujobqueue.cluster.GPUJobQueueCluster.jobs` last showed them.
+    site : str or None
+        The site's name.
+    batch : str
+        The batch system's name.
+    protocol : str or None
+        The workers' protocol (None: tcp).
+    usage : UsageReport or None
+        The usage so far.
+    """
     requested = sum(row.gpus for row in rows)
     connected = sum(row.workers for row in rows if row.gpus)
     waiting = [row for row in rows if row.workers == 0 and row.reason]
     facts = [
-        ("Site", site),
-        ("Batch system", cluster.job_cls.batch),
+        ("Site", "none" if site is None else site),
+        ("Batch system", batch),
         ("GPUs", f"{connected} connected of {requested} requested ({len(rows)} job{'s' if len(rows) != 1 else ''})"),
-        ("Protocol", cluster.launch.protocol or "tcp"),
+        ("Protocol", protocol or "tcp"),
     ]
     if waiting:
         facts.append(("Waiting", "; ".join(f"{row.name}: {row.state} ({row.reason})" for row in waiting)))
@@ -37,6 +53,5 @@ def cluster_status_html(cluster: Any) -> str:
         if rows
         else "<p>No jobs: <code>cluster.scale(gpus=N)</code> or <code>cluster.adapt()</code> submits them.</p>"
     )
-    usage = cluster.usage() if hasattr(cluster, "_usage") else None
     usage_html = f"<details><summary>Usage</summary>{usage._repr_html_()}</details>" if usage and usage.jobs else ""
     return f"<table>{table}</table><details open><summary>Jobs</summary>{jobs}</details>{usage_html}"

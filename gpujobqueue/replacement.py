@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Mapping
+from typing import Any, Awaitable, Callable, Sequence
 
 from .errors import GPUJobQueueError, SubmissionError
 from .intervals import max_failures
 from .job_status import JobCannotStartError
-from .user_limits import JobHold, UserJobLimit, refusal_line
+from .jobbook import JobBook
+from .user_limits import refusal_line
 
 logger = logging.getLogger(__name__)
 
@@ -27,11 +28,13 @@ class Replacement:
 
     Parameters
     ----------
+    book : JobBook
+        The cluster's jobs.
     limit : int, optional
         Failures in a row that stop the replacing (default :func:`~gpujobqueue.intervals.max_failures`).
-    user_limits : mapping, optional
-        Each pool's queue's limit on one user's jobs (``"gpu"``, ``"cpu"``; None: none known):
-        jobs past it are held.
+    user_limit_refusals : sequence of str, optional
+        The batch system's words when it refuses a job for a per-user limit of the queue: such a
+        refusal holds the jobs (``book.hold``) rather than failing them.
 
     Attributes
     ----------
@@ -46,19 +49,21 @@ class Replacement:
         Since when (``time.time()``) a submission refused during an outage waits to be retried.
     replaced : int
         Replacement jobs submitted.
-    hold : JobHold
-        The jobs held back by a per-user limit of the queue, and why.
+    adaptive : distributed.deploy.Adaptive or None
+        What ``adapt()`` started, if it was called: while it runs, it sizes the cluster.
     """
 
-    def __init__(self, limit: int | None = None, user_limits: Mapping[str, UserJobLimit | None] | None = None):
+    def __init__(self, book: JobBook, limit: int | None = None, user_limit_refusals: Sequence[str] = ()):
+        self.book = book
         self.limit = max_failures() if limit is None else limit
+        self.user_limit_refusals = tuple(user_limit_refusals)
         self.targets: dict[str, int] = {}
         self.failures_in_a_row = 0
         self.stopped: GPUJobQueueError | None = None
         self._stop_raised = False
         self.deferred_since: float | None = None
         self.replaced = 0
-        self.hold = JobHold({pool: limit for pool, limit in (user_limits or {}).items() if limit is not None})
+        self.adaptive: Any = None
 
     def set_target(self, pool: str, jobs: int) -> None:
         self.targets[pool] = jobs
@@ -109,117 +114,105 @@ class Replacement:
     def may_replace(self) -> bool:
         return self.stopped is None
 
-    def missing(self, cluster: Any, pool: str) -> int:
-        """Jobs the pool lacks to reach its target."""
-        return max(0, self.targets.get(pool, 0) - pool_jobs(cluster, pool))
+    @property
+    def adapting(self) -> bool:
+        """Whether ``adapt()`` sizes the cluster now (it then replaces ended jobs itself)."""
+        callback = getattr(self.adaptive, "periodic_callback", None)
+        return bool(callback is not None and callback.is_running())
 
-    def to_submit(self, cluster: Any, pool: str) -> int:
+    def missing(self, pool: str) -> int:
+        """Jobs the pool lacks to reach its target."""
+        return max(0, self.targets.get(pool, 0) - self.book.count(pool))
+
+    def to_submit(self, pool: str) -> int:
         """Jobs the pool lacks that a per-user limit of the queue lets it submit now (the rest are
         held), and replacements of its leaving jobs (:mod:`gpujobqueue.handover`) where the limit
         leaves room for them (they are not held: they go when the leaving jobs have gone).
         Under ``adapt()``, which counts leaving jobs itself within its maximum, none ahead."""
-        present = {counted: pool_jobs(cluster, counted) for counted in {pool, *self.hold.limits}}
+        book = self.book
+        present = {counted: book.count(counted) for counted in {pool, *book.hold.limits}}
         target = self.targets.get(pool, 0)
-        lacking = self.hold.room(pool, present, target)
-        if adaptive_running(cluster):
+        lacking = book.hold.room(pool, present, target)
+        if self.adapting:
             return lacking
-        leaving = sum(1 for job in cluster.retiring_jobs() if cluster.worker_spec[job].get("pool", "gpu") == pool)
+        leaving = sum(1 for job in book.leaving() if book.pool_of(job) == pool)
         after = {**present, pool: present[pool] + lacking}
         ahead = max(0, target + leaving - after[pool])
-        cap = self.hold.cap(pool, after)
+        cap = book.hold.cap(pool, after)
         return lacking + (ahead if cap is None else min(ahead, max(0, cap - after[pool])))
 
     def defer(self) -> None:
         if self.deferred_since is None:
             self.deferred_since = time.time()
 
+    def held_for_user_limit(self, error: SubmissionError, before: dict[str, int]) -> bool:
+        """Whether a refused submission was refused for a per-user job limit of the queue (the
+        batch system's ``user_limit_refusals``); if so the jobs not submitted are held, not failed.
 
-def adaptive_running(cluster: Any) -> bool:
-    """Whether ``adapt()`` sizes the cluster now (it then replaces ended jobs itself)."""
-    adaptive = getattr(cluster, "_adaptive", None)
-    callback = getattr(adaptive, "periodic_callback", None)
-    return bool(callback is not None and callback.is_running())
+        Call it after :meth:`JobBook.forget_unsubmitted`; ``before`` holds each pool's jobs before that.
+        """
+        words = refusal_line(str(error), self.user_limit_refusals)
+        if words is None:
+            return False
+        hold = self.book.hold
+        for pool, count in before.items():
+            now = self.book.count(pool)
+            if now < count:
+                hold.refusal(pool, now, words, count - now)
+        hold.say()
+        return True
 
+    async def top_up(self, reachable: Callable[[], Awaitable[bool]]) -> int:
+        """Submit the jobs each pool lacks (jobs that ended, submissions deferred during an
+        outage), unless ``adapt()`` sizes the cluster or the replacing has stopped.
 
-def pool_jobs(cluster: Any, pool: str) -> int:
-    """The pool's jobs that the cluster has (submitted, or about to be)."""
-    return sum(1 for spec in cluster.worker_spec.values() if spec.get("pool", "gpu") == pool)
+        Parameters
+        ----------
+        reachable : callable
+            Awaited after a refused submission: whether the batch system answers now (an outage
+            defers the submission, a refusal by a batch system that answers stops the replacing).
 
-
-def held_for_user_limit(cluster: Any, error: SubmissionError, before: dict[str, int]) -> bool:
-    """Whether a refused submission was refused for a per-user job limit of the queue (the batch
-    module's ``user_limit_refusals``); if so the jobs not submitted are held, not failed.
-
-    Call it after :func:`forget_unsubmitted`; ``before`` holds each pool's jobs before that.
-    """
-    words = refusal_line(str(error), getattr(cluster.job_cls, "user_limit_refusals", ()))
-    if words is None:
-        return False
-    hold = cluster._replacement.hold
-    for pool, count in before.items():
-        now = pool_jobs(cluster, pool)
-        if now < count:
-            hold.refusal(pool, now, words, count - now)
-    hold.say()
-    return True
-
-
-def forget_unsubmitted(cluster: Any) -> int:
-    """Drop the jobs whose submission failed (no job id) from the cluster; how many."""
-    dropped = 0
-    for job_name, job in list(cluster.workers.items()):
-        if getattr(job, "job_id", True) is None:
-            cluster.worker_spec.pop(job_name, None)
-            cluster.workers.pop(job_name, None)
-            dropped += 1
-    return dropped
-
-
-async def top_up(cluster: Any) -> int:
-    """Submit the jobs each pool lacks (jobs that ended, submissions deferred during an
-    outage), unless ``adapt()`` sizes the cluster or the replacing has stopped.
-
-    Returns
-    -------
-    int
-        Jobs submitted.
-    """
-    replacement: Replacement = cluster._replacement
-    if not replacement.may_replace or adaptive_running(cluster) or cluster.status.name in ("closing", "closed"):
-        return 0
-    added, was_held = 0, sum(replacement.hold.held.values())
-    for pool in sorted(replacement.targets, key=lambda pool: pool != "gpu"):  # the GPU pool first, as scale() does
-        for _ in range(replacement.to_submit(cluster, pool)):
-            cluster.worker_spec.update(cluster.new_worker_spec() if pool == "gpu" else cluster._new_cpu_job_spec())
-            added += 1
-    if not added:
-        replacement.hold.say()
-        return 0
-    planned = {pool: pool_jobs(cluster, pool) for pool in replacement.targets}
-    try:
-        await cluster._correct_state()
-    except SubmissionError as error:
-        forget_unsubmitted(cluster)
-        if held_for_user_limit(cluster, error, planned):
+        Returns
+        -------
+        int
+            Jobs submitted.
+        """
+        book = self.book
+        if not self.may_replace or self.adapting or book.closing:
             return 0
-        if not await cluster._batch_reachable():
-            replacement.defer()
-            logger.warning(
-                "gpujobqueue: the batch system cannot be reached; %d job(s) will be submitted when it answers: %s",
-                added,
-                error,
-            )
+        added, was_held = 0, sum(book.hold.held.values())
+        for pool in sorted(self.targets, key=lambda pool: pool != "gpu"):  # the GPU pool first, as scale() does
+            count = self.to_submit(pool)
+            book.add(pool, count)
+            added += count
+        if not added:
+            book.hold.say()
             return 0
-        replacement.submission_refused(error)
-        logger.error("gpujobqueue: %s", error)
-        return 0
-    replacement.hold.say()
-    if replacement.deferred_since is not None:
-        logger.warning("gpujobqueue: submitted %d job(s) deferred since the batch system stopped answering", added)
-        replacement.deferred_since = None
-    elif was_held:
-        logger.warning("gpujobqueue: submitted %d job(s) that were held or replace jobs that ended", added)
-    else:
-        replacement.replaced += added
-        logger.warning("gpujobqueue: submitted %d job(s) to replace jobs that ended", added)
-    return added
+        planned = {pool: book.count(pool) for pool in self.targets}
+        try:
+            await book.apply()
+        except SubmissionError as error:
+            book.forget_unsubmitted()
+            if self.held_for_user_limit(error, planned):
+                return 0
+            if not await reachable():
+                self.defer()
+                logger.warning(
+                    "gpujobqueue: the batch system cannot be reached; %d job(s) will be submitted when it answers: %s",
+                    added,
+                    error,
+                )
+                return 0
+            self.submission_refused(error)
+            logger.error("gpujobqueue: %s", error)
+            return 0
+        book.hold.say()
+        if self.deferred_since is not None:
+            logger.warning("gpujobqueue: submitted %d job(s) deferred since the batch system stopped answering", added)
+            self.deferred_since = None
+        elif was_held:
+            logger.warning("gpujobqueue: submitted %d job(s) that were held or replace jobs that ended", added)
+        else:
+            self.replaced += added
+            logger.warning("gpujobqueue: submitted %d job(s) to replace jobs that ended", added)
+        return added

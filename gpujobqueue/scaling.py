@@ -1,20 +1,20 @@
 """Scaling in GPU workers: how many jobs a ``scale()`` asks for (:func:`jobs_to_scale`, pure
-arithmetic), and the cluster's scale, adapt and scale-down in whole jobs (:class:`GPUScaling`)."""
+arithmetic), and the strategy the cluster delegates its scale, adapt and scale-down to, in whole
+jobs (:class:`Scaling`), as distributed's cluster delegates adaptivity to its ``Adaptive``."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
-from typing import Any
-
-from distributed.core import Status
+from typing import Any, Iterable
 
 from .adaptive import GPUAdaptive, adapt_bounds
 from .errors import SubmissionError, ValidationError
 from .intervals import adapt_interval, adapt_wait_count
+from .job_watch import JobWatch
+from .jobbook import JobBook
 from .limits import MAX_JOBS_PER_CLUSTER, MAX_WAIT_SECONDS, MIN_LOOK_SECONDS
-from .replacement import forget_unsubmitted, held_for_user_limit, pool_jobs
+from .replacement import Replacement
 from .request import parse_count, parse_size
 from .validation import parse_duration
 
@@ -95,65 +95,61 @@ def jobs_to_scale(
     return gpu_jobs, cpu_jobs
 
 
-class GPUScaling:
-    """:meth:`scale`, :meth:`adapt` and scale-down of :class:`~gpujobqueue.cluster.GPUJobQueueCluster`,
-    in whole jobs of GPU workers (and of CPU workers)."""
+class Scaling:
+    """How a cluster of GPU workers (and of CPU workers) scales, in whole jobs: the strategy its
+    ``scale()``, ``adapt()`` and ``scale_down()`` delegate to.
 
-    def retiring_jobs(self) -> set[str]:
-        """Jobs that are leaving: retiring, or due to retire within their replacement's lead time
-        (:mod:`gpujobqueue.handover`); ``scale()`` and :meth:`adapt` replace them before they go."""
-        return self._job_watch.handover.leaving() & set(self.worker_spec)
+    Parameters
+    ----------
+    book : JobBook
+        The cluster's jobs, which it adds to and drops from.
+    replacement : Replacement
+        What the cluster keeps: the targets it sets, and the jobs held past a queue's limit.
+    watch : JobWatch
+        Asked whether the batch system answers when a submission is refused.
+    workers_per_job : int
+        GPU workers in one job.
+    memory_per_worker : int or None
+        Bytes of host memory of one GPU worker (``scale(memory=...)``).
+    threads_per_worker : int
+        Threads of one GPU worker (``scale(cores=...)``).
+    cpu_workers_per_job : int or None
+        Workers in one CPU-pool job; None without a CPU pool.
+    """
 
-    @property
-    def workers_per_job(self) -> int:
-        """GPU workers in one job."""
-        return self.request.gpus_per_job
-
-    def scale(
+    def __init__(
         self,
-        n: int | None = None,
-        jobs: int = 0,
-        memory: str | None = None,
-        cores: int | None = None,
+        book: JobBook,
+        replacement: Replacement,
+        watch: JobWatch,
         *,
-        gpus: int | None = None,
-        cpu_workers: int | None = None,
+        workers_per_job: int,
+        memory_per_worker: int | None,
+        threads_per_worker: int,
+        cpu_workers_per_job: int | None,
     ):
-        """Scale to a number of GPU workers, GPUs, jobs, memory or cores, and CPU workers.
+        self.book, self.replacement, self.watch = book, replacement, watch
+        self.workers_per_job = workers_per_job
+        self.memory_per_worker, self.threads_per_worker = memory_per_worker, threads_per_worker
+        self.cpu_workers_per_job = cpu_workers_per_job
 
-        Rounds up to whole jobs; submits (or cancels) and returns once the batch system
-        has answered, raising :class:`SubmissionError` with its message if it refused.
-        Jobs still queued are cancelled before running ones when scaling down.
+    def asked(
+        self,
+        n: int | None,
+        jobs: int,
+        memory: str | None,
+        cores: int | None,
+        *,
+        gpus: int | None,
+        cpu_workers: int | None,
+    ) -> tuple[int | None, int | None]:
+        """The GPU and CPU jobs a user's ``scale()`` asks for (:func:`jobs_to_scale`); asking
+        resumes a replacing that failures stopped.
 
-        The cluster then keeps that many jobs until it closes: a job that ends early
-        (cancelled from outside, a failed node, its walltime) is replaced within one
-        job poll (``gpujobqueue.job-poll-interval``). A job that ends before its workers
-        connect counts as a failure; after ``gpujobqueue.replace.max-failures`` (default 3)
-        of them in a row no more jobs are submitted and :meth:`wait_for_workers` raises the
-        last :class:`JobFailedError`; calling ``scale()`` again resumes. A submission refused
-        while the batch system cannot be reached (its status query fails too) is not
-        raised: it is logged, shown by :attr:`jobs` and the repr, and submitted again once
-        the batch system answers. Past a queue's limit on one user's jobs (its site's
-        ``max_jobs_per_user``, ``gpujobqueue.<batch>.max-jobs-per-user``, or the batch system's
-        refusal for such a limit) the jobs are held, not submitted: logged, shown by :attr:`jobs`
-        and the repr, and submitted as the cluster's own jobs end. The GPU
-        pool and the CPU pool are scaled separately: ``scale(cpu_workers=8)`` leaves the
-        GPU workers as they are, ``scale(gpus=4)`` the CPU workers.
-
-        Parameters
-        ----------
-        n : int
-            Target number of GPU workers.
-        jobs : int
-            Target number of GPU jobs.
-        memory : str
-            Target host memory over all GPU workers.
-        cores : int
-            Target number of GPU worker threads.
-        gpus : int
-            Target number of GPUs, i.e. of GPU workers.
-        cpu_workers : int
-            Target number of CPU workers (needs ``cpu_pool``).
+        Raises
+        ------
+        ValidationError
+            Naming the target that is not a count, or asks for more jobs than a cluster holds.
         """
         gpu_jobs, cpu_jobs = jobs_to_scale(
             n,
@@ -163,98 +159,86 @@ class GPUScaling:
             gpus=gpus,
             cpu_workers=cpu_workers,
             workers_per_job=self.workers_per_job,
-            memory_per_worker=self.launch.memory_limit,
-            threads_per_worker=self.launch.nthreads,
-            cpu_workers_per_job=self.cpu_pool.processes if self.cpu_pool is not None else None,
+            memory_per_worker=self.memory_per_worker,
+            threads_per_worker=self.threads_per_worker,
+            cpu_workers_per_job=self.cpu_workers_per_job,
         )
-        self._replacement.resume()
-        if self.asynchronous:
-            return asyncio.ensure_future(self._scale_jobs(gpu_jobs, cpu_jobs))
-        return self.sync(self._scale_jobs, gpu_jobs, cpu_jobs)
+        self.replacement.resume()
+        return gpu_jobs, cpu_jobs
 
-    def scale_up(self, n: int = 0, memory: str | None = None, cores: int | None = None):
-        """distributed's older name of :meth:`scale`, which counts GPU workers here too (distributed's
-        ``SpecCluster.scale_up`` is its own ``scale``, which counts neither jobs nor limits)."""
-        return self.scale(n, memory=memory, cores=cores)
+    async def scale_jobs(self, jobs: int | None, cpu_jobs: int | None = None) -> None:
+        """Keep ``jobs`` GPU jobs and ``cpu_jobs`` CPU jobs (None: leave that pool as it is), and
+        submit or cancel until the cluster has them; while it closes, none.
 
-    async def _scale_jobs(self, jobs: int | None, cpu_jobs: int | None = None) -> None:
-        closing = self.status in (Status.closing, Status.closed)
-        pinned = set() if closing else self.pinned_jobs
+        Surplus jobs go queued ones first, then leaving ones; never a pinned job. Past a queue's
+        per-user limit the jobs are held (the job watch submits them as jobs end); a submission
+        refused during an outage is deferred, not raised.
+
+        Raises
+        ------
+        SubmissionError
+            The batch system refused a submission while it answered.
+        """
+        book, kept = self.book, self.replacement
+        closing = book.closing
+        pinned = set() if closing else book.pinned
         targets = {"gpu": 0, "cpu": 0} if closing else {}
         if not closing and jobs is not None:
             targets["gpu"] = max(jobs, len(pinned))  # the scheduler's job stays until the cluster closes
         if not closing and cpu_jobs is not None:
             targets["cpu"] = cpu_jobs
-        connected = {self._worker_to_job.job_of(w["name"]) for w in self.scheduler_info["workers"].values()}
+        connected = set(book.connected_workers())
         for pool, target in targets.items():
-            self._replacement.set_target(pool, target)
-            entries = [job for job, spec in self.worker_spec.items() if spec.get("pool", "gpu") == pool]
+            kept.set_target(pool, target)
+            entries = book.names(pool)
             surplus = len(entries) - target
             if surplus > 0:
                 removable = [job for job in entries if str(job) not in pinned]
-                leaving = self.retiring_jobs()
+                leaving = book.leaving()
                 queued_first = sorted(removable, key=lambda job: (job in connected, job not in leaving))
                 for job in queued_first[:surplus]:
-                    del self.worker_spec[job]
-            # Past a per-user limit of the queue the rest are held (replacement.py submits them as jobs end).
-            for _ in range(self._replacement.to_submit(self, pool) if not closing else 0):
-                self.worker_spec.update(self.new_worker_spec() if pool == "gpu" else self._new_cpu_job_spec())
+                    book.drop(job)
+            # Past a per-user limit of the queue the rest are held (the job watch submits them as jobs end).
+            book.add(pool, kept.to_submit(pool) if not closing else 0)
         if closing:
-            self._replacement.hold.clear()
-        planned = {pool: pool_jobs(self, pool) for pool in targets}
+            book.hold.clear()
+        planned = {pool: book.count(pool) for pool in targets}
         try:
-            await self._correct_state()
-            self._replacement.deferred_since = None
-            self._replacement.hold.say()
+            await book.apply()
+            kept.deferred_since = None
+            book.hold.say()
         except SubmissionError as error:
-            forget_unsubmitted(self)
-            if not closing and held_for_user_limit(self, error, planned):
+            book.forget_unsubmitted()
+            if not closing and kept.held_for_user_limit(error, planned):
                 return
-            if closing or await self._batch_reachable():
+            if closing or await self.watch.reachable():
                 raise
             # An outage, not a refusal: the job watch submits them once the batch system answers.
-            self._replacement.defer()
+            kept.defer()
             logger.warning(
-                "gpujobqueue: %s; the jobs will be submitted when it answers (%s)", self._job_watch.unreachable, error
+                "gpujobqueue: %s; the jobs will be submitted when it answers (%s)", self.watch.unreachable, error
             )
 
-    async def _batch_reachable(self) -> bool:
-        """Whether the batch system answers a status query now (recorded for :attr:`jobs`)."""
-        return await self._job_watch.reachable()
-
-    def adapt(
+    def adapt_options(
         self,
-        *args: Any,
+        *,
         minimum_jobs: int | None = None,
         maximum_jobs: int | None = None,
         minimum_gpus: int | None = None,
         maximum_gpus: int | None = None,
         **kwargs: Any,
-    ):
-        """Scale with the load, counting GPU workers, in whole jobs, without churn.
+    ) -> dict[str, Any]:
+        """The keywords of distributed's ``Cluster.adapt`` for an ``adapt()`` in GPU workers: the
+        bounds in workers, whole jobs retired together (``worker_key``), :class:`GPUAdaptive`
+        (given this strategy) unless another is named, the looks' interval and count.
 
-        The target is rounded up to whole jobs (``minimum`` up, ``maximum`` down); jobs
-        still queued count as capacity; it scales up at once and down only once the need
-        has settled below the jobs held for ``wait_count`` looks (see
-        :class:`~gpujobqueue.adaptive.GPUAdaptive`), cancelling queued jobs first.
-
-        Parameters
-        ----------
-        minimum, maximum : int
-            GPU workers (= GPUs) to keep between.
-        minimum_gpus, maximum_gpus : int
-            The same, by name.
-        minimum_jobs, maximum_jobs : int
-            Bounds in whole jobs (dask-jobqueue's names).
-        interval : str or float
-            Time between two looks (default ``gpujobqueue.adapt.interval``, 2 s).
-        wait_count : int
-            Looks in a row at a lower need before scaling down (default
-            ``gpujobqueue.adapt.wait-count``, 10: 20 s).
-        **kwargs
-            Passed to :class:`distributed.deploy.Adaptive` (``target_duration``).
+        Raises
+        ------
+        ValidationError
+            Naming the keyword: a bound, interval, wait count or target duration out of its range,
+            or ``cpu_pool`` (adapt counts one kind of worker).
         """
-        if self.cpu_pool is not None:
+        if self.cpu_workers_per_job is not None:
             raise ValidationError(
                 "cpu_pool",
                 "adapt() counts one kind of worker; with a CPU pool, size each pool with scale(gpus=..., "
@@ -269,21 +253,28 @@ class GPUScaling:
             minimum_jobs=minimum_jobs,
             maximum_jobs=maximum_jobs,
         )
-        kwargs.setdefault("worker_key", self._worker_to_job)  # retire whole jobs, never half of one
+        kwargs.setdefault("worker_key", self.book.worker_key)  # retire whole jobs, never half of one
         kwargs.setdefault("Adaptive", GPUAdaptive)
+        if isinstance(kwargs["Adaptive"], type) and issubclass(kwargs["Adaptive"], GPUAdaptive):
+            kwargs["scaling"] = self
         kwargs["interval"] = adapt_interval(kwargs.get("interval"))
         kwargs["wait_count"] = adapt_wait_count(kwargs.get("wait_count"))
         if kwargs.get("target_duration") is not None:
             kwargs["target_duration"] = parse_duration(
                 "target_duration", kwargs["target_duration"], MIN_LOOK_SECONDS, MAX_WAIT_SECONDS
             )
-        if self.pinned_jobs:
+        if self.book.pinned:
             # The scheduler's job keeps its workers while the cluster lives: never aim below them.
             minimum = max(minimum, self.workers_per_job)
-        return super().adapt(*args, minimum=minimum, maximum=maximum, **kwargs)
+        return dict(kwargs, minimum=minimum, maximum=maximum)
 
-    async def scale_down(self, workers: Any) -> None:
-        pinned = self.pinned_jobs
-        if pinned and self.status not in (Status.closing, Status.closed):
-            workers = [w for w in workers if self._worker_to_job.job_of(str(w)) not in pinned]
-        await super().scale_down(workers)
+    def adapting(self, adaptive: Any) -> None:
+        """``adapt()`` started ``adaptive``: while it runs, it sizes the cluster and replaces its jobs."""
+        self.replacement.adaptive = adaptive
+
+    def removable(self, workers: Iterable[Any]) -> list[Any]:
+        """Of the workers a scale-down names, those it may remove: never a pinned job's while the cluster lives."""
+        pinned = self.book.pinned
+        if not pinned or self.book.closing:
+            return list(workers)
+        return [worker for worker in workers if self.book.job_of(str(worker)) not in pinned]

@@ -9,10 +9,11 @@ import asyncio
 import logging
 import os
 import time
-from typing import Any
+from typing import Any, Awaitable, Callable, Mapping
 
 from .background import BackgroundLoop
 from .intervals import job_poll_interval, usage_sample_interval
+from .jobbook import JobBook
 from .usage import Charge, UsageReport, write_usage
 from .usage_meter import UsageMeter, busy_by_job
 
@@ -24,14 +25,32 @@ class UsageWatch(BackgroundLoop):
 
     Parameters
     ----------
-    cluster : GPUJobQueueCluster
-        The cluster whose jobs (``cluster.workers``) and workers are watched.
+    book : JobBook
+        The cluster's jobs, their statuses and first workers.
+    identity : callable
+        Awaited: the scheduler's identity, with its workers' metrics.
+    batch : str
+        The batch system's name, for the report.
+    site : str or None
+        The site's name, for the report.
+    log_directory : callable
+        Called at close: the folder of the job logs, where the report is written.
     charge : Charge, optional
         The site's charge factor for the cluster's queue.
     """
 
-    def __init__(self, cluster: Any, charge: Charge | None = None):
-        self.cluster = cluster
+    def __init__(
+        self,
+        book: JobBook,
+        *,
+        identity: Callable[[], Awaitable[Mapping[str, Any]]],
+        batch: str,
+        site: str | None,
+        log_directory: Callable[[], str],
+        charge: Charge | None = None,
+    ):
+        self.book, self.identity = book, identity
+        self.batch, self.site, self.log_directory = batch, site, log_directory
         self.charge = charge
         self.interval = usage_sample_interval()
         # A pause longer than a few samples (a stalled loop) is not counted as busy or idle.
@@ -50,16 +69,13 @@ class UsageWatch(BackgroundLoop):
 
     def note_jobs(self) -> None:
         """Record the jobs submitted, started and ended since the last look."""
-        cluster = self.cluster
-        watch = cluster._job_watch
-        now_running = set(watch.first_connected)
+        book = self.book
+        now_running = book.connected
         seen = set()
-        for name, entry in list(cluster.workers.items()):
-            job = getattr(entry, "job", entry)
+        for name, job in book.started():
             job_id = getattr(job, "job_id", None)
             if job_id is None:
                 continue
-            name = str(name)
             seen.add(name)
             request, launch = getattr(job, "request", None), getattr(job, "launch", None)
             nodes = request.nodes if request is not None else 1
@@ -72,7 +88,7 @@ class UsageWatch(BackgroundLoop):
                 pool="cpu" if cpu_only else "gpu",
                 when=getattr(job, "submitted_at", None),
             )
-            status = watch.statuses.get(name)
+            status = book.statuses.get(name)
             if name in now_running or (status is not None and status.nodes and not status.ended):
                 self.meter.started(name)
             if (status is not None and status.ended) or getattr(job, "closed_at", None) is not None:
@@ -85,30 +101,24 @@ class UsageWatch(BackgroundLoop):
         self.note_jobs()
         if self.interval is None:
             return
-        cluster = self.cluster
-        identity = await cluster.scheduler_comm.identity()
+        identity = await self.identity()
         workers = identity.get("workers", {}).values()
-        self.meter.sample(busy_by_job(workers, cluster._worker_to_job.job_of))
+        self.meter.sample(busy_by_job(workers, self.book.job_of))
 
-    def report(self) -> UsageReport:
-        """The usage so far."""
+    def report(self, *, cluster: str, adaptive: bool) -> UsageReport:
+        """The usage so far of the cluster named ``cluster``; ``adaptive``: whether ``adapt()`` sized it."""
         self.note_jobs()
-        cluster = self.cluster
         return self.meter.report(
-            cluster=str(cluster._name),
-            batch=cluster.job_cls.batch,
-            site=cluster.site.name if cluster.site is not None else None,
-            charge=self.charge,
-            adaptive=getattr(cluster, "_adaptive", None) is not None,
+            cluster=cluster, batch=self.batch, site=self.site, charge=self.charge, adaptive=adaptive
         )
 
-    def close(self) -> UsageReport:
+    def close(self, *, cluster: str, adaptive: bool) -> UsageReport:
         """At the cluster's close: every job ended, the summary logged, the report written."""
         self.meter.end_all()
-        report = self.report()
+        report = self.report(cluster=cluster, adaptive=adaptive)
         if not report.jobs:
             return report
-        directory = self.cluster.request.log_directory or self.cluster.job_cls.default_log_directory()
+        directory = self.log_directory()
         stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(report.at))
         path = os.path.join(directory, f"{report.cluster}-usage-{stamp}.json")
         for number in range(2, 100):  # another cluster of this name closed in the same second

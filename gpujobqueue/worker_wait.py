@@ -7,14 +7,16 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Any
+from typing import Any, Awaitable, Callable, Mapping
 
 from dask.utils import parse_timedelta
 from distributed.core import Status
 
 from .errors import GPUJobQueueError
+from .job_watch import JobWatch
 from .limits import MAX_JOBS_PER_CLUSTER, MAX_WAIT_SECONDS
 from .progress import WaitProgress
+from .replacement import Replacement
 from .validation import parse_count, parse_duration
 
 try:
@@ -60,33 +62,66 @@ MAX_JOBS_NAMED = 8
 SHORTEST_TIMEOUT_SECONDS = 0.1
 
 
-async def wait_for_workers(cluster: Any, n_workers: int = 0, timeout: Any = None) -> None:
-    """Wait for ``n_workers`` running workers of ``cluster``. A job that ends before its workers
-    connect is replaced (:meth:`~gpujobqueue.cluster.GPUJobQueueCluster.scale`); once
+def wait_arguments(n_workers: Any, timeout: Any, workers_per_job: int) -> tuple[int, float | None]:
+    """``wait_for_workers``' arguments, read: a count of workers from 1 to those of as many jobs
+    as a cluster holds (``workers_per_job``: a GPU job's and a CPU job's workers together), and a
+    timeout in seconds (None: no end).
+
+    Raises
+    ------
+    ValidationError
+        ``n_workers`` not a whole number of 1 or more (at most the workers of as many jobs as a
+        cluster holds), or ``timeout`` not a duration from 0.1 s to a week.
+    """
+    n_workers = parse_count("n_workers", n_workers, minimum=1, maximum=MAX_JOBS_PER_CLUSTER * workers_per_job)
+    if timeout is not None:
+        timeout = parse_duration("timeout", timeout, SHORTEST_TIMEOUT_SECONDS, MAX_WAIT_SECONDS)
+    return n_workers, timeout
+
+
+async def wait_for_workers(
+    replacement: Replacement,
+    watch: JobWatch,
+    identity: Callable[[], Awaitable[Mapping[str, Any]]],
+    n_workers: int = 0,
+    timeout: Any = None,
+) -> None:
+    """Wait for ``n_workers`` running workers. A job that ends before its workers connect is
+    replaced (:meth:`~gpujobqueue.cluster.GPUJobQueueCluster.scale`); once
     ``gpujobqueue.replace.max-failures`` of them in a row have failed, raise the last one's
-    :class:`JobFailedError` rather than wait for workers that will never come."""
+    :class:`JobFailedError` rather than wait for workers that will never come.
+
+    Parameters
+    ----------
+    replacement : Replacement
+        Whose stop, once, is raised.
+    watch : JobWatch
+        The jobs' table, shown while waiting and said in the timeout.
+    identity : callable
+        Awaited: the scheduler's identity now (the cluster keeps it as its ``scheduler_info``).
+    """
     deadline = None if not timeout else time.monotonic() + parse_timedelta(timeout)
     last_report = time.monotonic()
     progress = WaitProgress(n_workers)  # on a terminal only
     try:
         while True:
             # Each failed job is logged and replaced; the one that stopped the replacing is raised.
-            failure = cluster._replacement.take_stop()
+            failure = replacement.take_stop()
             if failure is not None:
                 raise failure
-            cluster.scheduler_info = SchedulerInfo(await cluster.scheduler_comm.identity())
-            running = sum(w["status"] == Status.running.name for w in cluster.scheduler_info["workers"].values())
+            workers = (await identity())["workers"].values()
+            running = sum(w["status"] == Status.running.name for w in workers)
             if running >= n_workers:
                 return
             if deadline is not None and time.monotonic() > deadline:
-                raise WorkersNotStartedError(running, n_workers, timeout, await why_jobs_wait(cluster._job_watch))
+                raise WorkersNotStartedError(running, n_workers, timeout, await why_jobs_wait(watch))
             if progress.shown:
-                progress.show(running, cluster._job_watch.rows())
+                progress.show(running, watch.rows())
             if time.monotonic() - last_report > 60:
                 last_report = time.monotonic()
                 waiting = [
                     f"{row.name} {row.state or 'submitted'}" + (f" ({row.reason})" if row.reason else "")
-                    for row in cluster._job_watch.rows()
+                    for row in watch.rows()
                     if row.workers == 0
                 ]
                 logger.info(
@@ -100,7 +135,7 @@ async def wait_for_workers(cluster: Any, n_workers: int = 0, timeout: Any = None
         progress.close()
 
 
-async def why_jobs_wait(job_watch: Any) -> list[str]:
+async def why_jobs_wait(job_watch: JobWatch) -> list[str]:
     """Each job short of its workers, as the batch system says now: ``name STATE (reason)``;
     the batch system's outage, where it does not answer."""
     if job_watch.unreachable_since is None:  # in an outage, the notice says so without a query's wait
@@ -117,38 +152,3 @@ async def why_jobs_wait(job_watch: Any) -> list[str]:
     if rows.notice:
         waiting.append(rows.notice)
     return waiting
-
-
-class WorkerWaiting:
-    """:meth:`wait_for_workers` of :class:`~gpujobqueue.cluster.GPUJobQueueCluster`: its arguments
-    refused by name, a failed job raised, and a timeout that says why the jobs wait."""
-
-    def wait_for_workers(self, n_workers: int, timeout: Any = None) -> None:
-        """Wait for ``n_workers`` running workers, as distributed's does; a job that failed before
-        its workers connected is raised (:class:`JobFailedError`) once replacing stops.
-
-        Parameters
-        ----------
-        n_workers : int
-            Workers to wait for, 1 or more.
-        timeout : float or str, optional
-            Seconds (or ``"10m"``) after which :class:`WorkersNotStartedError` says why the jobs
-            wait; None waits without end.
-
-        Raises
-        ------
-        ValidationError
-            ``n_workers`` not a whole number of 1 or more (at most the workers of as many jobs as a
-            cluster holds), or ``timeout`` not a duration from 0.1 s to a week.
-        """
-        pools = self.workers_per_job + (self.cpu_pool.processes if self.cpu_pool is not None else 0)
-        n_workers = parse_count("n_workers", n_workers, minimum=1, maximum=MAX_JOBS_PER_CLUSTER * pools)
-        if timeout is not None:
-            timeout = parse_duration("timeout", timeout, SHORTEST_TIMEOUT_SECONDS, MAX_WAIT_SECONDS)
-        return self.sync(self._wait_for_workers, n_workers, timeout=timeout)
-
-    async def _wait_for_workers(self, n_workers: int = 0, timeout: Any = None) -> None:
-        """distributed's own waits for workers whatever becomes of the jobs; this one raises a failed
-        job's :class:`JobFailedError` once replacing stops, and a timeout that says why the jobs wait
-        (:func:`wait_for_workers`)."""
-        await wait_for_workers(self, n_workers, timeout)

@@ -90,12 +90,27 @@ def test_idle_at_a_minimum_between_job_sizes_costs_no_batch_command(slurm, count
 class FakeCluster:
     """What GPUAdaptive reads of a cluster: its planned and connected workers, two per job."""
 
-    workers_per_job = 2
-    pinned_jobs: set = set()
-
     def __init__(self, jobs, connected=()):
         self.plan = {f"c-{job}-{i}" for job in jobs for i in range(2)}
         self.observed = {f"c-{job}-{i}" for job in connected for i in range(2)}
+
+
+class FakeBook:
+    """What GPUAdaptive reads of the cluster's job book: the jobs leaving, none pinned."""
+
+    pinned: set = set()
+
+    def __init__(self, leaving=()):
+        self.leaving = lambda: set(leaving)
+
+
+class FakeScaling:
+    """What GPUAdaptive reads of the cluster's scaling: two workers per job, and the job book."""
+
+    workers_per_job = 2
+
+    def __init__(self, leaving=()):
+        self.book = FakeBook(leaving)
 
 
 class FakeKey:
@@ -103,8 +118,9 @@ class FakeKey:
         return name.rpartition("-")[0]
 
 
-def adaptive_over(cluster, **kwargs):
-    adaptive = GPUAdaptive(None, interval=0, worker_key=FakeKey(), **kwargs)  # no cluster yet: no periodic looks
+def adaptive_over(cluster, leaving=(), **kwargs):
+    # No cluster yet: no periodic looks.
+    adaptive = GPUAdaptive(None, interval=0, worker_key=FakeKey(), scaling=FakeScaling(leaving), **kwargs)
     adaptive.cluster = cluster
     return adaptive
 
@@ -156,16 +172,13 @@ def test_a_walltime_handover_stays_within_the_maximum():
     # Two 2-GPU jobs under adapt(maximum=4): both jobs' workers are retiring. Replacing them
     # before they end would hold four jobs, twice the maximum.
     cluster = FakeCluster(jobs=[0, 1], connected=[0, 1])
-    cluster.retiring_jobs = lambda: {"c-0", "c-1"}
-    at_most_two_jobs = adaptive_over(cluster, minimum=4, maximum=4)
+    at_most_two_jobs = adaptive_over(cluster, leaving={"c-0", "c-1"}, minimum=4, maximum=4)
     assert asyncio.run(at_most_two_jobs.recommendations(4)) == {"status": "same"}, "replaced once they have ended"
-    cluster.retiring_jobs = lambda: {"c-0"}
-    at_most_three_jobs = adaptive_over(cluster, minimum=4, maximum=6)
+    at_most_three_jobs = adaptive_over(cluster, leaving={"c-0"}, minimum=4, maximum=6)
     assert asyncio.run(at_most_three_jobs.recommendations(4)) == {"status": "up", "n": 6}, (
         "one leaving job replaced early, within the maximum"
     )
-    unbounded = adaptive_over(FakeCluster(jobs=[0, 1], connected=[0, 1]), minimum=4)
-    unbounded.cluster.retiring_jobs = lambda: {"c-0", "c-1"}
+    unbounded = adaptive_over(FakeCluster(jobs=[0, 1], connected=[0, 1]), leaving={"c-0", "c-1"}, minimum=4)
     assert asyncio.run(unbounded.recommendations(4)) == {"status": "up", "n": 8}, (
         "no maximum: both replaced before they go"
     )

@@ -282,3 +282,136 @@ def test_no_module_is_over_450_lines():
         if (count := len(path.read_text().splitlines())) > MAX_MODULE_LINES
     }
     assert not long, f"modules over {MAX_MODULE_LINES} lines (split them by what their parts are): {long}"
+
+
+# A private name that another class's code may read, with why. Keep it short: give the class a public method instead.
+PRIVATE_READS_ALLOWED = {
+    "_repr_html_": "IPython's display protocol: an object shown in a notebook defines it, its container calls it",
+    "_call": "dask-jobqueue's Job._call, the runner of a batch command, read by job_commands (issue 30 point 1 "
+    "moves the batch commands into the batch system)",
+    "_check_job_array": "PlanHooks' hook, read by scripts for render (issue 30 point 1 moves it into the batch system)",
+}
+_READERS = ("getattr", "hasattr", "setattr", "delattr")
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _names_of_own_classes(tree: ast.AST) -> set[str]:
+    """The attribute names a module's classes define: their methods and class attributes, and what
+    their methods assign to ``self`` or ``cls``."""
+    names = set()
+    for cls in (node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)):
+        for statement in cls.body:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names.add(statement.name)
+            elif isinstance(statement, (ast.Assign, ast.AnnAssign)):
+                targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+                names |= {target.id for target in targets if isinstance(target, ast.Name)}
+        for node in ast.walk(cls):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.ctx, ast.Store)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in ("self", "cls")
+            ):
+                names.add(node.attr)
+    return names
+
+
+def _is_own_object(node: ast.AST) -> bool:
+    """``self``, ``cls`` or ``super()``."""
+    if isinstance(node, ast.Call):
+        return isinstance(node.func, ast.Name) and node.func.id == "super"
+    return isinstance(node, ast.Name) and node.id in ("self", "cls")
+
+
+def _private_accesses(tree: ast.AST) -> list[tuple[int, str, str, bool]]:
+    """(line, object, name, stored) of each ``x._name`` and ``getattr(x, "_name")`` where x is not
+    ``self``, ``cls`` or ``super()`` (dunders aside)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _is_private(node.attr):
+            owner, name, stored = node.value, node.attr, isinstance(node.ctx, ast.Store)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in _READERS
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+            and _is_private(node.args[1].value)
+        ):
+            owner, name, stored = node.args[0], node.args[1].value, node.func.id == "setattr"
+        else:
+            continue
+        if not _is_own_object(owner):
+            found.append((node.lineno, ast.unparse(owner), name, stored))
+    return found
+
+
+def private_reads_of_other_classes(root: Path = ROOT) -> list[str]:
+    """``file:line: object._name`` of each private attribute a module reads (or writes) on an object
+    that is not its own: not ``self``/``cls``, and a name its own classes do not define. A name a
+    module attaches to another's object itself (a preload's task kept on the server) is its own,
+    unless a class of the package defines that name."""
+    trees = {
+        path.relative_to(root).as_posix(): ast.parse(path.read_text())
+        for path in sorted((root / "gpujobqueue").rglob("*.py"))
+    }
+    defined = {path: _names_of_own_classes(tree) for path, tree in trees.items()}
+    found = []
+    for path, tree in trees.items():
+        accesses = _private_accesses(tree)
+        others = set().union(*(names for other, names in defined.items() if other != path))
+        own = defined[path] | {name for _, _, name, stored in accesses if stored and name not in others}
+        found += [
+            f"{path}:{line}: {owner}.{name}"
+            for line, owner, name, _ in accesses
+            if name not in own and name not in PRIVATE_READS_ALLOWED
+        ]
+    return found
+
+
+def test_no_module_reads_another_class_private_attributes():
+    found = private_reads_of_other_classes()
+    assert not found, (
+        "private attributes read on another class's objects; give that class a public method or property "
+        "(or pass what is needed explicitly):\n" + "\n".join(found)
+    )
+    used = {
+        name
+        for path in (ROOT / "gpujobqueue").rglob("*.py")
+        for _, _, name, _ in _private_accesses(ast.parse(path.read_text()))
+    }
+    assert set(PRIVATE_READS_ALLOWED) <= used, (
+        f"allowed names no module reads (remove them): {set(PRIVATE_READS_ALLOWED) - used}"
+    )
+
+
+def test_the_private_read_scan_finds_a_planted_read(tmp_path):
+    """The scan sees the forms it forbids, and leaves a module's own private names alone."""
+    (tmp_path / "gpujobqueue").mkdir()
+    (tmp_path / "gpujobqueue" / "owner.py").write_text(
+        "class Cluster:\n    def __init__(self):\n        self._book = {}\n        self._spare = 1\n"
+    )
+    (tmp_path / "gpujobqueue" / "reader.py").write_text(
+        "class Watch:\n"
+        "    def __init__(self, cluster):\n"
+        "        self._seen = set()\n"
+        "        self.cluster = cluster\n"
+        "    def look(self, other):\n"
+        "        other._seen.add(self._seen)\n"  # its own class's name, on another instance: allowed
+        "        server._preload_task = 1\n"  # a name it attaches itself: allowed
+        "        _local = super()._start()\n"  # its inherited hook: allowed
+        "        print(server._preload_task, self.__dict__, other._repr_html_(), _local)\n"
+        "        self.cluster._spare = owner._helper()\n"  # another class's name set; a module's private function
+        "        return self.cluster._book, getattr(self.cluster, '_spare', None)\n"
+    )
+    assert private_reads_of_other_classes(tmp_path) == [
+        "gpujobqueue/reader.py:10: self.cluster._spare",
+        "gpujobqueue/reader.py:10: owner._helper",
+        "gpujobqueue/reader.py:11: self.cluster._book",
+        "gpujobqueue/reader.py:11: self.cluster._spare",
+    ]

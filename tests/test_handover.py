@@ -8,6 +8,8 @@ import asyncio
 import pytest
 
 from gpujobqueue.handover import Handover, Tenure, retirement_plan, retirement_spacing
+from gpujobqueue.jobbook import JobBook
+from gpujobqueue.naming import WorkerJobKey
 from gpujobqueue.replacement import Replacement
 from gpujobqueue.user_limits import UserJobLimit
 
@@ -69,30 +71,50 @@ def test_a_retirement_that_retired_no_worker_is_tried_again():
     assert "job-0" not in handover.retiring and handover.due(now=100.0) == ["job-0"]
 
 
-class _Cluster:
-    """What Replacement.to_submit reads of a cluster."""
+def _book(user_limits: dict | None = None) -> JobBook:
+    """A cluster's job book with no cluster behind it: ``_have`` sets its jobs."""
 
-    def __init__(self, jobs: int, leaving: set[str]):
-        self.worker_spec = {f"job-{i}": {"pool": "gpu"} for i in range(jobs)}
-        self._leaving = leaving
+    def nothing_to_do(*_):
+        raise AssertionError("Replacement.to_submit only counts")
 
-    def retiring_jobs(self) -> set[str]:
-        return self._leaving
+    return JobBook(
+        WorkerJobKey([]),
+        new_job=nothing_to_do,
+        apply=nothing_to_do,
+        scheduler_workers=tuple,
+        closing=lambda: False,
+        user_limits=user_limits,
+        poll_interval=1.0,
+    )
+
+
+def _have(book: JobBook, jobs: int, leaving: set[str]) -> None:
+    """The book holds ``jobs`` GPU jobs, of which ``leaving`` are retiring."""
+    book.specs = {f"job-{i}": {"pool": "gpu"} for i in range(jobs)}
+    book.handover.retiring = set(leaving)
 
 
 def test_scale_submits_a_replacement_ahead_for_each_leaving_job():
-    kept = Replacement(limit=3)
+    book = _book()
+    kept = Replacement(book, limit=3)
     kept.set_target("gpu", 4)
-    assert kept.to_submit(_Cluster(4, set()), "gpu") == 0
-    assert kept.to_submit(_Cluster(4, {"job-0"}), "gpu") == 1
-    assert kept.to_submit(_Cluster(5, {"job-0"}), "gpu") == 0  # its replacement is in
-    assert kept.to_submit(_Cluster(3, {"job-0"}), "gpu") == 2  # one ended, one leaving
+    _have(book, 4, set())
+    assert kept.to_submit("gpu") == 0
+    _have(book, 4, {"job-0"})
+    assert kept.to_submit("gpu") == 1
+    _have(book, 5, {"job-0"})
+    assert kept.to_submit("gpu") == 0  # its replacement is in
+    _have(book, 3, {"job-0"})
+    assert kept.to_submit("gpu") == 2  # one ended, one leaving
 
 
 def test_a_replacement_ahead_stays_within_the_queues_limit_and_is_not_called_held():
     limit = UserJobLimit(queue="gpu", submitted=5, running=None, source="test")
-    kept = Replacement(limit=3, user_limits={"gpu": limit})
+    book = _book(user_limits={"gpu": limit})
+    kept = Replacement(book, limit=3)
     kept.set_target("gpu", 4)
-    assert kept.to_submit(_Cluster(4, {"job-0", "job-1"}), "gpu") == 1
-    assert kept.hold.notice() is None
-    assert kept.to_submit(_Cluster(5, {"job-0", "job-1"}), "gpu") == 0
+    _have(book, 4, {"job-0", "job-1"})
+    assert kept.to_submit("gpu") == 1
+    assert book.hold.notice() is None
+    _have(book, 5, {"job-0", "job-1"})
+    assert kept.to_submit("gpu") == 0

@@ -1,0 +1,179 @@
+"""The cluster's jobs, in one book: what the job watch, the replacement, the scaling and the usage
+watch read and change of them, through public methods, instead of the cluster's own state."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Awaitable, Callable, Iterable, Mapping
+
+from .handover import Handover
+from .job_status import JobStatus
+from .naming import WorkerJobKey
+from .user_limits import JobHold, UserJobLimit
+
+# The pool of a job whose spec names none: the GPU workers'.
+DEFAULT_POOL = "gpu"
+
+
+class JobBook:
+    """The jobs of one cluster.
+
+    The spec of each job (distributed's ``worker_spec``: the jobs the cluster wants, per pool,
+    which ``apply()`` submits and cancels the jobs to match) and the job objects started from them
+    (distributed's ``workers``); the cluster's ``worker_spec`` and ``workers`` are these two. Beside
+    them: what the batch system last said of each job, when each first had a worker connected, the
+    jobs held back by a queue's per-user limit, the jobs leaving before their walltime (the
+    handover's plan) and the jobs pinned (the scheduler's own, never scaled down).
+
+    Parameters
+    ----------
+    worker_key : WorkerJobKey
+        A worker's name to its job's name.
+    new_job : callable
+        ``new_job(pool)``: a new job's name and spec in ``pool`` (``"gpu"`` or ``"cpu"``), as a
+        one-item dict.
+    apply : callable
+        Awaited: submits and cancels jobs until the jobs match the specs (SpecCluster's).
+    scheduler_workers : callable
+        The workers the scheduler has, as the cluster last heard: mappings with their ``name``.
+    closing : callable
+        Whether the cluster is closing or closed.
+    user_limits : mapping, optional
+        Each pool's queue's limit on one user's jobs (None: none known).
+    poll_interval : float
+        Seconds between two looks of the job watch (the handover submits replacements that much early).
+    """
+
+    def __init__(
+        self,
+        worker_key: WorkerJobKey,
+        *,
+        new_job: Callable[[str], dict[str, dict[str, Any]]],
+        apply: Callable[[], Awaitable[None]],
+        scheduler_workers: Callable[[], Iterable[Mapping[str, Any]]],
+        closing: Callable[[], bool],
+        user_limits: Mapping[str, UserJobLimit | None] | None = None,
+        poll_interval: float,
+    ):
+        self.worker_key = worker_key
+        self._new_job, self._apply = new_job, apply
+        self._scheduler_workers, self._closing = scheduler_workers, closing
+        self.specs: dict[str, dict[str, Any]] = {}
+        self.jobs: dict[str, Any] = {}
+        self.statuses: dict[str, JobStatus] = {}  # job -> the batch system's last answer
+        self.first_connected: dict[str, float] = {}  # job -> when its first worker connected (monotonic clock)
+        self.pinned: set[str] = set()
+        self.hold = JobHold({pool: limit for pool, limit in (user_limits or {}).items() if limit is not None})
+        self.handover = Handover(poll_interval)
+
+    # The specs: the jobs wanted.
+
+    def pool_of(self, name: str) -> str:
+        """The pool (``"gpu"``, ``"cpu"``) of a job the cluster wants."""
+        return self.specs[name].get("pool", DEFAULT_POOL)
+
+    def names(self, pool: str) -> list[str]:
+        """The jobs the pool has (submitted, or about to be), oldest first."""
+        return [name for name, spec in self.specs.items() if spec.get("pool", DEFAULT_POOL) == pool]
+
+    def count(self, pool: str) -> int:
+        """How many jobs the pool has (submitted, or about to be)."""
+        return len(self.names(pool))
+
+    def wants(self, name: str) -> bool:
+        """Whether the cluster still wants the job (it is neither ended nor being cancelled)."""
+        return name in self.specs
+
+    def add(self, pool: str, count: int = 1) -> None:
+        """Want ``count`` new jobs in ``pool``; :meth:`apply` submits them."""
+        for _ in range(count):
+            self.specs.update(self._new_job(pool))
+
+    def drop(self, name: str) -> None:
+        """No longer want the job; :meth:`apply` cancels it."""
+        self.specs.pop(name, None)
+
+    async def apply(self) -> None:
+        """Submit the jobs wanted and not started, cancel those started and no longer wanted."""
+        await self._apply()
+
+    def forget_unsubmitted(self) -> int:
+        """Drop the jobs whose submission failed (no job id); how many."""
+        dropped = 0
+        for name, entry in list(self.jobs.items()):
+            if getattr(entry, "job_id", True) is None:
+                self.specs.pop(name, None)
+                self.jobs.pop(name, None)
+                dropped += 1
+        return dropped
+
+    @property
+    def closing(self) -> bool:
+        """Whether the cluster is closing or closed."""
+        return self._closing()
+
+    # The job objects: the jobs started.
+
+    def started(self) -> list[tuple[str, Any]]:
+        """Every job started and not yet forgotten, with its job object, oldest first."""
+        return [(str(name), job_of_entry(entry)) for name, entry in list(self.jobs.items())]
+
+    def job(self, name: str) -> Any:
+        """The job object of a job started, else None."""
+        entry = self.jobs.get(name)
+        return None if entry is None else job_of_entry(entry)
+
+    def submitted(self) -> dict[str, Any]:
+        """The jobs the batch system has been given and the cluster still wants, with their job objects."""
+        return {name: job for name, job in self.started() if getattr(job, "job_id", None) and name in self.specs}
+
+    # Workers and their jobs.
+
+    def job_of(self, worker_name: str) -> str:
+        """The job that runs a worker."""
+        return self.worker_key.job_of(str(worker_name))
+
+    def connected_workers(self) -> dict[str, list[str]]:
+        """Each job's workers connected to the scheduler now, by name."""
+        by_job: dict[str, list[str]] = {}
+        for worker in self._scheduler_workers():
+            name = str(worker.get("name"))
+            by_job.setdefault(self.job_of(name), []).append(name)
+        return by_job
+
+    def note_worker(self, worker_name: str) -> bool:
+        """A worker connected: True if it is its job's first (its start-up time is then measured)."""
+        job = self.job_of(worker_name)
+        if job in self.first_connected:
+            return False
+        self.first_connected[job] = time.monotonic()
+        self.handover.job_started(getattr(self.job(job), "submitted_at", None))
+        return True
+
+    @property
+    def connected(self) -> set[str]:
+        """Jobs of which a worker has connected at some point."""
+        return set(self.first_connected)
+
+    def forget_gone(self) -> None:
+        """Forget what was said of jobs the cluster no longer has."""
+        for name in [name for name in self.statuses if name not in self.jobs]:
+            del self.statuses[name]
+        for name in [name for name in self.first_connected if name not in self.jobs and name not in self.specs]:
+            del self.first_connected[name]
+
+    # Jobs that stay, and jobs that go.
+
+    def pin(self, name: str) -> None:
+        """Never scale the job down (the scheduler's own job): it lives as long as the cluster."""
+        self.pinned.add(str(name))
+
+    def leaving(self) -> set[str]:
+        """Jobs that are leaving: retiring, or due to retire within their replacement's lead time
+        (:mod:`gpujobqueue.handover`); ``scale()`` and ``adapt()`` replace them before they go."""
+        return self.handover.leaving() & set(self.specs)
+
+
+def job_of_entry(entry: Any) -> Any:
+    """The job object of an entry of distributed's ``workers``: the scheduler job's entry holds its job."""
+    return getattr(entry, "job", entry)

@@ -1,0 +1,345 @@
+"""The cluster at run time: distributed's SpecCluster over a :class:`~gpujobqueue.jobbook.JobBook`,
+with the parts that act on its jobs, each given the book and what else it needs (the job watch,
+what the cluster keeps, the scaling strategy, the usage watch), and the public methods that
+delegate to them. :class:`~gpujobqueue.cluster.GPUJobQueueCluster` makes it from a plan."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Callable
+
+from dask_jobqueue.core import JobQueueCluster
+from distributed.core import Status
+
+from .intervals import job_poll_interval
+from .job import GPUJob
+from .job_status import JobFailedError
+from .job_watch import JobTable, JobWatch
+from .jobbook import JobBook
+from .naming import WorkerJobKey
+from .notebook import cluster_status_html
+from .plan import Plan
+from .replacement import Replacement
+from .scaling import Scaling
+from .usage import UsageReport
+from .usage_watch import UsageWatch, site_charge
+from .worker_wait import SchedulerInfo, wait_arguments, wait_for_workers
+
+logger = logging.getLogger("gpujobqueue.cluster")
+
+
+class RuntimeCluster(JobQueueCluster):
+    """dask-jobqueue's cluster whose jobs are a job book, counted in GPU workers and whole jobs.
+
+    distributed's ``worker_spec`` and ``workers`` are the book's ``specs`` and ``jobs``:
+    SpecCluster submits and cancels the jobs to match the specs, as it does; the parts change the
+    specs through the book. ``scale()``, ``adapt()`` and ``scale_down()`` delegate to the
+    :class:`~gpujobqueue.scaling.Scaling` strategy, as distributed's ``adapt()`` delegates to its
+    ``Adaptive``; :attr:`jobs`, :attr:`job_failures` and :meth:`wait_for_workers` read the job
+    watch; :meth:`usage` the usage watch.
+    """
+
+    def _start_parts(
+        self, plan: Plan, job_cls: type[GPUJob], worker_key: WorkerJobKey, new_job: Callable[[str], dict[str, Any]]
+    ) -> None:
+        """Make the cluster's parts, each given what it needs: the job book (its jobs, through which
+        the others read and change them), what it keeps (:class:`Replacement`: keep n, holding the
+        jobs past the queue's per-user limit), the job watch, the scaling strategy and the usage
+        watch. Called by the constructor before distributed's, which fills the book.
+
+        Parameters
+        ----------
+        plan : Plan
+            The cluster's plan: its jobs' size, the queue's per-user limits, the site.
+        job_cls : type
+            The batch system's job class: its status probe, name, refusals for a per-user limit, log folder.
+        worker_key : WorkerJobKey
+            A worker's name to its job's name.
+        new_job : callable
+            ``new_job(pool)``: a new job's name and spec in ``pool``.
+        """
+        interval = job_poll_interval()
+        self._book = JobBook(
+            worker_key,
+            new_job=new_job,
+            apply=self._correct_state,
+            scheduler_workers=lambda: self.scheduler_info.get("workers", {}).values(),
+            closing=lambda: self.status in (Status.closing, Status.closed),
+            user_limits={"gpu": plan.jobs_per_user, "cpu": plan.cpu_jobs_per_user},
+            poll_interval=interval,
+        )
+        refusals = getattr(job_cls, "user_limit_refusals", ())
+        self._replacement = Replacement(self._book, user_limit_refusals=refusals)
+        self._job_watch = JobWatch(
+            self._book, self._replacement, probe=job_cls.probe, retire_workers=self._retire, interval=interval
+        )
+        cpu_workers_per_job = plan.cpu_pool.processes if plan.cpu_pool is not None else None
+        self._scaling = Scaling(
+            self._book,
+            self._replacement,
+            self._job_watch,
+            workers_per_job=plan.request.gpus_per_job,
+            memory_per_worker=plan.launch.memory_limit,
+            threads_per_worker=plan.launch.nthreads,
+            cpu_workers_per_job=cpu_workers_per_job,
+        )
+        site = plan.site.name if plan.site is not None else None
+        self._usage = UsageWatch(
+            self._book,
+            identity=lambda: self.scheduler_comm.identity(),
+            batch=job_cls.batch,
+            site=site,
+            log_directory=lambda: plan.request.log_directory or job_cls.default_log_directory(),
+            charge=site_charge(plan.site, plan.site_queue),
+        )
+        self._shown = {"site": site, "batch": job_cls.batch, "protocol": plan.launch.protocol}  # in a notebook
+
+    def _start_watches(self) -> None:
+        """The job watch and the usage watch begin (the scheduler has started)."""
+        self._job_watch.start()
+        self._usage.start()
+
+    async def _stop_watches(self) -> None:
+        """The job watch and the usage watch end (the cluster closes); the jobs' ends are counted after."""
+        await self._job_watch.stop()
+        await self._usage.stop()
+
+    @property
+    def worker_spec(self) -> dict[str, dict[str, Any]]:
+        """Each job the cluster wants, by name: its spec (distributed's), the job book's ``specs``."""
+        return self._book.specs
+
+    @worker_spec.setter
+    def worker_spec(self, specs: dict[str, dict[str, Any]]) -> None:
+        self._book.specs = specs
+
+    @property
+    def workers(self) -> dict[str, Any]:
+        """Each job started, by name: its job object (distributed's), the job book's ``jobs``."""
+        return self._book.jobs
+
+    @workers.setter
+    def workers(self, jobs: dict[str, Any]) -> None:
+        self._book.jobs = jobs
+
+    def _retire(self, names: list[str]) -> Any:
+        return self.scheduler_comm.retire_workers(names=names, remove=True, close_workers=True)
+
+    async def _scheduler_identity(self) -> SchedulerInfo:
+        """The scheduler's identity now, kept as the cluster's ``scheduler_info``."""
+        self.scheduler_info = SchedulerInfo(await self.scheduler_comm.identity())
+        return self.scheduler_info
+
+    @property
+    def pinned_jobs(self) -> set[str]:
+        """Jobs that scaling down must leave alone: the scheduler's own job (``scheduler="job"``)."""
+        return set(self._book.pinned)
+
+    def _close_usage(self) -> None:
+        """Every job has ended: log the usage summary and write the report beside the job logs."""
+        try:
+            self._usage.close(cluster=str(self._name), adaptive=self._adapted)
+        except Exception:  # the count must not keep a cluster from closing
+            logger.exception("gpujobqueue: could not summarise the cluster's usage")
+
+    def usage(self) -> UsageReport:
+        """What the cluster's jobs held and did, so far: per job and in total, GPUs held, wall
+        time held, GPU-hours charged, time queued, GPU-hours busy (NVML's GPU utilisation, else
+        the workers' threads executing tasks, sampled every ``gpujobqueue.usage.sample-interval``)
+        and service units where the site states its charge factor.
+
+        Returns
+        -------
+        UsageReport
+            Printed, a table and a one-paragraph summary; ``to_json()`` for other tools.
+        """
+        return self._usage.report(cluster=str(self._name), adaptive=self._adapted)
+
+    @property
+    def _adapted(self) -> bool:
+        """Whether ``adapt()`` was called (distributed keeps what it started as ``_adaptive``)."""
+        return getattr(self, "_adaptive", None) is not None
+
+    def _update_worker_status(self, op: str, msg: Any) -> None:
+        if op == "add":
+            for worker in msg.get("workers", {}).values():
+                self._job_watch.note_worker(str(worker.get("name")))
+        super()._update_worker_status(op, msg)
+
+    @property
+    def jobs(self) -> JobTable:
+        """The cluster's jobs: name, batch job id, state, pending reason, nodes, GPUs and
+        workers connected, as the batch system answered (asked afresh unless asynchronous).
+        While the batch system cannot be reached, the table's first line says since when
+        and its error, and each job's state is ``unknown`` (``last seen RUNNING``).
+
+        Examples
+        --------
+        >>> cluster.jobs  # doctest: +SKIP
+        name            job_id  state    reason    nodes  gpus  workers
+        gpujobqueue-0   4021    RUNNING  -         nid01  4     4
+        gpujobqueue-1   4022    PENDING  Priority  -      4     0
+        """
+        # During an outage the watch keeps asking in the background; a query here would only
+        # wait for the batch command's own timeout to show the same notice.
+        if not self.asynchronous and self.status == Status.running and self._job_watch.unreachable_since is None:
+            self.sync(self._job_watch.poll)
+        return self._job_watch.rows()
+
+    def __repr__(self) -> str:
+        text = super().__repr__()
+        notice = self._job_watch.notice() if hasattr(self, "_job_watch") else None
+        return f"{text[:-1]}, {notice})" if notice else text
+
+    def _repr_html_(self, cluster_status: str | None = None) -> str:
+        usage = self.usage() if hasattr(self, "_usage") else None
+        status = cluster_status_html(self._job_watch.rows(), usage=usage, **self._shown)
+        return super()._repr_html_(cluster_status=status + (cluster_status or ""))
+
+    @property
+    def job_failures(self) -> list[JobFailedError]:
+        """Every job that ended before its workers connected, with its exit code and log tail."""
+        return list(self._job_watch.failures)
+
+    # Scaling, delegated to the cluster's strategy (scaling.py), as distributed delegates adapt() to Adaptive.
+
+    @property
+    def workers_per_job(self) -> int:
+        """GPU workers in one job."""
+        return self._scaling.workers_per_job
+
+    def retiring_jobs(self) -> set[str]:
+        """Jobs that are leaving: retiring, or due to retire within their replacement's lead time
+        (:mod:`gpujobqueue.handover`); ``scale()`` and :meth:`adapt` replace them before they go."""
+        return self._book.leaving()
+
+    def scale(
+        self,
+        n: int | None = None,
+        jobs: int = 0,
+        memory: str | None = None,
+        cores: int | None = None,
+        *,
+        gpus: int | None = None,
+        cpu_workers: int | None = None,
+    ):
+        """Scale to a number of GPU workers, GPUs, jobs, memory or cores, and CPU workers.
+
+        Rounds up to whole jobs; submits (or cancels) and returns once the batch system
+        has answered, raising :class:`SubmissionError` with its message if it refused.
+        Jobs still queued are cancelled before running ones when scaling down.
+
+        The cluster then keeps that many jobs until it closes: a job that ends early
+        (cancelled from outside, a failed node, its walltime) is replaced within one
+        job poll (``gpujobqueue.job-poll-interval``). A job that ends before its workers
+        connect counts as a failure; after ``gpujobqueue.replace.max-failures`` (default 3)
+        of them in a row no more jobs are submitted and :meth:`wait_for_workers` raises the
+        last :class:`JobFailedError`; calling ``scale()`` again resumes. A submission refused
+        while the batch system cannot be reached (its status query fails too) is not
+        raised: it is logged, shown by :attr:`jobs` and the repr, and submitted again once
+        the batch system answers. Past a queue's limit on one user's jobs (its site's
+        ``max_jobs_per_user``, ``gpujobqueue.<batch>.max-jobs-per-user``, or the batch system's
+        refusal for such a limit) the jobs are held, not submitted: logged, shown by :attr:`jobs`
+        and the repr, and submitted as the cluster's own jobs end. The GPU
+        pool and the CPU pool are scaled separately: ``scale(cpu_workers=8)`` leaves the
+        GPU workers as they are, ``scale(gpus=4)`` the CPU workers.
+
+        Parameters
+        ----------
+        n : int
+            Target number of GPU workers.
+        jobs : int
+            Target number of GPU jobs.
+        memory : str
+            Target host memory over all GPU workers.
+        cores : int
+            Target number of GPU worker threads.
+        gpus : int
+            Target number of GPUs, i.e. of GPU workers.
+        cpu_workers : int
+            Target number of CPU workers (needs ``cpu_pool``).
+        """
+        gpu_jobs, cpu_jobs = self._scaling.asked(n, jobs, memory, cores, gpus=gpus, cpu_workers=cpu_workers)
+        if self.asynchronous:
+            return asyncio.ensure_future(self._scaling.scale_jobs(gpu_jobs, cpu_jobs))
+        return self.sync(self._scaling.scale_jobs, gpu_jobs, cpu_jobs)
+
+    def scale_up(self, n: int = 0, memory: str | None = None, cores: int | None = None):
+        """distributed's older name of :meth:`scale`, which counts GPU workers here too (distributed's
+        ``SpecCluster.scale_up`` is its own ``scale``, which counts neither jobs nor limits)."""
+        return self.scale(n, memory=memory, cores=cores)
+
+    def adapt(
+        self,
+        *args: Any,
+        minimum_jobs: int | None = None,
+        maximum_jobs: int | None = None,
+        minimum_gpus: int | None = None,
+        maximum_gpus: int | None = None,
+        **kwargs: Any,
+    ):
+        """Scale with the load, counting GPU workers, in whole jobs, without churn.
+
+        The target is rounded up to whole jobs (``minimum`` up, ``maximum`` down); jobs
+        still queued count as capacity; it scales up at once and down only once the need
+        has settled below the jobs held for ``wait_count`` looks (see
+        :class:`~gpujobqueue.adaptive.GPUAdaptive`), cancelling queued jobs first.
+
+        Parameters
+        ----------
+        minimum, maximum : int
+            GPU workers (= GPUs) to keep between.
+        minimum_gpus, maximum_gpus : int
+            The same, by name.
+        minimum_jobs, maximum_jobs : int
+            Bounds in whole jobs (dask-jobqueue's names).
+        interval : str or float
+            Time between two looks (default ``gpujobqueue.adapt.interval``, 2 s).
+        wait_count : int
+            Looks in a row at a lower need before scaling down (default
+            ``gpujobqueue.adapt.wait-count``, 10: 20 s).
+        **kwargs
+            Passed to :class:`distributed.deploy.Adaptive` (``target_duration``).
+        """
+        options = self._scaling.adapt_options(
+            minimum_jobs=minimum_jobs,
+            maximum_jobs=maximum_jobs,
+            minimum_gpus=minimum_gpus,
+            maximum_gpus=maximum_gpus,
+            **kwargs,
+        )
+        adaptive = super().adapt(*args, **options)
+        self._scaling.adapting(adaptive)
+        return adaptive
+
+    async def scale_down(self, workers: Any) -> None:
+        await super().scale_down(self._scaling.removable(workers))
+
+    def wait_for_workers(self, n_workers: int, timeout: Any = None) -> None:
+        """Wait for ``n_workers`` running workers, as distributed's does; a job that failed before
+        its workers connected is raised (:class:`JobFailedError`) once replacing stops.
+
+        Parameters
+        ----------
+        n_workers : int
+            Workers to wait for, 1 or more.
+        timeout : float or str, optional
+            Seconds (or ``"10m"``) after which :class:`WorkersNotStartedError` says why the jobs
+            wait; None waits without end.
+
+        Raises
+        ------
+        ValidationError
+            ``n_workers`` not a whole number of 1 or more (at most the workers of as many jobs as a
+            cluster holds), or ``timeout`` not a duration from 0.1 s to a week.
+        """
+        pools = self.workers_per_job + (self._scaling.cpu_workers_per_job or 0)
+        n_workers, timeout = wait_arguments(n_workers, timeout, pools)
+        return self.sync(self._wait_for_workers, n_workers, timeout=timeout)
+
+    async def _wait_for_workers(self, n_workers: int = 0, timeout: Any = None) -> None:
+        """distributed's own waits for workers whatever becomes of the jobs; this one raises a failed
+        job's :class:`JobFailedError` once replacing stops, and a timeout that says why the jobs wait
+        (:func:`~gpujobqueue.worker_wait.wait_for_workers`)."""
+        await wait_for_workers(self._replacement, self._job_watch, self._scheduler_identity, n_workers, timeout)
