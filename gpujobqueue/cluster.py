@@ -17,6 +17,7 @@ from distributed.security import Security
 from distributed.utils import format_dashboard_link
 
 from . import config, exit_cleanup, gpus, sites
+from .batch.base import BatchSystem
 from .cluster_options import check_cluster_keywords, shared_directory
 from .cluster_options import scheduler_options as checked_scheduler_options
 from .cluster_parameters import CLUSTER_PARAMETERS
@@ -32,13 +33,15 @@ from .limits import MAX_JOBS_PER_CLUSTER
 from .naming import WorkerJobKey, cpu_job_name, gpu_job_name
 from .notebook import cluster_status_html
 from .owned_folders import remove_stale_private_directories
-from .plan import PlanHooks, make_plan
+from .plan import make_plan, parse_cluster_keywords
 from .preloads.watchdog import CLUSTER_ALIVE_HANDLER, probe_interval
 from .replacement import Replacement
 from .request import parse_count, parse_name
 from .scaling import GPUScaling
 from .scheduler_job import (
     SCHEDULER_FILE_NAME,
+    SCHEDULER_HERE,
+    SCHEDULER_IN_JOB,
     HostedWorkers,
     JobScheduler,
     SchedulerStart,
@@ -55,12 +58,12 @@ __all__ = ["GPUJobQueueCluster", "OpenDashboardWarning", "WorkerJobKey", "Worker
 logger = logging.getLogger(__name__)
 
 
-class GPUJobQueueCluster(PlanHooks, GPUScaling, WorkerWaiting, JobQueueCluster):
+class GPUJobQueueCluster(GPUScaling, WorkerWaiting, JobQueueCluster):
     """A Dask cluster of GPU workers started through a batch system.
 
     Counts in GPU workers: ``scale(8)`` and ``scale(gpus=8)`` ask for eight GPU workers,
-    which is ``ceil(8 / gpus_per_job)`` jobs. Use a batch system's class
-    (:class:`SLURMGPUCluster`, :class:`LocalGPUCluster`) or :func:`GPUCluster`.
+    which is ``ceil(8 / gpus_per_job)`` jobs. A batch system's cluster class (:class:`SLURMGPUCluster`,
+    :class:`LocalGPUCluster`) is this class bound to its :class:`~gpujobqueue.batch.base.BatchSystem`.
 
     Raises
     ------
@@ -70,12 +73,16 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, WorkerWaiting, JobQueueCluster):
         A keyword no gpujobqueue cluster takes.
     """
 
+    batch_system: ClassVar[type[BatchSystem]]  # its jobs' batch system (gpujobqueue.factory.bound_cluster)
     job_cls: ClassVar[type[GPUJob]]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if cls.__dict__.get("__doc__"):  # a batch system's class documents the shared keywords too
             cls.__doc__ = with_shared_parameters(cls.__doc__, CLUSTER_PARAMETERS)
+
+    # make_plan through the cluster class: its settings, request and launch (documented there).
+    parse_keywords = classmethod(parse_cluster_keywords)
 
     def __init__(
         self,
@@ -120,7 +127,7 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, WorkerWaiting, JobQueueCluster):
         )
         if job_cls is not None:
             self.job_cls = job_cls
-        config_name = config_name or self.job_cls.config_name
+        config_name = config_name or self.batch_system.name
         if name is not None:  # the prefix of every job and worker name, written into the job scripts
             name = parse_name("name", name)
         plan = make_plan(
@@ -144,14 +151,14 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, WorkerWaiting, JobQueueCluster):
         self._cpu_i = 0
         self.scheduler_placement = plan.scheduler_placement
         if launch.protocol == "ucx":
-            check_ucx_scheduler_host(scheduler_here=self.scheduler_placement == "local")
+            check_ucx_scheduler_host(scheduler_here=self.scheduler_placement == SCHEDULER_HERE)
         # The scheduler (when in this process) and the client need a CUDA context before UCX starts.
         self._ucx_cuda_context = launch.protocol == "ucx" and bool(gpus.nvidia_gpu_ids())
         # Jobs started or stopped together submit and cancel in one command each.
         self._job_commands = JobCommands(arrays=plan.job_array)
-        job_kwargs = dict(self._batch_job_kwargs(settings), commands=self._job_commands)
+        job_kwargs = {"batch_state": self.batch_system.cluster_state(settings, request), "commands": self._job_commands}
         # The scheduler file and TLS credentials go to a private folder the compute nodes can read.
-        self._shared_directory = shared_directory(self.job_cls.batch, shared_temp_directory)
+        self._shared_directory = shared_directory(self.batch_system.name, shared_temp_directory)
         self._private_directory: str | None = None
         # A SIGKILLed cluster could not remove its folder (its TLS key inside); this start does.
         for folder in remove_stale_private_directories(self._shared_directory)[0]:
@@ -160,7 +167,7 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, WorkerWaiting, JobQueueCluster):
         self._replacement = Replacement(user_limits={"gpu": plan.jobs_per_user, "cpu": plan.cpu_jobs_per_user})
         self._job_watch = JobWatch(self)
         self._usage = UsageWatch(self, charge=site_charge(plan.site, plan.site_queue))
-        if self.scheduler_placement == "job":
+        if self.scheduler_placement == SCHEDULER_IN_JOB:
             scheduler_file = os.path.join(self._private_folder(), SCHEDULER_FILE_NAME)
             job_kwargs["scheduler_file"] = scheduler_file
             scheduler_cls = functools.partial(
@@ -169,11 +176,11 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, WorkerWaiting, JobQueueCluster):
                 scheduler_file=scheduler_file,
                 tls_args=scheduler_tls_args(security, self._private_folder()) if security else (),
             )
-        where = "the scheduler job's node" if self.scheduler_placement == "job" else "this host"
+        where = "the scheduler job's node" if self.scheduler_placement == SCHEDULER_IN_JOB else "this host"
         scheduler_options, self._dashboard_address = checked_scheduler_options(
-            self.job_cls.batch, scheduler_options, scheduler_cls, where
+            self.batch_system.name, scheduler_options, scheduler_cls, where
         )
-        if self.scheduler_placement == "local" and host is None and "host" not in scheduler_options:
+        if self.scheduler_placement == SCHEDULER_HERE and host is None and "host" not in scheduler_options:
             # Here, on the login node, not on the compute nodes: the scheduler's interface must exist on this host.
             named = "scheduler_options" if "interface" in scheduler_options else "interface"
             check_scheduler_interface(scheduler_options.get("interface", launch.interface), named, self.site)
@@ -359,11 +366,11 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, WorkerWaiting, JobQueueCluster):
             job = getattr(entry, "job", entry)  # the scheduler job's entry holds its job
             if isinstance(job, GPUJob) and job.job_id is not None and job.status != Status.closed:
                 jobs[id(job)] = job
-        by_class: dict[type[GPUJob], list[GPUJob]] = {}
+        by_system: dict[type[BatchSystem], list[GPUJob]] = {}
         for job in jobs.values():
-            by_class.setdefault(type(job), []).append(job)
-        for job_cls, group in by_class.items():
-            job_cls.cancel_now(group)
+            by_system.setdefault(job.batch_system, []).append(job)
+        for system, group in by_system.items():
+            system.cancel_now(group)
         self._remove_private_directory()
         exit_cleanup.forget(self)
         if hasattr(self, "_usage"):  # a constructor that failed early has none
@@ -432,10 +439,6 @@ class GPUJobQueueCluster(PlanHooks, GPUScaling, WorkerWaiting, JobQueueCluster):
     def _remove_private_directory(self) -> None:
         if self._private_directory is not None:
             shutil.rmtree(self._private_directory, ignore_errors=True)
-
-    def _batch_job_kwargs(self, settings: dict[str, Any]) -> dict[str, Any]:
-        """Hook for a batch system's extra job keywords."""
-        return {}
 
 
 GPUJobQueueCluster.__doc__ = with_shared_parameters(GPUJobQueueCluster.__doc__ or "", CLUSTER_PARAMETERS)

@@ -152,7 +152,7 @@ def held_for_user_limit(cluster: Any, error: SubmissionError, before: dict[str, 
 
     Call it after :func:`forget_unsubmitted`; ``before`` holds each pool's jobs before that.
     """
-    words = refusal_line(str(error), getattr(cluster.job_cls, "user_limit_refusals", ()))
+    words = refusal_line(str(error), cluster.batch_system.user_limit_refusals)
     if words is None:
         return False
     hold = cluster._replacement.hold
