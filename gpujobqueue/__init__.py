@@ -2,11 +2,6 @@
 
 from . import exit_cleanup
 from ._version import __version__ as __version__
-from .batch.local import LocalGPUCluster
-from .batch.lsf import LSFGPUCluster
-from .batch.pbs import PBSGPUCluster
-from .batch.sge import SGEGPUCluster
-from .batch.slurm import SLURMGPUCluster
 from .cluster import WorkersNotStartedError
 from .errors import (
     GPUJobQueueError,
@@ -16,10 +11,18 @@ from .errors import (
     UnknownKeywordError,
     ValidationError,
 )
-from .factory import GPUCluster, LocalFallbackWarning
+from .factory import (
+    GPUCluster,
+    LocalFallbackWarning,
+    LocalGPUCluster,
+    LSFGPUCluster,
+    PBSGPUCluster,
+    SGEGPUCluster,
+    SLURMGPUCluster,
+)
 from .job_status import JobCannotStartError, JobFailedError, JobStatus
-from .render import render_job_script
 from .request import JobRequest
+from .scripts import render_job_script
 from .usage import Charge, JobUsage, UsageReport
 from .workers import WorkerLaunch
 

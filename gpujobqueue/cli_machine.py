@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from .batch import BATCH_SYSTEMS
+from .batch import names
 from .errors import GPUJobQueueError
 
 
@@ -17,7 +17,7 @@ from .errors import GPUJobQueueError
     "--site", default=None, help="Check against this site (name or file) instead of the one GPUCluster() would pick."
 )
 @click.option(
-    "--batch", type=click.Choice(list(BATCH_SYSTEMS)), default=None, help="The batch system, where no site is used."
+    "--batch", type=click.Choice(list(names())), default=None, help="The batch system, where no site is used."
 )
 @click.option("--interface", default=None, help="The interface keyword: check it exists here (default: the site's).")
 @click.option(

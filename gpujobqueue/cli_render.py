@@ -11,9 +11,9 @@ from typing import Any, Callable
 
 import click
 
-from .batch import BATCH_SYSTEMS
+from .batch import command_line_keywords, names
 from .errors import GPUJobQueueError, JobSizeMissingError, UnknownKeywordError, ValidationError
-from .keywords import CHOICE, INT, LIST, PAIRS, SWITCH, Keyword, command_line_keywords
+from .keywords import CHOICE, INT, LIST, PAIRS, SWITCH, Keyword
 from .security import InsecureScriptWarning
 from .validation import parse_count
 
@@ -205,10 +205,10 @@ def render(
         raise click.UsageError("--run starts its own scheduler in the job; leave out --scheduler-address")
 
     a_file = batch.endswith((".yaml", ".yml")) or os.sep in batch
-    if batch not in BATCH_SYSTEMS and not a_file and batch not in site_files():
+    if batch not in names() and not a_file and batch not in site_files():
         raise click.BadParameter(
-            f"{batch!r} is neither a batch system ({', '.join(BATCH_SYSTEMS)}) nor a known site"
-            f"{_did_you_mean(batch, [*BATCH_SYSTEMS, *sorted(site_files())])}"
+            f"{batch!r} is neither a batch system ({', '.join(names())}) nor a known site"
+            f"{_did_you_mean(batch, [*names(), *sorted(site_files())])}"
             " (`gpujobqueue sites` lists the sites)",
             param_hint="BATCH|SITE",
         )

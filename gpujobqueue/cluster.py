@@ -18,6 +18,7 @@ from distributed.security import Security
 from distributed.utils import format_dashboard_link
 
 from . import config, exit_cleanup, gpus, sites
+from .batch.base import BatchSystem
 from .cluster_options import check_cluster_keywords, shared_directory
 from .cluster_options import scheduler_options as checked_scheduler_options
 from .cluster_parameters import CLUSTER_PARAMETERS
@@ -30,12 +31,14 @@ from .job_commands import JobCommands
 from .limits import MAX_JOBS_PER_CLUSTER
 from .naming import WorkerJobKey, cpu_job_name, gpu_job_name
 from .owned_folders import remove_stale_private_directories
-from .plan import PlanHooks, make_plan
+from .plan import make_plan, parse_cluster_keywords
 from .preloads.watchdog import CLUSTER_ALIVE_HANDLER, probe_interval
 from .request import parse_count, parse_name
 from .runtime_cluster import RuntimeCluster
 from .scheduler_job import (
     SCHEDULER_FILE_NAME,
+    SCHEDULER_HERE,
+    SCHEDULER_IN_JOB,
     HostedWorkers,
     JobScheduler,
     SchedulerStart,
@@ -50,12 +53,12 @@ __all__ = ["GPUJobQueueCluster", "OpenDashboardWarning", "WorkerJobKey", "Worker
 logger = logging.getLogger(__name__)
 
 
-class GPUJobQueueCluster(PlanHooks, RuntimeCluster):
+class GPUJobQueueCluster(RuntimeCluster):
     """A Dask cluster of GPU workers started through a batch system.
 
     Counts in GPU workers: ``scale(8)`` and ``scale(gpus=8)`` ask for eight GPU workers,
-    which is ``ceil(8 / gpus_per_job)`` jobs. Use a batch system's class
-    (:class:`SLURMGPUCluster`, :class:`LocalGPUCluster`) or :func:`GPUCluster`.
+    which is ``ceil(8 / gpus_per_job)`` jobs. A batch system's cluster class (:class:`SLURMGPUCluster`,
+    :class:`LocalGPUCluster`) is this class bound to its :class:`~gpujobqueue.batch.base.BatchSystem`.
 
     Raises
     ------
@@ -65,12 +68,16 @@ class GPUJobQueueCluster(PlanHooks, RuntimeCluster):
         A keyword no gpujobqueue cluster takes.
     """
 
+    batch_system: ClassVar[type[BatchSystem]]  # its jobs' batch system (gpujobqueue.factory.bound_cluster)
     job_cls: ClassVar[type[GPUJob]]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if cls.__dict__.get("__doc__"):  # a batch system's class documents the shared keywords too
             cls.__doc__ = with_shared_parameters(cls.__doc__, CLUSTER_PARAMETERS)
+
+    # make_plan through the cluster class: its settings, request and launch (documented there).
+    parse_keywords = classmethod(parse_cluster_keywords)
 
     def __init__(
         self,
@@ -115,7 +122,7 @@ class GPUJobQueueCluster(PlanHooks, RuntimeCluster):
         )
         if job_cls is not None:
             self.job_cls = job_cls
-        config_name = config_name or self.job_cls.config_name
+        config_name = config_name or self.batch_system.name
         if name is not None:  # the prefix of every job and worker name, written into the job scripts
             name = parse_name("name", name)
         plan = make_plan(
@@ -139,20 +146,20 @@ class GPUJobQueueCluster(PlanHooks, RuntimeCluster):
         self._cpu_i = 0
         self.scheduler_placement = plan.scheduler_placement
         if launch.protocol == "ucx":
-            check_ucx_scheduler_host(scheduler_here=self.scheduler_placement == "local")
+            check_ucx_scheduler_host(scheduler_here=self.scheduler_placement == SCHEDULER_HERE)
         # The scheduler (when in this process) and the client need a CUDA context before UCX starts.
         self._ucx_cuda_context = launch.protocol == "ucx" and bool(gpus.nvidia_gpu_ids())
         # Jobs started or stopped together submit and cancel in one command each.
         self._job_commands = JobCommands(arrays=plan.job_array)
-        job_kwargs = dict(self._batch_job_kwargs(settings), commands=self._job_commands)
+        job_kwargs = {"batch_state": self.batch_system.cluster_state(settings, request), "commands": self._job_commands}
         # The scheduler file and TLS credentials go to a private folder the compute nodes can read.
-        self._shared_directory = shared_directory(self.job_cls.batch, shared_temp_directory)
+        self._shared_directory = shared_directory(self.batch_system.name, shared_temp_directory)
         self._private_directory: str | None = None
         # A SIGKILLed cluster could not remove its folder (its TLS key inside); this start does.
         for folder in remove_stale_private_directories(self._shared_directory)[0]:
             logger.info("removed the private folder %s: %s", folder.path, folder.reason)
         self._start_parts(plan, self.job_cls, self._worker_to_job, self._new_job_spec)
-        if self.scheduler_placement == "job":
+        if self.scheduler_placement == SCHEDULER_IN_JOB:
             scheduler_file = os.path.join(self._private_folder(), SCHEDULER_FILE_NAME)
             job_kwargs["scheduler_file"] = scheduler_file
             scheduler_cls = functools.partial(
@@ -161,11 +168,11 @@ class GPUJobQueueCluster(PlanHooks, RuntimeCluster):
                 scheduler_file=scheduler_file,
                 tls_args=scheduler_tls_args(security, self._private_folder()) if security else (),
             )
-        where = "the scheduler job's node" if self.scheduler_placement == "job" else "this host"
+        where = "the scheduler job's node" if self.scheduler_placement == SCHEDULER_IN_JOB else "this host"
         scheduler_options, self._dashboard_address = checked_scheduler_options(
-            self.job_cls.batch, scheduler_options, scheduler_cls, where
+            self.batch_system.name, scheduler_options, scheduler_cls, where
         )
-        if self.scheduler_placement == "local" and host is None and "host" not in scheduler_options:
+        if self.scheduler_placement == SCHEDULER_HERE and host is None and "host" not in scheduler_options:
             # Here, on the login node, not on the compute nodes: the scheduler's interface must exist on this host.
             named = "scheduler_options" if "interface" in scheduler_options else "interface"
             check_scheduler_interface(scheduler_options.get("interface", launch.interface), named, self.site)
@@ -327,11 +334,11 @@ class GPUJobQueueCluster(PlanHooks, RuntimeCluster):
             job = getattr(entry, "job", entry)  # the scheduler job's entry holds its job
             if isinstance(job, GPUJob) and job.job_id is not None and job.status != Status.closed:
                 jobs[id(job)] = job
-        by_class: dict[type[GPUJob], list[GPUJob]] = {}
+        by_system: dict[type[BatchSystem], list[GPUJob]] = {}
         for job in jobs.values():
-            by_class.setdefault(type(job), []).append(job)
-        for job_cls, group in by_class.items():
-            job_cls.cancel_now(group)
+            by_system.setdefault(job.batch_system, []).append(job)
+        for system, group in by_system.items():
+            system.cancel_now(group)
         self._remove_private_directory()
         exit_cleanup.forget(self)
         if hasattr(self, "_usage"):  # a constructor that failed early has none
@@ -361,10 +368,6 @@ class GPUJobQueueCluster(PlanHooks, RuntimeCluster):
     def _remove_private_directory(self) -> None:
         if self._private_directory is not None:
             shutil.rmtree(self._private_directory, ignore_errors=True)
-
-    def _batch_job_kwargs(self, settings: dict[str, Any]) -> dict[str, Any]:
-        """Hook for a batch system's extra job keywords."""
-        return {}
 
 
 GPUJobQueueCluster.__doc__ = with_shared_parameters(GPUJobQueueCluster.__doc__ or "", CLUSTER_PARAMETERS)

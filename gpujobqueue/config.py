@@ -17,7 +17,7 @@ from .errors import UnknownKeywordError, ValidationError
 
 _DEFAULTS_FILE = Path(__file__).with_name("gpujobqueue.yaml")
 
-# Settings of gpujobqueue.<batch> that the cluster reads beside its keywords' (plan.setting_names).
+# Settings of gpujobqueue.<batch> that the cluster reads beside its keywords' (BatchSystem.setting_names).
 CLUSTER_SETTINGS = (
     "shared_temp_directory",
     "scheduler_options",
@@ -77,6 +77,35 @@ def _section(*path: str) -> dict[str, Any]:
         if section.get(name) is None:
             section[name], spelled_as[name] = setting, str(key)
     return section
+
+
+def add_batch_sections(settings_by_batch: Mapping[str, Iterable[str]]) -> None:
+    """Register the section ``gpujobqueue.<batch>`` of each batch system (the registry's, as it
+    learns of them) in dask config's defaults: every setting its clusters read, null, so that
+    ``dask config get gpujobqueue.<batch>`` lists them.
+
+    Parameters
+    ----------
+    settings_by_batch : mapping
+        A batch system's name to its setting names (keyword spelling); :data:`CLUSTER_SETTINGS` are added.
+    """
+    sections = {
+        batch: {_spelling(name): None for name in (*names, *CLUSTER_SETTINGS)}
+        for batch, names in settings_by_batch.items()
+    }
+    dask.config.update_defaults({"gpujobqueue": sections})
+
+
+def remove_batch_section(batch: str) -> None:
+    """Take back the section :func:`add_batch_sections` registered for ``batch`` (a batch system
+    unregistered), where nobody set a value in it: its key is then no longer read."""
+    for layer in dask.config.defaults:
+        section = layer.get("gpujobqueue") if isinstance(layer, dict) else None
+        if isinstance(section, dict):
+            section.pop(batch, None)
+    own = dask.config.config.get("gpujobqueue")
+    if isinstance(own, dict) and isinstance(own.get(batch), Mapping) and all(v is None for v in own[batch].values()):
+        del own[batch]
 
 
 def warn_unknown_keys(batch: str, settings: Iterable[str], batch_sections: Iterable[str]) -> None:

@@ -85,14 +85,14 @@ class CPUPool:
     job_extra_directives: tuple[str, ...] | None = None
 
     @classmethod
-    def from_keyword(cls, value: Any, batch: str = "slurm", site: Any = None) -> "CPUPool | None":
+    def from_keyword(cls, value: Any, system: Any, site: Any = None) -> "CPUPool | None":
         """Parse ``cpu_pool``: a mapping of :data:`CPU_POOL_KEYS`, or None for no CPU pool.
 
         Parameters
         ----------
         value : mapping or None
-        batch : str
-            The cluster's batch system (``constraint`` is SLURM's).
+        system : BatchSystem subclass
+            The cluster's batch system (``constraint`` is taken where its keywords have one: SLURM's).
         site : Site, optional
             The cluster's site, whose queue table maps ``queue``.
 
@@ -137,8 +137,10 @@ class CPUPool:
                 f"{pool.processes} workers of {pool.nthreads} threads need {pool.processes * pool.nthreads} "
                 f"cores; the job asks for {pool.cores}",
             )
-        if pool.constraint is not None and batch != "slurm":
-            raise ValidationError("cpu_pool.constraint", f"constraint is SLURM's --constraint; {batch} jobs have none")
+        if pool.constraint is not None and "constraint" not in system.keywords:
+            raise ValidationError(
+                "cpu_pool.constraint", f"constraint is SLURM's --constraint; {system.name} jobs have none"
+            )
         if site is not None and pool.queue in site.data["queues"]:
             entry = site.queue(pool.queue)
             partition = entry["partition"] if "partition" in entry else pool.queue
@@ -157,9 +159,11 @@ class CPUPool:
             return self.nthreads
         return max(1, (self.cores or self.processes) // self.processes)
 
-    def job_shape(self, gpu_request: JobRequest, gpu_launch: WorkerLaunch) -> tuple[JobRequest, WorkerLaunch]:
-        """The CPU jobs' request and worker launch, derived from the GPU jobs' ones; what the pool
-        changes is validated again, by the parsers that validate the GPU jobs' values.
+    def job_shape(
+        self, gpu_request: JobRequest, gpu_launch: WorkerLaunch, system: Any
+    ) -> tuple[JobRequest, WorkerLaunch]:
+        """The CPU jobs' request and worker launch, derived from the GPU jobs' ones (the options by the batch
+        ``system``); what the pool changes is validated again, by the parsers that validate the GPU jobs' values.
 
         Raises
         ------
@@ -171,9 +175,7 @@ class CPUPool:
                 "cpu_pool",
                 f"CPU jobs start their workers directly; launcher {gpu_launch.launcher!r} is for whole GPU nodes",
             )
-        options = gpu_request.options
-        if options is not None and getattr(options, "resource_spec", None):
-            options = dataclasses.replace(options, resource_spec=None)  # the GPU jobs' whole resource line
+        options = system.cpu_job_options(gpu_request.options, qos=self.qos, constraint=self.constraint)
         walltime = self.walltime or gpu_request.walltime
         cpus = self.cores or self.processes * self.threads_per_worker
         parse_positive_int("cpu_pool.cores" if self.cores else "cpu_pool.nthreads", cpus, MAX_CPUS_PER_NODE)
@@ -187,12 +189,9 @@ class CPUPool:
             gpu_type=None,
             cpus_per_node=cpus,
             memory_per_node=self.memory,
-            job_mem=None,
             exclusive=False,
             queue=None if self.no_partition else self.queue or gpu_request.queue,
             account=self.account or gpu_request.account,
-            qos=self.qos or gpu_request.qos,
-            constraint=self.constraint or gpu_request.constraint,
             job_name=self.job_name or cpu_batch_job_name(gpu_request.job_name),
             walltime=walltime,
             extra_directives=self.job_extra_directives

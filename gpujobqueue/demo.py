@@ -15,12 +15,13 @@ import dask.array as da
 from dask.utils import format_bytes
 from distributed import Client
 
-from .batch.local import LocalGPUCluster, LocalGPUJob
 from .dashboard import DEFAULT_DASHBOARD_ADDRESS, OpenDashboardWarning, who_can_reach
 from .demo_sizes import DemoSizes, demo_sizes
 from .errors import GPUJobQueueError
+from .factory import LocalGPUCluster
 from .gpus import machine_gpus, nvidia_gpu_ids
 from .install import install_line
+from .job import GPUJob
 from .job_status import read_log_tail
 from .security import replace_private_file
 
@@ -125,11 +126,16 @@ def gpu_memories(gpu_ids: list[str]) -> list[int]:
     return memories
 
 
-def _save_job_script(job: LocalGPUJob) -> str | None:
+def _log_path(job: GPUJob) -> str | None:
+    """The log of a local job (its batch system's handle of it), once started."""
+    return job.handle.log_path if job.handle is not None else None
+
+
+def _save_job_script(job: GPUJob) -> str | None:
     """Keep a copy of the script the job ran next to its log (mode 0600), for the user to read."""
-    if not job.log_path:
+    if not _log_path(job):
         return None
-    path = os.path.splitext(job.log_path)[0] + ".sh"
+    path = os.path.splitext(_log_path(job))[0] + ".sh"
     try:
         replace_private_file(path, job.job_script())
     except OSError:
@@ -137,11 +143,10 @@ def _save_job_script(job: LocalGPUJob) -> str | None:
     return path
 
 
-def _print_job_files(jobs: list[LocalGPUJob], scripts: dict[str, str | None]) -> None:
+def _print_job_files(jobs: list[GPUJob], scripts: dict[str, str | None]) -> None:
     for job in jobs:
-        ended = (
-            "" if job.process is None or job.process.returncode is None else f", exit status {job.process.returncode}"
-        )
+        process = job.handle.process if job.handle is not None else None
+        ended = "" if process is None or process.returncode is None else f", exit status {process.returncode}"
         print(f"job {job.name} (process {job.job_id}{ended}):")
         script = scripts.get(str(job.name))
         if script:
@@ -149,7 +154,7 @@ def _print_job_files(jobs: list[LocalGPUJob], scripts: dict[str, str | None]) ->
                 f"  job script: {script} (the local batch system ran it from memory, in no file and no "
                 "process's arguments; the demo saved this copy, kept)"
             )
-        log = job.log_path
+        log = _log_path(job)
         kept = (
             "kept: the local batch system leaves job logs in place; remove them when done"
             if log and os.path.exists(log)
@@ -212,7 +217,7 @@ def run_demo(size: str = "medium", gpus: int | None = None, dashboard: bool = Fa
     if sizes.fitted:
         print(f"sizes: {sizes.fitted}")
 
-    jobs: list[LocalGPUJob] = []
+    jobs: list[GPUJob] = []
     scripts: dict[str, str | None] = {}
     outcomes: list[Outcome] = []
     failure = None
@@ -237,7 +242,7 @@ def run_demo(size: str = "medium", gpus: int | None = None, dashboard: bool = Fa
                 client.wait_for_workers(workers, timeout=120)
             except TimeoutError:
                 for job in cluster.workers.values():
-                    print(f"--- end of the log of job {job.name} ({job.log_path}):\n{_tail(job.log_path)}")
+                    print(f"--- end of the log of job {job.name} ({_log_path(job)}):\n{_tail(_log_path(job))}")
                 raise GPUJobQueueError(
                     f"{workers} worker(s) did not connect within 120 s; the job logs are above"
                 ) from None
@@ -263,7 +268,7 @@ def run_demo(size: str = "medium", gpus: int | None = None, dashboard: bool = Fa
     except Exception as error:  # the cluster itself failed (start, close): one line too
         failure = f"the local cluster failed: {one_line(error)}"
     if jobs:
-        running = [str(job.name) for job in jobs if job.process is not None and job.process.poll() is None]
+        running = [str(job.name) for job in jobs if job.handle is not None and job.handle.running]
         print(f"\ncluster closed; {'jobs still running: ' + ', '.join(running) if running else 'no job left running'}")
     _print_job_files(jobs, scripts)
     if failure:

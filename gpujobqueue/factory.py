@@ -1,36 +1,82 @@
-"""``GPUCluster()``: the cluster class of a site's batch system, or of the batch system named."""
+"""The cluster classes: each batch system's (the generic cluster bound to it: :func:`cluster_class`, and the
+public names of gpujobqueue's own, ``SLURMGPUCluster`` ...), and ``GPUCluster()``, the cluster of a site's
+batch system or of the batch system named."""
 
 from __future__ import annotations
 
 import logging
 import socket
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import config, sites
-from .batch import cluster_class
+from .batch import batch_system
+from .batch.base import BatchSystem
+from .batch.local import Local
+from .batch.lsf import LSF
+from .batch.pbs import PBS
+from .batch.sge import SGE
+from .batch.slurm import SLURM
+from .cluster import GPUJobQueueCluster
 from .errors import ValidationError
-
-if TYPE_CHECKING:
-    from .cluster import GPUJobQueueCluster
+from .job import GPUJob
 
 logger = logging.getLogger("gpujobqueue.cluster")
+_BOUND: dict[type[BatchSystem], type[GPUJobQueueCluster]] = {}
+
+
+def bound_cluster(system: type[BatchSystem]) -> type[GPUJobQueueCluster]:
+    """The cluster class of ``system`` (``SLURMGPUCluster``), made once: the generic
+    :class:`~gpujobqueue.cluster.GPUJobQueueCluster` with its batch system and job class set, documented by the
+    batch system's ``cluster_doc`` (the shared keywords added)."""
+    if system not in _BOUND:
+        _BOUND[system] = type(
+            system.class_name("GPUCluster"),
+            (GPUJobQueueCluster,),
+            {
+                "batch_system": system,
+                "job_cls": GPUJob.bound_to(system),
+                "__doc__": system.cluster_doc or f"A Dask cluster of GPU workers submitted to {system.name}.\n    ",
+                "__module__": system.__module__,
+            },
+        )
+    return _BOUND[system]
+
+
+SLURMGPUCluster = bound_cluster(SLURM)
+PBSGPUCluster = bound_cluster(PBS)
+LSFGPUCluster = bound_cluster(LSF)
+SGEGPUCluster = bound_cluster(SGE)
+LocalGPUCluster = bound_cluster(Local)
+
+
+def cluster_class(batch: str) -> type[GPUJobQueueCluster]:
+    """The cluster class of a batch system's name (``slurm``, ``pbs``, ``lsf``, ``sge``, ``local``, or
+    another registered one): :class:`~gpujobqueue.cluster.GPUJobQueueCluster` bound to it.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``batch``, for a name no batch system has.
+    """
+    return bound_cluster(batch_system(batch))
 
 
 class LocalFallbackWarning(UserWarning):
     """``GPUCluster()`` found no site and runs its jobs on this machine (the local batch system)."""
 
 
-def GPUCluster(batch: str | None = None, *, site: Any = None, **kwargs: Any) -> "GPUJobQueueCluster":
+def GPUCluster(batch: str | None = None, *, site: Any = None, **kwargs: Any) -> GPUJobQueueCluster:
     """A GPU cluster on a site's batch system, or on the named batch system.
 
     Parameters
     ----------
-    batch : {"slurm", "pbs", "lsf", "sge", "local"}, optional
-        The batch system. Without it and without ``site``: the site ``gpujobqueue.site``
-        of dask config names, else the site detected from the host name (the choice is
-        logged); where no site matches, ``gpujobqueue.batch`` from dask config (``local``, which
-        warns: :class:`LocalFallbackWarning`, naming how to pick a site).
+    batch : str, optional
+        The batch system (``slurm``, ``pbs``, ``lsf``, ``sge``, ``local``, or another registered one).
+        Without it and without ``site``: the site ``gpujobqueue.site`` of dask config names,
+        else the site detected from the host name (the choice is logged); where no site matches,
+        ``gpujobqueue.batch`` from dask config (``local``, which warns: :class:`LocalFallbackWarning`,
+        naming how to pick a site).
     site : str or Site, optional
         A site config by name (``"perlmutter"``) or path; its scheduler picks the class.
     **kwargs
@@ -56,7 +102,7 @@ def GPUCluster(batch: str | None = None, *, site: Any = None, **kwargs: Any) -> 
             )
         return cluster_class(site.scheduler)(site=site, **kwargs)
     chosen = batch or config.default_batch()
-    if batch is None and getattr(cluster_class(chosen).job_cls, "runs_jobs_here", False):
+    if batch is None and batch_system(chosen).runs_jobs_here:
         # Without this a user on a login node whose site was not recognised would run workers there, silently.
         warnings.warn(
             f"GPUCluster: {how} ({socket.gethostname()}), so the jobs run on this machine, with the local batch "

@@ -12,14 +12,15 @@ generated request stands in its place, in the style the user wrote unless the si
 the request instead where ours could not say as much: with ``gpu_request="none"``, for a
 ``--gres`` that lists other resources too (sbatch keeps only the last ``--gres``), and for
 PBS, whose ``resource_spec`` (or ``-l select`` line) replaces the generated select line.
-The directives are read by :mod:`gpujobqueue.hand_written_gpu_parsers`; here they are adopted.
+The directives are read by the batch system's parser (found by
+:mod:`gpujobqueue.hand_written_gpu_parsers`); here they are adopted, the batch system saying what
+its own syntax makes of them (:class:`~gpujobqueue.batch.base.BatchSystem`).
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import re
 from typing import Any, Mapping
 
 from dask.utils import parse_bytes
@@ -29,12 +30,9 @@ from .hand_written_gpu_parsers import HandWrittenGPUs, find
 
 logger = logging.getLogger(__name__)
 
-# Styles that ask for whole nodes, whose GPUs come with the node: no count to write.
-WHOLE_NODE_STYLES = ("csm", "resource-type")
-
 
 def adopt(
-    batch: str,
+    system: Any,
     settings: dict[str, Any],
     explicit: Mapping[str, Any],
     *,
@@ -46,8 +44,8 @@ def adopt(
 
     Parameters
     ----------
-    batch : str
-        The batch system.
+    system : BatchSystem subclass
+        The batch system, whose syntax the directives are in.
     settings : dict
         Resolved settings; ``gpus_per_node``, ``gpu_type``, ``gpu_request`` (and what the
         directive carries) are set from the directive, which leaves the extra directives
@@ -72,14 +70,14 @@ def adopt(
     ValidationError
         Naming the directive and the setting it contradicts, with both values.
     """
-    found = find(batch, settings)
+    found = find(system, settings)
     if found is None:
         return None
     where = found.describe()
     nodes = found.settings.get("nodes", settings.get("nodes") or 1)
     count = found.gpus_per_node
     style = settings.get("gpu_request")
-    if style in WHOLE_NODE_STYLES:
+    if style in system.whole_node_styles:
         raise ValidationError(
             found.field,
             f"{where} asks for {count} GPU(s) but gpu_request={style!r} takes "
@@ -108,20 +106,15 @@ def adopt(
             "gpu_type",
             f"gpu_type={explicit['gpu_type']!r} but {where} asks for {found.gpu_type!r} GPUs; give one of them",
         )
-    if batch == "sge" and settings.get("parallel_environment") and (settings.get("gpu_consumable") or "slot") == "slot":
-        raise ValidationError(
-            found.field,
-            f"{where}: with parallel_environment={settings['parallel_environment']!r} "
-            "Grid Engine counts the GPU complex per slot; give gpus_per_node (the job's "
-            "GPUs) instead of the directive",
-        )
+    system.check_hand_written(found, settings)
     for name, value in found.settings.items():
-        if name == "gpu_complex":
-            continue
         if explicit.get(name) is not None and not _same(name, explicit[name], value):
             raise ValidationError(name, f"{name}={explicit[name]!r} but {where} says {value!r}; give one of them")
     for name, value in found.settings.items():
-        if explicit.get(name) is None and (name != "gpu_complex" or settings.get(name) is None):
+        if explicit.get(name) is None:
+            settings[name] = value
+    for name, value in found.defaults.items():
+        if settings.get(name) is None:
             settings[name] = value
     if "cores" in found.settings and explicit.get("cpus_per_gpu") is None:
         settings["cpus_per_gpu"] = None  # the site's share per GPU gives way to the cores written
@@ -130,30 +123,18 @@ def adopt(
     settings["gpus_per_node"] = count
     if found.gpu_type is not None:
         settings["gpu_type"] = found.gpu_type
-    if batch == "pbs" and found.keeps_line:
-        if found.field != "resource_spec":
-            if settings.get("resource_spec") is not None:
-                raise ValidationError(
-                    found.field,
-                    f"{where} and resource_spec={settings['resource_spec']!r} both give "
-                    "the job's -l select line; give one",
-                )
-            settings["resource_spec"] = re.fullmatch(r"\s*-l\s+(\S+)\s*", found.text).group(1)
-            _drop_line(settings, found)
-        if style is None and found.style == "torque":
-            settings["gpu_request"] = "torque"
-    elif style == "none" or _generated_is_skipped(style or found.style, count, settings):
-        pass  # the user's own line is the job's GPU request
-    elif found.style == "gres" and found.rest and style in (None, "gres"):
-        # sbatch keeps the last --gres it reads: the user's line, with its other resources, is the request
-        settings["gpu_request"] = "none"
+    # The user's own line stays the job's GPU request where the generated one is left out, or where the
+    # batch system's syntax keeps it (PBS's select line; SLURM's --gres with other resources).
+    skipped = style == "none" or _generated_is_skipped(system, style or found.style, count, settings)
+    if system.keep_hand_written(found, settings, style, skipped) or skipped:
+        pass
     else:
         if style is None:
             settings["gpu_request"] = found.style
         if found.field == "resource_spec":
             settings["resource_spec"] = found.rest
         else:
-            _drop_line(settings, found)
+            drop_line(settings, found)
     logger.info(
         "%s asks for %d GPU%s per node (%s): starting %d GPU workers per job",
         found.field.partition("[")[0],
@@ -165,18 +146,10 @@ def adopt(
     return found
 
 
-def _generated_is_skipped(style: str, count: int, settings: Mapping[str, Any]) -> bool:
+def _generated_is_skipped(system: Any, style: str, count: int, settings: Mapping[str, Any]) -> bool:
     """Whether ``job_directives_skip`` leaves the generated GPU request out (the user then
     writes their own, as the multi-node stand-in of tests/test_multi_node.py does)."""
-    generated = {
-        "gpus-per-node": f"--gpus-per-node={count}",
-        "gres": f"--gres=gpu:{count}",
-        "gpus": f"--gpus={count}",
-        "select": "-l select=",
-        "torque": "-l nodes=",
-        "gpu": f'-gpu "num={count}',
-        "complex": f"-l {settings.get('gpu_complex') or 'gpu'}={count}",
-    }.get(style)
+    generated = system.gpu_line(style, count, settings)
     skip = settings.get("job_directives_skip") or ()
     return generated is not None and any(isinstance(n, str) and n.strip() and n in generated for n in skip)
 
@@ -192,7 +165,7 @@ def _same(name: str, given: Any, written: Any) -> bool:
     return str(given) == str(written)
 
 
-def _drop_line(settings: dict[str, Any], found: HandWrittenGPUs) -> None:
+def drop_line(settings: dict[str, Any], found: HandWrittenGPUs) -> None:
     """Take the directive out of the extra directives, leaving what else it held in its place."""
     extras = settings["job_extra_directives"]
     extras = [extras] if isinstance(extras, str) else list(extras)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from dataclasses import dataclass
-from typing import Any, ClassVar, ContextManager, Protocol
+from typing import Any, ContextManager, Protocol
 
 from .naming import job_number, shell_array_job_name
 
@@ -59,24 +60,54 @@ class ArrayElements:
         return shell_array_job_name(self.prefix, self.number_expression)
 
 
+class CommandFailed(RuntimeError):
+    """A batch command that exited with an error: its exit status and what it printed.
+
+    A RuntimeError, as dask-jobqueue's own command runner raises, but whose message is what the
+    command said, once, without the command line (which names a temporary script file that is
+    deleted by the time anyone reads it).
+    """
+
+    def __init__(self, command: list[str], code: int | None, out: str, err: str):
+        self.command, self.code, self.out, self.err = command, code, out, err
+        name = os.path.basename(command[0]) if command else "the command"
+        # dask-jobqueue's layout, which its users match on, less the command's arguments.
+        super().__init__(
+            f"Command exited with non-zero exit code.\nExit code: {code}\nCommand: {name}\n"
+            f"stdout:\n{out}\nstderr:\n{err}\n"
+        )
+
+    @property
+    def said(self) -> str:
+        """What the command printed: its error output, else its output."""
+        return self.err.strip() or self.out.strip() or "(it printed nothing)"
+
+
+async def run_command(command: list[str], **kwargs: Any) -> str:
+    """Run a batch command (as dask-jobqueue's ``Job._call``); its output, or :class:`CommandFailed`."""
+    logger.debug("gpujobqueue: running %s", " ".join(command))
+    process = await asyncio.create_subprocess_exec(
+        *command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, **kwargs
+    )
+    out, err = await process.communicate()
+    if process.returncode != 0:
+        raise CommandFailed(
+            list(command), process.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+        )
+    return out.decode()
+
+
 class BatchJob(Protocol):
-    """What the gatherer asks of a job: :class:`gpujobqueue.job.GPUJob` is one (and imports this module)."""
+    """What the gatherer asks of a job: :class:`gpujobqueue.job.GPUJob` is one (and imports this module); its
+    ``batch_system`` (a :class:`~gpujobqueue.batch.base.BatchSystem`) submits, numbers and cancels it."""
 
     name: str | None
     job_id: str | None
-    batch: ClassVar[str]
-    array_task_variable: ClassVar[str | None]
-    array_size_limit: ClassVar[int]
+    batch_system: Any
 
     async def submit_alone(self) -> None: ...
 
     def job_file(self, array: ArrayElements | None = None) -> ContextManager[str]: ...
-
-    async def _submit_job(self, script_filename: str) -> str: ...
-
-    def _job_id_from_submit_output(self, out: str) -> str: ...
-
-    def array_element_id(self, array_id: str, index: int) -> str: ...
 
 
 def consecutive_runs(jobs: list[BatchJob], longest: int) -> list[list[BatchJob]]:
@@ -147,8 +178,8 @@ class JobCommands:
         kinds: dict[tuple[type, str], list[BatchJob]] = {}
         for job, _ in waiting:
             kinds.setdefault((type(job), job_number(str(job.name))[0]), []).append(job)
-        for (job_cls, _), jobs in kinds.items():
-            for run in consecutive_runs(jobs, job_cls.array_size_limit):
+        for jobs in kinds.values():
+            for run in consecutive_runs(jobs, jobs[0].batch_system.array_size_limit):
                 try:
                     await self._submit_run(run)
                 except asyncio.CancelledError:
@@ -169,29 +200,30 @@ class JobCommands:
                 await job.submit_alone()
                 self.commands_run += 1
             return
+        system = first.batch_system
         prefix, number = job_number(str(first.name))
-        elements = ArrayElements(prefix, number - 1, len(run), first.array_task_variable)
+        elements = ArrayElements(prefix, number - 1, len(run), system.array_task_variable)
         with first.job_file(array=elements) as path:
             self.commands_run += 1
-            out = await first._submit_job(path)
-        array_id = first._job_id_from_submit_output(out)
+            out = await system.submit_script(first, path)
+        array_id = system.job_id_from_output(out)
         for index, job in enumerate(run, start=1):
-            job.job_id = first.array_element_id(array_id, index)
+            job.job_id = system.array_element_id(array_id, index)
         logger.info(
-            "gpujobqueue: submitted jobs %s .. %s as %s array %s", first.name, run[-1].name, first.batch, array_id
+            "gpujobqueue: submitted jobs %s .. %s as %s array %s", first.name, run[-1].name, system.name, array_id
         )
 
     async def _cancel_round(self) -> None:
         await self._gather_round()
         waiting, self._to_cancel, self._cancelling = self._to_cancel, [], None
-        by_class: dict[type, list[tuple[BatchJob, asyncio.Future]]] = {}
+        by_system: dict[Any, list[tuple[BatchJob, asyncio.Future]]] = {}
         for job, future in waiting:
-            by_class.setdefault(type(job), []).append((job, future))
-        for job_cls, entries in by_class.items():
-            for command in job_cls.cancel_commands([job for job, _ in entries]):
+            by_system.setdefault(job.batch_system, []).append((job, future))
+        for system, entries in by_system.items():
+            for command in system.cancel_commands([job for job, _ in entries]):
                 self.commands_run += 1
                 try:
-                    await job_cls._call(command)
+                    await run_command(command)
                 except (RuntimeError, OSError) as error:
                     # A job that has already ended cannot be cancelled: that is not a failure,
                     # and the batch system cancels the others it was given.

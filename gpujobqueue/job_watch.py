@@ -271,7 +271,7 @@ class JobWatch(BackgroundLoop):
     def _hopeless(job: Any, status: JobStatus) -> bool:
         """The batch system keeps the job pending for a reason waiting does not clear."""
         reason = (status.reason or "").split(",")[0].strip()
-        return reason in getattr(type(job), "hopeless_reasons", ())
+        return reason in job.batch_system.hopeless_reasons
 
     async def _cannot_start(self, name: str, job: Any, status: JobStatus) -> None:
         """Cancel a job that can never start, and raise its reason from wait_for_workers."""

@@ -2,14 +2,15 @@
 
 The cluster classes validate these names, ``gpujobqueue render`` generates one option per
 keyword from them (``gpus_per_node`` is ``--gpus-per-node``), and the docs list them. Each
-batch module declares its own keywords (``batch_keywords``) with the same :class:`Keyword`.
+batch system declares its own keywords (:attr:`~gpujobqueue.batch.base.BatchSystem.keywords`)
+with the same :class:`Keyword`; the registry (:func:`gpujobqueue.batch.command_line_keywords`)
+adds them, and the batch systems' choices of ``gpu_request`` and ``launcher``.
 """
 
 from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from .batch import BATCH_SYSTEMS, cluster_class
 from .launchers import LAUNCHERS
 
 # The kinds of value a keyword takes, and so the form of its command-line option.
@@ -58,21 +59,21 @@ class Keyword(str):
         keyword.choices, keyword.command_line = choices, command_line
         return keyword
 
+    def with_choices(self, choices: Sequence[str]) -> "Keyword":
+        """This keyword with other accepted values (a ``choice``'s, as the batch systems registered give them)."""
+        return Keyword(
+            str(self),
+            self.kind,
+            self.help,
+            options=self.options,
+            choices=tuple(choices),
+            command_line=self.command_line,
+        )
+
     @property
     def option(self) -> str:
         """The first command-line spelling (``--gpus-per-node``)."""
         return self.options[0].split("/")[0] if self.options else "--" + self.replace("_", "-")
-
-
-def _launcher_names() -> list[str]:
-    return list(LAUNCHERS)
-
-
-def _gpu_request_styles() -> list[str]:
-    styles: list[str] = []
-    for batch in BATCH_SYSTEMS:
-        styles += [style for style in cluster_class(batch).gpu_request_styles if style not in styles]
-    return styles
 
 
 # Keywords every batch system takes: the job's request ...
@@ -99,7 +100,8 @@ REQUEST: tuple[Keyword, ...] = (
         CHOICE,
         "How the job asks for GPUs, in the batch system's terms (slurm: gpus-per-node, gres; "
         "pbs: select, torque; lsf: gpu, csm; sge: complex, resource-type).",
-        choices=_gpu_request_styles,
+        # each batch system's styles, filled in by the registry (gpujobqueue.batch.command_line_keywords)
+        choices=(),
     ),
     Keyword("gpu_type", TEXT, "GPU model to ask for (a100, h100, ...)."),
     Keyword("shebang", TEXT, "First line of the script."),
@@ -131,7 +133,7 @@ LAUNCH: tuple[Keyword, ...] = (
         CHOICE,
         "How a job of several nodes starts the workers of each (srun, mpiexec-pals, mpiexec-openmpi, "
         "mpiexec-mpich, ibrun; jsrun from a CSM launch node).",
-        choices=_launcher_names,
+        choices=LAUNCHERS,  # and the batch systems' own, added by the registry
     ),
     Keyword("launcher_args", LIST, "Extra launcher option (e.g. --cpu-bind=none); repeatable."),
     # dask-cuda's names for device memory and UCX transports
@@ -187,12 +189,7 @@ RENAMED_KEYWORDS = {
 }
 
 
-def command_line_keywords() -> list[Keyword]:
-    """Every keyword of every batch system that ``render`` mirrors as an option, each once."""
-    found: dict[str, Keyword] = {keyword: keyword for keyword in (*REQUEST, *LAUNCH, PROCESSES)}
-    for batch in BATCH_SYSTEMS:
-        for keyword in cluster_class(batch).batch_keywords:
-            if not isinstance(keyword, Keyword):
-                raise TypeError(f"{batch}: batch_keywords must be Keyword objects, {keyword!r} is not")
-            found.setdefault(keyword, keyword)
-    return list(found.values())
+def command_line_base_keywords() -> list[Keyword]:
+    """The keywords every batch system takes that ``render`` mirrors as options; the registry
+    (:func:`gpujobqueue.batch.command_line_keywords`) adds each batch system's own."""
+    return [*REQUEST, *LAUNCH, PROCESSES]

@@ -2,8 +2,9 @@
 
 Each launcher is an object (Parsl's way) that knows its name, the shell lines that start the
 node part of the script once per node, and the variables that give a task its rank (= its node).
-Which batch systems a launcher runs under is each batch class's to say (its ``launchers`` tuple,
-and its ``native_launcher`` used when a job of several nodes names none).
+Which launchers a batch system offers is the batch system's to say
+(:attr:`~gpujobqueue.batch.base.BatchSystem.launchers`, these objects or its own, and its
+``native_launcher`` used when a job of several nodes names none).
 
 The node part reaches the nodes as a file, ``$node_script``, that the script wrote into its private
 folder (on the file system the nodes share) after the variables the workers need: each task runs
@@ -96,9 +97,9 @@ class Launcher:
             expression = f"${{{variable}:-{expression}}}"
         return expression
 
-    def runs_under(self, batch_cls: Any) -> bool:
-        """Whether this launcher starts tasks on the nodes of ``batch_cls``'s jobs (the batch class says)."""
-        return self.name == "direct" or self.name in getattr(batch_cls, "launchers", ())
+    def runs_under(self, batch_system: Any) -> bool:
+        """Whether this launcher starts tasks on the nodes of ``batch_system``'s jobs (the batch system says)."""
+        return self.name == "direct" or self.name in batch_system.launcher_names()
 
     def __repr__(self) -> str:
         return f"<launcher {self.name}>"

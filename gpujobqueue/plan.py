@@ -6,20 +6,21 @@ from __future__ import annotations
 import dataclasses
 import logging
 import warnings
-from typing import Any, ClassVar, Mapping
+from typing import Any, Mapping
 
 from . import config, hand_written_gpus, sites
-from .batch import BATCH_SYSTEMS
+from .batch import names
+from .batch.base import BatchSystem
 from .cpu_pool import CPUPool
 from .dashboard import warn_if_workers_serve_dashboards
 from .errors import JobSizeMissingError, ValidationError
 from .install import warn_if_worker_python_lacks
 from .intervals import check_configured
-from .keywords import LAUNCH_KEYWORDS, RENAMED_KEYWORDS, REQUEST_KEYWORDS, UCX_TRANSPORT_KEYWORDS, Keyword
+from .keywords import RENAMED_KEYWORDS, UCX_TRANSPORT_KEYWORDS
 from .limits import MAX_GPUS_PER_NODE
 from .render import check_scheduler_can_run_in_job
-from .request import DEFAULT_WALLTIME, JobRequest, parse_bool, parse_positive_int
-from .scheduler_job import SCHEDULER_PLACEMENTS, parse_scheduler_placement
+from .request import JobRequest, parse_bool, parse_positive_int
+from .scheduler_job import SCHEDULER_HERE, SCHEDULER_IN_JOB, parse_scheduler_placement
 from .security import resolve_security
 from .sites import routing
 from .user_limits import UserJobLimit, cpu_pool_job_limit
@@ -69,7 +70,7 @@ class Plan:
     launch: WorkerLaunch
     site: Any = None
     security: Any = None
-    scheduler_placement: str = SCHEDULER_PLACEMENTS[0]  # in this process
+    scheduler_placement: str = SCHEDULER_HERE
     job_array: bool = False
     cpu_pool: CPUPool | None = None
     cpu_request: JobRequest | None = None
@@ -79,81 +80,28 @@ class Plan:
     cpu_jobs_per_user: UserJobLimit | None = None
 
 
-class PlanHooks:
-    """What a cluster class tells :func:`make_plan`: its batch system's keywords, GPU request
-    styles and launchers, and the hooks through which its keywords become its plan
-    (:class:`~gpujobqueue.cluster.GPUJobQueueCluster` and each batch system's class)."""
+def parse_cluster_keywords(
+    cls: type, kwargs: dict[str, Any], owner: str | None = None, *, standalone: bool = False
+) -> tuple[dict[str, Any], JobRequest, WorkerLaunch]:
+    """Check, resolve and validate cluster keywords; start nothing (a cluster class's ``parse_keywords``: see
+    :func:`make_plan`, which takes ``standalone``).
 
-    job_cls: ClassVar[type]
-    batch_keywords: ClassVar[tuple[Keyword, ...]] = ()
-    # Other names of keywords, in this batch system's (or dask-jobqueue's) vocabulary.
-    batch_synonyms: ClassVar[dict[str, str]] = {}
-    # How this batch system can ask for GPUs; the first is the default.
-    gpu_request_styles: ClassVar[tuple[str, ...]] = ("none",)
-    # Launchers that start one task per node of this batch system's multi-node jobs.
-    launchers: ClassVar[tuple[str, ...]] = ()
-    # The options that can name a job's account (a site's account.flag picks one); the first is the default.
-    account_flags: ClassVar[tuple[str, ...]] = ()
-    # The option that sends jobs to another of the batch system's clusters (a site's clusters); None: no such thing.
-    clusters_option: ClassVar[str | None] = None
-    # The launcher of a job of several nodes that names none (nor its site); None: such a job must name one.
-    native_launcher: ClassVar[str | None] = None
-    # The walltime of jobs given none; None where nothing ends jobs (the local batch system).
-    default_walltime: ClassVar[str | None] = DEFAULT_WALLTIME
+    Returns
+    -------
+    settings : dict
+        Every setting after keyword > dask config > site > default precedence, and
+        ``site``: the :class:`~gpujobqueue.sites.Site` or None.
+    request : JobRequest
+    launch : WorkerLaunch
+    """
+    plan = make_plan(cls, kwargs, owner, standalone=standalone)
+    return plan.settings, plan.request, plan.launch
 
-    @classmethod
-    def parse_keywords(
-        cls, kwargs: dict[str, Any], owner: str | None = None, *, standalone: bool = False
-    ) -> tuple[dict[str, Any], JobRequest, WorkerLaunch]:
-        """Check, resolve and validate cluster keywords; start nothing (see :func:`gpujobqueue.plan.make_plan`,
-        which takes ``standalone``).
 
-        Returns
-        -------
-        settings : dict
-            Every setting after keyword > dask config > site > default precedence, and
-            ``site``: the :class:`~gpujobqueue.sites.Site` or None.
-        request : JobRequest
-        launch : WorkerLaunch
-        """
-        plan = make_plan(cls, kwargs, owner, standalone=standalone)
-        return plan.settings, plan.request, plan.launch
-
-    @classmethod
-    def _apply_batch_defaults(cls, settings: dict[str, Any]) -> None:
-        """Hook for a batch system to fill defaults of its own into the settings."""
-
-    @classmethod
-    def _parse_batch_options(cls, settings: dict[str, Any], request: JobRequest) -> Any:
-        """Hook: parse the batch system's own keywords into its options object."""
-        return None
-
-    @classmethod
-    def _check_job_array(cls, request: JobRequest) -> None:
-        """Refuse job arrays where this batch system or this request has none."""
-        if cls.job_cls.array_task_variable is None:
-            raise ValidationError("job_array", f"{cls.job_cls.batch} jobs cannot be submitted as job arrays")
-        if request.nodes > 1:
-            raise ValidationError(
-                "job_array",
-                f"job arrays are for many one-node jobs; jobs of {request.nodes} nodes go as they are "
-                "(job_array=False)",
-            )
-
-    @classmethod
-    def _check_launch(cls, request: JobRequest, launch: WorkerLaunch) -> None:
-        """Refuse a launcher that does not start tasks on this batch system's nodes."""
-        if launch.launcher != "direct" and launch.launcher not in cls.launchers:
-            accepted = (
-                ", ".join(cls.launchers)
-                if cls.launchers
-                else "none: its jobs have one node, whose workers start directly"
-            )
-            raise ValidationError(
-                "launcher",
-                f"{launch.launcher!r} does not start tasks on the nodes of a {cls.job_cls.batch} job; launchers "
-                f"for {cls.job_cls.batch}: {accepted}",
-            )
+def batch_system_of(cls: type) -> "type[BatchSystem]":
+    """The batch system of ``cls``: a :class:`~gpujobqueue.batch.base.BatchSystem` itself, or a cluster class
+    bound to one (its ``batch_system``)."""
+    return cls if issubclass(cls, BatchSystem) else cls.batch_system
 
 
 # make_plan's ``security`` when the caller decides the scripts' TLS itself (``render``, ``check``).
@@ -176,12 +124,12 @@ def make_plan(
     Parameters
     ----------
     cls : type
-        The cluster class (:class:`~gpujobqueue.cluster.GPUJobQueueCluster` subclass) whose
-        batch system, keywords and hooks apply.
+        The batch system (a :class:`~gpujobqueue.batch.base.BatchSystem`) whose keywords and
+        hooks apply, or a cluster class bound to one.
     kwargs : mapping
         The keywords given; ``site`` among them picks a site file.
     owner : str, optional
-        The name an unknown keyword's error gives (default: the class's).
+        The name an unknown keyword's error gives (default: the cluster class's, ``SLURMGPUCluster``).
     security : None, bool or Security, optional
         The cluster's ``security`` (:func:`~gpujobqueue.security.resolve_security`: TLS unless
         False, the protocol ``tls``); left out, the plan has none and its protocol is as given.
@@ -199,28 +147,32 @@ def make_plan(
     ------
     UnknownKeywordError, ValidationError, SiteConfigError
     """
-    batch = cls.job_cls.batch
-    config.warn_unknown_keys(batch, setting_names(cls), BATCH_SYSTEMS)
-    plan = _resolve_keywords(cls, kwargs, owner)
+    system = batch_system_of(cls)
+    owner = owner or (cls.__name__ if system is not cls else system.class_name("GPUCluster"))
+    batch = system.name
+    config.warn_unknown_keys(batch, system.setting_names(), names())
+    plan = _resolve_keywords(system, kwargs, owner)
     warn_if_workers_serve_dashboards(plan.launch.extra_args)  # the CPU pool's workers take the same arguments
     launch, tls = plan.launch, None
     if security is not NO_CLUSTER_SECURITY:
         tls, launch = resolve_security(security, launch)
     pool = CPUPool.from_keyword(
-        cpu_pool if cpu_pool is not None else config.configured(batch, "cpu_pool"), batch=batch, site=plan.site
+        cpu_pool if cpu_pool is not None else config.configured(batch, "cpu_pool"), system=system, site=plan.site
     )
-    cpu_request, cpu_launch = pool.job_shape(plan.request, launch) if pool else (None, None)
+    cpu_request, cpu_launch = pool.job_shape(plan.request, launch, system) if pool else (None, None)
     check_configured()  # the loops' intervals and counts are read as they run: a bad one is refused here
     placement = parse_scheduler_placement(
-        scheduler if scheduler is not None else config.configured(batch, "scheduler"), batch, launch.protocol
+        scheduler if scheduler is not None else config.configured(batch, "scheduler"),
+        system.runs_jobs_here,
+        launch.protocol,
     )
-    if placement == "job":
+    if placement == SCHEDULER_IN_JOB:
         check_scheduler_can_run_in_job(launch, "scheduler", "scheduler='job'")
     arrays = parse_bool(
         "job_array", job_array if job_array is not None else config.configured(batch, "job_array") or False
     )
     if arrays:
-        cls._check_job_array(plan.request)
+        system.check_job_array(plan.request)
     configured_limit = config.max_jobs_per_user(batch)
     if configured_limit is not None:
         queue = plan.request.queue or "default"
@@ -254,23 +206,18 @@ def make_plan(
     )
 
 
-def setting_names(cls: type) -> tuple[str, ...]:
-    """The settings a cluster class resolves keyword > ``gpujobqueue.<batch>.*`` > site > default."""
-    return REQUEST_KEYWORDS + LAUNCH_KEYWORDS + cls.batch_keywords
-
-
-def _resolve_keywords(cls: type, kwargs: Mapping[str, Any], owner: str | None = None, routed: bool = False) -> Plan:
+def _resolve_keywords(system: type[BatchSystem], kwargs: Mapping[str, Any], owner: str, routed: bool = False) -> Plan:
     """The plan's settings, request and launch (keyword > dask config > site > default), validated;
     a site whose routing picks another queue than its default resolves them again for that queue
     (``routed``: that second time, which says nothing the first said)."""
-    names = setting_names(cls)
+    settings_names = system.setting_names()
     kwargs = dict(kwargs)
     original = dict(kwargs)
     processes = kwargs.pop("processes", None)
     site = kwargs.pop("site", None)
-    config.check_keywords(kwargs, names + tuple(RENAMED_KEYWORDS) + tuple(cls.batch_synonyms), owner or cls.__name__)
-    batch = cls.job_cls.batch
-    given = _take_keywords(kwargs, cls.batch_synonyms)
+    config.check_keywords(kwargs, settings_names + tuple(RENAMED_KEYWORDS) + tuple(system.synonyms), owner)
+    batch = system.name
+    given = _take_keywords(kwargs, system.synonyms)
     site_defaults, site_queue = {}, None
     if site is not None:
         site = sites.load_site(path_text("site", site)) if not isinstance(site, sites.Site) else site
@@ -283,7 +230,7 @@ def _resolve_keywords(cls: type, kwargs: Mapping[str, Any], owner: str | None = 
             sites.warn_if_retired(site)
         # A queue named by the user is the site's queue name; the site maps it to its partition and QoS.
         site_queue = given.get("queue") or config.configured(batch, "queue")
-        site_defaults = {k: v for k, v in sites.site_settings(site, site_queue).items() if k in names}
+        site_defaults = {k: v for k, v in sites.site_settings(site, site_queue).items() if k in settings_names}
         given.pop("queue", None)
         # A per-job keyword given by the user replaces the site's per-GPU one.
         for per_job, per_gpu in (
@@ -299,18 +246,18 @@ def _resolve_keywords(cls: type, kwargs: Mapping[str, Any], owner: str | None = 
         if protocol is not None and protocol != "ucx":
             for name in UCX_TRANSPORT_KEYWORDS:
                 site_defaults.pop(name, None)
-    settings = config.resolve(batch, given, names, site_defaults)
+    settings = config.resolve(batch, given, settings_names, site_defaults)
     if site is not None:
         settings["queue"] = site_defaults.get("queue")
     if processes is not None:  # dask-jobqueue's workers per job: here, one per GPU
         processes = parse_positive_int("processes", processes, MAX_GPUS_PER_NODE)
     explicit = {
         name: settings[name]
-        for name in names
+        for name in settings_names
         if given.get(name) is not None or config.configured(batch, name) is not None
     }
     hand_written_gpus.adopt(
-        batch,
+        system,
         settings,
         explicit,
         processes=processes,
@@ -325,9 +272,9 @@ def _resolve_keywords(cls: type, kwargs: Mapping[str, Any], owner: str | None = 
                 f"processes={processes} but gpus_per_node={gpus}: one worker runs per GPU, so give gpus_per_node alone",
             )
         settings["gpus_per_node"] = processes
-    cls._apply_batch_defaults(settings)
+    system.apply_defaults(settings)
     request = JobRequest.from_settings(
-        settings, gpu_request_styles=cls.gpu_request_styles, default_walltime=cls.default_walltime
+        settings, gpu_request_styles=system.gpu_request_styles, default_walltime=system.default_walltime
     )
     why = None
     if site is not None and site_queue is None:
@@ -336,13 +283,13 @@ def _resolve_keywords(cls: type, kwargs: Mapping[str, Any], owner: str | None = 
         site_queue, why = sites.route_queue(site, request)
         logger.info("gpujobqueue: site %s chose %s", site.name, why)
         if site_queue != site.data["default_queue"]:
-            queue_names = {"queue", *(s for s, name in cls.batch_synonyms.items() if name == "queue")}
+            queue_names = {"queue", *(s for s, name in system.synonyms.items() if name == "queue")}
             again = {k: v for k, v in original.items() if k not in queue_names}
-            routed = _resolve_keywords(cls, {**again, "site": site, "queue": site_queue}, owner, routed=True)
+            routed = _resolve_keywords(system, {**again, "site": site, "queue": site_queue}, owner, routed=True)
             return dataclasses.replace(routed, request=dataclasses.replace(routed.request, queue_choice=why))
     elif site is not None:  # a queue named that cannot take the job is named so, and the one that can
         sites.check_queue_takes(site, site_queue, request)
-    request = dataclasses.replace(request, options=cls._parse_batch_options(settings, request))
+    request = dataclasses.replace(request, options=system.parse_options(settings, request))
     if settings.get("cores") is not None and settings.get("nthreads") is None:
         # dask-jobqueue's cores: the threads of all the job's workers, none left idle
         cores = parse_positive_int("cores", settings["cores"])
@@ -353,18 +300,17 @@ def _resolve_keywords(cls: type, kwargs: Mapping[str, Any], owner: str | None = 
         memory_per_node=request.memory_per_node,
         cpus_per_node=request.cpus_per_node,
         nodes=request.nodes,
-        native_launcher=cls.native_launcher,
+        native_launcher=system.native_launcher,
+        launchers=system.launchers,
     )
-    cls._check_launch(request, launch)
+    system.check_launch(request, launch)
     if site is not None:
         if why is not None and routing.walltime_bins(site.queue(site_queue)):  # the default queue, by its bin
             request = dataclasses.replace(request, queue_choice=why)
-        request = sites.apply_site_flags(site, site_queue, request, explicit)
+        request = system.with_site(sites.apply_site_flags(site, site_queue, request, explicit), site.data)
         sites.check_request(site, site_queue, request, settings)
-    elif not getattr(
-        cls.job_cls, "runs_jobs_here", False
-    ):  # the local machine sizes itself; last, so a wrong value is named first
-        require_job_size(owner or cls.__name__, batch, settings)
+    elif not system.runs_jobs_here:  # the local machine sizes itself; last, so a wrong value is named first
+        require_job_size(owner, batch, settings)
     settings["site"] = site
     jobs_per_user = None
     if site is not None:

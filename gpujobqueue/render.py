@@ -1,4 +1,6 @@
-"""The Jinja environment that turns a request and a worker launch into a job script."""
+"""The Jinja environment that turns a request and a worker launch into a job script: a batch
+system's header template (``templates/<name>.sh.j2``, or its own text) over the shared body
+(``templates/job.sh.j2``)."""
 
 from __future__ import annotations
 
@@ -8,12 +10,11 @@ import importlib.resources
 import re
 import shlex
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import jinja2
 
 from . import naming
-from .batch import BATCH_SYSTEMS, cluster_class
 from .dashboard import CLOSED_HTTP_ADDRESS
 from .errors import ValidationError
 from .job_commands import ArrayElements
@@ -56,8 +57,9 @@ def _option_lines(words: Sequence[str]) -> list[str]:
     return [f"{option} {value}" for option, value in zip(words[::2], words[1::2])]
 
 
-def check_walltime_kept(batch: str, script: str, request: JobRequest) -> None:
-    """Refuse a script whose header lost its walltime to ``job_directives_skip``.
+def check_walltime_kept(directives: Sequence[str], script: str, request: JobRequest) -> None:
+    """Refuse a script whose header lost its walltime to ``job_directives_skip``: none of the batch
+    system's walltime ``directives`` is left.
 
     Raises
     ------
@@ -66,7 +68,7 @@ def check_walltime_kept(batch: str, script: str, request: JobRequest) -> None:
     """
     # job_directives_skip may drop the generated walltime directive only where an extra directive
     # gives one, or the job would run unlimited. A batch system that ends no job at a walltime has none.
-    directives = getattr(cluster_class(batch).job_cls, "walltime_directives", ())
+    directives = tuple(directives)
     if not directives or not request.directives_skip:
         return
     if not any(line.startswith(directives) for line in script.split("\n")):
@@ -120,12 +122,21 @@ def environment() -> jinja2.Environment:
     )
     env.filters["shquote"] = lambda value: shlex.quote(str(value))
     env.filters["hours_walltime"] = format_hours_walltime
-    for batch in BATCH_SYSTEMS:  # each batch system's own formatters, for its header template
-        env.filters.update(getattr(cluster_class(batch), "template_filters", {}))
     env.filters["skip_lines"] = _skip_lines
     env.filters["macro_lines"] = _MacroLines
     env.globals["closed_http_address"] = CLOSED_HTTP_ADDRESS
     return env
+
+
+@functools.lru_cache(maxsize=None)
+def batch_template(system: Any) -> jinja2.Template:
+    """A batch system's template (a :class:`~gpujobqueue.batch.base.BatchSystem`): its header over the shared
+    body, in an overlay of :func:`environment` that adds its ``template_filters``."""
+    env = environment().overlay()
+    env.filters.update(system.template_filters)
+    if system.template_source is not None:
+        return env.from_string(system.template_source)
+    return env.get_template(system.template_name or f"{system.name}.sh.j2")
 
 
 def check_scheduler_can_run_in_job(launch: WorkerLaunch, field_name: str, what: str) -> None:
@@ -199,13 +210,12 @@ def private_folder(launch: WorkerLaunch, run: bool, standalone_preloads: Sequenc
 
 
 def render_job_script(
-    batch: str,
+    system: Any,
     request: JobRequest,
     launch: WorkerLaunch,
     *,
     name: str,
     scheduler: str = PLACEHOLDER_SCHEDULER,
-    directive_prefix: str = "#",
     tls_args: Sequence[str] = (),
     run: ClientRun | None = None,
     scheduler_file: str | None = None,
@@ -215,12 +225,13 @@ def render_job_script(
     plain_tcp: bool = False,
     standalone: bool = False,
 ) -> str:
-    """Render one job script.
+    """Render one job script (what :meth:`BatchSystem.job_script
+    <gpujobqueue.batch.base.BatchSystem.job_script>` does unless a batch system writes its own).
 
     Parameters
     ----------
-    batch : str
-        Template to use: ``"slurm"``, ``"pbs"``, ``"lsf"``, ``"sge"`` or ``"local"``.
+    system : BatchSystem subclass
+        The batch system: its header template, directive prefix, walltime directives and host file.
     request : JobRequest
         What the job asks of the batch system.
     launch : WorkerLaunch
@@ -229,9 +240,6 @@ def render_job_script(
         The job's worker-name prefix; workers are ``<name>-<i>``.
     scheduler : str
         Address of the Dask scheduler the workers connect to.
-    directive_prefix : str
-        Prefix of the batch system's directive lines (``#SBATCH``), used for extra
-        directives.
     tls_args : sequence of str
         ``--tls-*`` worker options when the cluster uses TLS (file paths, quoted here).
     run : ClientRun, optional
@@ -284,13 +292,12 @@ def render_job_script(
             raise ValidationError("job_array", "a job array's elements are one-node worker jobs")
         name = naming.array_job_name_text(array.prefix)
         worker_name = naming.SHELL_ARRAY_JOB_NAME  # element i's job name, worked out in the job
-    template = environment().get_template(f"{batch}.sh.j2")
+    template = batch_template(system)
     # The file listing the job's hosts, for launchers that need it (mpiexec under PBS), else None.
-    node_file_variable = getattr(cluster_class(batch).job_cls, "node_file_variable", None)
     launch_lines = (
         []
         if launch.launcher == "direct"
-        else launch.task_launcher.start_lines(launch_context(request, launch, node_file_variable))
+        else launch.task_launcher.start_lines(launch_context(request, launch, system.node_file_variable))
     )
     standalone_preloads = launch.preloads if standalone else ()
     text = template.render(
@@ -311,7 +318,7 @@ def render_job_script(
         scheduler_arg=scheduler_arg,
         run=run,
         start_scheduler=start_scheduler,
-        directive_prefix=directive_prefix,
+        directive_prefix=system.directive_prefix,
         # Shell words: the cluster's credential files quoted, a script's as "$GPUJOBQUEUE_TLS_DIR/<file>".
         tls_args=_option_lines(script_tls.args() if script_tls is not None else [shlex.quote(arg) for arg in tls_args]),
         scheduler_tls_args=_option_lines(
@@ -323,5 +330,5 @@ def render_job_script(
         plain_tcp=plain_tcp,
         array=array,
     )
-    check_walltime_kept(batch, text, request)
+    check_walltime_kept(system.walltime_directives, text, request)
     return text + "\n"

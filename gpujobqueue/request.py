@@ -25,7 +25,6 @@ from .validation import (
     parse_path,
     parse_positive_int,
     parse_size,
-    parse_slurm_memory_text,
     parse_word,
     per_node,
 )
@@ -40,7 +39,7 @@ from .walltimes import (
     parse_walltime_margin,
 )
 
-GPU_REQUEST_STYLES = ("gpus-per-node", "gres", "none")  # SLURM's; each batch system names its own
+GPU_REQUEST_STYLES = ("none",)  # without a batch system's own styles: the queue implies the GPUs
 DEFAULT_SHEBANG = "#!/usr/bin/env bash"
 DEFAULT_WALLTIME = "01:00:00"  # every job ends: an allocation nobody closes burns hours at most
 
@@ -73,7 +72,6 @@ __all__ = [
     "parse_path",
     "parse_positive_int",
     "parse_size",
-    "parse_slurm_memory_text",
     "parse_walltime",
     "parse_walltime_margin",
     "parse_word",
@@ -103,15 +101,14 @@ class JobRequest:
     walltime : int or None
         Seconds; one hour unless given. None (the local batch system, unless one is given):
         no walltime, and the workers live until the cluster stops them.
-    account, queue, qos, constraint : str or None
-        Where the job is charged and placed; ``queue`` is SLURM's partition.
+    account, queue : str or None
+        Where the job is charged and placed (``queue`` is SLURM's partition).
     exclusive : bool
         Ask for whole nodes.
     gpu_request : str
-        How GPUs are asked for, in the batch system's vocabulary (SLURM:
-        ``"gpus-per-node"``, ``"gres"``, ``"gpus"``; PBS: ``"select"``, ``"torque"``; LSF: ``"gpu"``,
-        ``"csm"``; Grid Engine: ``"complex"``, ``"resource-type"``), or ``"none"`` (the
-        queue implies them).
+        How GPUs are asked for, one of the batch system's styles
+        (:attr:`~gpujobqueue.batch.base.BatchSystem.gpu_request_styles`; SLURM's ``"gpus-per-node"``,
+        PBS's ``"select"``, ...), or ``"none"`` (the queue implies them).
     gpu_type : str or None
         GPU model for typed requests, e.g. ``a100`` in ``--gres=gpu:a100:4``.
     log_directory : str or None
@@ -126,20 +123,17 @@ class JobRequest:
         Variables exported in the job.
     shebang : str
         First line of the script.
-    job_mem : str or None
-        SLURM's raw ``--mem`` value, when given instead of ``memory``.
     walltime_margin : int or None
         Seconds before the walltime at which the workers start to retire gracefully; None
         for the default (:func:`default_walltime_margin`), 0 to let the walltime end them.
     options : object
-        The batch system's own settings (for example :class:`~gpujobqueue.batch.pbs.PBSOptions`),
+        The batch system's own settings (:meth:`~gpujobqueue.batch.base.BatchSystem.parse_options`: for
+        example :class:`~gpujobqueue.batch.slurm.SLURMOptions`, :class:`~gpujobqueue.batch.pbs.PBSOptions`),
         or None.
     queue_choice : str or None
         Why the site chose the queue, for a job that named none (a comment line in the script).
     account_flag : str or None
         The option that names the account where the site's differs from the batch system's (ABCI's ``-P``).
-    clusters : str or None
-        The batch system's cluster the job goes to (SLURM ``--clusters``, a site's ``clusters``).
     """
 
     job_name: str = "gpujobqueue"
@@ -150,10 +144,8 @@ class JobRequest:
     walltime: int | None = 3600
     account: str | None = None
     queue: str | None = None
-    qos: str | None = None
-    constraint: str | None = None
     exclusive: bool = False
-    gpu_request: str = "gpus-per-node"
+    gpu_request: str = "none"
     gpu_type: str | None = None
     log_directory: str | None = None
     extra_directives: tuple[str, ...] = ()
@@ -162,12 +154,10 @@ class JobRequest:
     epilogue: tuple[str, ...] = ()
     environment: tuple[tuple[str, str], ...] = field(default_factory=tuple)
     shebang: str = DEFAULT_SHEBANG
-    job_mem: str | None = None
     walltime_margin: int | None = None
     options: Any = None
     queue_choice: str | None = None
     account_flag: str | None = None
-    clusters: str | None = None
 
     @property
     def shell(self) -> str | None:
@@ -197,7 +187,7 @@ class JobRequest:
             Keyword names (as the cluster classes take them) to values; missing or None
             values take the defaults.
         gpu_request_styles : sequence of str
-            The batch system's GPU request styles; the first is the default.
+            The batch system's GPU request styles; the first is the default (without: ``none``).
         default_walltime : str or None
             The walltime when none is given; None for none (jobs that no batch system ends).
 
@@ -267,8 +257,6 @@ class JobRequest:
             walltime=walltime,
             account=optional("account", parse_word),
             queue=optional("queue", parse_word),
-            qos=optional("qos", parse_word),
-            constraint=optional("constraint", parse_constraint),
             exclusive=parse_bool("exclusive", get("exclusive") if get("exclusive") is not None else False),
             gpu_request=style,
             gpu_type=optional("gpu_type", parse_word),
@@ -281,7 +269,6 @@ class JobRequest:
             shebang=matching(
                 "shebang", given_or(get("shebang"), DEFAULT_SHEBANG), re.compile(r"#![^\n]+"), "a line starting with #!"
             ),
-            job_mem=optional("job_mem", parse_slurm_memory_text),
             walltime_margin=parse_walltime_margin("walltime_margin", get("walltime_margin"), walltime),
         )
 

@@ -69,7 +69,7 @@ class RuntimeCluster(JobQueueCluster):
             user_limits={"gpu": plan.jobs_per_user, "cpu": plan.cpu_jobs_per_user},
             poll_interval=interval,
         )
-        refusals = getattr(job_cls, "user_limit_refusals", ())
+        refusals = job_cls.batch_system.user_limit_refusals
         self._replacement = Replacement(self._book, user_limit_refusals=refusals)
         self._job_watch = JobWatch(
             self._book, self._replacement, probe=job_cls.probe, retire_workers=self._retire, interval=interval

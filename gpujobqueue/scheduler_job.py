@@ -21,7 +21,11 @@ from .limits import MAX_SCHEDULER_FILE_BYTES
 
 logger = logging.getLogger(__name__)
 
-SCHEDULER_PLACEMENTS = ("local", "job")
+# Where a cluster's scheduler runs: in this process (dask-jobqueue's way: the word is the placement's, not the
+# local batch system's), or in the cluster's first job. Compared through these names, never as words.
+SCHEDULER_HERE = "local"
+SCHEDULER_IN_JOB = "job"
+SCHEDULER_PLACEMENTS = (SCHEDULER_HERE, SCHEDULER_IN_JOB)
 SCHEDULER_FILE_NAME = "scheduler.json"
 
 
@@ -47,15 +51,16 @@ class SchedulerStart:
     tls_args: tuple[str, ...] = ()
 
 
-def parse_scheduler_placement(value: Any, batch: str = "local", protocol: str | None = None) -> str:
+def parse_scheduler_placement(value: Any, runs_jobs_here: bool = True, protocol: str | None = None) -> str:
     """``"local"`` (the scheduler runs in this process, dask-jobqueue's way) or ``"job"``.
 
-    Unset, it is ``"job"`` for UCX on a batch system: UCX has no TLS, so the scheduler runs
+    Unset, it is ``"job"`` for UCX on a batch system whose jobs do not run here
+    (``runs_jobs_here``: the local batch system's do): UCX has no TLS, so the scheduler runs
     in the job, on the compute nodes' own network, rather than open on a shared login node;
     otherwise ``"local"``.
     """
     if value is None:
-        return "job" if protocol == "ucx" and batch != "local" else "local"
+        return SCHEDULER_IN_JOB if protocol == "ucx" and not runs_jobs_here else SCHEDULER_HERE
     if value not in SCHEDULER_PLACEMENTS:
         raise ValidationError(
             "scheduler",

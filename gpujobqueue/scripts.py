@@ -5,15 +5,47 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from .batch import BATCH_SYSTEMS, cluster_class
+from .batch import batch_system, names
+from .batch.base import BatchSystem
 from .errors import ValidationError
 from .job_commands import SHORTEST_ARRAY, ArrayElements
-from .render import PLACEHOLDER_SCHEDULER, render_job_script
-from .request import parse_name, parse_positive_int
+from .plan import make_plan
+from .render import PLACEHOLDER_SCHEDULER
+from .request import JobRequest, parse_name, parse_positive_int
 from .run import ClientRun
 from .security import resolve_script_security
 from .sites import load_site, warn_unconfirmed
 from .validation import matching
+from .workers import WorkerLaunch
+
+
+def render_job_script(
+    batch: "str | type[BatchSystem]", request: JobRequest, launch: WorkerLaunch, **options: Any
+) -> str:
+    """Render one job script.
+
+    Parameters
+    ----------
+    batch : str or BatchSystem subclass
+        The batch system (``"slurm"``, ``"pbs"``, ``"lsf"``, ``"sge"``, ``"local"``, or another
+        registered one), by name or as its :class:`~gpujobqueue.batch.base.BatchSystem` class.
+    request : JobRequest
+        What the job asks of the batch system.
+    launch : WorkerLaunch
+        How the job starts its workers.
+    **options
+        ``name`` (the job's worker-name prefix), ``scheduler``, ``tls_args``, ``run``,
+        ``scheduler_file``, ``start_scheduler``, ``array``, ``script_tls``, ``plain_tcp``,
+        ``standalone``: as :func:`gpujobqueue.render.render_job_script` takes them.
+
+    Returns
+    -------
+    str
+        The script text (the batch system's :meth:`~gpujobqueue.batch.base.BatchSystem.job_script`).
+    """
+    system = batch_system(batch) if isinstance(batch, str) else batch
+    return system.job_script(request, launch, **options)
+
 
 # protocol://host:port; the placeholder's <...> too. It is shell-quoted into the script.
 _SCHEDULER_ADDRESS = re.compile(r"[a-z]+://[A-Za-z0-9_.:\[\]<>%-]{1,256}")
@@ -36,8 +68,8 @@ def job_script_for(
     Parameters
     ----------
     batch : str
-        ``slurm``, ``pbs``, ``lsf``, ``sge`` or ``local``; or a site's name or YAML file,
-        whose facts fill in the keywords not given.
+        A batch system's name (``slurm``, ``pbs``, ``lsf``, ``sge``, ``local``, or another registered one);
+        or a site's name or YAML file, whose facts fill in the keywords not given.
     keywords : mapping
         Cluster keywords (as :class:`~gpujobqueue.cluster.GPUJobQueueCluster` takes them).
     name : str
@@ -68,12 +100,13 @@ def job_script_for(
     """
     keywords = dict(keywords)
     name = parse_name("name", name)
-    if batch not in BATCH_SYSTEMS:  # a site's name or file
+    if batch not in names():  # a site's name or file
         site = load_site(batch)
         batch, keywords["site"] = site.scheduler, site
-    cluster_cls = cluster_class(batch)
-    settings, request, launch = cluster_cls.parse_keywords(keywords, standalone=standalone)
-    warn_unconfirmed(settings["site"])
+    system = batch_system(batch)
+    plan = make_plan(system, keywords, standalone=standalone)
+    request, launch = plan.request, plan.launch
+    warn_unconfirmed(plan.site)
     script_tls, launch = resolve_script_security(launch, run=run is not None, tls=tls, tls_directory=tls_directory)
     if scheduler == PLACEHOLDER_SCHEDULER:
         scheduler = scheduler.replace("tcp://", f"{launch.protocol or 'tcp'}://", 1)
@@ -90,19 +123,17 @@ def job_script_for(
     if array_jobs is not None:
         if run is not None:
             raise ValidationError("job_array", "--run writes one self-contained job, not a job array")
-        array_jobs = parse_positive_int("job_array", array_jobs, cluster_cls.job_cls.array_size_limit)
-        cluster_cls._check_job_array(request)
+        array_jobs = parse_positive_int("job_array", array_jobs, system.array_size_limit)
+        system.check_job_array(request)
         if array_jobs < SHORTEST_ARRAY:
             name = f"{name}-0"  # a single job goes as a plain job
         else:
-            array = ArrayElements(name, -1, array_jobs, cluster_cls.job_cls.array_task_variable)
-    return render_job_script(
-        batch,
+            array = ArrayElements(name, -1, array_jobs, system.array_task_variable)
+    return system.job_script(
         request,
         launch,
         name=name,
         scheduler=scheduler,
-        directive_prefix=cluster_cls.job_cls.directive_prefix,
         run=run,
         array=array,
         script_tls=script_tls,

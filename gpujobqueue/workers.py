@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass
-from typing import Any, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
 
 from .dashboard import worker_dashboard_address
 from .errors import ValidationError
-from .launchers import LAUNCHER_OBJECTS, LAUNCHERS, Launcher, launcher_named
+from .launchers import LAUNCHER_OBJECTS, Launcher
 from .limits import MAX_THREADS_PER_WORKER
 from .naming import worker_suffixes
 from .preloads import NIC_AFFINITY, PIN_DEVICE, WATCHDOG
@@ -113,8 +113,10 @@ class WorkerLaunch:
         ``"ibrun"``: it starts one task per node, each starting that node's workers;
         ``"jsrun"``: the same from a launch node without GPUs (LSF CSM); ``"pbsdsh"``,
         ``"blaunch"``, ``"qrsh-inherit"``: the batch system's own, one task per host
-        (gpujobqueue/launchers.py). A job of several nodes that names none takes its
-        batch system's native launcher.
+        (gpujobqueue/launchers.py); or a launcher a batch system brings of its own. A job of
+        several nodes that names none takes its batch system's native launcher.
+    task_launcher : Launcher
+        The :class:`~gpujobqueue.launchers.Launcher` object of that name.
     launcher_args : tuple of str
         More launcher options (a site's ``launcher.args``), after gpujobqueue's own.
     nodes : int
@@ -148,6 +150,7 @@ class WorkerLaunch:
     interface: str | None = None
     extra_args: tuple[str, ...] = ()
     launcher: str = "direct"
+    task_launcher: Launcher = field(default_factory=lambda: LAUNCHER_OBJECTS["direct"])
     launcher_args: tuple[str, ...] = ()
     nodes: int = 1
     nic_affinity: bool = False
@@ -162,6 +165,7 @@ class WorkerLaunch:
         cpus_per_node: int | None = None,
         nodes: int = 1,
         native_launcher: str | None = None,
+        launchers: Sequence[Launcher] = (),
     ) -> "WorkerLaunch":
         """Parse and validate the worker part of resolved settings.
 
@@ -179,6 +183,11 @@ class WorkerLaunch:
         nodes : int
             The request's nodes. A one-node job starts its workers directly whatever the
             launcher, except ``jsrun``, whose batch script runs on a launch node.
+        native_launcher : str, optional
+            The batch system's launcher of a job of several nodes that names none.
+        launchers : sequence of Launcher
+            The batch system's launchers: those of gpujobqueue (:data:`~gpujobqueue.launchers.LAUNCHERS`)
+            are known by name anyway; one of its own is known by this.
         """
         get = settings.get
         mode = given_or(get("worker_mode"), "dask-cuda")
@@ -231,11 +240,12 @@ class WorkerLaunch:
         memory = parse_gpu_memory(get, mode, protocol)
         transports = parse_ucx_transports(get, protocol)
 
+        known = {**LAUNCHER_OBJECTS, **{launcher.name: launcher for launcher in launchers}}
         launcher = given_or(get("launcher"), "direct")
-        if launcher not in LAUNCHERS:
-            raise ValidationError("launcher", f"{launcher!r} is not a launcher; use one of {', '.join(LAUNCHERS)}")
+        if not isinstance(launcher, str) or launcher not in known:
+            raise ValidationError("launcher", f"{launcher!r} is not a launcher; use one of {', '.join(known)}")
         launcher_args = parse_lines("launcher_args", get("launcher_args"))
-        if nodes == 1 and not launcher_named(launcher).runs_on_launch_node:
+        if nodes == 1 and not known[launcher].runs_on_launch_node:
             launcher, launcher_args = "direct", ()  # the script runs on the job's one node
         if nodes > 1 and get("launcher") is None and native_launcher is not None:
             launcher = native_launcher  # the batch system's own (a site's launcher came in the settings)
@@ -243,7 +253,7 @@ class WorkerLaunch:
             raise ValidationError(
                 "launcher",
                 f"a job of {nodes} nodes needs a launcher that starts the workers of every node: "
-                f"{', '.join(name for name in LAUNCHERS if name != 'direct')} (a site config names its own)",
+                f"{', '.join(name for name in known if name != 'direct')} (a site config names its own)",
             )
         death_timeout = given_or(get("death_timeout"), 60)  # the key is always there, None when not given
         interface = get("interface")
@@ -280,6 +290,7 @@ class WorkerLaunch:
             interface=interface,
             extra_args=parse_lines("worker_extra_args", get("worker_extra_args")),
             launcher=launcher,
+            task_launcher=known[launcher],
             launcher_args=launcher_args,
             nodes=nodes,
             nic_affinity=nic_affinity,
@@ -354,11 +365,6 @@ class WorkerLaunch:
         """Shell expansion of a launched task's rank, which numbers its node: the first of the
         launcher's rank variables that is set, else 0."""
         return self.task_launcher.rank_expression
-
-    @property
-    def task_launcher(self) -> Launcher:
-        """The :class:`~gpujobqueue.launchers.Launcher` object named by ``launcher``."""
-        return launcher_named(self.launcher)
 
     @property
     def memory_limit_arg(self) -> str:

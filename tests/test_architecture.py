@@ -1,14 +1,20 @@
-"""The house rules that a test can hold: what a batch system knows lives in its own module.
+"""The house rules that a test can hold: what a batch system knows lives in its ``BatchSystem``.
 
-Outside ``gpujobqueue/batch/`` no code and no template names a batch system as a value (a string
-``"slurm"``, ``"pbs"``, ``"lsf"``, ``"sge"`` or ``"local"``; a template's ``batch ==``): such code
-would branch on a name instead of asking the batch module. The few uses that stay are listed in
-ALLOWED with the reason; a new one fails here, naming its file and line.
+Each module of ``gpujobqueue/batch/`` (but ``base`` and the registry) declares one
+:class:`~gpujobqueue.batch.base.BatchSystem`, registered through the entry-point group
+``gpujobqueue.batch_systems``, and declares everything the rest of the package reads of it: nothing
+outside ``gpujobqueue/batch/`` asks a batch system for an attribute with a default (``getattr(cls,
+"launchers", ())``), and no code and no template names a batch system as a value (a string ``"slurm"``,
+``"pbs"``, ``"lsf"``, ``"sge"``, ``"local"`` or another registered name; a template's ``batch ==``): such
+code would branch on a name instead of asking the batch system. A word that is a batch system's name
+and also a value of another vocabulary (the scheduler placement ``"local"``) is written once, as the
+value of a module constant, and used through it.
 """
 
 from __future__ import annotations
 
 import ast
+import configparser
 import re
 from collections import Counter
 from pathlib import Path
@@ -16,40 +22,11 @@ from pathlib import Path
 import pytest
 
 import gpujobqueue
-from gpujobqueue.batch import BATCH_SYSTEMS, cluster_class
+from gpujobqueue.batch import batch_systems
+from gpujobqueue.batch import names as batch_names
+from gpujobqueue.batch.base import BatchSystem
 
 ROOT = Path(__file__).resolve().parents[1]
-NAMES = ("slurm", "pbs", "lsf", "sge", "local")
-
-# (file, name) -> (how many uses, why they stay). Keep it short: move knowledge to the batch module instead.
-ALLOWED = {
-    ("gpujobqueue/cluster.py", "local"): (2, "scheduler='local' (a placement, not the batch system)"),
-    ("gpujobqueue/scheduler_job.py", "local"): (
-        4,
-        "3 are the placement 'local'; 1 keeps UCX's scheduler here on the "
-        "local batch system, to ask its runs_jobs_here (another part)",
-    ),
-    ("gpujobqueue/diagnostics/judge.py", "local"): (
-        1,
-        "scheduler_placement == 'local' (a placement, not the batch system)",
-    ),
-    ("gpujobqueue/cpu_pool.py", "slurm"): (
-        2,
-        "cpu_pool.constraint is SLURM's; to ask 'constraint' in the class's batch_keywords (cpu_pool.py: another part)",
-    ),
-    ("gpujobqueue/hand_written_gpu_parsers.py", "slurm"): (
-        1,
-        "the parser of each batch system's hand-written GPU lines; to move to the batch modules (not yet moved)",
-    ),
-    ("gpujobqueue/hand_written_gpu_parsers.py", "pbs"): (2, "as above, and PBS's resource_spec read as a select line"),
-    ("gpujobqueue/hand_written_gpu_parsers.py", "lsf"): (1, "as above"),
-    ("gpujobqueue/hand_written_gpu_parsers.py", "sge"): (2, "as above, and Grid Engine's resource_spec resources"),
-    ("gpujobqueue/hand_written_gpus.py", "pbs"): (1, "PBS's select line kept whole (adopted, not replaced)"),
-    ("gpujobqueue/hand_written_gpus.py", "sge"): (
-        1,
-        "Grid Engine's parallel environment counts the GPU complex per slot",
-    ),
-}
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -62,53 +39,88 @@ def _docstrings(tree: ast.AST) -> set[int]:
     return found
 
 
-def batch_names_in_code(root: Path = ROOT) -> list[tuple[str, int, str]]:
-    """(file, line, name) of each batch system's name written as a string value outside gpujobqueue/batch/."""
-    uses = []
+def _module_constants(tree: ast.Module) -> dict[int, str]:
+    """id of the string constant of each module-level ``NAME = "word"`` to ``NAME``."""
+    return {
+        id(node.value): node.targets[0].id
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and isinstance(node.value, ast.Constant)
+    }
+
+
+def batch_names_in_code(root: Path = ROOT, names: tuple[str, ...] | None = None) -> list[tuple[str, int, str]]:
+    """(file, line, name) of each batch system's name written as a string value outside gpujobqueue/batch/.
+
+    Docstrings are not values. A name written as the whole value of a module constant (``SCHEDULER_HERE =
+    "local"``: another vocabulary's word) is not one either, where it is the only place that word is written
+    and the constant's own name does not name a batch system.
+    """
+    names = batch_names() if names is None else names
+    uses, homonyms = [], []
     for path in sorted((root / "gpujobqueue").rglob("*.py")):
         relative = path.relative_to(root).as_posix()
         if relative.startswith("gpujobqueue/batch/"):
             continue
         tree = ast.parse(path.read_text(), relative)
-        docstrings = _docstrings(tree)
-        uses += [
-            (relative, node.lineno, node.value)
-            for node in ast.walk(tree)
-            if isinstance(node, ast.Constant) and node.value in NAMES and id(node) not in docstrings
-        ]
-    return sorted(uses)
+        docstrings, constants = _docstrings(tree), _module_constants(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and node.value in names and id(node) not in docstrings:
+                constant = constants.get(id(node))
+                named_batch = constant is not None and re.search(rf"BATCH|{'|'.join(names).upper()}", constant)
+                (homonyms if constant and not named_batch else uses).append((relative, node.lineno, node.value))
+    written = Counter(name for _, _, name in uses + homonyms)
+    return sorted(uses + [use for use in homonyms if written[use[2]] > 1])
 
 
 _JINJA_TAG = re.compile(r"\{[{%](.*?)[}%]\}", re.DOTALL)
-_BRANCH = re.compile(r"\bbatch\s*(?:==|!=|\bin\b|\bnot\s+in\b)|[\"'](?:" + "|".join(NAMES) + r")[\"']")
 
 
-def batch_branches_in_templates(root: Path = ROOT) -> list[tuple[str, int, str]]:
+def batch_branches_in_templates(root: Path = ROOT, names: tuple[str, ...] | None = None) -> list[tuple[str, int, str]]:
     """(file, line, tag) of each Jinja tag that compares ``batch`` or names a batch system."""
+    names = batch_names() if names is None else names
+    branch = re.compile(r"\bbatch\s*(?:==|!=|\bin\b|\bnot\s+in\b)|[\"'](?:" + "|".join(names) + r")[\"']")
     found = []
     for path in sorted((root / "templates").rglob("*.j2")):
         text = path.read_text()
         for match in _JINJA_TAG.finditer(text):
-            if _BRANCH.search(match.group(1)):
+            if branch.search(match.group(1)):
                 line = text.count("\n", 0, match.start()) + 1
                 found.append((path.relative_to(root).as_posix(), line, match.group(0)))
     return found
 
 
-def test_no_code_outside_the_batch_modules_names_a_batch_system_beyond_the_allow_list():
+def defaulted_batch_reads(root: Path = ROOT) -> list[tuple[str, int, str]]:
+    """(file, line, call) of each ``getattr``/``hasattr`` of a BatchSystem attribute outside gpujobqueue/batch/:
+    every such read is a typed attribute with its default in the base class, read as one."""
+    declared = {name for name in dir(BatchSystem) if not name.startswith("__")} - {"name"}  # every object's word
+    found = []
+    for path in sorted((root / "gpujobqueue").rglob("*.py")):
+        relative = path.relative_to(root).as_posix()
+        if relative.startswith("gpujobqueue/batch/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), relative)):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "hasattr")
+                and len(node.args) >= 2
+                and isinstance(node.args[1], ast.Constant)
+                and node.args[1].value in declared
+            ):
+                found.append((relative, node.lineno, ast.unparse(node)))
+    return found
+
+
+def test_no_code_outside_the_batch_modules_names_a_batch_system():
     uses = batch_names_in_code()
-    counted = Counter((path, name) for path, _, name in uses)
-    unexpected = [
-        f"{path}:{line}: {name!r}"
-        for path, line, name in uses
-        if counted[path, name] > ALLOWED.get((path, name), (0, ""))[0]
-    ]
-    assert not unexpected, (
-        "batch-system names used as values outside gpujobqueue/batch/; ask the batch module "
-        "(gpujobqueue.batch.cluster_class(name)) instead:\n" + "\n".join(unexpected)
+    assert not uses, (
+        "batch-system names used as values outside gpujobqueue/batch/; ask the batch system "
+        "(gpujobqueue.batch.batch_system(name)) for what it knows instead:\n"
+        + "\n".join(f"{path}:{line}: {name!r}" for path, line, name in uses)
     )
-    stale = {key: (counted[key], allowed) for key, (allowed, _) in ALLOWED.items() if counted[key] < allowed}
-    assert not stale, f"allow-list entries larger than the uses left (lower them): {stale}"
 
 
 def test_no_template_branches_on_a_batch_system_name():
@@ -118,36 +130,82 @@ def test_no_template_branches_on_a_batch_system_name():
     )
 
 
-def test_the_scan_finds_a_planted_name(tmp_path):
-    """The scanners see the forms they forbid (so the two tests above can fail)."""
+def test_no_module_asks_a_batch_system_for_an_attribute_with_a_default():
+    found = defaulted_batch_reads()
+    assert not found, "read BatchSystem attributes as declared, not through getattr/hasattr:\n" + "\n".join(
+        f"{path}:{line}: {call}" for path, line, call in found
+    )
+
+
+def test_the_scans_find_what_they_forbid(tmp_path):
+    """The scanners see the forms they forbid (so the tests above can fail), and the homonym rule holds
+    a word written once as a constant, not twice, nor a constant named after a batch system."""
     (tmp_path / "gpujobqueue" / "batch").mkdir(parents=True)
-    planted = '"""Docstrings may say "slurm"."""\nif batch == "pbs":\n    pass\n'
+    planted = (
+        '"""Docstrings may say "slurm"."""\nPLACE = "local"\nSLURM_NAME = "slurm"\n'
+        'if batch == "pbs":\n    x = getattr(job_cls, "runs_jobs_here", False)\n'
+    )
     (tmp_path / "gpujobqueue" / "mod.py").write_text(planted)
-    (tmp_path / "gpujobqueue" / "batch" / "pbs.py").write_text('batch = "pbs"\n')
+    (tmp_path / "gpujobqueue" / "batch" / "pbs.py").write_text('name = "pbs"\nx = getattr(c, "launchers", ())\n')
     (tmp_path / "templates").mkdir()
     (tmp_path / "templates" / "t.sh.j2").write_text('echo slurm\n{% if batch == "sge" %}x{% endif %}\n')
-    assert batch_names_in_code(tmp_path) == [("gpujobqueue/mod.py", 2, "pbs")]
-    assert [(path, line) for path, line, _ in batch_branches_in_templates(tmp_path)] == [("templates/t.sh.j2", 2)]
+    names = ("slurm", "pbs", "sge", "local")
+    found = batch_names_in_code(tmp_path, names)
+    assert found == [("gpujobqueue/mod.py", 3, "slurm"), ("gpujobqueue/mod.py", 4, "pbs")]
+    (tmp_path / "gpujobqueue" / "other.py").write_text('if placement == "local":\n    pass\n')
+    assert ("gpujobqueue/mod.py", 2, "local") in batch_names_in_code(tmp_path, names), "a homonym written twice"
+    assert [(path, line) for path, line, _ in batch_branches_in_templates(tmp_path, names)] == [
+        ("templates/t.sh.j2", 2)
+    ]
+    assert [(path, line) for path, line, _ in defaulted_batch_reads(tmp_path)] == [("gpujobqueue/mod.py", 5)]
 
 
-@pytest.mark.parametrize("batch", BATCH_SYSTEMS)
-def test_each_batch_module_declares_what_the_rest_of_the_package_reads(batch):
-    """The checklist of docs/contributing.md ("Adding a batch system"), held for every registered batch system."""
+def _entry_points() -> dict[str, str]:
+    parser = configparser.ConfigParser()
+    parser.read(ROOT / "setup.cfg")
+    text = parser["options.entry_points"]["gpujobqueue.batch_systems"]
+    return dict(line.replace(" ", "").split("=") for line in text.strip().splitlines())
+
+
+def test_each_batch_module_declares_one_batch_system_registered_through_its_entry_point():
+    """docs/contributing.md's recipe, held for gpujobqueue's own: each module of gpujobqueue/batch/ but the base
+    and the registry declares one BatchSystem named after the module, and setup.cfg declares it in the group."""
+    declared = _entry_points()
+    modules = sorted(path.stem for path in (ROOT / "gpujobqueue" / "batch").glob("*.py") if path.stem != "__init__")
+    modules.remove("base")
+    assert sorted(declared) == modules, "one entry point per batch module"
+    for name in modules:
+        tree = ast.parse((ROOT / "gpujobqueue" / "batch" / f"{name}.py").read_text())
+        classes = [node.name for node in tree.body if isinstance(node, ast.ClassDef)]
+        systems = [cls for cls in classes if issubclass(getattr(gpujobqueue.batch, name).__dict__[cls], BatchSystem)]
+        assert len(systems) == 1, (name, systems)
+        assert declared[name] == f"gpujobqueue.batch.{name}:{systems[0]}"
+        assert batch_systems()[name].__name__ == systems[0], "the installed metadata agrees with setup.cfg"
+
+
+@pytest.mark.parametrize("batch", batch_names())
+def test_each_batch_system_declares_what_the_rest_of_the_package_reads(batch):
+    """The recipe of docs/contributing.md ("Adding a batch system"), held for every registered batch system."""
     from gpujobqueue.batch import DEFAULT_BATCH
+    from gpujobqueue.factory import cluster_class
 
-    cls = cluster_class(batch)
-    job = cls.job_cls
-    assert job.batch == batch and cls.__module__ == f"gpujobqueue.batch.{batch}"
-    assert isinstance(cls.launchers, tuple) and isinstance(cls.gpu_request_styles, tuple) and cls.gpu_request_styles
-    assert (ROOT / "templates" / f"{batch}.sh.j2").is_file()
-    assert isinstance(job.submit_command, str) and isinstance(job.cancel_command, str)
-    if getattr(job, "runs_jobs_here", False):
-        assert batch == DEFAULT_BATCH and not cls.launchers, "the embedded batch system: one-node jobs on this machine"
+    system = batch_systems()[batch]
+    system.check_declaration()  # name, commands, styles, Keyword and Launcher objects, the native launcher
+    assert system.name == batch and system.__module__ == f"gpujobqueue.batch.{batch}"
+    cluster = cluster_class(batch)
+    assert cluster.batch_system is system and cluster.job_cls.batch_system is system
+    assert cluster.__name__ == f"{system.__name__}GPUCluster" and cluster.__doc__.startswith(system.cluster_doc[:40])
+    assert (ROOT / "templates" / (system.template_name or f"{batch}.sh.j2")).is_file()
+    if system.runs_jobs_here:
+        assert batch == DEFAULT_BATCH and not system.launchers, (
+            "the embedded batch system: one-node jobs on this machine"
+        )
+        assert not system.takes_sites
         return
-    assert isinstance(job.status_command, str) and re.fullmatch(r"[A-Z][A-Z_]*", job.job_id_variable)
-    assert job.walltime_directives and all(d.startswith("#") for d in job.walltime_directives)
-    assert callable(job.installed_version) and callable(cls.site_settings)
-    assert set(cls.site_settings(entry={}, gpu={}, directives={})) <= set(cls.batch_keywords)
+    assert re.fullmatch(r"[A-Z][A-Z_]*", system.job_id_variable) and system.status_command
+    assert system.walltime_directives and all(d.startswith(system.directive_prefix) for d in system.walltime_directives)
+    assert set(system.site_settings(entry={}, gpu={}, directives={})) <= set(system.keywords)
+    assert system.installed_version.__func__ is not BatchSystem.installed_version.__func__
 
 
 def _import_time_graph() -> dict[str, set[str]]:
@@ -287,9 +345,6 @@ def test_no_module_is_over_450_lines():
 # A private name that another class's code may read, with why. Keep it short: give the class a public method instead.
 PRIVATE_READS_ALLOWED = {
     "_repr_html_": "IPython's display protocol: an object shown in a notebook defines it, its container calls it",
-    "_call": "dask-jobqueue's Job._call, the runner of a batch command, read by job_commands (issue 30 point 1 "
-    "moves the batch commands into the batch system)",
-    "_check_job_array": "PlanHooks' hook, read by scripts for render (issue 30 point 1 moves it into the batch system)",
 }
 _READERS = ("getattr", "hasattr", "setattr", "delattr")
 

@@ -362,14 +362,15 @@ RENDER_ONLY_OPTIONS = {
 
 
 def test_render_has_an_option_for_every_keyword_of_every_batch_system():
-    from gpujobqueue.batch import BATCH_SYSTEMS, cluster_class
+    from gpujobqueue.batch import names as batch_names
     from gpujobqueue.cli import render
+    from gpujobqueue.factory import cluster_class
     from gpujobqueue.keywords import LAUNCH, PROCESSES, REQUEST
 
     options = {param.name for param in render.params if isinstance(param, click.Option)}
     keywords = set()
-    for batch in BATCH_SYSTEMS:
-        for keyword in (*REQUEST, *LAUNCH, PROCESSES, *cluster_class(batch).batch_keywords):
+    for batch in batch_names():
+        for keyword in (*REQUEST, *LAUNCH, PROCESSES, *cluster_class(batch).batch_system.keywords):
             keywords.add(keyword)
             if keyword.command_line is not None:  # a keyword that no script can carry says why
                 assert keyword not in options and len(keyword.command_line) > 20, (batch, keyword)

@@ -16,7 +16,8 @@ import dask
 import pytest
 
 from gpujobqueue import SLURMGPUCluster, ValidationError, config
-from gpujobqueue.batch import BATCH_SYSTEMS, cluster_class
+from gpujobqueue.batch import names as batch_names
+from gpujobqueue.factory import cluster_class
 from gpujobqueue.plan import make_plan
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -187,7 +188,7 @@ def test_an_unknown_key_in_a_gpujobqueue_section_is_named_in_a_warning(key, sugg
     assert suggested in message
 
 
-@pytest.mark.parametrize("batch", BATCH_SYSTEMS)
+@pytest.mark.parametrize("batch", batch_names())
 def test_no_key_of_the_packages_own_yaml_is_taken_for_a_typo(batch):
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")

@@ -101,10 +101,7 @@ def _local_backend(request) -> Backend:
 
     def running_local_jobs() -> list[str]:
         return [
-            job.job_id
-            for cluster in live
-            for job in jobs_of(cluster)
-            if job.process is not None and job.process.poll() is None
+            job.job_id for cluster in live for job in jobs_of(cluster) if job.handle is not None and job.handle.running
         ]
 
     return Backend(
@@ -112,7 +109,7 @@ def _local_backend(request) -> Backend:
         Tracked,
         {"devices": ["0", "1", "2", "3"]},
         running_local_jobs,
-        lambda job: set(job.devices or ()),
+        lambda job: set(job.handle.devices or ()) if job.handle is not None else set(),
         None,
     )
 

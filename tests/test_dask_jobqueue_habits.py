@@ -94,8 +94,8 @@ def test_each_class_documents_every_keyword_it_takes(cluster_cls):
     taken = signature | {
         *REQUEST_KEYWORDS,
         *LAUNCH_KEYWORDS,
-        *cluster_cls.batch_keywords,
-        *cluster_cls.batch_synonyms,
+        *cluster_cls.batch_system.keywords,
+        *cluster_cls.batch_system.synonyms,
         "processes",
     }
     assert not taken - documented, f"{cluster_cls.__name__} does not document {sorted(taken - documented)}"

@@ -1,7 +1,7 @@
 """Hostile values in every keyword and every ``gpujobqueue render`` option, on every batch system.
 
-Each cluster keyword (the keyword tables of gpujobqueue/keywords.py, each batch class's
-``batch_keywords`` and synonyms, dask-jobqueue's renamed keywords, and the cluster's ``name``)
+Each cluster keyword (the keyword tables of gpujobqueue/keywords.py, each batch system's
+``keywords`` and synonyms, dask-jobqueue's renamed keywords, and the cluster's ``name``)
 and each option of the ``render`` command (read from the click command, so a new keyword or
 option is covered without editing this file) is given each value of ``HOSTILE``: line breaks of
 every kind, command substitutions, a ``;`` command, quotes, a leading ``-``. Each try ends one
@@ -38,9 +38,11 @@ from fixtures.sizes import with_job_size
 
 from gpujobqueue import GPUJobQueueError, LocalGPUCluster, ValidationError, WorkersNotStartedError
 from gpujobqueue import keywords as cluster_module
-from gpujobqueue.batch import BATCH_SYSTEMS, cluster_class
+from gpujobqueue.batch import command_line_keywords
+from gpujobqueue.batch import names as batch_names
 from gpujobqueue.cli import main, render
 from gpujobqueue.cluster import GPUJobQueueCluster
+from gpujobqueue.factory import cluster_class
 from gpujobqueue.scripts import job_script_for
 
 MARKER = "GPUJQ_MARKER"
@@ -79,8 +81,8 @@ def cluster_keywords(batch: str) -> list[str]:
     names = (
         *cluster_module.REQUEST_KEYWORDS,
         *cluster_module.LAUNCH_KEYWORDS,
-        *cls.batch_keywords,
-        *cls.batch_synonyms,
+        *cls.batch_system.keywords,
+        *cls.batch_system.synonyms,
         *cluster_module.RENAMED_KEYWORDS,
     )
     return sorted(set(names))
@@ -183,7 +185,9 @@ def names_the_field(error: BaseException, *names: str) -> bool:
 
 # The canonical keyword of a synonym or renamed keyword, which the error may name instead.
 def canonical(batch: str, keyword: str) -> str:
-    return cluster_class(batch).batch_synonyms.get(keyword) or cluster_module.RENAMED_KEYWORDS.get(keyword, keyword)
+    return cluster_class(batch).batch_system.synonyms.get(keyword) or cluster_module.RENAMED_KEYWORDS.get(
+        keyword, keyword
+    )
 
 
 def bash_syntax_ok(script: str) -> bool:
@@ -203,7 +207,7 @@ def render_or_error(batch: str, keywords: dict, name: str = "w"):
 TRIES: dict[str, int] = {}
 
 
-@pytest.mark.parametrize("batch", BATCH_SYSTEMS)
+@pytest.mark.parametrize("batch", batch_names())
 def test_every_keyword_refuses_or_quotes_every_hostile_value(batch):
     started = time.monotonic()
     refused, accepted, failures = 0, 0, []
@@ -282,7 +286,7 @@ def size_options(flag: str) -> list[str]:
     return [word for name, value in added.items() for word in (f"--{name.replace('_', '-')}", str(value))]
 
 
-@pytest.mark.parametrize("batch", BATCH_SYSTEMS)
+@pytest.mark.parametrize("batch", batch_names())
 def test_every_render_option_refuses_or_quotes_every_hostile_value(batch):
     runner = CliRunner()
     started = time.monotonic()
@@ -347,7 +351,7 @@ def test_the_issue_s_injections_are_refused_naming_name():
     ],
     ids=["environment", "worker-args-and-directive", "safe-forms"],
 )
-@pytest.mark.parametrize("batch", BATCH_SYSTEMS)
+@pytest.mark.parametrize("batch", batch_names())
 def test_accepted_hostile_scripts_run_without_running_the_value(tmp_path, batch, keywords):
     """The script runs under bash (`false` stands in for python, so no worker starts): whatever
     the values, the marker file is never made, and the exported values arrive verbatim."""
@@ -477,7 +481,7 @@ def read_as_a_number(value: str, script: str, render_with) -> object | None:
 def keyword_kind(batch: str, keyword: str) -> str:
     """The registry's kind of a keyword, of a synonym's or renamed keyword's canonical one."""
     name = canonical(batch, keyword)
-    known = {str(k): k.kind for k in cluster_module.command_line_keywords()}
+    known = {str(k): k.kind for k in command_line_keywords()}
     return known.get(name, cluster_module.TEXT)
 
 
@@ -516,7 +520,7 @@ def why_wrongly_accepted(batch: str, keyword: str, label: str, value, script: st
     return None
 
 
-@pytest.mark.parametrize("batch", BATCH_SYSTEMS)
+@pytest.mark.parametrize("batch", batch_names())
 def test_every_keyword_refuses_a_wrong_value_by_name_or_takes_it_as_written(batch):
     failures, tries = [], 0
     for keyword in cluster_keywords(batch) + ["processes"]:
@@ -538,7 +542,7 @@ def test_every_keyword_refuses_a_wrong_value_by_name_or_takes_it_as_written(batc
 RENDER_WRONG_TEXT = ("", "x", "0", "-1", "nan", "inf", "1e400", "9" * 40, "1_0", "\u0664", "\uff11", "x" * 5000)
 
 
-@pytest.mark.parametrize("batch", BATCH_SYSTEMS)
+@pytest.mark.parametrize("batch", batch_names())
 def test_every_render_option_refuses_wrong_text_with_status_2_or_takes_it_as_written(batch):
     runner, failures = CliRunner(), []
     for option in render_options():

@@ -8,7 +8,8 @@ import warnings
 import dask
 import pytest
 
-from gpujobqueue.batch import BATCH_SYSTEMS, cluster_class
+from gpujobqueue.batch import names as batch_names
+from gpujobqueue.factory import cluster_class
 
 ODD = {
     "cores": 77,
@@ -33,7 +34,7 @@ ODD = {
 }
 
 
-@pytest.mark.parametrize("batch", BATCH_SYSTEMS)
+@pytest.mark.parametrize("batch", batch_names())
 @pytest.mark.parametrize("made", ["from request and launch", "from cluster keywords"])
 def test_jobqueue_config_changes_nothing_of_a_jobs_script(batch, made, tmp_path):
     cls = cluster_class(batch)

@@ -164,7 +164,7 @@ def test_a_job_that_reaches_its_walltime_is_replaced(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("batch", ["pbs", "lsf", "local"])
 def test_a_reachable_batch_system_answers_the_probe(batch, request):
-    from gpujobqueue.batch import cluster_class
+    from gpujobqueue.factory import cluster_class
 
     if batch != "local":
         request.getfixturevalue(batch)  # the emulator's commands first on PATH

@@ -40,8 +40,8 @@ def accepted_keywords(cluster_cls):
         | set(REQUEST_KEYWORDS)
         | set(LAUNCH_KEYWORDS)
         | set(RENAMED_KEYWORDS)
-        | set(cluster_cls.batch_keywords)
-        | set(cluster_cls.batch_synonyms)
+        | set(cluster_cls.batch_system.keywords)
+        | set(cluster_cls.batch_system.synonyms)
     )
 
 
@@ -85,7 +85,7 @@ def test_dask_jobqueue_keywords_reach_the_script():
         request.account,
         request.walltime,
         request.cpus_per_node,
-        request.job_mem,
+        request.options.job_mem,
         request.job_name,
     ) == ("gpu", "m1", 600, 6, "10G", "mine")
     assert request.gpus_per_node == 2 and launch.gpus == 2  # processes: workers per job, one per GPU
@@ -277,9 +277,10 @@ def test_ucx_with_the_scheduler_on_a_host_without_gpus_is_refused(monkeypatch):
     ],
 )
 def test_the_scheduler_runs_in_the_job_by_default_with_ucx_on_a_batch_system(batch, protocol, given, placement):
+    from gpujobqueue.batch import batch_system
     from gpujobqueue.scheduler_job import parse_scheduler_placement
 
-    assert parse_scheduler_placement(given, batch, protocol) == placement
+    assert parse_scheduler_placement(given, batch_system(batch).runs_jobs_here, protocol) == placement
 
 
 @pytest.mark.parametrize(

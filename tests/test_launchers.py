@@ -12,9 +12,10 @@ from click.testing import CliRunner
 from fixtures.sizes import SMALL_JOB, with_job_size, with_size_options
 
 from gpujobqueue import LocalGPUCluster, LSFGPUCluster, PBSGPUCluster, SGEGPUCluster, SLURMGPUCluster
-from gpujobqueue.batch import BATCH_SYSTEMS, cluster_class
+from gpujobqueue.batch import names as batch_names
 from gpujobqueue.cli import main
 from gpujobqueue.errors import ValidationError
+from gpujobqueue.factory import cluster_class
 from gpujobqueue.launchers import LAUNCHER_OBJECTS, LAUNCHERS, NODE_RANK_VARIABLE, LaunchContext, launcher_named
 from gpujobqueue.scripts import job_script_for
 
@@ -78,14 +79,15 @@ def test_each_launcher_object_writes_its_command_for_two_nodes(name, command, ra
 def test_every_launcher_is_an_object_and_runs_under_the_batch_systems_that_name_it():
     assert set(LAUNCHERS) == set(LAUNCHER_OBJECTS) and LAUNCHERS[0] == "direct"
     named = set()
-    for batch in BATCH_SYSTEMS:
-        cls = cluster_class(batch)
-        named.update(cls.launchers)
-        assert all(launcher_named(name).runs_under(cls) for name in cls.launchers)
-        if cls.native_launcher is not None:
-            assert cls.native_launcher in cls.launchers, f"{batch}'s native launcher must be one of its launchers"
+    for batch in batch_names():
+        system = cluster_class(batch).batch_system
+        named.update(system.launcher_names())
+        assert all(launcher.runs_under(system) for launcher in system.launchers)
+        assert all(launcher is launcher_named(launcher.name) for launcher in system.launchers)
+        if system.native_launcher is not None:
+            assert system.native_launcher in system.launcher_names(), f"{batch}'s native launcher is one of its own"
     assert named == set(LAUNCHERS) - {"direct"}, "every launcher runs under some batch system"
-    assert not launcher_named("pbsdsh").runs_under(SLURMGPUCluster)
+    assert not launcher_named("pbsdsh").runs_under(SLURMGPUCluster.batch_system)
     with pytest.raises(ValueError):
         launcher_named("direct").start_lines(TWO_NODES)
 
@@ -100,12 +102,13 @@ def test_every_launcher_is_an_object_and_runs_under_the_batch_systems_that_name_
     ],
 )
 def test_a_job_of_several_nodes_without_a_launcher_uses_its_batch_systems_own(cluster_cls, extra, native):
-    assert cluster_cls.native_launcher == native
+    assert cluster_cls.batch_system.native_launcher == native
     _, request, launch = cluster_cls.parse_keywords(with_job_size({"nodes": 2, "gpus_per_node": 2, **extra}))
     assert (request.nodes, launch.launcher, launch.task_launcher.name) == (2, native, native)
     _, _, one = cluster_cls.parse_keywords(with_job_size({"gpus_per_node": 2, **extra}))
     assert one.launcher == "direct", "a one-node job starts its workers directly"
-    given = cluster_cls.launchers[0] if cluster_cls.launchers[0] != "jsrun" else "mpiexec-openmpi"
+    first = cluster_cls.batch_system.launcher_names()[0]
+    given = first if first != "jsrun" else "mpiexec-openmpi"
     keywords = with_job_size({"nodes": 2, "gpus_per_node": 2, "launcher": given, **extra})
     _, _, chosen = cluster_cls.parse_keywords(keywords)
     assert chosen.launcher == given, "a launcher given wins over the native one"

@@ -14,7 +14,6 @@ from conftest import wait_until
 from dask.distributed import Client
 
 from gpujobqueue import LocalGPUCluster, ValidationError
-from gpujobqueue.batch.local import LocalGPUJob
 from gpujobqueue.gpus import nvidia_gpu_ids
 
 # These tests hand out four devices. Without GPUs the ids are nominal; on a GPU host they
@@ -35,19 +34,20 @@ def worker_facts(dask_worker):
 def counted_jobs(monkeypatch):
     """Counts local job starts and cancellations."""
     counts = {"start": 0, "close": 0}
-    real_start, real_close = LocalGPUJob.start, LocalGPUJob.close
+    job_cls = LocalGPUCluster.job_cls
+    real_start, real_close = job_cls.start, job_cls.close
 
     async def start(self):
         counts["start"] += 1
         await real_start(self)
 
     async def close(self):
-        if self.process is not None and self.process.poll() is None:
+        if self.handle is not None and self.handle.running:
             counts["close"] += 1
         await real_close(self)
 
-    monkeypatch.setattr(LocalGPUJob, "start", start)
-    monkeypatch.setattr(LocalGPUJob, "close", close)
+    monkeypatch.setattr(job_cls, "start", start)
+    monkeypatch.setattr(job_cls, "close", close)
     return counts
 
 
@@ -61,7 +61,7 @@ def test_local_workers_get_disjoint_devices_and_leave_nothing(counted_jobs):
         facts = list(client.run(worker_facts).values())
         assert sorted(f["name"] for f in facts) == sorted(f"{name}-{i}" for name in jobs for i in (0, 1))
         for name, job in jobs.items():
-            assert {f["devices"] for f in facts if f["name"].startswith(name + "-")} == set(job.devices)
+            assert {f["devices"] for f in facts if f["name"].startswith(name + "-")} == set(job.handle.devices)
         assert sorted(f["devices"] for f in facts) == ["0", "1", "2", "3"]
 
         x = da.ones((2000, 2000), chunks=500)
@@ -242,7 +242,7 @@ def test_a_normal_close_leaves_quiet_logs_and_no_process(tmp_path):
         (job,) = cluster.workers.values()
         members = _group_members(int(job.job_id))
         assert len(members) >= 4, members  # the script, the worker command, two worker processes
-    assert job.process.returncode == 0
+    assert job.handle.process.returncode == 0
     (log,) = tmp_path.glob("*.out")
     text = log.read_text()
     assert "job script exits with status 0" in text

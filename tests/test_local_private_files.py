@@ -69,7 +69,9 @@ def start_one_job(**keywords) -> ValidationError:
     with LocalGPUCluster(**ONE_JOB, **keywords) as cluster:
         with pytest.raises(ValidationError) as info:
             cluster.scale(1)
-        assert not [job for job in cluster.workers.values() if job.process is not None], "a job was started"
+        assert not [job for job in cluster.workers.values() if job.handle is not None and job.handle.process], (
+            "a job was started"
+        )
     return info.value
 
 
@@ -123,7 +125,7 @@ def test_an_older_log_folder_of_this_user_is_made_private_and_its_logs_0600(temp
         cluster.scale(1)
         client.wait_for_workers(1, timeout=60)
         (job,) = cluster.workers.values()
-        log = Path(job.log_path)
+        log = Path(job.handle.log_path)
     assert log.parent == user_folder / "logs"
     for folder in (user_folder, user_folder / "logs"):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
@@ -142,9 +144,9 @@ def test_no_environment_value_or_script_text_is_in_any_process_arguments(temp_di
         client.wait_for_workers(1, timeout=60)
         (job,) = cluster.workers.values()
         assert list(client.run(lambda: os.environ.get("GPUJOBQUEUE_TEST_TOKEN")).values()) == [token]
-        assert job.process.poll() is None, "the job runs while its processes are read"
+        assert job.handle.process.poll() is None, "the job runs while its processes are read"
         assert processes_running(token) == [], "a process's arguments hold the environment value"
-        job_processes = [pid for pid in all_pids() if session_of(pid) == job.process.pid]
+        job_processes = [pid for pid in all_pids() if session_of(pid) == job.handle.process.pid]
         assert len(job_processes) >= 2, job_processes  # the script, the worker command
         scripts = [proc_cmdline(pid) for pid in job_processes if "job script exits with status" in proc_cmdline(pid)]
         assert scripts == [], "a process's arguments hold the script"

@@ -14,8 +14,7 @@ from unittest import mock
 import pytest
 import yaml
 
-from gpujobqueue import naming
-from gpujobqueue.batch.slurm import SLURMGPUCluster
+from gpujobqueue import SLURMGPUCluster, naming
 from gpujobqueue.errors import ValidationError
 from gpujobqueue.job_commands import ArrayElements
 from gpujobqueue.preloads import pin_device

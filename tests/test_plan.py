@@ -11,7 +11,7 @@ import pytest
 from site_samples import SAMPLE_ACCOUNTS, SHIPPED, SITE_CONFIGS
 
 from gpujobqueue import GPUCluster
-from gpujobqueue.batch import BATCH_SYSTEMS
+from gpujobqueue.batch import names as batch_names
 from gpujobqueue.scripts import job_script_for
 from gpujobqueue.sites import load_site, site_settings
 
@@ -54,7 +54,7 @@ def test_render_writes_the_script_a_cluster_of_the_same_keywords_submits_on_ever
     assert _differences(rendered, submitted) == []
 
 
-@pytest.mark.parametrize("batch", [b for b in BATCH_SYSTEMS if b != "local"])
+@pytest.mark.parametrize("batch", [b for b in batch_names() if b != "local"])
 def test_render_and_the_cluster_differ_only_in_where_the_tls_credentials_are(batch):
     submitted, address, name = _cluster_script({"batch": batch, **SIZED})
     rendered = job_script_for(batch, SIZED, name=name, scheduler=address)
@@ -99,13 +99,13 @@ CPU_POOL = {"processes": 2, "cores": 4, "memory": "2GiB", "walltime": "00:20:00"
 
 
 def _plan(batch: str, keywords: dict, **decisions):
-    from gpujobqueue.batch import cluster_class
+    from gpujobqueue.factory import cluster_class
     from gpujobqueue.plan import make_plan
 
     return make_plan(cluster_class(batch), keywords, **decisions)
 
 
-@pytest.mark.parametrize("batch", [b for b in BATCH_SYSTEMS if b != "local"])
+@pytest.mark.parametrize("batch", [b for b in batch_names() if b != "local"])
 def test_the_cluster_takes_its_cpu_pool_array_and_placement_from_the_plan(batch):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

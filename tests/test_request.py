@@ -5,7 +5,7 @@ import datetime
 import pytest
 
 from gpujobqueue import GPUJobQueueError, JobRequest, ValidationError
-from gpujobqueue.batch.slurm import format_slurm_memory
+from gpujobqueue.batch.slurm import SLURMOptions, format_slurm_memory
 from gpujobqueue.request import format_walltime, parse_size, parse_walltime
 
 
@@ -93,13 +93,23 @@ def test_request_from_settings_derives_cpus_and_memory_per_gpu():
         ({"job_extra_directives": ["--qos=a\n#SBATCH --qos=b"]}, "job_extra_directives[0]"),
         ({"environment": {"BAD NAME": "x"}}, "environment"),
         ({"log_directory": "/tmp/a b"}, "log_directory"),
-        ({"constraint": "gpu; reboot"}, "constraint"),
         ({"exclusive": "sometimes"}, "exclusive"),
     ],
 )
 def test_bad_request_names_the_field(settings, field):
     with pytest.raises(ValidationError) as info:
         JobRequest.from_settings(settings)
+    assert info.value.field == field
+    assert str(info.value).startswith(field + ":")
+
+
+@pytest.mark.parametrize(
+    "settings, field",
+    [({"constraint": "gpu; reboot"}, "constraint"), ({"qos": "a b"}, "qos"), ({"job_mem": "10 G"}, "job_mem")],
+)
+def test_bad_slurm_options_name_the_field(settings, field):
+    with pytest.raises(ValidationError) as info:
+        SLURMOptions.from_settings(settings)
     assert info.value.field == field
     assert str(info.value).startswith(field + ":")
 

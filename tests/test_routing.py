@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from gpujobqueue.batch import cluster_class
 from gpujobqueue.errors import ValidationError
+from gpujobqueue.factory import cluster_class
 from gpujobqueue.scripts import job_script_for
 from gpujobqueue.sites import QueueRefusedError, SiteConfigError, load_site
 

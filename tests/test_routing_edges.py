@@ -9,8 +9,8 @@ import warnings
 import pytest
 from site_samples import SAMPLE_ACCOUNTS, SHIPPED
 
-from gpujobqueue.batch import cluster_class
 from gpujobqueue.errors import ValidationError
+from gpujobqueue.factory import cluster_class
 from gpujobqueue.sites import load_site
 from gpujobqueue.walltimes import parse_walltime
 

@@ -11,8 +11,8 @@ import warnings
 
 import pytest
 
-from gpujobqueue.batch import cluster_class
 from gpujobqueue.errors import GPUJobQueueError, ValidationError
+from gpujobqueue.factory import cluster_class
 from gpujobqueue.scripts import job_script_for
 from gpujobqueue.sites import QueueRefusedError, load_site
 

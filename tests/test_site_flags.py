@@ -15,8 +15,8 @@ import pytest
 from conftest import wait_until
 
 from gpujobqueue import SLURMGPUCluster
-from gpujobqueue.batch import cluster_class
 from gpujobqueue.errors import GPUJobQueueError, ValidationError
+from gpujobqueue.factory import cluster_class
 from gpujobqueue.scripts import job_script_for
 from gpujobqueue.sites import SiteConfigError, load_site
 
@@ -263,8 +263,7 @@ def test_squeue_and_scancel_name_the_sites_cluster(tmp_path, monkeypatch):
 
 
 def test_squeue_cluster_header_lines_are_not_jobs():
-    job_cls = SLURMGPUCluster.job_cls
-    statuses = job_cls.interpret_statuses(["7", "8"], 0, "CLUSTER: wice\n7|RUNNING|None|n1\n", "")
+    statuses = SLURMGPUCluster.batch_system.interpret_statuses(["7", "8"], 0, "CLUSTER: wice\n7|RUNNING|None|n1\n", "")
     assert statuses["7"].state == "RUNNING" and statuses["8"].state != "RUNNING"
 
 

@@ -11,7 +11,7 @@ import warnings
 
 import pytest
 
-from gpujobqueue.batch import cluster_class
+from gpujobqueue.factory import cluster_class
 from gpujobqueue.plan import make_plan
 from gpujobqueue.scripts import job_script_for
 from gpujobqueue.sites import QueueRefusedError, load_site

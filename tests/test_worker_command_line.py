@@ -13,11 +13,12 @@ import click
 import pytest
 from fixtures.sizes import with_job_size
 
-from gpujobqueue.batch import BATCH_SYSTEMS, cluster_class
+from gpujobqueue import render_job_script
+from gpujobqueue.batch import names as batch_names
 from gpujobqueue.dashboard import OpenDashboardWarning
+from gpujobqueue.factory import cluster_class
 from gpujobqueue.plan import make_plan
 from gpujobqueue.preloads import PRELOADS, source, standalone_file_name
-from gpujobqueue.render import render_job_script
 from gpujobqueue.run import ClientRun
 from gpujobqueue.scheduler_job import SchedulerStart
 from gpujobqueue.scripts import job_script_for
@@ -324,7 +325,7 @@ def dashboard_params(script: str, module: str) -> dict:
     return {"dashboard": params["dashboard"], "dashboard_address": params["dashboard_address"]}
 
 
-@pytest.mark.parametrize("batch", BATCH_SYSTEMS)
+@pytest.mark.parametrize("batch", batch_names())
 @pytest.mark.parametrize("mode, nanny", [("dask-cuda", True), ("per-device", True), ("per-device", False)])
 def test_every_batch_systems_workers_serve_no_http_page(batch, mode, nanny):
     keywords = with_job_size({"gpus_per_node": 2, "worker_mode": mode, "nanny": nanny})
@@ -333,7 +334,7 @@ def test_every_batch_systems_workers_serve_no_http_page(batch, mode, nanny):
     assert command_environment(script, WORKER_MODULES[mode])["DASK_DISTRIBUTED__WORKER__HTTP__ROUTES"] == "[]"
 
 
-@pytest.mark.parametrize("batch", BATCH_SYSTEMS)
+@pytest.mark.parametrize("batch", batch_names())
 def test_every_batch_systems_cpu_workers_serve_no_http_page(batch):
     plan = make_plan(cluster_class(batch), with_job_size({"gpus_per_node": 1}), cpu_pool={"processes": 2})
     script = render_job_script(batch, plan.cpu_request, plan.cpu_launch, name="job-cpu-0")
@@ -341,7 +342,7 @@ def test_every_batch_systems_cpu_workers_serve_no_http_page(batch):
     assert command_environment(script, "distributed.cli.dask_worker")["DASK_DISTRIBUTED__WORKER__HTTP__ROUTES"] == "[]"
 
 
-@pytest.mark.parametrize("batch", BATCH_SYSTEMS)
+@pytest.mark.parametrize("batch", batch_names())
 @pytest.mark.parametrize("started_by", ["scheduler='job'", "--run"])
 def test_a_scheduler_started_in_a_job_serves_no_http_page(batch, started_by):
     keywords = with_job_size({"gpus_per_node": 1})

@@ -1,36 +1,147 @@
-"""One module per batch system: how to ask it for GPUs, submit, and cancel.
+"""The registry of batch systems: one :class:`~gpujobqueue.batch.base.BatchSystem` per name.
 
-This package's ``__init__`` is the registry of their cluster classes, and imports none of them:
-each ``batch/<name>.py`` registers its class here when it is imported (``gpujobqueue``'s own
-``__init__`` imports them all), so modules below the batch modules ask the registry for a class
-without importing the batch modules, which import them.
+The batch systems are found through the entry-point group ``gpujobqueue.batch_systems``
+(gpujobqueue's own five are declared in its ``setup.cfg``; another package declares its own the
+same way, without editing this one), and :func:`register` adds a class defined at run time.
+Everything that lists the batch systems asks here: the site schema's enums, the dask config
+sections, the command line's choices, ``gpujobqueue check``.
+
+This ``__init__`` imports no batch module: the entry points are loaded the first time the
+registry is asked, once ``gpujobqueue`` is imported, so the modules below the batch modules ask
+the registry for a batch system without importing the modules that import them.
 """
 
 from __future__ import annotations
 
-from ..errors import ValidationError
+import importlib.metadata
+from typing import TYPE_CHECKING, Any
 
-# The one place outside a batch module that names the batch systems, in the order the command
-# line and the messages list them: everything else reads their knowledge from their classes.
-BATCH_SYSTEMS = ("slurm", "pbs", "lsf", "sge", "local")
+from .. import config
+from ..errors import ValidationError
+from ..keywords import CHOICE, Keyword, command_line_base_keywords
+
+if TYPE_CHECKING:
+    from .base import BatchSystem
+
+ENTRY_POINT_GROUP = "gpujobqueue.batch_systems"
 # Without a site or gpujobqueue.batch: the embedded batch system, jobs as processes on this machine.
 DEFAULT_BATCH = "local"
-_CLUSTERS: dict[str, type] = {}
+_OWN_DISTRIBUTION = "gpujobqueue"
+_installed: dict[str, type[BatchSystem]] | None = None  # the entry points', once loaded
+_registered: dict[str, type[BatchSystem]] = {}  # register()'s
 
 
-def register(cls: type) -> type:
-    """Register a batch system's cluster class under its job class's ``batch`` name (a class decorator)."""
-    batch = cls.job_cls.batch
-    if batch not in BATCH_SYSTEMS:
-        raise ValueError(f"{batch!r} is not in gpujobqueue.batch.BATCH_SYSTEMS; add it there")
-    _CLUSTERS[batch] = cls
+def _load_entry_points() -> dict[str, type[BatchSystem]]:
+    """The batch systems the installed packages declare, gpujobqueue's own first, each group by name."""
+    found = list(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP))
+    own = sorted(
+        (entry for entry in found if entry.dist is not None and entry.dist.name == _OWN_DISTRIBUTION),
+        key=lambda entry: entry.name,
+    )
+    others = sorted((entry for entry in found if entry not in own), key=lambda entry: entry.name)
+    if not own:
+        raise RuntimeError(
+            f"gpujobqueue's installed metadata declares no batch systems (entry-point group {ENTRY_POINT_GROUP}); "
+            "install gpujobqueue again (pip install -e . in a checkout) so that it does"
+        )
+    systems: dict[str, type[BatchSystem]] = {}
+    for entry in [*own, *others]:
+        if entry.name in systems:
+            continue  # a second package declaring a name keeps the first (gpujobqueue's own stay its own)
+        systems[entry.name] = _checked(entry.load(), entry.name)
+    return systems
+
+
+def _checked(cls: Any, name: str | None = None) -> type[BatchSystem]:
+    """``cls`` if it is a usable batch system (named ``name`` where given); else TypeError naming what is wrong."""
+    from .base import BatchSystem
+
+    if not (isinstance(cls, type) and issubclass(cls, BatchSystem)):
+        raise TypeError(f"{cls!r} is not a gpujobqueue.batch.base.BatchSystem subclass")
+    if name is not None and cls.name != name:
+        raise TypeError(f"{cls.__name__}.name is {cls.name!r}, but its entry point is named {name!r}")
+    cls.check_declaration()
     return cls
 
 
-def cluster_class(batch: str) -> type:
-    """The cluster class of a batch system name (``slurm``, ``pbs``, ``lsf``, ``sge``, ``local``)."""
-    if batch not in BATCH_SYSTEMS:
-        raise ValidationError("batch", f"{batch!r} is not a batch system; use one of {', '.join(BATCH_SYSTEMS)}")
-    if batch not in _CLUSTERS:  # only while gpujobqueue itself is being imported
-        raise RuntimeError(f"gpujobqueue.batch.{batch} is not imported yet; import gpujobqueue first")
-    return _CLUSTERS[batch]
+def _systems() -> dict[str, type[BatchSystem]]:
+    global _installed
+    if _installed is None:
+        _installed = _load_entry_points()
+        config.add_batch_sections({name: cls.setting_names() for name, cls in _installed.items()})
+    return {**_installed, **{name: cls for name, cls in _registered.items() if name not in _installed}}
+
+
+def register(cls: type[BatchSystem]) -> type[BatchSystem]:
+    """Add a batch system defined at run time (usable as a class decorator); one a package ships
+    is declared as an entry point of the group ``gpujobqueue.batch_systems`` instead.
+
+    Raises
+    ------
+    TypeError
+        ``cls`` is not a :class:`~gpujobqueue.batch.base.BatchSystem` that declares what it must.
+    ValueError
+        Its name is taken by another batch system.
+    """
+    _checked(cls)
+    known = _systems().get(cls.name)
+    if known is not None and known is not cls:
+        raise ValueError(f"the batch system name {cls.name!r} is taken by {known.__module__}.{known.__qualname__}")
+    _registered[cls.name] = cls
+    config.add_batch_sections({cls.name: cls.setting_names()})
+    return cls
+
+
+def unregister(name: str) -> None:
+    """Forget a batch system that :func:`register` added (a test's, a notebook's); the installed ones stay."""
+    if _registered.pop(name, None) is not None:
+        config.remove_batch_section(name)
+
+
+def batch_systems() -> dict[str, type[BatchSystem]]:
+    """Every batch system by name: gpujobqueue's own, then the other packages', then :func:`register`'s."""
+    return _systems()
+
+
+def names() -> tuple[str, ...]:
+    """The batch systems' names, in the order the command line and the messages list them (:func:`batch_systems`)."""
+    return tuple(_systems())
+
+
+def batch_system(name: str) -> type[BatchSystem]:
+    """The batch system called ``name``.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``batch``, for a name no batch system has.
+    """
+    systems = _systems()
+    if not isinstance(name, str) or name not in systems:
+        raise ValidationError("batch", f"{name!r} is not a batch system; use one of {', '.join(systems)}")
+    return systems[name]
+
+
+def gpu_request_styles() -> tuple[str, ...]:
+    """Every batch system's GPU request styles, each once."""
+    return tuple(dict.fromkeys(style for cls in _systems().values() for style in cls.gpu_request_styles))
+
+
+def launcher_names() -> tuple[str, ...]:
+    """``direct`` and every launcher some batch system offers, each once."""
+    return ("direct", *dict.fromkeys(name for cls in _systems().values() for name in cls.launcher_names()))
+
+
+def command_line_keywords() -> list[Keyword]:
+    """Every keyword of every batch system that ``render`` mirrors as an option, each once; the
+    choices of ``gpu_request`` and ``launcher`` are those of the batch systems registered."""
+    choices = {"gpu_request": gpu_request_styles(), "launcher": launcher_names()}
+    found: dict[str, Keyword] = {}
+    for keyword in command_line_base_keywords():
+        found[keyword] = (
+            keyword.with_choices(choices[keyword]) if keyword.kind == CHOICE and keyword in choices else keyword
+        )
+    for cls in _systems().values():
+        for keyword in cls.keywords:
+            found.setdefault(keyword, keyword)
+    return list(found.values())

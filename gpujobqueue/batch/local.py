@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import getpass
 import importlib.util
 import os
@@ -13,19 +14,16 @@ import subprocess
 import tempfile
 import threading
 import time
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
-from distributed.deploy.spec import ProcessInterface
-
-from ..cluster import GPUJobQueueCluster
 from ..errors import SubmissionError, ValidationError
 from ..gpus import nvidia_gpu_ids, nvlink_between_gpus
-from ..job import GPUJob
 from ..job_status import JobStatus
 from ..keywords import LIST, Keyword
 from ..limits import MAX_GPUS_PER_NODE
+from ..request import JobRequest
 from ..security import memory_file, open_private_file, open_private_folder
-from . import register
+from .base import BatchSystem
 
 
 def private_log_directory() -> str:
@@ -99,138 +97,57 @@ class DevicePool:
                 del self._owner[device]
 
 
-class LocalGPUJob(GPUJob):
-    """A job run as a local process group; cancelled by signalling the group."""
+@dataclasses.dataclass
+class LocalProcess:
+    """What the local batch system keeps of one job (its ``handle``): the script's process, the devices it
+    holds and its log.
 
-    batch = "local"
-    directive_prefix = "#"
-    runs_jobs_here = True  # no batch server: `gpujobqueue check` looks for no batch commands
-    submit_command = "bash"
-    cancel_command = "kill"
-    config_name = "local"
-    stop_grace_seconds = 12.0  # the worker commands give their nannies 10 s to close
+    Parameters
+    ----------
+    owner : str
+        The job's name, which its devices are reserved for.
+    pool : DevicePool or None
+        The cluster's device pool.
+    log_path : str
+        The job's log (stdout and stderr).
+    """
 
-    @classmethod
-    def default_log_directory(cls) -> str:
-        return private_log_directory()
+    owner: str
+    pool: DevicePool | None
+    log_path: str
+    process: subprocess.Popen | None = None
+    devices: list[str] | None = None
+    orphans_told: bool = False
 
-    def __init__(self, *args: Any, device_pool: DevicePool | None = None, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        self.device_pool = device_pool
-        self.process: subprocess.Popen | None = None
-        self.devices: list[str] | None = None
-        self.log_path: str | None = None
-        self._orphans_told = False
-
-    @property
-    def job_header(self) -> str:
-        return ""
-
-    async def _start_job(self) -> None:
-        with contextlib.ExitStack() as opened:
-            # This job's log alone (a failure report quotes its end), opened before any device is taken.
-            self.log_path, log = open_log(self.log_directory, f"{self.job_name}-{self.name}.out")
-            opened.callback(os.close, log)
-            # bash reads the script from memory, not from its arguments, which any user can read in
-            # /proc/<pid>/cmdline (the environment values are in the script): no file to outlive the job.
-            script = memory_file(self.job_script(), f"gpujobqueue-{self.name}")
-            opened.callback(os.close, script)
-            env = dict(os.environ)
-            try:
-                if self.device_pool is not None and self.launch.mode != "cpu":
-                    self.devices = self.device_pool.take(self.launch.gpus, str(self.name))
-                    env[self.launch.allocation_variable] = ",".join(self.devices)
-                self.process = subprocess.Popen(
-                    ["bash", f"/dev/fd/{script}"],
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                    start_new_session=True,
-                    pass_fds=(script,),
-                )
-            except OSError as error:
-                self._release_devices()
-                raise SubmissionError(f"could not start local job {self.name}: {error}") from error
-        self.job_id = str(self.process.pid)
-        # ProcessInterface's start, not Job.start: the process above is the job; nothing is submitted.
-        await ProcessInterface.start(self)
-
-    @classmethod
-    async def probe(cls) -> str | None:
-        return None  # the local batch system is this process: it always answers
-
-    @classmethod
-    async def query_answer(cls, jobs: list[GPUJob]) -> tuple[dict[str, JobStatus] | None, str]:
-        statuses = {}
-        for job in jobs:
-            if job.process is None:
-                continue
-            returncode = job.process.poll()
-            if returncode is None:
-                statuses[job.job_id] = JobStatus(job.job_id, "RUNNING", nodes=socket.gethostname())
-            else:  # a negative return code is the signal that ended it
-                exit_code = 128 - returncode if returncode < 0 else returncode
-                statuses[job.job_id] = JobStatus(job.job_id, "EXITED", ended=True, exit_code=exit_code)
-        return statuses, ""
-
-    def log_paths(self) -> list[str]:
-        return [self.log_path] if self.log_path else []
-
-    async def close(self) -> None:
-        process = self.process
-        if process is not None and process.poll() is None:
-            self._ask_to_stop()
-            deadline = time.monotonic() + self.stop_grace_seconds
-            while (alive := self._group_alive()) and time.monotonic() < deadline:
-                await asyncio.sleep(0.1)
-            if alive:
-                self._kill_group()
-            process.wait()
-        self._release_devices()
-        await ProcessInterface.close(self)  # not Job.close: no cancel command, the group is ended above
-
-    @classmethod
-    def cancel_now(cls, jobs: list[GPUJob]) -> None:
-        """End the jobs at once: SIGTERM to each script, SIGKILL to what is left after the grace period."""
-        running = [job for job in jobs if job.process is not None and job.process.poll() is None]
-        for job in running:
-            job._ask_to_stop()
-        deadline = time.monotonic() + cls.stop_grace_seconds
-        while time.monotonic() < deadline and any(job._group_alive() for job in running):
-            time.sleep(0.1)
-        for job in running:
-            if job._group_alive():
-                job._kill_group()
-            job.process.wait()
-        for job in jobs:
-            job._release_devices()
-
-    def _ask_to_stop(self) -> None:
-        # SIGTERM to the script alone: its trap passes it to the worker commands, which close their
-        # workers gracefully. Signalling the whole group killed the worker processes under their
-        # nannies (leaked semaphores) and cut the script's wait short (exit status 143).
+    def ask_to_stop(self) -> None:
+        """SIGTERM to the script alone: its trap passes it to the worker commands, which close their
+        workers gracefully. Signalling the whole group killed the worker processes under their nannies
+        (leaked semaphores) and cut the script's wait short (exit status 143)."""
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.process.pid, signal.SIGTERM)
 
-    def _group_alive(self) -> bool:
+    def group_alive(self) -> bool:
         """Whether the script or anything it started still runs; what the script left behind gets SIGTERM once."""
         if self.process.poll() is None:
             return True
         try:
-            os.killpg(self.process.pid, 0 if self._orphans_told else signal.SIGTERM)
+            os.killpg(self.process.pid, 0 if self.orphans_told else signal.SIGTERM)
         except ProcessLookupError:
             return False
-        self._orphans_told = True
+        self.orphans_told = True
         return True
 
-    def _kill_group(self) -> None:
+    def kill_group(self) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
 
-    def _release_devices(self) -> None:
-        if self.device_pool is not None:
-            self.device_pool.give_back(str(self.name))
+    def release_devices(self) -> None:
+        if self.pool is not None:
+            self.pool.give_back(self.owner)
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
 
 
 def ucx_is_the_better_default() -> bool:
@@ -246,9 +163,12 @@ def ucx_is_the_better_default() -> bool:
     )
 
 
-@register
-class LocalGPUCluster(GPUJobQueueCluster):
-    __doc__ = """A GPU cluster whose jobs run as processes on this machine: the embedded default.
+class Local(BatchSystem):
+    """local: the rendered script runs as a process group on this machine, with devices handed out like a
+    batch system would; cancelled by signalling the group."""
+
+    name = "local"
+    cluster_doc = """A GPU cluster whose jobs run as processes on this machine: the embedded default.
 
     Each job gets its own devices from this machine's pool (``devices``), as a batch system
     would allocate them, and runs the same rendered script a batch system would.
@@ -268,8 +188,12 @@ class LocalGPUCluster(GPUJobQueueCluster):
         one, the workers retire gracefully before it (``walltime_margin``) and ``scale()``
         replaces their job, as on a batch system.
     """
-    job_cls = LocalGPUJob
-    batch_keywords = (
+    runs_jobs_here = True  # no batch server: `gpujobqueue check` looks for no batch commands
+    takes_sites = False
+    submit_command = "bash"
+    cancel_command = "kill"
+    stop_grace_seconds = 12.0  # the worker commands give their nannies 10 s to close
+    keywords = (
         Keyword(
             "devices",
             LIST,
@@ -282,7 +206,7 @@ class LocalGPUCluster(GPUJobQueueCluster):
     default_walltime = None
 
     @classmethod
-    def _apply_batch_defaults(cls, settings: dict[str, Any]) -> None:
+    def apply_defaults(cls, settings: dict[str, Any]) -> None:
         devices = settings.get("devices")
         machine_gpus = nvidia_gpu_ids()
         if devices is None:
@@ -307,15 +231,109 @@ class LocalGPUCluster(GPUJobQueueCluster):
         if settings.get("protocol") is None and settings["worker_mode"] == "dask-cuda" and ucx_is_the_better_default():
             settings["protocol"] = "ucx"
 
-    def _batch_job_kwargs(self, settings: dict[str, Any]) -> dict[str, Any]:
+    @classmethod
+    def cluster_state(cls, settings: Mapping[str, Any], request: JobRequest) -> DevicePool | None:
         devices = settings["devices"]
         if devices is None:
-            return {}
-        gpus = self.request.gpus_per_node
-        if gpus > len(devices):
+            return None
+        if request.gpus_per_node > len(devices):
             raise ValidationError(
                 "gpus_per_node",
-                f"gpus_per_node={gpus} but this machine's pool has {len(devices)} devices "
+                f"gpus_per_node={request.gpus_per_node} but this machine's pool has {len(devices)} devices "
                 f"({', '.join(map(str, devices))})",
             )
-        return {"device_pool": DevicePool(devices)}
+        return DevicePool(devices)
+
+    @classmethod
+    def job_header(cls, script: str) -> str:
+        return ""
+
+    @classmethod
+    def default_log_directory(cls) -> str:
+        return private_log_directory()
+
+    @classmethod
+    async def submit(cls, job: Any) -> str:
+        """Start the job's script in a process group of its own; its pid is the job id."""
+        with contextlib.ExitStack() as opened:
+            # This job's log alone (a failure report quotes its end), opened before any device is taken.
+            log_path, log = open_log(job.log_directory, f"{job.job_name}-{job.name}.out")
+            opened.callback(os.close, log)
+            job.handle = handle = LocalProcess(str(job.name), job.batch_state, log_path)
+            # bash reads the script from memory, not from its arguments, which any user can read in
+            # /proc/<pid>/cmdline (the environment values are in the script): no file to outlive the job.
+            script = memory_file(job.job_script(), f"gpujobqueue-{job.name}")
+            opened.callback(os.close, script)
+            env = dict(os.environ)
+            try:
+                if handle.pool is not None and not job.launch.cpu_workers:
+                    handle.devices = handle.pool.take(job.launch.gpus, str(job.name))
+                    env[job.launch.allocation_variable] = ",".join(handle.devices)
+                handle.process = subprocess.Popen(
+                    ["bash", f"/dev/fd/{script}"],
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    start_new_session=True,
+                    pass_fds=(script,),
+                )
+            except OSError as error:
+                handle.release_devices()
+                raise SubmissionError(f"could not start local job {job.name}: {error}") from error
+        return str(handle.process.pid)
+
+    @classmethod
+    async def probe(cls) -> str | None:
+        return None  # the local batch system is this process: it always answers
+
+    @classmethod
+    async def query_answer(cls, jobs: Sequence[Any]) -> tuple[dict[str, JobStatus] | None, str]:
+        statuses = {}
+        for job in jobs:
+            if job.handle is None or job.handle.process is None:
+                continue
+            returncode = job.handle.process.poll()
+            if returncode is None:
+                statuses[job.job_id] = JobStatus(job.job_id, "RUNNING", nodes=socket.gethostname())
+            else:  # a negative return code is the signal that ended it
+                exit_code = 128 - returncode if returncode < 0 else returncode
+                statuses[job.job_id] = JobStatus(job.job_id, "EXITED", ended=True, exit_code=exit_code)
+        return statuses, ""
+
+    @classmethod
+    def log_paths(cls, job: Any) -> list[str]:
+        return [job.handle.log_path] if job.handle is not None else []
+
+    @classmethod
+    async def stop(cls, job: Any) -> None:
+        """End the job's group: SIGTERM to its script, SIGKILL to what is left after the grace period."""
+        handle = job.handle
+        if handle is None:
+            return
+        if handle.running:
+            handle.ask_to_stop()
+            deadline = time.monotonic() + cls.stop_grace_seconds
+            while (alive := handle.group_alive()) and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+            if alive:
+                handle.kill_group()
+            handle.process.wait()
+        handle.release_devices()
+
+    @classmethod
+    def cancel_now(cls, jobs: Sequence[Any]) -> None:
+        """End the jobs at once: SIGTERM to each script, SIGKILL to what is left after the grace period."""
+        running = [job.handle for job in jobs if job.handle is not None and job.handle.running]
+        for handle in running:
+            handle.ask_to_stop()
+        deadline = time.monotonic() + cls.stop_grace_seconds
+        while time.monotonic() < deadline and any(handle.group_alive() for handle in running):
+            time.sleep(0.1)
+        for handle in running:
+            if handle.group_alive():
+                handle.kill_group()
+            handle.process.wait()
+        for job in jobs:
+            if job.handle is not None:
+                job.handle.release_devices()

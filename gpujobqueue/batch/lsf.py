@@ -8,19 +8,20 @@ import math
 import re
 import shutil
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from dask_jobqueue.lsf import lsf_detect_units
 
-from ..cluster import GPUJobQueueCluster
 from ..errors import ValidationError
-from ..job import CommandFailed, GPUJob
+from ..hand_written_gpu_parsers import HandWrittenGPUs, own_line, written_count
+from ..job_commands import CommandFailed
 from ..job_status import JobStatus, unlisted
 from ..keywords import INT, SWITCH, TEXT, Keyword
-from ..limits import MAX_CPUS_PER_NODE, MAX_NODES
+from ..launchers import LAUNCHER_OBJECTS
+from ..limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_NODES
 from ..request import JobRequest, given_or, parse_bool, parse_positive_int, parse_size
 from ..workers import WorkerLaunch
-from . import register
+from .base import BatchSystem
 
 GPU_MODES = ("exclusive_process", "shared")
 LSF_UNITS = ("kb", "mb", "gb", "tb", "pb", "eb")
@@ -96,86 +97,6 @@ class LSFOptions:
         return cls(gpu_mode=gpu_mode, lsf_units=units, memory=memory, use_stdin=use_stdin)
 
 
-class LSFGPUJob(GPUJob):
-    """An LSF job of GPU workers, submitted with ``bsub < script`` and cancelled with ``bkill``."""
-
-    batch = "lsf"
-    directive_prefix = "#BSUB"
-    # The header lines that set the walltime, which job_directives_skip must leave (or an extra directive give).
-    walltime_directives = ("#BSUB -W",)
-    submit_command = "bsub"
-    status_command = "bjobs"
-    cancel_command = "bkill"
-    job_id_variable = "LSB_JOBID"  # set inside a job
-    config_name = "lsf"
-    job_id_regexp = r"Job <(?P<job_id>\d+)>"
-    ended_states = frozenset({"DONE", "EXIT"})
-    array_task_variable = "LSB_JOBINDEX"
-    array_size_limit = 1000  # MAX_JOB_ARRAY_SIZE's default
-    # Past the user's pending-job threshold (MAX_PEND_JOBS) mbatchd rejects the job and bsub says this,
-    # then tries again every SUB_TRY_INTERVAL (60 s) as long as LSB_NTRIES allows: by default for ever.
-    user_limit_refusals = (PENDING_THRESHOLD,)
-
-    @classmethod
-    def installed_version(cls, first_line: Callable[[list[str]], str | None]) -> str | None:
-        """This machine's LSF as ``gpujobqueue check`` reports it, or None where its commands are
-        missing or are another batch system's; ``first_line`` runs a command and gives its first line."""
-        if not shutil.which("bsub"):
-            return None
-        return (first_line(["lsid"]) if shutil.which("lsid") else None) or "LSF"
-
-    @classmethod
-    def array_element_id(cls, array_id: str, index: int) -> str:
-        return f"{array_id}[{index}]"
-
-    @classmethod
-    def query_command(cls, job_ids: list[str], jobs: list[GPUJob]) -> list[str]:
-        # jobid is an array's id on each of its elements' lines; jobindex tells them apart (0 outside arrays)
-        return [
-            "bjobs",
-            "-noheader",
-            "-o",
-            "jobid jobindex stat exit_code exec_host pend_reason delimiter='|'",
-            *job_ids,
-        ]
-
-    @classmethod
-    def interpret_statuses(cls, job_ids: list[str], code: int, out: str, err: str) -> dict[str, JobStatus] | None:
-        if code != 0 and "is not found" not in err:
-            return None
-        listed = {}
-        for line in out.splitlines():
-            fields = [field.strip() for field in line.split("|")]
-            if len(fields) >= 6:
-                job_id, index, state, exit_code, hosts = fields[:5]
-                if index not in ("0", "-", ""):
-                    job_id = f"{job_id}[{index}]"
-                reason = "|".join(fields[5:])  # a pending reason may hold the delimiter
-                listed[job_id] = JobStatus(
-                    job_id,
-                    state,
-                    ended=state in cls.ended_states,
-                    reason=reason if reason not in ("-", "") else None,
-                    nodes=hosts if hosts not in ("-", "") else None,
-                    # bjobs shows "-" for a DONE job's exit code: it is 0
-                    exit_code=int(exit_code) if exit_code.isdigit() else (0 if state == "DONE" else None),
-                )
-        return {job_id: listed.get(job_id) or unlisted(job_id) for job_id in job_ids}
-
-    def log_paths(self) -> list[str]:
-        # -o (and -e) from templates/lsf.sh.j2: <job name>-<id>.out in log_directory or the
-        # submit directory; array element 1234[k] writes <job name>-1234_k.out
-        file_id = str(self.job_id).replace("[", "_").rstrip("]")
-        paths = [self._log_file(f"{self.job_name}-{file_id}.out")]
-        return paths + [self._log_file(f"{self.job_name}-{file_id}.err")] if self.log_directory else paths
-
-    async def _run_submit_command(self, script_filename: str) -> str:
-        use_stdin = self.request.options.use_stdin
-        command = [self.submit_command] if use_stdin else [self.submit_command, script_filename]
-        with open(script_filename) if use_stdin else contextlib.nullcontext() as script:
-            return await bsub_once(command, stdin=script)
-
-
 async def bsub_once(command: list[str], stdin: Any = None) -> str:
     """Run bsub; its output, or :class:`~gpujobqueue.job.CommandFailed`, also when it says the
     pending-job threshold is reached: bsub is then stopped in its wait before the next try, with
@@ -200,9 +121,40 @@ async def bsub_once(command: list[str], stdin: Any = None) -> str:
     return out
 
 
-@register
-class LSFGPUCluster(GPUJobQueueCluster):
-    __doc__ = """A Dask cluster of GPU workers submitted to IBM Spectrum LSF.
+_LSF_GPU = re.compile(r"(?<![\w-])-gpu\s+(?:\"([^\"]*)\"|'([^']*)'|(\S+))")
+LSF_GPU_KEYS = ("num", "mode", "gmodel")  # what the generated -gpu request carries
+
+
+def parse_hand_written_gpus(field_name: str, text: str, nodes: int, *, keep: bool = False) -> HandWrittenGPUs | None:
+    """``-gpu "num=G[:mode=M][:gmodel=T]"`` or ``-gpu -`` (one GPU); other ``-gpu`` options
+    only where the line is kept (``gpu_request="none"``)."""
+    match = _LSF_GPU.search(text)
+    if match is None:
+        return None
+    own_line(field_name, text, "-gpu", match)
+    value = next(group for group in match.groups() if group is not None)
+    values = {} if value.strip() == "-" else dict(pair.partition("=")[::2] for pair in value.split(":"))
+    unknown = [key for key in values if key not in LSF_GPU_KEYS]
+    if unknown and not keep:
+        raise ValidationError(
+            field_name,
+            f"{text!r}: gpujobqueue writes num, mode and gmodel of -gpu, not "
+            f"{', '.join(unknown)}; give gpu_request='none' to keep your own -gpu line "
+            "as the job's request",
+        )
+    mode = values.get("mode")
+    if mode is not None and mode not in GPU_MODES:
+        raise ValidationError(field_name, f"{text!r}: mode={mode} is not exclusive_process or shared")
+    count = written_count(field_name, text, values["num"], "GPUs per host", MAX_GPUS_PER_NODE) if "num" in values else 1
+    settings = {"gpu_mode": mode} if mode else {}
+    return HandWrittenGPUs(field_name, text, count, values.get("gmodel"), "gpu", settings=settings)
+
+
+class LSF(BatchSystem):
+    """IBM Spectrum LSF: jobs submitted with ``bsub < script``, watched with ``bjobs``, cancelled with ``bkill``."""
+
+    name = "lsf"
+    cluster_doc = """A Dask cluster of GPU workers submitted to IBM Spectrum LSF.
 
     Takes every keyword of :class:`dask_jobqueue.LSFCluster` with the same meaning
     (``ncpus`` is ``-n``, ``mem`` the bytes of ``-M``, ``project`` is ``-P``, ``lsf_units``,
@@ -238,8 +190,21 @@ class LSFGPUCluster(GPUJobQueueCluster):
     >>> cluster = LSFGPUCluster(gpus_per_node=4, queue="gpu", project="ABC123", walltime="01:00")
     >>> cluster.scale(gpus=8)  # two 4-GPU jobs
     """
-    job_cls = LSFGPUJob
-    batch_keywords = (
+    directive_prefix = "#BSUB"
+    template_filters = {"lsf_walltime": format_lsf_walltime}  # used by lsf.sh.j2
+    walltime_directives = ("#BSUB -W",)
+    submit_command = "bsub"
+    status_command = "bjobs"
+    cancel_command = "bkill"
+    job_id_variable = "LSB_JOBID"
+    job_id_regexp = r"Job <(?P<job_id>\d+)>"
+    ended_states = frozenset({"DONE", "EXIT"})
+    array_task_variable = "LSB_JOBINDEX"
+    array_size_limit = 1000  # MAX_JOB_ARRAY_SIZE's default
+    # Past the user's pending-job threshold (MAX_PEND_JOBS) mbatchd rejects the job and bsub says this,
+    # then tries again every SUB_TRY_INTERVAL (60 s) as long as LSB_NTRIES allows: by default for ever.
+    user_limit_refusals = (PENDING_THRESHOLD,)
+    keywords = (
         Keyword("ncpus", INT, "LSF slots per job (-n), as dask-jobqueue's ncpus."),
         Keyword("mem", INT, "Memory per job in bytes, as dask-jobqueue's LSF mem (or --memory)."),
         Keyword("lsf_units", TEXT, "The unit of LSF's memory limits (LSF_UNIT_FOR_LIMITS: kb, mb, gb)."),
@@ -251,25 +216,23 @@ class LSFGPUCluster(GPUJobQueueCluster):
         ),
         Keyword("gpu_mode", TEXT, "LSF -gpu mode: exclusive_process or shared."),
     )
-    batch_synonyms = {"project": "account"}
+    synonyms = {"project": "account"}
     account_flags = ("-P",)
     gpu_request_styles = ("gpu", "csm", "none")
-    # The launchers that start one task per node of its jobs (the site schema and keywords accept these).
-    launchers = ("jsrun", "mpiexec-openmpi", "mpiexec-mpich", "blaunch")
+    whole_node_styles = ("csm",)
+    site_enums = {"gpu_request.gpu_mode": GPU_MODES}
+    launchers = tuple(LAUNCHER_OBJECTS[name] for name in ("jsrun", "mpiexec-openmpi", "mpiexec-mpich", "blaunch"))
     # A job of several nodes that names no launcher (nor its site): blaunch, LSF's own (jsrun on CSM).
     native_launcher = "blaunch"
-    template_filters = {"lsf_walltime": format_lsf_walltime}  # used by lsf.sh.j2
 
     @classmethod
     def site_settings(
         cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any], directives: Mapping[str, Any]
     ) -> dict[str, Any]:
-        """This batch system's keywords from a site's queue ``entry``, its ``gpu_request`` and ``directives``
-        (the queue's over the site's); None values are dropped by the caller."""
         return {"gpu_mode": gpu.get("gpu_mode")}
 
     @classmethod
-    def _apply_batch_defaults(cls, settings: dict[str, Any]) -> None:
+    def apply_defaults(cls, settings: dict[str, Any]) -> None:
         walltime = settings.get("walltime")
         if isinstance(walltime, str) and re.fullmatch(r"\s*[0-9]+:[0-9]+\s*", walltime):
             settings["walltime"] = walltime.strip() + ":00"  # bsub -W [hour:]minute
@@ -281,11 +244,11 @@ class LSFGPUCluster(GPUJobQueueCluster):
             settings["launcher"] = "jsrun"
 
     @classmethod
-    def _parse_batch_options(cls, settings: dict[str, Any], request: JobRequest) -> LSFOptions:
+    def parse_options(cls, settings: Mapping[str, Any], request: JobRequest) -> LSFOptions:
         return LSFOptions.from_settings(settings, request)
 
     @classmethod
-    def _check_launch(cls, request: JobRequest, launch: WorkerLaunch) -> None:
+    def check_launch(cls, request: JobRequest, launch: WorkerLaunch) -> None:
         csm = request.gpu_request == "csm"
         if csm and launch.launcher != "jsrun":
             raise ValidationError(
@@ -300,4 +263,73 @@ class LSFGPUCluster(GPUJobQueueCluster):
                 "first host: it starts the workers directly, or those of several hosts through mpiexec-openmpi or "
                 "mpiexec-mpich",
             )
-        super()._check_launch(request, launch)
+        super().check_launch(request, launch)
+
+    @classmethod
+    def parse_gpu_directive(
+        cls, field_name: str, text: str, nodes: int, settings: Mapping[str, Any]
+    ) -> HandWrittenGPUs | None:
+        return parse_hand_written_gpus(field_name, text, nodes, keep=settings.get("gpu_request") == "none")
+
+    @classmethod
+    def gpu_line(cls, style: str, count: int, settings: Mapping[str, Any]) -> str | None:
+        return f'-gpu "num={count}' if style == "gpu" else None
+
+    @classmethod
+    def installed_version(cls, first_line: Callable[[list[str]], str | None]) -> str | None:
+        if not shutil.which("bsub"):
+            return None
+        return (first_line(["lsid"]) if shutil.which("lsid") else None) or "LSF"
+
+    @classmethod
+    def array_element_id(cls, array_id: str, index: int) -> str:
+        return f"{array_id}[{index}]"
+
+    @classmethod
+    def query_command(cls, job_ids: list[str], jobs: Sequence[Any]) -> list[str]:
+        # jobid is an array's id on each of its elements' lines; jobindex tells them apart (0 outside arrays)
+        return [
+            "bjobs",
+            "-noheader",
+            "-o",
+            "jobid jobindex stat exit_code exec_host pend_reason delimiter='|'",
+            *job_ids,
+        ]
+
+    @classmethod
+    def interpret_statuses(cls, job_ids: list[str], code: int, out: str, err: str) -> dict[str, JobStatus] | None:
+        if code != 0 and "is not found" not in err:
+            return None
+        listed = {}
+        for line in out.splitlines():
+            fields = [field.strip() for field in line.split("|")]
+            if len(fields) >= 6:
+                job_id, index, state, exit_code, hosts = fields[:5]
+                if index not in ("0", "-", ""):
+                    job_id = f"{job_id}[{index}]"
+                reason = "|".join(fields[5:])  # a pending reason may hold the delimiter
+                listed[job_id] = JobStatus(
+                    job_id,
+                    state,
+                    ended=state in cls.ended_states,
+                    reason=reason if reason not in ("-", "") else None,
+                    nodes=hosts if hosts not in ("-", "") else None,
+                    # bjobs shows "-" for a DONE job's exit code: it is 0
+                    exit_code=int(exit_code) if exit_code.isdigit() else (0 if state == "DONE" else None),
+                )
+        return {job_id: listed.get(job_id) or unlisted(job_id) for job_id in job_ids}
+
+    @classmethod
+    def log_paths(cls, job: Any) -> list[str]:
+        # -o (and -e) from templates/lsf.sh.j2: <job name>-<id>.out in log_directory or the
+        # submit directory; array element 1234[k] writes <job name>-1234_k.out
+        file_id = str(job.job_id).replace("[", "_").rstrip("]")
+        paths = [job.log_file(f"{job.job_name}-{file_id}.out")]
+        return paths + [job.log_file(f"{job.job_name}-{file_id}.err")] if job.log_directory else paths
+
+    @classmethod
+    async def run_submit_command(cls, job: Any, path: str) -> str:
+        use_stdin = job.request.options.use_stdin
+        command = [cls.submit_command] if use_stdin else [cls.submit_command, path]
+        with open(path) if use_stdin else contextlib.nullcontext() as script:
+            return await bsub_once(command, stdin=script)

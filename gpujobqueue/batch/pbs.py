@@ -9,14 +9,16 @@ import shutil
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from ..cluster import GPUJobQueueCluster
 from ..errors import ValidationError
-from ..job import GPUJob
+from ..hand_written_gpu_parsers import HandWrittenGPUs, written_count
+from ..hand_written_gpus import drop_line
 from ..job_status import JobStatus, unlisted
 from ..keywords import PAIRS, TEXT, Keyword
+from ..launchers import LAUNCHER_OBJECTS
+from ..limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_NODES
 from ..request import JobRequest
 from ..validation import matching, one_line, parse_lines, scalar_text
-from . import register
+from .base import BatchSystem
 
 # PBS resource names and values: no spaces, colons, commas, plus signs or shell characters,
 # so a value cannot open another chunk (+), resource (:, ,) or directive.
@@ -128,93 +130,6 @@ class PBSOptions:
         return cls(chunk_resources=chunk, place=place, filesystems=filesystems, resource_spec=resource_spec)
 
 
-class PBSGPUJob(GPUJob):
-    """A PBS job of GPU workers, submitted with ``qsub`` and cancelled with ``qdel``."""
-
-    batch = "pbs"
-    directive_prefix = "#PBS"
-    # The header lines that set the walltime, which job_directives_skip must leave (or an extra directive give).
-    walltime_directives = ("#PBS -l walltime",)
-    submit_command = "qsub"
-    status_command = "qstat"
-    cancel_command = "qdel"
-    job_id_variable = "PBS_JOBID"  # set inside a job
-    # The file listing the job's hosts, which mpiexec needs to run on all of them.
-    node_file_variable = "PBS_NODEFILE"
-    config_name = "pbs"
-    # `1234.server`: the whole id, which qdel and qstat take on every PBS.
-    job_id_regexp = r"(?P<job_id>\d+(?:\[\d*\])?(?:\.[A-Za-z0-9_.-]+)?)"
-    # qsub's refusals for a per-user job limit: PBS Pro's max_queued / queued_jobs_threshold
-    # ("qsub: would exceed queue generic's per-user limit of jobs in 'Q' state", as ALCF's queues say it),
-    # and the older max_user_queuable (PBSE_MAXUSERQUED); the cluster holds the jobs (user_limits.py).
-    user_limit_refusals = (
-        r"would exceed .*per-user limit",
-        r"Maximum number of jobs already in queue for user",
-        r"Maximum number of jobs for user",
-    )
-    ended_states = frozenset({"F", "X", "C"})  # finished, subjob finished, Torque's completed
-    array_task_variable = "PBS_ARRAY_INDEX"
-    array_size_limit = 10000  # the server's max_array_size default
-
-    @classmethod
-    def installed_version(cls, first_line: Callable[[list[str]], str | None]) -> str | None:
-        """This machine's PBS as ``gpujobqueue check`` reports it, or None where its commands are
-        missing or are another batch system's; ``first_line`` runs a command and gives its first line."""
-        if not shutil.which("qstat"):
-            return None
-        # PBS Pro answers --version with "pbs_version = X", Torque with "Version: X" (Grid Engine prints its usage).
-        line = first_line(["qstat", "--version"]) or ""
-        if "pbs_version" in line:
-            return "PBS " + line.split("=")[-1].strip()
-        return f"Torque {line.split(':', 1)[1].strip()}" if line.startswith("Version:") else None
-
-    @classmethod
-    def array_element_id(cls, array_id: str, index: int) -> str:
-        # qsub prints the array as 1234[].server; its subjobs are 1234[k].server
-        return array_id.replace("[]", f"[{index}]", 1)
-
-    @classmethod
-    def query_command(cls, job_ids: list[str], jobs: list[GPUJob]) -> list[str]:
-        # PBS Pro shows finished jobs only with -x; Torque shows them (while it keeps them)
-        # without, and its -x means XML.
-        torque = any(job.request.gpu_request == "torque" for job in jobs)
-        return ["qstat", "-f", *([] if torque else ["-x"]), *job_ids]
-
-    @classmethod
-    def interpret_statuses(cls, job_ids: list[str], code: int, out: str, err: str) -> dict[str, JobStatus] | None:
-        if code != 0 and "Unknown Job Id" not in err and "Job has finished" not in err:
-            return None
-        listed = {}
-        for job_id, attributes in parse_full_status(out).items():
-            state = attributes.get("job_state", "")
-            exit_status = attributes.get("Exit_status", attributes.get("exit_status"))
-            listed[job_id] = JobStatus(
-                job_id,
-                state,
-                ended=state in cls.ended_states,
-                reason=attributes.get("comment") if state in ("Q", "H", "W", "T") else None,  # why it waits
-                nodes=attributes.get("exec_host"),
-                exit_code=int(exit_status) if exit_status and exit_status.lstrip("-").isdigit() else None,
-            )
-        statuses = {}
-        for job_id in job_ids:
-            # qstat prints `1234.server` for `1234` and the reverse: match on the sequence number
-            same = [status for listed_id, status in listed.items() if listed_id.split(".")[0] == job_id.split(".")[0]]
-            statuses[job_id] = dataclasses.replace(same[0], job_id=job_id) if same else unlisted(job_id)
-        return statuses
-
-    def log_paths(self) -> list[str]:
-        # `-j oe` joins both streams into <job name>.o<sequence number>, in -o's directory if
-        # given; a subjob 1234[k] writes <job name>.o1234.k
-        sequence = str(self.job_id).split(".")[0]
-        subjob = re.fullmatch(r"(\d+)\[(\d+)\]", sequence)
-        return [
-            self._log_file(
-                f"{self.job_name}.o{subjob.group(1)}.{subjob.group(2)}" if subjob else f"{self.job_name}.o{sequence}"
-            )
-        ]
-
-
 def parse_full_status(text: str) -> dict[str, dict[str, str]]:
     """``qstat -f`` output: each ``Job Id:`` block's attributes (long values are folded
     onto lines that start with a tab)."""
@@ -233,9 +148,69 @@ def parse_full_status(text: str) -> dict[str, dict[str, str]]:
     return jobs
 
 
-@register
-class PBSGPUCluster(GPUJobQueueCluster):
-    __doc__ = """A Dask cluster of GPU workers submitted to PBS Pro (or Torque).
+_PBS_UNITS = {"b": 0, "kb": 1, "mb": 2, "gb": 3, "tb": 4, "pb": 5}
+
+
+def _pbs_size(field_name: str, text: str, value: str) -> int:
+    """A PBS size: its units are binary (``1gb`` is 1024**3 bytes), bytes without one."""
+    match = re.fullmatch(r"([0-9]{1,12})([kmgtp]?b)?", value.lower())
+    if match is None:
+        raise ValidationError(field_name, f"{text!r}: mem={value!r} is not a PBS size such as 480gb")
+    return int(match.group(1)) * 1024 ** _PBS_UNITS[match.group(2) or "b"]
+
+
+def pbs_chunk_gpus(field_name: str, text: str, value: str) -> HandWrittenGPUs | None:
+    """The GPUs of a PBS ``-l`` value: ``select=N:ncpus=C:ngpus=G[:mem=M]`` or Torque's
+    ``nodes=N:ppn=C:gpus=G``; the chunks are the nodes, their cores and memory the job's."""
+    for resource in value.split(","):
+        name, _, chunk = resource.partition("=")
+        if name not in ("select", "nodes"):
+            continue
+        gpu_key, cpu_key, style = ("ngpus", "ncpus", "select") if name == "select" else ("gpus", "ppn", "torque")
+        if not re.search(rf"(?:^|[:+]){gpu_key}=", chunk):
+            return None
+        if "+" in chunk:
+            raise ValidationError(
+                field_name, f"{text!r} holds several kinds of chunk; gpujobqueue starts one kind: give one chunk"
+            )
+        count, *pairs = chunk.split(":")
+        values = dict(pair.partition("=")[::2] for pair in pairs)
+        chunks = written_count(field_name, text, count, "chunks (nodes)", MAX_NODES) if count.isdigit() else 1
+        settings: dict[str, Any] = {"nodes": chunks}
+        if values.get(cpu_key):
+            settings["cores"] = chunks * written_count(
+                field_name, text, values[cpu_key], "cores per chunk", MAX_CPUS_PER_NODE
+            )
+        if values.get("mem"):
+            settings["memory"] = chunks * _pbs_size(field_name, text, values["mem"])
+        gpus = written_count(field_name, text, values[gpu_key], "GPUs per chunk", MAX_GPUS_PER_NODE)
+        kind = values.get("gpu_type")
+        return HandWrittenGPUs(field_name, text, gpus, kind, style, settings=settings, keeps_line=True)
+    return None
+
+
+def parse_hand_written_gpus(field_name: str, text: str, nodes: int) -> HandWrittenGPUs | None:
+    """``-l select=...:ngpus=G`` (or Torque's ``-l nodes=...:gpus=G``), kept as the job's
+    select line, or a job-wide ``-l ngpus=G``, in an extra directive."""
+    match = re.fullmatch(r"\s*-l\s+(\S+)\s*", text)
+    found = pbs_chunk_gpus(field_name, text, match.group(1)) if match else None
+    job_wide = re.fullmatch(r"\s*-l\s+ngpus=(\S+)\s*", text)
+    if job_wide:  # PBS Pro refuses it beside a select line: it becomes the chunk's ngpus
+        return HandWrittenGPUs(field_name, text, written_count(field_name, text, job_wide.group(1)), None, "select")
+    if found is None and re.search(r"(?:^|[:+,\s])n?gpus=", text):
+        raise ValidationError(
+            field_name,
+            f"{text!r}: gpujobqueue reads GPUs from '-l select=N:ncpus=C:ngpus=G' "
+            "(or Torque's '-l nodes=N:ppn=C:gpus=G') on a line of its own",
+        )
+    return found
+
+
+class PBS(BatchSystem):
+    """PBS Pro (and Torque): jobs submitted with ``qsub``, watched with ``qstat``, cancelled with ``qdel``."""
+
+    name = "pbs"
+    cluster_doc = """A Dask cluster of GPU workers submitted to PBS Pro (or Torque).
 
     Takes every keyword of :class:`dask_jobqueue.PBSCluster` with the same meaning
     (``resource_spec`` replaces the generated ``-l select`` line; ``project`` is the old
@@ -264,8 +239,29 @@ class PBSGPUCluster(GPUJobQueueCluster):
     ...                         chunk_resources={"system": "polaris"}, filesystems="home:eagle")
     >>> cluster.scale(gpus=8)  # two 4-GPU jobs
     """
-    job_cls = PBSGPUJob
-    batch_keywords = (
+    directive_prefix = "#PBS"
+    template_filters = {"pbs_memory": format_pbs_memory}  # used by pbs.sh.j2
+    walltime_directives = ("#PBS -l walltime",)
+    # The file listing the job's hosts, which mpiexec needs to run on all of them.
+    node_file_variable = "PBS_NODEFILE"
+    submit_command = "qsub"
+    status_command = "qstat"
+    cancel_command = "qdel"
+    job_id_variable = "PBS_JOBID"
+    # `1234.server`: the whole id, which qdel and qstat take on every PBS.
+    job_id_regexp = r"(?P<job_id>\d+(?:\[\d*\])?(?:\.[A-Za-z0-9_.-]+)?)"
+    # qsub's refusals for a per-user job limit: PBS Pro's max_queued / queued_jobs_threshold
+    # ("qsub: would exceed queue generic's per-user limit of jobs in 'Q' state", as ALCF's queues say it),
+    # and the older max_user_queuable (PBSE_MAXUSERQUED); the cluster holds the jobs (user_limits.py).
+    user_limit_refusals = (
+        r"would exceed .*per-user limit",
+        r"Maximum number of jobs already in queue for user",
+        r"Maximum number of jobs for user",
+    )
+    ended_states = frozenset({"F", "X", "C"})  # finished, subjob finished, Torque's completed
+    array_task_variable = "PBS_ARRAY_INDEX"
+    array_size_limit = 10000  # the server's max_array_size default
+    keywords = (
         Keyword(
             "chunk_resources",
             PAIRS,
@@ -278,18 +274,18 @@ class PBSGPUCluster(GPUJobQueueCluster):
     )
     gpu_request_styles = ("select", "torque", "none")
     account_flags = ("-A", "-P")  # -P: ABCI's group ("mandatory"), PBS Pro's project
-    # The launchers that start one task per node of its jobs (the site schema and keywords accept these).
-    launchers = ("mpiexec-pals", "mpiexec-openmpi", "mpiexec-mpich", "pbsdsh")
+    launchers = tuple(LAUNCHER_OBJECTS[name] for name in ("mpiexec-pals", "mpiexec-openmpi", "mpiexec-mpich", "pbsdsh"))
     # A job of several nodes that names no launcher (nor its site): pbsdsh, PBS's own (the TM API).
     native_launcher = "pbsdsh"
-    template_filters = {"pbs_memory": format_pbs_memory}  # used by pbs.sh.j2
+
+    @classmethod
+    def parse_options(cls, settings: Mapping[str, Any], request: JobRequest) -> PBSOptions:
+        return PBSOptions.from_settings(settings, request)
 
     @classmethod
     def site_settings(
         cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any], directives: Mapping[str, Any]
     ) -> dict[str, Any]:
-        """This batch system's keywords from a site's queue ``entry``, its ``gpu_request`` and ``directives``
-        (the queue's over the site's); None values are dropped by the caller."""
         chunk = {**directives.get("chunk_resources", {}), **entry.get("chunk_resources", {})}
         return {
             "chunk_resources": {k: str(v) for k, v in chunk.items()} or None,
@@ -298,8 +294,13 @@ class PBSGPUCluster(GPUJobQueueCluster):
         }
 
     @classmethod
-    def _check_job_array(cls, request: JobRequest) -> None:
-        super()._check_job_array(request)
+    def cpu_job_options(cls, options: PBSOptions, *, qos: str | None, constraint: str | None) -> PBSOptions:
+        # resource_spec is the GPU jobs' whole resource line
+        return dataclasses.replace(options, resource_spec=None) if options.resource_spec else options
+
+    @classmethod
+    def check_job_array(cls, request: JobRequest) -> None:
+        super().check_job_array(request)
         if request.gpu_request == "torque":
             raise ValidationError(
                 "job_array",
@@ -308,5 +309,92 @@ class PBSGPUCluster(GPUJobQueueCluster):
             )
 
     @classmethod
-    def _parse_batch_options(cls, settings: dict[str, Any], request: JobRequest) -> PBSOptions:
-        return PBSOptions.from_settings(settings, request)
+    def parse_gpu_directive(
+        cls, field_name: str, text: str, nodes: int, settings: Mapping[str, Any]
+    ) -> HandWrittenGPUs | None:
+        return parse_hand_written_gpus(field_name, text, nodes)
+
+    @classmethod
+    def parse_gpu_resource_spec(cls, text: str, settings: Mapping[str, Any]) -> HandWrittenGPUs | None:
+        return pbs_chunk_gpus("resource_spec", text, text)
+
+    @classmethod
+    def gpu_line(cls, style: str, count: int, settings: Mapping[str, Any]) -> str | None:
+        return {"select": "-l select=", "torque": "-l nodes="}.get(style)
+
+    @classmethod
+    def keep_hand_written(
+        cls, found: HandWrittenGPUs, settings: dict[str, Any], style: str | None, skipped: bool
+    ) -> bool:
+        # A select (or Torque nodes=) line is kept whole as the job's -l line, in resource_spec.
+        if not found.keeps_line:
+            return False
+        if found.field != "resource_spec":
+            if settings.get("resource_spec") is not None:
+                raise ValidationError(
+                    found.field,
+                    f"{found.describe()} and resource_spec={settings['resource_spec']!r} both give "
+                    "the job's -l select line; give one",
+                )
+            settings["resource_spec"] = re.fullmatch(r"\s*-l\s+(\S+)\s*", found.text).group(1)
+            drop_line(settings, found)
+        if style is None and found.style == "torque":
+            settings["gpu_request"] = "torque"
+        return True
+
+    @classmethod
+    def installed_version(cls, first_line: Callable[[list[str]], str | None]) -> str | None:
+        if not shutil.which("qstat"):
+            return None
+        # PBS Pro answers --version with "pbs_version = X", Torque with "Version: X" (Grid Engine prints its usage).
+        line = first_line(["qstat", "--version"]) or ""
+        if "pbs_version" in line:
+            return "PBS " + line.split("=")[-1].strip()
+        return f"Torque {line.split(':', 1)[1].strip()}" if line.startswith("Version:") else None
+
+    @classmethod
+    def array_element_id(cls, array_id: str, index: int) -> str:
+        # qsub prints the array as 1234[].server; its subjobs are 1234[k].server
+        return array_id.replace("[]", f"[{index}]", 1)
+
+    @classmethod
+    def query_command(cls, job_ids: list[str], jobs: Sequence[Any]) -> list[str]:
+        # PBS Pro shows finished jobs only with -x; Torque shows them (while it keeps them)
+        # without, and its -x means XML.
+        torque = any(job.request.gpu_request == "torque" for job in jobs)
+        return ["qstat", "-f", *([] if torque else ["-x"]), *job_ids]
+
+    @classmethod
+    def interpret_statuses(cls, job_ids: list[str], code: int, out: str, err: str) -> dict[str, JobStatus] | None:
+        if code != 0 and "Unknown Job Id" not in err and "Job has finished" not in err:
+            return None
+        listed = {}
+        for job_id, attributes in parse_full_status(out).items():
+            state = attributes.get("job_state", "")
+            exit_status = attributes.get("Exit_status", attributes.get("exit_status"))
+            listed[job_id] = JobStatus(
+                job_id,
+                state,
+                ended=state in cls.ended_states,
+                reason=attributes.get("comment") if state in ("Q", "H", "W", "T") else None,  # why it waits
+                nodes=attributes.get("exec_host"),
+                exit_code=int(exit_status) if exit_status and exit_status.lstrip("-").isdigit() else None,
+            )
+        statuses = {}
+        for job_id in job_ids:
+            # qstat prints `1234.server` for `1234` and the reverse: match on the sequence number
+            same = [status for listed_id, status in listed.items() if listed_id.split(".")[0] == job_id.split(".")[0]]
+            statuses[job_id] = dataclasses.replace(same[0], job_id=job_id) if same else unlisted(job_id)
+        return statuses
+
+    @classmethod
+    def log_paths(cls, job: Any) -> list[str]:
+        # `-j oe` joins both streams into <job name>.o<sequence number>, in -o's directory if
+        # given; a subjob 1234[k] writes <job name>.o1234.k
+        sequence = str(job.job_id).split(".")[0]
+        subjob = re.fullmatch(r"(\d+)\[(\d+)\]", sequence)
+        return [
+            job.log_file(
+                f"{job.job_name}.o{subjob.group(1)}.{subjob.group(2)}" if subjob else f"{job.job_name}.o{sequence}"
+            )
+        ]

@@ -6,17 +6,19 @@ import dataclasses
 import re
 import shutil
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
-from ..cluster import GPUJobQueueCluster
 from ..errors import SubmissionError, ValidationError
-from ..job import CommandFailed, GPUJob
+from ..hand_written_gpu_parsers import HandWrittenGPUs, own_line, written_count
+from ..job_commands import CommandFailed, run_command
 from ..job_status import JobStatus, run_query, unlisted
 from ..keywords import TEXT, Keyword
+from ..launchers import LAUNCHER_OBJECTS
+from ..limits import MAX_GPUS_PER_NODE
 from ..request import JobRequest
 from ..validation import given_or, matching
 from ..workers import WorkerLaunch
-from . import register
+from .base import BatchSystem
 
 GPU_CONSUMABLES = ("slot", "job")
 _COMPLEX = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
@@ -65,13 +67,9 @@ class SGEOptions:
         """Parse the Grid Engine keywords of resolved settings."""
         get = settings.get
 
-        def complex_name(name):
-            value = get(name)
-            return (
-                None
-                if value is None
-                else matching(name, value, _COMPLEX, "a Grid Engine complex name (letters, digits, _)")
-            )
+        def complex_name(name: str) -> str | None:
+            value, form = get(name), "a Grid Engine complex name (letters, digits, _)"
+            return None if value is None else matching(name, value, _COMPLEX, form)
 
         resource_type = complex_name("resource_type")
         if request.gpu_request == "resource-type" and resource_type is None:
@@ -103,13 +101,11 @@ class SGEOptions:
             if value % slots:
                 raise ValidationError(
                     "cores",
-                    (
-                        f"Grid Engine counts a YES consumable per slot, so -pe {parallel_environment} {slots} -l "
-                        f"{get('gpu_complex') or 'gpu'}=N asks for {slots}N GPUs and {value} GPUs cannot be "
-                        f"spread over {slots} slots; ask for a number of cores that divides {value} "
-                        "(cores=gpus_per_node gives one GPU per slot), or set gpu_consumable='job' if the site's "
-                        "complex is a JOB consumable"
-                    ),
+                    f"Grid Engine counts a YES consumable per slot, so -pe {parallel_environment} {slots} -l "
+                    f"{get('gpu_complex') or 'gpu'}=N asks for {slots}N GPUs and {value} GPUs cannot be "
+                    f"spread over {slots} slots; ask for a number of cores that divides {value} "
+                    "(cores=gpus_per_node gives one GPU per slot), or set gpu_consumable='job' if the site's "
+                    "complex is a JOB consumable",
                 )
             value //= slots
         return cls(
@@ -185,101 +181,45 @@ def expand_task_ranges(text: str) -> list[int]:
     return tasks
 
 
-class SGEGPUJob(GPUJob):
-    """A Grid Engine job of GPU workers, submitted with ``qsub`` and cancelled with ``qdel``."""
-
-    batch = "sge"
-    directive_prefix = "#$"
-    # The header lines that set the walltime, which job_directives_skip must leave (or an extra directive give).
-    walltime_directives = ("#$ -l h_rt",)
-    submit_command = "qsub"
-    status_command = "qstat"
-    cancel_command = "qdel"
-    optional_commands = ("qacct",)
-    job_id_variable = "JOB_ID"  # set inside a job; a name common enough that SGE_ROOT must be set too
-    job_also_sets = ("SGE_ROOT",)
-    config_name = "sge"
-    job_id_regexp = r"Your job(?:-array)? (?P<job_id>\d+)"
-    # qsub's refusal past max_u_jobs (SGE 8.1.9: "Unable to run job: job rejected: only 1 jobs are allowed per user
-    # (current job count: 1)"; other releases capitalise it): the cluster holds the jobs (user_limits.py).
-    user_limit_refusals = (r"(?i)\bonly \d+ jobs are allowed per user",)
-    array_task_variable = "SGE_TASK_ID"
-    array_size_limit = 75000  # max_aj_tasks' default
-
-    @classmethod
-    def installed_version(cls, first_line: Callable[[list[str]], str | None]) -> str | None:
-        """This machine's Grid Engine as ``gpujobqueue check`` reports it, or None where its commands are
-        missing or are another batch system's; ``first_line`` runs a command and gives its first line."""
-        if not shutil.which("qstat"):
-            return None
-        # Grid Engine has no --version and prints its usage, headed "SGE 8.1.9" (PBS answers with its version).
-        line = first_line(["qstat", "--version"]) or ""
-        return line if re.match(r"(SGE|GE|OGS|UGE|AGE|Univa|Son of Grid Engine)\b", line) else None
-
-    @classmethod
-    def array_element_id(cls, array_id: str, index: int) -> str:
-        return f"{array_id}.{index}"  # as qdel and qacct -t take it, and as the log is named
-
-    @classmethod
-    def query_command(cls, job_ids: list[str], jobs: list[GPUJob]) -> list[str]:
-        return ["qstat", "-u", "*"]  # pending and running jobs; `qstat -j` has no state
-
-    @classmethod
-    def interpret_statuses(cls, job_ids: list[str], code: int, out: str, err: str) -> dict[str, JobStatus] | None:
-        if code != 0:
-            return None
-        listed = {}
-        # job-ID  prior  name  user  state  submit/start at  [queue]  slots  [ja-task-ID]: a
-        # finished job is not listed; an array's running tasks have a line each, its pending
-        # ones share a line with their ranges (1-4:1).
-        for fields in (line.split() for line in out.splitlines()):
-            if len(fields) > 4 and fields[0].isdigit():
-                state = fields[4]
-                queue = fields[7] if len(fields) > 8 and "@" in fields[7] else None
-                tasks_column = 9 if queue else 8
-                # An error state (Eqw) never runs: the job is as good as ended, though listed.
-                status = JobStatus(
-                    fields[0],
-                    state,
-                    ended="E" in state,
-                    reason="error state: qstat -j shows why" if "E" in state else None,
-                    nodes=queue.split("@", 1)[1] if queue else None,
-                )
-                if len(fields) > tasks_column:
-                    for task in expand_task_ranges(fields[tasks_column]):
-                        listed[f"{fields[0]}.{task}"] = dataclasses.replace(status, job_id=f"{fields[0]}.{task}")
-                else:
-                    listed[fields[0]] = status
-        return {job_id: listed.get(job_id) or unlisted(job_id) for job_id in job_ids}
-
-    async def query_exit_code(self) -> int | None:
-        # Accounting has it once qmaster has flushed it (reporting_params flush_time, 15 s by default).
-        job, _, task = str(self.job_id).partition(".")
-        code, out, _ = await run_query(["qacct", "-j", job, *(["-t", task] if task else [])])
-        match = re.search(r"^exit_status\s+(\d+)", out, re.MULTILINE) if code == 0 else None
-        return int(match.group(1)) if match else None
-
-    def log_paths(self) -> list[str]:
-        # -cwd -j y: <job name>.o<id> in -o's directory or the submit directory
-        return [self._log_file(f"{self.job_name}.o{self.job_id}")]
-
-    async def _submit_job(self, script_filename: str) -> str:
-        try:
-            return await super()._submit_job(script_filename)
-        except SubmissionError as error:
-            if "no suitable queues" not in str(error):
-                raise
-            # `-w e` says only "no suitable queues"; `-w v` submits nothing and says why.
-            try:
-                explanation = await self._call([self.submit_command, "-w", "v", script_filename])
-            except CommandFailed as verification:  # -w v writes its reasons on either stream
-                explanation = "\n".join(text.strip() for text in (verification.out, verification.err) if text.strip())
-            raise SubmissionError(f"{error}\nqsub -w v explains:\n{explanation.strip()}") from None
+def _sge_resources(
+    field_name: str, text: str, value: str, names: tuple[str, ...]
+) -> tuple[int, str, str | None] | None:
+    """The GPU count of a Grid Engine ``-l`` value, the complex's name, and the other resources."""
+    resources = value.split(",")
+    gpus = [r for r in resources if r.partition("=")[0] in names]
+    if not gpus:
+        return None
+    if len(gpus) > 1:
+        raise ValidationError(field_name, f"{text!r} asks for GPUs twice; give one")
+    name, _, count = gpus[0].partition("=")
+    others = [r for r in resources if r is not gpus[0]]
+    return written_count(field_name, text, count, "GPUs", MAX_GPUS_PER_NODE), name, ",".join(others) or None
 
 
-@register
-class SGEGPUCluster(GPUJobQueueCluster):
-    __doc__ = """A Dask cluster of GPU workers submitted to Grid Engine (SGE, Son of Grid Engine, Altair/Univa).
+def parse_hand_written_gpus(
+    field_name: str, text: str, nodes: int, *, names: tuple[str, ...] = ("gpu", "gpus")
+) -> HandWrittenGPUs | None:
+    """``-l gpu=G`` (or the site's GPU complex, or ``gpus``), alone or among other resources."""
+    match = re.search(r"(?<![\w-])-l\s+(\S+)", text)
+    found = _sge_resources(field_name, text, match.group(1), names) if match else None
+    if found is None:
+        return None
+    own_line(field_name, text, "-l", match)
+    count, name, others = found
+    rest = f"-l {others}" if others else None
+    return HandWrittenGPUs(field_name, text, count, None, "complex", rest=rest, defaults={"gpu_complex": name})
+
+
+def parse_resource_spec_gpus(text: str, names: tuple[str, ...]) -> HandWrittenGPUs | None:
+    """A GPU complex among ``resource_spec``'s resources (``gpu=2,h_vmem=8G``)."""
+    found = _sge_resources("resource_spec", text, text, names)
+    if found is None:
+        return None
+    count, name, others = found
+    return HandWrittenGPUs("resource_spec", text, count, None, "complex", rest=others, defaults={"gpu_complex": name})
+
+
+CLUSTER_DOC = """A Dask cluster of GPU workers submitted to Grid Engine (SGE, Son of Grid Engine, Altair/Univa).
 
     Takes every keyword of :class:`dask_jobqueue.SGECluster` with the same meaning
     (``project`` is ``-P``, ``resource_spec`` an extra ``-l``), and the GPU keywords of
@@ -326,8 +266,33 @@ class SGEGPUCluster(GPUJobQueueCluster):
     >>> cluster = SGEGPUCluster(gpus_per_node=2, queue="gpu.q", parallel_environment="smp", walltime="01:00:00")
     >>> cluster.scale(gpus=4)  # two 2-GPU jobs
     """
-    job_cls = SGEGPUJob
-    batch_keywords = (
+
+
+def _gpu_complex_names(settings: Mapping[str, Any]) -> tuple[str, ...]:
+    """The complexes a hand-written line may count GPUs in: the site's (or given) one, ``gpu``, ``gpus``."""
+    return tuple(dict.fromkeys([str(settings.get("gpu_complex") or "gpu"), "gpu", "gpus"]))
+
+
+class SGE(BatchSystem):
+    """Grid Engine: jobs submitted with ``qsub``, watched with ``qstat``, cancelled with ``qdel``."""
+
+    name = "sge"
+    cluster_doc = CLUSTER_DOC
+    directive_prefix = "#$"
+    walltime_directives = ("#$ -l h_rt",)
+    submit_command = "qsub"
+    status_command = "qstat"
+    cancel_command = "qdel"
+    optional_commands = ("qacct",)
+    job_id_variable = "JOB_ID"  # a name common enough that SGE_ROOT must be set too
+    job_also_sets = ("SGE_ROOT",)
+    job_id_regexp = r"Your job(?:-array)? (?P<job_id>\d+)"
+    # qsub's refusal past max_u_jobs (SGE 8.1.9: "Unable to run job: job rejected: only 1 jobs are allowed per user
+    # (current job count: 1)"; other releases capitalise it): the cluster holds the jobs (user_limits.py).
+    user_limit_refusals = (r"(?i)\bonly \d+ jobs are allowed per user",)
+    array_task_variable = "SGE_TASK_ID"
+    array_size_limit = 75000  # max_aj_tasks' default
+    keywords = (
         Keyword("gpu_complex", TEXT, "Grid Engine's GPU complex (gpu)."),
         Keyword("gpu_consumable", TEXT, "How the GPU complex is counted: slot or job."),
         Keyword("resource_type", TEXT, "Grid Engine resource type of whole nodes (ABCI rt_F)."),
@@ -339,12 +304,13 @@ class SGEGPUCluster(GPUJobQueueCluster):
         ),
         Keyword("resource_spec", TEXT, "Grid Engine -l resources as written, as dask-jobqueue's resource_spec."),
     )
-    batch_synonyms = {"project": "account"}
+    synonyms = {"project": "account"}
     gpu_request_styles = ("complex", "resource-type", "none")
+    whole_node_styles = ("resource-type",)
+    site_enums = {"gpu_request.consumable": GPU_CONSUMABLES}
     # -P: the project (dask-jobqueue's); -A: the account string; -g: TSUBAME's group, which it charges
     account_flags = ("-P", "-A", "-g")
-    # The launchers that start one task per node of its jobs (the site schema and keywords accept these).
-    launchers = ("mpiexec-openmpi", "mpiexec-mpich", "qrsh-inherit")
+    launchers = tuple(LAUNCHER_OBJECTS[name] for name in ("mpiexec-openmpi", "mpiexec-mpich", "qrsh-inherit"))
     # A job of several nodes that names no launcher (nor its site): qrsh -inherit, tasks of the job's
     # parallel environment (which needs control_slaves TRUE).
     native_launcher = "qrsh-inherit"
@@ -353,8 +319,6 @@ class SGEGPUCluster(GPUJobQueueCluster):
     def site_settings(
         cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any], directives: Mapping[str, Any]
     ) -> dict[str, Any]:
-        """This batch system's keywords from a site's queue ``entry``, its ``gpu_request`` and ``directives``
-        (the queue's over the site's); None values are dropped by the caller."""
         return {
             "gpu_complex": gpu.get("complex"),
             "gpu_consumable": gpu.get("consumable"),
@@ -364,17 +328,22 @@ class SGEGPUCluster(GPUJobQueueCluster):
         }
 
     @classmethod
-    def _apply_batch_defaults(cls, settings: dict[str, Any]) -> None:
+    def apply_defaults(cls, settings: dict[str, Any]) -> None:
         if settings.get("allocation_variable") is None and (settings.get("gpu_request") or "complex") == "complex":
             settings["allocation_variable"] = f"SGE_HGR_{settings.get('gpu_complex') or 'gpu'}"
 
     @classmethod
-    def _parse_batch_options(cls, settings: dict[str, Any], request: JobRequest) -> SGEOptions:
+    def parse_options(cls, settings: Mapping[str, Any], request: JobRequest) -> SGEOptions:
         return SGEOptions.from_settings(settings, request)
 
     @classmethod
-    def _check_launch(cls, request: JobRequest, launch: WorkerLaunch) -> None:
-        super()._check_launch(request, launch)
+    def cpu_job_options(cls, options: SGEOptions, *, qos: str | None, constraint: str | None) -> SGEOptions:
+        # resource_spec is the GPU jobs' whole resource line
+        return dataclasses.replace(options, resource_spec=None) if options.resource_spec else options
+
+    @classmethod
+    def check_launch(cls, request: JobRequest, launch: WorkerLaunch) -> None:
+        super().check_launch(request, launch)
         if launch.launcher == "qrsh-inherit" and request.options.parallel_environment is None:
             raise ValidationError(
                 "parallel_environment",
@@ -382,3 +351,98 @@ class SGEGPUCluster(GPUJobQueueCluster):
                 "parallel environment (parallel_environment='mpi'; one whose control_slaves is TRUE), "
                 "or a launcher such as mpiexec-openmpi",
             )
+
+    @classmethod
+    def parse_gpu_directive(
+        cls, field_name: str, text: str, nodes: int, settings: Mapping[str, Any]
+    ) -> HandWrittenGPUs | None:
+        return parse_hand_written_gpus(field_name, text, nodes, names=_gpu_complex_names(settings))
+
+    @classmethod
+    def parse_gpu_resource_spec(cls, text: str, settings: Mapping[str, Any]) -> HandWrittenGPUs | None:
+        return parse_resource_spec_gpus(text, _gpu_complex_names(settings))
+
+    @classmethod
+    def gpu_line(cls, style: str, count: int, settings: Mapping[str, Any]) -> str | None:
+        return f"-l {settings.get('gpu_complex') or 'gpu'}={count}" if style == "complex" else None
+
+    @classmethod
+    def check_hand_written(cls, found: HandWrittenGPUs, settings: Mapping[str, Any]) -> None:
+        if settings.get("parallel_environment") and (settings.get("gpu_consumable") or "slot") == "slot":
+            raise ValidationError(
+                found.field,
+                f"{found.describe()}: with parallel_environment={settings['parallel_environment']!r} "
+                "Grid Engine counts the GPU complex per slot; give gpus_per_node (the job's "
+                "GPUs) instead of the directive",
+            )
+
+    @classmethod
+    def installed_version(cls, first_line: Callable[[list[str]], str | None]) -> str | None:
+        if not shutil.which("qstat"):
+            return None
+        # Grid Engine has no --version and prints its usage, headed "SGE 8.1.9" (PBS answers with its version).
+        line = first_line(["qstat", "--version"]) or ""
+        return line if re.match(r"(SGE|GE|OGS|UGE|AGE|Univa|Son of Grid Engine)\b", line) else None
+
+    @classmethod
+    def array_element_id(cls, array_id: str, index: int) -> str:
+        return f"{array_id}.{index}"  # as qdel and qacct -t take it, and as the log is named
+
+    @classmethod
+    def query_command(cls, job_ids: list[str], jobs: Sequence[Any]) -> list[str]:
+        return ["qstat", "-u", "*"]  # pending and running jobs; `qstat -j` has no state
+
+    @classmethod
+    def interpret_statuses(cls, job_ids: list[str], code: int, out: str, err: str) -> dict[str, JobStatus] | None:
+        if code != 0:
+            return None
+        listed = {}
+        # job-ID  prior  name  user  state  submit/start at  [queue]  slots  [ja-task-ID]: a
+        # finished job is not listed; an array's running tasks have a line each, its pending
+        # ones share a line with their ranges (1-4:1).
+        for fields in (line.split() for line in out.splitlines()):
+            if len(fields) > 4 and fields[0].isdigit():
+                state = fields[4]
+                queue = fields[7] if len(fields) > 8 and "@" in fields[7] else None
+                tasks_column = 9 if queue else 8
+                # An error state (Eqw) never runs: the job is as good as ended, though listed.
+                status = JobStatus(
+                    fields[0],
+                    state,
+                    ended="E" in state,
+                    reason="error state: qstat -j shows why" if "E" in state else None,
+                    nodes=queue.split("@", 1)[1] if queue else None,
+                )
+                if len(fields) > tasks_column:
+                    for task in expand_task_ranges(fields[tasks_column]):
+                        listed[f"{fields[0]}.{task}"] = dataclasses.replace(status, job_id=f"{fields[0]}.{task}")
+                else:
+                    listed[fields[0]] = status
+        return {job_id: listed.get(job_id) or unlisted(job_id) for job_id in job_ids}
+
+    @classmethod
+    async def query_exit_code(cls, job: Any) -> int | None:
+        # Accounting has it once qmaster has flushed it (reporting_params flush_time, 15 s by default).
+        job_id, _, task = str(job.job_id).partition(".")
+        code, out, _ = await run_query(["qacct", "-j", job_id, *(["-t", task] if task else [])])
+        match = re.search(r"^exit_status\s+(\d+)", out, re.MULTILINE) if code == 0 else None
+        return int(match.group(1)) if match else None
+
+    @classmethod
+    def log_paths(cls, job: Any) -> list[str]:
+        # -cwd -j y: <job name>.o<id> in -o's directory or the submit directory
+        return [job.log_file(f"{job.job_name}.o{job.job_id}")]
+
+    @classmethod
+    async def submit_script(cls, job: Any, path: str) -> str:
+        try:
+            return await super().submit_script(job, path)
+        except SubmissionError as error:
+            if "no suitable queues" not in str(error):
+                raise
+            # `-w e` says only "no suitable queues"; `-w v` submits nothing and says why.
+            try:
+                explanation = await run_command([cls.submit_command, "-w", "v", path])
+            except CommandFailed as verification:  # -w v writes its reasons on either stream
+                explanation = "\n".join(text.strip() for text in (verification.out, verification.err) if text.strip())
+            raise SubmissionError(f"{error}\nqsub -w v explains:\n{explanation.strip()}") from None

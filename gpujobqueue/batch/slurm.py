@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import shutil
-from typing import Any, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
 
-from ..cluster import GPUJobQueueCluster
-from ..job import GPUJob
+from ..errors import ValidationError
+from ..hand_written_gpu_parsers import HandWrittenGPUs, own_line, written_count
 from ..job_status import JobStatus, run_query, unlisted
 from ..keywords import INT, TEXT, Keyword
-from . import register
+from ..launchers import LAUNCHER_OBJECTS
+from ..limits import MAX_GPUS_PER_NODE
+from ..request import JobRequest
+from ..validation import parse_constraint, parse_slurm_memory_text, parse_word
+from .base import BatchSystem
 
 
 def format_slurm_memory(nbytes: int) -> str:
@@ -20,29 +26,131 @@ def format_slurm_memory(nbytes: int) -> str:
     return f"{mebibytes // 1024}G" if mebibytes % 1024 == 0 else f"{mebibytes}M"
 
 
-def clusters_options(jobs: list[GPUJob]) -> list[str]:
+@dataclass(frozen=True)
+class SLURMOptions:
+    """SLURM's own settings of a job.
+
+    Parameters
+    ----------
+    qos : str or None
+        ``--qos``.
+    constraint : str or None
+        ``--constraint`` (node features, ``gpu&hbm80g``).
+    job_mem : str or None
+        dask-jobqueue's raw ``--mem`` value, when given instead of ``memory``.
+    clusters : str or None
+        ``--clusters``: the one of SLURM's clusters the jobs go to (a site's ``clusters``).
+    """
+
+    qos: str | None = None
+    constraint: str | None = None
+    job_mem: str | None = None
+    clusters: str | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> "SLURMOptions":
+        """Parse the SLURM keywords of resolved settings."""
+
+        def optional(name: str, parser: Callable[[str, Any], str]) -> str | None:
+            value = settings.get(name)
+            return None if value is None else parser(name, value)
+
+        return cls(
+            qos=optional("qos", parse_word),
+            constraint=optional("constraint", parse_constraint),
+            job_mem=optional("job_mem", parse_slurm_memory_text),
+        )
+
+
+def clusters_options(jobs: Sequence[Any]) -> list[str]:
     """``--clusters=NAME`` for jobs sent to another of SLURM's clusters (a site's ``clusters``), else nothing."""
-    names = sorted({job.request.clusters for job in jobs if getattr(job, "request", None) and job.request.clusters})
+    names = sorted({job.request.options.clusters for job in jobs if job.request.options.clusters})
     return [f"--clusters={','.join(names)}"] if names else []
 
 
-class SLURMGPUJob(GPUJob):
-    """A SLURM job of GPU workers, submitted with ``sbatch`` and cancelled with ``scancel``."""
+_SLURM_OPTION = re.compile(r"(?<![\w-])(--gres|--gpus-per-node|--gpus-per-task|--gpus|-G)(?:=|\s+|(?<=-G)(?=\d))(\S+)")
 
-    batch = "slurm"
+
+def parse_hand_written_gpus(field_name: str, text: str, nodes: int) -> HandWrittenGPUs | None:
+    """``--gres=gpu[:type][:N]``, ``--gpus=[type:]N`` (per job), ``-G N``, ``--gpus-per-node``,
+    ``--gpus-per-task`` (per node: gpujobqueue's jobs run one task per node)."""
+    match = _SLURM_OPTION.search(text)
+    if match is None:
+        return None
+    option, value = match.groups()
+    if option == "--gres":
+        entries = value.split(",")
+        gpus = [entry for entry in entries if entry == "gpu" or entry.startswith("gpu:")]
+        if not gpus:
+            return None
+        own_line(field_name, text, option, match)
+        if len(gpus) > 1:
+            raise ValidationError(field_name, f"{text!r} asks for GPUs twice; give one gpu entry")
+        parts = gpus[0].split(":")[1:]
+        if len(parts) > 2:
+            raise ValidationError(field_name, f"{text!r}: gpujobqueue reads gpu, gpu:N and gpu:TYPE:N")
+        count = (
+            written_count(field_name, text, parts[-1], "GPUs per node", MAX_GPUS_PER_NODE)
+            if parts and parts[-1].isdigit()
+            else 1
+        )
+        kind = parts[0] if parts and not parts[0].isdigit() else None
+        others = [entry for entry in entries if entry is not gpus[0]]
+        rest = f"--gres={','.join(others)}" if others else None
+        return HandWrittenGPUs(field_name, text, count, kind, "gres", rest=rest)
+    own_line(field_name, text, option, match)
+    kind, _, written = value.rpartition(":")  # [type:]count
+    kind, count = kind or None, written_count(field_name, text, written)
+    if option in ("--gpus", "-G"):  # GPUs of the whole job
+        if count % nodes:
+            raise ValidationError(
+                field_name,
+                f"{text!r} asks for {count} GPUs per job, which {nodes} nodes "
+                "cannot share evenly; give --gpus-per-node or gpus_per_node",
+            )
+        count //= nodes
+    return HandWrittenGPUs(field_name, text, count, kind, "gpus-per-node")
+
+
+class SLURM(BatchSystem):
+    """SLURM: jobs submitted with ``sbatch``, watched with ``squeue``, cancelled with ``scancel``."""
+
+    name = "slurm"
+    cluster_doc = """A Dask cluster of GPU workers submitted to SLURM.
+
+    Takes every keyword of :class:`dask_jobqueue.SLURMCluster` with the same meaning, and
+    the GPU keywords of :class:`~gpujobqueue.cluster.GPUJobQueueCluster`.
+
+    Parameters
+    ----------
+    qos : str
+        ``--qos``.
+    constraint : str
+        ``--constraint``, e.g. ``gpu`` or ``a100&hbm80g``.
+    partition : str
+        A synonym of ``queue`` (``--partition``).
+    job_cpu : int
+        dask-jobqueue's ``--cpus-per-task``: the job's cores, instead of ``cores``.
+    job_mem : str
+        dask-jobqueue's raw ``--mem`` value (``10G``, ``4000``), instead of ``memory``.
+
+    Examples
+    --------
+    >>> cluster = SLURMGPUCluster(gpus_per_node=4, queue="gpu", account="m1234", walltime="01:00:00")
+    >>> cluster.scale(gpus=8)  # two 4-GPU jobs, eight CUDA workers
+    """
     directive_prefix = "#SBATCH"
-    # The header lines that set the walltime, which job_directives_skip must leave (or an extra directive give).
+    template_filters = {"slurm_memory": format_slurm_memory}  # used by slurm.sh.j2
     walltime_directives = ("#SBATCH --time", "#SBATCH -t")
     submit_command = "sbatch"
     status_command = "squeue"
     cancel_command = "scancel"
     optional_commands = ("sacct", "scontrol")  # exit codes of ended jobs
-    job_id_variable = "SLURM_JOB_ID"  # set inside a job
-    config_name = "slurm"
+    job_id_variable = "SLURM_JOB_ID"
     job_id_regexp = r"Submitted batch job (?P<job_id>\d+)"
     # sbatch's refusals for a per-user job limit (a QoS's MaxSubmitJobsPerUser, an association's
-    # MaxSubmitJobs): the cluster holds the jobs and submits them as its jobs end (user_limits.py).
-    # Not the line after them, "Job violates accounting/QOS policy": sbatch says it for size and time limits too.
+    # MaxSubmitJobs). Not the line after them, "Job violates accounting/QOS policy": sbatch says it for
+    # size and time limits too.
     user_limit_refusals = (r"QOSMaxSubmitJobPerUserLimit", r"AssocMaxSubmitJobLimit")
     ended_states = frozenset(
         {
@@ -83,6 +191,67 @@ class SLURMGPUJob(GPUJob):
     )
     array_task_variable = "SLURM_ARRAY_TASK_ID"
     array_size_limit = 1000  # MaxArraySize's default, 1001, allows indices up to 1000
+    keywords = (
+        Keyword("qos", TEXT, "SLURM quality of service."),
+        Keyword("constraint", TEXT, "SLURM node features (--constraint), e.g. gpu&hbm80g."),
+        Keyword("job_cpu", INT, "SLURM --cpus-per-task as written, as dask-jobqueue's job_cpu."),
+        Keyword("job_mem", TEXT, "SLURM --mem as written, as dask-jobqueue's job_mem."),
+    )
+    synonyms = {"partition": "queue"}
+    # gpus: --gpus=[TYPE:]N for a one-node job (Kestrel's documented form), --gpus-per-node for more nodes
+    gpu_request_styles = ("gpus-per-node", "gres", "gpus", "none")
+    rejectable_gpu_forms = ("gpus-per-task",)  # a form users write by hand (TACC's machines refuse it)
+    account_flags = ("--account",)
+    clusters_option = "--clusters"
+    launchers = tuple(LAUNCHER_OBJECTS[name] for name in ("srun", "ibrun", "mpiexec-openmpi", "mpiexec-mpich"))
+    # A job of several nodes that names no launcher: srun, one task per node of the allocation.
+    native_launcher = "srun"
+
+    @classmethod
+    def parse_options(cls, settings: Mapping[str, Any], request: JobRequest) -> SLURMOptions:
+        return SLURMOptions.from_settings(settings)
+
+    @classmethod
+    def site_settings(
+        cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any], directives: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        return {"qos": entry.get("qos"), "constraint": entry.get("constraint") or directives.get("constraint")}
+
+    @classmethod
+    def with_site(cls, request: JobRequest, site_data: Mapping[str, Any]) -> JobRequest:
+        return dataclasses.replace(
+            request, options=dataclasses.replace(request.options, clusters=site_data.get("clusters"))
+        )
+
+    @classmethod
+    def cpu_job_options(cls, options: SLURMOptions, *, qos: str | None, constraint: str | None) -> SLURMOptions:
+        return dataclasses.replace(
+            options, qos=qos or options.qos, constraint=constraint or options.constraint, job_mem=None
+        )
+
+    @classmethod
+    def parse_gpu_directive(
+        cls, field_name: str, text: str, nodes: int, settings: Mapping[str, Any]
+    ) -> HandWrittenGPUs | None:
+        return parse_hand_written_gpus(field_name, text, nodes)
+
+    @classmethod
+    def gpu_line(cls, style: str, count: int, settings: Mapping[str, Any]) -> str | None:
+        return {
+            "gpus-per-node": f"--gpus-per-node={count}",
+            "gres": f"--gres=gpu:{count}",
+            "gpus": f"--gpus={count}",
+        }.get(style)
+
+    @classmethod
+    def keep_hand_written(
+        cls, found: HandWrittenGPUs, settings: dict[str, Any], style: str | None, skipped: bool
+    ) -> bool:
+        # sbatch keeps the last --gres it reads: the user's line, with its other resources, is the request
+        if skipped or found.style != "gres" or not found.rest or style not in (None, "gres"):
+            return False
+        settings["gpu_request"] = "none"
+        return True
 
     @classmethod
     def array_element_id(cls, array_id: str, index: int) -> str:
@@ -90,15 +259,13 @@ class SLURMGPUJob(GPUJob):
 
     @classmethod
     def installed_version(cls, first_line: Callable[[list[str]], str | None]) -> str | None:
-        """This machine's SLURM as ``gpujobqueue check`` reports it, or None where its commands are
-        missing or are another batch system's; ``first_line`` runs a command and gives its first line."""
         if not shutil.which("sbatch"):
             return None
         line = first_line(["sbatch", "--version"]) or ""
         return line if re.match(r"slurm \S+$", line) else "slurm"
 
     @classmethod
-    def query_command(cls, job_ids: list[str], jobs: list[GPUJob]) -> list[str]:
+    def query_command(cls, job_ids: list[str], jobs: Sequence[Any]) -> list[str]:
         # --states=all: finished jobs too, for as long as slurmctld keeps them (MinJobAge);
         # --array: one line per array element (A_7), not one per pending array (A_[7-9]).
         # With --clusters squeue heads each cluster's lines with "CLUSTER: name", which has no fields.
@@ -127,16 +294,17 @@ class SLURMGPUJob(GPUJob):
         return {job_id: listed.get(job_id) or unlisted(job_id) for job_id in job_ids}
 
     @classmethod
-    def cancel_commands(cls, jobs: list[GPUJob]) -> list[list[str]]:
+    def cancel_commands(cls, jobs: Sequence[Any]) -> list[list[str]]:
         # scancel finds jobs of another cluster (a site's clusters) only when told which
         commands = super().cancel_commands(jobs)
         return [[command[0], *clusters_options(jobs), *command[1:]] for command in commands]
 
-    async def query_exit_code(self) -> int | None:
-        clusters = clusters_options([self])
-        code, out, _ = await run_query(["scontrol", *clusters, "show", "job", "--oneliner", str(self.job_id)])
+    @classmethod
+    async def query_exit_code(cls, job: Any) -> int | None:
+        clusters = clusters_options([job])
+        code, out, _ = await run_query(["scontrol", *clusters, "show", "job", "--oneliner", str(job.job_id)])
         if code != 0:  # purged from slurmctld: accounting may still know it
-            accounting = ["sacct", *clusters, "--jobs", str(self.job_id), "--noheader", "--parsable2", "--allocations"]
+            accounting = ["sacct", *clusters, "--jobs", str(job.job_id), "--noheader", "--parsable2", "--allocations"]
             code, out, _ = await run_query([*accounting, "--format=ExitCode"])
             match = re.match(r"\s*(\d+):(\d+)", out) if code == 0 else None
         else:
@@ -146,62 +314,11 @@ class SLURMGPUJob(GPUJob):
         status, signal = int(match.group(1)), int(match.group(2))
         return 128 + signal if signal else status
 
-    def log_paths(self) -> list[str]:
-        if self.log_directory:
-            return [
-                self._log_file(f"{self.job_name}-{self.job_id}.out"),
-                self._log_file(f"{self.job_name}-{self.job_id}.err"),
-            ]
-        return [self._log_file(f"slurm-{self.job_id}.out")]
-
-
-@register
-class SLURMGPUCluster(GPUJobQueueCluster):
-    __doc__ = """A Dask cluster of GPU workers submitted to SLURM.
-
-    Takes every keyword of :class:`dask_jobqueue.SLURMCluster` with the same meaning, and
-    the GPU keywords of :class:`~gpujobqueue.cluster.GPUJobQueueCluster`.
-
-    Parameters
-    ----------
-    qos : str
-        ``--qos``.
-    constraint : str
-        ``--constraint``, e.g. ``gpu`` or ``a100&hbm80g``.
-    partition : str
-        A synonym of ``queue`` (``--partition``).
-    job_cpu : int
-        dask-jobqueue's ``--cpus-per-task``: the job's cores, instead of ``cores``.
-    job_mem : str
-        dask-jobqueue's raw ``--mem`` value (``10G``, ``4000``), instead of ``memory``.
-
-    Examples
-    --------
-    >>> cluster = SLURMGPUCluster(gpus_per_node=4, queue="gpu", account="m1234", walltime="01:00:00")
-    >>> cluster.scale(gpus=8)  # two 4-GPU jobs, eight CUDA workers
-    """
-    job_cls = SLURMGPUJob
-    batch_keywords = (
-        Keyword("qos", TEXT, "SLURM quality of service."),
-        Keyword("constraint", TEXT, "SLURM node features (--constraint), e.g. gpu&hbm80g."),
-        Keyword("job_cpu", INT, "SLURM --cpus-per-task as written, as dask-jobqueue's job_cpu."),
-        Keyword("job_mem", TEXT, "SLURM --mem as written, as dask-jobqueue's job_mem."),
-    )
-    batch_synonyms = {"partition": "queue"}
-    # gpus: --gpus=[TYPE:]N for a one-node job (Kestrel's documented form), --gpus-per-node for more nodes
-    gpu_request_styles = ("gpus-per-node", "gres", "gpus", "none")
-    account_flags = ("--account",)
-    clusters_option = "--clusters"
-    # The launchers that start one task per node of its jobs (the site schema and keywords accept these).
-    launchers = ("srun", "ibrun", "mpiexec-openmpi", "mpiexec-mpich")
-    # A job of several nodes that names no launcher: srun, one task per node of the allocation.
-    native_launcher = "srun"
-    template_filters = {"slurm_memory": format_slurm_memory}  # used by slurm.sh.j2
-
     @classmethod
-    def site_settings(
-        cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any], directives: Mapping[str, Any]
-    ) -> dict[str, Any]:
-        """This batch system's keywords from a site's queue ``entry``, its ``gpu_request`` and ``directives``
-        (the queue's over the site's); None values are dropped by the caller."""
-        return {"qos": entry.get("qos"), "constraint": entry.get("constraint") or directives.get("constraint")}
+    def log_paths(cls, job: Any) -> list[str]:
+        if job.log_directory:
+            return [
+                job.log_file(f"{job.job_name}-{job.job_id}.out"),
+                job.log_file(f"{job.job_name}-{job.job_id}.err"),
+            ]
+        return [job.log_file(f"slurm-{job.job_id}.out")]

@@ -136,11 +136,12 @@ def gather_facts(
 
 def _scheduler_placement(batch: str, protocol: str | None) -> str | None:
     """Where a cluster made here would run its scheduler (``gpujobqueue.<batch>.scheduler``)."""
+    from ..batch import batch_system
     from ..config import configured
     from ..scheduler_job import parse_scheduler_placement
 
     try:
-        return parse_scheduler_placement(configured(batch, "scheduler"), batch, protocol)
+        return parse_scheduler_placement(configured(batch, "scheduler"), batch_system(batch).runs_jobs_here, protocol)
     except GPUJobQueueError:
         return None
 

@@ -7,8 +7,9 @@ import os
 import re
 from dataclasses import dataclass
 
-from ..batch import cluster_class
+from ..batch import batch_system
 from ..install import cuda_major, install_line
+from ..scheduler_job import SCHEDULER_HERE
 from .facts import MachineFacts
 from .probes import commands, optional_commands, runs_jobs_here, submitting
 
@@ -287,7 +288,7 @@ def _network_findings(facts: MachineFacts) -> list[Finding]:
                 fix,
             )
         )
-    elif facts.scheduler_placement == "local":
+    elif facts.scheduler_placement == SCHEDULER_HERE:
         # The workers' interface is on the compute nodes; the scheduler's is here, on the login node.
         first = choices.split(", ")[0]
         where = f"a {facts.site} login node" if facts.site else "the site's login node"
@@ -356,6 +357,6 @@ def _batch_findings(facts: MachineFacts) -> list[Finding]:
         if facts.batch_commands.get(c)
     ]
     version = f"{facts.batch_versions[facts.batch]}: " if facts.batch in facts.batch_versions else ""
-    job_id = os.environ.get(cluster_class(facts.job_of).job_cls.job_id_variable, "") if facts.job_of else ""
+    job_id = os.environ.get(batch_system(facts.job_of).job_id_variable, "") if facts.job_of else ""
     inside = f"; inside {facts.job_of} job {job_id}" if facts.job_of else ""
     return [Finding("ok", "batch commands", version + "; ".join(found) + inside)]

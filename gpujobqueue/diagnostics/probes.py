@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..batch import BATCH_SYSTEMS, cluster_class
+from ..batch import batch_system, batch_systems
 
 PACKAGES = (
     "dask",
@@ -57,23 +57,23 @@ class Package:
 
 def runs_jobs_here(batch: str) -> bool:
     """Whether the batch system runs its jobs on this host, needing no batch commands (the local one)."""
-    return getattr(cluster_class(batch).job_cls, "runs_jobs_here", False)
+    return batch_system(batch).runs_jobs_here
 
 
 def submitting() -> list[str]:
     """The batch systems that submit to a batch server, in the registry's order."""
-    return [batch for batch in BATCH_SYSTEMS if not runs_jobs_here(batch)]
+    return [name for name, system in batch_systems().items() if not system.runs_jobs_here]
 
 
 def commands(batch: str) -> tuple[str, ...]:
     """The commands a batch system's clusters submit, watch and cancel with."""
-    job = cluster_class(batch).job_cls
-    return (job.submit_command, job.status_command, job.cancel_command)
+    system = batch_system(batch)
+    return (system.submit_command, system.status_command, system.cancel_command)
 
 
 def optional_commands(batch: str) -> tuple[str, ...]:
     """Commands its clusters use where present (a finished job's exit code)."""
-    return getattr(cluster_class(batch).job_cls, "optional_commands", ())
+    return batch_system(batch).optional_commands
 
 
 def package(name: str) -> Package:
@@ -146,7 +146,7 @@ def batch_versions() -> dict[str, str]:
             answers[tuple(command)] = _first_line(command)
         return answers[tuple(command)]
 
-    versions = {batch: cluster_class(batch).job_cls.installed_version(first_line) for batch in submitting()}
+    versions = {batch: batch_system(batch).installed_version(first_line) for batch in submitting()}
     return {batch: version for batch, version in versions.items() if version is not None}
 
 
@@ -170,7 +170,7 @@ def interfaces() -> dict[str, list[str]]:
 def job_of() -> str | None:
     """The batch system whose job this runs in (its job variables are set), or None."""
     for batch in submitting():
-        job = cluster_class(batch).job_cls
-        if all(os.environ.get(variable) for variable in (job.job_id_variable, *getattr(job, "job_also_sets", ()))):
+        system = batch_system(batch)
+        if all(os.environ.get(variable) for variable in (system.job_id_variable, *system.job_also_sets)):
             return batch
     return None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import warnings
 
-from ..batch import cluster_class
+from ..batch import batch_system
 from ..errors import GPUJobQueueError
 from . import routing
 from .errors import SiteConfigError
@@ -18,8 +18,11 @@ def site_problems(target: "str | os.PathLike[str]") -> list[str]:
     """What is wrong with a site (a name or a file), each as ``file:line: key: problem``; empty if nothing.
 
     Beyond the file's own checks, each of its queues' settings is parsed as a cluster parses
-    them, so a site that passes here is not refused when used.
+    them (:func:`~gpujobqueue.plan.make_plan`, imported here: the plan reads the sites), so a site that
+    passes here is not refused when used.
     """
+    from ..plan import make_plan
+
     try:
         site = load_site(target)
     except SiteConfigError as error:
@@ -37,7 +40,7 @@ def site_problems(target: "str | os.PathLike[str]") -> list[str]:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RetiredSiteWarning)  # checking a retired site's file is not using it
-                cluster_class(site.scheduler).parse_keywords(keywords)
+                make_plan(batch_system(site.scheduler), keywords)
         except SiteConfigError as error:
             if not error.key.startswith("account."):  # the account is the user's to give
                 problems.append(str(error))

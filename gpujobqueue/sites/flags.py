@@ -1,7 +1,8 @@
 """Site facts that change how a job is written, over the request its keywords made
 (:func:`apply_site_flags`): the option that names the account where the site's differs from the
-batch system's (ABCI's ``-P``, TSUBAME's ``-g``), no memory request where the scheduler refuses one
-(TACC's machines), and the batch system's cluster the jobs go to (wICE's ``--clusters=wice``)."""
+batch system's (ABCI's ``-P``, TSUBAME's ``-g``) and no memory request where the scheduler refuses one
+(TACC's machines). The batch system's own (SLURM's cluster the jobs go to, wICE's ``--clusters=wice``)
+are its ``with_site`` (:class:`~gpujobqueue.batch.base.BatchSystem`)."""
 
 from __future__ import annotations
 
@@ -56,5 +57,5 @@ def apply_site_flags(site: Site, queue: str | None, request: JobRequest, explici
                 "memory, and the workers size themselves by their share of it",
             )
         # The site's own memory_per_gpu still sized the workers (the launch); the header asks for none.
-        request = dataclasses.replace(request, memory_per_node=None, job_mem=None)
-    return dataclasses.replace(request, account_flag=data.get("account", {}).get("flag"), clusters=data.get("clusters"))
+        request = dataclasses.replace(request, memory_per_node=None)
+    return dataclasses.replace(request, account_flag=data.get("account", {}).get("flag"))

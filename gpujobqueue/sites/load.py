@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..batch import BATCH_SYSTEMS, cluster_class
+from ..batch import batch_systems
 from ..request import ValidationError, parse_environment, parse_job_path, parse_lines, parse_walltime
 from . import routing
 from .charges import charge_errors
@@ -73,9 +73,9 @@ def _semantic_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[Sit
         error(("name",), f"{data.get('name')!r} must be the file's name without .yaml ({stem!r})")
     scheduler = data.get("scheduler")
     style = data.get("gpu_request", {}).get("style")
-    # The schema refuses any other scheduler; a batch system without a site hook (local) has no sites.
-    batch_cls = cluster_class(scheduler) if scheduler in BATCH_SYSTEMS else None
-    if not hasattr(batch_cls, "site_settings"):
+    # The schema refuses any other scheduler, and a batch system that takes no sites (local).
+    batch_cls = batch_systems().get(scheduler) if isinstance(scheduler, str) else None
+    if batch_cls is not None and not batch_cls.takes_sites:
         batch_cls = None
     if batch_cls is not None:
         styles = batch_cls.gpu_request_styles
@@ -136,8 +136,8 @@ def _semantic_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[Sit
     launcher = data.get("launcher", {}).get("name")
     if (launcher == "jsrun") != (style == "csm"):
         error(("launcher", "name"), "jsrun goes with LSF's CSM style (gpu_request.style: csm) and only with it")
-    elif launcher not in (None, "direct", *(batch_cls.launchers if batch_cls else ())):
-        accepted = ", ".join(("direct", *(batch_cls.launchers if batch_cls else ())))
+    elif launcher not in (None, "direct", *(batch_cls.launcher_names() if batch_cls else ())):
+        accepted = ", ".join(("direct", *(batch_cls.launcher_names() if batch_cls else ())))
         error(("launcher", "name"), f"{launcher} does not start tasks on {scheduler} nodes; use one of {accepted}")
     return errors
 

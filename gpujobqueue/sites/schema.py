@@ -1,6 +1,8 @@
 """The site schema (``gpujobqueue/site_schema.yaml``): loading it (whole, and relaxed for override
-files), its top-level keys (and the keys an ``unconfirmed`` line names), and its errors turned into
-site config errors (:class:`~gpujobqueue.sites.SiteConfigError`) naming key and line."""
+files) with the enums of the batch systems registered filled in (the schedulers, their GPU request
+styles, launchers and their own keys' values), its top-level keys (and the keys an ``unconfirmed`` line
+names), and its errors turned into site config errors (:class:`~gpujobqueue.sites.SiteConfigError`)
+naming key and line."""
 
 from __future__ import annotations
 
@@ -12,15 +14,44 @@ from typing import Any
 import jsonschema
 import yaml
 
+from ..batch import batch_systems
 from .errors import SiteConfigError, dotted_key
 
 SCHEMA_FILE = Path(__file__).parent.parent / "site_schema.yaml"
 
 
-@functools.lru_cache(maxsize=1)
 def schemas() -> tuple[dict, dict]:
-    """The full schema, and a copy without required keys (for override files)."""
+    """The full schema, and a copy without required keys (for override files), for the batch systems
+    registered now."""
+    return _schemas(tuple(system for system in batch_systems().values() if system.takes_sites))
+
+
+def registry_enums(systems: tuple) -> dict[tuple[str, ...], list[str]]:
+    """The schema's enums that the batch systems ``systems`` give, by the path of the key they hold."""
+    styles = list(dict.fromkeys(style for system in systems for style in system.gpu_request_styles))
+    forms = [*styles, *dict.fromkeys(form for system in systems for form in system.rejectable_gpu_forms)]
+    launchers = ["direct", *dict.fromkeys(name for system in systems for name in system.launcher_names())]
+    enums = {
+        ("scheduler",): [system.name for system in systems],
+        ("gpu_request", "style"): styles,
+        ("gpu_request", "rejects", "items"): list(dict.fromkeys(forms)),
+        ("launcher", "name"): launchers,
+    }
+    for system in systems:
+        for key, values in system.site_enums.items():
+            path = tuple(key.split("."))
+            enums[path] = list(dict.fromkeys([*enums.get(path, []), *values]))
+    return enums
+
+
+@functools.lru_cache(maxsize=8)
+def _schemas(systems: tuple) -> tuple[dict, dict]:
     full = yaml.safe_load(SCHEMA_FILE.read_text())
+    for path, values in registry_enums(systems).items():
+        node = full
+        for key in path:
+            node = node[key] if key == "items" else node["properties"][key]
+        node["enum"] = values
 
     def drop_required(node):
         if isinstance(node, dict):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..batch import cluster_class
+from ..batch import batch_system
 from .facts import Site
 
 
@@ -53,5 +53,5 @@ def site_settings(site: Site, queue: str | None) -> dict[str, Any]:
     for transport, on in network.get("ucx", {}).items():
         settings[f"enable_{transport}"] = on
     # The batch system's own keywords, read from the site by its module.
-    settings.update(cluster_class(data["scheduler"]).site_settings(entry=entry, gpu=gpu, directives=directives))
+    settings.update(batch_system(data["scheduler"]).site_settings(entry=entry, gpu=gpu, directives=directives))
     return {key: value for key, value in settings.items() if value is not None}
