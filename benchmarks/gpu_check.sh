@@ -28,6 +28,6 @@ echo "== gpujobqueue check (this host: GPUs, network cards, the GPU <-> card map
 python3 -m gpujobqueue.cli check 2>&1 | tee "$out/check.txt"
 # TESTS: the test files to run (default: those that use the GPU or read its topology; the whole
 # suite needs the batch systems' daemons, which this machine has not).
-echo "== pytest ${TESTS:=tests/test_gpu.py tests/test_nic_affinity.py tests/test_demo.py}"
+echo "== pytest ${TESTS:=tests/runtime/test_gpu.py tests/runtime/test_nic_affinity.py tests/cli/test_demo.py}"
 python3 -m pytest -q -p no:logging -m "not slurm and not sge" -rfEs $TESTS >"$out/pytest.txt" 2>&1
 grep -E "^(FAILED|ERROR|SKIPPED)|passed|failed" "$out/pytest.txt"

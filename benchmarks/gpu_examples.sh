@@ -14,8 +14,8 @@ python3 -m gpujobqueue.cli check --protocol ucx | tee "$out/check-ucx.txt"; echo
 python3 -m gpujobqueue.cli check --json > "$out/check.json"
 SLURM_JOB_ID=1 python3 -m gpujobqueue.cli check --site perlmutter > "$out/check-in-a-perlmutter-job.txt"; echo "exit $?" >> "$out/check-in-a-perlmutter-job.txt"
 
-echo "== pytest tests/test_check.py (no batch system here)"
-python3 -m pytest -q -p no:logging -m "not slurm and not sge" tests/test_check.py 2>&1 | tail -5 | tee "$out/pytest-check.txt"
+echo "== pytest tests/cli/test_check.py (no batch system here)"
+python3 -m pytest -q -p no:logging -m "not slurm and not sge" tests/cli/test_check.py 2>&1 | tail -5 | tee "$out/pytest-check.txt"
 
 summary="$out/examples.txt"
 : > "$summary"

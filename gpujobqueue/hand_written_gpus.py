@@ -148,7 +148,7 @@ def adopt(
 
 def _generated_is_skipped(system: Any, style: str, count: int, settings: Mapping[str, Any]) -> bool:
     """Whether ``job_directives_skip`` leaves the generated GPU request out (the user then
-    writes their own, as the multi-node stand-in of tests/test_multi_node.py does)."""
+    writes their own, as the multi-node stand-in of tests/batch/test_multi_node.py does)."""
     generated = system.gpu_line(style, count, settings)
     skip = settings.get("job_directives_skip") or ()
     return generated is not None and any(isinstance(n, str) and n.strip() and n in generated for n in skip)

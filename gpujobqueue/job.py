@@ -85,7 +85,7 @@ class GPUJob(Job):
     is given, it reads the deprecated ``jobqueue.<config_name>.extra``, ``env-extra``,
     ``job-extra`` and ``header-skip`` (passing None reads the config, passing any other value,
     even ``[]``, raises a FutureWarning), and warns when a user's config sets them, so settings
-    would still come from ``jobqueue.*`` config (``tests/test_job_config.py`` holds that none
+    would still come from ``jobqueue.*`` config (``tests/batch/test_job_config.py`` holds that none
     does); (2) it assigns ``self.job_header = None``, which the read-only :attr:`job_header`
     (the directives rendered from the request) refuses; (3) it makes the log directory with a
     bare ``os.makedirs`` and builds a ``dask-worker`` command line that the templates replace.

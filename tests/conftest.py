@@ -5,16 +5,23 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-# Workers (local processes and SLURM jobs, which inherit this environment) unpickle
-# functions defined in the test modules, so they must be able to import them.
-_TESTS = str(Path(__file__).resolve().parent)
-os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_TESTS, os.environ.get("PYTHONPATH")]))
+# The tests mirror the package, one folder per part (batch/, plan/, sites/, runtime/, script/, cli/,
+# hostile/); the helpers (conftest, fixtures, emulators, site_samples) stay here. Every folder is
+# importable by module name: tests import each other's helpers (``from test_conformance import ...``),
+# and workers (local processes and SLURM jobs, which inherit this environment) unpickle functions
+# defined in the test modules.
+_TESTS = Path(__file__).resolve().parent
+TEST_FOLDERS = [str(_TESTS)] + sorted(str(path.parent) for path in _TESTS.glob("*/test_*.py"))
+TEST_FOLDERS = list(dict.fromkeys(TEST_FOLDERS))
+sys.path[:0] = [folder for folder in TEST_FOLDERS if folder not in sys.path]
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [*TEST_FOLDERS, os.environ.get("PYTHONPATH")]))
 
 # The package's default folders ($TMPDIR/gpujobqueue-<user>/logs: local jobs' logs and usage reports)
 # are this session's own, for this process and every process it starts, and go with it: the tests

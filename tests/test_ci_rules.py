@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-NEEDS_SLURM = "tests/test_slurm_cluster.py::test_unknown_keyword_submits_nothing"
-NEEDS_SGE = "tests/test_sge_fixture.py::test_a_job_runs_python3_in_the_default_queue_and_writes_a_file"
+NEEDS_SLURM = "tests/batch/test_slurm_cluster.py::test_unknown_keyword_submits_nothing"
+NEEDS_SGE = "tests/batch/test_sge_fixture.py::test_a_job_runs_python3_in_the_default_queue_and_writes_a_file"
 PLUGIN = """
 def pytest_sessionstart(session):
     import fixtures.sge, fixtures.slurm
@@ -64,7 +64,7 @@ def test_under_ci_a_daemon_that_cannot_start_fails_the_run(tmp_path):
     ids=["outside-ci", "ci"],
 )
 def test_a_run_that_collects_nothing_fails_in_ci(tmp_path, ci, status):
-    done = child_pytest(tmp_path, ci, "tests/test_request.py", "-k", "gjq_matches_no_test")
+    done = child_pytest(tmp_path, ci, "tests/plan/test_request.py", "-k", "gjq_matches_no_test")
     assert done.returncode == status, done.stdout + done.stderr
 
 
@@ -72,10 +72,10 @@ def test_not_slurm_and_not_sge_leaves_every_test_that_starts_the_daemons_out():
     # Before, the backend-parametrised tests (test_conformance, test_reliability, test_job_arrays) and tests taking
     # the slurm fixture without a marker were kept by -m "not slurm and not sge" and started the daemons.
     files = [
-        "tests/test_conformance.py",
-        "tests/test_reliability.py",
-        "tests/test_job_arrays.py",
-        "tests/test_multi_node.py",
+        "tests/batch/test_conformance.py",
+        "tests/runtime/test_reliability.py",
+        "tests/batch/test_job_arrays.py",
+        "tests/batch/test_multi_node.py",
     ]
 
     def collected(marks: str) -> set[str]:

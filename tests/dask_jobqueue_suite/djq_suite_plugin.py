@@ -4,7 +4,7 @@ gpujobqueue's four batch classes instead of dask-jobqueue's.
 ``shipped_job.py`` and ``shipped_jobqueue_core.py`` import dask-jobqueue 0.9's
 ``tests/test_job.py`` and ``tests/test_jobqueue_core.py`` from the installed package, so
 pytest runs them unchanged. Their names do not match ``test_*.py``: the whole suite runs
-them once, in tests/test_dask_jobqueue_suite.py, which checks the outcome against the list
+them once, in tests/batch/test_dask_jobqueue_suite.py, which checks the outcome against the list
 in docs/migrating.md. This is a plugin, not a conftest.py, so that the whole suite's
 collection does not meet a second module named ``conftest``. By hand::
 

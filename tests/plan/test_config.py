@@ -1,0 +1,196 @@
+"""Config in one place: gpujobqueue reads dask config only through gpujobqueue/config.py, and
+dask-jobqueue's ``jobqueue.<name>.*`` never reaches a cluster."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import dask
+import pytest
+
+from gpujobqueue import SLURMGPUCluster, ValidationError, config
+from gpujobqueue.batch import names as batch_names
+from gpujobqueue.factory import cluster_class
+from gpujobqueue.plan import make_plan
+
+ROOT = Path(__file__).resolve().parents[2]
+SIZE = {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "gpus_per_node": 1, "security": False}
+SIZED = {"cpus_per_gpu": 2, "memory_per_gpu": "8GB"}
+QUIET = {"dashboard_address": "127.0.0.1:0"}
+# Modules that set dask's own config, not gpujobqueue's, with the reason.
+ALLOWED = {"gpujobqueue/demo.py": "sets dask's array.backend for the length of one demo run"}
+
+
+def _cluster_facts(shared: Path) -> tuple[str, str, str]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # plain TCP warns
+        with SLURMGPUCluster(**SIZE, shared_temp_directory=str(shared)) as cluster:
+            return cluster.job_script(), cluster.scheduler_address, cluster._shared_directory
+
+
+def test_dask_jobqueues_config_does_not_reach_the_scheduler_nor_the_script(tmp_path):
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    ours.mkdir(), theirs.mkdir()
+    with dask.config.set({"gpujobqueue.slurm.scheduler-options": QUIET}):
+        script, host, _ = _cluster_facts(ours)
+        odd = {
+            "jobqueue.slurm.interface": "no-such-nic0",
+            "jobqueue.slurm.shared-temp-directory": str(theirs),
+            "jobqueue.slurm.scheduler-options": {"interface": "no-such-nic1", "port": 1},
+        }
+        with dask.config.set(odd):
+            odd_script, odd_host, _ = _cluster_facts(ours)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                with SLURMGPUCluster(**SIZE) as cluster:  # no shared_temp_directory given
+                    assert cluster._shared_directory != str(theirs)
+    assert odd_script.replace(odd_host, host) == script
+    assert odd_host.rpartition(":")[0] == host.rpartition(":")[0]  # the same interface
+    assert list(theirs.iterdir()) == []
+
+
+def test_the_shared_directory_and_scheduler_options_come_from_gpujobqueues_section(tmp_path):
+    settings = {
+        "gpujobqueue.slurm.shared-temp-directory": str(tmp_path),
+        "gpujobqueue.slurm.scheduler-options": {"dashboard_address": "127.0.0.1:0", "interface": "lo"},
+    }
+    with dask.config.set(settings), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with SLURMGPUCluster(**SIZE) as cluster:
+            assert cluster._shared_directory == str(tmp_path)
+            assert cluster.scheduler_address.startswith("tcp://127.0.0.1:")
+
+
+def test_no_module_but_config_reads_or_sets_dask_config():
+    calls = re.compile(
+        r"\bdask\.config\.(get|set|update|refresh)\(|^\s*from dask\.config import|\bimport dask\.config\b"
+    )
+    found = []
+    for path in sorted((ROOT / "gpujobqueue").rglob("*.py")):
+        name = path.relative_to(ROOT).as_posix()
+        if name in ("gpujobqueue/config.py", *ALLOWED):
+            continue
+        found += [f"{name}:{n}" for n, line in enumerate(path.read_text().splitlines(), 1) if calls.search(line)]
+    assert found == [], "read dask config through a getter in gpujobqueue/config.py"
+
+
+@pytest.mark.parametrize("needed", [True, False])
+def test_the_ucx_cuda_context_setting_lasts_only_while_the_cluster_starts(needed):
+    key = "distributed-ucxx.create-cuda-context"
+    before = dask.config.get(key, default=None)
+    with config.ucx_cuda_context(needed):
+        assert (dask.config.get(key, default=None) is True) == needed or before is True
+    assert dask.config.get(key, default=None) == before
+
+
+def test_every_getter_has_its_default_in_the_packages_yaml():
+    assert config.adapt_interval() == "2s" and config.adapt_wait_count() == 10
+    assert config.job_poll_interval() == "5s" and config.progress() == "auto" and config.max_failures() == 3
+    assert config.shared_temp_directory("slurm") is None and config.scheduler_options("slurm") is None
+
+
+# What a cluster makes of gpujobqueue.slurm.* set before dask is imported (an environment
+# variable, a YAML file): dask keeps the key as it was spelled, underscores and all.
+SPELLING_PROGRAM = textwrap.dedent("""
+    import json, warnings
+    from gpujobqueue import SLURMGPUCluster, ValidationError
+    from gpujobqueue.plan import make_plan
+    from gpujobqueue.scripts import job_script_for
+
+    warnings.simplefilter("ignore")  # plain TCP
+    keywords = {"cpus_per_gpu": 2, "memory_per_gpu": "8GB"}
+    try:
+        plan = make_plan(SLURMGPUCluster, keywords)
+        script = job_script_for("slurm", keywords, name="x", tls=False)
+    except ValidationError as error:
+        print(json.dumps({"refused": error.field}))
+    else:
+        limit = plan.jobs_per_user.submitted if plan.jobs_per_user else None
+        print(json.dumps({"script": script, "jobs_per_user": limit, "mode": plan.launch.mode}))
+""")
+
+
+def _plan_in_a_fresh_process(tmp_path: Path, env: dict[str, str]) -> dict:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("DASK_")}
+    result = subprocess.run(
+        [sys.executable, "-c", SPELLING_PROGRAM],
+        env={**clean, "DASK_CONFIG": str(tmp_path / "no-config"), **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def test_a_setting_spelled_with_underscores_in_an_environment_variable_is_read(tmp_path):
+    assert "#SBATCH --gpus-per-node=1\n" in _plan_in_a_fresh_process(tmp_path, {})["script"]
+    env = {"DASK_GPUJOBQUEUE__SLURM__GPUS_PER_NODE": "3", "DASK_GPUJOBQUEUE__SLURM__MAX_JOBS_PER_USER": "2"}
+    seen = _plan_in_a_fresh_process(tmp_path, env)
+    assert "#SBATCH --gpus-per-node=3\n" in seen["script"]
+    assert seen["jobs_per_user"] == 2
+
+
+def test_a_bad_value_spelled_with_underscores_in_an_environment_variable_is_refused_by_name(tmp_path):
+    seen = _plan_in_a_fresh_process(tmp_path, {"DASK_GPUJOBQUEUE__SLURM__WORKER_MODE": "nonsense"})
+    assert seen == {"refused": "worker_mode"}
+
+
+def test_a_setting_spelled_with_underscores_in_a_yaml_file_is_read(tmp_path):
+    folder = tmp_path / "dask"
+    folder.mkdir()
+    (folder / "site.yaml").write_text("gpujobqueue:\n  slurm:\n    gpus_per_node: 3\n    worker_mode: per-device\n")
+    seen = _plan_in_a_fresh_process(tmp_path, {"DASK_CONFIG": str(folder)})
+    assert "#SBATCH --gpus-per-node=3\n" in seen["script"] and seen["mode"] == "per-device"
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"gpujobqueue.slurm.gpus_per_node": 3},
+        {"gpujobqueue.slurm.gpus-per-node": 3},
+        {"gpujobqueue.slurm": {"gpus_per_node": 3}},
+    ],
+)
+def test_a_setting_is_read_whichever_spelling_dask_config_set_keeps(settings):
+    with dask.config.set(settings):
+        assert make_plan(SLURMGPUCluster, SIZED).request.gpus_per_node == 3
+
+
+def test_a_setting_given_in_both_spellings_with_two_values_is_refused_naming_it():
+    with dask.config.set({"gpujobqueue.slurm": {"gpus_per_node": 3, "gpus-per-node": 2}}):
+        with pytest.raises(ValidationError) as raised:
+            make_plan(SLURMGPUCluster, SIZED)
+    assert raised.value.field == "gpujobqueue.slurm.gpus-per-node"
+    assert "gpus_per_node" in str(raised.value) and "3" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "key, suggested",
+    [
+        ("gpujobqueue.slurm.gpus-pernode", "gpus-per-node"),
+        ("gpujobqueue.slurm.job-extra", "job-extra-directives"),
+        ("gpujobqueue.job-poll-intervall", "job-poll-interval"),
+        ("gpujobqueue.adapt.waitcount", "wait-count"),
+    ],
+)
+def test_an_unknown_key_in_a_gpujobqueue_section_is_named_in_a_warning(key, suggested):
+    with dask.config.set({key: 3}), pytest.warns(UserWarning) as warned:
+        make_plan(SLURMGPUCluster, SIZED)
+    (message,) = [str(w.message) for w in warned if key in str(w.message)]
+    assert suggested in message
+
+
+@pytest.mark.parametrize("batch", batch_names())
+def test_no_key_of_the_packages_own_yaml_is_taken_for_a_typo(batch):
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        make_plan(cluster_class(batch), SIZED)
+    assert [str(w.message) for w in seen if "gpujobqueue." in str(w.message)] == []
