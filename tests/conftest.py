@@ -23,9 +23,13 @@ TEST_FOLDERS = list(dict.fromkeys(TEST_FOLDERS))
 sys.path[:0] = [folder for folder in TEST_FOLDERS if folder not in sys.path]
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [*TEST_FOLDERS, os.environ.get("PYTHONPATH")]))
 
+# The machine's temporary folder holds the locks of the daemons, one of each per machine (fixtures/daemons.py):
+# recorded before this session takes a folder of its own, and inherited by the xdist workers.
+os.environ.setdefault("GPUJOBQUEUE_TESTS_LOCKS", tempfile.gettempdir())
+
 # The package's default folders ($TMPDIR/gpujobqueue-<user>/logs: local jobs' logs and usage reports)
-# are this session's own, for this process and every process it starts, and go with it: the tests
-# must not write into the real user's folders.
+# are this session's own (each xdist worker's too: a worker makes its own below the controller's), for this
+# process and every process it starts, and go with it: the tests must not write into the real user's folders.
 _SESSION_TMPDIR = tempfile.mkdtemp(prefix="gpujobqueue-tests-")
 os.environ["TMPDIR"] = _SESSION_TMPDIR
 tempfile.tempdir = None  # read $TMPDIR again
@@ -40,22 +44,28 @@ from fixtures.sge import sge, sge_cluster  # noqa: E402,F401  (a real Grid Engin
 @pytest.fixture(scope="session")
 def slurm():
     """A real one-node SLURM (munged, slurmctld, slurmd) with four fake GPUs, on loopback."""
-    from fixtures.daemons import start_or_skip
+    from fixtures.daemons import running_once_per_machine
     from fixtures.slurm import SlurmTestCluster
 
-    cluster = SlurmTestCluster()
-    start_or_skip(cluster)  # outside CI, skipped where this machine has no SLURM or no root
-    yield cluster
-    cluster.stop()
+    # outside CI, skipped where this machine has no SLURM or no root
+    with running_once_per_machine(SlurmTestCluster()) as cluster:
+        yield cluster
 
 
 # Parameters naming the batch system a test runs on (test_conformance's backends, test_reliability's modes).
 _BACKEND_PARAMETERS = {"backend", "batch_backend", "any_backend", "array_backend", "backend_name", "style"}
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
     """Mark every test that starts the real SLURM or Grid Engine, also those that reach the daemons through a
-    backend parameter, so that ``-m "not slurm and not sge"`` leaves the daemons alone."""
+    backend parameter, so that ``-m "not slurm and not sge"`` leaves the daemons alone.
+
+    Each daemon's tests are one xdist group (``--dist loadgroup``): one worker runs all of SLURM's, one all of
+    Grid Engine's, so each daemon is started by one session (its fixture holds the daemon's machine lock until
+    the session ends). Where a test needs both daemons, all their tests are one group.
+    """
+    needs: dict[pytest.Item, list[str]] = {}
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         params = getattr(getattr(item, "callspec", None), "params", {})
@@ -65,6 +75,12 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slurm)
         if fixtures & {"sge", "sge_cluster"} or "sge" in named:
             item.add_marker(pytest.mark.sge)
+        daemons = [name for name in ("slurm", "sge") if item.get_closest_marker(name)]
+        if daemons:
+            needs[item] = daemons
+    together = any(len(daemons) > 1 for daemons in needs.values())
+    for item, daemons in needs.items():
+        item.add_marker(pytest.mark.xdist_group("slurm-sge" if together else daemons[0]))
 
 
 def pytest_sessionfinish(session, exitstatus):

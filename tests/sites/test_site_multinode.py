@@ -133,13 +133,11 @@ def test_the_multi_node_script_differs_from_the_one_node_script_in_node_count_an
 @pytest.fixture(scope="module")
 def slurm_two_nodes():
     """A real two-node SLURM beside the session's one-node one (its own ports)."""
-    from fixtures.daemons import start_or_skip
+    from fixtures.daemons import running_once_per_machine
     from fixtures.slurm import TwoNodeSlurmTestCluster
 
-    cluster = TwoNodeSlurmTestCluster()
-    start_or_skip(cluster)
-    yield cluster
-    cluster.stop()
+    with running_once_per_machine(TwoNodeSlurmTestCluster()) as cluster:
+        yield cluster
 
 
 def sbatch_test_only(cluster, path):
