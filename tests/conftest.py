@@ -40,6 +40,11 @@ from fixtures.commands import CommandLog  # noqa: E402
 from fixtures.emulators import lsf, pbs, torque  # noqa: E402,F401  (PBS Pro, Torque and LSF emulators on PATH)
 from fixtures.sge import sge, sge_cluster  # noqa: E402,F401  (a real Grid Engine, session-wide)
 
+# Imported here, in the main thread: an xdist controller imports a warning's module to show a worker's
+# warning (a site's UnconfirmedSiteFactsWarning), from a thread of its own, and dask_jobqueue (which
+# gpujobqueue imports) sets a signal handler when first imported, which only the main thread may do.
+import gpujobqueue  # noqa: E402,F401
+
 
 @pytest.fixture(scope="session")
 def slurm():

@@ -145,3 +145,13 @@ def test_a_daemons_machine_lock_is_held_by_one_session_at_a_time(tmp_path, monke
         holder.wait()
     with machine_lock("gjq-probe", timeout=5) as path:  # the lock went with its process
         assert path.parent == tmp_path and path.read_text() == str(os.getpid())
+
+
+def test_a_workers_warning_of_a_gpujobqueue_class_reaches_the_xdist_controller():
+    # The controller imports a warning's module from a thread of its own; gpujobqueue's first import (dask_jobqueue
+    # sets a signal handler) failed there: INTERNALERROR, the worker's node down, the run's tests lost.
+    test = "tests/sites/test_site_scripts.py::test_site_script_matches_its_golden_file[wice]"
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "1", "-W", "always", test]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=240)
+    assert done.returncode == 0 and "INTERNALERROR" not in done.stdout + done.stderr, done.stdout + done.stderr
+    assert "UnconfirmedSiteFactsWarning: wice" in done.stdout and "1 passed" in done.stdout, done.stdout
