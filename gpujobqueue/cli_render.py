@@ -7,7 +7,7 @@ import difflib
 import os
 import re
 import warnings
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import click
 
@@ -38,7 +38,7 @@ def _keyword_option(keyword: Keyword) -> Callable:
     """The click option that mirrors one keyword (``gpus_per_node`` is ``--gpus-per-node``)."""
     if keyword.kind == SWITCH:
         return click.option(*keyword.options, str(keyword), default=None, help=keyword.help)
-    decls = (*(keyword.options or (keyword.option,)), str(keyword))
+    decls = (*keyword.options, str(keyword))
     if keyword.kind in (LIST, PAIRS):
         return click.option(
             *decls, multiple=True, metavar="NAME=VALUE" if keyword.kind == PAIRS else None, help=keyword.help
@@ -49,9 +49,10 @@ def _keyword_option(keyword: Keyword) -> Callable:
     return click.option(*decls, type=WHOLE_NUMBER if keyword.kind == INT else str, default=None, help=keyword.help)
 
 
-def _keyword_options(command: Callable) -> Callable:
-    """Every keyword's option (from the keyword registry), in the registry's order in --help."""
-    for keyword in reversed(command_line_keywords()):
+def keyword_options(command: Callable, keywords: Sequence[Keyword] | None = None) -> Callable:
+    """``command`` with an option for every keyword that has one (default: the keyword registry's,
+    :func:`~gpujobqueue.batch.command_line_keywords`), in the registry's order in --help."""
+    for keyword in reversed(command_line_keywords() if keywords is None else keywords):
         if keyword.command_line is None:
             command = _keyword_option(keyword)(command)
     return command
@@ -160,7 +161,7 @@ def _in_option_terms(error: GPUJobQueueError, command: click.Command) -> str:
     "folder and the workers preload them by path (by default, by module name: the workers' python imports "
     "gpujobqueue).",
 )
-@_keyword_options
+@keyword_options
 def render(
     batch: str,
     client_args: tuple[str, ...],

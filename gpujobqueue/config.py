@@ -14,18 +14,15 @@ import dask.config
 import yaml
 
 from .errors import UnknownKeywordError, ValidationError
+from .keywords import CLUSTER
 
 _DEFAULTS_FILE = Path(__file__).with_name("gpujobqueue.yaml")
 
-# Settings of gpujobqueue.<batch> that the cluster reads beside its keywords' (BatchSystem.setting_names).
-CLUSTER_SETTINGS = (
-    "shared_temp_directory",
-    "scheduler_options",
-    "max_jobs_per_user",
-    "cpu_pool",
-    "scheduler",
-    "job_array",
-)
+# Settings of gpujobqueue.<batch> that the cluster reads beside its keywords' (BatchSystem.setting_names): the
+# cluster's own keywords that dask config sets too (gpujobqueue.keywords.CLUSTER), and a queue's per-user job
+# limit, which only dask config sets.
+CONFIG_ONLY_SETTINGS = ("max_jobs_per_user",)
+CLUSTER_SETTINGS = (*CLUSTER, *CONFIG_ONLY_SETTINGS)
 
 
 class UnknownSettingWarning(UserWarning):

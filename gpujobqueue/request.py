@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from .errors import ValidationError
+from .keywords import DEFAULT_SHEBANG, default_of
 from .limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_MEMORY_BYTES, MAX_NODES
 from .validation import (
     MAX_LIST_ITEMS,
@@ -40,7 +41,6 @@ from .walltimes import (
 )
 
 GPU_REQUEST_STYLES = ("none",)  # without a batch system's own styles: the queue implies the GPUs
-DEFAULT_SHEBANG = "#!/usr/bin/env bash"
 DEFAULT_WALLTIME = "01:00:00"  # every job ends: an allocation nobody closes burns hours at most
 
 # The validation and walltime helpers stay importable from here, where JobRequest uses them.
@@ -197,9 +197,9 @@ class JobRequest:
             Naming the field and the accepted form.
         """
         get = settings.get
-        nodes = parse_positive_int("nodes", given_or(get("nodes"), 1), MAX_NODES)
+        nodes = parse_positive_int("nodes", given_or(get("nodes"), default_of("nodes")), MAX_NODES)
         gpus = parse_positive_int(
-            "gpus_per_node", get("gpus_per_node") if get("gpus_per_node") is not None else 1, MAX_GPUS_PER_NODE
+            "gpus_per_node", given_or(get("gpus_per_node"), default_of("gpus_per_node")), MAX_GPUS_PER_NODE
         )
 
         cores, cpus_per_gpu = get("cores"), get("cpus_per_gpu")
@@ -249,7 +249,7 @@ class JobRequest:
         walltime = default_walltime if walltime is None else walltime
         walltime = None if walltime is None else parse_walltime("walltime", walltime)
         return cls(
-            job_name=parse_name("job_name", given_or(get("job_name"), "gpujobqueue")),
+            job_name=parse_name("job_name", given_or(get("job_name"), default_of("job_name"))),
             nodes=nodes,
             gpus_per_node=gpus,
             cpus_per_node=cpus,
@@ -257,7 +257,7 @@ class JobRequest:
             walltime=walltime,
             account=optional("account", parse_word),
             queue=optional("queue", parse_word),
-            exclusive=parse_bool("exclusive", get("exclusive") if get("exclusive") is not None else False),
+            exclusive=parse_bool("exclusive", given_or(get("exclusive"), default_of("exclusive"))),
             gpu_request=style,
             gpu_type=optional("gpu_type", parse_word),
             log_directory=optional("log_directory", parse_path),
@@ -267,7 +267,10 @@ class JobRequest:
             epilogue=parse_lines("job_script_epilogue", get("job_script_epilogue")),
             environment=parse_environment("environment", get("environment")),
             shebang=matching(
-                "shebang", given_or(get("shebang"), DEFAULT_SHEBANG), re.compile(r"#![^\n]+"), "a line starting with #!"
+                "shebang",
+                given_or(get("shebang"), default_of("shebang")),
+                re.compile(r"#![^\n]+"),
+                "a line starting with #!",
             ),
             walltime_margin=parse_walltime_margin("walltime_margin", get("walltime_margin"), walltime),
         )

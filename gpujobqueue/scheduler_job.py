@@ -17,15 +17,13 @@ from distributed.deploy.spec import ProcessInterface
 from . import gpus
 from .errors import ValidationError
 from .files import read_bounded_text
+
+# Where a cluster's scheduler runs: the scheduler keyword's values (declared in the keyword registry).
+from .keywords import SCHEDULER_HERE, SCHEDULER_IN_JOB, SCHEDULER_PLACEMENTS
 from .limits import MAX_SCHEDULER_FILE_BYTES
 
 logger = logging.getLogger(__name__)
 
-# Where a cluster's scheduler runs: in this process (dask-jobqueue's way: the word is the placement's, not the
-# local batch system's), or in the cluster's first job. Compared through these names, never as words.
-SCHEDULER_HERE = "local"
-SCHEDULER_IN_JOB = "job"
-SCHEDULER_PLACEMENTS = (SCHEDULER_HERE, SCHEDULER_IN_JOB)
 SCHEDULER_FILE_NAME = "scheduler.json"
 
 

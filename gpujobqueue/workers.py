@@ -9,6 +9,7 @@ from typing import Any, Mapping, Sequence
 
 from .dashboard import worker_dashboard_address
 from .errors import ValidationError
+from .keywords import VISIBILITY_VARIABLES, WORKER_MODES, default_of
 from .launchers import LAUNCHER_OBJECTS, Launcher
 from .limits import MAX_THREADS_PER_WORKER
 from .naming import worker_suffixes
@@ -32,12 +33,10 @@ from .worker_options import (
 )
 from .worker_options import threads_of_cores as threads_of_cores  # where plan.py imports it
 
-WORKER_MODES = ("dask-cuda", "per-device")  # what worker_mode takes
 # The third mode, the CPU pool's workers (templates/workers/cpu.sh.j2): no GPU, no device visible.
 # Only CPUPool.job_shape sets it; worker_mode refuses it (a GPU job would hold GPUs it leaves idle).
 CPU_WORKER_MODE = "cpu"
 ALL_WORKER_MODES = WORKER_MODES + (CPU_WORKER_MODE,)  # every mode a WorkerLaunch may have
-VISIBILITY_VARIABLES = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "HIP_VISIBLE_DEVICES")
 # How the batch script starts the workers of each of the job's nodes: directly (one node;
 # the script runs on it), or through a launcher that runs one task per node (gpujobqueue/launchers.py).
 # The variables that tell a launched task its rank (= its node), launcher's own first.
@@ -190,17 +189,17 @@ class WorkerLaunch:
             are known by name anyway; one of its own is known by this.
         """
         get = settings.get
-        mode = given_or(get("worker_mode"), "dask-cuda")
+        mode = given_or(get("worker_mode"), default_of("worker_mode"))
         if mode not in WORKER_MODES:
             raise ValidationError("worker_mode", f"{mode!r} is not a worker mode; use one of {', '.join(WORKER_MODES)}")
-        nanny = True if get("nanny") is None else parse_bool("nanny", get("nanny"))
+        nanny = parse_bool("nanny", given_or(get("nanny"), default_of("nanny")))
         if mode == "dask-cuda" and not nanny:
             raise ValidationError(
                 "nanny",
                 "dask-cuda always starts its workers under a nanny; use worker_mode='per-device' for nanny=False",
             )
 
-        visibility = given_or(get("visibility_variable"), "CUDA_VISIBLE_DEVICES")
+        visibility = given_or(get("visibility_variable"), default_of("visibility_variable"))
         if visibility not in VISIBILITY_VARIABLES:
             raise ValidationError(
                 "visibility_variable",
@@ -255,7 +254,7 @@ class WorkerLaunch:
                 f"a job of {nodes} nodes needs a launcher that starts the workers of every node: "
                 f"{', '.join(name for name in known if name != 'direct')} (a site config names its own)",
             )
-        death_timeout = given_or(get("death_timeout"), 60)  # the key is always there, None when not given
+        death_timeout = given_or(get("death_timeout"), default_of("death_timeout"))
         interface = get("interface")
         if interface is not None:
             interface = one_line("interface", interface)
@@ -384,7 +383,7 @@ def _parse_nic_affinity(value: Any, visibility: str, nanny: bool) -> bool:
     ValidationError
         Naming ``nic_affinity``.
     """
-    if not parse_bool("nic_affinity", given_or(value, False)):
+    if not parse_bool("nic_affinity", given_or(value, default_of("nic_affinity"))):
         return False
     if visibility != "CUDA_VISIBLE_DEVICES":
         raise ValidationError(

@@ -139,7 +139,7 @@ def command_line_keywords() -> list[Keyword]:
     found: dict[str, Keyword] = {}
     for keyword in command_line_base_keywords():
         found[keyword] = (
-            keyword.with_choices(choices[keyword]) if keyword.kind == CHOICE and keyword in choices else keyword
+            keyword.with_facts(choices=choices[keyword]) if keyword.kind == CHOICE and keyword in choices else keyword
         )
     for cls in _systems().values():
         for keyword in cls.keywords:

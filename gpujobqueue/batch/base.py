@@ -18,11 +18,13 @@ import re
 import subprocess
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
+from ..cluster_parameters import parameters_section
+from ..docstrings import with_shared_parameters
 from ..errors import SubmissionError, ValidationError
 from ..hand_written_gpu_parsers import HandWrittenGPUs
 from ..job_commands import CANCEL_CHUNK, CommandFailed, run_command
 from ..job_status import JobStatus, run_query
-from ..keywords import LAUNCH_KEYWORDS, REQUEST_KEYWORDS, Keyword
+from ..keywords import Keyword, setting_keywords
 from ..launchers import Launcher
 from ..render import render_job_script
 from ..request import DEFAULT_WALLTIME, JobRequest
@@ -115,6 +117,14 @@ class BatchSystem:
     #: The values of its own site-file keys, by the key's path in the site schema (``gpu_request.gpu_mode``).
     site_enums: ClassVar[Mapping[str, tuple[str, ...]]] = {}
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "keywords" in cls.__dict__ and cls.keywords:  # its own keywords documented from their declarations
+            cls.cluster_doc = with_shared_parameters(
+                cls.cluster_doc or f"A Dask cluster of GPU workers submitted to {cls.name}.\n    ",
+                parameters_section(cls.keywords),
+            )
+
     @classmethod
     def check_declaration(cls) -> None:
         """Raise TypeError naming what a subclass lacks for the rest of the package to use it."""
@@ -144,7 +154,7 @@ class BatchSystem:
     @classmethod
     def setting_names(cls) -> tuple[str, ...]:
         """The settings its clusters resolve keyword > ``gpujobqueue.<name>.*`` > site > default."""
-        return (*REQUEST_KEYWORDS, *LAUNCH_KEYWORDS, *cls.keywords)
+        return (*setting_keywords(), *cls.keywords)
 
     @classmethod
     def launcher_names(cls) -> tuple[str, ...]:

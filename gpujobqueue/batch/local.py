@@ -19,7 +19,7 @@ from typing import Any, Mapping, Sequence
 from ..errors import SubmissionError, ValidationError
 from ..gpus import nvidia_gpu_ids, nvlink_between_gpus
 from ..job_status import JobStatus
-from ..keywords import LIST, Keyword
+from ..keywords import LIST, Computed, Keyword, NoOption
 from ..limits import MAX_GPUS_PER_NODE
 from ..request import JobRequest
 from ..security import memory_file, open_private_file, open_private_folder
@@ -175,10 +175,6 @@ class Local(BatchSystem):
 
     Parameters
     ----------
-    devices : list of str or int, optional
-        The device pool. Default: this machine's NVIDIA GPUs (honouring
-        CUDA_VISIBLE_DEVICES); on a machine without GPUs no pool, and each job's workers
-        are numbered ``0..gpus_per_node-1`` (CPU workers).
     **kwargs
         As :class:`~gpujobqueue.cluster.GPUJobQueueCluster`. ``worker_mode`` defaults to
         ``dask-cuda`` where NVIDIA GPUs are present and ``per-device`` elsewhere;
@@ -197,8 +193,17 @@ class Local(BatchSystem):
         Keyword(
             "devices",
             LIST,
-            command_line="the devices of this machine that a running cluster hands to its jobs; a "
-            "rendered local script uses the devices its allocation variable names where it runs",
+            None,
+            Computed(
+                "this machine's NVIDIA GPUs (honouring CUDA_VISIBLE_DEVICES); on a machine without GPUs no pool, and "
+                "each job's workers are numbered ``0..gpus_per_node-1`` (CPU workers)"
+            ),
+            "The device pool.",
+            option=NoOption(
+                "the devices of this machine that a running cluster hands to its jobs; a rendered local script uses "
+                "the devices its allocation variable names where it runs"
+            ),
+            type_doc="list of str or int, optional",
         ),
     )
     # Nothing here ends a job at a walltime, so workers retire before one only when it is given:

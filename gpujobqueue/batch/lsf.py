@@ -16,7 +16,7 @@ from ..errors import ValidationError
 from ..hand_written_gpu_parsers import HandWrittenGPUs, own_line, written_count
 from ..job_commands import CommandFailed
 from ..job_status import JobStatus, unlisted
-from ..keywords import INT, SWITCH, TEXT, Keyword
+from ..keywords import INT, SWITCH, TEXT, Computed, Keyword, NoOption
 from ..launchers import LAUNCHER_OBJECTS
 from ..limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_NODES
 from ..request import JobRequest, given_or, parse_bool, parse_positive_int, parse_size
@@ -167,23 +167,14 @@ class LSF(BatchSystem):
         host (the default); ``csm``: ``#BSUB -nnodes N`` whole nodes (Summit-like CSM
         machines), the workers started on the node through ``jsrun``; ``none``: the queue
         implies GPUs.
-    gpu_mode : {"exclusive_process", "shared"}
-        ``mode=`` of the ``-gpu`` request.
     gpu_type : str
-        Adds ``gmodel=<type>`` to the ``-gpu`` request.
-    lsf_units : str
-        ``LSF_UNIT_FOR_LIMITS`` of the cluster; read from ``$LSF_ENVDIR/lsf.conf`` when not given.
-    use_stdin : bool
-        Submit as ``bsub < script`` (default) or ``bsub script``.
-    ncpus : int
-        dask-jobqueue's ``-n``: the job's cores, instead of ``cores``.
-    mem : int or str
-        dask-jobqueue's bytes of ``-M``, instead of ``memory``.
+        Adds ``gmodel=<type>`` to the ``-gpu`` request. Default: not set.
     project : str
         ``-P``; a synonym of ``account``.
     walltime : str
         As elsewhere, except that two fields are LSF's and dask-jobqueue's ``HH:MM``
-        (``"01:30"`` is an hour and a half, as ``bsub -W 01:30`` reads it), not ``MM:SS``.
+        (``"01:30"`` is an hour and a half, as ``bsub -W 01:30`` reads it), not ``MM:SS``. Default
+        ``01:00:00``.
 
     Examples
     --------
@@ -205,16 +196,51 @@ class LSF(BatchSystem):
     # then tries again every SUB_TRY_INTERVAL (60 s) as long as LSB_NTRIES allows: by default for ever.
     user_limit_refusals = (PENDING_THRESHOLD,)
     keywords = (
-        Keyword("ncpus", INT, "LSF slots per job (-n), as dask-jobqueue's ncpus."),
-        Keyword("mem", INT, "Memory per job in bytes, as dask-jobqueue's LSF mem (or --memory)."),
-        Keyword("lsf_units", TEXT, "The unit of LSF's memory limits (LSF_UNIT_FOR_LIMITS: kb, mb, gb)."),
+        Keyword(
+            "ncpus",
+            INT,
+            None,
+            None,
+            "LSF slots per job (-n), as dask-jobqueue's ncpus: the job's cores, instead of cores.",
+            jobqueue_key="ncpus",
+        ),
+        Keyword(
+            "mem",
+            INT,
+            None,
+            None,
+            "Memory per job in bytes, as dask-jobqueue's LSF mem (or --memory): the bytes of -M.",
+            type_doc="int or str",
+            jobqueue_key="mem",
+        ),
+        Keyword(
+            "lsf_units",
+            TEXT,
+            None,
+            Computed("read from ``$LSF_ENVDIR/lsf.conf``"),
+            "The unit of LSF's memory limits (LSF_UNIT_FOR_LIMITS: kb, mb, gb).",
+            jobqueue_key="lsf-units",
+        ),
         Keyword(
             "use_stdin",
             SWITCH,
-            command_line="how a cluster hands its script to bsub; a rendered script is "
-            "submitted as `bsub < script` by whoever runs it",
+            None,
+            True,
+            "Submit as ``bsub < script`` or ``bsub script``.",
+            option=NoOption(
+                "how a cluster hands its script to bsub; a rendered script is submitted as `bsub < script` by "
+                "whoever runs it"
+            ),
+            jobqueue_key="use-stdin",
         ),
-        Keyword("gpu_mode", TEXT, "LSF -gpu mode: exclusive_process or shared."),
+        Keyword(
+            "gpu_mode",
+            TEXT,
+            None,
+            "exclusive_process",
+            "LSF -gpu mode: exclusive_process or shared (``mode=`` of the ``-gpu`` request).",
+            type_doc='{"exclusive_process", "shared"}',
+        ),
     )
     synonyms = {"project": "account"}
     account_flags = ("-P",)

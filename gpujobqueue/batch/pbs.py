@@ -223,15 +223,7 @@ class PBS(BatchSystem):
         ``select``: ``#PBS -l select=1:ncpus=C:ngpus=G:mem=M`` (PBS Pro, the default);
         ``torque``: ``#PBS -l nodes=1:ppn=C:gpus=G``; ``none``: the queue implies GPUs.
     gpu_type : str
-        Adds ``gpu_type=<type>`` to the chunk (NCAR's Casper).
-    chunk_resources : dict or list of str
-        More chunk resources: ``{"system": "polaris"}``, ``["mpiprocs=4"]``.
-    place : str
-        ``-l place=`` value, e.g. ``scatter`` or ``scatter:excl``.
-    filesystems : str
-        ``-l filesystems=`` value (ALCF), e.g. ``home:eagle``.
-    resource_spec : str
-        dask-jobqueue's ``-l`` value, instead of the generated request.
+        Adds ``gpu_type=<type>`` to the chunk (NCAR's Casper). Default: not set.
 
     Examples
     --------
@@ -265,12 +257,23 @@ class PBS(BatchSystem):
         Keyword(
             "chunk_resources",
             PAIRS,
-            "PBS select-chunk resource (system=polaris); repeatable.",
-            options=("--chunk-resource",),
+            None,
+            None,
+            'PBS select-chunk resource (system=polaris). A mapping (``{"system": "polaris"}``) or '
+            'a list (``["mpiprocs=4"]``).',
+            option="--chunk-resource",
+            type_doc="dict or list of str",
         ),
-        Keyword("place", TEXT, "PBS -l place (scatter, excl, ...)."),
-        Keyword("filesystems", TEXT, "PBS -l filesystems (home:eagle)."),
-        Keyword("resource_spec", TEXT, "PBS -l resources as written, as dask-jobqueue's resource_spec."),
+        Keyword("place", TEXT, None, None, "PBS -l place (scatter, excl, ...), such as ``scatter:excl``."),
+        Keyword("filesystems", TEXT, None, None, "PBS -l filesystems (home:eagle), as ALCF asks."),
+        Keyword(
+            "resource_spec",
+            TEXT,
+            None,
+            None,
+            "PBS -l resources as written, as dask-jobqueue's resource_spec, instead of the generated request.",
+            jobqueue_key="resource-spec",
+        ),
     )
     gpu_request_styles = ("select", "torque", "none")
     account_flags = ("-A", "-P")  # -P: ABCI's group ("mandatory"), PBS Pro's project

@@ -239,25 +239,6 @@ CLUSTER_DOC = """A Dask cluster of GPU workers submitted to Grid Engine (SGE, So
         ``complex``: ``#$ -l gpu=G`` (the default; the complex is ``gpu_complex``);
         ``resource-type``: ``#$ -l <resource_type>=<nodes>``, a node type that brings
         ``gpus_per_node`` GPUs; ``none``: the queue implies GPUs.
-    gpu_complex : str
-        Name of the GPU consumable (default ``gpu``).
-    gpu_consumable : {"slot", "job"}
-        How that complex counts. ``slot`` (the default, Grid Engine's ``YES``
-        consumables): with a parallel environment the request is divided by the slots,
-        so ``gpus_per_node=4, cores=2`` is ``-pe smp 2 -l gpu=2``. ``job``: the complex is
-        a ``JOB`` consumable and the request is the job's GPUs.
-    resource_type : str
-        The node type of ``gpu_request="resource-type"`` (ABCI's ``rt_F``).
-    parallel_environment : str
-        ``#$ -pe NAME SLOTS`` for the job's cores (SLOTS = cores); without it no cores are
-        asked for, as with dask-jobqueue's SGECluster.
-    allocation_rule : str or int
-        That parallel environment's ``allocation_rule`` as ``qconf -sp NAME`` shows it (``$pe_slots``,
-        ``$fill_up``, ``$round_robin`` or the slots it puts on each host); not written to the script. A
-        job of several nodes with a GPU complex counted per slot needs a fixed rule equal to its cores per
-        node, so that every host gets its GPUs.
-    resource_spec : str
-        More ``-l`` resources, e.g. ``h_vmem=8G``.
     project : str
         ``-P``; a synonym of ``account``.
 
@@ -292,18 +273,26 @@ class SGE(BatchSystem):
     user_limit_refusals = (r"(?i)\bonly \d+ jobs are allowed per user",)
     array_task_variable = "SGE_TASK_ID"
     array_size_limit = 75000  # max_aj_tasks' default
+    # fmt: off
     keywords = (
-        Keyword("gpu_complex", TEXT, "Grid Engine's GPU complex (gpu)."),
-        Keyword("gpu_consumable", TEXT, "How the GPU complex is counted: slot or job."),
-        Keyword("resource_type", TEXT, "Grid Engine resource type of whole nodes (ABCI rt_F)."),
-        Keyword("parallel_environment", TEXT, "Grid Engine parallel environment (-pe) for the job's slots."),
-        Keyword(
-            "allocation_rule",
-            TEXT,
-            "The parallel environment's allocation_rule ($pe_slots, $fill_up, $round_robin or slots per host).",
-        ),
-        Keyword("resource_spec", TEXT, "Grid Engine -l resources as written, as dask-jobqueue's resource_spec."),
+        Keyword("gpu_complex", TEXT, None, "gpu", "Grid Engine's GPU complex (gpu): the name of the GPU consumable."),
+        Keyword("gpu_consumable", TEXT, None, "slot", "How the GPU complex is counted: slot or job. ``slot`` (Grid "
+                "Engine's ``YES`` consumables): with a parallel environment the request is divided by the slots, so "
+                "``gpus_per_node=4, cores=2`` is ``-pe smp 2 -l gpu=2``. ``job``: the complex is a ``JOB`` consumable "
+                "and the request is the job's GPUs.", type_doc='{"slot", "job"}'),
+        Keyword("resource_type", TEXT, None, None, "Grid Engine resource type of whole nodes (ABCI rt_F): the node "
+                'type of ``gpu_request="resource-type"``.'),
+        Keyword("parallel_environment", TEXT, None, None, "Grid Engine parallel environment (-pe) for the job's slots: "
+                "``#$ -pe NAME SLOTS``, SLOTS the cores; without it no cores are asked for, as with dask-jobqueue's "
+                "SGECluster."),
+        Keyword("allocation_rule", TEXT, None, None, "The parallel environment's allocation_rule ($pe_slots, $fill_up, "
+                "$round_robin or slots per host), as ``qconf -sp NAME`` shows it; not written to the script. A job of "
+                "several nodes with a GPU complex counted per slot needs a fixed rule equal to its cores per node, so "
+                "that every host gets its GPUs.", type_doc="str or int"),
+        Keyword("resource_spec", TEXT, None, None, "Grid Engine -l resources as written, as dask-jobqueue's "
+                "resource_spec (more ``-l`` resources, such as ``h_vmem=8G``).", jobqueue_key="resource-spec"),
     )
+    # fmt: on
     synonyms = {"project": "account"}
     gpu_request_styles = ("complex", "resource-type", "none")
     whole_node_styles = ("resource-type",)

@@ -123,16 +123,8 @@ class SLURM(BatchSystem):
 
     Parameters
     ----------
-    qos : str
-        ``--qos``.
-    constraint : str
-        ``--constraint``, e.g. ``gpu`` or ``a100&hbm80g``.
     partition : str
         A synonym of ``queue`` (``--partition``).
-    job_cpu : int
-        dask-jobqueue's ``--cpus-per-task``: the job's cores, instead of ``cores``.
-    job_mem : str
-        dask-jobqueue's raw ``--mem`` value (``10G``, ``4000``), instead of ``memory``.
 
     Examples
     --------
@@ -192,10 +184,24 @@ class SLURM(BatchSystem):
     array_task_variable = "SLURM_ARRAY_TASK_ID"
     array_size_limit = 1000  # MaxArraySize's default, 1001, allows indices up to 1000
     keywords = (
-        Keyword("qos", TEXT, "SLURM quality of service."),
-        Keyword("constraint", TEXT, "SLURM node features (--constraint), e.g. gpu&hbm80g."),
-        Keyword("job_cpu", INT, "SLURM --cpus-per-task as written, as dask-jobqueue's job_cpu."),
-        Keyword("job_mem", TEXT, "SLURM --mem as written, as dask-jobqueue's job_mem."),
+        Keyword("qos", TEXT, parse_word, None, "SLURM quality of service (``--qos``)."),
+        Keyword("constraint", TEXT, parse_constraint, None, "SLURM node features (--constraint), such as gpu&hbm80g."),
+        Keyword(
+            "job_cpu",
+            INT,
+            None,
+            None,
+            "SLURM --cpus-per-task as written, as dask-jobqueue's job_cpu: the job's cores, instead of cores.",
+            jobqueue_key="job-cpu",
+        ),
+        Keyword(
+            "job_mem",
+            TEXT,
+            None,
+            None,
+            "SLURM --mem as written (``10G``, ``4000``), as dask-jobqueue's job_mem, instead of memory.",
+            jobqueue_key="job-mem",
+        ),
     )
     synonyms = {"partition": "queue"}
     # gpus: --gpus=[TYPE:]N for a one-node job (Kestrel's documented form), --gpus-per-node for more nodes

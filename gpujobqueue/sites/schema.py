@@ -15,6 +15,7 @@ import jsonschema
 import yaml
 
 from ..batch import batch_systems
+from ..keywords import site_schema_fragment
 from .errors import SiteConfigError, dotted_key
 
 SCHEMA_FILE = Path(__file__).parent.parent / "site_schema.yaml"
@@ -47,6 +48,13 @@ def registry_enums(systems: tuple) -> dict[tuple[str, ...], list[str]]:
 @functools.lru_cache(maxsize=8)
 def _schemas(systems: tuple) -> tuple[dict, dict]:
     full = yaml.safe_load(SCHEMA_FILE.read_text())
+    for keys, value_schema in site_schema_fragment(
+        [keyword for system in systems for keyword in system.setting_names()]
+    ):
+        node = full
+        for key in keys[:-1]:
+            node = node.setdefault(key, {})
+        node.setdefault(keys[-1], value_schema)
     for path, values in registry_enums(systems).items():
         node = full
         for key in path:

@@ -108,7 +108,7 @@ class Flux(BatchSystem):
     job_id_variable = "FLUX_JOB_ID"
     job_id_regexp = r"^(?P<job_id>f\w+)$"
     ended_states = frozenset({"INACTIVE"})
-    keywords = (Keyword("bank", TEXT, "The Flux bank charged (--bank)."),)
+    keywords = (Keyword("bank", TEXT, doc="The Flux bank charged (--bank)."),)
     gpu_request_styles = ("gpus-per-task", "none")
     launchers = (FluxRun(),)
     native_launcher = "flux-run"
