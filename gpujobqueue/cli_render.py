@@ -105,7 +105,17 @@ def _in_option_terms(error: GPUJobQueueError, command: click.Command) -> str:
 @click.argument("batch", metavar="BATCH|SITE")
 @click.argument("client_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- SCRIPT_ARGS...]")
 @click.option(
-    "--scheduler-address", default=None, help="Scheduler the workers connect to (default: a placeholder to fill in)."
+    "--scheduler-address",
+    default=None,
+    help="Scheduler the workers connect to (without it or --scheduler-file: a placeholder, which the script "
+    "refuses to run with until it is filled in).",
+)
+@click.option(
+    "--scheduler-file",
+    default=None,
+    metavar="FILE",
+    help="The workers find the scheduler through this file, as `dask scheduler --scheduler-file FILE` writes it "
+    "(a path the compute nodes read).",
 )
 @click.option(
     "--name",
@@ -166,6 +176,7 @@ def render(
     batch: str,
     client_args: tuple[str, ...],
     scheduler_address: str | None,
+    scheduler_file: str | None,
     worker_name: str,
     client_script: str | None,
     workers_timeout: str,
@@ -179,6 +190,9 @@ def render(
     """Print the job script for BATCH (slurm, pbs, lsf, sge, local) or SITE (a site config's
     name or file) that the cluster keywords describe.
 
+    The workers connect to the scheduler at --scheduler-address, or through --scheduler-file;
+    without either, the script holds a placeholder and refuses to run until it is filled in.
+
     With --run, the script is self-contained: submit it with sbatch, qsub or bsub and your
     script runs as the client of a cluster made of the job's GPUs; `Client()` in it finds the
     scheduler through DASK_SCHEDULER_ADDRESS. Arguments for your script go after `--`.
@@ -190,53 +204,13 @@ def render(
     The workers preload gpujobqueue's modules by name, so their python must import gpujobqueue;
     --standalone writes those modules into the job instead, for nodes without it.
     """
-    from .limits import MAX_WAIT_SECONDS
     from .render import PLACEHOLDER_SCHEDULER
-    from .request import parse_name
-    from .run import ClientRun
     from .scripts import job_script_for
-    from .sites import site_files
-    from .validation import parse_duration
 
-    if client_args and client_script is None:
-        raise click.UsageError(
-            f"unexpected arguments {' '.join(client_args)!r}: arguments after -- are for the --run script"
-        )
-    if client_script is not None and scheduler_address is not None:
-        raise click.UsageError("--run starts its own scheduler in the job; leave out --scheduler-address")
-
-    a_file = batch.endswith((".yaml", ".yml")) or os.sep in batch
-    if batch not in names() and not a_file and batch not in site_files():
-        raise click.BadParameter(
-            f"{batch!r} is neither a batch system ({', '.join(names())}) nor a known site"
-            f"{_did_you_mean(batch, [*names(), *sorted(site_files())])}"
-            " (`gpujobqueue sites` lists the sites)",
-            param_hint="BATCH|SITE",
-        )
+    _check_arguments(batch, client_args, client_script, scheduler_address, scheduler_file, worker_name)
+    keywords = _keywords(options, environment)
     try:
-        parse_name("name", worker_name)
-    except GPUJobQueueError as error:
-        raise click.BadParameter(str(error), param_hint="--name") from None
-    keywords = {key: value for key, value in options.items() if value not in (None, ())}
-    for item in keywords.get("chunk_resources", ()):
-        if "=" not in item:
-            raise click.BadParameter(f"{item!r}: use NAME=VALUE", param_hint="--chunk-resource")
-    env = {}
-    for item in environment:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise click.BadParameter(f"{item!r}: use NAME=VALUE", param_hint="--env")
-        env[key] = value
-    if env:
-        keywords["environment"] = env
-    try:
-        # Read with --run only, checked always: a wrong value is not left for the day --run is added.
-        workers_wait = parse_duration("workers_timeout", workers_timeout, 1, MAX_WAIT_SECONDS)
-        run = (
-            None
-            if client_script is None
-            else ClientRun.from_command_line(client_script, client_args, workers_timeout=workers_wait)
-        )
+        run = _client_run(client_script, client_args, workers_timeout)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", InsecureScriptWarning)
             text = job_script_for(
@@ -244,6 +218,7 @@ def render(
                 keywords,
                 name=worker_name,
                 scheduler=scheduler_address or PLACEHOLDER_SCHEDULER,
+                scheduler_file=scheduler_file,
                 run=run,
                 array_jobs=array_jobs,
                 tls=not no_tls,
@@ -256,7 +231,80 @@ def render(
         raise click.ClickException(_in_option_terms(error, click.get_current_context().command)) from None
     for warning in caught:
         click.echo(f"gpujobqueue: warning: {warning.message}", err=True)
+    if run is None and scheduler_address is None and scheduler_file is None:
+        click.echo(
+            "gpujobqueue: warning: no --scheduler-address or --scheduler-file: the script holds the placeholder "
+            "<insert-scheduler-address-here> and ends at once, saying so, until you replace it",
+            err=True,
+        )
     click.echo(text, nl=False)
+
+
+def _client_run(client_script: str | None, client_args: tuple[str, ...], workers_timeout: str) -> Any:
+    """The ``--run`` client (a :class:`~gpujobqueue.run.ClientRun`), or None; ``--workers-timeout`` is read
+    with --run only, and checked always: a wrong value is not left for the day --run is added."""
+    from .limits import MAX_WAIT_SECONDS
+    from .run import ClientRun
+    from .validation import parse_duration
+
+    workers_wait = parse_duration("workers_timeout", workers_timeout, 1, MAX_WAIT_SECONDS)
+    if client_script is None:
+        return None
+    return ClientRun.from_command_line(client_script, client_args, workers_timeout=workers_wait)
+
+
+def _check_arguments(
+    batch: str,
+    client_args: tuple[str, ...],
+    client_script: str | None,
+    scheduler_address: str | None,
+    scheduler_file: str | None,
+    worker_name: str,
+) -> None:
+    """Refuse, as click refuses bad usage (status 2), arguments that do not go together, a BATCH|SITE
+    that is neither, and a worker name prefix that cannot be one."""
+    from .request import parse_name
+    from .sites import site_files
+
+    if client_args and client_script is None:
+        raise click.UsageError(
+            f"unexpected arguments {' '.join(client_args)!r}: arguments after -- are for the --run script"
+        )
+    for option, value in (("--scheduler-address", scheduler_address), ("--scheduler-file", scheduler_file)):
+        if client_script is not None and value is not None:
+            raise click.UsageError(f"--run starts its own scheduler in the job; leave out {option}")
+    if scheduler_address is not None and scheduler_file is not None:
+        raise click.UsageError("give --scheduler-address or --scheduler-file, not both")
+    a_file = batch.endswith((".yaml", ".yml")) or os.sep in batch
+    if batch not in names() and not a_file and batch not in site_files():
+        raise click.BadParameter(
+            f"{batch!r} is neither a batch system ({', '.join(names())}) nor a known site"
+            f"{_did_you_mean(batch, [*names(), *sorted(site_files())])}"
+            " (`gpujobqueue sites` lists the sites)",
+            param_hint="BATCH|SITE",
+        )
+    try:
+        parse_name("name", worker_name)
+    except GPUJobQueueError as error:
+        raise click.BadParameter(str(error), param_hint="--name") from None
+
+
+def _keywords(options: dict[str, Any], environment: tuple[str, ...]) -> dict[str, Any]:
+    """The cluster keywords of the options given; ``--env NAME=VALUE`` and ``--chunk-resource NAME=VALUE``
+    read as mappings."""
+    keywords = {key: value for key, value in options.items() if value not in (None, ())}
+    for item in keywords.get("chunk_resources", ()):
+        if "=" not in item:
+            raise click.BadParameter(f"{item!r}: use NAME=VALUE", param_hint="--chunk-resource")
+    env = {}
+    for item in environment:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise click.BadParameter(f"{item!r}: use NAME=VALUE", param_hint="--env")
+        env[key] = value
+    if env:
+        keywords["environment"] = env
+    return keywords
 
 
 @click.command()

@@ -25,13 +25,14 @@ from .cluster_parameters import CLUSTER_PARAMETERS
 from .dashboard import OpenDashboardWarning, is_loopback_address
 from .docstrings import with_shared_parameters
 from .errors import GPUJobQueueError, ValidationError
+from .install import WorkerPythonCheck
 from .interfaces import check_scheduler_interface
 from .job import GPUJob, check_log_directory
 from .job_commands import JobCommands
 from .limits import MAX_JOBS_PER_CLUSTER
 from .naming import WorkerJobKey, cpu_job_name, gpu_job_name
 from .owned_folders import remove_stale_private_directories
-from .plan import make_plan, parse_cluster_keywords
+from .plan import Plan, make_plan, parse_cluster_keywords
 from .preloads.watchdog import CLUSTER_ALIVE_HANDLER, probe_interval
 from .request import parse_count, parse_name
 from .runtime_cluster import RuntimeCluster
@@ -103,26 +104,18 @@ class GPUJobQueueCluster(RuntimeCluster):
     ):
         """Make the cluster's plan and start its scheduler; no job is submitted until :meth:`scale`.
 
-        In order: dask-jobqueue's refusals, the plan (:func:`~gpujobqueue.plan.make_plan`: the
-        request and launch, the security, the CPU pool's jobs, where the scheduler runs, job
-        arrays), whether UCX can run here (a GPU beside a scheduler in this process), the private
-        folder for the credentials and the scheduler file, the scheduler's interface on this host;
-        then distributed's cluster starts. A constructor that fails part way closes whatever it
-        started (:meth:`_abandon`).
+        In order: dask-jobqueue's refusals, the plan (:func:`~gpujobqueue.plan.make_plan`), the probe
+        of the workers' python (run beside the start; it warns before any job is submitted), what the
+        cluster takes of its plan (:meth:`_take_plan`), the scheduler's options; then distributed's
+        cluster starts. A constructor that fails part way closes whatever it started (:meth:`_abandon`).
         """
+        # The constructor's own keywords, checked before anything starts, then given to distributed's cluster.
+        own = dict(job_cls=job_cls, loop=loop, silence_logs=silence_logs, asynchronous=asynchronous, host=host)
         check_cluster_keywords(
-            dashboard_address=dashboard_address,
-            host=host,
-            job_cls=job_cls,
-            loop=loop,
-            scheduler_cls=scheduler_cls,
-            asynchronous=asynchronous,
-            silence_logs=silence_logs,
-            config_name=config_name,
+            **own, dashboard_address=dashboard_address, scheduler_cls=scheduler_cls, config_name=config_name
         )
         if job_cls is not None:
             self.job_cls = job_cls
-        config_name = config_name or self.batch_system.name
         if name is not None:  # the prefix of every job and worker name, written into the job scripts
             name = parse_name("name", name)
         plan = make_plan(
@@ -133,25 +126,54 @@ class GPUJobQueueCluster(RuntimeCluster):
             cpu_pool=cpu_pool,
             job_array=job_array,
         )
-        settings, request, launch, security = plan.settings, plan.request, plan.launch, plan.security
-        n_workers = parse_count("n_workers", n_workers, maximum=MAX_JOBS_PER_CLUSTER * request.gpus_per_job)
-        check_log_directory(request.log_directory)
-        self.request, self.launch, self.site = request, launch, plan.site
+        n_workers = parse_count("n_workers", n_workers, maximum=MAX_JOBS_PER_CLUSTER * plan.request.gpus_per_job)
+        check_log_directory(plan.request.log_directory)
+        # At once, not after the jobs' queue wait; beside the scheduler's start, which it need not delay.
+        probe = WorkerPythonCheck(plan.launch.python, **plan.worker_python_needs())
+        job_kwargs, scheduler_cls = self._take_plan(plan, shared_temp_directory, scheduler_cls)
+        scheduler_options = self._checked_scheduler_options(scheduler_options, scheduler_cls, host)
+        exit_cleanup.track(self)  # from here on, its jobs are cancelled when this process ends
+        try:
+            self._init_job_queue_cluster(
+                **own,
+                name=name,
+                scheduler_options=scheduler_options,
+                scheduler_cls=scheduler_cls,
+                config_name=config_name or self.batch_system.name,
+                job_kwargs=job_kwargs,
+            )
+            probe.warn()
+            if n_workers:
+                self.scale(n_workers)
+        except BaseException:
+            self._abandon()
+            raise
+
+    def _take_plan(
+        self, plan: Plan, shared_temp_directory: str | None, scheduler_cls: Any
+    ) -> tuple[dict[str, Any], Any]:
+        """Keep what the cluster reads of its plan; make its parts, its jobs' keywords, its private folder's
+        place; return the jobs' keywords and the scheduler's class (the scheduler job's, ``scheduler='job'``)."""
+        self.cluster_plan = plan  # not `plan`: distributed's Cluster.plan is the workers it plans for
+        self.request, self.launch, self.site = plan.request, plan.launch, plan.site
         sites.warn_unconfirmed(self.site)
         self.cpu_pool, self.cpu_request, self.cpu_launch = plan.cpu_pool, plan.cpu_request, plan.cpu_launch
         # Not `_job_key`: dask-jobqueue keeps the TLS key file of security=True in `self._job_key`.
         self._worker_to_job = WorkerJobKey(
-            launch.name_suffixes, self.cpu_launch.name_suffixes if self.cpu_launch else None
+            plan.launch.name_suffixes, self.cpu_launch.name_suffixes if self.cpu_launch else None
         )
         self._cpu_i = 0
         self.scheduler_placement = plan.scheduler_placement
-        if launch.protocol == "ucx":
+        if plan.launch.protocol == "ucx":
             check_ucx_scheduler_host(scheduler_here=self.scheduler_placement == SCHEDULER_HERE)
         # The scheduler (when in this process) and the client need a CUDA context before UCX starts.
-        self._ucx_cuda_context = launch.protocol == "ucx" and bool(gpus.nvidia_gpu_ids())
+        self._ucx_cuda_context = plan.launch.protocol == "ucx" and bool(gpus.nvidia_gpu_ids())
         # Jobs started or stopped together submit and cancel in one command each.
         self._job_commands = JobCommands(arrays=plan.job_array)
-        job_kwargs = {"batch_state": self.batch_system.cluster_state(settings, request), "commands": self._job_commands}
+        job_kwargs = {
+            "batch_state": self.batch_system.cluster_state(plan.settings, plan.request),
+            "commands": self._job_commands,
+        }
         # The scheduler file and TLS credentials go to a private folder the compute nodes can read.
         self._shared_directory = shared_directory(self.batch_system.name, shared_temp_directory)
         self._private_directory: str | None = None
@@ -166,37 +188,22 @@ class GPUJobQueueCluster(RuntimeCluster):
                 JobScheduler,
                 make_job=self._make_scheduler_job,
                 scheduler_file=scheduler_file,
-                tls_args=scheduler_tls_args(security, self._private_folder()) if security else (),
+                tls_args=scheduler_tls_args(plan.security, self._private_folder()) if plan.security else (),
             )
+        return job_kwargs, scheduler_cls
+
+    def _checked_scheduler_options(self, options: dict | None, scheduler_cls: Any, host: str | None) -> dict:
+        """``scheduler_options`` checked (:func:`~gpujobqueue.cluster_options.scheduler_options`), and the
+        scheduler's interface, where it runs here, found on this host."""
         where = "the scheduler job's node" if self.scheduler_placement == SCHEDULER_IN_JOB else "this host"
-        scheduler_options, self._dashboard_address = checked_scheduler_options(
-            self.batch_system.name, scheduler_options, scheduler_cls, where
+        options, self._dashboard_address = checked_scheduler_options(
+            self.batch_system.name, options, scheduler_cls, where
         )
-        if self.scheduler_placement == SCHEDULER_HERE and host is None and "host" not in scheduler_options:
+        if self.scheduler_placement == SCHEDULER_HERE and host is None and "host" not in options:
             # Here, on the login node, not on the compute nodes: the scheduler's interface must exist on this host.
-            named = "scheduler_options" if "interface" in scheduler_options else "interface"
-            check_scheduler_interface(scheduler_options.get("interface", launch.interface), named, self.site)
-        exit_cleanup.track(self)  # from here on, its jobs are cancelled when this process ends
-        try:
-            self._init_job_queue_cluster(
-                job_cls=job_cls,
-                loop=loop,
-                security=security,
-                shared_temp_directory=self._shared_directory,
-                silence_logs=silence_logs,
-                name=name,
-                asynchronous=asynchronous,
-                host=host,
-                scheduler_options=scheduler_options,
-                scheduler_cls=scheduler_cls,
-                config_name=config_name,
-                job_kwargs=job_kwargs,
-            )
-            if n_workers:
-                self.scale(n_workers)
-        except BaseException:
-            self._abandon()
-            raise
+            named = "scheduler_options" if "interface" in options else "interface"
+            check_scheduler_interface(options.get("interface", self.launch.interface), named, self.site)
+        return options
 
     def _abandon(self) -> None:
         """Undo a constructor that failed half way: the caller never gets the cluster, so close
@@ -230,8 +237,9 @@ class GPUJobQueueCluster(RuntimeCluster):
             interface=launch.interface or "",
             scheduler_options=scheduler_options,
             protocol=f"{launch.protocol}://" if launch.protocol else None,
-            request=self.request,
-            launch=launch,
+            security=self.cluster_plan.security,
+            shared_temp_directory=self._shared_directory,
+            plan=self.cluster_plan,
             **options,
             **job_kwargs,
         )
@@ -255,16 +263,14 @@ class GPUJobQueueCluster(RuntimeCluster):
     def _new_cpu_job_spec(self) -> dict[str, Any]:
         name = cpu_job_name(self._name, self._cpu_i)
         self._cpu_i += 1
-        options = dict(self._job_kwargs, request=self.cpu_request, launch=self.cpu_launch)
+        options = dict(self._job_kwargs, pool="cpu")
         return {name: {"cls": self.job_cls, "options": options, "group": self.cpu_launch.name_suffixes, "pool": "cpu"}}
 
     def cpu_job_script(self) -> str:
         """The script of one CPU-pool job (``cpu_pool``)."""
         if self.cpu_pool is None:
             raise ValidationError("cpu_pool", "this cluster has no CPU pool; give cpu_pool={...}")
-        return self.job_cls(
-            None, name="dummy-name-cpu", **dict(self._job_kwargs, request=self.cpu_request, launch=self.cpu_launch)
-        ).job_script()
+        return self.job_cls(None, name="dummy-name-cpu", **dict(self._job_kwargs, pool="cpu")).job_script()
 
     def _make_scheduler_job(self, start: SchedulerStart) -> GPUJob:
         """The cluster's first job, which starts the scheduler before its GPU workers."""

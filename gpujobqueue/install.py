@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import subprocess
+import threading
 import warnings
 
 from ._version import __version__
@@ -158,7 +159,7 @@ def _last_line(text: str) -> str:
 
 
 def warn_if_worker_python_lacks(
-    python: str, *, dask_cuda: bool, gpujobqueue: bool, cuda_version: str | None = None
+    python: str, *, dask_cuda: bool, gpujobqueue: bool, cuda_version: str | None = None, stacklevel: int = 3
 ) -> bool:
     """Warn at once where the workers' ``python`` cannot run them (:func:`worker_python_problems`),
     naming that python and how to install what it lacks; say whether it warned.
@@ -171,6 +172,8 @@ def warn_if_worker_python_lacks(
         What the workers need of it (:func:`worker_python_problems`).
     cuda_version : str, optional
         This machine's driver CUDA version, for the install line.
+    stacklevel : int
+        The warning's, as :func:`warnings.warn` takes it (3: the caller's caller).
     """
     problems = worker_python_problems(python, dask_cuda=dask_cuda, gpujobqueue=gpujobqueue)
     if not problems:
@@ -190,6 +193,32 @@ def warn_if_worker_python_lacks(
         f"the workers' python {python} {' and '.join(problems)}: its workers would fail only after the jobs' queue "
         f"wait (they preload gpujobqueue.preloads.* by name). {fix}",
         UserWarning,
-        stacklevel=3,
+        stacklevel=stacklevel,
     )
     return True
+
+
+class WorkerPythonCheck:
+    """:func:`warn_if_worker_python_lacks`, its probe run in a thread from when this is made, so that
+    what starts meanwhile (a cluster's scheduler) need not wait for it; :meth:`warn` waits for it and warns.
+
+    Parameters
+    ----------
+    python : str
+        The interpreter the job script runs the workers with.
+    dask_cuda, gpujobqueue : bool
+        What the workers need of it (:func:`worker_python_problems`).
+    """
+
+    def __init__(self, python: str, *, dask_cuda: bool, gpujobqueue: bool):
+        self._python, self._needs = python, {"dask_cuda": dask_cuda, "gpujobqueue": gpujobqueue}
+        # probe_imports keeps its answer: warn() then reads it without running the python again.
+        self._probe = threading.Thread(
+            target=worker_python_problems, args=(python,), kwargs=self._needs, name="gpujobqueue-probe", daemon=True
+        )
+        self._probe.start()
+
+    def warn(self) -> bool:
+        """Wait for the probe; warn as :func:`warn_if_worker_python_lacks` does, and say whether it warned."""
+        self._probe.join()
+        return warn_if_worker_python_lacks(self._python, stacklevel=4, **self._needs)

@@ -21,8 +21,8 @@ from .batch.base import BatchSystem
 from .errors import ValidationError
 from .job_commands import ArrayElements, CommandFailed, JobCommands
 from .job_status import JobFailedError, JobStatus, read_log_tail, script_exit_code
-from .plan import make_plan
-from .render import PLACEHOLDER_SCHEDULER
+from .plan import Plan, make_plan
+from .render import SchedulerAddress, SchedulerFile, SchedulerInJob, render
 from .request import JobRequest
 from .scheduler_job import SchedulerStart
 from .security import worker_tls_args
@@ -99,10 +99,12 @@ class GPUJob(Job):
         Address of the Dask scheduler.
     name : str
         The job's name in the cluster; its workers are ``<name>-<i>``.
-    request : JobRequest
-        What the job asks of the batch system.
-    launch : WorkerLaunch
-        How it starts its workers.
+    plan : Plan, optional
+        The cluster's plan: the job is of its ``pool``'s request and launch, and parses no keyword.
+    pool : {"gpu", "cpu"}
+        The plan's pool the job is of: its GPU workers, or its CPU pool's.
+    request, launch : JobRequest, WorkerLaunch, optional
+        Instead of a plan: what the job asks of the batch system, and how it starts its workers.
     security : Security, optional
         TLS credentials for the workers.
     scheduler_file : str, optional
@@ -120,10 +122,10 @@ class GPUJob(Job):
         dask-jobqueue's cluster passes it to every job; the job keeps it (default: its batch system's name).
     interface, protocol : str, optional
         :class:`dask_jobqueue.JobQueueCluster` passes them to every job, so the job takes them;
-        with ``request`` and ``launch`` they are not read (``launch`` holds the workers'
+        with a plan (or ``request`` and ``launch``) they are not read (the launch holds the workers'
         interface and protocol); without, they are cluster keywords like the others.
     **cluster_keywords
-        Without ``request`` and ``launch``, the job is made as dask-jobqueue's jobs are, from
+        Without a plan (or ``request`` and ``launch``), the job is made as dask-jobqueue's jobs are, from
         the keywords of its batch system's clusters (``cores=``, ``memory=``,
         ``job_extra_directives=``, ...), resolved and validated as the cluster does.
     """
@@ -162,6 +164,8 @@ class GPUJob(Job):
         scheduler: str | None = None,
         name: str | None = None,
         *,
+        plan: Plan | None = None,
+        pool: str = "gpu",
         request: JobRequest | None = None,
         launch: WorkerLaunch | None = None,
         security: Security | None = None,
@@ -174,11 +178,15 @@ class GPUJob(Job):
         batch_state: Any = None,
         **cluster_keywords: Any,
     ):
-        if request is None or launch is None:
-            keywords = dict(cluster_keywords, interface=interface, protocol=protocol)
-            request, launch = self._from_cluster_keywords(keywords, request, launch)
-        elif cluster_keywords:
-            config.check_keywords(cluster_keywords, (), type(self).__name__)
+        if plan is not None and (request is not None or launch is not None):
+            raise TypeError(f"{type(self).__name__} takes a plan, or request and launch, not both")
+        if plan is None and (request is None or launch is None):
+            plan = self._plan_of(request, launch, dict(cluster_keywords, interface=interface, protocol=protocol))
+        else:
+            if cluster_keywords:
+                config.check_keywords(cluster_keywords, (), type(self).__name__)
+            plan = plan or Plan(settings={}, request=request, launch=launch, system=self.batch_system)
+        request, launch = plan.pool(pool)
         make_log_directory(request.log_directory)  # where dask-jobqueue's Job makes it
         ProcessInterface.__init__(self)  # not Job.__init__: the class docstring says why
         self.scheduler = scheduler
@@ -187,6 +195,7 @@ class GPUJob(Job):
         self.submitted_at: float | None = None  # time.time() once the batch system took it
         self.closed_at: float | None = None  # ... and once this cluster cancelled it
         self.config_name = config_name or type(self).config_name
+        self.plan, self.pool = plan, pool
         self.request = request
         self.launch = launch
         self.job_name = request.job_name
@@ -206,26 +215,34 @@ class GPUJob(Job):
         self.submit_directory = os.getcwd()
 
     @classmethod
-    def _from_cluster_keywords(
-        cls, keywords: dict[str, Any], request: JobRequest | None, launch: WorkerLaunch | None
-    ) -> tuple[JobRequest, WorkerLaunch]:
-        """The request and launch that the batch system's clusters make of ``keywords``."""
+    def _plan_of(cls, request: JobRequest | None, launch: WorkerLaunch | None, keywords: dict[str, Any]) -> Plan:
+        """The plan that the batch system's clusters make of cluster ``keywords``, for a job made as
+        dask-jobqueue's are (``SLURMGPUJob(cores=..., memory=...)``)."""
         if request is not None or launch is not None:
             raise TypeError(f"{cls.__name__} takes request and launch together, or neither")
         plan = make_plan(cls.batch_system, keywords, owner=cls.__name__)
         check_log_directory(plan.request.log_directory)
-        return plan.request, plan.launch
+        return plan
+
+    @property
+    def tls_args(self) -> tuple[str, ...]:
+        """The workers' ``--tls-*`` options (the cluster's credential files), empty without TLS."""
+        return tuple(self._tls_args)
 
     def job_script(self, array: ArrayElements | None = None) -> str:
         """The script this job submits; with ``array``, the script of that job array."""
-        return self.batch_system.job_script(
-            self.request,
-            self.launch,
+        if self.start_scheduler is not None:
+            connection = SchedulerInJob(start=self.start_scheduler)
+        elif self.scheduler_file is not None:
+            connection = SchedulerFile(self.scheduler_file)
+        else:
+            connection = SchedulerAddress(self.scheduler) if self.scheduler else SchedulerAddress()
+        return render(
+            self.plan,
+            connection,
             name=str(self.name),
-            scheduler=self.scheduler or PLACEHOLDER_SCHEDULER,
+            pool=self.pool,
             tls_args=self._tls_args,
-            scheduler_file=self.scheduler_file,
-            start_scheduler=self.start_scheduler,
             array=array,
             plain_tcp=not self._tls_args and self.launch.protocol in (None, "tcp"),
         )

@@ -10,7 +10,7 @@ import importlib.resources
 import re
 import shlex
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Sequence, Union
 
 import jinja2
 
@@ -26,8 +26,6 @@ from .run import ClientRun
 from .scheduler_job import SchedulerStart
 from .security import ScriptTLS
 from .workers import WorkerLaunch
-
-PLACEHOLDER_SCHEDULER = "tcp://<insert-scheduler-address-here>:8786"
 
 
 def package_data_dir(name: str) -> Path:
@@ -209,6 +207,142 @@ def private_folder(launch: WorkerLaunch, run: bool, standalone_preloads: Sequenc
     return PrivateFolder("${TMPDIR:-/tmp}", "on this node", ", ".join(holds))
 
 
+# The scheduler's address in a script rendered without one: the script refuses to run until it is filled in.
+PLACEHOLDER_SCHEDULER = "tcp://<insert-scheduler-address-here>:8786"
+_PLACEHOLDER_HOST = "<insert-scheduler-address-here>"
+
+
+@dataclasses.dataclass(frozen=True)
+class SchedulerAddress:
+    """The workers connect to the scheduler at ``address`` (``tls://10.0.0.1:8786``).
+
+    Without one (:data:`PLACEHOLDER_SCHEDULER`, what ``gpujobqueue render`` writes without
+    ``--scheduler-address``), the script says so and ends with status 2 before starting anything,
+    until the placeholder is replaced.
+    """
+
+    address: str = PLACEHOLDER_SCHEDULER
+
+    @property
+    def unset(self) -> bool:
+        """Whether the address is still the placeholder."""
+        return _PLACEHOLDER_HOST in self.address
+
+
+@dataclasses.dataclass(frozen=True)
+class SchedulerFile:
+    """The workers find the scheduler through the scheduler file at ``path`` (``dask scheduler
+    --scheduler-file``; a cluster whose scheduler runs in a job)."""
+
+    path: str
+
+
+@dataclasses.dataclass(frozen=True)
+class SchedulerInJob:
+    """The scheduler is started in this job, before its workers: the cluster's (``start``,
+    ``scheduler='job'``), or the job's own for its client script (``run``, ``render --run``).
+    Exactly one is given."""
+
+    start: SchedulerStart | None = None
+    run: ClientRun | None = None
+
+    def __post_init__(self) -> None:
+        if (self.start is None) == (self.run is None):
+            raise TypeError("SchedulerInJob takes start or run, one of them")
+
+
+#: How a job's workers reach their scheduler: one of the three.
+Connection = Union[SchedulerAddress, SchedulerFile, SchedulerInJob]
+
+
+def connection_options(connection: Connection) -> dict[str, Any]:
+    """The connection as :func:`render_job_script`'s keywords (``scheduler``, ``scheduler_file``,
+    ``start_scheduler`` or ``run``)."""
+    if isinstance(connection, SchedulerAddress):
+        return {"scheduler": connection.address}
+    if isinstance(connection, SchedulerFile):
+        return {"scheduler_file": connection.path}
+    if isinstance(connection, SchedulerInJob):
+        return {"start_scheduler": connection.start} if connection.start is not None else {"run": connection.run}
+    raise TypeError(f"a connection is a SchedulerAddress, SchedulerFile or SchedulerInJob, not {connection!r}")
+
+
+def render(plan: Any, connection: Connection, *, name: str, pool: str = "gpu", **options: Any) -> str:
+    """The job script of a :class:`~gpujobqueue.plan.Plan`, whose workers reach their scheduler by ``connection``.
+
+    Parameters
+    ----------
+    plan : Plan
+        The plan (its batch system, request and launch); nothing is parsed again.
+    connection : SchedulerAddress, SchedulerFile or SchedulerInJob
+        How the workers reach the scheduler.
+    name : str
+        The job's worker-name prefix.
+    pool : {"gpu", "cpu"}
+        The jobs of the GPU workers, or of the plan's CPU pool.
+    **options
+        ``tls_args``, ``script_tls``, ``plain_tcp``, ``array``, ``standalone``: as
+        :func:`render_job_script` takes them.
+
+    Returns
+    -------
+    str
+        The script (its batch system's :meth:`~gpujobqueue.batch.base.BatchSystem.job_script`).
+    """
+    request, launch = plan.pool(pool)
+    return plan.system.job_script(request, launch, name=name, **connection_options(connection), **options)
+
+
+def _scheduler_word(
+    scheduler: str, run: ClientRun | None, scheduler_file: str | None, start: SchedulerStart | None
+) -> str:
+    """How the workers' command line names their scheduler, as shell words."""
+    if run is not None:
+        return '"$DASK_SCHEDULER_ADDRESS"'  # known only in the job, once its scheduler has started
+    if start is not None:
+        return "--scheduler-file " + shlex.quote(start.scheduler_file)
+    if scheduler_file is not None:
+        return "--scheduler-file " + shlex.quote(scheduler_file)
+    return shlex.quote(scheduler)
+
+
+def _tls_lines(
+    script_tls: ScriptTLS | None, tls_args: Sequence[str], start: SchedulerStart | None
+) -> tuple[list[str], list[str]]:
+    """The workers' and the started scheduler's ``--tls-*`` option lines: the cluster's credential files
+    quoted, a script's as ``"$GPUJOBQUEUE_TLS_DIR/<file>"``."""
+    if script_tls is not None:
+        return _option_lines(script_tls.args()), _option_lines(script_tls.args())
+    scheduler_args = start.tls_args if start else ()
+    return _option_lines([shlex.quote(a) for a in tls_args]), _option_lines([shlex.quote(a) for a in scheduler_args])
+
+
+def _launch_values(
+    system: Any, request: JobRequest, launch: WorkerLaunch, run: bool, standalone: bool, script_tls: ScriptTLS | None
+) -> dict[str, Any]:
+    """The template's values of the job's request and launch: the launcher's lines, the variables every
+    node's workers need, the preloads' words, the private folder and the preloads it carries."""
+    standalone_preloads = launch.preloads if standalone else ()
+    return {
+        "request": request,
+        "launch": launch,
+        # The file listing the job's hosts, for launchers that need it (mpiexec under PBS), else None.
+        "launch_lines": (
+            []
+            if launch.launcher == "direct"
+            else launch.task_launcher.start_lines(launch_context(request, launch, system.node_file_variable))
+        ),
+        "node_exports": launcher_exports(request, launch, run, script_tls),
+        "preload": preload_words(standalone),
+        "private_dir": private_folder(launch, run, standalone_preloads),
+        # The package's own text, not a value: its line breaks are meant.
+        "standalone_sources": [
+            (standalone_file_name(preload), _MacroLines(preload_source(preload).rstrip("\n")))
+            for preload in standalone_preloads
+        ],
+    }
+
+
 def render_job_script(
     system: Any,
     request: JobRequest,
@@ -225,49 +359,23 @@ def render_job_script(
     plain_tcp: bool = False,
     standalone: bool = False,
 ) -> str:
-    """Render one job script (what :meth:`BatchSystem.job_script
-    <gpujobqueue.batch.base.BatchSystem.job_script>` does unless a batch system writes its own).
+    """Render one job script (what :meth:`BatchSystem.job_script <gpujobqueue.batch.base.BatchSystem.job_script>`
+    does unless a batch system writes its own): ``system``'s header template over the shared body.
 
-    Parameters
-    ----------
-    system : BatchSystem subclass
-        The batch system: its header template, directive prefix, walltime directives and host file.
-    request : JobRequest
-        What the job asks of the batch system.
-    launch : WorkerLaunch
-        How the job starts its workers.
-    name : str
-        The job's worker-name prefix; workers are ``<name>-<i>``.
-    scheduler : str
-        Address of the Dask scheduler the workers connect to.
-    tls_args : sequence of str
-        ``--tls-*`` worker options when the cluster uses TLS (file paths, quoted here).
-    run : ClientRun, optional
-        Make the script self-contained: it starts its own scheduler, then the workers, then
-        runs this client script, and ends with the client's exit code.
-    scheduler_file : str, optional
-        The workers find the scheduler through this file (``scheduler="job"``) rather
-        than at ``scheduler``.
-    start_scheduler : SchedulerStart, optional
-        Start the cluster's scheduler in this job, before its workers, writing
-        ``scheduler_file``; the job then lasts as long as the scheduler.
-    array : ArrayElements, optional
-        Render the script of a job array whose element ``i`` is the job
-        ``<array.prefix>-<array.offset + i>``; ``name`` is then not used.
-    script_tls : ScriptTLS, optional
-        TLS credentials that the job makes (``--run``) or reads from a folder (a rendered
-        script joining your scheduler), instead of ``tls_args``.
-    plain_tcp : bool
-        The script was asked for without TLS (``--no-tls``): it says so in a comment.
-    standalone : bool
-        The script carries :mod:`gpujobqueue.preloads` for nodes without gpujobqueue: it writes them
-        into its private folder (files 0600) and the workers preload them by path; else they preload
-        them by module name, and the script holds no Python of gpujobqueue's.
+    ``request`` and ``launch`` are a :class:`~gpujobqueue.plan.Plan`'s (:func:`render`), ``name`` the
+    worker-name prefix. The workers reach their scheduler at ``scheduler``, or through ``scheduler_file``;
+    ``start_scheduler`` starts the cluster's scheduler in the job first, ``run`` makes the script
+    self-contained (its own scheduler, the workers, then the client script, ending with its exit code).
+    ``tls_args`` are a cluster's ``--tls-*`` worker options, ``script_tls`` the credentials a rendered
+    script makes (``run``) or reads; ``plain_tcp`` says in a comment that it has no TLS. ``array``: the
+    script of a job array (element ``i`` is the job ``<array.prefix>-<array.offset + i>``). ``standalone``
+    writes :mod:`gpujobqueue.preloads` into the job's private folder, preloaded by path.
 
-    Returns
-    -------
-    str
-        The script text.
+    Raises
+    ------
+    ValidationError
+        A scheduler in a job whose script runs on a launch node; an array of multi-node jobs; a header
+        without its walltime (``job_directives_skip``).
     """
     if run is not None:
         check_scheduler_can_run_in_job(launch, "launcher", "--run")
@@ -275,16 +383,10 @@ def render_job_script(
         check_scheduler_can_run_in_job(launch, "scheduler", "scheduler='job'")
     if script_tls is not None and tls_args:
         raise ValueError("give tls_args (a cluster's credential files) or script_tls, not both")
+    scheduler_arg = _scheduler_word(scheduler, run, scheduler_file, start_scheduler)
     if run is not None:
         # The job's own scheduler serves the job alone: on a single node it listens on the loopback; no dashboard.
         start_scheduler = SchedulerStart(scheduler_file=None)
-        scheduler_arg = '"$DASK_SCHEDULER_ADDRESS"'  # known only in the job, once its scheduler has started
-    elif start_scheduler is not None:
-        scheduler_arg = "--scheduler-file " + shlex.quote(start_scheduler.scheduler_file)
-    elif scheduler_file is not None:
-        scheduler_arg = "--scheduler-file " + shlex.quote(scheduler_file)
-    else:
-        scheduler_arg = shlex.quote(scheduler)
     # Workers are <name>-<i>, and on several nodes <name>-<node>-<i>, the node numbered by the launcher's rank.
     worker_name = naming.shell_worker_name(name, launch.nodes)
     if array is not None:
@@ -292,40 +394,19 @@ def render_job_script(
             raise ValidationError("job_array", "a job array's elements are one-node worker jobs")
         name = naming.array_job_name_text(array.prefix)
         worker_name = naming.SHELL_ARRAY_JOB_NAME  # element i's job name, worked out in the job
-    template = batch_template(system)
-    # The file listing the job's hosts, for launchers that need it (mpiexec under PBS), else None.
-    launch_lines = (
-        []
-        if launch.launcher == "direct"
-        else launch.task_launcher.start_lines(launch_context(request, launch, system.node_file_variable))
-    )
-    standalone_preloads = launch.preloads if standalone else ()
-    text = template.render(
-        request=request,
-        launch=launch,
-        launch_lines=launch_lines,
+    worker_tls, scheduler_tls = _tls_lines(script_tls, tls_args, start_scheduler)
+    text = batch_template(system).render(
+        **_launch_values(system, request, launch, run is not None, standalone, script_tls),
         name=name,
         worker_name=worker_name,
         device_worker_name=naming.shell_device_worker_name(worker_name, launch.gpus),
-        node_exports=launcher_exports(request, launch, run is not None, script_tls),
-        preload=preload_words(standalone),
-        private_dir=private_folder(launch, run is not None, standalone_preloads),
-        # The package's own text, not a value: its line breaks are meant.
-        standalone_sources=[
-            (standalone_file_name(preload), _MacroLines(preload_source(preload).rstrip("\n")))
-            for preload in standalone_preloads
-        ],
         scheduler_arg=scheduler_arg,
+        scheduler_unset=scheduler_arg == shlex.quote(scheduler) and _PLACEHOLDER_HOST in scheduler,
         run=run,
         start_scheduler=start_scheduler,
         directive_prefix=system.directive_prefix,
-        # Shell words: the cluster's credential files quoted, a script's as "$GPUJOBQUEUE_TLS_DIR/<file>".
-        tls_args=_option_lines(script_tls.args() if script_tls is not None else [shlex.quote(arg) for arg in tls_args]),
-        scheduler_tls_args=_option_lines(
-            script_tls.args()
-            if script_tls is not None
-            else [shlex.quote(arg) for arg in (start_scheduler.tls_args if start_scheduler else ())]
-        ),
+        tls_args=worker_tls,
+        scheduler_tls_args=scheduler_tls,
         script_tls=script_tls,
         plain_tcp=plain_tcp,
         array=array,

@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any, Mapping
 
 from .batch import batch_system, names
 from .batch.base import BatchSystem
 from .errors import ValidationError
+from .install import warn_if_worker_python_lacks
 from .job_commands import SHORTEST_ARRAY, ArrayElements
-from .plan import make_plan
-from .render import PLACEHOLDER_SCHEDULER
+from .plan import Plan, make_plan
+from .render import (
+    PLACEHOLDER_SCHEDULER,
+    Connection,
+    SchedulerAddress,
+    SchedulerFile,
+    SchedulerInJob,
+    render,
+)
 from .request import JobRequest, parse_name, parse_positive_int
 from .run import ClientRun
 from .security import resolve_script_security
 from .sites import load_site, warn_unconfirmed
-from .validation import matching
+from .validation import matching, path_text
 from .workers import WorkerLaunch
 
 
@@ -57,13 +66,15 @@ def job_script_for(
     *,
     name: str,
     scheduler: str = PLACEHOLDER_SCHEDULER,
+    scheduler_file: str | None = None,
     run: ClientRun | None = None,
     array_jobs: int | None = None,
     tls: bool = True,
     tls_directory: str | None = None,
     standalone: bool = False,
 ) -> str:
-    """Render the script a cluster of ``batch`` would submit for ``keywords``.
+    """Render the script a cluster of ``batch`` would submit for ``keywords`` (``gpujobqueue render``):
+    its plan made, the workers' python probed (a warning names what it lacks), then :func:`render`.
 
     Parameters
     ----------
@@ -74,25 +85,21 @@ def job_script_for(
         Cluster keywords (as :class:`~gpujobqueue.cluster.GPUJobQueueCluster` takes them).
     name : str
         Worker name prefix.
-    scheduler : str
-        Scheduler address the workers connect to.
+    scheduler, scheduler_file : str, optional
+        The scheduler's address, or its scheduler file, that the workers connect through; neither:
+        a placeholder the script refuses to run with until it is filled in.
     run : ClientRun, optional
         A self-contained script instead: its own scheduler, the workers, then this client.
     array_jobs : int, optional
-        The script of ``array_jobs`` jobs ``<name>-0 .. <name>-<K-1>`` submitted as one job
-        array, as a cluster with ``job_array=True`` submits them.
+        The script of ``array_jobs`` jobs ``<name>-0 .. <name>-<K-1>`` submitted as one job array,
+        as a cluster with ``job_array=True`` submits them.
     tls : bool
-        TLS, the default over TCP, as Python clusters have it: a ``run`` script makes its
-        credentials in the job; other scripts read the set that ``gpujobqueue credentials``
-        made in ``tls_directory``, which the scheduler you run uses too. False: plain TCP,
-        with an :class:`~gpujobqueue.security.InsecureScriptWarning`. UCX has no TLS.
-    tls_directory : str, optional
-        The credentials' folder as the job's shell writes it (default
-        ``$HOME/.config/gpujobqueue/tls``).
+        TLS (default): a ``run`` script makes its credentials in the job; other scripts read the set
+        ``gpujobqueue credentials`` made in ``tls_directory`` (default ``$HOME/.config/gpujobqueue/tls``,
+        as the job's shell writes it). False: plain TCP, with an ``InsecureScriptWarning``. UCX has no TLS.
     standalone : bool
-        For nodes without gpujobqueue: the script writes :mod:`gpujobqueue.preloads` into its
-        private folder and the workers preload them by path (by default they preload them by
-        module name, from the gpujobqueue their python imports).
+        For nodes without gpujobqueue: the script writes :mod:`gpujobqueue.preloads` into its private
+        folder and the workers preload them by path (by default, by module name).
 
     Raises
     ------
@@ -103,13 +110,40 @@ def job_script_for(
     if batch not in names():  # a site's name or file
         site = load_site(batch)
         batch, keywords["site"] = site.scheduler, site
-    system = batch_system(batch)
-    plan = make_plan(system, keywords, standalone=standalone)
-    request, launch = plan.request, plan.launch
+    plan = make_plan(batch_system(batch), keywords)
     warn_unconfirmed(plan.site)
-    script_tls, launch = resolve_script_security(launch, run=run is not None, tls=tls, tls_directory=tls_directory)
+    script_tls, launch = resolve_script_security(plan.launch, run=run is not None, tls=tls, tls_directory=tls_directory)
+    plan = dataclasses.replace(plan, launch=launch)
+    # At once, not after the jobs' queue wait; after the plan, so that a wrong keyword is named first.
+    warn_if_worker_python_lacks(launch.python, **plan.worker_python_needs(standalone))
+    connection = _connection(scheduler, scheduler_file, run, launch.protocol, script_tls)
+    array = None
+    if array_jobs is not None:
+        array, name = _array(plan, name, array_jobs, run)
+    return render(
+        plan,
+        connection,
+        name=name,
+        array=array,
+        script_tls=script_tls,
+        plain_tcp=not tls and launch.protocol != "ucx",
+        standalone=standalone,
+    )
+
+
+def _connection(
+    scheduler: str, scheduler_file: str | None, run: ClientRun | None, protocol: str | None, script_tls: Any
+) -> Connection:
+    """How a rendered script's workers reach their scheduler: the job's own (``run``), the scheduler
+    file, or the address (TLS unless the script is not; the placeholder in the workers' protocol)."""
+    if run is not None:
+        return SchedulerInJob(run=run)
+    if scheduler_file is not None:
+        if scheduler != PLACEHOLDER_SCHEDULER:
+            raise ValidationError("scheduler_file", "give the scheduler's address or its scheduler file, not both")
+        return SchedulerFile(path_text("scheduler_file", scheduler_file))
     if scheduler == PLACEHOLDER_SCHEDULER:
-        scheduler = scheduler.replace("tcp://", f"{launch.protocol or 'tcp'}://", 1)
+        scheduler = scheduler.replace("tcp://", f"{protocol or 'tcp'}://", 1)
     elif script_tls is not None and not scheduler.startswith("tls://"):
         if "://" in scheduler:
             raise ValidationError(
@@ -118,25 +152,19 @@ def job_script_for(
                 f"with the credentials of {script_tls.directory} (or give --no-tls for plain TCP)",
             )
         scheduler = f"tls://{scheduler}"
-    scheduler = matching("scheduler", scheduler, _SCHEDULER_ADDRESS, "a scheduler address such as tls://10.0.0.1:8786")
-    array = None
-    if array_jobs is not None:
-        if run is not None:
-            raise ValidationError("job_array", "--run writes one self-contained job, not a job array")
-        array_jobs = parse_positive_int("job_array", array_jobs, system.array_size_limit)
-        system.check_job_array(request)
-        if array_jobs < SHORTEST_ARRAY:
-            name = f"{name}-0"  # a single job goes as a plain job
-        else:
-            array = ArrayElements(name, -1, array_jobs, system.array_task_variable)
-    return system.job_script(
-        request,
-        launch,
-        name=name,
-        scheduler=scheduler,
-        run=run,
-        array=array,
-        script_tls=script_tls,
-        plain_tcp=not tls and launch.protocol != "ucx",
-        standalone=standalone,
+    return SchedulerAddress(
+        matching("scheduler", scheduler, _SCHEDULER_ADDRESS, "a scheduler address such as tls://10.0.0.1:8786")
     )
+
+
+def _array(plan: Plan, name: str, array_jobs: int, run: ClientRun | None) -> tuple[ArrayElements | None, str]:
+    """The job array of ``array_jobs`` jobs (None for a single job, which goes as a plain job named
+    ``<name>-0``), and the name the script is rendered with."""
+    if run is not None:
+        raise ValidationError("job_array", "--run writes one self-contained job, not a job array")
+    system = plan.system
+    array_jobs = parse_positive_int("job_array", array_jobs, system.array_size_limit)
+    system.check_job_array(plan.request)
+    if array_jobs < SHORTEST_ARRAY:
+        return None, f"{name}-0"
+    return ArrayElements(name, -1, array_jobs, system.array_task_variable), name

@@ -355,6 +355,7 @@ RENDER_ONLY_OPTIONS = {
     "worker_name",
     "client_script",
     "workers_timeout",
+    "scheduler_file",
     "array_jobs",
     "no_tls",
     "tls_directory",

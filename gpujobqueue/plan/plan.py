@@ -1,0 +1,253 @@
+"""The plan of a cluster: its keywords routed to a site queue and resolved (keyword > dask config >
+site > default) once, validated into the frozen values that the cluster, its jobs, ``render`` and
+``check`` all take. Making a plan starts no process: the workers' python is probed where a cluster
+starts or a script is rendered (:func:`~gpujobqueue.install.warn_if_worker_python_lacks`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any, Mapping
+
+from .. import config, sites
+from ..batch import names
+from ..batch.base import BatchSystem
+from ..cpu_pool import CPUPool
+from ..dashboard import warn_if_workers_serve_dashboards
+from ..intervals import check_configured
+from ..render import check_scheduler_can_run_in_job
+from ..request import JobRequest, parse_bool
+from ..scheduler_job import SCHEDULER_HERE, SCHEDULER_IN_JOB, parse_scheduler_placement
+from ..security import resolve_security
+from ..user_limits import UserJobLimit, cpu_pool_job_limit
+from ..workers import WorkerLaunch
+from .resolve import Given, read_keywords, resolve_launch, resolve_request, shows_queue_choice
+from .route import route
+
+logger = logging.getLogger("gpujobqueue.cluster")
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """What one cluster class makes of its keywords.
+
+    Parameters
+    ----------
+    settings : dict
+        Every setting after keyword > dask config > site > default precedence, and ``site``.
+    request : JobRequest
+        The job's request to the batch system.
+    launch : WorkerLaunch
+        How the job's workers start.
+    site : Site or None
+        The site whose facts filled in the keywords not given.
+    security : Security or None
+        The cluster's TLS credentials (held in memory; the cluster writes them to its private
+        folder when it starts), None for none (``security=False``, UCX, or a plan made without
+        the cluster's security, as ``render``'s, whose scripts have their own).
+    scheduler_placement : {"local", "job"}
+        Where the scheduler runs.
+    job_array : bool
+        Whether jobs started together go as one job array.
+    cpu_pool : CPUPool or None
+        The CPU-only pool's shape.
+    cpu_request, cpu_launch : JobRequest, WorkerLaunch or None
+        The CPU pool's jobs, validated as the GPU jobs are.
+    site_queue : str or None
+        The site's name of the queue the jobs go to (given, configured or routed).
+    jobs_per_user : UserJobLimit or None
+        The GPU jobs' queue's limits on one user's jobs (its site queue's ``max_jobs_per_user``,
+        or ``gpujobqueue.<batch>.max-jobs-per-user``): ``scale()`` holds jobs past them.
+    cpu_jobs_per_user : UserJobLimit or None
+        The CPU pool's queue's: the GPU jobs' limit itself where both pools' jobs go to one queue.
+    system : BatchSystem subclass or None
+        The batch system that writes, submits and watches the jobs.
+    """
+
+    settings: dict[str, Any]
+    request: JobRequest
+    launch: WorkerLaunch
+    site: Any = None
+    security: Any = None
+    scheduler_placement: str = SCHEDULER_HERE
+    job_array: bool = False
+    cpu_pool: CPUPool | None = None
+    cpu_request: JobRequest | None = None
+    cpu_launch: WorkerLaunch | None = None
+    site_queue: str | None = None  # the site's name of the queue the jobs go to
+    jobs_per_user: UserJobLimit | None = None
+    cpu_jobs_per_user: UserJobLimit | None = None
+    system: type[BatchSystem] | None = None
+
+    def pool(self, pool: str = "gpu") -> tuple[JobRequest, WorkerLaunch]:
+        """The request and launch of the jobs of ``pool``: ``"gpu"``, or ``"cpu"`` (the CPU pool's)."""
+        if pool == "gpu":
+            return self.request, self.launch
+        if pool == "cpu" and self.cpu_request is not None and self.cpu_launch is not None:
+            return self.cpu_request, self.cpu_launch
+        raise ValueError(f"this plan has no {pool!r} pool")
+
+    def worker_python_needs(self, standalone: bool = False) -> dict[str, bool]:
+        """What the workers' python must import, as :func:`~gpujobqueue.install.warn_if_worker_python_lacks`
+        takes it: dask_cuda (dask-cuda workers), gpujobqueue's preloads (unless the script carries them,
+        ``standalone``)."""
+        return {
+            "dask_cuda": self.launch.mode == "dask-cuda",
+            "gpujobqueue": bool(self.launch.preloads) and not standalone,
+        }
+
+
+def parse_cluster_keywords(
+    cls: type, kwargs: dict[str, Any], owner: str | None = None
+) -> tuple[dict[str, Any], JobRequest, WorkerLaunch]:
+    """Check, resolve and validate cluster keywords; start nothing (a cluster class's ``parse_keywords``: see
+    :func:`make_plan`).
+
+    Returns
+    -------
+    settings : dict
+        Every setting after keyword > dask config > site > default precedence, and
+        ``site``: the :class:`~gpujobqueue.sites.Site` or None.
+    request : JobRequest
+    launch : WorkerLaunch
+    """
+    plan = make_plan(cls, kwargs, owner)
+    return plan.settings, plan.request, plan.launch
+
+
+def batch_system_of(cls: type) -> "type[BatchSystem]":
+    """The batch system of ``cls``: a :class:`~gpujobqueue.batch.base.BatchSystem` itself, or a cluster class
+    bound to one (its ``batch_system``)."""
+    return cls if issubclass(cls, BatchSystem) else cls.batch_system
+
+
+# make_plan's ``security`` when the caller decides the scripts' TLS itself (``render``, ``check``).
+NO_CLUSTER_SECURITY = object()
+
+
+def make_plan(
+    cls: type,
+    kwargs: Mapping[str, Any],
+    owner: str | None = None,
+    *,
+    security: Any = NO_CLUSTER_SECURITY,
+    scheduler: str | None = None,
+    cpu_pool: Mapping[str, Any] | None = None,
+    job_array: bool | None = None,
+) -> Plan:
+    """Check, route, resolve and validate one cluster class's keywords into its plan; start nothing
+    (no process, no file: the workers' python is probed where a cluster starts or a script is rendered).
+
+    Parameters
+    ----------
+    cls : type
+        The batch system (a :class:`~gpujobqueue.batch.base.BatchSystem`) whose keywords and
+        hooks apply, or a cluster class bound to one.
+    kwargs : mapping
+        The keywords given; ``site`` among them picks a site file.
+    owner : str, optional
+        The name an unknown keyword's error gives (default: the cluster class's, ``SLURMGPUCluster``).
+    security : None, bool or Security, optional
+        The cluster's ``security`` (:func:`~gpujobqueue.security.resolve_security`: TLS unless
+        False, the protocol ``tls``); left out, the plan has none and its protocol is as given.
+    scheduler, cpu_pool, job_array
+        The cluster's keywords of those names (else ``gpujobqueue.<batch>.*``).
+
+    Returns
+    -------
+    Plan
+
+    Raises
+    ------
+    UnknownKeywordError, ValidationError, SiteConfigError
+    """
+    system = batch_system_of(cls)
+    owner = owner or (cls.__name__ if system is not cls else system.class_name("GPUCluster"))
+    config.warn_unknown_keys(system.name, system.setting_names(), names())
+    plan = _routed_and_resolved(system, read_keywords(system, kwargs, owner), owner)
+    warn_if_workers_serve_dashboards(plan.launch.extra_args)  # the CPU pool's workers take the same arguments
+    launch, tls = plan.launch, None
+    if security is not NO_CLUSTER_SECURITY:
+        tls, launch = resolve_security(security, launch)
+    plan = dataclasses.replace(plan, launch=launch, security=tls)
+    return _with_cluster_decisions(plan, scheduler=scheduler, cpu_pool=cpu_pool, job_array=job_array)
+
+
+def _routed_and_resolved(system: type[BatchSystem], given: Given, owner: str) -> Plan:
+    """The plan's settings, request and launch: the site queue routed first (:func:`~.route.route`, on the
+    request as the site's default queue resolves it), then the keywords resolved for that queue
+    (:mod:`.resolve`) and validated once."""
+    site = given.site
+    if site is not None:
+        sites.warn_if_retired(site)
+    resolution = resolve_request(system, given, given.named_queue)
+    chosen = route(site, given.named_queue, resolution.request)
+    request = resolution.request
+    if chosen.why is not None:
+        logger.info("gpujobqueue: site %s chose %s", site.name, chosen.why)
+        if chosen.queue != site.data["default_queue"]:
+            # The routed queue's own settings (its partition, its node) make the job's request.
+            resolution = resolve_request(system, given, chosen.queue)
+            route(site, chosen.queue, resolution.request)
+        if chosen.queue != site.data["default_queue"] or shows_queue_choice(site, chosen.queue):
+            request = dataclasses.replace(resolution.request, queue_choice=chosen.why)
+        else:
+            request = resolution.request
+        resolution = dataclasses.replace(resolution, request=request)
+    site_queue = chosen.queue
+    settings, request, launch, jobs_per_user = resolve_launch(system, given, resolution, site_queue, owner)
+    return Plan(
+        settings=settings,
+        request=request,
+        launch=launch,
+        site=site,
+        site_queue=site_queue,
+        jobs_per_user=jobs_per_user,
+        system=system,
+    )
+
+
+def _with_cluster_decisions(
+    plan: Plan, *, scheduler: str | None, cpu_pool: Mapping[str, Any] | None, job_array: bool | None
+) -> Plan:
+    """The plan with what a cluster decides beyond its jobs' request and launch: the CPU pool's jobs,
+    the loops' settings checked, where the scheduler runs, job arrays, the limits on one user's jobs."""
+    system, launch = plan.system, plan.launch
+    batch = system.name
+    pool = CPUPool.from_keyword(
+        cpu_pool if cpu_pool is not None else config.configured(batch, "cpu_pool"), system=system, site=plan.site
+    )
+    cpu_request, cpu_launch = pool.job_shape(plan.request, launch, system) if pool else (None, None)
+    check_configured()  # the loops' intervals and counts are read as they run: a bad one is refused here
+    placement = parse_scheduler_placement(
+        scheduler if scheduler is not None else config.configured(batch, "scheduler"),
+        system.runs_jobs_here,
+        launch.protocol,
+    )
+    if placement == SCHEDULER_IN_JOB:
+        check_scheduler_can_run_in_job(launch, "scheduler", "scheduler='job'")
+    arrays = parse_bool(
+        "job_array", job_array if job_array is not None else config.configured(batch, "job_array") or False
+    )
+    if arrays:
+        system.check_job_array(plan.request)
+    jobs_per_user = plan.jobs_per_user
+    configured_limit = config.max_jobs_per_user(batch)
+    if configured_limit is not None:
+        jobs_per_user = UserJobLimit.parse(
+            f"gpujobqueue.{batch}.max-jobs-per-user",
+            configured_limit,
+            queue=plan.request.queue or "default",
+            source=f"gpujobqueue.{batch}.max-jobs-per-user",
+        )
+    site_queue = plan.site_queue or (plan.site.data["default_queue"] if plan.site is not None else None)
+    return dataclasses.replace(
+        plan,
+        jobs_per_user=jobs_per_user,
+        cpu_jobs_per_user=cpu_pool_job_limit(pool, plan.site, site_queue, plan.request.queue, jobs_per_user),
+        scheduler_placement=placement,
+        job_array=arrays,
+        cpu_pool=pool,
+        cpu_request=cpu_request,
+        cpu_launch=cpu_launch,
+    )

@@ -1,0 +1,257 @@
+"""The one resolution of a cluster's keywords: keyword > ``gpujobqueue.<batch>.*`` config > site
+(its queue's settings) > the batch system's default, validated into the settings, the job's request
+and its workers' launch. Nothing here starts a process."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from typing import Any, Mapping
+
+from .. import config, hand_written_gpus, sites
+from ..batch.base import BatchSystem
+from ..errors import JobSizeMissingError, ValidationError
+from ..keywords import RENAMED_KEYWORDS, UCX_TRANSPORT_KEYWORDS
+from ..limits import MAX_GPUS_PER_NODE
+from ..request import JobRequest, parse_positive_int
+from ..sites import Site, routing
+from ..user_limits import UserJobLimit
+from ..validation import path_text
+from ..workers import WorkerLaunch, threads_of_cores
+
+# A per-job keyword given by the user replaces the site's per-GPU one.
+_PER_JOB_OVER_PER_GPU = (
+    ("cores", "cpus_per_gpu"),
+    ("job_cpu", "cpus_per_gpu"),
+    ("ncpus", "cpus_per_gpu"),
+    ("memory", "memory_per_gpu"),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Given:
+    """The keywords as given, read once: synonyms and dask-jobqueue's renamed keywords applied.
+
+    Parameters
+    ----------
+    keywords : dict
+        The settings given (without ``site`` and ``processes``; without ``queue`` where a site names it).
+    original : dict
+        The keywords as passed.
+    processes : object
+        dask-jobqueue's ``processes`` as given (read in :func:`resolve_request`), or None.
+    site : Site or None
+    named_queue : str or None
+        The site queue the user named, by keyword or config.
+    """
+
+    keywords: dict[str, Any]
+    original: dict[str, Any]
+    processes: Any
+    site: Site | None
+    named_queue: str | None
+
+
+def read_keywords(system: type[BatchSystem], kwargs: Mapping[str, Any], owner: str) -> Given:
+    """Refuse an unknown keyword (naming ``owner``) and a site of another batch system; load the site.
+
+    Raises
+    ------
+    UnknownKeywordError, ValidationError, SiteConfigError
+    """
+    kwargs = dict(kwargs)
+    original = dict(kwargs)
+    processes = kwargs.pop("processes", None)
+    site = kwargs.pop("site", None)
+    config.check_keywords(kwargs, system.setting_names() + tuple(RENAMED_KEYWORDS) + tuple(system.synonyms), owner)
+    given = take_keywords(kwargs, system.synonyms)
+    named_queue = None
+    if site is not None:
+        site = sites.load_site(path_text("site", site)) if not isinstance(site, sites.Site) else site
+        if site.scheduler != system.name:
+            raise ValidationError(
+                "site",
+                f"{site.name} runs {site.scheduler}, not {system.name}; use GPUCluster(site={site.name!r}) "
+                f"({site.files[0]})",
+            )
+        # A queue named by the user is the site's queue name; the site maps it to its partition and QoS.
+        named_queue = given.pop("queue", None) or config.configured(system.name, "queue")
+    return Given(given, original, processes, site, named_queue)
+
+
+def _site_defaults(system: type[BatchSystem], given: Given, site_queue: str | None) -> dict[str, Any]:
+    """The site's settings for ``site_queue`` that the user's keywords and config leave standing."""
+    batch, names = system.name, system.setting_names()
+    defaults = {k: v for k, v in sites.site_settings(given.site, site_queue).items() if k in names}
+    for per_job, per_gpu in _PER_JOB_OVER_PER_GPU:
+        if given.keywords.get(per_job) is not None or config.configured(batch, per_job) is not None:
+            defaults.pop(per_gpu, None)
+    # The site's UCX transports go with the site's UCX: a user who picks another protocol drops them.
+    protocol = given.keywords.get("protocol") or config.configured(batch, "protocol")
+    if protocol is not None and protocol != "ucx":
+        for name in UCX_TRANSPORT_KEYWORDS:
+            defaults.pop(name, None)
+    return defaults
+
+
+@dataclasses.dataclass(frozen=True)
+class Resolution:
+    """The settings and the job's request for one site queue (:func:`resolve_request`).
+
+    Parameters
+    ----------
+    settings : dict
+        Every setting after keyword > config > site > default.
+    request : JobRequest
+        The job's request, its batch system's options not yet parsed.
+    explicit : dict
+        The settings the user gave (keyword or config), as site flags and hand-written GPUs weigh them.
+    """
+
+    settings: dict[str, Any]
+    request: JobRequest
+    explicit: dict[str, Any]
+
+
+def resolve_request(system: type[BatchSystem], given: Given, site_queue: str | None) -> Resolution:
+    """Resolve the settings for the site queue ``site_queue`` (None: the site's default queue, or no site)
+    and validate the job's request; the GPUs users write by hand are adopted or refused here.
+
+    Raises
+    ------
+    ValidationError
+        Naming the keyword.
+    """
+    batch, names, site = system.name, system.setting_names(), given.site
+    site_defaults = _site_defaults(system, given, site_queue) if site is not None else {}
+    settings = config.resolve(batch, dict(given.keywords), names, site_defaults)
+    if site is not None:
+        settings["queue"] = site_defaults.get("queue")
+    processes = given.processes
+    if processes is not None:  # dask-jobqueue's workers per job: here, one per GPU
+        processes = parse_positive_int("processes", processes, MAX_GPUS_PER_NODE)
+    explicit = {
+        name: settings[name]
+        for name in names
+        if given.keywords.get(name) is not None or config.configured(batch, name) is not None
+    }
+    node_gpus = site_defaults.get("gpus_per_node") if site is not None else None
+    hand_written_gpus.adopt(system, settings, explicit, processes=processes, site=site, node_gpus=node_gpus)
+    if processes is not None:
+        gpus = settings.get("gpus_per_node")
+        if gpus is not None and parse_positive_int("gpus_per_node", gpus) != processes:
+            raise ValidationError(
+                "processes",
+                f"processes={processes} but gpus_per_node={gpus}: one worker runs per GPU, so give gpus_per_node alone",
+            )
+        settings["gpus_per_node"] = processes
+    system.apply_defaults(settings)
+    request = JobRequest.from_settings(
+        settings, gpu_request_styles=system.gpu_request_styles, default_walltime=system.default_walltime
+    )
+    return Resolution(settings, request, explicit)
+
+
+def resolve_launch(
+    system: type[BatchSystem], given: Given, resolution: Resolution, site_queue: str | None, owner: str
+) -> tuple[dict[str, Any], JobRequest, WorkerLaunch, UserJobLimit | None]:
+    """The rest of the plan of a resolved request: its batch system's options, the workers' launch,
+    the site's flags and admission (or, without a site, the job's size required), the site queue's
+    limit on one user's jobs.
+
+    Returns
+    -------
+    settings : dict
+        With ``site``.
+    request : JobRequest
+    launch : WorkerLaunch
+    jobs_per_user : UserJobLimit or None
+    """
+    settings, request, site = resolution.settings, resolution.request, given.site
+    request = dataclasses.replace(request, options=system.parse_options(settings, request))
+    if settings.get("cores") is not None and settings.get("nthreads") is None:
+        # dask-jobqueue's cores: the threads of all the job's workers, none left idle
+        cores = parse_positive_int("cores", settings["cores"])
+        settings["nthreads"] = threads_of_cores(cores // request.nodes, request.gpus_per_node)
+    launch = WorkerLaunch.from_settings(
+        settings,
+        gpus=request.gpus_per_node,
+        memory_per_node=request.memory_per_node,
+        cpus_per_node=request.cpus_per_node,
+        nodes=request.nodes,
+        native_launcher=system.native_launcher,
+        launchers=system.launchers,
+    )
+    system.check_launch(request, launch)
+    jobs_per_user = None
+    if site is not None:
+        request = system.with_site(sites.apply_site_flags(site, site_queue, request, resolution.explicit), site.data)
+        sites.check_request(site, site_queue, request, settings)
+        queue_name = site_queue or site.data["default_queue"]
+        jobs_per_user = UserJobLimit.parse(
+            "max_jobs_per_user",
+            site.queue(queue_name).get("max_jobs_per_user"),
+            queue=queue_name,
+            source=f"site {site.name}",
+        )
+    elif not system.runs_jobs_here:  # the local machine sizes itself; last, so a wrong value is named first
+        require_job_size(owner, system.name, settings)
+    settings["site"] = site
+    return settings, request, launch, jobs_per_user
+
+
+def shows_queue_choice(site: Site, queue: str) -> bool:
+    """Whether a script says why the site chose ``queue`` when it is the default queue: where that
+    queue takes jobs by walltime bins."""
+    return bool(routing.walltime_bins(site.queue(queue)))
+
+
+def take_keywords(kwargs: dict[str, Any], synonyms: dict[str, str]) -> dict[str, Any]:
+    """Apply dask-jobqueue's renamed keywords and the batch system's synonyms; return the settings."""
+    given = dict(kwargs)
+    for old, new in RENAMED_KEYWORDS.items():
+        if old in given and old not in synonyms:
+            value = given.pop(old)
+            if value is not None:
+                warnings.warn(
+                    f"{old} has been renamed to {new} (as in dask-jobqueue); {old} is used only where {new} is not set",
+                    FutureWarning,
+                    stacklevel=4,
+                )
+                if given.get(new) is None or given.get(new) == []:  # dask-jobqueue takes an empty list for unset too
+                    given[new] = value
+    for synonym, name in synonyms.items():
+        if synonym in given:
+            value = given.pop(synonym)
+            if given.get(name) is not None and value is not None and value != given[name]:
+                raise ValidationError(synonym, f"{synonym}={value!r} contradicts {name}={given[name]!r}; give one")
+            given[name] = given.get(name) if value is None else value
+    return given
+
+
+CORE_KEYWORDS = ("cores", "cpus_per_gpu", "job_cpu", "ncpus")
+MEMORY_KEYWORDS = ("memory", "memory_per_gpu", "job_mem", "mem")
+
+
+def require_job_size(owner: str, batch: str, settings: dict[str, Any]) -> None:
+    """Refuse a job whose cores or memory nothing says, as dask-jobqueue refuses one.
+
+    With no site describing the node, such a job gets the batch system's default (often one
+    core and a few GB) while its worker would size its memory limit and spilling for the
+    whole node.
+    """
+    has_cores = any(settings.get(name) is not None for name in CORE_KEYWORDS)
+    has_memory = any(settings.get(name) is not None for name in MEMORY_KEYWORDS)
+    if has_cores and has_memory:
+        return
+    cores = settings.get("cores") if settings.get("cores") is not None else 8
+    memory = settings.get("memory") if settings.get("memory") is not None else "64GB"
+    missing = [name for name, given in (("cores", has_cores), ("memory", has_memory)) if not given]
+    raise JobSizeMissingError(
+        owner,
+        missing,
+        f"{owner} has no site to size its jobs, so say how many cores and how much memory each job "
+        f"asks for, as with dask-jobqueue: {owner}(cores={cores!r}, memory={memory!r}) ({' and '.join(missing)} not "
+        "given; cpus_per_gpu and memory_per_gpu size them by the GPU instead, site= takes both from a site file, "
+        f"and gpujobqueue.{batch}.cores and .memory in dask config set them once)",
+    )
