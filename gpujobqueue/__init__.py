@@ -1,8 +1,6 @@
 """Dask clusters of GPU workers on HPC batch systems."""
 
-from . import exit_cleanup
 from ._version import __version__ as __version__
-from .cluster import WorkersNotStartedError
 from .errors import (
     GPUJobQueueError,
     InterfaceNotFoundError,
@@ -22,7 +20,9 @@ from .factory import (
 )
 from .job_status import JobCannotStartError, JobFailedError, JobStatus
 from .request import JobRequest
-from .scripts import render_job_script
+from .runtime import exit_cleanup
+from .runtime.cluster import WorkersNotStartedError
+from .script.from_keywords import render_job_script
 from .usage import Charge, JobUsage, UsageReport
 from .workers import WorkerLaunch
 

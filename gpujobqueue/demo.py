@@ -21,8 +21,8 @@ from .errors import GPUJobQueueError
 from .factory import LocalGPUCluster
 from .gpus import machine_gpus, nvidia_gpu_ids
 from .install import install_line
-from .job import GPUJob
 from .job_status import read_log_tail
+from .runtime.job import GPUJob
 from .security import replace_private_file
 
 

@@ -17,9 +17,9 @@ from .batch.lsf import LSF
 from .batch.pbs import PBS
 from .batch.sge import SGE
 from .batch.slurm import SLURM
-from .cluster import GPUJobQueueCluster
 from .errors import ValidationError
-from .job import GPUJob
+from .runtime.cluster import GPUJobQueueCluster
+from .runtime.job import GPUJob
 
 logger = logging.getLogger("gpujobqueue.cluster")
 _BOUND: dict[type[BatchSystem], type[GPUJobQueueCluster]] = {}

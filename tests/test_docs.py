@@ -132,7 +132,7 @@ def test_the_api_reference_documents_the_public_names(html):
     for name in gpujobqueue.__all__:
         assert f'id="gpujobqueue.{name}"' in text, f"{name} is not in the API reference"
     for method in ("scale", "adapt", "jobs"):
-        assert f'id="gpujobqueue.cluster.GPUJobQueueCluster.{method}"' in text
+        assert f'id="gpujobqueue.runtime.cluster.GPUJobQueueCluster.{method}"' in text
 
 
 def test_the_guides_and_the_existing_pages_are_built(html):

@@ -26,8 +26,8 @@ from ..job_commands import CANCEL_CHUNK, CommandFailed, run_command
 from ..job_status import JobStatus, run_query
 from ..keywords import Keyword, setting_keywords
 from ..launchers import Launcher
-from ..render import render_job_script
 from ..request import DEFAULT_WALLTIME, JobRequest
+from ..script.render import render_job_script
 from ..workers import WorkerLaunch
 
 logger = logging.getLogger("gpujobqueue.job")

@@ -15,9 +15,9 @@ from ..batch.base import BatchSystem
 from ..cpu_pool import CPUPool
 from ..dashboard import warn_if_workers_serve_dashboards
 from ..intervals import check_configured
-from ..render import check_scheduler_can_run_in_job
 from ..request import JobRequest, parse_bool
 from ..scheduler_job import SCHEDULER_HERE, SCHEDULER_IN_JOB, parse_scheduler_placement
+from ..script.render import check_scheduler_can_run_in_job
 from ..security import resolve_security
 from ..user_limits import UserJobLimit, cpu_pool_job_limit
 from ..workers import WorkerLaunch

@@ -12,7 +12,7 @@ import socket
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..render import package_data_dir
+from ..script.render import package_data_dir
 from .errors import SiteConfigError
 from .facts import Site
 from .load import load_files

@@ -33,8 +33,8 @@ from gpujobqueue import (
     SLURMGPUCluster,
     SubmissionError,
 )
-from gpujobqueue.cluster import WorkerJobKey
 from gpujobqueue.gpus import nvidia_gpu_ids
+from gpujobqueue.runtime.cluster import WorkerJobKey
 
 # Workers of every backend import this module's functions from the tests folder.
 COMMON = dict(

@@ -9,7 +9,7 @@ from conftest import wait_until
 from dask.distributed import Client
 
 from gpujobqueue import SLURMGPUCluster
-from gpujobqueue.cluster import WorkerJobKey
+from gpujobqueue.runtime.cluster import WorkerJobKey
 
 # One slurmd cannot host two nodes, so a job of one node and two tasks stands in for two
 # nodes: gpujobqueue is told nodes=2 and renders its srun for two nodes, and the stand-in

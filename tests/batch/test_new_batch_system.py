@@ -38,7 +38,7 @@ from gpujobqueue.job_status import JobStatus, unlisted
 from gpujobqueue.keywords import TEXT, Keyword
 from gpujobqueue.launchers import LaunchContext, Launcher
 from gpujobqueue.request import JobRequest
-from gpujobqueue.scripts import job_script_for
+from gpujobqueue.script.from_keywords import job_script_for
 from gpujobqueue.sites import site_problems
 
 TESTS = Path(__file__).resolve().parents[1]

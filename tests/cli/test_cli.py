@@ -364,7 +364,7 @@ RENDER_ONLY_OPTIONS = {
 
 def test_render_has_an_option_for_every_keyword_of_every_batch_system():
     from gpujobqueue.batch import names as batch_names
-    from gpujobqueue.cli import render
+    from gpujobqueue.cli.main import render
     from gpujobqueue.factory import cluster_class
     from gpujobqueue.keywords import LAUNCH, PROCESSES, REQUEST
 

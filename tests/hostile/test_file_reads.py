@@ -20,8 +20,8 @@ import pytest
 from fixtures.measured import measured
 
 from gpujobqueue.limits import MAX_SITE_FILE_BYTES, MAX_SITE_VALUES, MAX_USAGE_JOBS, MAX_USAGE_JSON_VALUES
+from gpujobqueue.runtime.usage_meter import UsageMeter
 from gpujobqueue.usage import UsageReport, read_usage
-from gpujobqueue.usage_meter import UsageMeter
 
 MINIMAL = (Path(__file__).parents[1] / "sites" / "good" / "minimal.yaml").read_text()
 CLI = [sys.executable, "-m", "gpujobqueue.cli"]

@@ -40,10 +40,10 @@ from gpujobqueue import GPUJobQueueError, LocalGPUCluster, ValidationError, Work
 from gpujobqueue import keywords as cluster_module
 from gpujobqueue.batch import command_line_keywords
 from gpujobqueue.batch import names as batch_names
-from gpujobqueue.cli import main, render
-from gpujobqueue.cluster import GPUJobQueueCluster
+from gpujobqueue.cli.main import main, render
 from gpujobqueue.factory import cluster_class
-from gpujobqueue.scripts import job_script_for
+from gpujobqueue.runtime.cluster import GPUJobQueueCluster
+from gpujobqueue.script.from_keywords import job_script_for
 
 MARKER = "GPUJQ_MARKER"
 HOSTILE = {

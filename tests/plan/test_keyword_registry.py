@@ -18,8 +18,8 @@ import gpujobqueue.keywords as keywords_module
 from gpujobqueue import config
 from gpujobqueue.batch import batch_systems, command_line_keywords
 from gpujobqueue.batch import names as batch_names
-from gpujobqueue.cli import render
-from gpujobqueue.cli_render import keyword_options
+from gpujobqueue.cli.main import render
+from gpujobqueue.cli.render import keyword_options
 from gpujobqueue.cluster_parameters import shared_parameters
 from gpujobqueue.docstrings import with_shared_parameters
 from gpujobqueue.errors import ValidationError

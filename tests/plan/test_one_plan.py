@@ -126,7 +126,7 @@ def test_render_takes_a_scheduler_file(tmp_path):
 
 
 def test_render_of_a_plan_is_the_clusters_job_script(tmp_path):
-    from gpujobqueue.render import SchedulerAddress, render
+    from gpujobqueue.script.render import SchedulerAddress, render
 
     keywords = with_job_size({"gpus_per_node": 2, "python": "python3"})
     with SLURMGPUCluster(**keywords, shared_temp_directory=str(tmp_path)) as cluster:
@@ -156,7 +156,7 @@ def test_the_job_takes_the_plan_and_parses_no_keyword(monkeypatch, tmp_path):
         assert "#SBATCH --gpus-per-node=2" in job.job_script()
 
 
-PLAN_MODULES = ["plan", "render.py", "scripts.py", "cli_render.py", "job.py", "cluster.py", "runtime_cluster.py"]
+PLAN_MODULES = ["plan", "script", "cli/render.py", "runtime/job.py", "runtime/cluster.py", "runtime/runtime_cluster.py"]
 
 
 def test_no_function_of_the_plan_and_its_users_is_over_seventy_lines():

@@ -12,7 +12,7 @@ import pytest
 
 from gpujobqueue import SLURMGPUCluster, __version__
 from gpujobqueue.install import probe_imports
-from gpujobqueue.scripts import job_script_for
+from gpujobqueue.script.from_keywords import job_script_for
 
 KEYWORDS = {"gpus_per_node": 2, "cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "walltime": "00:10:00"}
 
@@ -80,7 +80,7 @@ def test_the_cli_render_prints_the_warning(python_without_dask_cuda):
     command = [
         sys.executable,
         "-c",
-        "from gpujobqueue.cli import main; main()",
+        "from gpujobqueue.cli.main import main; main()",
         "render",
         "slurm",
         "--gpus-per-node",

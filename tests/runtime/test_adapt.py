@@ -14,7 +14,7 @@ from conftest import wait_until
 from dask.distributed import Client
 
 from gpujobqueue import SLURMGPUCluster
-from gpujobqueue.adaptive import GPUAdaptive
+from gpujobqueue.runtime.adaptive import GPUAdaptive
 
 # Eight "GPUs" on the one-node SLURM (which has four): jobs of two workers that ask for no
 # GPU (the partition implies them), one core and 1 GiB each, so four fit beside each other.

@@ -1,4 +1,4 @@
-"""The retirement plan (gpujobqueue/handover.py) and the replacements ``scale()`` submits ahead of it,
+"""The retirement plan (gpujobqueue/runtime/handover.py) and the replacements ``scale()`` submits ahead of it,
 without a batch system: test_walltime_handover.py runs them on the real SLURM and Grid Engine."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import asyncio
 
 import pytest
 
-from gpujobqueue.handover import Handover, Tenure, retirement_plan, retirement_spacing
-from gpujobqueue.jobbook import JobBook
 from gpujobqueue.naming import WorkerJobKey
-from gpujobqueue.replacement import Replacement
+from gpujobqueue.runtime.handover import Handover, Tenure, retirement_plan, retirement_spacing
+from gpujobqueue.runtime.jobbook import JobBook
+from gpujobqueue.runtime.replacement import Replacement
 from gpujobqueue.user_limits import UserJobLimit
 
 

@@ -1,4 +1,4 @@
-"""The job book (gpujobqueue/jobbook.py) without a cluster: what the job watch, the replacement,
+"""The job book (gpujobqueue/runtime/jobbook.py) without a cluster: what the job watch, the replacement,
 the scaling and the usage watch read and change of the cluster's jobs, through its methods."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import time
 from types import SimpleNamespace
 
 from gpujobqueue.job_status import JobStatus
-from gpujobqueue.jobbook import JobBook
 from gpujobqueue.naming import WorkerJobKey
+from gpujobqueue.runtime.jobbook import JobBook
 
 
 class Stand:

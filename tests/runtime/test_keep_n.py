@@ -143,7 +143,7 @@ def test_an_unreachable_batch_system_is_shown_and_a_scale_refused_then_is_made_w
 
 def test_a_job_that_reaches_its_walltime_is_replaced(tmp_path, monkeypatch):
     # Local jobs of 20 s: margin 5 s (a quarter of the walltime), so the workers retire at 15 s (+/- 1 s) and
-    # the job ends; scale() submits its replacement ahead of the retirement (gpujobqueue/handover.py), and the
+    # the job ends; scale() submits its replacement ahead of the retirement (gpujobqueue/runtime/handover.py), and the
     # first job then leaves.
     monkeypatch.chdir(tmp_path)
     short = {**COMMON, "walltime": "00:20", "devices": ["0", "1", "2", "3"]}

@@ -311,7 +311,7 @@ def _two_seconds_of_work(i):
 def _jobs_retired_gracefully(log_directory: Path) -> list[str]:
     if not log_directory.is_dir():
         return []
-    # Retired by the cluster's handover (gpujobqueue/handover.py: through the scheduler, as adapt retires
+    # Retired by the cluster's handover (gpujobqueue/runtime/handover.py: through the scheduler, as adapt retires
     # workers) or by the workers' own lifetime, whichever came first.
     return sorted(
         path.name

@@ -9,8 +9,8 @@ import pytest
 
 from gpujobqueue.errors import ValidationError
 from gpujobqueue.limits import MAX_USAGE_FILE_BYTES
+from gpujobqueue.runtime.usage_meter import UsageMeter, busy_by_job, worker_busy
 from gpujobqueue.usage import Charge, UsageReport, read_usage, write_usage
-from gpujobqueue.usage_meter import UsageMeter, busy_by_job, worker_busy
 
 
 class Clock:
@@ -207,8 +207,8 @@ def test_the_report_is_frozen():
 
 
 def test_a_sites_charge_for_the_clusters_queue_reaches_the_report():
+    from gpujobqueue.runtime.usage_watch import site_charge
     from gpujobqueue.sites import load_site
-    from gpujobqueue.usage_watch import site_charge
 
     charge = site_charge(load_site("frontera"), "rtx")
     assert charge is not None and charge.unit == "node-hour" and charge.factor == 3

@@ -18,7 +18,7 @@ from gpujobqueue import SLURMGPUCluster, naming
 from gpujobqueue.errors import ValidationError
 from gpujobqueue.job_commands import ArrayElements
 from gpujobqueue.preloads import pin_device
-from gpujobqueue.scripts import job_script_for
+from gpujobqueue.script.from_keywords import job_script_for
 from gpujobqueue.workers import ALL_WORKER_MODES, CPU_WORKER_MODE, WORKER_MODES
 
 ROOT = Path(__file__).resolve().parents[2]

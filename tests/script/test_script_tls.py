@@ -18,7 +18,7 @@ from distributed.security import Security
 from fixtures.sizes import with_job_size
 
 from gpujobqueue.errors import ValidationError
-from gpujobqueue.scripts import job_script_for
+from gpujobqueue.script.from_keywords import job_script_for
 from gpujobqueue.security import InsecureScriptWarning
 
 CLI = [sys.executable, "-m", "gpujobqueue.cli"]
@@ -209,7 +209,7 @@ def test_a_tls_directory_is_a_path_the_job_can_expand_safely():
 
 
 def test_the_run_script_makes_its_credentials_in_a_private_folder_of_the_job():
-    from gpujobqueue.run import ClientRun
+    from gpujobqueue.script.run import ClientRun
 
     run = ClientRun.from_command_line(__file__)
     single = job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB"}, name="w", run=run)

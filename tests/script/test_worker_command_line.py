@@ -19,9 +19,9 @@ from gpujobqueue.dashboard import OpenDashboardWarning
 from gpujobqueue.factory import cluster_class
 from gpujobqueue.plan import make_plan
 from gpujobqueue.preloads import PRELOADS, source, standalone_file_name
-from gpujobqueue.run import ClientRun
 from gpujobqueue.scheduler_job import SchedulerStart
-from gpujobqueue.scripts import job_script_for
+from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.script.run import ClientRun
 from gpujobqueue.security import make_credentials
 
 pytest.importorskip("dask_cuda.cli", reason="dask-cuda (with cuda-bindings) is needed to parse its command line")

@@ -8,15 +8,15 @@ import logging
 import math
 from typing import Any, Iterable
 
+from ..errors import SubmissionError, ValidationError
+from ..intervals import adapt_interval, adapt_wait_count
+from ..limits import MAX_JOBS_PER_CLUSTER, MAX_WAIT_SECONDS, MIN_LOOK_SECONDS
+from ..request import parse_count, parse_size
+from ..validation import parse_duration
 from .adaptive import GPUAdaptive, adapt_bounds
-from .errors import SubmissionError, ValidationError
-from .intervals import adapt_interval, adapt_wait_count
 from .job_watch import JobWatch
 from .jobbook import JobBook
-from .limits import MAX_JOBS_PER_CLUSTER, MAX_WAIT_SECONDS, MIN_LOOK_SECONDS
 from .replacement import Replacement
-from .request import parse_count, parse_size
-from .validation import parse_duration
 
 logger = logging.getLogger("gpujobqueue.cluster")
 

@@ -7,7 +7,7 @@ import shutil
 
 import click
 
-from .errors import GPUJobQueueError
+from ..errors import GPUJobQueueError
 
 # The `sites` table: key -> heading; the centre and GPU columns are shortened to fit the terminal.
 _SITE_COLUMNS = {
@@ -33,7 +33,7 @@ def sites() -> None:
     protocol, status, and how many of the site's facts its centre's documentation did not
     confirm (`gpujobqueue show SITE` lists them). A site file that does not load is listed as
     broken, and its error printed after the table."""
-    from .sites import site_table
+    from ..sites import site_table
 
     try:
         rows = site_table()
@@ -67,7 +67,7 @@ def show(site: str) -> None:
     from several files, the file) it came from."""
     import yaml
 
-    from .sites import load_site, sources_text
+    from ..sites import load_site, sources_text
 
     try:
         loaded = load_site(site)

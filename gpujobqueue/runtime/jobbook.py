@@ -6,10 +6,10 @@ from __future__ import annotations
 import time
 from typing import Any, Awaitable, Callable, Iterable, Mapping
 
+from ..job_status import JobStatus
+from ..naming import WorkerJobKey
+from ..user_limits import JobHold, UserJobLimit
 from .handover import Handover
-from .job_status import JobStatus
-from .naming import WorkerJobKey
-from .user_limits import JobHold, UserJobLimit
 
 # The pool of a job whose spec names none: the GPU workers'.
 DEFAULT_POOL = "gpu"

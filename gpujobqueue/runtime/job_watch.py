@@ -13,9 +13,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
+from ..job_status import JobCannotStartError, JobFailedError, JobStatus
 from .background import BackgroundLoop
 from .handover import Tenure
-from .job_status import JobCannotStartError, JobFailedError, JobStatus
 from .jobbook import JobBook
 from .replacement import Replacement
 

@@ -10,8 +10,8 @@ import math
 import time
 from typing import Any, Iterable, Mapping
 
-from .limits import MAX_USAGE_JOBS
-from .usage import BUSY_THRESHOLD, Charge, JobUsage, UsageReport
+from ..limits import MAX_USAGE_JOBS
+from ..usage import BUSY_THRESHOLD, Charge, JobUsage, UsageReport
 
 
 class UsageMeter:

@@ -14,18 +14,18 @@ from typing import Any, Sequence, Union
 
 import jinja2
 
-from . import naming
-from .dashboard import CLOSED_HTTP_ADDRESS
-from .errors import ValidationError
-from .job_commands import ArrayElements
-from .launchers import launch_context
-from .preloads import PRELOADS, module_name, standalone_file_name
-from .preloads import source as preload_source
-from .request import JobRequest, format_hours_walltime
+from .. import naming
+from ..dashboard import CLOSED_HTTP_ADDRESS
+from ..errors import ValidationError
+from ..job_commands import ArrayElements
+from ..launchers import launch_context
+from ..preloads import PRELOADS, module_name, standalone_file_name
+from ..preloads import source as preload_source
+from ..request import JobRequest, format_hours_walltime
+from ..scheduler_job import SchedulerStart
+from ..security import ScriptTLS
+from ..workers import WorkerLaunch
 from .run import ClientRun
-from .scheduler_job import SchedulerStart
-from .security import ScriptTLS
-from .workers import WorkerLaunch
 
 
 def package_data_dir(name: str) -> Path:
@@ -37,7 +37,7 @@ def package_data_dir(name: str) -> Path:
     installed = importlib.resources.files("gpujobqueue") / name.replace("-", "_")
     if installed.is_dir():
         return Path(str(installed))
-    checkout = Path(__file__).resolve().parent.parent / name
+    checkout = Path(__file__).resolve().parents[2] / name
     if checkout.is_dir():
         return checkout
     raise FileNotFoundError(f"gpujobqueue's {name} folder is missing: looked in {installed} and {checkout}")

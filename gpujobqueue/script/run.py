@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from .errors import ValidationError
-from .limits import MAX_WAIT_SECONDS
-from .validation import one_line, parse_duration, path_text
+from ..errors import ValidationError
+from ..limits import MAX_WAIT_SECONDS
+from ..validation import one_line, parse_duration, path_text
 
 DEFAULT_WORKERS_TIMEOUT = 300
 

@@ -17,26 +17,22 @@ from distributed.scheduler import Scheduler
 from distributed.security import Security
 from distributed.utils import format_dashboard_link
 
-from . import config, exit_cleanup, gpus, sites
-from .batch.base import BatchSystem
-from .cluster_options import check_cluster_keywords, shared_directory
-from .cluster_options import scheduler_options as checked_scheduler_options
-from .cluster_parameters import CLUSTER_PARAMETERS
-from .dashboard import OpenDashboardWarning, is_loopback_address
-from .docstrings import with_shared_parameters
-from .errors import GPUJobQueueError, ValidationError
-from .install import WorkerPythonCheck
-from .interfaces import check_scheduler_interface
-from .job import GPUJob, check_log_directory
-from .job_commands import JobCommands
-from .limits import MAX_JOBS_PER_CLUSTER
-from .naming import WorkerJobKey, cpu_job_name, gpu_job_name
-from .owned_folders import remove_stale_private_directories
-from .plan import Plan, make_plan, parse_cluster_keywords
-from .preloads.watchdog import CLUSTER_ALIVE_HANDLER, probe_interval
-from .request import parse_count, parse_name
-from .runtime_cluster import RuntimeCluster
-from .scheduler_job import (
+from .. import config, gpus, sites
+from ..batch.base import BatchSystem
+from ..cluster_parameters import CLUSTER_PARAMETERS
+from ..dashboard import OpenDashboardWarning, is_loopback_address
+from ..docstrings import with_shared_parameters
+from ..errors import GPUJobQueueError, ValidationError
+from ..install import WorkerPythonCheck
+from ..interfaces import check_scheduler_interface
+from ..job_commands import JobCommands
+from ..limits import MAX_JOBS_PER_CLUSTER
+from ..naming import WorkerJobKey, cpu_job_name, gpu_job_name
+from ..owned_folders import remove_stale_private_directories
+from ..plan import Plan, make_plan, parse_cluster_keywords
+from ..preloads.watchdog import CLUSTER_ALIVE_HANDLER, probe_interval
+from ..request import parse_count, parse_name
+from ..scheduler_job import (
     SCHEDULER_FILE_NAME,
     SCHEDULER_HERE,
     SCHEDULER_IN_JOB,
@@ -45,7 +41,12 @@ from .scheduler_job import (
     SchedulerStart,
     check_ucx_scheduler_host,
 )
-from .security import make_private_directory, scheduler_tls_args, worker_security_with_files
+from ..security import make_private_directory, scheduler_tls_args, worker_security_with_files
+from . import exit_cleanup
+from .cluster_options import check_cluster_keywords, shared_directory
+from .cluster_options import scheduler_options as checked_scheduler_options
+from .job import GPUJob, check_log_directory
+from .runtime_cluster import RuntimeCluster
 from .worker_wait import WorkersNotStartedError
 
 # Imported from here by gpujobqueue/__init__.py and the tests.

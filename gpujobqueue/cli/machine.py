@@ -7,8 +7,8 @@ import sys
 
 import click
 
-from .batch import names
-from .errors import GPUJobQueueError
+from ..batch import names
+from ..errors import GPUJobQueueError
 
 
 @click.command()
@@ -48,7 +48,7 @@ def check(
         sys.exit(_check_site_files(files))
     import json
 
-    from .diagnostics import gather_facts, judge, report
+    from ..diagnostics import gather_facts, judge, report
 
     facts = gather_facts(site=site, batch=batch, interface=interface, protocol=protocol)
     findings = judge(facts)
@@ -61,7 +61,7 @@ def check(
 
 
 def _check_site_files(files: tuple[str, ...]) -> int:
-    from .sites import site_problems
+    from ..sites import site_problems
 
     failed = 0
     for target in files:
@@ -82,7 +82,7 @@ def clean(directory: str) -> None:
     ended, as a SIGKILLed client leaves them. Folders of live processes and of other hosts stay."""
     import os
 
-    from .owned_folders import remove_stale_private_directories
+    from ..owned_folders import remove_stale_private_directories
 
     if not os.path.isdir(directory):
         raise click.ClickException(f"{directory} is not a directory")
@@ -113,7 +113,7 @@ def clean(directory: str) -> None:
 )
 def demo(size: str, gpus: int | None, dashboard: bool) -> None:
     """Start a LocalGPUCluster here, run the seed workloads, print sizes and timings."""
-    from .demo import run_demo
+    from ..demo import run_demo
 
     try:
         sys.exit(run_demo(size=size, gpus=gpus, dashboard=dashboard))

@@ -6,12 +6,17 @@ import dataclasses
 import re
 from typing import Any, Mapping
 
-from .batch import batch_system, names
-from .batch.base import BatchSystem
-from .errors import ValidationError
-from .install import warn_if_worker_python_lacks
-from .job_commands import SHORTEST_ARRAY, ArrayElements
-from .plan import Plan, make_plan
+from ..batch import batch_system, names
+from ..batch.base import BatchSystem
+from ..errors import ValidationError
+from ..install import warn_if_worker_python_lacks
+from ..job_commands import SHORTEST_ARRAY, ArrayElements
+from ..plan import Plan, make_plan
+from ..request import JobRequest, parse_name, parse_positive_int
+from ..security import resolve_script_security
+from ..sites import load_site, warn_unconfirmed
+from ..validation import matching, path_text
+from ..workers import WorkerLaunch
 from .render import (
     PLACEHOLDER_SCHEDULER,
     Connection,
@@ -20,12 +25,7 @@ from .render import (
     SchedulerInJob,
     render,
 )
-from .request import JobRequest, parse_name, parse_positive_int
 from .run import ClientRun
-from .security import resolve_script_security
-from .sites import load_site, warn_unconfirmed
-from .validation import matching, path_text
-from .workers import WorkerLaunch
 
 
 def render_job_script(

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import click
 
-from .cli_machine import check, clean, demo
-from .cli_render import credentials, render
-from .cli_sites import show, sites
-from .cli_usage import usage
+from .machine import check, clean, demo
+from .render import credentials, render
+from .sites import show, sites
+from .usage import usage
 
 
 @click.group(name="gpujobqueue", context_settings={"help_option_names": ["-h", "--help"]})

@@ -11,11 +11,11 @@ from typing import Any, Callable, Sequence
 
 import click
 
-from .batch import command_line_keywords, names
-from .errors import GPUJobQueueError, JobSizeMissingError, UnknownKeywordError, ValidationError
-from .keywords import CHOICE, INT, LIST, PAIRS, SWITCH, Keyword
-from .security import InsecureScriptWarning
-from .validation import parse_count
+from ..batch import command_line_keywords, names
+from ..errors import GPUJobQueueError, JobSizeMissingError, UnknownKeywordError, ValidationError
+from ..keywords import CHOICE, INT, LIST, PAIRS, SWITCH, Keyword
+from ..security import InsecureScriptWarning
+from ..validation import parse_count
 
 
 class WholeNumber(click.ParamType):
@@ -204,8 +204,8 @@ def render(
     The workers preload gpujobqueue's modules by name, so their python must import gpujobqueue;
     --standalone writes those modules into the job instead, for nodes without it.
     """
-    from .render import PLACEHOLDER_SCHEDULER
-    from .scripts import job_script_for
+    from ..script.from_keywords import job_script_for
+    from ..script.render import PLACEHOLDER_SCHEDULER
 
     _check_arguments(batch, client_args, client_script, scheduler_address, scheduler_file, worker_name)
     keywords = _keywords(options, environment)
@@ -243,9 +243,9 @@ def render(
 def _client_run(client_script: str | None, client_args: tuple[str, ...], workers_timeout: str) -> Any:
     """The ``--run`` client (a :class:`~gpujobqueue.run.ClientRun`), or None; ``--workers-timeout`` is read
     with --run only, and checked always: a wrong value is not left for the day --run is added."""
-    from .limits import MAX_WAIT_SECONDS
-    from .run import ClientRun
-    from .validation import parse_duration
+    from ..limits import MAX_WAIT_SECONDS
+    from ..script.run import ClientRun
+    from ..validation import parse_duration
 
     workers_wait = parse_duration("workers_timeout", workers_timeout, 1, MAX_WAIT_SECONDS)
     if client_script is None:
@@ -263,8 +263,8 @@ def _check_arguments(
 ) -> None:
     """Refuse, as click refuses bad usage (status 2), arguments that do not go together, a BATCH|SITE
     that is neither, and a worker name prefix that cannot be one."""
-    from .request import parse_name
-    from .sites import site_files
+    from ..request import parse_name
+    from ..sites import site_files
 
     if client_args and client_script is None:
         raise click.UsageError(
@@ -313,7 +313,7 @@ def credentials(directory: str) -> None:
     """Make TLS credentials (a new CA, certificate and key, private to you) in DIR, default
     ~/.config/gpujobqueue/tls, for the workers of rendered scripts and the scheduler you run;
     a complete set already there is kept. Prints how to start that scheduler and its client."""
-    from .security import make_credentials
+    from ..security import make_credentials
 
     try:
         path, made = make_credentials(directory)

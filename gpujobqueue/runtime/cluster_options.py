@@ -14,11 +14,11 @@ from typing import Any, Mapping
 
 from tornado.ioloop import IOLoop
 
-from . import config
-from .dashboard import dashboard_options
-from .errors import ValidationError
+from .. import config
+from ..dashboard import dashboard_options
+from ..errors import ValidationError
+from ..validation import parse_count, parse_name, parse_path
 from .job import GPUJob
-from .validation import parse_count, parse_name, parse_path
 
 # distributed's silence_logs: a level of the logging module, by name or number.
 _LOG_LEVELS = ("debug", "info", "warning", "warn", "error", "critical", "fatal")

@@ -12,17 +12,17 @@ from typing import Any, Callable
 from dask_jobqueue.core import JobQueueCluster
 from distributed.core import Status
 
-from .intervals import job_poll_interval
+from ..intervals import job_poll_interval
+from ..job_status import JobFailedError
+from ..naming import WorkerJobKey
+from ..plan import Plan
+from ..usage import UsageReport
 from .job import GPUJob
-from .job_status import JobFailedError
 from .job_watch import JobTable, JobWatch
 from .jobbook import JobBook
-from .naming import WorkerJobKey
 from .notebook import cluster_status_html
-from .plan import Plan
 from .replacement import Replacement
 from .scaling import Scaling
-from .usage import UsageReport
 from .usage_watch import UsageWatch, site_charge
 from .worker_wait import SchedulerInfo, wait_arguments, wait_for_workers
 

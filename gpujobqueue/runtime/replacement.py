@@ -14,11 +14,11 @@ import logging
 import time
 from typing import Any, Awaitable, Callable, Sequence
 
-from .errors import GPUJobQueueError, SubmissionError
-from .intervals import max_failures
-from .job_status import JobCannotStartError
+from ..errors import GPUJobQueueError, SubmissionError
+from ..intervals import max_failures
+from ..job_status import JobCannotStartError
+from ..user_limits import refusal_line
 from .jobbook import JobBook
-from .user_limits import refusal_line
 
 logger = logging.getLogger(__name__)
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import html
 
+from ..usage import UsageReport
 from .job_watch import JobTable
-from .usage import UsageReport
 
 
 def cluster_status_html(

@@ -11,10 +11,10 @@ import os
 import time
 from typing import Any, Awaitable, Callable, Mapping
 
+from ..intervals import job_poll_interval, usage_sample_interval
+from ..usage import Charge, UsageReport, write_usage
 from .background import BackgroundLoop
-from .intervals import job_poll_interval, usage_sample_interval
 from .jobbook import JobBook
-from .usage import Charge, UsageReport, write_usage
 from .usage_meter import UsageMeter, busy_by_job
 
 logger = logging.getLogger("gpujobqueue.usage")

@@ -16,17 +16,17 @@ from distributed.core import Status
 from distributed.deploy.spec import ProcessInterface
 from distributed.security import Security
 
-from . import config
-from .batch.base import BatchSystem
-from .errors import ValidationError
-from .job_commands import ArrayElements, CommandFailed, JobCommands
-from .job_status import JobFailedError, JobStatus, read_log_tail, script_exit_code
-from .plan import Plan, make_plan
-from .render import SchedulerAddress, SchedulerFile, SchedulerInJob, render
-from .request import JobRequest
-from .scheduler_job import SchedulerStart
-from .security import worker_tls_args
-from .workers import WorkerLaunch
+from .. import config
+from ..batch.base import BatchSystem
+from ..errors import ValidationError
+from ..job_commands import ArrayElements, CommandFailed, JobCommands
+from ..job_status import JobFailedError, JobStatus, read_log_tail, script_exit_code
+from ..plan import Plan, make_plan
+from ..request import JobRequest
+from ..scheduler_job import SchedulerStart
+from ..script.render import SchedulerAddress, SchedulerFile, SchedulerInJob, render
+from ..security import worker_tls_args
+from ..workers import WorkerLaunch
 
 logger = logging.getLogger(__name__)
 

@@ -12,12 +12,12 @@ from typing import Any, Awaitable, Callable, Mapping
 from dask.utils import parse_timedelta
 from distributed.core import Status
 
-from .errors import GPUJobQueueError
+from ..errors import GPUJobQueueError
+from ..limits import MAX_JOBS_PER_CLUSTER, MAX_WAIT_SECONDS
+from ..validation import parse_count, parse_duration
 from .job_watch import JobWatch
-from .limits import MAX_JOBS_PER_CLUSTER, MAX_WAIT_SECONDS
 from .progress import WaitProgress
 from .replacement import Replacement
-from .validation import parse_count, parse_duration
 
 try:
     from distributed.deploy.cluster import SchedulerInfo, WorkerStartTimeoutError

@@ -1,0 +1,5 @@
+"""``python -m gpujobqueue.cli``, as the ``gpujobqueue`` command."""
+
+from .main import main
+
+main()
