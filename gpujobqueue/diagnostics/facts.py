@@ -3,6 +3,7 @@ through :mod:`.probes` and the site, with no judgement in them."""
 
 from __future__ import annotations
 
+import datetime
 import os
 import platform
 import shutil
@@ -65,6 +66,9 @@ class MachineFacts:
     scheduler_placement: str | None = None
     site_file_errors: list[str] = field(default_factory=list)
     nic_map: list[str] = field(default_factory=list)  # the GPU <-> network card map workers of nic_affinity=True use
+    # The site's source checked longest ago ({"url", "checked"}), and the day the check ran, which judges its age.
+    site_oldest_source: dict[str, str] | None = None
+    today: str = field(default_factory=lambda: datetime.date.today().isoformat())
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -96,6 +100,7 @@ def gather_facts(
     ucx_source, transports = ucx_resources()
     checked, file_errors = _check_site_files()
     target_batch = loaded.scheduler if loaded else batch or config.default_batch()
+    oldest = sites.oldest_source(loaded.data) if loaded else None
     return MachineFacts(
         hostname=socket.gethostname(),
         python=platform.python_version(),
@@ -131,6 +136,7 @@ def gather_facts(
         site_file_errors=file_errors,
         scheduler_placement=_scheduler_placement(target_batch, protocol or network.get("protocol")),
         nic_map=map_lines() if machine.gpus else [],
+        site_oldest_source={"url": oldest.url, "checked": oldest.checked.isoformat()} if oldest else None,
     )
 
 

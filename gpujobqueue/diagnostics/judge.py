@@ -3,6 +3,7 @@ into :class:`Finding` lines, ``fail`` where something the workers need is missin
 
 from __future__ import annotations
 
+import datetime
 import os
 import re
 from dataclasses import dataclass
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from ..batch import batch_system
 from ..install import cuda_major, install_line
 from ..scheduler_job import SCHEDULER_HERE
+from ..sites import FRESH_MONTHS, oldest_source
 from .facts import MachineFacts
 from .probes import commands, optional_commands, runs_jobs_here, submitting
 
@@ -39,7 +41,8 @@ def judge(facts: MachineFacts) -> list[Finding]:
     list of Finding
         ``fail`` where something the workers need is missing, each with its fix.
     """
-    findings = [_site_finding(facts), Finding("ok", "python", f"{facts.python}; gpujobqueue {facts.gpujobqueue}")]
+    findings = [_site_finding(facts), *_freshness_findings(facts)]
+    findings.append(Finding("ok", "python", f"{facts.python}; gpujobqueue {facts.gpujobqueue}"))
     findings += _gpu_findings(facts)
     findings += _package_findings(facts)
     findings += _ucx_findings(facts)
@@ -68,6 +71,24 @@ def _site_finding(facts: MachineFacts) -> Finding:
     if facts.site is None:
         return Finding("info", "site", f"none ({facts.site_source}); batch system {facts.batch}")
     return Finding("ok", "site", f"{facts.site} ({facts.site_source}, {facts.site_file}); batch system {facts.batch}")
+
+
+def _freshness_findings(facts: MachineFacts) -> list[Finding]:
+    """A warning where the site's oldest source was checked more than six months before the check's day."""
+    if facts.site_oldest_source is None:
+        return []
+    oldest = oldest_source({"sources": [facts.site_oldest_source]}, datetime.date.fromisoformat(facts.today))
+    if not oldest.stale:
+        return [Finding("ok", "site sources", f"oldest checked on {oldest.checked.isoformat()} ({oldest.url})")]
+    return [
+        Finding(
+            "warn",
+            "site sources",
+            f"{facts.site}: {oldest.stale_text()}",
+            f"the centre may have changed a queue or limit since: compare its pages now with `gpujobqueue show "
+            f"{facts.site}` and correct the site file (its facts are more than {FRESH_MONTHS} months old)",
+        )
+    ]
 
 
 def _gpu_findings(facts: MachineFacts) -> list[Finding]:
