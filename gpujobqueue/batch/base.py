@@ -20,7 +20,7 @@ from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from ..errors import SubmissionError, ValidationError
 from ..hand_written_gpu_parsers import HandWrittenGPUs
-from ..job_commands import CANCEL_CHUNK, CommandFailed, run_command
+from ..job_commands import CANCEL_CHUNK, CommandFailed, TrialAnswer, run_command
 from ..job_status import JobStatus, run_query
 from ..keywords import LAUNCH_KEYWORDS, REQUEST_KEYWORDS, Keyword
 from ..launchers import Launcher
@@ -298,6 +298,12 @@ class BatchSystem:
     async def run_submit_command(cls, job: Any, path: str) -> str:
         """Run its submit command on the script at ``path``; its output, or :class:`CommandFailed`."""
         return await run_command([*cls.submit_command.split(), path])
+
+    @classmethod
+    async def test_submit(cls, path: str) -> TrialAnswer:
+        """Ask the batch system whether it would take the job script at ``path``, submitting nothing
+        (``gpujobqueue check --submit-test``). By default it has no such mode and is not asked."""
+        return TrialAnswer(None, f"{cls.name} has no mode that checks a job without submitting it")
 
     @classmethod
     def job_id_from_output(cls, out: str) -> str:

@@ -60,7 +60,7 @@ def judge(facts: MachineFacts) -> list[Finding]:
     ]
     if not facts.site_file_errors:
         findings.append(Finding("ok", "site files", f"{facts.site_files_checked} known site files valid"))
-    return findings
+    return findings + _submit_test_findings(facts)
 
 
 def _site_finding(facts: MachineFacts) -> Finding:
@@ -89,6 +89,47 @@ def _freshness_findings(facts: MachineFacts) -> list[Finding]:
             f"{facts.site}` and correct the site file (its facts are more than {FRESH_MONTHS} months old)",
         )
     ]
+
+
+def _submit_test_findings(facts: MachineFacts) -> list[Finding]:
+    """One line per job of ``--submit-test``: accepted, or refused in the batch system's words (a failure)."""
+    if facts.submit_tests is None:
+        return []
+    if facts.site is None or facts.site_error:
+        return [
+            Finding("fail", "submit test", "no site to test", "name one: gpujobqueue check --site NAME --submit-test")
+        ]
+    findings, not_asked = [], {}
+    for trial in facts.submit_tests:
+        said = "; ".join(line.strip() for line in trial["said"].splitlines() if line.strip())
+        if not trial["rendered"]:
+            findings.append(
+                Finding(
+                    "fail",
+                    "submit test",
+                    f"{trial['label']}: not rendered: {said}",
+                    "give the keyword it names (--account for an account the site requires)",
+                )
+            )
+        elif trial["accepted"] is None:
+            not_asked.setdefault(said, []).append(trial["label"])
+        elif trial["accepted"]:
+            findings.append(Finding("ok", "submit test", f"{trial['label']}: accepted: {said}"))
+        else:
+            findings.append(
+                Finding(
+                    "fail",
+                    "submit test",
+                    f"{trial['label']}: refused: {said}",
+                    f"where the batch system's limit is not the site file's, correct {facts.site}'s file "
+                    f"(`gpujobqueue show {facts.site}` gives each value's line)",
+                )
+            )
+    findings += [
+        Finding("warn", "submit test", f"{len(labels)} job(s) not asked: {said}", "submit one job and cancel it")
+        for said, labels in not_asked.items()
+    ]
+    return findings
 
 
 def _gpu_findings(facts: MachineFacts) -> list[Finding]:
