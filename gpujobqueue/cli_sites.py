@@ -61,7 +61,8 @@ def sites() -> None:
         click.echo("  ".join(_shorten(cell[key], widths[key]).ljust(widths[key]) for key in _SITE_COLUMNS).rstrip())
     if any(row["stale"] for row in rows):
         click.echo(
-            "stale: the site's oldest source was checked more than 6 months ago; `gpujobqueue show SITE` names it"
+            "stale: the site's oldest source was checked more than 6 months ago; `gpujobqueue show SITE` names it",
+            err=True,
         )
     for name, error in broken.items():
         click.echo(f"gpujobqueue: site {name} is broken: {error}", err=True)
