@@ -83,6 +83,47 @@ class CommandFailed(RuntimeError):
         return self.err.strip() or self.out.strip() or "(it printed nothing)"
 
 
+@dataclass(frozen=True)
+class TrialAnswer:
+    """A batch system's answer about a job it was asked to check, not to run
+    (:meth:`~gpujobqueue.batch.base.BatchSystem.test_submit`).
+
+    Attributes
+    ----------
+    accepted : bool or None
+        Whether it would take the job; None where it could not be asked (no such mode, no command, no answer).
+    said : str
+        What it said, on either stream; its refusal in its own words.
+    """
+
+    accepted: bool | None
+    said: str
+
+
+# How long a batch system may take to say whether it would take a job (sbatch retries an unreachable slurmctld).
+TRIAL_TIMEOUT = 120.0
+
+
+async def ask_without_submitting(command: list[str]) -> TrialAnswer:
+    """Run a command that checks a job and submits nothing (``sbatch --test-only``, ``qsub -w v``):
+    accepted where it exits 0, with all it printed (sbatch says when the job would start on its error stream)."""
+    logger.debug("gpujobqueue: asking %s", " ".join(command))
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *command, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        )
+    except FileNotFoundError:
+        return TrialAnswer(None, f"{command[0]} is not on PATH")
+    try:
+        out, err = await asyncio.wait_for(process.communicate(), TRIAL_TIMEOUT)
+    except asyncio.TimeoutError:
+        process.kill()
+        await process.wait()
+        return TrialAnswer(None, f"{os.path.basename(command[0])} did not answer in {TRIAL_TIMEOUT:.0f} s")
+    said = "\n".join(text.decode(errors="replace").strip() for text in (out, err) if text.strip())
+    return TrialAnswer(process.returncode == 0, said or "(it printed nothing)")
+
+
 async def run_command(command: list[str], **kwargs: Any) -> str:
     """Run a batch command (as dask-jobqueue's ``Job._call``); its output, or :class:`CommandFailed`."""
     logger.debug("gpujobqueue: running %s", " ".join(command))

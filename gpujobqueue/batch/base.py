@@ -22,7 +22,7 @@ from ..cluster_parameters import parameters_section
 from ..docstrings import with_shared_parameters
 from ..errors import SubmissionError, ValidationError
 from ..hand_written_gpu_parsers import HandWrittenGPUs
-from ..job_commands import CANCEL_CHUNK, CommandFailed, run_command
+from ..job_commands import CANCEL_CHUNK, CommandFailed, TrialAnswer, run_command
 from ..job_status import JobStatus, run_query
 from ..keywords import Keyword, setting_keywords
 from ..launchers import Launcher
@@ -308,6 +308,12 @@ class BatchSystem:
     async def run_submit_command(cls, job: Any, path: str) -> str:
         """Run its submit command on the script at ``path``; its output, or :class:`CommandFailed`."""
         return await run_command([*cls.submit_command.split(), path])
+
+    @classmethod
+    async def test_submit(cls, path: str) -> TrialAnswer:
+        """Ask the batch system whether it would take the job script at ``path``, submitting nothing
+        (``gpujobqueue check --submit-test``). By default it has no such mode and is not asked."""
+        return TrialAnswer(None, f"{cls.name} has no mode that checks a job without submitting it")
 
     @classmethod
     def job_id_from_output(cls, out: str) -> str:

@@ -10,7 +10,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import SubmissionError, ValidationError
 from ..hand_written_gpu_parsers import HandWrittenGPUs, own_line, written_count
-from ..job_commands import CommandFailed, run_command
+from ..job_commands import TrialAnswer, ask_without_submitting
 from ..job_status import JobStatus, run_query, unlisted
 from ..keywords import TEXT, Keyword
 from ..launchers import LAUNCHER_OBJECTS
@@ -430,8 +430,9 @@ class SGE(BatchSystem):
             if "no suitable queues" not in str(error):
                 raise
             # `-w e` says only "no suitable queues"; `-w v` submits nothing and says why.
-            try:
-                explanation = await run_command([cls.submit_command, "-w", "v", path])
-            except CommandFailed as verification:  # -w v writes its reasons on either stream
-                explanation = "\n".join(text.strip() for text in (verification.out, verification.err) if text.strip())
-            raise SubmissionError(f"{error}\nqsub -w v explains:\n{explanation.strip()}") from None
+            raise SubmissionError(f"{error}\nqsub -w v explains:\n{(await cls.test_submit(path)).said}") from None
+
+    @classmethod
+    async def test_submit(cls, path: str) -> TrialAnswer:
+        # -w v: qmaster verifies the job against its queues, limits and complexes as though the cluster were empty.
+        return await ask_without_submitting([cls.submit_command, "-w", "v", path])

@@ -11,6 +11,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import ValidationError
 from ..hand_written_gpu_parsers import HandWrittenGPUs, own_line, written_count
+from ..job_commands import TrialAnswer, ask_without_submitting
 from ..job_status import JobStatus, run_query, unlisted
 from ..keywords import INT, TEXT, Keyword
 from ..launchers import LAUNCHER_OBJECTS
@@ -258,6 +259,11 @@ class SLURM(BatchSystem):
             return False
         settings["gpu_request"] = "none"
         return True
+
+    @classmethod
+    async def test_submit(cls, path: str) -> TrialAnswer:
+        # slurmctld checks the job against its partition, QoS and association and says when it would start.
+        return await ask_without_submitting([cls.submit_command, "--test-only", path])
 
     @classmethod
     def array_element_id(cls, array_id: str, index: int) -> str:

@@ -27,6 +27,13 @@ from ..errors import GPUJobQueueError
     help="The protocol keyword (default: the site's).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the facts and findings as JSON.")
+@click.option(
+    "--submit-test",
+    is_flag=True,
+    help="Ask the site's batch system whether it would take the site's default job and one job per routing bin "
+    "(sbatch --test-only, qsub -w v); nothing is submitted. Exit 1 where it refuses one.",
+)
+@click.option("--account", default=None, help="The account the --submit-test jobs are rendered with.")
 def check(
     files: tuple[str, ...],
     site: str | None,
@@ -34,23 +41,33 @@ def check(
     interface: str | None,
     protocol: str | None,
     as_json: bool,
+    submit_test: bool,
+    account: str | None,
 ) -> None:
     """Diagnose this machine for GPU workers: GPUs (NVML), CUDA driver, dask-cuda,
     distributed-ucxx, cupy and cudf, UCX transports, network interfaces against the site's,
     batch commands on PATH, the site detected. Exit 1 naming the fix where something needed
     is missing.
 
+    With --submit-test, render the site's default job and one job per routing bin (each queue's
+    node and walltime limits) and ask the batch system whether it would take each, submitting
+    nothing: accepted, or its own refusal (a failure). Batch systems without such a mode say so.
+
     With FILES, validate those site config files instead; exit 1 listing file:line: key: problem.
     """
     if files:
-        if site or batch or interface or protocol or as_json:
+        if site or batch or interface or protocol or as_json or submit_test or account:
             raise click.UsageError("FILES are validated on their own; leave out the machine options")
         sys.exit(_check_site_files(files))
     import json
 
     from ..diagnostics import gather_facts, judge, report
 
-    facts = gather_facts(site=site, batch=batch, interface=interface, protocol=protocol)
+    if account and not submit_test:
+        raise click.UsageError("--account is the account of the --submit-test jobs; give --submit-test")
+    facts = gather_facts(
+        site=site, batch=batch, interface=interface, protocol=protocol, submit_test=submit_test, account=account
+    )
     findings = judge(facts)
     if as_json:
         click.echo(json.dumps({"facts": facts.as_dict(), "findings": [vars(f) for f in findings]}, indent=2))

@@ -30,8 +30,9 @@ def _shorten(text: str, width: int) -> str:
 @click.command()
 def sites() -> None:
     """List the known site configs: name, centre, batch system, GPUs per node, GPU model,
-    protocol, status, and how many of the site's facts its centre's documentation did not
-    confirm (`gpujobqueue show SITE` lists them). A site file that does not load is listed as
+    protocol, status (`stale` where the site's oldest source was checked more than six months
+    ago), and how many of the site's facts its centre's documentation did not confirm
+    (`gpujobqueue show SITE` lists them, and the sources with their dates). A site file that does not load is listed as
     broken, and its error printed after the table."""
     from ..sites import site_table
 
@@ -46,6 +47,8 @@ def sites() -> None:
             cell["status"] = "broken"
         elif row.get("retired"):
             cell["status"] = f"retired {row['retired']}"
+        elif row["stale"]:
+            cell["status"] += ", stale"
     widths = {key: max([len(title)] + [len(cell[key]) for cell in cells]) for key, title in _SITE_COLUMNS.items()}
     # Shorten the centre and GPU columns, the longer first, until the table fits the terminal.
     fixed = sum(width for key, width in widths.items() if key not in _SHORTENED) + 2 * (len(widths) - 1)
@@ -56,6 +59,11 @@ def sites() -> None:
     click.echo("  ".join(title.ljust(widths[key]) for key, title in _SITE_COLUMNS.items()).rstrip())
     for cell in cells:
         click.echo("  ".join(_shorten(cell[key], widths[key]).ljust(widths[key]) for key in _SITE_COLUMNS).rstrip())
+    if any(row["stale"] for row in rows):
+        click.echo(
+            "stale: the site's oldest source was checked more than 6 months ago; `gpujobqueue show SITE` names it",
+            err=True,
+        )
     for name, error in broken.items():
         click.echo(f"gpujobqueue: site {name} is broken: {error}", err=True)
 

@@ -3,6 +3,7 @@ through :mod:`.probes` and the site, with no judgement in them."""
 
 from __future__ import annotations
 
+import datetime
 import os
 import platform
 import shutil
@@ -65,13 +66,23 @@ class MachineFacts:
     scheduler_placement: str | None = None
     site_file_errors: list[str] = field(default_factory=list)
     nic_map: list[str] = field(default_factory=list)  # the GPU <-> network card map workers of nic_affinity=True use
+    # The site's source checked longest ago ({"url", "checked"}), and the day the check ran, which judges its age.
+    site_oldest_source: dict[str, str] | None = None
+    today: str = field(default_factory=lambda: datetime.date.today().isoformat())
+    # With --submit-test: each trial job and the batch system's answer (TrialJob.as_dict); None when not asked.
+    submit_tests: list[dict[str, Any]] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 def gather_facts(
-    site: str | None = None, batch: str | None = None, interface: str | None = None, protocol: str | None = None
+    site: str | None = None,
+    batch: str | None = None,
+    interface: str | None = None,
+    protocol: str | None = None,
+    submit_test: bool = False,
+    account: str | None = None,
 ) -> MachineFacts:
     """Read what this machine has for GPU workers.
 
@@ -84,6 +95,11 @@ def gather_facts(
         The batch system when no site is used (default ``gpujobqueue.batch``, ``local``).
     interface, protocol : str, optional
         The network interface and protocol the workers will use, if not the site's.
+    submit_test : bool
+        Render the site's default job and one job per routing bin and ask its batch system whether it
+        would take each, submitting nothing (:func:`~.submit_test.submit_tests`).
+    account : str, optional
+        The account the submit test's jobs are rendered with.
 
     Returns
     -------
@@ -96,6 +112,7 @@ def gather_facts(
     ucx_source, transports = ucx_resources()
     checked, file_errors = _check_site_files()
     target_batch = loaded.scheduler if loaded else batch or config.default_batch()
+    oldest = sites.oldest_source(loaded.data) if loaded else None
     return MachineFacts(
         hostname=socket.gethostname(),
         python=platform.python_version(),
@@ -131,7 +148,15 @@ def gather_facts(
         site_file_errors=file_errors,
         scheduler_placement=_scheduler_placement(target_batch, protocol or network.get("protocol")),
         nic_map=map_lines() if machine.gpus else [],
+        site_oldest_source={"url": oldest.url, "checked": oldest.checked.isoformat()} if oldest else None,
+        submit_tests=_submit_tests(loaded, account) if submit_test else None,
     )
+
+
+def _submit_tests(loaded: sites.Site | None, account: str | None) -> list[dict[str, Any]]:
+    from .submit_test import submit_tests
+
+    return [trial.as_dict() for trial in submit_tests(loaded, account)] if loaded else []
 
 
 def _scheduler_placement(batch: str, protocol: str | None) -> str | None:

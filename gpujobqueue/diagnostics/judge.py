@@ -3,6 +3,7 @@ into :class:`Finding` lines, ``fail`` where something the workers need is missin
 
 from __future__ import annotations
 
+import datetime
 import os
 import re
 from dataclasses import dataclass
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from ..batch import batch_system
 from ..install import cuda_major, install_line
 from ..scheduler_job import SCHEDULER_HERE
+from ..sites import FRESH_MONTHS, oldest_source
 from .facts import MachineFacts
 from .probes import commands, optional_commands, runs_jobs_here, submitting
 
@@ -39,7 +41,8 @@ def judge(facts: MachineFacts) -> list[Finding]:
     list of Finding
         ``fail`` where something the workers need is missing, each with its fix.
     """
-    findings = [_site_finding(facts), Finding("ok", "python", f"{facts.python}; gpujobqueue {facts.gpujobqueue}")]
+    findings = [_site_finding(facts), *_freshness_findings(facts)]
+    findings.append(Finding("ok", "python", f"{facts.python}; gpujobqueue {facts.gpujobqueue}"))
     findings += _gpu_findings(facts)
     findings += _package_findings(facts)
     findings += _ucx_findings(facts)
@@ -57,7 +60,7 @@ def judge(facts: MachineFacts) -> list[Finding]:
     ]
     if not facts.site_file_errors:
         findings.append(Finding("ok", "site files", f"{facts.site_files_checked} known site files valid"))
-    return findings
+    return findings + _submit_test_findings(facts)
 
 
 def _site_finding(facts: MachineFacts) -> Finding:
@@ -68,6 +71,65 @@ def _site_finding(facts: MachineFacts) -> Finding:
     if facts.site is None:
         return Finding("info", "site", f"none ({facts.site_source}); batch system {facts.batch}")
     return Finding("ok", "site", f"{facts.site} ({facts.site_source}, {facts.site_file}); batch system {facts.batch}")
+
+
+def _freshness_findings(facts: MachineFacts) -> list[Finding]:
+    """A warning where the site's oldest source was checked more than six months before the check's day."""
+    if facts.site_oldest_source is None:
+        return []
+    oldest = oldest_source({"sources": [facts.site_oldest_source]}, datetime.date.fromisoformat(facts.today))
+    if not oldest.stale:
+        return [Finding("ok", "site sources", f"oldest checked on {oldest.checked.isoformat()} ({oldest.url})")]
+    return [
+        Finding(
+            "warn",
+            "site sources",
+            f"{facts.site}: {oldest.stale_text()}",
+            f"the centre may have changed a queue or limit since: compare its pages now with `gpujobqueue show "
+            f"{facts.site}` and correct the site file (its facts are more than {FRESH_MONTHS} months old)",
+        )
+    ]
+
+
+def _submit_test_findings(facts: MachineFacts) -> list[Finding]:
+    """One line per job of ``--submit-test``: accepted, or refused in the batch system's words (a failure)."""
+    if facts.submit_tests is None:
+        return []
+    if facts.site is None or facts.site_error:
+        return [
+            Finding("fail", "submit test", "no site to test", "name one: gpujobqueue check --site NAME --submit-test")
+        ]
+    findings, not_asked = [], {}
+    for trial in facts.submit_tests:
+        said = "; ".join(line.strip() for line in trial["said"].splitlines() if line.strip())
+        if not trial["rendered"]:
+            findings.append(
+                Finding(
+                    "fail",
+                    "submit test",
+                    f"{trial['label']}: not rendered: {said}",
+                    "give the keyword it names (--account for an account the site requires)",
+                )
+            )
+        elif trial["accepted"] is None:
+            not_asked.setdefault(said, []).append(trial["label"])
+        elif trial["accepted"]:
+            findings.append(Finding("ok", "submit test", f"{trial['label']}: accepted: {said}"))
+        else:
+            findings.append(
+                Finding(
+                    "fail",
+                    "submit test",
+                    f"{trial['label']}: refused: {said}",
+                    f"where the batch system's limit is not the site file's, correct {facts.site}'s file "
+                    f"(`gpujobqueue show {facts.site}` gives each value's line)",
+                )
+            )
+    findings += [
+        Finding("warn", "submit test", f"{len(labels)} job(s) not asked: {said}", "submit one job and cancel it")
+        for said, labels in not_asked.items()
+    ]
+    return findings
 
 
 def _gpu_findings(facts: MachineFacts) -> list[Finding]:

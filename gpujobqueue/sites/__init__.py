@@ -41,7 +41,16 @@ from .registry import (
 )
 from .schema import SCHEMA_FILE
 from .settings import site_settings
-from .sources import FACT_GROUPS, fact_groups, sources_text, unconfirmed_keys, unsourced_groups
+from .sources import (
+    FACT_GROUPS,
+    FRESH_MONTHS,
+    OldestSource,
+    fact_groups,
+    oldest_source,
+    sources_text,
+    unconfirmed_keys,
+    unsourced_groups,
+)
 from .use_warnings import (
     RetiredSiteWarning,
     UnconfirmedSiteFactsWarning,
@@ -54,10 +63,12 @@ from .use_warnings import (
 __all__ = [
     "DETECTED",
     "FACT_GROUPS",
+    "FRESH_MONTHS",
     "SCHEMA_FILE",
     "SITE_PATH_VARIABLE",
     "SYSTEM_SITE_DIR",
     "USER_SITE_DIR",
+    "OldestSource",
     "QueueRefusedError",
     "RetiredSiteWarning",
     "Site",
@@ -71,6 +82,7 @@ __all__ = [
     "fact_groups",
     "load_site",
     "node_memory_bytes",
+    "oldest_source",
     "pattern_matches",
     "pattern_problem",
     "read_site_file",

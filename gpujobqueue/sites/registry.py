@@ -5,6 +5,7 @@ choosing the site a cluster uses."""
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import logging
 import os
@@ -17,6 +18,7 @@ from .errors import SiteConfigError
 from .facts import Site
 from .load import load_files
 from .patterns import pattern_matches
+from .sources import oldest_source
 from .use_warnings import unconfirmed_facts
 
 logger = logging.getLogger(__package__)
@@ -113,10 +115,12 @@ def choose_site(site: "str | os.PathLike[str] | Site | None", batch: str | None)
     return (site if isinstance(site, Site) else load_site(site)), how
 
 
-def site_table() -> list[dict[str, Any]]:
+def site_table(today: datetime.date | None = None) -> list[dict[str, Any]]:
     """One row per known site: name, centre, scheduler, GPUs per node, GPU model, protocol, status
-    and the number of unconfirmed facts, and ``retired`` (the date a retired machine stopped, else empty);
-    a site whose files do not load gets a row saying why, and the others are listed as usual."""
+    and the number of unconfirmed facts, ``retired`` (the date a retired machine stopped, else empty),
+    ``checked`` (the date its oldest source was checked, else ``-``) and ``stale`` (that date is more
+    than six months before ``today``, default the real today); a site whose files do not load gets a
+    row saying why, and the others are listed as usual."""
     rows = []
     for name in sorted(site_files()):
         try:
@@ -133,9 +137,12 @@ def site_table() -> list[dict[str, Any]]:
                     "status": f"broken: {error}",
                     "retired": "",
                     "unconfirmed": "-",
+                    "checked": "-",
+                    "stale": False,
                 }
             )
             continue
+        oldest = oldest_source(data, today)
         rows.append(
             {
                 "name": name,
@@ -147,6 +154,8 @@ def site_table() -> list[dict[str, Any]]:
                 "status": data.get("status", "production"),
                 "retired": data.get("retired", ""),
                 "unconfirmed": len(unconfirmed_facts(data)),
+                "checked": oldest.checked.isoformat() if oldest else "-",
+                "stale": bool(oldest and oldest.stale),
             }
         )
     return rows

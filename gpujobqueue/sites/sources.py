@@ -4,8 +4,10 @@ date; the checks of these, and the text ``gpujobqueue show`` prints."""
 
 from __future__ import annotations
 
+import calendar
 import datetime
 import urllib.parse
+from dataclasses import dataclass
 from typing import Any
 
 from .charges import charges_text
@@ -13,15 +15,62 @@ from .errors import SiteConfigError, dotted_key
 from .facts import Site
 from .schema import unconfirmed_keys
 
+# A site whose oldest source was checked more than this many months before today is marked stale:
+# centres change limits and queues (issue 33), so its facts are to be read again.
+FRESH_MONTHS = 6
 
-def sources_text(site: Site) -> str:
+
+@dataclass(frozen=True)
+class OldestSource:
+    """The source of a site checked longest ago, and whether that was more than :data:`FRESH_MONTHS`
+    calendar months before ``today``."""
+
+    url: str
+    checked: datetime.date
+    stale: bool
+
+    def stale_text(self) -> str:
+        """The words ``show`` and ``check`` say of a stale site."""
+        return (
+            f"the oldest source was checked on {self.checked.isoformat()}, more than {FRESH_MONTHS} months ago: "
+            f"{self.url}"
+        )
+
+
+def months_before(day: datetime.date, months: int) -> datetime.date:
+    """The same day ``months`` calendar months earlier (the month's last day where it has fewer days)."""
+    year, month = divmod(day.year * 12 + day.month - 1 - months, 12)
+    return datetime.date(year, month + 1, min(day.day, calendar.monthrange(year, month + 1)[1]))
+
+
+def oldest_source(data: dict, today: datetime.date | None = None) -> OldestSource | None:
+    """The site's source checked longest ago, stale when checked before :data:`FRESH_MONTHS` months
+    before ``today`` (default: the real today); None for a site that cites no source."""
+    dated = []
+    for source in data.get("sources") or []:
+        try:
+            dated.append((datetime.date.fromisoformat(str(source["checked"])), str(source["url"])))
+        except (KeyError, TypeError, ValueError):  # an override without dates; the file checks refuse bad ones
+            continue
+    if not dated:
+        return None
+    checked, url = min(dated)
+    cut_off = months_before(today or datetime.date.today(), FRESH_MONTHS)
+    return OldestSource(url, checked, checked < cut_off)
+
+
+def sources_text(site: Site, today: datetime.date | None = None) -> str:
     """The site's sources, one per paragraph (address, dates, the keys it confirms), then the key
     groups no source covers, each queue's charge, the queues the centre removed and the site's
-    unconfirmed facts: what ``gpujobqueue show`` prints."""
+    unconfirmed facts: what ``gpujobqueue show`` prints. A site whose oldest source was checked more
+    than :data:`FRESH_MONTHS` months before ``today`` (default: the real today) is said to be stale first."""
     data = site.data
     out = []
     if data.get("status") == "retired":
         out.append(f"# retired: {data.get('retired', 'date not given')}")
+    oldest = oldest_source(data, today)
+    if oldest is not None and oldest.stale:
+        out.append(f"# stale: {oldest.stale_text()}")
     out.append(f"# sources ({len(data.get('sources', []))}):")
     for source in data.get("sources", []):
         shows = f", the page shows {source['shows']}" if source.get("shows") else ""

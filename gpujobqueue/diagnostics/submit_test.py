@@ -1,0 +1,94 @@
+"""``gpujobqueue check --submit-test``: the site's default job and one job per routing bin, rendered and
+shown to the batch system itself, which says whether it would take each (its ``test_submit``); nothing
+is submitted."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+import warnings
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..batch import batch_system
+from ..errors import GPUJobQueueError
+from ..script.from_keywords import job_script_for
+from ..sites import Site
+from ..sites.routing import has_gpus, nodes_text, walltime_bins
+
+
+@dataclass(frozen=True)
+class TrialJob:
+    """One job of the submit test: what it is, the keywords it is rendered with, and the batch system's answer.
+
+    Attributes
+    ----------
+    label : str
+        The default job, or the queue, nodes and walltime of a routing bin's job.
+    keywords : dict
+        The cluster keywords its script is rendered with (besides the site).
+    accepted : bool or None
+        Whether the batch system would take it; None where it could not be asked or the job not rendered.
+    said : str
+        The batch system's own words (its refusal), or why nothing was asked.
+    rendered : bool
+        Whether its script was rendered (False: ``said`` is gpujobqueue's refusal of the keywords).
+    """
+
+    label: str
+    keywords: dict[str, Any]
+    accepted: bool | None
+    said: str
+    rendered: bool = True
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def trial_keywords(site: Site) -> list[tuple[str, dict[str, Any]]]:
+    """The submit test's jobs: the site's default job (no keywords), then, for each queue with GPUs that the
+    centre has not withdrawn, one job per walltime bin at the bin's edge (its most nodes for its longest
+    walltime) or, for a queue without bins, its most nodes for its longest walltime: a limit the centre
+    lowered since the site file was written is refused."""
+    jobs: list[tuple[str, dict[str, Any]]] = [("default job", {})]
+    for name, entry in site.open_queues.items():
+        if not has_gpus(entry):
+            continue
+        bins = walltime_bins(entry)
+        edges = [(b.high, b.max_walltime, b.name) for b in bins] or [
+            (entry.get("max_nodes") or entry.get("min_nodes") or 1, entry.get("max_walltime"), None)
+        ]
+        for nodes, walltime, bin_name in edges:
+            keywords = {"queue": name, "nodes": nodes, **({"walltime": str(walltime)} if walltime else {})}
+            label = f"{name}, {nodes_text(nodes)}, {walltime or 'default walltime'}"
+            jobs.append((label + (f" ({bin_name})" if bin_name else ""), keywords))
+    return jobs
+
+
+def submit_tests(site: Site, account: str | None = None) -> list[TrialJob]:
+    """Render each of :func:`trial_keywords`' jobs for ``site`` (with ``account`` where given) and ask the
+    site's batch system whether it would take it; nothing is submitted."""
+    system = batch_system(site.scheduler)
+    extra = {"account": account} if account else {}
+    with tempfile.TemporaryDirectory(prefix="gpujobqueue-submit-test-") as folder:
+        return asyncio.run(_ask_all(system, site, extra, folder))
+
+
+async def _ask_all(system: Any, site: Site, extra: dict[str, Any], folder: str) -> list[TrialJob]:
+    trials = []
+    for number, (label, keywords) in enumerate(trial_keywords(site)):
+        keywords = {**keywords, **extra}
+        try:
+            with warnings.catch_warnings():  # the site's unconfirmed facts: said once by `check`'s site lines
+                warnings.simplefilter("ignore")
+                script = job_script_for(site.scheduler, {**keywords, "site": site}, name=f"submit-test-{number}")
+        except GPUJobQueueError as error:
+            trials.append(TrialJob(label, keywords, None, str(error), rendered=False))
+            continue
+        path = os.path.join(folder, f"job-{number}.sh")
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(script)
+        answer = await system.test_submit(path)
+        trials.append(TrialJob(label, keywords, answer.accepted, answer.said))
+    return trials
