@@ -160,3 +160,16 @@ def test_sizes_with_a_unit_and_python_ints_of_bytes_are_read_as_before():
     assert parse_size("memory", "240GB") == 240 * 10**9
     assert parse_size("memory", "240 GiB") == 240 * 2**30
     assert parse_size("memory", 2**30) == 2**30
+
+
+def test_the_readmes_login_node_install_is_what_the_workers_python_check_asks_for():
+    import re
+    from pathlib import Path
+
+    from gpujobqueue.install import install_line
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if line.startswith("| no GPU here (a login node)"))
+    advised = re.findall(r"`(pip install [^`]+)`", row)
+    asked = re.findall(r"pip install '[^']+'", install_line(None))  # what the warning and check print
+    assert advised and set(advised) <= set(asked), (advised, asked)
