@@ -173,3 +173,31 @@ def test_the_readmes_login_node_install_is_what_the_workers_python_check_asks_fo
     advised = re.findall(r"`(pip install [^`]+)`", row)
     asked = re.findall(r"pip install '[^']+'", install_line(None))  # what the warning and check print
     assert advised and set(advised) <= set(asked), (advised, asked)
+
+
+def _starter_held(holder: str, pid: int) -> bool:
+    """The Grid Engine fixture's starter's ``held`` (whether a GPU lock's process still runs its job), run by bash."""
+    import re
+
+    from fixtures.sge import STARTER
+
+    function = re.search(r"^held\(\) \{.*?^\}$", STARTER, re.S | re.M).group(0)
+    done = subprocess.run(["bash", "-c", f'{function}\nheld "$1" "$2"', "held", holder, str(pid)], timeout=30)
+    return done.returncode == 0
+
+
+def test_the_sge_starter_keeps_a_gpu_whose_holder_shows_no_environment():
+    # Mid-exec (the holder's starter exec'ing its job) /proc/PID/environ reads empty: the next job's
+    # starter took that GPU as free, and its workers shared it ("workers on ['1', '0'], sge allocated ['0']").
+    blank = subprocess.Popen(["env", "-i", "sleep", "30"])
+    mine = subprocess.Popen(["sleep", "30"], env={**os.environ, "JOB_ID": "41"})
+    other = subprocess.Popen(["sleep", "30"], env={**os.environ, "JOB_ID": "7"})
+    try:
+        assert _starter_held("41", blank.pid), "a live holder showing no environment still holds its GPU"
+        assert _starter_held("41.2", mine.pid)
+        assert not _starter_held("41", other.pid), "a pid reused by another job's process frees the GPU"
+    finally:
+        for process in (blank, mine, other):
+            process.kill()
+            process.wait()
+    assert not _starter_held("41", blank.pid), "a holder that is gone frees the GPU"
