@@ -201,3 +201,40 @@ def test_the_sge_starter_keeps_a_gpu_whose_holder_shows_no_environment():
             process.kill()
             process.wait()
     assert not _starter_held("41", blank.pid), "a holder that is gone frees the GPU"
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    """The command line into a pipe, with no COLUMNS (as a user's ``gpujobqueue sites | less``)."""
+    env = {key: value for key, value in os.environ.items() if key != "COLUMNS"}
+    return subprocess.run(
+        [sys.executable, "-m", "gpujobqueue.cli", *args], capture_output=True, text=True, timeout=120, env=env
+    )
+
+
+def test_show_prints_sources_and_unconfirmed_once():
+    done = cli("show", "perlmutter")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert sum(line.startswith("sources:") or line.startswith("# sources (") for line in lines) == 1, done.stdout
+    assert sum(line.startswith("unconfirmed:") or line == "# unconfirmed:" for line in lines) == 1, done.stdout
+
+
+def test_a_site_name_typo_exits_2_in_show_as_in_render():
+    shown, rendered = cli("show", "perlmuter"), cli("render", "perlmuter")
+    assert (shown.returncode, rendered.returncode) == (2, 2), (shown.stderr, rendered.stderr)
+    assert "did you mean 'perlmutter'" in shown.stderr, shown.stderr
+
+
+def test_sites_into_a_pipe_prints_every_column_whole():
+    from gpujobqueue.sites import site_table
+
+    done = cli("sites")
+    assert done.returncode == 0 and "…" not in done.stdout, done.stdout
+    for row in site_table():
+        line = next(line for line in done.stdout.splitlines() if line.split()[0] == row["name"])
+        assert str(row["centre"]) in line and str(row["gpu"]) in line, (row, line)
+
+
+def test_help_shows_no_rst_markup():
+    done = cli("--help")
+    assert done.returncode == 0 and "``" not in done.stdout, done.stdout

@@ -14,16 +14,18 @@ from .facts import Site
 from .schema import unconfirmed_keys
 
 
-def sources_text(site: Site) -> str:
+def sources_text(site: Site, *, listed: bool = True) -> str:
     """The site's sources, one per paragraph (address, dates, the keys it confirms), then the key
     groups no source covers, each queue's charge, the queues the centre removed and the site's
-    unconfirmed facts: what ``gpujobqueue show`` prints."""
+    unconfirmed facts. ``listed=False`` leaves out the sources and the unconfirmed facts, for
+    ``gpujobqueue show``, whose YAML above lists them."""
     data = site.data
     out = []
     if data.get("status") == "retired":
         out.append(f"# retired: {data.get('retired', 'date not given')}")
-    out.append(f"# sources ({len(data.get('sources', []))}):")
-    for source in data.get("sources", []):
+    if listed:
+        out.append(f"# sources ({len(data.get('sources', []))}):")
+    for source in data.get("sources", []) if listed else []:
         shows = f", the page shows {source['shows']}" if source.get("shows") else ""
         out.append(f"#   {source['url']}")
         out.append(f"#     checked {source['checked']}{shows}; covers {', '.join(source['covers'])}")
@@ -40,7 +42,7 @@ def sources_text(site: Site) -> str:
             f"#   {name}: removed {gone['date']}, {gone['words']!r} ({gone['source']})"
             for name, gone in data["removed_queues"].items()
         ]
-    if data.get("unconfirmed"):
+    if listed and data.get("unconfirmed"):
         out.append("# unconfirmed:")
         out += [f"#   - {line}" for line in data["unconfirmed"]]
     return "\n".join(out)
