@@ -2,6 +2,7 @@
 
 from ._version import __version__ as __version__
 from .errors import (
+    BatchCommandNotFoundError,
     GPUJobQueueError,
     InterfaceNotFoundError,
     JobSizeMissingError,
@@ -29,6 +30,7 @@ from .workers import WorkerLaunch
 exit_cleanup.restore_python_sigint()  # after every import of dask-jobqueue above
 
 __all__ = [
+    "BatchCommandNotFoundError",
     "Charge",
     "GPUCluster",
     "GPUJobQueueError",

@@ -120,6 +120,27 @@ class SubmissionError(GPUJobQueueError, RuntimeError):
     """The batch system refused a job, or could not be reached."""
 
 
+class BatchCommandNotFoundError(SubmissionError):
+    """A batch command (``sbatch``, ``squeue``, ...) that is not on this machine: not an outage to
+    wait out, since a command that does not exist will not start answering.
+
+    Parameters
+    ----------
+    command : str
+        The command not found.
+    batch : str
+        The batch system that runs it.
+    """
+
+    def __init__(self, command: str, batch: str):
+        self.command, self.batch = command, batch
+        super().__init__(
+            f"{command} is not on PATH: {batch} clusters submit and watch their jobs with it. Load the module "
+            f"that provides it (module load {batch}), or run on a login node of the {batch} machine: this host "
+            "is not one. Nothing waits for it to appear."
+        )
+
+
 class InterfaceNotFoundError(ValidationError):
     """The scheduler would listen on a network interface that this host does not have: a
     site's interface off that site (a laptop, another centre), or a name mistyped.

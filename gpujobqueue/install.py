@@ -42,6 +42,10 @@ _PROBE = "\n".join(
 )
 
 
+class WorkerPythonWarning(UserWarning):
+    """The workers' python cannot run them: it lacks dask_cuda, gpujobqueue's preloads, or this gpujobqueue."""
+
+
 def cuda_major(cuda_version: str | None) -> int | None:
     """The major version of a CUDA version string such as ``"13.0"``; None if unreadable."""
     try:
@@ -192,7 +196,7 @@ def warn_if_worker_python_lacks(
     warnings.warn(
         f"the workers' python {python} {' and '.join(problems)}: its workers would fail only after the jobs' queue "
         f"wait (they preload gpujobqueue.preloads.* by name). {fix}",
-        UserWarning,
+        WorkerPythonWarning,
         stacklevel=stacklevel,
     )
     return True

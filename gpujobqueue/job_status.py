@@ -61,11 +61,12 @@ def unlisted(job_id: str) -> JobStatus:
     return JobStatus(job_id, None, ended=True)
 
 
-async def run_query(command: list[str]) -> tuple[int, str, str]:
+async def run_query(command: list[str], *, required: bool = False) -> tuple[int, str, str]:
     """Run a batch system's query; return its exit status, output and error output.
 
     Unlike submission, a query's failure is an answer (an unknown job id), not an error;
-    a command that is not there answers 127.
+    a command that is not there answers 127, unless it is ``required`` (the batch system's own
+    query, not an optional one such as accounting): then :class:`FileNotFoundError`.
     """
     timeout = query_timeout()
     try:
@@ -73,6 +74,8 @@ async def run_query(command: list[str]) -> tuple[int, str, str]:
             *command, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
         )
     except OSError as error:
+        if required and isinstance(error, FileNotFoundError):
+            raise
         return 127, "", str(error)
     try:
         out, err = await asyncio.wait_for(process.communicate(), timeout)

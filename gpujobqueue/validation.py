@@ -177,10 +177,18 @@ def parse_bool(field_name: str, value: Any) -> bool:
 
 
 def parse_size(field_name: str, value: Any, maximum: int = MAX_MEMORY_BYTES) -> int:
-    """Parse a memory size such as ``60GiB``, ``60 GB`` or a number of bytes into bytes (at most ``maximum``)."""
+    """Parse a memory size such as ``60GiB``, ``60 GB``, or a Python number of bytes, into bytes (at most
+    ``maximum``). Text without a unit (``"240"``, from ``--memory 240`` or a config file) is refused: dask
+    reads it as bytes, which nobody asking for a job's memory means."""
     number = _amount(
-        field_name, value, parse_bytes, "a size: a number of bytes, or one with a unit such as '60GiB' or '512 MB'"
+        field_name, value, parse_bytes, "a size with a unit such as '60GiB' or '512 MB' (or a Python int of bytes)"
     )
+    if isinstance(value, str) and not _AMOUNT_TEXT.fullmatch(value)[2]:
+        raise ValidationError(
+            field_name,
+            f"{shown(value)} has no unit and would be read as {value.strip()} bytes; add one: '{value.strip()}GB' or "
+            f"'{value.strip()}GiB'",
+        )
     number = math.ceil(number)
     if number < 1:
         raise ValidationError(field_name, f"{shown(value)} is not a positive size")

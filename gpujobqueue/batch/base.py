@@ -20,7 +20,7 @@ from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from ..cluster_parameters import parameters_section
 from ..docstrings import with_shared_parameters
-from ..errors import SubmissionError, ValidationError
+from ..errors import BatchCommandNotFoundError, SubmissionError, ValidationError
 from ..hand_written_gpu_parsers import HandWrittenGPUs
 from ..job_commands import CANCEL_CHUNK, CommandFailed, TrialAnswer, run_command
 from ..job_status import JobStatus, run_query
@@ -293,9 +293,7 @@ class BatchSystem:
         try:
             return await cls.run_submit_command(job, path)
         except FileNotFoundError:
-            raise SubmissionError(
-                f"{cls.submit_command} is not on PATH: cannot submit job {job.name} to {cls.name}"
-            ) from None
+            raise BatchCommandNotFoundError(cls.submit_command.split()[0], cls.name) from None
         except CommandFailed as error:
             # What the batch system said, once: not chained to the command's own error, which says it again.
             raise SubmissionError(
@@ -403,7 +401,10 @@ class BatchSystem:
     @classmethod
     async def _ask(cls, ids: list[str], jobs: Sequence[Any]) -> tuple[dict[str, JobStatus] | None, str]:
         command = cls.query_command(ids, jobs)
-        code, out, err = await run_query(command)
+        try:
+            code, out, err = await run_query(command, required=True)
+        except FileNotFoundError:
+            raise BatchCommandNotFoundError(command[0], cls.name) from None
         statuses = cls.interpret_statuses(ids, code, out, err)
         if statuses is None:
             lines = [line.strip() for line in (err or out).splitlines() if line.strip()]

@@ -16,7 +16,7 @@ from .usage import usage
 @click.group(name="gpujobqueue", context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="gpujobqueue")
 def main() -> None:
-    """Dask clusters of GPU workers on HPC batch systems (also ``dask gpujobqueue``)."""
+    """Dask clusters of GPU workers on HPC batch systems (also run as: dask gpujobqueue)."""
 
 
 for _command in (render, credentials, sites, show, check, clean, demo, usage):

@@ -3,7 +3,9 @@ resolved config, each value with the line it came from)."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 
 import click
 
@@ -50,9 +52,11 @@ def sites() -> None:
         elif row["stale"]:
             cell["status"] += ", stale"
     widths = {key: max([len(title)] + [len(cell[key]) for cell in cells]) for key, title in _SITE_COLUMNS.items()}
-    # Shorten the centre and GPU columns, the longer first, until the table fits the terminal.
+    # On a terminal (or COLUMNS wide), shorten the centre and GPU columns, the longer first, until
+    # the table fits; into a pipe or a file, the whole table.
     fixed = sum(width for key, width in widths.items() if key not in _SHORTENED) + 2 * (len(widths) - 1)
-    room = shutil.get_terminal_size((100, 24)).columns - fixed
+    shorten = sys.stdout.isatty() or os.environ.get("COLUMNS")
+    room = shutil.get_terminal_size().columns - fixed if shorten else sum(widths.values())
     while sum(widths[key] for key in _SHORTENED) > room and max(widths[key] for key in _SHORTENED) > 8:
         longest = max(_SHORTENED, key=lambda key: widths[key])
         widths[longest] -= 1
@@ -75,11 +79,13 @@ def show(site: str) -> None:
     from several files, the file) it came from."""
     import yaml
 
-    from ..sites import load_site, sources_text
+    from ..sites import load_site, site_files, sources_text
 
     try:
         loaded = load_site(site)
     except GPUJobQueueError as error:
+        if not site.endswith((".yaml", ".yml")) and os.sep not in site and site not in site_files():
+            raise click.BadParameter(str(error), param_hint="SITE") from None  # a typo: exit 2, as `render`
         raise click.ClickException(str(error)) from None
     files = {path: number for number, path in enumerate(loaded.files, 1)}
     click.echo(f"# site {loaded.name}")
@@ -113,7 +119,7 @@ def show(site: str) -> None:
                 click.echo(f"{indent}{line}")
 
     walk(loaded.data, (), "")
-    click.echo(sources_text(loaded))
+    click.echo(sources_text(loaded, listed=False))  # the sources and unconfirmed facts are in the YAML
 
 
 def _block_text(dumper, text: str):

@@ -231,13 +231,16 @@ def _package_findings(facts: MachineFacts) -> list[Finding]:
             ", ".join(f"{name} {packages[name].version}" for name in ("dask", "distributed", "dask-jobqueue")),
         )
     ]
-    needs_cuda = facts.worker_mode == "dask-cuda" or (facts.worker_mode is None and bool(facts.gpus))
+    # worker_mode's default: dask-cuda, but CPU workers where the local batch system finds no GPU.
+    needs_cuda = facts.worker_mode == "dask-cuda" or (
+        facts.worker_mode is None and (bool(facts.gpus) or not runs_jobs_here(facts.batch))
+    )
     cuda = packages["dask-cuda"]
     stack = install_line(facts.cuda_driver_version)
+    broken = cuda.version and cuda.import_error
     if cuda.version and not cuda.import_error:
         findings.append(Finding("ok", "dask-cuda", cuda.version))
     elif needs_cuda:
-        broken = cuda.version and cuda.import_error
         fix = (
             f"{stack} (it brings the cuda-bindings dask-cuda imports)"
             if broken and "bindings" in cuda.import_error
@@ -246,7 +249,8 @@ def _package_findings(facts: MachineFacts) -> list[Finding]:
         detail = f"{cuda.version} installed but does not import: {cuda.import_error}" if broken else "not installed"
         findings.append(Finding("fail", "dask-cuda", f"{detail}; the workers here run dask-cuda", fix))
     else:
-        findings.append(Finding("info", "dask-cuda", "not installed (needed for worker_mode='dask-cuda')"))
+        detail = f"{cuda.version} installed but does not import: {cuda.import_error}" if broken else "not installed"
+        findings.append(Finding("info", "dask-cuda", f"{detail} (needed for worker_mode='dask-cuda')"))
     ucx = packages["distributed-ucxx"]
     if ucx.version and not ucx.import_error:
         findings.append(Finding("ok", "distributed-ucxx", f"{ucx.version} (ucxx {packages['ucxx'].version})"))

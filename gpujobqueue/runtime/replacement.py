@@ -14,7 +14,7 @@ import logging
 import time
 from typing import Any, Awaitable, Callable, Sequence
 
-from ..errors import GPUJobQueueError, SubmissionError
+from ..errors import BatchCommandNotFoundError, GPUJobQueueError, SubmissionError
 from ..intervals import max_failures
 from ..job_status import JobCannotStartError
 from ..user_limits import refusal_line
@@ -195,7 +195,8 @@ class Replacement:
             book.forget_unsubmitted()
             if self.held_for_user_limit(error, planned):
                 return 0
-            if not await reachable():
+            # A missing batch command is no outage to wait out: it stops the replacing, as a refusal does.
+            if not isinstance(error, BatchCommandNotFoundError) and not await reachable():
                 self.defer()
                 logger.warning(
                     "gpujobqueue: the batch system cannot be reached; %d job(s) will be submitted when it answers: %s",

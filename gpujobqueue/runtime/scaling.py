@@ -8,7 +8,7 @@ import logging
 import math
 from typing import Any, Iterable
 
-from ..errors import SubmissionError, ValidationError
+from ..errors import BatchCommandNotFoundError, SubmissionError, ValidationError
 from ..intervals import adapt_interval, adapt_wait_count
 from ..limits import MAX_JOBS_PER_CLUSTER, MAX_WAIT_SECONDS, MIN_LOOK_SECONDS
 from ..request import parse_count, parse_size
@@ -211,6 +211,11 @@ class Scaling:
             book.forget_unsubmitted()
             if not closing and kept.held_for_user_limit(error, planned):
                 return
+            if isinstance(error, BatchCommandNotFoundError):
+                # No outage: a command that is not there will not start answering. Nothing is retried,
+                # and wait_for_workers raises it too instead of waiting.
+                kept.submission_refused(error)
+                raise
             if closing or await self.watch.reachable():
                 raise
             # An outage, not a refusal: the job watch submits them once the batch system answers.

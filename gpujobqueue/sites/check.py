@@ -8,6 +8,7 @@ import warnings
 
 from ..batch import batch_system
 from ..errors import GPUJobQueueError
+from ..install import WorkerPythonWarning
 from . import routing
 from .errors import SiteConfigError
 from .registry import load_site
@@ -40,6 +41,8 @@ def site_problems(target: "str | os.PathLike[str]") -> list[str]:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RetiredSiteWarning)  # checking a retired site's file is not using it
+                # This machine's python is not the site file's problem (`gpujobqueue check` judges it once).
+                warnings.simplefilter("ignore", WorkerPythonWarning)
                 make_plan(batch_system(site.scheduler), keywords)
         except SiteConfigError as error:
             if not error.key.startswith("account."):  # the account is the user's to give

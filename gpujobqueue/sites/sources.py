@@ -59,11 +59,13 @@ def oldest_source(data: dict, today: datetime.date | None = None) -> OldestSourc
     return OldestSource(url, checked, checked < cut_off)
 
 
-def sources_text(site: Site, today: datetime.date | None = None) -> str:
+def sources_text(site: Site, today: datetime.date | None = None, *, listed: bool = True) -> str:
     """The site's sources, one per paragraph (address, dates, the keys it confirms), then the key
     groups no source covers, each queue's charge, the queues the centre removed and the site's
     unconfirmed facts: what ``gpujobqueue show`` prints. A site whose oldest source was checked more
-    than :data:`FRESH_MONTHS` months before ``today`` (default: the real today) is said to be stale first."""
+    than :data:`FRESH_MONTHS` months before ``today`` (default: the real today) is said to be stale
+    first. ``listed=False`` leaves out the sources and the unconfirmed facts, for ``gpujobqueue
+    show``, whose YAML above lists them."""
     data = site.data
     out = []
     if data.get("status") == "retired":
@@ -71,8 +73,9 @@ def sources_text(site: Site, today: datetime.date | None = None) -> str:
     oldest = oldest_source(data, today)
     if oldest is not None and oldest.stale:
         out.append(f"# stale: {oldest.stale_text()}")
-    out.append(f"# sources ({len(data.get('sources', []))}):")
-    for source in data.get("sources", []):
+    if listed:
+        out.append(f"# sources ({len(data.get('sources', []))}):")
+    for source in data.get("sources", []) if listed else []:
         shows = f", the page shows {source['shows']}" if source.get("shows") else ""
         out.append(f"#   {source['url']}")
         out.append(f"#     checked {source['checked']}{shows}; covers {', '.join(source['covers'])}")
@@ -89,7 +92,7 @@ def sources_text(site: Site, today: datetime.date | None = None) -> str:
             f"#   {name}: removed {gone['date']}, {gone['words']!r} ({gone['source']})"
             for name, gone in data["removed_queues"].items()
         ]
-    if data.get("unconfirmed"):
+    if listed and data.get("unconfirmed"):
         out.append("# unconfirmed:")
         out += [f"#   - {line}" for line in data["unconfirmed"]]
     return "\n".join(out)
