@@ -32,7 +32,9 @@ CLUSTER_PARAMETERS = """
         walltime, at least 20 s and at most 10 minutes, and never more than a quarter of
         the walltime (a 2-minute job works 100 s, a 1-hour job 57 minutes);
         ``False`` lets the walltime end them. Passed to the workers as dask config
-        (``distributed.worker.lifetime``), since ``dask cuda worker`` takes no ``--lifetime``.
+        (``distributed.worker.lifetime``), since ``dask cuda worker`` takes no ``--lifetime``;
+        dask-jobqueue's ``--lifetime``, ``--lifetime-stagger`` and ``--lifetime-restart`` in
+        ``worker_extra_args`` set the same config instead (give one or the other).
     queue, account, qos, constraint : str
         Where the job runs and who pays (``partition`` is a synonym of ``queue``).
     exclusive : bool
@@ -134,7 +136,11 @@ CLUSTER_PARAMETERS = """
         Refused, as in dask-jobqueue: give the scheduler's host in ``scheduler_options``.
     job_cls : type
         The job class; each batch system's cluster class sets its own.
-    death_timeout, local_directory, interface, security, python, worker_command, worker_extra_args
+    worker_extra_args : list of str
+        As in :class:`dask_jobqueue.SLURMCluster`: joined with spaces and read as shell words
+        (``["--resources GPU=1"]`` is two words). ``--resources`` is merged with each worker's
+        ``GPU=1``; an option the worker command does not take is refused, saying what to give.
+    death_timeout, local_directory, interface, security, python, worker_command
         As in :class:`dask_jobqueue.SLURMCluster`.
     nanny, scheduler_options, scheduler_cls, shared_temp_directory, silence_logs, asynchronous, loop, name
         As in :class:`dask_jobqueue.SLURMCluster`.

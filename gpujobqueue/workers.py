@@ -22,6 +22,7 @@ from .request import (
     parse_size,
 )
 from .validation import SAFE_PATH, matching, one_line, path_text
+from .worker_args import read_worker_args
 from .worker_options import (
     UCX_TRANSPORTS,
     default_threads,
@@ -105,8 +106,12 @@ class WorkerLaunch:
     protocol, interface : str or None
         Comms protocol (``tcp``, ``tls``, ``ucx``) and network interface.
     extra_args : tuple of str
-        More worker arguments, each shell-quoted into the script; ``--dashboard`` or
-        ``--dashboard-address`` among them opens the workers' dashboards (:attr:`dashboard_address`).
+        More worker arguments, one shell word each (``worker_extra_args`` split as dask-jobqueue
+        joins them, :func:`~gpujobqueue.worker_args.read_worker_args`), each shell-quoted into the
+        script; ``--dashboard`` or ``--dashboard-address`` among them opens the workers' dashboards
+        (:attr:`dashboard_address`).
+    resources : tuple of (str, str)
+        The user's ``--resources`` (``name``, ``amount``), which each worker carries beside ``GPU=1``.
     launcher : str
         ``"direct"``: the batch script runs on the job's one node and starts the workers
         itself; ``"srun"``, ``"mpiexec-pals"``, ``"mpiexec-openmpi"``, ``"mpiexec-mpich"``,
@@ -149,6 +154,7 @@ class WorkerLaunch:
     protocol: str | None = None
     interface: str | None = None
     extra_args: tuple[str, ...] = ()
+    resources: tuple[tuple[str, str], ...] = ()
     launcher: str = "direct"
     task_launcher: Launcher = field(default_factory=lambda: LAUNCHER_OBJECTS["direct"])
     launcher_args: tuple[str, ...] = ()
@@ -256,6 +262,7 @@ class WorkerLaunch:
                 f"{', '.join(name for name in known if name != 'direct')} (a site config names its own)",
             )
         death_timeout = given_or(get("death_timeout"), 60)  # the key is always there, None when not given
+        worker_args = read_worker_args("worker_extra_args", get("worker_extra_args"), worker_command)
         interface = get("interface")
         if interface is not None:
             interface = one_line("interface", interface)
@@ -288,7 +295,8 @@ class WorkerLaunch:
             else parse_job_path("local_directory", get("local_directory")),
             protocol=protocol,
             interface=interface,
-            extra_args=parse_lines("worker_extra_args", get("worker_extra_args")),
+            extra_args=worker_args.args,
+            resources=worker_args.resources,
             launcher=launcher,
             task_launcher=known[launcher],
             launcher_args=launcher_args,
@@ -338,6 +346,17 @@ class WorkerLaunch:
         they serve no page: no dashboard, and their HTTP server (which distributed starts whatever
         ``--no-dashboard`` says) on the loopback without a route (:mod:`gpujobqueue.dashboard`)."""
         return worker_dashboard_address(self.extra_args)
+
+    @property
+    def resources_arg(self) -> str:
+        """``--resources``' value: the user's resources, and ``GPU=1`` unless they name ``GPU`` themselves
+        (their amount is kept); the CPU pool's workers carry no ``GPU``. Empty for none."""
+        pairs = dict(self.resources)
+        if self.cpu_workers:
+            pairs.pop("GPU", None)  # GPU tasks go to GPU workers only
+        else:
+            pairs = {"GPU": "1", **pairs}
+        return ",".join(f"{name}={amount}" for name, amount in pairs.items())
 
     @property
     def preloads(self) -> tuple[str, ...]:
