@@ -19,7 +19,7 @@ from typing import Any
 
 from .errors import ValidationError
 from .limits import MAX_WALLTIME_SECONDS
-from .validation import parse_duration, parse_lines
+from .validation import SAFE_PATH, matching, parse_duration, parse_lines, path_text
 
 DASK_CUDA_WORKER = "dask_cuda.cli"
 DASK_WORKER = "distributed.cli.dask_worker"
@@ -259,3 +259,30 @@ def _seconds(field_name: str, given: tuple[str, str] | None, fewest: int) -> int
         return math.ceil(parse_duration(field_name, text, fewest, MAX_WALLTIME_SECONDS))
     except ValidationError as error:
         raise ValidationError(field_name, f"{name} {error.message}") from None
+
+
+# A word of the launcher prefix in ``python``: an option or its value, no shell character.
+_PREFIX_WORD = re.compile(r"[A-Za-z0-9_./+@%=,:-]+")
+
+
+def parse_python(value: Any, launcher: str) -> tuple[tuple[str, ...], str]:
+    """dask-jobqueue's ``python``: the interpreter, after a launcher prefix (``srun -n 1 -c 8 python``).
+
+    Raises
+    ------
+    ValidationError
+        Naming ``python``: shell characters, or a prefix beside a ``launcher`` that starts the workers already.
+    """
+    words = split_words("python", [path_text("python", value)])
+    if not words:
+        raise ValidationError("python", "no interpreter given")
+    accepted = "an interpreter name or path, after launcher words, without shell characters"
+    python = matching("python", words[-1], SAFE_PATH, accepted)
+    prefix = tuple(matching("python", word, _PREFIX_WORD, accepted) for word in words[:-1])
+    if prefix and launcher != "direct":
+        raise ValidationError(
+            "python",
+            f"{' '.join(prefix)!r} before the interpreter would start the workers inside launcher {launcher!r}, "
+            "which starts them on each of the job's nodes already; give python the interpreter alone",
+        )
+    return prefix, python

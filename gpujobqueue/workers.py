@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -21,10 +22,11 @@ from .request import (
     parse_positive_int,
     parse_size,
 )
-from .validation import SAFE_PATH, matching, one_line, path_text
-from .worker_args import read_worker_args
+from .validation import one_line
+from .worker_args import parse_python, read_worker_args
 from .worker_options import (
     UCX_TRANSPORTS,
+    check_no_dask_cuda_options,
     default_threads,
     normalise_protocol,
     parse_gpu_memory,
@@ -74,6 +76,9 @@ class WorkerLaunch:
         Workers per node (one per GPU).
     python : str
         Interpreter that runs the workers.
+    python_prefix : tuple of str
+        The words before the interpreter in dask-jobqueue's ``python`` (a launcher such as
+        ``srun -n 1 -c 8``), which start the worker command as they do there.
     worker_command : str
         Python module (and subcommand) run with ``python -m``.
     nthreads : int
@@ -134,6 +139,7 @@ class WorkerLaunch:
     mode: str = "dask-cuda"
     gpus: int = 1
     python: str = sys.executable
+    python_prefix: tuple[str, ...] = ()
     worker_command: str = "dask_cuda.cli"
     nthreads: int = 1
     memory_limit: int | None = None
@@ -196,15 +202,19 @@ class WorkerLaunch:
             are known by name anyway; one of its own is known by this.
         """
         get = settings.get
-        mode = given_or(get("worker_mode"), "dask-cuda")
+        nanny = True if get("nanny") is None else parse_bool("nanny", get("nanny"))
+        # dask-jobqueue's nanny=False: dask-cuda always has nannies, so one `dask worker` per GPU without one.
+        mode = given_or(get("worker_mode"), "dask-cuda" if nanny else "per-device")
         if mode not in WORKER_MODES:
             raise ValidationError("worker_mode", f"{mode!r} is not a worker mode; use one of {', '.join(WORKER_MODES)}")
-        nanny = True if get("nanny") is None else parse_bool("nanny", get("nanny"))
         if mode == "dask-cuda" and not nanny:
             raise ValidationError(
                 "nanny",
-                "dask-cuda always starts its workers under a nanny; use worker_mode='per-device' for nanny=False",
+                "dask-cuda always starts its workers under a nanny; leave worker_mode out (or 'per-device') for "
+                "nanny=False: one dask worker per GPU, without a nanny",
             )
+        if get("worker_mode") is None and not nanny:
+            check_no_dask_cuda_options(get)
 
         visibility = given_or(get("visibility_variable"), "CUDA_VISIBLE_DEVICES")
         if visibility not in VISIBILITY_VARIABLES:
@@ -230,6 +240,12 @@ class WorkerLaunch:
         worker_command = given_or(get("worker_command"), _DEFAULT_MODULES[mode])
         if worker_command == "distributed.cli.dask_worker" and mode == "dask-cuda":
             worker_command = _DEFAULT_MODULES[mode]  # dask-jobqueue's default keeps its meaning: a worker
+        if worker_command == _DEFAULT_MODULES["dask-cuda"] and mode != "dask-cuda":
+            raise ValidationError(
+                "worker_command",
+                f"{worker_command!r} is dask-cuda's worker, which starts one worker per GPU itself and takes none of "
+                f"the {mode} mode's options (--nworkers, --nanny); give worker_mode='dask-cuda'",
+            )
         if not _MODULE.fullmatch(one_line("worker_command", worker_command)):
             raise ValidationError(
                 "worker_command", f"{worker_command!r} is not a python module (optionally followed by a subcommand)"
@@ -268,15 +284,12 @@ class WorkerLaunch:
             interface = one_line("interface", interface)
             if not re.fullmatch(r"(?!-)[A-Za-z0-9_.:-]{1,32}", interface):
                 raise ValidationError("interface", f"{interface!r} is not a network interface name")
+        python_prefix, python = parse_python(given_or(get("python"), sys.executable), launcher)
         launch = cls(
             mode=mode,
             gpus=gpus,
-            python=matching(
-                "python",
-                path_text("python", given_or(get("python"), sys.executable)),
-                SAFE_PATH,
-                "an interpreter name or path without spaces or shell characters",
-            ),
+            python=python,
+            python_prefix=python_prefix,
             worker_command=worker_command,
             nthreads=parse_positive_int(
                 "nthreads",
@@ -346,6 +359,11 @@ class WorkerLaunch:
         they serve no page: no dashboard, and their HTTP server (which distributed starts whatever
         ``--no-dashboard`` says) on the loopback without a route (:mod:`gpujobqueue.dashboard`)."""
         return worker_dashboard_address(self.extra_args)
+
+    @property
+    def python_command(self) -> str:
+        """The interpreter, after the launcher prefix written in ``python``, as shell words."""
+        return " ".join(shlex.quote(word) for word in (*self.python_prefix, self.python))
 
     @property
     def resources_arg(self) -> str:

@@ -130,8 +130,8 @@ def test_a_dask_cuda_option_is_refused_for_dask_worker_naming_the_keyword(args, 
 
 # Each keyword that reaches the worker line, with values users give; the first line is the default.
 WORKER_LINE_KEYWORDS = {
-    "python": ["python3", "/opt/conda/envs/rapids/bin/python"],
-    "worker_command": ["distributed.cli.dask_worker"],
+    "python": ["python3", "/opt/conda/envs/rapids/bin/python", "srun -n 1 -c 2 python3"],
+    "worker_command": ["distributed.cli.dask_worker", "dask_cuda.cli"],
     "nthreads": [3],
     "cores": [8],
     "memory": ["16GB"],
