@@ -140,9 +140,15 @@ CLUSTER_PARAMETERS = """
         As in :class:`dask_jobqueue.SLURMCluster`: joined with spaces and read as shell words
         (``["--resources GPU=1"]`` is two words). ``--resources`` is merged with each worker's
         ``GPU=1``; an option the worker command does not take is refused, saying what to give.
-    death_timeout, local_directory, interface, security, python, worker_command
+    python : str
+        As in :class:`dask_jobqueue.SLURMCluster`: the workers' interpreter, after a launcher
+        that starts them if given (``"srun -n 1 -c 8 python"``).
+    nanny : bool
+        As in :class:`dask_jobqueue.SLURMCluster`: ``False`` starts one ``dask worker --no-nanny``
+        per GPU (dask-cuda's workers always have nannies).
+    death_timeout, local_directory, interface, security, worker_command
         As in :class:`dask_jobqueue.SLURMCluster`.
-    nanny, scheduler_options, scheduler_cls, shared_temp_directory, silence_logs, asynchronous, loop, name
+    scheduler_options, scheduler_cls, shared_temp_directory, silence_logs, asynchronous, loop, name
         As in :class:`dask_jobqueue.SLURMCluster`.
     config_name, shebang
         As in :class:`dask_jobqueue.SLURMCluster`. On PBS and Grid Engine, whose ``-S``

@@ -107,6 +107,7 @@ def test_the_users_resources_are_merged_with_the_gpu_resource(mode):
         (["--nthreads"], "--nthreads needs a value"),
         (["--resources", "GPU"], "not name=amount"),
         (["--dashboard=yes"], "takes no value"),
+        (["$(touch /tmp/owned)"], "is no option's value"),
     ],
 )
 def test_an_option_dask_cuda_worker_lacks_is_refused_at_construction(args, instead):
