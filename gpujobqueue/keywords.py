@@ -259,7 +259,9 @@ REQUEST: tuple[Keyword, ...] = (
             "by a quarter of the margin either way. ``auto``: 5 % of the walltime, at least 20 s and at most 10 "
             "minutes, and never more than a quarter of the walltime (a 2-minute job works 100 s, a 1-hour job 57 "
             "minutes); False lets the walltime end them. Passed to the workers as dask config "
-            "(``distributed.worker.lifetime``).", type_doc="str, int or False"),
+            "(``distributed.worker.lifetime``), since ``dask cuda worker`` takes no ``--lifetime``; dask-jobqueue's "
+            "``--lifetime``, ``--lifetime-stagger`` and ``--lifetime-restart`` in worker_extra_args set the same "
+            "config instead (give one or the other).", type_doc="str, int or False"),
 )
 # ... and how its workers start.
 LAUNCH: tuple[Keyword, ...] = (
@@ -267,7 +269,9 @@ LAUNCH: tuple[Keyword, ...] = (
             "worker`` per node, or one ``dask worker`` per allocated device). The local batch system's default is "
             "per-device on a machine without NVIDIA GPUs.", site_key="worker.mode",
             choices=WORKER_MODES),
-    Keyword("python", TEXT, None, Computed("this python"), "The workers' python (default: this one).",
+    Keyword("python", TEXT, None, Computed("this python"), "The workers' python (default: this one). As in "
+            "dask-jobqueue: the interpreter, after a launcher that starts the workers if given (``srun -n 1 -c 8 "
+            "python``).",
             jobqueue_key="python"),
     Keyword("worker_command", TEXT, None, Computed("dask-cuda's worker, or distributed's for per-device workers"),
             "The worker module, as dask-jobqueue's worker_command.", jobqueue_key="worker-command"),
@@ -287,7 +291,8 @@ LAUNCH: tuple[Keyword, ...] = (
             site_schema={"enum": list(VISIBILITY_VARIABLES)}),
     Keyword("allocation_variable", TEXT, None, Computed("visibility_variable; where it is unset in the job, devices "
             "0 .. G-1"), "The variable in which the batch system names the job's devices."),
-    Keyword("nanny", SWITCH, None, True, "Workers under a nanny (per-device workers always have one)."),
+    Keyword("nanny", SWITCH, None, True, "Workers under a nanny. As in dask-jobqueue, False starts one ``dask "
+            "worker --no-nanny`` per GPU (dask-cuda's workers always have nannies)."),
     Keyword("death_timeout", INT, None, 60, "Seconds a worker waits for a scheduler that is gone.",
             jobqueue_key="death-timeout"),
     Keyword("local_directory", TEXT, None, None, "The workers' scratch folder.", site_key="worker.local_directory",
@@ -299,7 +304,10 @@ LAUNCH: tuple[Keyword, ...] = (
             site_key="network.protocol", site_schema={"enum": ["tcp", "tls", "ucx"]}),
     Keyword("interface", TEXT, None, None, "The workers' network interface (ib0, hsn0).", site_key="network.interface",
             site_schema={"$ref": "#/$defs/word"}, jobqueue_key="interface"),
-    Keyword("worker_extra_args", LIST, None, None, "Extra worker argument.", jobqueue_key="worker-extra-args"),
+    Keyword("worker_extra_args", LIST, None, None, "Extra worker arguments, as in dask-jobqueue: joined with spaces "
+            "and read as shell words (``['--resources GPU=1']`` is two words). ``--resources`` is merged with each "
+            "worker's ``GPU=1``; an option the worker command does not take is refused, saying what to give.",
+            jobqueue_key="worker-extra-args"),
     Keyword("launcher", CHOICE, None, Computed("the site's, else the batch system's own for a job of several nodes"),
             "How a job of several nodes starts the workers of each (srun, mpiexec-pals, mpiexec-openmpi, "
             "mpiexec-mpich, ibrun; jsrun from a CSM launch node).", site_key="launcher.name",

@@ -39,6 +39,7 @@ from .walltimes import (
     parse_walltime,
     parse_walltime_margin,
 )
+from .worker_args import read_worker_args
 
 GPU_REQUEST_STYLES = ("none",)  # without a batch system's own styles: the queue implies the GPUs
 DEFAULT_WALLTIME = "01:00:00"  # every job ends: an allocation nobody closes burns hours at most
@@ -134,6 +135,11 @@ class JobRequest:
         Why the site chose the queue, for a job that named none (a comment line in the script).
     account_flag : str or None
         The option that names the account where the site's differs from the batch system's (ABCI's ``-P``).
+    given_lifetime, given_lifetime_stagger : int or None
+        Seconds of ``--lifetime`` and ``--lifetime-stagger`` in ``worker_extra_args`` (dask-jobqueue's
+        recipe for walltimes), which set the workers' lifetime in the place of ``walltime_margin``.
+    lifetime_restart : bool
+        ``--lifetime-restart``: a worker whose lifetime ends is restarted by its nanny.
     """
 
     job_name: str = "gpujobqueue"
@@ -158,6 +164,9 @@ class JobRequest:
     options: Any = None
     queue_choice: str | None = None
     account_flag: str | None = None
+    given_lifetime: int | None = None
+    given_lifetime_stagger: int | None = None
+    lifetime_restart: bool = False
 
     @property
     def shell(self) -> str | None:
@@ -248,6 +257,13 @@ class JobRequest:
         walltime = get("walltime")
         walltime = default_walltime if walltime is None else walltime
         walltime = None if walltime is None else parse_walltime("walltime", walltime)
+        lifetime = read_worker_args("worker_extra_args", get("worker_extra_args"))
+        if lifetime.lifetime is not None and get("walltime_margin") is not None:
+            raise ValidationError(
+                "worker_extra_args",
+                f"--lifetime says when the workers retire, and so does walltime_margin={get('walltime_margin')!r}; "
+                "give one",
+            )
         return cls(
             job_name=parse_name("job_name", given_or(get("job_name"), default_of("job_name"))),
             nodes=nodes,
@@ -273,6 +289,9 @@ class JobRequest:
                 "a line starting with #!",
             ),
             walltime_margin=parse_walltime_margin("walltime_margin", get("walltime_margin"), walltime),
+            given_lifetime=lifetime.lifetime,
+            given_lifetime_stagger=lifetime.lifetime_stagger,
+            lifetime_restart=bool(lifetime.lifetime_restart),
         )
 
     @property
@@ -282,7 +301,10 @@ class JobRequest:
 
     @property
     def worker_lifetime(self) -> int | None:
-        """Seconds a worker lives before it retires (dask's ``lifetime``), None for no limit."""
+        """Seconds a worker lives before it retires (dask's ``lifetime``), None for no limit: the
+        ``--lifetime`` given, unless the walltime ends the job first; else the walltime less its margin."""
+        if self.given_lifetime is not None:
+            return self.given_lifetime if self.walltime is None or self.given_lifetime < self.walltime else None
         if self.walltime is None:
             return None
         margin = default_walltime_margin(self.walltime) if self.walltime_margin is None else self.walltime_margin
@@ -292,7 +314,11 @@ class JobRequest:
     def lifetime_stagger(self) -> int:
         """Seconds by which each worker's lifetime is moved, at random, either way."""
         lifetime = self.worker_lifetime
-        return (self.walltime - lifetime) // 4 if lifetime else 0
+        if not lifetime:
+            return 0
+        if self.given_lifetime_stagger is not None:
+            return self.given_lifetime_stagger
+        return (self.walltime - lifetime) // 4 if self.walltime else 0
 
     @property
     def walltime_text(self) -> str:

@@ -88,7 +88,7 @@ def threads_of_cores(cores_per_node: int, workers_per_node: int) -> int:
     return cores_per_node // workers_per_node
 
 
-_DASK_CUDA_MEMORY_KEYWORDS = (
+DASK_CUDA_MEMORY_KEYWORDS = (
     "rmm_pool_size",
     "rmm_maximum_pool_size",
     "rmm_async",
@@ -144,7 +144,7 @@ def parse_gpu_memory(get: Callable[[str], Any], mode: str, protocol: str | None)
         return parse_device_size(name, get(name))
 
     if mode != "dask-cuda":
-        for name in _DASK_CUDA_MEMORY_KEYWORDS:
+        for name in DASK_CUDA_MEMORY_KEYWORDS:
             value = get(name)  # unset: None, a switch or pool off, no library
             if not (value is None or value is False or (name == "set_rmm_allocator_for_libs" and value in ((), []))):
                 raise ValidationError(
@@ -195,3 +195,15 @@ def parse_gpu_memory(get: Callable[[str], Any], mode: str, protocol: str | None)
         "set_rmm_allocator_for_libs": tuple(libraries),
         **switches,
     }
+
+
+def check_no_dask_cuda_options(get: Any) -> None:
+    """Refuse dask-cuda's options beside ``nanny=False``, which starts distributed's workers."""
+    for name in DASK_CUDA_MEMORY_KEYWORDS:
+        value = get(name)
+        if not (value is None or value is False or value in ((), [])):
+            raise ValidationError(
+                "nanny",
+                f"nanny=False starts one dask worker per GPU without a nanny, which takes no dask-cuda option "
+                f"such as {name}; leave nanny out to keep {name} (dask-cuda's workers always have nannies)",
+            )

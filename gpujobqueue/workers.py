@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -22,9 +23,11 @@ from .request import (
     parse_positive_int,
     parse_size,
 )
-from .validation import SAFE_PATH, matching, one_line, path_text
+from .validation import one_line
+from .worker_args import parse_python, read_worker_args
 from .worker_options import (
     UCX_TRANSPORTS,
+    check_no_dask_cuda_options,
     default_threads,
     normalise_protocol,
     parse_gpu_memory,
@@ -72,6 +75,9 @@ class WorkerLaunch:
         Workers per node (one per GPU).
     python : str
         Interpreter that runs the workers.
+    python_prefix : tuple of str
+        The words before the interpreter in dask-jobqueue's ``python`` (a launcher such as
+        ``srun -n 1 -c 8``), which start the worker command as they do there.
     worker_command : str
         Python module (and subcommand) run with ``python -m``.
     nthreads : int
@@ -104,8 +110,12 @@ class WorkerLaunch:
     protocol, interface : str or None
         Comms protocol (``tcp``, ``tls``, ``ucx``) and network interface.
     extra_args : tuple of str
-        More worker arguments, each shell-quoted into the script; ``--dashboard`` or
-        ``--dashboard-address`` among them opens the workers' dashboards (:attr:`dashboard_address`).
+        More worker arguments, one shell word each (``worker_extra_args`` split as dask-jobqueue
+        joins them, :func:`~gpujobqueue.worker_args.read_worker_args`), each shell-quoted into the
+        script; ``--dashboard`` or ``--dashboard-address`` among them opens the workers' dashboards
+        (:attr:`dashboard_address`).
+    resources : tuple of (str, str)
+        The user's ``--resources`` (``name``, ``amount``), which each worker carries beside ``GPU=1``.
     launcher : str
         ``"direct"``: the batch script runs on the job's one node and starts the workers
         itself; ``"srun"``, ``"mpiexec-pals"``, ``"mpiexec-openmpi"``, ``"mpiexec-mpich"``,
@@ -128,6 +138,7 @@ class WorkerLaunch:
     mode: str = "dask-cuda"
     gpus: int = 1
     python: str = sys.executable
+    python_prefix: tuple[str, ...] = ()
     worker_command: str = "dask_cuda.cli"
     nthreads: int = 1
     memory_limit: int | None = None
@@ -148,6 +159,7 @@ class WorkerLaunch:
     protocol: str | None = None
     interface: str | None = None
     extra_args: tuple[str, ...] = ()
+    resources: tuple[tuple[str, str], ...] = ()
     launcher: str = "direct"
     task_launcher: Launcher = field(default_factory=lambda: LAUNCHER_OBJECTS["direct"])
     launcher_args: tuple[str, ...] = ()
@@ -189,15 +201,19 @@ class WorkerLaunch:
             are known by name anyway; one of its own is known by this.
         """
         get = settings.get
-        mode = given_or(get("worker_mode"), default_of("worker_mode"))
+        nanny = parse_bool("nanny", given_or(get("nanny"), default_of("nanny")))
+        # dask-jobqueue's nanny=False: dask-cuda always has nannies, so one `dask worker` per GPU without one.
+        mode = given_or(get("worker_mode"), default_of("worker_mode") if nanny else "per-device")
         if mode not in WORKER_MODES:
             raise ValidationError("worker_mode", f"{mode!r} is not a worker mode; use one of {', '.join(WORKER_MODES)}")
-        nanny = parse_bool("nanny", given_or(get("nanny"), default_of("nanny")))
         if mode == "dask-cuda" and not nanny:
             raise ValidationError(
                 "nanny",
-                "dask-cuda always starts its workers under a nanny; use worker_mode='per-device' for nanny=False",
+                "dask-cuda always starts its workers under a nanny; leave worker_mode out (or 'per-device') for "
+                "nanny=False: one dask worker per GPU, without a nanny",
             )
+        if get("worker_mode") is None and not nanny:
+            check_no_dask_cuda_options(get)
 
         visibility = given_or(get("visibility_variable"), default_of("visibility_variable"))
         if visibility not in VISIBILITY_VARIABLES:
@@ -223,6 +239,12 @@ class WorkerLaunch:
         worker_command = given_or(get("worker_command"), _DEFAULT_MODULES[mode])
         if worker_command == "distributed.cli.dask_worker" and mode == "dask-cuda":
             worker_command = _DEFAULT_MODULES[mode]  # dask-jobqueue's default keeps its meaning: a worker
+        if worker_command == _DEFAULT_MODULES["dask-cuda"] and mode != "dask-cuda":
+            raise ValidationError(
+                "worker_command",
+                f"{worker_command!r} is dask-cuda's worker, which starts one worker per GPU itself and takes none of "
+                f"the {mode} mode's options (--nworkers, --nanny); give worker_mode='dask-cuda'",
+            )
         if not _MODULE.fullmatch(one_line("worker_command", worker_command)):
             raise ValidationError(
                 "worker_command", f"{worker_command!r} is not a python module (optionally followed by a subcommand)"
@@ -255,20 +277,18 @@ class WorkerLaunch:
                 f"{', '.join(name for name in known if name != 'direct')} (a site config names its own)",
             )
         death_timeout = given_or(get("death_timeout"), default_of("death_timeout"))
+        worker_args = read_worker_args("worker_extra_args", get("worker_extra_args"), worker_command)
         interface = get("interface")
         if interface is not None:
             interface = one_line("interface", interface)
             if not re.fullmatch(r"(?!-)[A-Za-z0-9_.:-]{1,32}", interface):
                 raise ValidationError("interface", f"{interface!r} is not a network interface name")
+        python_prefix, python = parse_python(given_or(get("python"), sys.executable), launcher)
         launch = cls(
             mode=mode,
             gpus=gpus,
-            python=matching(
-                "python",
-                path_text("python", given_or(get("python"), sys.executable)),
-                SAFE_PATH,
-                "an interpreter name or path without spaces or shell characters",
-            ),
+            python=python,
+            python_prefix=python_prefix,
             worker_command=worker_command,
             nthreads=parse_positive_int(
                 "nthreads",
@@ -287,7 +307,8 @@ class WorkerLaunch:
             else parse_job_path("local_directory", get("local_directory")),
             protocol=protocol,
             interface=interface,
-            extra_args=parse_lines("worker_extra_args", get("worker_extra_args")),
+            extra_args=worker_args.args,
+            resources=worker_args.resources,
             launcher=launcher,
             task_launcher=known[launcher],
             launcher_args=launcher_args,
@@ -337,6 +358,22 @@ class WorkerLaunch:
         they serve no page: no dashboard, and their HTTP server (which distributed starts whatever
         ``--no-dashboard`` says) on the loopback without a route (:mod:`gpujobqueue.dashboard`)."""
         return worker_dashboard_address(self.extra_args)
+
+    @property
+    def python_command(self) -> str:
+        """The interpreter, after the launcher prefix written in ``python``, as shell words."""
+        return " ".join(shlex.quote(word) for word in (*self.python_prefix, self.python))
+
+    @property
+    def resources_arg(self) -> str:
+        """``--resources``' value: the user's resources, and ``GPU=1`` unless they name ``GPU`` themselves
+        (their amount is kept); the CPU pool's workers carry no ``GPU``. Empty for none."""
+        pairs = dict(self.resources)
+        if self.cpu_workers:
+            pairs.pop("GPU", None)  # GPU tasks go to GPU workers only
+        else:
+            pairs = {"GPU": "1", **pairs}
+        return ",".join(f"{name}={amount}" for name, amount in pairs.items())
 
     @property
     def preloads(self) -> tuple[str, ...]:

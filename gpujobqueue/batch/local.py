@@ -225,7 +225,12 @@ class Local(BatchSystem):
             raise ValidationError("devices", f"expected a list of device ids such as [0, 1], got {devices!r}")
         settings["devices"] = devices
         if settings.get("worker_mode") is None:
-            settings["worker_mode"] = "dask-cuda" if machine_gpus else "per-device"
+            # worker_command="dask_cuda.cli" (dask-jobqueue's way to dask-cuda's workers) asks for that mode,
+            # nanny=False for workers without nannies, which dask-cuda's never are.
+            wants_dask_cuda = (machine_gpus and settings.get("nanny") in (None, True)) or settings.get(
+                "worker_command"
+            ) == "dask_cuda.cli"
+            settings["worker_mode"] = "dask-cuda" if wants_dask_cuda else "per-device"
         if (
             settings["worker_mode"] == "dask-cuda"
             and devices

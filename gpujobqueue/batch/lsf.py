@@ -125,29 +125,25 @@ _LSF_GPU = re.compile(r"(?<![\w-])-gpu\s+(?:\"([^\"]*)\"|'([^']*)'|(\S+))")
 LSF_GPU_KEYS = ("num", "mode", "gmodel")  # what the generated -gpu request carries
 
 
-def parse_hand_written_gpus(field_name: str, text: str, nodes: int, *, keep: bool = False) -> HandWrittenGPUs | None:
-    """``-gpu "num=G[:mode=M][:gmodel=T]"`` or ``-gpu -`` (one GPU); other ``-gpu`` options
-    only where the line is kept (``gpu_request="none"``)."""
+def parse_hand_written_gpus(field_name: str, text: str, nodes: int) -> HandWrittenGPUs | None:
+    """``-gpu "num=G[:mode=M][:gmodel=T]"`` or ``-gpu -`` (one GPU). A line with other ``-gpu``
+    options (``j_exclusive``, ``mps``, ``aff``, ``gmem``, ...) says more than the generated request
+    could: it ``keeps_line``, and stays the job's request as written."""
     match = _LSF_GPU.search(text)
     if match is None:
         return None
     own_line(field_name, text, "-gpu", match)
     value = next(group for group in match.groups() if group is not None)
     values = {} if value.strip() == "-" else dict(pair.partition("=")[::2] for pair in value.split(":"))
-    unknown = [key for key in values if key not in LSF_GPU_KEYS]
-    if unknown and not keep:
-        raise ValidationError(
-            field_name,
-            f"{text!r}: gpujobqueue writes num, mode and gmodel of -gpu, not "
-            f"{', '.join(unknown)}; give gpu_request='none' to keep your own -gpu line "
-            "as the job's request",
-        )
     mode = values.get("mode")
     if mode is not None and mode not in GPU_MODES:
         raise ValidationError(field_name, f"{text!r}: mode={mode} is not exclusive_process or shared")
     count = written_count(field_name, text, values["num"], "GPUs per host", MAX_GPUS_PER_NODE) if "num" in values else 1
     settings = {"gpu_mode": mode} if mode else {}
-    return HandWrittenGPUs(field_name, text, count, values.get("gmodel"), "gpu", settings=settings)
+    keeps_line = any(key not in LSF_GPU_KEYS for key in values)
+    return HandWrittenGPUs(
+        field_name, text, count, values.get("gmodel"), "gpu", settings=settings, keeps_line=keeps_line
+    )
 
 
 class LSF(BatchSystem):
@@ -295,7 +291,17 @@ class LSF(BatchSystem):
     def parse_gpu_directive(
         cls, field_name: str, text: str, nodes: int, settings: Mapping[str, Any]
     ) -> HandWrittenGPUs | None:
-        return parse_hand_written_gpus(field_name, text, nodes, keep=settings.get("gpu_request") == "none")
+        return parse_hand_written_gpus(field_name, text, nodes)
+
+    @classmethod
+    def keep_hand_written(
+        cls, found: HandWrittenGPUs, settings: dict[str, Any], style: str | None, skipped: bool
+    ) -> bool:
+        # bsub keeps the last -gpu it reads: a line with options gpujobqueue does not write is the request
+        if skipped or not found.keeps_line or style not in (None, "gpu"):
+            return False
+        settings["gpu_request"] = "none"
+        return True
 
     @classmethod
     def gpu_line(cls, style: str, count: int, settings: Mapping[str, Any]) -> str | None:

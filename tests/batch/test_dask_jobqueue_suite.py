@@ -30,7 +30,9 @@ SECTION = "## dask-jobqueue's own tests"
 # running batch system (EnvSpecificCluster, dask-jobqueue's -E) and 7 that dask-jobqueue
 # itself parametrises with no class (its *_legacy tests) are skipped; 90 run.
 COLLECTED, SKIPPED = 125, 35
-LEAST_PASSING = 70
+# 70 before issue 31: test_deprecation_extra's worker_extra_args=['new_param'] is no worker option, and is
+# refused when the cluster is made (the worker CLIs would refuse it on the node).
+LEAST_PASSING = 66
 
 
 def documented_differences() -> dict[str, str]:

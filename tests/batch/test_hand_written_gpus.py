@@ -175,7 +175,6 @@ CONFLICTS = [
         {"gpu_mode": "shared", "job_extra_directives": ["-gpu num=2:mode=exclusive_process"]},
         ["gpu_mode='shared'", "exclusive_process"],
     ),
-    ("lsf", {"job_extra_directives": ['-gpu "num=2:mps=yes"']}, ["mps", "gpu_request='none'"]),
     ("sge", {"gpus_per_node": 4, "job_extra_directives": ["-l gpu=2"]}, ["gpus_per_node=4", "'-l gpu=2'"]),
     ("sge", {"processes": 1, "resource_spec": "gpu=2"}, ["processes=1", "resource_spec 'gpu=2'"]),
     (

@@ -346,7 +346,12 @@ def test_the_issue_s_injections_are_refused_naming_name():
                 "GPUJQ_Z": f"' \";touch {MARKER}",
             }
         },
-        {"worker_extra_args": [f"$(touch {MARKER})"], "job_extra_directives": [f"--comment=$(touch {MARKER})"]},
+        # worker_extra_args are shell words, as dask-jobqueue joins them: quoted, $(...) is one word (unquoted,
+        # `$(touch` is no option's value and is refused: tests/test_worker_line_cli.py)
+        {
+            "worker_extra_args": [f"--preload '$(touch {MARKER})'"],
+            "job_extra_directives": [f"--comment=$(touch {MARKER})"],
+        },
         {"job_name": "ok", "interface": "lo", "local_directory": "/tmp/ok"},
     ],
     ids=["environment", "worker-args-and-directive", "safe-forms"],

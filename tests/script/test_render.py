@@ -445,12 +445,13 @@ def test_values_are_shell_quoted():
         {
             **SIZED,
             "environment": {"GREETING": "it's $(whoami)"},
-            "worker_extra_args": ["--preload", "my mod; rm -rf /"],
+            "worker_extra_args": ["--preload", "'my mod; rm -rf /'", "--preload x; touch /tmp/owned"],
         },
         name="w",
     )
     assert "export GREETING='it'\"'\"'s $(whoami)'" in text
-    assert "'my mod; rm -rf /'" in text
+    assert "'my mod; rm -rf /'" in text  # one shell word, as dask-jobqueue's shell reads it
+    assert "'x;'" in text and "touch /tmp/owned" not in text  # each word quoted: no command runs
 
 
 def test_gpu_request_styles():

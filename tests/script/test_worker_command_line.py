@@ -167,15 +167,14 @@ def test_ucx_gets_an_rmm_pool_unless_the_user_says_otherwise():
 
 
 def test_parser_rejects_what_dask_cuda_rejects():
-    # The check above can fail: dask-cuda refuses --lifetime, which dask worker takes. With a
-    # --preload (the watchdog) an unknown option goes to the preload's arguments, refused too.
-    script = job_script_for(
-        "slurm",
-        {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", **FULL_DASK_CUDA, "worker_extra_args": ["--lifetime", "1h"]},
-        name="job-7",
-    )
+    # The check above can fail: dask-cuda refuses --lifetime, which dask worker takes (gpujobqueue turns
+    # the user's into the lifetime config, tests/test_worker_line_cli.py). With a --preload (the
+    # watchdog) an unknown option goes to the preload's arguments, refused too.
+    script = job_script_for("slurm", {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", **FULL_DASK_CUDA}, name="job-7")
+    args = worker_arguments(script, "dask_cuda.cli")
+    python_m_command("dask_cuda.cli").make_context("dask_cuda.cli", args)
     with pytest.raises(click.UsageError):
-        python_m_command("dask_cuda.cli").make_context("dask_cuda.cli", worker_arguments(script, "dask_cuda.cli"))
+        python_m_command("dask_cuda.cli").make_context("dask_cuda.cli", [*args, "--lifetime", "1h"])
 
 
 def test_a_subcommand_word_is_caught_as_the_scheduler():

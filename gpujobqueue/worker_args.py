@@ -1,0 +1,288 @@
+"""The worker arguments users write (``worker_extra_args``, dask-jobqueue's ``extra``), read as
+dask-jobqueue reads them: it joins the list with spaces into the worker's shell line, so
+``["--resources GPU=1"]`` and ``["--resources", "GPU=1"]`` are the same two words.
+
+The words are checked against the options of the worker command that runs them (dask-cuda's
+``dask cuda worker`` or distributed's ``dask worker``), so that no script is rendered whose workers
+refuse their own arguments; the worker lifetime (``--lifetime``, ``--lifetime-stagger``,
+``--lifetime-restart``), which ``dask cuda worker`` does not take, becomes the lifetime config
+that every job script sets, and the user's ``--resources`` is merged with the GPU resource.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ValidationError
+from .limits import MAX_WALLTIME_SECONDS
+from .validation import SAFE_PATH, matching, parse_duration, parse_lines, path_text
+
+DASK_CUDA_WORKER = "dask_cuda.cli"
+DASK_WORKER = "distributed.cli.dask_worker"
+
+_COMMON_VALUE_OPTIONS = (
+    "--contact-address",
+    "--dashboard-address",
+    "--dashboard-prefix",
+    "--death-timeout",
+    "--host",
+    "--interface",
+    "--listen-address",
+    "--local-directory",
+    "--memory-limit",
+    "--name",
+    "--nthreads",
+    "--pid-file",
+    "--preload",
+    "--protocol",
+    "--resources",
+    "--scheduler-file",
+    "--tls-ca-file",
+    "--tls-cert",
+    "--tls-key",
+    "--worker-class",
+    "--worker-port",
+)
+_COMMON_SWITCHES = ("--dashboard", "--no-dashboard")
+# The options of each worker CLI, True for one that takes a value (tests/test_worker_line_cli.py holds
+# them equal to the installed CLIs' own click parameters).
+WORKER_CLI_OPTIONS: dict[str, dict[str, bool]] = {
+    DASK_CUDA_WORKER: {
+        **dict.fromkeys(_COMMON_VALUE_OPTIONS, True),
+        **dict.fromkeys(_COMMON_SWITCHES, False),
+        **dict.fromkeys(
+            (
+                "--cudf-spill-stats",
+                "--device-memory-limit",
+                "--multiprocessing-method",
+                "--pre-import",
+                "--rmm-log-directory",
+                "--rmm-maximum-pool-size",
+                "--rmm-pool-size",
+                "--rmm-release-threshold",
+                "--set-rmm-allocator-for-libs",
+            ),
+            True,
+        ),
+        **dict.fromkeys(
+            (
+                f"--{on}-{name}"
+                for name in ("cudf-spill", "infiniband", "nvlink", "rdmacm", "tcp-over-ucx")
+                for on in ("enable", "disable")
+            ),
+            False,
+        ),
+        **dict.fromkeys(
+            (f"--{no}rmm-{name}" for name in ("async", "managed-memory", "track-allocations") for no in ("", "no-")),
+            False,
+        ),
+    },
+    DASK_WORKER: {
+        **dict.fromkeys(_COMMON_VALUE_OPTIONS, True),
+        **dict.fromkeys(_COMMON_SWITCHES, False),
+        **dict.fromkeys(
+            ("--lifetime", "--lifetime-stagger", "--nanny-port", "--nworkers", "--preload-nanny", "--scheduler-sni"),
+            True,
+        ),
+        **dict.fromkeys(("--lifetime-restart", "--no-lifetime-restart", "--nanny", "--no-nanny", "--version"), False),
+    },
+}
+# dask-cuda's options that a keyword sets (worker_options.py), for a dask worker told to take them.
+_DASK_CUDA_KEYWORDS = {
+    "--device-memory-limit": "device_memory_limit",
+    "--rmm-pool-size": "rmm_pool_size",
+    "--rmm-maximum-pool-size": "rmm_maximum_pool_size",
+    "--rmm-release-threshold": "rmm_release_threshold",
+    "--set-rmm-allocator-for-libs": "set_rmm_allocator_for_libs",
+    "--rmm-async": "rmm_async",
+    "--no-rmm-async": "rmm_async",
+    "--rmm-managed-memory": "rmm_managed_memory",
+    "--no-rmm-managed-memory": "rmm_managed_memory",
+    "--enable-cudf-spill": "enable_cudf_spill",
+    "--disable-cudf-spill": "enable_cudf_spill",
+    **{
+        f"--{on}-{name}": f"enable_{name.replace('-', '_')}"
+        for name in ("infiniband", "nvlink", "rdmacm", "tcp-over-ucx")
+        for on in ("enable", "disable")
+    },
+}
+# What to give instead of a dask worker option that dask cuda worker does not take.
+_INSTEAD_OF_DASK_WORKER_OPTIONS = {
+    "--nworkers": "dask-cuda starts one worker per GPU: the GPUs per node (gpus_per_node, or processes) set them",
+    "--nanny": "dask-cuda's workers always have nannies: leave it out",
+    "--no-nanny": "give nanny=False (one `dask worker` per GPU, without a nanny)",
+    "--preload-nanny": "dask cuda worker's nannies take their preloads from dask config: give "
+    "environment={'DASK_DISTRIBUTED__NANNY__PRELOAD': ...}, or worker_mode='per-device'",
+    "--nanny-port": "worker_mode='per-device' (distributed's dask worker) takes it",
+    "--scheduler-sni": "worker_mode='per-device' (distributed's dask worker) takes it",
+    "--version": "leave it out",
+}
+LIFETIME_OPTIONS = ("--lifetime", "--lifetime-stagger", "--lifetime-restart", "--no-lifetime-restart")
+_RESOURCE = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]{0,63})=([0-9]{1,12}(?:\.[0-9]{0,12})?|\.[0-9]{1,12})")
+
+
+@dataclass(frozen=True)
+class WorkerArguments:
+    """``worker_extra_args`` read as dask-jobqueue's worker line reads them.
+
+    Parameters
+    ----------
+    args : tuple of str
+        The words the worker line carries, one shell word each, in the user's order.
+    resources : tuple of (str, str)
+        The last ``--resources``' ``name=amount`` pairs (the worker CLIs keep the last).
+    lifetime, lifetime_stagger : int or None
+        ``--lifetime`` and ``--lifetime-stagger`` in whole seconds (rounded up), None where not given.
+    lifetime_restart : bool or None
+        ``--lifetime-restart`` (True) or ``--no-lifetime-restart`` (False), None where not given.
+    """
+
+    args: tuple[str, ...] = ()
+    resources: tuple[tuple[str, str], ...] = ()
+    lifetime: int | None = None
+    lifetime_stagger: int | None = None
+    lifetime_restart: bool | None = None
+
+
+def split_words(field_name: str, value: Any) -> list[str]:
+    """The shell words of a list of arguments joined with spaces, as dask-jobqueue joins them.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``field_name``: not a list of one-line strings, or a quote left open.
+    """
+    words = []
+    for item in parse_lines(field_name, value):
+        try:
+            words += shlex.split(item)
+        except ValueError as error:
+            raise ValidationError(field_name, f"{item!r} cannot be read as shell words ({error})") from None
+    return words
+
+
+def read_worker_args(field_name: str, value: Any, command: str | None = None) -> WorkerArguments:
+    """Read ``worker_extra_args`` (``field_name``) for the worker ``command`` (``python -m`` module).
+
+    With ``command`` one of :data:`WORKER_CLI_OPTIONS`, an option that command does not take, or a
+    word that is no option's value, is refused, saying what to give instead; with another command
+    (a ``worker_command`` of the user's) the words are only split. An unknown option after a
+    ``--preload`` is left to that preload, which the worker CLI hands them to.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``field_name``.
+    """
+    words = split_words(field_name, value)
+    options = WORKER_CLI_OPTIONS.get(command or "")
+    args: list[str] = []
+    found: dict[str, Any] = {}
+    preloaded = any(word == "--preload" or word.startswith("--preload=") for word in words)
+    i = 0
+    while i < len(words):
+        word = words[i]
+        name, has_value, inline = word.partition("=")
+        takes_value = name in ("--lifetime", "--lifetime-stagger", "--resources") or bool(options and options.get(name))
+        if takes_value and not has_value:
+            if i + 1 == len(words):
+                raise ValidationError(field_name, f"{name} needs a value")
+            inline, i = words[i + 1], i + 1
+        i += 1
+        if name in LIFETIME_OPTIONS or name == "--resources":
+            found[name.removeprefix("--no-").removeprefix("--")] = (name, inline)
+            continue
+        if options is not None and not preloaded:
+            _check_word(field_name, name, word, options, command)
+        args += [word] if has_value or not takes_value else [word, inline]
+    return WorkerArguments(
+        args=tuple(args),
+        resources=_resources(field_name, found["resources"][1]) if "resources" in found else (),
+        lifetime=_seconds(field_name, found.get("lifetime"), 1),
+        lifetime_stagger=_seconds(field_name, found.get("lifetime-stagger"), 0),
+        lifetime_restart=None
+        if "lifetime-restart" not in found
+        else found["lifetime-restart"][0] == "--lifetime-restart",
+    )
+
+
+def _check_word(field_name: str, name: str, word: str, options: dict[str, bool], command: str | None) -> None:
+    """Refuse a word of ``worker_extra_args`` that ``command``'s CLI would refuse, saying what to use."""
+    if name in options and (name == word or options[name]):
+        return
+    cli = "dask cuda worker" if command == DASK_CUDA_WORKER else "dask worker"
+    if name in options:  # a switch given a value
+        raise ValidationError(field_name, f"{word!r}: {name} is a switch of {cli} and takes no value")
+    if not word.startswith("-"):
+        raise ValidationError(
+            field_name, f"{word!r} is no option's value; {cli} would read it as its scheduler or a preload's argument"
+        )
+    if command == DASK_CUDA_WORKER:
+        instead = _INSTEAD_OF_DASK_WORKER_OPTIONS.get(name)
+    elif name in _DASK_CUDA_KEYWORDS:
+        instead = f"it is dask-cuda's: give the keyword {_DASK_CUDA_KEYWORDS[name]} with worker_mode='dask-cuda'"
+    elif name in WORKER_CLI_OPTIONS[DASK_CUDA_WORKER]:
+        instead = "it is dask-cuda's: give worker_mode='dask-cuda'"
+    else:
+        instead = None
+    raise ValidationError(
+        field_name,
+        f"{word!r}: {cli} (python -m {command}) has no option {name}; "
+        + (instead or f"its options are {', '.join(sorted(options))}"),
+    )
+
+
+def _resources(field_name: str, text: str) -> tuple[tuple[str, str], ...]:
+    """``--resources``' value (``GPU=1,ssdGB=200`` or ``"GPU=1 ssdGB=200"``) as pairs, each amount a
+    decimal number in the digits 0-9 (the worker CLIs read them as floats)."""
+    pairs = {}
+    for part in text.replace(",", " ").split():
+        match = _RESOURCE.fullmatch(part)
+        if not match:
+            raise ValidationError(field_name, f"--resources {text!r}: {part!r} is not name=amount (GPU=1, ssdGB=200)")
+        pairs[match[1]] = match[2]
+    if not pairs:
+        raise ValidationError(field_name, f"--resources {text!r} names no resource; give name=amount (GPU=1)")
+    return tuple(pairs.items())
+
+
+def _seconds(field_name: str, given: tuple[str, str] | None, fewest: int) -> int | None:
+    """A lifetime option's value in whole seconds, rounded up; a switch's ``(name, "")`` as given."""
+    if given is None:
+        return None
+    name, text = given
+    try:
+        return math.ceil(parse_duration(field_name, text, fewest, MAX_WALLTIME_SECONDS))
+    except ValidationError as error:
+        raise ValidationError(field_name, f"{name} {error.message}") from None
+
+
+# A word of the launcher prefix in ``python``: an option or its value, no shell character.
+_PREFIX_WORD = re.compile(r"[A-Za-z0-9_./+@%=,:-]+")
+
+
+def parse_python(value: Any, launcher: str) -> tuple[tuple[str, ...], str]:
+    """dask-jobqueue's ``python``: the interpreter, after a launcher prefix (``srun -n 1 -c 8 python``).
+
+    Raises
+    ------
+    ValidationError
+        Naming ``python``: shell characters, or a prefix beside a ``launcher`` that starts the workers already.
+    """
+    words = split_words("python", [path_text("python", value)])
+    if not words:
+        raise ValidationError("python", "no interpreter given")
+    accepted = "an interpreter name or path, after launcher words, without shell characters"
+    python = matching("python", words[-1], SAFE_PATH, accepted)
+    prefix = tuple(matching("python", word, _PREFIX_WORD, accepted) for word in words[:-1])
+    if prefix and launcher != "direct":
+        raise ValidationError(
+            "python",
+            f"{' '.join(prefix)!r} before the interpreter would start the workers inside launcher {launcher!r}, "
+            "which starts them on each of the job's nodes already; give python the interpreter alone",
+        )
+    return prefix, python
