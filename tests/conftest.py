@@ -96,6 +96,25 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+# The folders whose tests start clusters and wait for what their job watch sees.
+_POLLING_FOLDERS = {"batch", "runtime"}
+
+
+@pytest.fixture(autouse=True)
+def fast_job_poll(request):
+    """A cluster started by a test of batch/ or runtime/ asks its batch system how its jobs are every second,
+    not every 5 s (gpujobqueue.yaml's default): the test waits for what the watch sees, not for the interval.
+    A test that sets the interval itself (``dask.config.set`` inside it) has its own."""
+    folder = request.node.path.parent.name
+    if folder not in _POLLING_FOLDERS:
+        yield
+        return
+    import dask
+
+    with dask.config.set({"gpujobqueue.job-poll-interval": "1s"}):
+        yield
+
+
 @pytest.fixture
 def counted(tmp_path, monkeypatch):
     """Counts sbatch and scancel calls made by the code under test."""
