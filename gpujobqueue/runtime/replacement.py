@@ -64,6 +64,9 @@ class Replacement:
         self.deferred_since: float | None = None
         self.replaced = 0
         self.adaptive: Any = None
+        # scale() calls changing the jobs now: the watch submits nothing meanwhile (a refusal that
+        # scale() is about to report must not be submitted again behind its back).
+        self.scaling_now = 0
 
     def set_target(self, pool: str, jobs: int) -> None:
         self.targets[pool] = jobs
@@ -164,7 +167,8 @@ class Replacement:
 
     async def top_up(self, reachable: Callable[[], Awaitable[bool]]) -> int:
         """Submit the jobs each pool lacks (jobs that ended, submissions deferred during an
-        outage), unless ``adapt()`` sizes the cluster or the replacing has stopped.
+        outage), unless ``adapt()`` sizes the cluster, a ``scale()`` is changing the jobs, or the
+        replacing has stopped.
 
         Parameters
         ----------
@@ -178,7 +182,7 @@ class Replacement:
             Jobs submitted.
         """
         book = self.book
-        if not self.may_replace or self.adapting or book.closing:
+        if not self.may_replace or self.adapting or book.closing or self.scaling_now:
             return 0
         added, was_held = 0, sum(book.hold.held.values())
         for pool in sorted(self.targets, key=lambda pool: pool != "gpu"):  # the GPU pool first, as scale() does

@@ -179,6 +179,13 @@ class Scaling:
         SubmissionError
             The batch system refused a submission while it answered.
         """
+        self.replacement.scaling_now += 1
+        try:
+            await self._scale_jobs(jobs, cpu_jobs)
+        finally:
+            self.replacement.scaling_now -= 1
+
+    async def _scale_jobs(self, jobs: int | None, cpu_jobs: int | None) -> None:
         book, kept = self.book, self.replacement
         closing = book.closing
         pinned = set() if closing else book.pinned

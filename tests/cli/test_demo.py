@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import types
 
 import psutil
 import pytest
@@ -101,7 +102,8 @@ def test_the_saved_job_script_is_private_and_not_written_through_a_link(tmp_path
     # Before: an older copy kept its mode (0644 stayed readable), and a link planted at the
     # name was followed.
     class Job:
-        log_path = str(tmp_path / "job.out")
+        # The local batch system's handle of the job holds its log's path.
+        handle = types.SimpleNamespace(log_path=str(tmp_path / "job.out"))
 
         def job_script(self):
             return "#!/bin/bash\n"

@@ -33,7 +33,10 @@ def test_the_defaults_are_in_dask_config_and_environment_variables_set_them():
     )
     assert overridden.stdout.strip() == "02:00:00", overridden.stderr
     listed = run("-m", "dask", "config", "list")
-    assert "gpujobqueue:" in listed.stdout and "job-array: false" in listed.stdout
+    # Every setting is listed; a batch system's are null (unset), so that a site's facts and the
+    # keyword registry's defaults, below dask config in the order, still apply.
+    assert "gpujobqueue:" in listed.stdout and "job-poll-interval: 5s" in listed.stdout
+    assert "job-array: null" in listed.stdout and "gpus-per-node: null" in listed.stdout
 
 
 def test_dask_gpujobqueue_is_the_gpujobqueue_command():
