@@ -24,6 +24,7 @@ from ..preloads import source as preload_source
 from ..request import JobRequest, format_hours_walltime
 from ..scheduler_job import SchedulerStart
 from ..security import ScriptTLS
+from ..validation import parse_job_path
 from ..workers import WorkerLaunch
 from .run import ClientRun
 
@@ -235,6 +236,10 @@ class SchedulerFile:
     --scheduler-file``; a cluster whose scheduler runs in a job)."""
 
     path: str
+
+    def __post_init__(self) -> None:
+        # A path the job's shell reads ($HOME/scheduler.json too); never a word starting with '-'.
+        object.__setattr__(self, "path", parse_job_path("scheduler_file", self.path))
 
 
 @dataclasses.dataclass(frozen=True)

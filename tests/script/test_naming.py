@@ -12,13 +12,13 @@ from types import SimpleNamespace
 from unittest import mock
 
 import pytest
-import yaml
 
 from gpujobqueue import SLURMGPUCluster, naming
 from gpujobqueue.errors import ValidationError
 from gpujobqueue.job_commands import ArrayElements
 from gpujobqueue.preloads import pin_device
 from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.sites.schema import schemas as site_schemas
 from gpujobqueue.workers import ALL_WORKER_MODES, CPU_WORKER_MODE, WORKER_MODES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -159,8 +159,7 @@ def test_cpu_is_a_named_worker_mode_that_worker_mode_still_refuses():
     assert ALL_WORKER_MODES == WORKER_MODES + (CPU_WORKER_MODE,)
     for mode in ALL_WORKER_MODES:  # the job script includes workers/<mode>.sh.j2
         assert (ROOT / "templates" / "workers" / f"{mode}.sh.j2").is_file()
-    (schema_file,) = (ROOT / "gpujobqueue").rglob("*schema.yaml")  # a site's worker.mode takes the same modes
-    schema = yaml.safe_load(schema_file.read_text())
+    schema, _ = site_schemas()  # a site's worker.mode takes the same modes (the schema as sites are checked)
     assert tuple(schema["$defs"]["worker_settings"]["properties"]["mode"]["enum"]) == WORKER_MODES
     with pytest.raises(ValidationError) as info:
         SLURMGPUCluster.parse_keywords(dict(SIZE, worker_mode=CPU_WORKER_MODE))
