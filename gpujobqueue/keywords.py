@@ -223,14 +223,16 @@ REQUEST: tuple[Keyword, ...] = (
             "240GB. Each worker's memory limit is its share.", jobqueue_key="memory"),
     Keyword("memory_per_gpu", TEXT, parse_size, None, "Host memory per GPU, such as 60GiB (or --memory per job).",
             site_key="worker.memory_per_gpu", site_schema={"$ref": "#/$defs/size"}),
-    Keyword("walltime", TEXT, parse_walltime, Computed("the batch system's, ``01:00:00`` (none on the local one)"),
+    Keyword("walltime", TEXT, parse_walltime, Computed("the batch system's, ``00:30:00`` as dask-jobqueue's (none "
+                                                       "on the local one)"),
             "Walltime of each job, HH:MM:SS; also D-HH:MM:SS or minutes.", jobqueue_key="walltime"),
     Keyword("account", TEXT, parse_word, None, "Account (project) charged.", jobqueue_key="account"),
     Keyword("queue", TEXT, None, None, "Queue (partition), or the site's queue name, which the site maps to its "
             "partition and QoS.", jobqueue_key="queue"),
     Keyword("exclusive", SWITCH, parse_bool, False, "Ask for whole nodes.", option="--exclusive/--shared",
             site_key="directives.exclusive"),
-    Keyword("job_name", TEXT, parse_name, "gpujobqueue", "The job's name in the queue.", jobqueue_key="name"),
+    Keyword("job_name", TEXT, parse_name, "dask-worker", "The job's name in the queue (dask-jobqueue's default).",
+            jobqueue_key="name"),
     Keyword("log_directory", TEXT, parse_path, None, "Folder of the jobs' output files.",
             jobqueue_key="log-directory"),
     Keyword("job_extra_directives", LIST, None, None, "Extra directive (without its #SBATCH prefix). A GPU request "

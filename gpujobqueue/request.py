@@ -42,7 +42,7 @@ from .walltimes import (
 from .worker_args import read_worker_args
 
 GPU_REQUEST_STYLES = ("none",)  # without a batch system's own styles: the queue implies the GPUs
-DEFAULT_WALLTIME = "01:00:00"  # every job ends: an allocation nobody closes burns hours at most
+DEFAULT_WALLTIME = "00:30:00"  # dask-jobqueue's; every job ends: an allocation nobody closes burns half an hour at most
 
 # The validation and walltime helpers stay importable from here, where JobRequest uses them.
 __all__ = [

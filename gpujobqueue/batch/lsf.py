@@ -170,7 +170,7 @@ class LSF(BatchSystem):
     walltime : str
         As elsewhere, except that two fields are LSF's and dask-jobqueue's ``HH:MM``
         (``"01:30"`` is an hour and a half, as ``bsub -W 01:30`` reads it), not ``MM:SS``. Default
-        ``01:00:00``.
+        ``00:30:00``, as dask-jobqueue's.
 
     Examples
     --------

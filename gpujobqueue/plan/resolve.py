@@ -17,6 +17,7 @@ from ..request import JobRequest, parse_positive_int
 from ..sites import Site, routing
 from ..user_limits import UserJobLimit
 from ..validation import path_text
+from ..worker_args import read_worker_args
 from ..workers import WorkerLaunch, threads_of_cores
 
 # A per-job keyword given by the user replaces the site's per-GPU one.
@@ -136,7 +137,12 @@ def resolve_request(system: type[BatchSystem], given: Given, site_queue: str | N
         if given.keywords.get(name) is not None or config.configured(batch, name) is not None
     }
     node_gpus = site_defaults.get("gpus_per_node") if site is not None else None
-    hand_written_gpus.adopt(system, settings, explicit, processes=processes, site=site, node_gpus=node_gpus)
+    hand_written = hand_written_gpus.adopt(
+        system, settings, explicit, processes=processes, site=site, node_gpus=node_gpus
+    )
+    if not (system.runs_jobs_here or hand_written or site or _gpu_count_given(settings, explicit)):
+        # as dask-jobqueue's job: a batch system without GPU resources refuses a GPU request
+        settings["gpu_request"] = "none"
     if processes is not None:
         gpus = settings.get("gpus_per_node")
         if gpus is not None and parse_positive_int("gpus_per_node", gpus) != processes:
@@ -150,6 +156,15 @@ def resolve_request(system: type[BatchSystem], given: Given, site_queue: str | N
         settings, gpu_request_styles=system.gpu_request_styles, default_walltime=system.default_walltime
     )
     return Resolution(settings, request, explicit)
+
+
+def _gpu_count_given(settings: Mapping[str, Any], explicit: Mapping[str, Any]) -> bool:
+    """Whether the user asked for GPUs: by keyword or config (``gpus_per_node``, ``gpu_type``,
+    ``gpu_request``), or by a ``GPU`` resource in ``worker_extra_args``."""
+    if any(explicit.get(name) is not None for name in ("gpus_per_node", "gpu_type", "gpu_request")):
+        return True
+    worker_args = settings.get("worker_extra_args")
+    return bool(worker_args) and "GPU" in dict(read_worker_args("worker_extra_args", worker_args).resources)
 
 
 def resolve_launch(

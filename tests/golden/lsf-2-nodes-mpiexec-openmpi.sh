@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 
-#BSUB -J gpujobqueue
-#BSUB -o gpujobqueue-%J.out
+#BSUB -J dask-worker
+#BSUB -o dask-worker-%J.out
 #BSUB -q gpu
 #BSUB -n 64
 #BSUB -R "span[ptile=32]"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 
-#BSUB -J gpujobqueue[1-8]
-#BSUB -o /scratch/logs/gpujobqueue-%J_%I.out
-#BSUB -e /scratch/logs/gpujobqueue-%J_%I.err
+#BSUB -J dask-worker[1-8]
+#BSUB -o /scratch/logs/dask-worker-%J_%I.out
+#BSUB -e /scratch/logs/dask-worker-%J_%I.err
 #BSUB -q gpu
 #BSUB -n 32
 #BSUB -R "span[ptile=32]"

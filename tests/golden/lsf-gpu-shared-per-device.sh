@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 
-#BSUB -J gpujobqueue
-#BSUB -o /scratch/logs/gpujobqueue-%J.out
-#BSUB -e /scratch/logs/gpujobqueue-%J.err
+#BSUB -J dask-worker
+#BSUB -o /scratch/logs/dask-worker-%J.out
+#BSUB -e /scratch/logs/dask-worker-%J.err
 #BSUB -n 4
 #BSUB -R "span[ptile=4]"
 #BSUB -R "rusage[mem=8]"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 
-#PBS -N gpujobqueue
+#PBS -N dask-worker
 #PBS -q gpu
 #PBS -l select=1:ncpus=4:mem=122071mb
 #PBS -l walltime=01:00:00

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 
-#PBS -N gpujobqueue
+#PBS -N dask-worker
 #PBS -A MyProject
 #PBS -l select=1:ncpus=64:ngpus=4:mem=480gb:system=polaris
 #PBS -l walltime=01:00:00

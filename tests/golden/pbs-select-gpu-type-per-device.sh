@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 
-#PBS -N gpujobqueue
+#PBS -N dask-worker
 #PBS -l select=1:ncpus=2:ngpus=2:mem=76294mb:gpu_type=v100
 #PBS -l place=excl
 #PBS -l walltime=01:00:00

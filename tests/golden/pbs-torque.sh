@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 
-#PBS -N gpujobqueue
+#PBS -N dask-worker
 #PBS -q gpu
 #PBS -l nodes=1:ppn=16:gpus=2
 #PBS -l mem=64gb

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 
-#SBATCH --job-name=gpujobqueue
+#SBATCH --job-name=dask-worker
 #SBATCH --output=/scratch/logs/%x-%A_%a.out
 #SBATCH --error=/scratch/logs/%x-%A_%a.err
 #SBATCH --partition=gpu

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 
-#SBATCH --job-name=gpujobqueue
+#SBATCH --job-name=dask-worker
 #SBATCH --output=/scratch/logs/%x-%j.out
 #SBATCH --error=/scratch/logs/%x-%j.err
 #SBATCH --nodes=1

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 
-#SBATCH --job-name=gpujobqueue
+#SBATCH --job-name=dask-worker
 #SBATCH --qos=regular
 #SBATCH --constraint=gpu&hbm80g
 #SBATCH --nodes=1

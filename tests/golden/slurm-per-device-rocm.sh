@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 
-#SBATCH --job-name=gpujobqueue
+#SBATCH --job-name=dask-worker
 #SBATCH --nodes=1
 #SBATCH --cpus-per-task=8
 #SBATCH --gpus-per-node=8

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 
-#PBS -N gpujobqueue
+#PBS -N dask-worker
 #PBS -q rt_HF
 #PBS -P gab12345
 #PBS -l select=1:ncpus=192

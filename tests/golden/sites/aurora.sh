@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 
-#PBS -N gpujobqueue
+#PBS -N dask-worker
 #PBS -q capacity
 #PBS -A MyProject
 #PBS -l select=1:ncpus=96:system=aurora

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 
-#PBS -N gpujobqueue
+#PBS -N dask-worker
 #PBS -q casper
 #PBS -A UABC0001
 #PBS -l select=1:ncpus=36:ngpus=4:mem=732422mb:gpu_type=v100

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 
-#SBATCH --job-name=gpujobqueue
+#SBATCH --job-name=dask-worker
 #SBATCH --partition=gpuA100x4
 #SBATCH --account=bbka-delta-gpu
 #SBATCH --nodes=1

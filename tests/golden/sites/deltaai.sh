@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 
-#SBATCH --job-name=gpujobqueue
+#SBATCH --job-name=dask-worker
 #SBATCH --partition=ghx4
 #SBATCH --account=bbka-dtai-gh
 #SBATCH --nodes=1

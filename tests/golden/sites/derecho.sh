@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 
-#PBS -N gpujobqueue
+#PBS -N dask-worker
 #PBS -q main
 #PBS -A UABC0001
 #PBS -l select=1:ncpus=64:ngpus=4

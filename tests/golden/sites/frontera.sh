@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 
-#SBATCH --job-name=gpujobqueue
+#SBATCH --job-name=dask-worker
 #SBATCH --partition=rtx
 #SBATCH --nodes=1
 #SBATCH --ntasks-per-node=1

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 
-#PBS -N gpujobqueue
+#PBS -N dask-worker
 #PBS -q workq
 #PBS -l select=1:ncpus=32:ngpus=4
 #PBS -l place=scatter

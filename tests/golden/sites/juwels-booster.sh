@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 
-#SBATCH --job-name=gpujobqueue
+#SBATCH --job-name=dask-worker
 #SBATCH --partition=booster
 #SBATCH --account=mybudget
 #SBATCH --nodes=1

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 
-#SBATCH --job-name=gpujobqueue
+#SBATCH --job-name=dask-worker
 #SBATCH --partition=pascal_gpu
 #SBATCH --account=ap_medchem
 #SBATCH --nodes=1

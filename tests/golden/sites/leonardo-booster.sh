@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 
-#SBATCH --job-name=gpujobqueue
+#SBATCH --job-name=dask-worker
 #SBATCH --partition=boost_usr_prod
 #SBATCH --account=EUHPC_A01_001
 #SBATCH --nodes=1

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 
-#SBATCH --job-name=gpujobqueue
+#SBATCH --job-name=dask-worker
 #SBATCH --partition=gpu_b200
 #SBATCH --account=lp_myproject
 #SBATCH --clusters=mindwell

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 
-#SBATCH --job-name=gpujobqueue
+#SBATCH --job-name=dask-worker
 #SBATCH --account=m1234_g
 #SBATCH --qos=regular
 #SBATCH --constraint=gpu

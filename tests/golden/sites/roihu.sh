@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 
-#SBATCH --job-name=gpujobqueue
+#SBATCH --job-name=dask-worker
 #SBATCH --partition=gpumedium
 #SBATCH --account=project_2001234
 #SBATCH --nodes=1

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 
-#BSUB -J gpujobqueue
-#BSUB -o gpujobqueue-%J.out
+#BSUB -J dask-worker
+#BSUB -o dask-worker-%J.out
 #BSUB -q batch
 #BSUB -P ABC123
 #BSUB -nnodes 1

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 
-#$ -N gpujobqueue
+#$ -N dask-worker
 #$ -S /bin/bash
 #$ -cwd
 #$ -j y
