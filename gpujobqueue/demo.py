@@ -205,10 +205,7 @@ def run_demo(size: str = "medium", gpus: int | None = None, dashboard: bool = Fa
         print(f"GPU memory: {', '.join(format_bytes(m) for m in memories)}")
     else:
         workers, mode, backend = gpus or 2, "per-device", "numpy"
-        print(
-            f"gpujobqueue demo: no NVIDIA GPU here; starting {workers} per-device CPU worker(s) "
-            "(numpy arrays) in their place"
-        )
+        print(f"gpujobqueue demo: no NVIDIA GPU here; starting {workers} CPU worker(s) (numpy arrays) in their place")
         memories = []
     sizes = demo_sizes(size, memories)
     if sizes.fitted:
@@ -233,10 +230,13 @@ def run_demo(size: str = "medium", gpus: int | None = None, dashboard: bool = Fa
                         worker_mode=mode,
                         devices=gpu_ids[:workers] or list(range(workers)),
                         log_directory=run_folder,
+                        # Without GPUs the workers are the CPU pool's: they hold no GPU and the usage
+                        # summary at close counts none.
+                        cpu_pool=None if gpu_ids else {"processes": workers},
                         scheduler_options={"dashboard_address": DEFAULT_DASHBOARD_ADDRESS} if dashboard else None,
                     )
                 )
-            cluster.scale(gpus=workers)
+            cluster.scale(gpus=workers) if gpu_ids else cluster.scale(cpu_workers=workers)
             jobs = list(cluster.workers.values())
             scripts = {str(job.name): _save_job_script(job) for job in jobs}
             client = stack.enter_context(Client(cluster))
