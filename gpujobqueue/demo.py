@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import tempfile
 import time
 import warnings
 from dataclasses import dataclass
@@ -155,11 +156,7 @@ def _print_job_files(jobs: list[GPUJob], scripts: dict[str, str | None]) -> None
                 "process's arguments; the demo saved this copy, kept)"
             )
         log = _log_path(job)
-        kept = (
-            "kept: the local batch system leaves job logs in place; remove them when done"
-            if log and os.path.exists(log)
-            else "removed"
-        )
+        kept = "kept, in this run's folder" if log and os.path.exists(log) else "removed"
         print(f"  log:        {log} ({kept})")
 
 
@@ -208,15 +205,16 @@ def run_demo(size: str = "medium", gpus: int | None = None, dashboard: bool = Fa
         print(f"GPU memory: {', '.join(format_bytes(m) for m in memories)}")
     else:
         workers, mode, backend = gpus or 2, "per-device", "numpy"
-        print(
-            f"gpujobqueue demo: no NVIDIA GPU here; starting {workers} per-device CPU worker(s) "
-            "(numpy arrays) in their place"
-        )
+        print(f"gpujobqueue demo: no NVIDIA GPU here; starting {workers} CPU worker(s) (numpy arrays) in their place")
         memories = []
     sizes = demo_sizes(size, memories)
     if sizes.fitted:
         print(f"sizes: {sizes.fitted}")
 
+    # A folder of this run's own (mode 0700, a new name each run): the next run cannot overwrite the
+    # job log and script this one says it keeps.
+    run_folder = tempfile.mkdtemp(prefix=f"gpujobqueue-demo-{time.strftime('%Y%m%d-%H%M%S')}-")
+    print(f"this run's job files: {run_folder} (kept after the run; remove the folder when done)")
     jobs: list[GPUJob] = []
     scripts: dict[str, str | None] = {}
     outcomes: list[Outcome] = []
@@ -231,10 +229,14 @@ def run_demo(size: str = "medium", gpus: int | None = None, dashboard: bool = Fa
                         gpus_per_node=workers,
                         worker_mode=mode,
                         devices=gpu_ids[:workers] or list(range(workers)),
+                        log_directory=run_folder,
+                        # Without GPUs the workers are the CPU pool's: they hold no GPU and the usage
+                        # summary at close counts none.
+                        cpu_pool=None if gpu_ids else {"processes": workers},
                         scheduler_options={"dashboard_address": DEFAULT_DASHBOARD_ADDRESS} if dashboard else None,
                     )
                 )
-            cluster.scale(gpus=workers)
+            cluster.scale(gpus=workers) if gpu_ids else cluster.scale(cpu_workers=workers)
             jobs = list(cluster.workers.values())
             scripts = {str(job.name): _save_job_script(job) for job in jobs}
             client = stack.enter_context(Client(cluster))

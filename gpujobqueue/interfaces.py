@@ -57,8 +57,11 @@ def check_scheduler_interface(interface: str | None, field: str, site: Any = Non
     network = (site.data.get("network") or {}) if site is not None else {}
     if site is not None and field == "interface" and network.get("interface") == interface:
         origin = f"{site.name}'s network.interface, {site.where('network', 'interface')}"
-        login = ", ".join(site.data.get("hostnames", [])) or "its login nodes"
-        first = f"run this on a {site.name} login node ({login}), where {interface!r} is"
+        # hostnames are regular expressions matched against the host name: said as such, not as hosts.
+        patterns = [f"'{pattern}'" for pattern in site.data.get("hostnames", [])]
+        matches = f"the pattern {patterns[0]}" if len(patterns) == 1 else f"one of the patterns {', '.join(patterns)}"
+        login = f" (one whose host name matches {matches})" if patterns else ""
+        first = f"run this on a {site.name} login node{login}, where {interface!r} is"
     else:
         first = None
         named = f"scheduler_options={{'interface': {interface!r}}}"

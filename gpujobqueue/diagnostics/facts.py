@@ -8,6 +8,7 @@ import os
 import platform
 import shutil
 import socket
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,9 @@ from .. import config, sites
 from .._version import __version__
 from ..errors import GPUJobQueueError
 from ..gpus import GPU, machine_gpus
+from ..install import probe_imports, worker_python_problems
 from ..preloads.nic_affinity import map_lines
+from ..worker_args import parse_python
 from .probes import (
     PACKAGES,
     Package,
@@ -71,6 +74,10 @@ class MachineFacts:
     today: str = field(default_factory=lambda: datetime.date.today().isoformat())
     # With --submit-test: each trial job and the batch system's answer (TrialJob.as_dict); None when not asked.
     submit_tests: list[dict[str, Any]] | None = None
+    # gpujobqueue.<batch>.python where it names another interpreter than this one, and what it lacks
+    # (each phrase of install.worker_python_problems; None: not found here, or not a python, so not probed).
+    worker_python: str | None = None
+    worker_python_problems: list[str] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -113,6 +120,7 @@ def gather_facts(
     checked, file_errors = _check_site_files()
     target_batch = loaded.scheduler if loaded else batch or config.default_batch()
     oldest = sites.oldest_source(loaded.data) if loaded else None
+    worker_python, worker_python_lacks = _configured_worker_python(target_batch)
     return MachineFacts(
         hostname=socket.gethostname(),
         python=platform.python_version(),
@@ -150,7 +158,24 @@ def gather_facts(
         nic_map=map_lines() if machine.gpus else [],
         site_oldest_source={"url": oldest.url, "checked": oldest.checked.isoformat()} if oldest else None,
         submit_tests=_submit_tests(loaded, account) if submit_test else None,
+        worker_python=worker_python,
+        worker_python_problems=worker_python_lacks,
     )
+
+
+def _configured_worker_python(batch: str) -> tuple[str | None, list[str] | None]:
+    """``gpujobqueue.<batch>.python`` where it is another interpreter than this one, and what it lacks
+    of what the workers import (dask_cuda included: the judge drops it for workers that do not run it)."""
+    try:
+        python = parse_python(config.configured(batch, "python"), "direct")[1]
+    except GPUJobQueueError:  # unset, or a value the cluster refuses naming the key
+        return None, None
+    found = shutil.which(python)
+    if found is not None and os.path.realpath(found) == os.path.realpath(sys.executable):
+        return None, None
+    if probe_imports(python, ("dask_cuda",)) is None:
+        return python, None
+    return python, worker_python_problems(python, dask_cuda=True, gpujobqueue=True)
 
 
 def _submit_tests(loaded: sites.Site | None, account: str | None) -> list[dict[str, Any]]:

@@ -45,6 +45,7 @@ def judge(facts: MachineFacts) -> list[Finding]:
     findings.append(Finding("ok", "python", f"{facts.python}; gpujobqueue {facts.gpujobqueue}"))
     findings += _gpu_findings(facts)
     findings += _package_findings(facts)
+    findings += _worker_python_findings(facts)
     findings += _ucx_findings(facts)
     findings += _network_findings(facts)
     if facts.nic_map:  # a diagnosis: the workers' cards are UCX's to choose unless nic_affinity=True
@@ -222,6 +223,28 @@ def _built_for(distribution: str | None) -> int | None:
     return int(found.group(1)) if found else None
 
 
+def _workers_run_dask_cuda(facts: MachineFacts) -> bool:
+    # worker_mode's default: dask-cuda, but CPU workers where the local batch system finds no GPU.
+    return facts.worker_mode == "dask-cuda" or (
+        facts.worker_mode is None and (bool(facts.gpus) or not runs_jobs_here(facts.batch))
+    )
+
+
+def _worker_python_findings(facts: MachineFacts) -> list[Finding]:
+    """The interpreter ``gpujobqueue.<batch>.python`` names, where it is not this one: what it lacks."""
+    python, key = facts.worker_python, f"gpujobqueue.{facts.batch}.python"
+    if python is None:
+        return []
+    if facts.worker_python_problems is None:
+        return [Finding("info", "workers' python", f"{python} ({key}) is not a python on this host; not probed")]
+    wanted = [p for p in facts.worker_python_problems if "dask_cuda" not in p or _workers_run_dask_cuda(facts)]
+    if not wanted:
+        return [Finding("ok", "workers' python", f"{python} ({key})")]
+    gpujobqueue = f"{python} -m pip install 'gpujobqueue=={facts.gpujobqueue}'"
+    fix = install_line(facts.cuda_driver_version, python=python) if "dask_cuda" in wanted[0] else gpujobqueue
+    return [Finding("fail", "workers' python", f"{python} ({key}) {' and '.join(wanted)}", fix)]
+
+
 def _package_findings(facts: MachineFacts) -> list[Finding]:
     packages = facts.packages
     findings = [
@@ -231,10 +254,7 @@ def _package_findings(facts: MachineFacts) -> list[Finding]:
             ", ".join(f"{name} {packages[name].version}" for name in ("dask", "distributed", "dask-jobqueue")),
         )
     ]
-    # worker_mode's default: dask-cuda, but CPU workers where the local batch system finds no GPU.
-    needs_cuda = facts.worker_mode == "dask-cuda" or (
-        facts.worker_mode is None and (bool(facts.gpus) or not runs_jobs_here(facts.batch))
-    )
+    needs_cuda = _workers_run_dask_cuda(facts)
     cuda = packages["dask-cuda"]
     stack = install_line(facts.cuda_driver_version)
     broken = cuda.version and cuda.import_error

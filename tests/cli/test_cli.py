@@ -82,7 +82,7 @@ def test_demo_runs_the_seed_workloads_and_checks_them():
     if nvidia_gpu_ids():
         assert "starting 2 dask-cuda worker(s), one per GPU" in result.stdout
     else:
-        assert "no NVIDIA GPU here; starting 2 per-device CPU worker(s)" in result.stdout
+        assert "no NVIDIA GPU here; starting 2 CPU worker(s)" in result.stdout
     assert "ok: mean" in result.stdout and "ok: relative error" in result.stdout
     # Opened as asked, saying who can read it; the line says it, not a Python warning.
     assert re.search(r"dashboard: http://127\.0\.0\.1:\d+/status \(every user of this host can read it", result.stdout)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 import types
@@ -119,3 +120,44 @@ def test_the_saved_job_script_is_private_and_not_written_through_a_link(tmp_path
     old.symlink_to(target)
     assert demo._save_job_script(Job()) is None
     assert target.read_text() == "keep"
+
+
+def _quick_outcome(*_):
+    return demo.Outcome("quick", (1,), 8, (1,), 0.0, "ok", True)
+
+
+def test_each_run_keeps_its_own_job_files_and_says_where(monkeypatch, capfd):
+    # Before: every run wrote its job log and saved script under the same fixed names in one
+    # folder, so the next run overwrote the ones a run said it kept.
+    monkeypatch.setattr(demo, "nvidia_gpu_ids", lambda: [])
+    monkeypatch.setattr(demo, "_random_sum", _quick_outcome)
+    monkeypatch.setattr(demo, "_tall_skinny_svd", _quick_outcome)
+    monkeypatch.setenv("DASK_DISTRIBUTED__DIAGNOSTICS__NVML", "False")
+    runs = []
+    for _ in range(2):
+        assert demo.run_demo(size="small", gpus=1) == 0
+        out, _err = capfd.readouterr()
+        folder = next(
+            line.split(": ", 1)[1].split(" (")[0] for line in out.splitlines() if "this run's job files" in line
+        )
+        log = next(line.split()[1] for line in out.splitlines() if line.strip().startswith("log:"))
+        script = next(line.split()[2] for line in out.splitlines() if line.strip().startswith("job script:"))
+        assert os.path.dirname(log) == os.path.dirname(script) == folder
+        runs.append((folder, log, script, open(log).read()))
+    (first, first_log, first_script, first_text), (second, *_rest) = runs
+    assert first != second
+    assert os.path.isfile(first_script) and open(first_log).read() == first_text
+    assert stat.S_IMODE(os.stat(first).st_mode) == 0o700
+
+
+def test_the_usage_summary_of_cpu_workers_counts_no_gpu(monkeypatch, caplog):
+    # Before: on a machine without GPUs the close's summary said "1 job, 2 GPUs, ... GPU-h charged"
+    # of the two CPU workers that stood in for GPUs.
+    monkeypatch.setattr(demo, "nvidia_gpu_ids", lambda: [])
+    monkeypatch.setattr(demo, "_random_sum", _quick_outcome)
+    monkeypatch.setattr(demo, "_tall_skinny_svd", _quick_outcome)
+    monkeypatch.setenv("DASK_DISTRIBUTED__DIAGNOSTICS__NVML", "False")
+    with caplog.at_level(logging.INFO, logger="gpujobqueue.usage"):
+        assert demo.run_demo(size="small", gpus=2) == 0
+    summary = next(record.getMessage() for record in caplog.records if "GPU-h charged" in record.getMessage())
+    assert "1 job, 0 GPUs, 0.00 GPU-h charged" in summary, summary

@@ -238,3 +238,31 @@ def test_sites_into_a_pipe_prints_every_column_whole():
 def test_help_shows_no_rst_markup():
     done = cli("--help")
     assert done.returncode == 0 and "``" not in done.stdout, done.stdout
+
+
+@pytest.fixture
+def workers_python_without_dask_cuda(tmp_path, no_dask_cuda):
+    """Another interpreter for the workers (a wrapper of this one whose dask_cuda does not import)."""
+    python = tmp_path / "workers-python"
+    python.write_text(f'#!/bin/sh\nPYTHONPATH={no_dask_cuda["PYTHONPATH"]} exec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    return str(python)
+
+
+def test_check_probes_the_workers_python_set_in_config(workers_python_without_dask_cuda):
+    # Before: check judged only its own python (which has dask_cuda here), said nothing of the one
+    # gpujobqueue.slurm.python names, and passed; the workers would fail after their queue wait.
+    python = workers_python_without_dask_cuda
+    done = run_check("--batch", "slurm", "--json", env={"DASK_GPUJOBQUEUE__SLURM__PYTHON": python})
+    findings = json.loads(done.stdout)["findings"]
+    about = [f for f in findings if f["topic"] == "workers' python"]
+    assert len(about) == 1 and about[0]["status"] == "fail", findings
+    assert python in about[0]["detail"] and "cannot import dask_cuda" in about[0]["detail"], about
+    assert "gpujobqueue.slurm.python" in about[0]["detail"] and python in about[0]["fix"], about
+    assert done.returncode == 1
+
+
+def test_check_says_nothing_more_of_a_workers_python_that_is_its_own():
+    done = run_check("--batch", "slurm", "--json", env={"DASK_GPUJOBQUEUE__SLURM__PYTHON": sys.executable})
+    findings = json.loads(done.stdout)["findings"]
+    assert not [f for f in findings if f["topic"] == "workers' python"], findings

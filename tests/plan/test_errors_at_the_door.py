@@ -69,6 +69,21 @@ def test_a_sites_interface_missing_here_is_one_error_saying_what_to_do():
         assert f"{name} (" in last, last
 
 
+def test_the_login_nodes_are_named_as_patterns_not_as_a_host_name():
+    # Before: "run this on a perlmutter login node (login[0-9]+\.chn\.perlmutter\.nersc\.gov)",
+    # a regular expression shown as if it were a host to log in to.
+    from gpujobqueue.interfaces import check_scheduler_interface
+    from gpujobqueue.sites import load_site
+
+    site = load_site("perlmutter")
+    with pytest.raises(InterfaceNotFoundError) as info:
+        check_scheduler_interface("hsn0", "interface", site)
+    message = str(info.value)
+    pattern = site.data["hostnames"][0]
+    assert f"login node ({pattern})" not in message
+    assert f"a perlmutter login node (one whose host name matches the pattern '{pattern}')" in message, message
+
+
 def test_a_missing_scheduler_interface_is_refused_before_anything_starts():
     before = io_loop_threads()
     with pytest.raises(InterfaceNotFoundError) as info:
