@@ -36,7 +36,6 @@ def adopt(
     settings: dict[str, Any],
     explicit: Mapping[str, Any],
     *,
-    processes: int | None = None,
     site: Any = None,
     node_gpus: int | None = None,
 ) -> HandWrittenGPUs | None:
@@ -53,8 +52,6 @@ def adopt(
     explicit : mapping
         The settings given by keyword or dask config (not by the site): a directive that
         contradicts one of them is refused.
-    processes : int, optional
-        dask-jobqueue's workers per job, if given.
     site : Site, optional
         The site, whose ``gpus_per_node`` the directive replaces (within its node).
     node_gpus : int, optional
@@ -87,13 +84,6 @@ def adopt(
     if given is not None and str(given) != str(count):
         raise ValidationError(
             "gpus_per_node", f"gpus_per_node={given} but {where} asks for {count} GPU(s) per node; give one of them"
-        )
-    if processes is not None and processes != count:  # processes stands for gpus_per_node (cluster.parse_keywords)
-        raise ValidationError(
-            "processes",
-            f"processes={processes} but {where} asks for {count} GPU(s) per node, "
-            f"and gpujobqueue runs one worker per GPU; give processes={count} "
-            f"or ask for {processes} GPUs",
         )
     if node_gpus is not None and count > node_gpus:
         raise ValidationError(

@@ -339,8 +339,9 @@ LAUNCH: tuple[Keyword, ...] = (
             site_key="network.nic_affinity"),
 )
 # dask-jobqueue's workers per job, taken and turned into GPUs per node.
-PROCESSES = Keyword("processes", INT, None, None, "dask-jobqueue's workers per job: one per GPU here, so the GPUs per "
-                    "node (giving both with different values is refused).", jobqueue_key="processes")
+PROCESSES = Keyword("processes", INT, None, None, "dask-jobqueue's workers per job: alone, one per GPU (the GPUs per "
+                    "node); with a GPU count it divides, each worker sees its share of the GPUs.",
+                    jobqueue_key="processes")
 # The cluster's own keywords that dask config sets too, which no rendered script carries.
 _CONSTRUCTOR = "the cluster's own keyword; render's command line has its own options for a script's scheduler"
 CLUSTER: tuple[Keyword, ...] = (

@@ -55,6 +55,25 @@ def normalise_protocol(field_name: str, value: str | None) -> str | None:
 DASK_CUDA_DEFAULT_THREADS = 4
 
 
+def check_one_device_per_dask_cuda_worker(mode: str, workers: int, gpus: int) -> None:
+    """Refuse dask-cuda's mode for workers that share a node's ``gpus`` as ``workers`` (dask-jobqueue's
+    ``processes``): ``dask cuda worker`` starts one worker per visible GPU.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``worker_mode``, and ``processes`` in its message.
+    """
+    if mode == "dask-cuda" and workers != gpus:
+        share = gpus // workers
+        raise ValidationError(
+            "worker_mode",
+            f"worker_mode='dask-cuda' with processes={workers} on {gpus} GPUs per node: dask cuda worker starts "
+            f"one worker per GPU and cannot give a worker {share} devices; leave worker_mode out (each worker "
+            f"of the per-device mode sees its {share}) or give processes={gpus}",
+        )
+
+
 def default_threads(mode: str, gpus: int, cpus_per_node: int | None) -> int:
     """Threads per worker when ``nthreads`` is not given: 1, or for dask-cuda workers up to
     :data:`DASK_CUDA_DEFAULT_THREADS` of each GPU's share of the job's cores."""

@@ -28,6 +28,7 @@ from .worker_args import parse_python, read_worker_args
 from .worker_options import (
     UCX_TRANSPORTS,
     check_no_dask_cuda_options,
+    check_one_device_per_dask_cuda_worker,
     default_threads,
     normalise_protocol,
     parse_gpu_memory,
@@ -72,7 +73,9 @@ class WorkerLaunch:
         ``"cpu"`` (:data:`CPU_WORKER_MODE`): the CPU pool's ``dask worker`` processes, which
         see no device; set by ``cpu_pool``, never by ``worker_mode``.
     gpus : int
-        Workers per node (one per GPU).
+        GPUs per node, shared by its workers (:attr:`workers_per_node`).
+    devices_per_worker : int
+        Devices each worker sees: 1, or its share under ``processes`` (per-device mode).
     python : str
         Interpreter that runs the workers.
     python_prefix : tuple of str
@@ -137,6 +140,7 @@ class WorkerLaunch:
 
     mode: str = "dask-cuda"
     gpus: int = 1
+    devices_per_worker: int = 1
     python: str = sys.executable
     python_prefix: tuple[str, ...] = ()
     worker_command: str = "dask_cuda.cli"
@@ -172,6 +176,7 @@ class WorkerLaunch:
         settings: Mapping[str, Any],
         *,
         gpus: int,
+        workers_per_node: int | None = None,
         memory_per_node: int | None,
         cpus_per_node: int | None = None,
         nodes: int = 1,
@@ -185,7 +190,7 @@ class WorkerLaunch:
         settings : mapping
             Keyword names to values; None means the default.
         gpus : int
-            Workers per node, from the request.
+            GPUs per node, from the request, shared by ``workers_per_node`` (``processes``; None: one per GPU).
         memory_per_node : int or None
             The request's host memory per node, shared among the workers.
         cpus_per_node : int, optional
@@ -203,9 +208,11 @@ class WorkerLaunch:
         get = settings.get
         nanny = parse_bool("nanny", given_or(get("nanny"), default_of("nanny")))
         # dask-jobqueue's nanny=False: dask-cuda always has nannies, so one `dask worker` per GPU without one.
-        mode = given_or(get("worker_mode"), default_of("worker_mode") if nanny else "per-device")
+        workers = gpus if workers_per_node is None else workers_per_node
+        mode = given_or(get("worker_mode"), default_of("worker_mode") if nanny and workers == gpus else "per-device")
         if mode not in WORKER_MODES:
             raise ValidationError("worker_mode", f"{mode!r} is not a worker mode; use one of {', '.join(WORKER_MODES)}")
+        check_one_device_per_dask_cuda_worker(mode, workers, gpus)
         if mode == "dask-cuda" and not nanny:
             raise ValidationError(
                 "nanny",
@@ -253,7 +260,7 @@ class WorkerLaunch:
         if get("memory_limit") is not None:
             memory_limit = parse_size("memory_limit", get("memory_limit"))
         elif memory_per_node is not None:
-            memory_limit = memory_per_node // gpus
+            memory_limit = memory_per_node // workers
         else:
             memory_limit = None
 
@@ -287,12 +294,13 @@ class WorkerLaunch:
         launch = cls(
             mode=mode,
             gpus=gpus,
+            devices_per_worker=gpus // workers,
             python=python,
             python_prefix=python_prefix,
             worker_command=worker_command,
             nthreads=parse_positive_int(
                 "nthreads",
-                given_or(get("nthreads"), default_threads(mode, gpus, cpus_per_node)),
+                given_or(get("nthreads"), default_threads(mode, workers, cpus_per_node)),
                 MAX_THREADS_PER_WORKER,
             ),
             memory_limit=memory_limit,
@@ -316,6 +324,11 @@ class WorkerLaunch:
             nic_affinity=nic_affinity,
         )
         return launch
+
+    @property
+    def workers_per_node(self) -> int:
+        """The workers each node starts: one per GPU, or dask-jobqueue's ``processes`` sharing them."""
+        return self.gpus // self.devices_per_worker
 
     @property
     def dask_cuda_memory_args(self) -> list[str]:
@@ -366,13 +379,13 @@ class WorkerLaunch:
 
     @property
     def resources_arg(self) -> str:
-        """``--resources``' value: the user's resources, and ``GPU=1`` unless they name ``GPU`` themselves
+        """``--resources``' value: the user's resources, and ``GPU=<its devices>`` unless they name ``GPU`` themselves
         (their amount is kept); the CPU pool's workers carry no ``GPU``. Empty for none."""
         pairs = dict(self.resources)
         if self.cpu_workers:
             pairs.pop("GPU", None)  # GPU tasks go to GPU workers only
         else:
-            pairs = {"GPU": "1", **pairs}
+            pairs = {"GPU": str(self.devices_per_worker), **pairs}
         return ",".join(f"{name}={amount}" for name, amount in pairs.items())
 
     @property
@@ -394,7 +407,7 @@ class WorkerLaunch:
     def name_suffixes(self) -> list[str]:
         """Suffixes that turn a job's name into its workers' names, in node then device order:
         ``-<gpu>`` on one node, ``-<node>-<gpu>`` on several (:func:`gpujobqueue.naming.worker_suffixes`)."""
-        return worker_suffixes(self.gpus, self.nodes)
+        return worker_suffixes(self.workers_per_node, self.nodes)
 
     @property
     def rank_expression(self) -> str:
@@ -409,7 +422,7 @@ class WorkerLaunch:
             return str(self.memory_limit)
         if self.mode == "dask-cuda":
             return "auto"  # dask-cuda divides the node's memory among its workers
-        return repr(round(1 / self.gpus, 6))  # a fraction of the node's memory for each worker
+        return repr(round(1 / self.workers_per_node, 6))  # a fraction of the node's memory for each worker
 
 
 def _parse_nic_affinity(value: Any, visibility: str, nanny: bool) -> bool:

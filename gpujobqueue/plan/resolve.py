@@ -107,11 +107,14 @@ class Resolution:
         The job's request, its batch system's options not yet parsed.
     explicit : dict
         The settings the user gave (keyword or config), as site flags and hand-written GPUs weigh them.
+    workers_per_node : int or None
+        dask-jobqueue's ``processes`` where it divides the GPUs per node; None: one worker per GPU.
     """
 
     settings: dict[str, Any]
     request: JobRequest
     explicit: dict[str, Any]
+    workers_per_node: int | None = None
 
 
 def resolve_request(system: type[BatchSystem], given: Given, site_queue: str | None) -> Resolution:
@@ -137,25 +140,49 @@ def resolve_request(system: type[BatchSystem], given: Given, site_queue: str | N
         if given.keywords.get(name) is not None or config.configured(batch, name) is not None
     }
     node_gpus = site_defaults.get("gpus_per_node") if site is not None else None
-    hand_written = hand_written_gpus.adopt(
-        system, settings, explicit, processes=processes, site=site, node_gpus=node_gpus
-    )
+    hand_written = hand_written_gpus.adopt(system, settings, explicit, site=site, node_gpus=node_gpus)
     if not (system.runs_jobs_here or hand_written or site or _gpu_count_given(settings, explicit)):
         # as dask-jobqueue's job: a batch system without GPU resources refuses a GPU request
         settings["gpu_request"] = "none"
+    workers_per_node = None
     if processes is not None:
-        gpus = settings.get("gpus_per_node")
-        if gpus is not None and parse_positive_int("gpus_per_node", gpus) != processes:
-            raise ValidationError(
-                "processes",
-                f"processes={processes} but gpus_per_node={gpus}: one worker runs per GPU, so give gpus_per_node alone",
+        if hand_written is not None or explicit.get("gpus_per_node") is not None:
+            where = (
+                hand_written.describe() if hand_written is not None else f"gpus_per_node={settings['gpus_per_node']}"
             )
-        settings["gpus_per_node"] = processes
+            gpus = parse_positive_int("gpus_per_node", settings["gpus_per_node"], MAX_GPUS_PER_NODE)
+            workers_per_node = share_of_gpus(processes, gpus, where)
+        else:  # no GPU count given: processes is dask-jobqueue's workers per job, one per GPU
+            settings["gpus_per_node"] = processes
     system.apply_defaults(settings)
     request = JobRequest.from_settings(
         settings, gpu_request_styles=system.gpu_request_styles, default_walltime=system.default_walltime
     )
-    return Resolution(settings, request, explicit)
+    return Resolution(settings, request, explicit, workers_per_node)
+
+
+def share_of_gpus(processes: int, gpus: int, where: str) -> int | None:
+    """The workers per node of dask-jobqueue's ``processes`` on ``gpus`` GPUs per node (``where`` says
+    who asked for them): None for one worker per GPU, else ``processes``, each worker seeing
+    ``gpus // processes`` devices.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``processes``, where it does not divide the GPUs, with the values that would.
+    """
+    if processes == gpus:
+        return None
+    if gpus % processes:
+        fits = [str(count) for count in range(1, gpus + 1) if gpus % count == 0]
+        choices = ", ".join(fits[:-1]) + f" or {fits[-1]}" if len(fits) > 1 else fits[0]
+        raise ValidationError(
+            "processes",
+            f"processes={processes} but {where} asks for {gpus} GPU(s) per node: each worker gets an equal share "
+            f"of the node's GPUs, so processes must divide {gpus}: give processes={choices}, or ask for GPUs "
+            f"that {processes} divides",
+        )
+    return processes
 
 
 def _gpu_count_given(settings: Mapping[str, Any], explicit: Mapping[str, Any]) -> bool:
@@ -187,10 +214,12 @@ def resolve_launch(
     if settings.get("cores") is not None and settings.get("nthreads") is None:
         # dask-jobqueue's cores: the threads of all the job's workers, none left idle
         cores = parse_positive_int("cores", settings["cores"])
-        settings["nthreads"] = threads_of_cores(cores // request.nodes, request.gpus_per_node)
+        workers = resolution.workers_per_node or request.gpus_per_node
+        settings["nthreads"] = threads_of_cores(cores // request.nodes, workers)
     launch = WorkerLaunch.from_settings(
         settings,
         gpus=request.gpus_per_node,
+        workers_per_node=resolution.workers_per_node,
         memory_per_node=request.memory_per_node,
         cpus_per_node=request.cpus_per_node,
         nodes=request.nodes,

@@ -201,7 +201,7 @@ class GPUJob(Job):
         self.job_name = request.job_name
         self.log_directory = request.log_directory
         self.shebang = request.shebang
-        self.worker_processes = launch.gpus * request.nodes
+        self.worker_processes = launch.workers_per_node * request.nodes
         self.worker_cores = launch.nthreads * self.worker_processes
         self.worker_memory = launch.memory_limit * self.worker_processes if launch.memory_limit else None
         self._tls_args = worker_tls_args(security)

@@ -39,11 +39,13 @@ def jobs_to_scale(
     memory_per_worker: int | None,
     threads_per_worker: int,
     cpu_workers_per_job: int | None,
+    gpus_per_worker: int = 1,
 ) -> tuple[int | None, int | None]:
     """The GPU jobs and CPU jobs that ``scale()``'s targets ask for; None for a pool not named.
 
     GPU workers, GPUs, memory and cores round up to whole jobs (the most of them wins); CPU
-    workers to whole CPU jobs of ``cpu_workers_per_job`` (None: the cluster has no CPU pool).
+    workers to whole CPU jobs of ``cpu_workers_per_job`` (None: the cluster has no CPU pool). A
+    worker holds ``gpus_per_worker`` GPUs (dask-jobqueue's ``processes`` sharing a node's GPUs).
 
     Raises
     ------
@@ -56,9 +58,12 @@ def jobs_to_scale(
         n, counted = parse_count("n", n), "n"
     if gpus is not None:
         gpus = parse_count("gpus", gpus)
-        if n is not None and n != gpus:
-            raise ValidationError("gpus", f"scale(n={n}, gpus={gpus}): one worker runs per GPU, give one of them")
-        n, counted = gpus, "gpus"
+        by_gpus = math.ceil(gpus / gpus_per_worker)
+        if n is not None and n != by_gpus:
+            raise ValidationError(
+                "gpus", f"scale(n={n}, gpus={gpus}): a worker holds {gpus_per_worker} GPU(s), give one of them"
+            )
+        n, counted = by_gpus, "gpus"
     if memory is not None:
         by_memory = math.ceil(parse_size("memory", memory) / _required(memory_per_worker))
         if n is None or by_memory > n:
@@ -115,6 +120,8 @@ class Scaling:
         Threads of one GPU worker (``scale(cores=...)``).
     cpu_workers_per_job : int or None
         Workers in one CPU-pool job; None without a CPU pool.
+    gpus_per_worker : int
+        GPUs of one GPU worker (``scale(gpus=...)``): 1, or its share under dask-jobqueue's ``processes``.
     """
 
     def __init__(
@@ -127,8 +134,10 @@ class Scaling:
         memory_per_worker: int | None,
         threads_per_worker: int,
         cpu_workers_per_job: int | None,
+        gpus_per_worker: int = 1,
     ):
         self.book, self.replacement, self.watch = book, replacement, watch
+        self.gpus_per_worker = gpus_per_worker
         self.workers_per_job = workers_per_job
         self.memory_per_worker, self.threads_per_worker = memory_per_worker, threads_per_worker
         self.cpu_workers_per_job = cpu_workers_per_job
@@ -162,6 +171,7 @@ class Scaling:
             memory_per_worker=self.memory_per_worker,
             threads_per_worker=self.threads_per_worker,
             cpu_workers_per_job=self.cpu_workers_per_job,
+            gpus_per_worker=self.gpus_per_worker,
         )
         self.replacement.resume()
         return gpu_jobs, cpu_jobs

@@ -404,7 +404,7 @@ def render_job_script(
         **_launch_values(system, request, launch, run is not None, standalone, script_tls),
         name=name,
         worker_name=worker_name,
-        device_worker_name=naming.shell_device_worker_name(worker_name, launch.gpus),
+        device_worker_name=naming.shell_device_worker_name(worker_name, launch.workers_per_node),
         scheduler_arg=scheduler_arg,
         scheduler_unset=scheduler_arg == shlex.quote(scheduler) and _PLACEHOLDER_HOST in scheduler,
         run=run,

@@ -176,7 +176,7 @@ CONFLICTS = [
         ["gpu_mode='shared'", "exclusive_process"],
     ),
     ("sge", {"gpus_per_node": 4, "job_extra_directives": ["-l gpu=2"]}, ["gpus_per_node=4", "'-l gpu=2'"]),
-    ("sge", {"processes": 1, "resource_spec": "gpu=2"}, ["processes=1", "resource_spec 'gpu=2'"]),
+    ("sge", {"processes": 3, "resource_spec": "gpu=2"}, ["processes=3", "resource_spec 'gpu=2'"]),
     (
         "sge",
         {"parallel_environment": "smp", "cores": 2, "job_extra_directives": ["-l gpu=2"]},

@@ -418,3 +418,15 @@ def test_dask_cuda_workers_serve_no_page_without_a_credential():
         assert len(served) >= 1 + 2 * len(GPUS), served  # the scheduler, each GPU's nanny and worker
         assert readable_pages(served) == {}, served
         assert http_beyond_loopback(served) == [], served
+
+
+@pytest.mark.skipif(len(GPUS) < 4, reason="processes=2 sharing 4 GPUs needs 4 GPUs")
+def test_processes_sharing_the_gpus_gives_each_worker_its_two_devices():
+    # Issue 31 point 6: processes=2 on 4 GPUs per job, each worker seeing its 2 devices.
+    with LocalGPUCluster(gpus_per_node=4, processes=2, devices=GPUS[:4]) as cluster, Client(cluster) as client:
+        cluster.scale(gpus=4)
+        client.wait_for_workers(2, timeout=180)
+        facts = client.run(lambda: os.environ["CUDA_VISIBLE_DEVICES"])
+        counts = client.run(lambda: __import__("cupy").cuda.runtime.getDeviceCount())
+    assert sorted(facts.values()) == [f"{GPUS[0]},{GPUS[1]}", f"{GPUS[2]},{GPUS[3]}"]
+    assert list(counts.values()) == [2, 2]

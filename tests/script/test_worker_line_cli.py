@@ -187,3 +187,17 @@ def test_every_rendered_worker_line_parses_under_its_cli(batch, name, value, mod
     assert "GPU" in resources(params["resources"])
     if name == "worker_extra_args" and "--lifetime" in value:
         assert command_environment(script, module) is not None and "LIFETIME__DURATION=3000s" in script
+
+
+@pytest.mark.parametrize("batch", batch_names())
+@pytest.mark.parametrize("nanny", [True, False])
+def test_a_worker_line_of_processes_sharing_the_gpus_parses_under_dask_worker(batch, nanny):
+    # Issue 31 point 6: processes=2 on 4 GPUs per node, each worker with GPU=2.
+    try:
+        script = script_for(batch, processes=2, gpus_per_node=4, nanny=nanny)
+    except ValidationError as refused:  # the local machine's pool, where it has fewer devices
+        assert refused.field == "gpus_per_node", refused
+        return
+    params = parsed(script, DASK_WORKER)
+    assert resources(params["resources"]) == {"GPU": 2.0}
+    assert params["n_workers"] == ("2" if nanny else None) and params["nanny"] is nanny
