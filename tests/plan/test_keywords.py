@@ -181,7 +181,8 @@ def test_project_keeps_each_batch_systems_meaning():
         (SLURMGPUCluster, {"nodes": 2, "launcher": "mpiexec-pals"}, "launcher"),
         (PBSGPUCluster, {"nodes": 2, "launcher": "srun"}, "launcher"),
         (LSFGPUCluster, {"nodes": 2, "launcher": "ibrun", "lsf_units": "mb"}, "launcher"),
-        (SGEGPUCluster, {"nodes": 2, "launcher": "mpiexec-openmpi"}, "nodes"),
+        # a GPU count given: since issue 31 a job asks for GPUs only where a count is given
+        (SGEGPUCluster, {"nodes": 2, "launcher": "mpiexec-openmpi", "gpus_per_node": 1}, "nodes"),
         (LocalGPUCluster, {"nodes": 2, "launcher": "srun"}, "launcher"),
         (SLURMGPUCluster, {"nodes": 2, "launcher": "srun", "cores": 3}, "cores"),
         (SLURMGPUCluster, {"nodes": 2, "launcher": "srun", "memory": "3"}, "memory"),

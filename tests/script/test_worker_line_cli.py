@@ -176,6 +176,8 @@ def test_every_rendered_worker_line_parses_under_its_cli(batch, name, value, mod
     keywords = {"gpus_per_node": 2, "worker_mode": mode, name: value}
     if name.startswith("enable_") or name == "nic_affinity":
         keywords["protocol"] = "ucx"
+    if name == "worker_extra_args" and "--lifetime" in value:
+        keywords["walltime"] = "01:00:00"  # a lifetime of 3000 s fits in it (one past the walltime is left out)
     try:
         script = job_script_for(batch, with_job_size(keywords), name="job-7", scheduler="tls://10.0.0.1:8786")
     except ValidationError as refused:  # refused at construction, naming a keyword: no script to parse
