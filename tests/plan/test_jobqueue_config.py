@@ -100,7 +100,6 @@ def test_a_centres_jobqueue_yaml_sizes_and_places_the_job(tmp_path, batch, accou
         assert line + "\n" in script, (line, script)
     assert "module load cuda\n" in script
     assert "FPGA=0" in script  # the user's resources, merged with GPU=1
-    assert "dask-worker" not in script  # dask-jobqueue's shipped job name is no choice of the user's
     assert "distributed.cli.dask_worker" not in script
 
 
