@@ -1,6 +1,7 @@
 """The one place that reads dask config: settings resolved keyword > dask config > site config >
 package default, and a named getter for each of gpujobqueue's own settings, whose defaults are in
-gpujobqueue/gpujobqueue.yaml. dask-jobqueue's ``jobqueue.<name>.*`` is never read."""
+gpujobqueue/gpujobqueue.yaml. dask-jobqueue's ``jobqueue.<name>.*`` is read under gpujobqueue's own
+section: only the values a user set, never the defaults dask-jobqueue registers."""
 
 from __future__ import annotations
 
@@ -37,6 +38,9 @@ def _load_defaults() -> dict[str, Any]:
 
 
 _DEFAULTS = _load_defaults()
+
+# Per batch system: dask-jobqueue's key (its spelling, ``-``) to the setting it sets; the batch registry's.
+_JOBQUEUE_KEYS: dict[str, dict[str, str]] = {}
 
 
 def _spelling(name: str) -> str:
@@ -91,6 +95,64 @@ def add_batch_sections(settings_by_batch: Mapping[str, Iterable[str]]) -> None:
         for batch, names in settings_by_batch.items()
     }
     dask.config.update_defaults({"gpujobqueue": sections})
+
+
+def add_jobqueue_keys(batch: str, keys: Mapping[str, str]) -> None:
+    """Read ``jobqueue.<batch>.<key>`` as the setting ``keys[key]`` (a batch system's
+    :meth:`~gpujobqueue.batch.base.BatchSystem.jobqueue_keys`), under ``gpujobqueue.<batch>``."""
+    _JOBQUEUE_KEYS[batch] = {_spelling(key): name for key, name in keys.items()}
+
+
+def _shipped_jobqueue_defaults(batch: str) -> dict[str, Any]:
+    """What dask-jobqueue's own jobqueue.yaml (registered in ``dask.config.defaults`` when it is
+    imported) holds for ``jobqueue.<batch>``: values nobody set."""
+    shipped: dict[str, Any] = {}
+    for layer in dask.config.defaults:
+        section = (layer.get("jobqueue") or {}).get(batch) if isinstance(layer, Mapping) else None
+        if isinstance(section, Mapping):
+            shipped.update({_spelling(key): value for key, value in section.items()})
+    return shipped
+
+
+def jobqueue_settings(batch: str) -> dict[str, tuple[Any, str]]:
+    """dask-jobqueue's ``jobqueue.<batch>.*`` as the user set it (a file such as a centre's
+    jobqueue.yaml, a ``DASK_JOBQUEUE__*`` variable, ``dask.config.set``): setting name to its value
+    and its key. Left out: a value equal to the default dask-jobqueue ships (its jobqueue.yaml in
+    ``dask.config.defaults``: centres hand out whole copies of that file, whose untouched lines
+    are no choice; gpujobqueue's default stands for them), null, an empty list or mapping
+    (dask-jobqueue's "unset"), and a key that no setting of ``batch`` reads.
+
+    Raises
+    ------
+    ValidationError
+        ``jobqueue.<batch>`` is not a mapping.
+    """
+    where = f"jobqueue.{batch}"
+    current = dask.config.get(where, default=None)
+    if current is None:
+        return {}
+    if not isinstance(current, Mapping):
+        raise ValidationError(where, f"expected a mapping of settings, got {current!r:.60}")
+    keys, shipped = _JOBQUEUE_KEYS.get(batch, {}), _shipped_jobqueue_defaults(batch)
+    settings: dict[str, tuple[Any, str]] = {}
+    for key, value in current.items():
+        spelled = _spelling(key)
+        name = keys.get(spelled)
+        unset = value is None or (isinstance(value, (list, tuple, Mapping)) and not value)
+        if name is None or unset or (spelled in shipped and shipped[spelled] == value):
+            continue
+        if name not in settings or spelled.replace("-", "_") == name:  # the current key over a deprecated one
+            settings[name] = (value, f"{where}.{spelled}")
+    return settings
+
+
+def source(batch: str, name: str) -> str | None:
+    """Where dask config sets ``name`` for ``batch``: ``gpujobqueue.<batch>.<name>``, else the
+    ``jobqueue.<batch>`` key the user set, else None."""
+    if _section(batch).get(_spelling(name)) is not None:
+        return f"gpujobqueue.{batch}.{_spelling(name)}"
+    found = jobqueue_settings(batch).get(name)
+    return found[1] if found is not None else None
 
 
 def remove_batch_section(batch: str) -> None:
@@ -154,15 +216,20 @@ def check_keywords(given: Iterable[str], accepted: Iterable[str], owner: str | N
 
 
 def configured(batch: str, name: str) -> Any:
-    """``gpujobqueue.<batch>.<name>`` from dask config, whichever spelling (None when unset)."""
-    return _section(batch).get(_spelling(name))
+    """``gpujobqueue.<batch>.<name>`` from dask config, whichever spelling, else what the user set
+    in ``jobqueue.<batch>`` for it (None when neither is set)."""
+    value = _section(batch).get(_spelling(name))
+    if value is None:
+        value, _ = jobqueue_settings(batch).get(name, (None, None))
+    return value
 
 
 def resolve(
     batch: str, keywords: Mapping[str, Any], names: Iterable[str], site_defaults: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
     """Settings for one cluster: each name from the keywords, else ``gpujobqueue.<batch>.<name>``
-    (either spelling), else the site's value.
+    (either spelling), else what the user set in dask-jobqueue's ``jobqueue.<batch>``, else the
+    site's value.
 
     Parameters
     ----------
@@ -180,13 +247,15 @@ def resolve(
     dict
         Name to value, None where nothing sets it (the parsers then apply defaults).
     """
-    section = _section(batch)
+    section, jobqueue = _section(batch), jobqueue_settings(batch)
     site_defaults = site_defaults or {}
     settings = {}
     for name in names:
         value = keywords.get(name)
         if value is None:
             value = section.get(_spelling(name))
+        if value is None:
+            value, _ = jobqueue.get(name, (None, None))
         if value is None:
             value = site_defaults.get(name)
         settings[name] = value
@@ -262,7 +331,8 @@ def max_jobs_per_user(batch: str) -> Any:
 
 
 def scheduler_options(batch: str) -> dict | None:
-    """``gpujobqueue.<batch>.scheduler-options``: the scheduler's options when none are given."""
+    """``gpujobqueue.<batch>.scheduler-options`` (else ``jobqueue.<batch>.scheduler-options``): the
+    scheduler's options when none are given."""
     return configured(batch, "scheduler_options")
 
 

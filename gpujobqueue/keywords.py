@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .launchers import LAUNCHERS
 from .limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_NODES
@@ -427,3 +427,16 @@ def site_schema_fragment(keywords: Sequence[Keyword]) -> list[tuple[tuple[str, .
             path = (*path, "properties", key)
         fragment.append((path, {**keyword.site_schema, "description": f"sets {keyword}: {keyword.summary}"}))
     return fragment
+
+
+def jobqueue_keys(setting_names: Iterable[str], synonyms: Mapping[str, str]) -> dict[str, str]:
+    """dask-jobqueue's config keys (``jobqueue.<batch>.<key>``) to the settings they set, for a batch
+    system of ``setting_names`` and ``synonyms``: each keyword's ``jobqueue_key`` (the cluster's own,
+    :data:`CLUSTER`, included), dask-jobqueue's deprecated spellings (``job-extra``, ``extra``) and
+    the batch system's synonyms, as dask-jobqueue's cluster of it spells them (``project``)."""
+    keys = {old: new for old, new in RENAMED_KEYWORDS.items() if old not in synonyms}
+    keys.update(synonyms)
+    for keyword in (*setting_names, *CLUSTER):
+        if isinstance(keyword, Keyword) and keyword.jobqueue_key is not None:
+            keys[keyword.jobqueue_key] = str(keyword)
+    return keys

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import config
 from ..errors import ValidationError
-from ..keywords import CHOICE, Keyword, command_line_base_keywords
+from ..keywords import CHOICE, Keyword, command_line_base_keywords, jobqueue_keys
 
 if TYPE_CHECKING:
     from .base import BatchSystem
@@ -69,6 +69,8 @@ def _systems() -> dict[str, type[BatchSystem]]:
     if _installed is None:
         _installed = _load_entry_points()
         config.add_batch_sections({name: cls.setting_names() for name, cls in _installed.items()})
+        for name, cls in _installed.items():
+            config.add_jobqueue_keys(name, jobqueue_keys(cls.setting_names(), cls.synonyms))
     return {**_installed, **{name: cls for name, cls in _registered.items() if name not in _installed}}
 
 
@@ -89,6 +91,7 @@ def register(cls: type[BatchSystem]) -> type[BatchSystem]:
         raise ValueError(f"the batch system name {cls.name!r} is taken by {known.__module__}.{known.__qualname__}")
     _registered[cls.name] = cls
     config.add_batch_sections({cls.name: cls.setting_names()})
+    config.add_jobqueue_keys(cls.name, jobqueue_keys(cls.setting_names(), cls.synonyms))
     return cls
 
 

@@ -171,6 +171,13 @@ def _in_option_terms(error: GPUJobQueueError, command: click.Command) -> str:
     "folder and the workers preload them by path (by default, by module name: the workers' python imports "
     "gpujobqueue).",
 )
+@click.option(
+    "--explain",
+    is_flag=True,
+    default=False,
+    help="Also say on stderr where each setting came from: a keyword (option), gpujobqueue's dask config, "
+    "dask-jobqueue's (jobqueue.<batch>.*, a jobqueue.yaml), the site, or the default.",
+)
 @keyword_options
 def render(
     batch: str,
@@ -185,6 +192,7 @@ def render(
     no_tls: bool,
     tls_directory: str | None,
     standalone: bool,
+    explain: bool,
     **options,
 ) -> None:
     """Print the job script for BATCH (slurm, pbs, lsf, sge, local) or SITE (a site config's
@@ -231,6 +239,8 @@ def render(
         raise click.ClickException(_in_option_terms(error, click.get_current_context().command)) from None
     for warning in caught:
         click.echo(f"gpujobqueue: warning: {warning.message}", err=True)
+    if explain:
+        click.echo(_explained(batch, keywords), err=True, nl=False)
     if run is None and scheduler_address is None and scheduler_file is None:
         click.echo(
             "gpujobqueue: warning: no --scheduler-address or --scheduler-file: the script holds the placeholder "
@@ -238,6 +248,21 @@ def render(
             err=True,
         )
     click.echo(text, nl=False)
+
+
+def _explained(batch: str, keywords: dict[str, Any]) -> str:
+    """One line per setting the plan has a value for: its value and where it came from."""
+    from ..script.from_keywords import plan_for
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # said once already, by the script's own plan
+        plan = plan_for(batch, keywords)
+    lines = [
+        f"gpujobqueue: {name} = {value!r}  ({plan.sources.get(name, 'default or derived')})\n"
+        for name, value in plan.settings.items()
+        if value is not None and name != "site"
+    ]
+    return "".join(lines)
 
 
 def _client_run(client_script: str | None, client_args: tuple[str, ...], workers_timeout: str) -> Any:

@@ -55,6 +55,10 @@ class Plan:
         The CPU pool's jobs, validated as the GPU jobs are.
     site_queue : str or None
         The site's name of the queue the jobs go to (given, configured or routed).
+    sources : dict
+        Where each setting that something set came from: ``keyword``, ``gpujobqueue.<batch>.<key>``,
+        ``jobqueue.<batch>.<key>`` (dask-jobqueue's config) or ``site <name>``; a setting not in it has
+        its default.
     jobs_per_user : UserJobLimit or None
         The GPU jobs' queue's limits on one user's jobs (its site queue's ``max_jobs_per_user``,
         or ``gpujobqueue.<batch>.max-jobs-per-user``): ``scale()`` holds jobs past them.
@@ -75,6 +79,7 @@ class Plan:
     cpu_request: JobRequest | None = None
     cpu_launch: WorkerLaunch | None = None
     site_queue: str | None = None  # the site's name of the queue the jobs go to
+    sources: Mapping[str, str] = dataclasses.field(default_factory=dict)
     jobs_per_user: UserJobLimit | None = None
     cpu_jobs_per_user: UserJobLimit | None = None
     system: type[BatchSystem] | None = None
@@ -202,6 +207,7 @@ def _routed_and_resolved(system: type[BatchSystem], given: Given, owner: str) ->
         launch=launch,
         site=site,
         site_queue=site_queue,
+        sources=resolution.sources,
         jobs_per_user=jobs_per_user,
         system=system,
     )

@@ -109,12 +109,15 @@ class Resolution:
         The settings the user gave (keyword or config), as site flags and hand-written GPUs weigh them.
     workers_per_node : int or None
         dask-jobqueue's ``processes`` where it divides the GPUs per node; None: one worker per GPU.
+    sources : dict
+        Where each setting that something set came from (:attr:`~gpujobqueue.plan.Plan.sources`).
     """
 
     settings: dict[str, Any]
     request: JobRequest
     explicit: dict[str, Any]
     workers_per_node: int | None = None
+    sources: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def resolve_request(system: type[BatchSystem], given: Given, site_queue: str | None) -> Resolution:
@@ -158,7 +161,7 @@ def resolve_request(system: type[BatchSystem], given: Given, site_queue: str | N
     request = JobRequest.from_settings(
         settings, gpu_request_styles=system.gpu_request_styles, default_walltime=system.default_walltime
     )
-    return Resolution(settings, request, explicit, workers_per_node)
+    return Resolution(settings, request, explicit, workers_per_node, _sources(system, given, settings, site_defaults))
 
 
 def share_of_gpus(processes: int, gpus: int, where: str) -> int | None:
@@ -192,6 +195,25 @@ def _gpu_count_given(settings: Mapping[str, Any], explicit: Mapping[str, Any]) -
         return True
     worker_args = settings.get("worker_extra_args")
     return bool(worker_args) and "GPU" in dict(read_worker_args("worker_extra_args", worker_args).resources)
+
+
+def _sources(
+    system: type[BatchSystem], given: Given, settings: Mapping[str, Any], site_defaults: Mapping[str, Any]
+) -> dict[str, str]:
+    """Where each setting that something set came from: keyword > config (gpujobqueue's, then
+    dask-jobqueue's) > site; one nothing set is left out (its default)."""
+    sources = {}
+    for name in system.setting_names():
+        if given.keywords.get(name) is not None:
+            sources[name] = "keyword"
+        elif (where := config.source(system.name, name)) is not None:
+            sources[name] = where
+        elif site_defaults.get(name) is not None and given.site is not None:
+            sources[name] = f"site {given.site.name}"
+    if given.site is not None and settings.get("queue") is not None:  # the site's partition for the queue named
+        named = "keyword" if given.original.get("queue") is not None else config.source(system.name, "queue")
+        sources["queue"] = named or f"site {given.site.name}"
+    return sources
 
 
 def resolve_launch(

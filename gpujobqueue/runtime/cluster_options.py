@@ -81,7 +81,8 @@ def shared_directory(batch: str, given: Any) -> str:
         return parse_path("shared_temp_directory", given)
     configured = config.shared_temp_directory(batch)
     if configured is not None:
-        return parse_path(f"gpujobqueue.{batch}.shared-temp-directory", configured)
+        field = config.source(batch, "shared_temp_directory") or f"gpujobqueue.{batch}.shared-temp-directory"
+        return parse_path(field, configured)
     return os.getcwd()
 
 
@@ -108,7 +109,8 @@ def scheduler_options(
     or None; ``where`` names the scheduler's host."""
     field = "scheduler_options"
     if given is None:
-        given, field = config.scheduler_options(batch), f"gpujobqueue.{batch}.scheduler-options"
+        given = config.scheduler_options(batch)
+        field = config.source(batch, "scheduler_options") or f"gpujobqueue.{batch}.scheduler-options"
     if given is not None and not isinstance(given, Mapping):
         raise ValidationError(field, f"expected a mapping of scheduler option to value, got {given!r:.60}")
     taken = keywords_taken(scheduler_cls) if isinstance(scheduler_cls, type) else None

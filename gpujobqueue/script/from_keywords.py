@@ -105,12 +105,8 @@ def job_script_for(
     ------
     UnknownKeywordError, ValidationError, SiteConfigError
     """
-    keywords = dict(keywords)
     name = parse_name("name", name)
-    if batch not in names():  # a site's name or file
-        site = load_site(batch)
-        batch, keywords["site"] = site.scheduler, site
-    plan = make_plan(batch_system(batch), keywords)
+    plan = plan_for(batch, keywords)
     warn_unconfirmed(plan.site)
     script_tls, launch = resolve_script_security(plan.launch, run=run is not None, tls=tls, tls_directory=tls_directory)
     plan = dataclasses.replace(plan, launch=launch)
@@ -129,6 +125,21 @@ def job_script_for(
         plain_tcp=not tls and launch.protocol != "ucx",
         standalone=standalone,
     )
+
+
+def plan_for(batch: str, keywords: Mapping[str, Any]) -> Plan:
+    """The plan of a cluster of ``batch`` (a batch system's name, or a site's name or file, whose
+    facts fill in the keywords not given) for ``keywords``, as :func:`job_script_for` renders it.
+
+    Raises
+    ------
+    UnknownKeywordError, ValidationError, SiteConfigError
+    """
+    keywords = dict(keywords)
+    if batch not in names():  # a site's name or file
+        site = load_site(batch)
+        batch, keywords["site"] = site.scheduler, site
+    return make_plan(batch_system(batch), keywords)
 
 
 def _connection(

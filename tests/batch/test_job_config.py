@@ -1,5 +1,6 @@
-"""A GPUJob takes every setting from the values it is given: dask-jobqueue's ``jobqueue.<name>.*`` config,
-which ``dask_jobqueue.core.Job.__init__`` reads for each setting left None, changes nothing of its script."""
+"""A GPUJob takes every setting from the plan it is given: dask-jobqueue's ``jobqueue.<name>.*`` config,
+which ``dask_jobqueue.core.Job.__init__`` reads for each setting left None, changes nothing of the script
+of a job made from a plan (the plan reads it, once, under gpujobqueue's own: tests/plan/test_jobqueue_config.py)."""
 
 from __future__ import annotations
 
@@ -35,18 +36,13 @@ ODD = {
 
 
 @pytest.mark.parametrize("batch", batch_names())
-@pytest.mark.parametrize("made", ["from request and launch", "from cluster keywords"])
-def test_jobqueue_config_changes_nothing_of_a_jobs_script(batch, made, tmp_path):
+def test_jobqueue_config_changes_nothing_of_the_script_of_a_job_made_from_a_plan(batch, tmp_path):
     cls = cluster_class(batch)
     keywords = {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "gpus_per_node": 2}
+    _, request, launch = cls.parse_keywords(keywords)
 
     def script() -> str:
-        if made == "from cluster keywords":
-            job = cls.job_cls("tcp://127.0.0.1:8786", name="job-1", **keywords)
-        else:
-            _, request, launch = cls.parse_keywords(keywords)
-            job = cls.job_cls("tcp://127.0.0.1:8786", name="job-1", request=request, launch=launch)
-        return job.job_script()
+        return cls.job_cls("tcp://127.0.0.1:8786", name="job-1", request=request, launch=launch).job_script()
 
     plain = script()
     odd = dict(ODD, **{"log-directory": str(tmp_path / "odd-logs")})

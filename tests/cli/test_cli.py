@@ -359,6 +359,7 @@ RENDER_ONLY_OPTIONS = {
     "array_jobs",
     "no_tls",
     "tls_directory",
+    "explain",
 }
 
 

@@ -29,6 +29,7 @@ import argparse
 import datetime
 import importlib.metadata
 import importlib.util
+import json
 import os
 import re
 import shlex
@@ -153,6 +154,23 @@ def measure_one(snippet, modules) -> dict[str, Any]:
         row["differ"], row["rounded"] = compare(left, right)
         row["naming"] = compare(left_names, right_names)[0]
     return row
+
+
+def outcome(row: dict[str, Any]) -> str:
+    """One snippet's outcome in one line: ``refused: <error>`` (gpujobqueue does not build it),
+    ``workers refused: <CLI error>``, ``dask-jobqueue fails: <error>``, else the request compared
+    (``same`` or ``differs: <each difference>``) and, for a snippet meant for GPUs, whether the
+    GPU workers work."""
+    djq, gjq = row["dask-jobqueue"], row["gpujobqueue"]
+    if not gjq.ok:  # the error's type and the field it names
+        return "refused: " + ":".join((gjq.error or "").split(":")[:2])
+    if worker_verdict(gjq) != "ok":
+        return f"workers refused: {worker_verdict(gjq)}"
+    if not djq.ok:
+        return f"dask-jobqueue fails: {djq.error}"
+    meant = row["snippet"].MEANT.get("gpus_per_job")
+    gpus = "" if meant == 0 else (", GPU workers" if working_gpus(row) else ", no working GPU workers")
+    return request_cell(row) + gpus
 
 
 def request_cell(row: dict[str, Any]) -> str:
@@ -372,6 +390,7 @@ def scrub(text: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", help="write the markdown report here")
+    parser.add_argument("--json", help="write each snippet's outcome (outcome(), as test_corpus.py reads it) here")
     parser.add_argument("--only", nargs="*", default=[], help="snippets whose name contains one of these")
     parser.add_argument("--no-netns", action="store_true", help="do not re-run in a network namespace")
     args = parser.parse_args(argv)
@@ -398,6 +417,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{row['name']}: {request_cell(row)}", file=sys.stderr, flush=True)
     print("\n".join(table(rows)))
     print("\n".join(summary(rows)))
+    if args.json:
+        Path(args.json).write_text(json.dumps({row["name"]: outcome(row) for row in rows}, indent=1))
     if args.out:
         command = "python tests/corpus/measure.py" + "".join(f" {shlex.quote(a)}" for a in (argv or sys.argv[1:]))
         Path(args.out).write_text(report(rows, versions(), command))

@@ -1,0 +1,89 @@
+"""The corpus of published dask-jobqueue snippets in CI (issue 31): each snippet of tests/corpus/ (its source in
+its docstring) is built both ways, dask-jobqueue as written and with the import changed, by measure.py; the two
+job scripts are compared directive by directive and every worker line is parsed by its worker CLI's own click
+command (tests/corpus/_workers.py, as tests/script/test_worker_line_cli.py checks the rendered ones). Each
+snippet's outcome is one line of EXPECTED, so that a regression, or a change that makes one better, fails here
+until the line says it.
+
+Where gpujobqueue differs on purpose the line names the difference: ``GPUs per node: none → N`` where a GPU
+count was given other than by a directive (a ``GPU`` resource in worker_extra_args: gpujobqueue asks for the GPUs
+its workers run on); LSF ``-M`` and ``rusage[mem=]`` in KiB rounded from the snippet's bytes. ``no working GPU
+workers`` is a snippet that wrote no GPU count: gpujobqueue asks for none, as dask-jobqueue (issue 31, point 9).
+TLS, which gpujobqueue adds, is in the worker lines (checked by the CLIs), not in the directives compared.
+A line starting ``refused:`` is a snippet gpujobqueue does not accept (docs/corpus-report.md says why).
+
+measure.py builds the clusters with stand-in batch commands (nothing is submitted); as root it runs in a
+private network namespace that has the interfaces the snippets name (ib0).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+SNIPPETS = sorted(path.stem for path in HERE.glob("*_*.py") if not path.name.startswith(("_", "test_")))
+
+# One line per snippet: its outcome as measure.outcome() writes it.
+EXPECTED = {
+    "local_djq_606_dask_cuda_worker_command": "n/a (no batch system), GPU workers",
+    "lsf_djq_352_csm": "differs: -M: 600000000 → 585937500; -R rusage: none → mem=585937500",
+    "lsf_djq_docs_examples": "differs: -M: 25000000 → 24414063; -R rusage: none → mem=24414063",
+    "lsf_summit_blog": "same",
+    "lsf_summit_blog_config": "same",
+    "pbs_cheyenne_config": "same",
+    "pbs_djq_docs_examples": "same",
+    "pbs_djq_docs_lifetime": "same (memory rounded)",
+    "pbs_ncar_esds_casper": "same",
+    "pbs_ncar_gpu_workshop": "same, GPU workers",
+    "sge_djq_docs_m_mem_free": "refused: ValidationError: walltime",
+    "sge_elfantasma_gpu": "same, GPU workers",
+    "sge_parakeet_gpu": "dask-jobqueue fails: ValueError: Got unexpected keyword argument 'nthreads'. Very likely this unexpected parameter was passed in \"job_kwargs\" in the SGECluster constructor:",
+    "slurm_comet_config": "refused: ValidationError: job_mem",
+    "slurm_cori_config": "same (memory rounded)",
+    "slurm_dask_cuda_980_juwels": "same (memory rounded), GPU workers",
+    "slurm_djq_docs_gpu_resources": "differs: GPUs per node: none → 1, GPU workers",
+    "slurm_djq_docs_savio_lowprio": "same (memory rounded)",
+    "slurm_jean_zay_tf_mnist": "same (memory rounded), GPU workers",
+    "slurm_jean_zay_xarray": "refused: UnknownKeywordError: env",
+    "slurm_keeling_gist_config": "refused: ValidationError: job_extra_directives",
+    "slurm_pawsey_ella_gpu": "same, GPU workers",
+    "slurm_pawsey_setonix_gpu": "same, no working GPU workers",
+    "slurm_scaling_python_with_dask": "same, GPU workers",
+    "slurm_smac3_docs": "same (memory rounded)",
+    "slurm_swc_gpu_partition": "same (memory rounded), no working GPU workers",
+    "slurm_weecology_boem_nanny": "same (memory rounded), GPU workers",
+    "slurm_weecology_everglades": "same (memory rounded), GPU workers",
+    "slurm_weecology_neon_crown_maps": "refused: ValidationError: dashboard_address",
+    "slurm_zih_alpha_dask_test": "same (memory rounded), no working GPU workers",
+    "slurm_zih_alpha_docs": "same (memory rounded), no working GPU workers",
+}
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory) -> dict[str, str]:
+    found = tmp_path_factory.mktemp("corpus") / "outcomes.json"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("DASK_")}
+    result = subprocess.run(
+        [sys.executable, str(HERE / "measure.py"), "--json", str(found)],
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(found.read_text())
+
+
+def test_every_snippet_has_its_expected_line():
+    assert sorted(EXPECTED) == SNIPPETS
+
+
+@pytest.mark.parametrize("snippet", SNIPPETS)
+def test_the_snippet_gives_its_expected_outcome(outcomes, snippet):
+    assert outcomes[snippet] == EXPECTED.get(snippet)
