@@ -328,7 +328,20 @@ def test_render_spells_cudf_spill_as_dask_cuda_does_and_takes_processes():
     )
     out = cli(
         "render", "slurm", "--cpus-per-gpu", "1", "--memory-per-gpu", "512MiB", "--processes", "3"
-    ).stdout  # dask-jobqueue's workers per job: one per GPU here
+    ).stdout  # dask-jobqueue's workers per job; with no GPU count given the job asks for no GPU, as its does
+    assert "#SBATCH --gpus-per-node" not in out and "#SBATCH --cpus-per-task=3\n" in out
+    out = cli(
+        "render",
+        "slurm",
+        "--cpus-per-gpu",
+        "1",
+        "--memory-per-gpu",
+        "512MiB",
+        "--gpus-per-node",
+        "3",
+        "--processes",
+        "3",
+    ).stdout
     assert "#SBATCH --gpus-per-node=3\n" in out
 
 
