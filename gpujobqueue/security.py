@@ -416,3 +416,8 @@ def make_private_directory(shared_directory: str) -> str:
             f"can read, and {base!r} is not writable here: {error}"
         )
         raise ValidationError("shared_temp_directory", message) from error
+
+
+def make_private_folder(prefix: str) -> str:
+    """A new folder of this user's alone (mode 0700, a name no one else had) in the temporary folder."""
+    return tempfile.mkdtemp(prefix=prefix)

@@ -174,7 +174,7 @@ def test_job_arrays_are_refused_where_there_are_none(cluster_cls, keywords, refu
         ("slurm", 3, "#SBATCH --array=1-3\n"),
         ("pbs", 3, "#PBS -J 1-3\n"),
         ("pbs", 1, None),  # PBS Pro's -J needs two elements or more: one job goes as a plain job
-        ("lsf", 3, "#BSUB -J gpujobqueue[1-3]\n"),
+        ("lsf", 3, "#BSUB -J dask-worker[1-3]\n"),
         ("sge", 3, "#$ -t 1-3\n"),
     ],
 )

@@ -200,7 +200,7 @@ def test_a_class_that_declares_too_little_is_refused_naming_what_it_lacks():
 def test_its_script_has_its_own_header_its_filter_and_its_launcher(flux):
     script = job_script_for("flux", {**SMALL, "gpus_per_node": 2, "bank": "physics", "queue": "pdebug"}, name="w")
     assert header(script) == [
-        "#flux: --job-name=gpujobqueue",
+        "#flux: --job-name=dask-worker",
         "#flux: --nodes=1",
         "#flux: --ntasks=1",
         "#flux: --cores-per-task=2",

@@ -150,14 +150,25 @@ def test_each_run_keeps_its_own_job_files_and_says_where(monkeypatch, capfd):
     assert stat.S_IMODE(os.stat(first).st_mode) == 0o700
 
 
-def test_the_usage_summary_of_cpu_workers_counts_no_gpu(monkeypatch, caplog):
+def test_the_usage_summary_of_cpu_workers_counts_no_gpu(monkeypatch):
     # Before: on a machine without GPUs the close's summary said "1 job, 2 GPUs, ... GPU-h charged"
     # of the two CPU workers that stood in for GPUs.
     monkeypatch.setattr(demo, "nvidia_gpu_ids", lambda: [])
     monkeypatch.setattr(demo, "_random_sum", _quick_outcome)
     monkeypatch.setattr(demo, "_tall_skinny_svd", _quick_outcome)
     monkeypatch.setenv("DASK_DISTRIBUTED__DIAGNOSTICS__NVML", "False")
-    with caplog.at_level(logging.INFO, logger="gpujobqueue.usage"):
+    # The summary's own logger, heard directly: another test in this process may have configured logging
+    # (a dictConfig disables the loggers it does not name; a handler may stop propagation to caplog's).
+    usage_logger = logging.getLogger("gpujobqueue.usage")
+    heard: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.INFO)
+    handler.emit = heard.append
+    monkeypatch.setattr(usage_logger, "disabled", False)
+    monkeypatch.setattr(usage_logger, "level", logging.INFO)
+    usage_logger.addHandler(handler)
+    try:
         assert demo.run_demo(size="small", gpus=2) == 0
-    summary = next(record.getMessage() for record in caplog.records if "GPU-h charged" in record.getMessage())
+    finally:
+        usage_logger.removeHandler(handler)
+    summary = next(record.getMessage() for record in heard if "GPU-h charged" in record.getMessage())
     assert "1 job, 0 GPUs, 0.00 GPU-h charged" in summary, summary

@@ -23,7 +23,7 @@ from gpujobqueue import LocalGPUCluster, ValidationError
 from gpujobqueue.batch.local import private_log_directory
 
 STRANGER = 65534  # nobody
-LOG_PREFIX = "gpujobqueue-LocalGPUCluster-"  # a job's log: <job_name>-<the job's name>.out
+LOG_PREFIX = "dask-worker-LocalGPUCluster-"  # a job's log: <job_name>-<the job's name>.out
 ONE_JOB = dict(gpus_per_node=1, devices=["0"], worker_mode="per-device", memory_per_gpu="512MiB", death_timeout=20)
 
 
