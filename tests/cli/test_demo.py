@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import stat
 import types
@@ -157,18 +156,17 @@ def test_the_usage_summary_of_cpu_workers_counts_no_gpu(monkeypatch):
     monkeypatch.setattr(demo, "_random_sum", _quick_outcome)
     monkeypatch.setattr(demo, "_tall_skinny_svd", _quick_outcome)
     monkeypatch.setenv("DASK_DISTRIBUTED__DIAGNOSTICS__NVML", "False")
-    # The summary's own logger, heard directly: another test in this process may have configured logging
-    # (a dictConfig disables the loggers it does not name; a handler may stop propagation to caplog's).
-    usage_logger = logging.getLogger("gpujobqueue.usage")
-    heard: list[logging.LogRecord] = []
-    handler = logging.Handler(logging.INFO)
-    handler.emit = heard.append
-    monkeypatch.setattr(usage_logger, "disabled", False)
-    monkeypatch.setattr(usage_logger, "level", logging.INFO)
-    usage_logger.addHandler(handler)
-    try:
-        assert demo.run_demo(size="small", gpus=2) == 0
-    finally:
-        usage_logger.removeHandler(handler)
-    summary = next(record.getMessage() for record in heard if "GPU-h charged" in record.getMessage())
+    # The report the cluster's usage watch makes at close, which its summary line says.
+    from gpujobqueue.runtime import usage_watch
+
+    reports = []
+    close = usage_watch.UsageWatch.close
+
+    def kept_close(self, **kwargs):
+        reports.append(close(self, **kwargs))
+        return reports[-1]
+
+    monkeypatch.setattr(usage_watch.UsageWatch, "close", kept_close)
+    assert demo.run_demo(size="small", gpus=2) == 0
+    summary = reports[-1].summary()
     assert "1 job, 0 GPUs, 0.00 GPU-h charged" in summary, summary
