@@ -101,6 +101,37 @@ _POLLING_FOLDERS = {"batch", "runtime"}
 
 
 @pytest.fixture(autouse=True)
+def log_capture_outside_silence_logs(monkeypatch):
+    """Keep pytest's log capture at its own levels while a cluster silences distributed's logging.
+
+    pytest attaches its capture handlers to every logger that does not propagate, distributed's among
+    them, and a cluster's ``silence_logs`` (distributed's ``silence_logging_cmgr``) sets every stream
+    handler of that logger to ERROR for the cluster's life: with distributed imported before pytest's
+    logging plugin starts (conftest imports gpujobqueue), caplog then heard no WARNING of gpujobqueue
+    while a cluster ran. The users' own handlers are not on distributed's logger, so this is the tests' alone.
+    """
+    import contextlib
+    import logging
+
+    import distributed.deploy.spec as spec
+
+    silence = spec.silence_logging_cmgr
+
+    @contextlib.contextmanager
+    def silence_but_not_pytest(level, root="distributed"):
+        logger = logging.getLogger(root)
+        pytests = {
+            handler: handler.level for handler in logger.handlers if type(handler).__module__ == "_pytest.logging"
+        }
+        with silence(level, root):
+            for handler, kept in pytests.items():
+                handler.setLevel(kept)
+            yield
+
+    monkeypatch.setattr(spec, "silence_logging_cmgr", silence_but_not_pytest)
+
+
+@pytest.fixture(autouse=True)
 def fast_job_poll(request):
     """A cluster started by a test of batch/ or runtime/ asks its batch system how its jobs are every second,
     not every 5 s (gpujobqueue.yaml's default): the test waits for what the watch sees, not for the interval.
