@@ -181,6 +181,7 @@ def read_worker_args(field_name: str, value: Any, command: str | None = None) ->
     words = split_words(field_name, value)
     options = WORKER_CLI_OPTIONS.get(command or "")
     args: list[str] = []
+    shared: list[str] = []  # the words of options both worker CLIs take, whose values dask worker's parser reads
     found: dict[str, Any] = {}
     preloaded = any(word == "--preload" or word.startswith("--preload=") for word in words)
     i = 0
@@ -199,6 +200,9 @@ def read_worker_args(field_name: str, value: Any, command: str | None = None) ->
         if options is not None and not preloaded:
             _check_word(field_name, name, word, options, command)
         args += [word] if has_value or not takes_value else [word, inline]
+        if options is not None and not preloaded and name in WORKER_CLI_OPTIONS[DASK_WORKER]:
+            shared += [word] if has_value or not takes_value else [word, inline]
+    _check_values(field_name, shared)
     return WorkerArguments(
         args=tuple(args),
         resources=_resources(field_name, found["resources"][1]) if "resources" in found else (),
@@ -208,6 +212,26 @@ def read_worker_args(field_name: str, value: Any, command: str | None = None) ->
         if "lifetime-restart" not in found
         else found["lifetime-restart"][0] == "--lifetime-restart",
     )
+
+
+def _check_values(field_name: str, words: list[str]) -> None:
+    """Refuse a value that the worker would refuse, read by distributed's own ``dask worker`` parser
+    (click's types: ``--nthreads 1;id``), and ``--death-timeout`` as the worker reads it (a dask
+    duration); dask-cuda's worker declares these options alike. Nothing is started."""
+    if not words:
+        return
+    import click
+    from dask.utils import parse_timedelta
+    from distributed.cli.dask_worker import main as dask_worker
+
+    try:
+        context = dask_worker.make_context("dask worker", ["tcp://127.0.0.1:1", *words])
+        if context.params.get("death_timeout") is not None:
+            parse_timedelta(context.params["death_timeout"])
+    except click.ClickException as error:
+        raise ValidationError(field_name, f"{' '.join(words)!r}: dask worker says: {error.format_message()}") from None
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValidationError(field_name, f"{' '.join(words)!r}: --death-timeout is not a duration ({error})") from None
 
 
 def _check_word(field_name: str, name: str, word: str, options: dict[str, bool], command: str | None) -> None:

@@ -129,6 +129,28 @@ def test_a_dask_cuda_option_is_refused_for_dask_worker_naming_the_keyword(args, 
     assert refused.value.field == "worker_extra_args"
 
 
+@pytest.mark.parametrize("mode", ["dask-cuda", "per-device"])
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["--nthreads 1;id"], "'1;id' is not a valid integer"),
+        (["--death-timeout", "soon"], "--death-timeout"),
+    ],
+)
+def test_a_value_the_worker_cli_refuses_is_refused_at_construction(args, said, mode):
+    # Before: the option was known, so the line was rendered, and every worker refused it on the compute node.
+    with pytest.raises(ValidationError, match=re.escape(said)) as refused:
+        make_plan(cluster_class("slurm"), with_job_size({"worker_mode": mode, "worker_extra_args": args}))
+    assert refused.value.field == "worker_extra_args"
+
+
+def test_values_the_worker_cli_takes_are_kept():
+    plan = make_plan(
+        cluster_class("slurm"), with_job_size({"worker_extra_args": ["--nthreads 2", "--death-timeout=90s"]})
+    )
+    assert ("--nthreads", "2", "--death-timeout=90s") == plan.launch.extra_args[-3:]
+
+
 # Each keyword that reaches the worker line, with values users give; the first line is the default.
 WORKER_LINE_KEYWORDS = {
     "python": ["python3", "/opt/conda/envs/rapids/bin/python", "srun -n 1 -c 2 python3"],
