@@ -146,12 +146,20 @@ def jobqueue_settings(batch: str) -> dict[str, tuple[Any, str]]:
     return settings
 
 
+def batch_settings(batch: str) -> dict[str, tuple[Any, str]]:
+    """Every setting dask config sets for ``batch``, read once: setting name to its value and its key,
+    ``gpujobqueue.<batch>.<name>`` (either spelling) over what the user set in ``jobqueue.<batch>``
+    (:func:`jobqueue_settings`); a setting neither sets is left out."""
+    found = dict(jobqueue_settings(batch))
+    for key, value in _section(batch).items():
+        if value is not None:
+            found[key.replace("-", "_")] = (value, f"gpujobqueue.{batch}.{key}")
+    return found
+
+
 def source(batch: str, name: str) -> str | None:
-    """Where dask config sets ``name`` for ``batch``: ``gpujobqueue.<batch>.<name>``, else the
-    ``jobqueue.<batch>`` key the user set, else None."""
-    if _section(batch).get(_spelling(name)) is not None:
-        return f"gpujobqueue.{batch}.{_spelling(name)}"
-    found = jobqueue_settings(batch).get(name)
+    """Where dask config sets ``name`` for ``batch`` (:func:`batch_settings`), or None."""
+    found = batch_settings(batch).get(name)
     return found[1] if found is not None else None
 
 
@@ -216,16 +224,16 @@ def check_keywords(given: Iterable[str], accepted: Iterable[str], owner: str | N
 
 
 def configured(batch: str, name: str) -> Any:
-    """``gpujobqueue.<batch>.<name>`` from dask config, whichever spelling, else what the user set
-    in ``jobqueue.<batch>`` for it (None when neither is set)."""
-    value = _section(batch).get(_spelling(name))
-    if value is None:
-        value, _ = jobqueue_settings(batch).get(name, (None, None))
-    return value
+    """What dask config sets ``name`` to for ``batch`` (:func:`batch_settings`); None when nothing does."""
+    return batch_settings(batch).get(name, (None, None))[0]
 
 
 def resolve(
-    batch: str, keywords: Mapping[str, Any], names: Iterable[str], site_defaults: Mapping[str, Any] | None = None
+    batch: str,
+    keywords: Mapping[str, Any],
+    names: Iterable[str],
+    site_defaults: Mapping[str, Any] | None = None,
+    configured_now: Mapping[str, tuple[Any, str]] | None = None,
 ) -> dict[str, Any]:
     """Settings for one cluster: each name from the keywords, else ``gpujobqueue.<batch>.<name>``
     (either spelling), else what the user set in dask-jobqueue's ``jobqueue.<batch>``, else the
@@ -241,21 +249,21 @@ def resolve(
         Every setting name to resolve (keyword spelling, with underscores).
     site_defaults : mapping, optional
         The site config's values (see :func:`gpujobqueue.sites.site_settings`).
+    configured_now : mapping, optional
+        :func:`batch_settings` of ``batch``, where the caller read it already.
 
     Returns
     -------
     dict
         Name to value, None where nothing sets it (the parsers then apply defaults).
     """
-    section, jobqueue = _section(batch), jobqueue_settings(batch)
+    configured_here = batch_settings(batch) if configured_now is None else configured_now
     site_defaults = site_defaults or {}
     settings = {}
     for name in names:
         value = keywords.get(name)
         if value is None:
-            value = section.get(_spelling(name))
-        if value is None:
-            value, _ = jobqueue.get(name, (None, None))
+            value = configured_here.get(name, (None, None))[0]
         if value is None:
             value = site_defaults.get(name)
         settings[name] = value

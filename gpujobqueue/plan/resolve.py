@@ -131,7 +131,8 @@ def resolve_request(system: type[BatchSystem], given: Given, site_queue: str | N
     """
     batch, names, site = system.name, system.setting_names(), given.site
     site_defaults = _site_defaults(system, given, site_queue) if site is not None else {}
-    settings = config.resolve(batch, dict(given.keywords), names, site_defaults)
+    configured = config.batch_settings(batch)  # dask config read once for this resolution
+    settings = config.resolve(batch, dict(given.keywords), names, site_defaults, configured)
     if site is not None:
         settings["queue"] = site_defaults.get("queue")
     processes = given.processes
@@ -140,7 +141,7 @@ def resolve_request(system: type[BatchSystem], given: Given, site_queue: str | N
     explicit = {
         name: settings[name]
         for name in names
-        if given.keywords.get(name) is not None or config.configured(batch, name) is not None
+        if given.keywords.get(name) is not None or configured.get(name) is not None
     }
     node_gpus = site_defaults.get("gpus_per_node") if site is not None else None
     hand_written = hand_written_gpus.adopt(system, settings, explicit, site=site, node_gpus=node_gpus)
@@ -161,7 +162,9 @@ def resolve_request(system: type[BatchSystem], given: Given, site_queue: str | N
     request = JobRequest.from_settings(
         settings, gpu_request_styles=system.gpu_request_styles, default_walltime=system.default_walltime
     )
-    return Resolution(settings, request, explicit, workers_per_node, _sources(system, given, settings, site_defaults))
+    return Resolution(
+        settings, request, explicit, workers_per_node, _sources(system, given, settings, site_defaults, configured)
+    )
 
 
 def share_of_gpus(processes: int, gpus: int, where: str) -> int | None:
@@ -198,7 +201,11 @@ def _gpu_count_given(settings: Mapping[str, Any], explicit: Mapping[str, Any]) -
 
 
 def _sources(
-    system: type[BatchSystem], given: Given, settings: Mapping[str, Any], site_defaults: Mapping[str, Any]
+    system: type[BatchSystem],
+    given: Given,
+    settings: Mapping[str, Any],
+    site_defaults: Mapping[str, Any],
+    configured: Mapping[str, tuple[Any, str]],
 ) -> dict[str, str]:
     """Where each setting that something set came from: keyword > config (gpujobqueue's, then
     dask-jobqueue's) > site; one nothing set is left out (its default)."""
@@ -206,12 +213,12 @@ def _sources(
     for name in system.setting_names():
         if given.keywords.get(name) is not None:
             sources[name] = "keyword"
-        elif (where := config.source(system.name, name)) is not None:
-            sources[name] = where
+        elif name in configured:
+            sources[name] = configured[name][1]
         elif site_defaults.get(name) is not None and given.site is not None:
             sources[name] = f"site {given.site.name}"
     if given.site is not None and settings.get("queue") is not None:  # the site's partition for the queue named
-        named = "keyword" if given.original.get("queue") is not None else config.source(system.name, "queue")
+        named = "keyword" if given.original.get("queue") is not None else configured.get("queue", (None, None))[1]
         sources["queue"] = named or f"site {given.site.name}"
     return sources
 
