@@ -61,16 +61,11 @@ def slurm():
 _BACKEND_PARAMETERS = {"backend", "batch_backend", "any_backend", "array_backend", "backend_name", "style"}
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
     """Mark every test that starts the real SLURM or Grid Engine, also those that reach the daemons through a
-    backend parameter, so that ``-m "not slurm and not sge"`` leaves the daemons alone.
-
-    Each daemon's tests are one xdist group (``--dist loadgroup``): one worker runs all of SLURM's, one all of
-    Grid Engine's, so each daemon is started by one session (its fixture holds the daemon's machine lock until
-    the session ends). Where a test needs both daemons, all their tests are one group.
+    backend parameter, so that ``-m "not slurm and not sge"`` leaves the daemons alone and ``-m "slurm or
+    sge"`` (``.ci/test``'s second session, without xdist: one session starts each daemon once) takes them all.
     """
-    needs: dict[pytest.Item, list[str]] = {}
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         params = getattr(getattr(item, "callspec", None), "params", {})
@@ -80,12 +75,6 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slurm)
         if fixtures & {"sge", "sge_cluster"} or "sge" in named:
             item.add_marker(pytest.mark.sge)
-        daemons = [name for name in ("slurm", "sge") if item.get_closest_marker(name)]
-        if daemons:
-            needs[item] = daemons
-    together = any(len(daemons) > 1 for daemons in needs.values())
-    for item, daemons in needs.items():
-        item.add_marker(pytest.mark.xdist_group("slurm-sge" if together else daemons[0]))
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -96,30 +96,6 @@ def test_not_slurm_and_not_sge_leaves_every_test_that_starts_the_daemons_out():
     }
 
 
-GROUPS = """
-def pytest_collection_finish(session):
-    for item in session.items:
-        group = item.get_closest_marker("xdist_group")
-        marks = sorted(name for name in ("slurm", "sge") if item.get_closest_marker(name))
-        print("GROUP", item.nodeid, ",".join(marks) or "-", group.args[0] if group else "-")
-"""
-
-
-def test_each_daemons_tests_are_one_xdist_group(tmp_path):
-    # --dist loadgroup sends a group to one worker: SLURM's tests all run in one session, Grid Engine's in one
-    (tmp_path / "gjq_groups.py").write_text(GROUPS)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))}
-    command = [sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider", "-p", "gjq_groups"]
-    files = ["tests/batch/test_conformance.py", "tests/sites/test_site_multinode.py", "tests/plan/test_request.py"]
-    out = subprocess.run([*command, *files], capture_output=True, text=True, cwd=REPO, env=env, timeout=240).stdout
-    groups: dict[str, set[str]] = {}
-    for line in out.splitlines():
-        if line.startswith("GROUP "):
-            _, marks, group = line.rsplit(" ", 2)
-            groups.setdefault(marks, set()).add(group)
-    assert groups == {"slurm": {"slurm"}, "sge": {"sge"}, "-": {"-"}}, out
-
-
 def test_a_daemons_machine_lock_is_held_by_one_session_at_a_time(tmp_path, monkeypatch):
     from fixtures.daemons import machine_lock
 
