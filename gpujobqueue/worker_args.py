@@ -48,7 +48,7 @@ _COMMON_VALUE_OPTIONS = (
     "--worker-port",
 )
 _COMMON_SWITCHES = ("--dashboard", "--no-dashboard")
-# The options of each worker CLI, True for one that takes a value (tests/test_worker_line_cli.py holds
+# The options of each worker CLI, True for one that takes a value (tests/script/test_worker_line_cli.py holds
 # them equal to the installed CLIs' own click parameters).
 WORKER_CLI_OPTIONS: dict[str, dict[str, bool]] = {
     DASK_CUDA_WORKER: {
