@@ -297,17 +297,6 @@ LAUNCHER_OBJECTS: dict[str, Launcher] = {launcher.name: launcher for launcher in
 LAUNCHERS: tuple[str, ...] = tuple(LAUNCHER_OBJECTS)
 
 
-def launcher_named(name: str) -> Launcher:
-    """The launcher object of a name in :data:`LAUNCHERS`.
-
-    Raises
-    ------
-    KeyError
-        For any other name (keywords are checked by :class:`~gpujobqueue.workers.WorkerLaunch` first).
-    """
-    return LAUNCHER_OBJECTS[name]
-
-
 def launch_context(request: Any, launch: Any, node_file_variable: str | None) -> LaunchContext:
     """The :class:`LaunchContext` of a job's request and worker launch."""
     return LaunchContext(

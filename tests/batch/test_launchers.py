@@ -16,7 +16,7 @@ from gpujobqueue.batch import names as batch_names
 from gpujobqueue.cli import main
 from gpujobqueue.errors import ValidationError
 from gpujobqueue.factory import cluster_class
-from gpujobqueue.launchers import LAUNCHER_OBJECTS, LAUNCHERS, NODE_RANK_VARIABLE, LaunchContext, launcher_named
+from gpujobqueue.launchers import LAUNCHER_OBJECTS, LAUNCHERS, NODE_RANK_VARIABLE, LaunchContext
 from gpujobqueue.script.from_keywords import job_script_for
 
 TWO_NODES = LaunchContext(
@@ -67,7 +67,7 @@ TWO_NODES = LaunchContext(
     ],
 )
 def test_each_launcher_object_writes_its_command_for_two_nodes(name, command, rank):
-    launcher = launcher_named(name)
+    launcher = LAUNCHER_OBJECTS[name]
     lines = launcher.start_lines(TWO_NODES)
     assert command in lines, f"{name}: {lines}"
     assert launcher.rank_expression == rank
@@ -83,13 +83,13 @@ def test_every_launcher_is_an_object_and_runs_under_the_batch_systems_that_name_
         system = cluster_class(batch).batch_system
         named.update(system.launcher_names())
         assert all(launcher.runs_under(system) for launcher in system.launchers)
-        assert all(launcher is launcher_named(launcher.name) for launcher in system.launchers)
+        assert all(launcher is LAUNCHER_OBJECTS[launcher.name] for launcher in system.launchers)
         if system.native_launcher is not None:
             assert system.native_launcher in system.launcher_names(), f"{batch}'s native launcher is one of its own"
     assert named == set(LAUNCHERS) - {"direct"}, "every launcher runs under some batch system"
-    assert not launcher_named("pbsdsh").runs_under(SLURMGPUCluster.batch_system)
+    assert not LAUNCHER_OBJECTS["pbsdsh"].runs_under(SLURMGPUCluster.batch_system)
     with pytest.raises(ValueError):
-        launcher_named("direct").start_lines(TWO_NODES)
+        LAUNCHER_OBJECTS["direct"].start_lines(TWO_NODES)
 
 
 @pytest.mark.parametrize(
@@ -229,7 +229,7 @@ def test_a_per_host_launcher_starts_the_node_script_once_on_each_host_with_its_r
     script = "\n".join(
         [
             f"node_script={node_script}",
-            *launcher_named(name).start_lines(context),
+            *LAUNCHER_OBJECTS[name].start_lines(context),
             'for pid in "${worker_pids[@]}"; do wait "$pid" || exit 3; done',
         ]
     )
@@ -326,7 +326,7 @@ def test_no_launcher_is_given_an_environment_value_or_script_text_and_every_node
 
 def test_a_per_host_launcher_refuses_a_job_with_another_number_of_hosts(tmp_path):
     (tmp_path / "nodefile").write_text("n1\n")
-    script = "\n".join(["node_script=/dev/null", *launcher_named("pbsdsh").start_lines(TWO_NODES)])
+    script = "\n".join(["node_script=/dev/null", *LAUNCHER_OBJECTS["pbsdsh"].start_lines(TWO_NODES)])
     env = {"PATH": "/usr/bin:/bin", "PBS_NODEFILE": str(tmp_path / "nodefile")}
     result = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=30)
     assert result.returncode == 1 and "has 1 hosts, not 2" in result.stderr

@@ -7,7 +7,7 @@ import time
 import pytest
 from fixtures.sge import _format_conf
 
-from gpujobqueue.launchers import LaunchContext, launcher_named
+from gpujobqueue.launchers import LAUNCHER_OBJECTS, LaunchContext
 
 pytestmark = pytest.mark.sge
 TIGHT_PE, TIGHT_QUEUE = "gjqtight", "tight.q"
@@ -65,7 +65,7 @@ def test_qrsh_inherit_starts_the_node_file_on_the_jobs_host_with_its_rank(sge, t
                     "#!/bin/bash",
                     "export SECRET='not passed'",
                     f"node_script={node_file}",
-                    *launcher_named("qrsh-inherit").start_lines(context),
+                    *LAUNCHER_OBJECTS["qrsh-inherit"].start_lines(context),
                     'for pid in "${worker_pids[@]}"; do wait "$pid" || exit 3; done',
                     "",
                 ]
