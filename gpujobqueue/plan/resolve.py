@@ -158,6 +158,10 @@ def resolve_request(system: type[BatchSystem], given: Given, site_queue: str | N
             workers_per_node = share_of_gpus(processes, gpus, where)
         else:  # no GPU count given: processes is dask-jobqueue's workers per job, one per GPU
             settings["gpus_per_node"] = processes
+    if workers_per_node is not None and explicit.get("worker_mode") is None:
+        # Workers that share the GPUs are per-device ones (dask cuda worker gives each GPU a worker),
+        # whatever a batch system's default mode (the local one's dask-cuda where GPUs are).
+        settings["worker_mode"] = "per-device"
     system.apply_defaults(settings)
     request = JobRequest.from_settings(
         settings, gpu_request_styles=system.gpu_request_styles, default_walltime=system.default_walltime

@@ -104,3 +104,22 @@ def test_scale_in_gpus_counts_the_devices_of_each_worker():
     assert jobs_to_scale(4, 0, gpus=None, **arithmetic) == (2, None), "4 workers: 2 jobs of 2"
     with pytest.raises(ValidationError, match="gpus"):
         jobs_to_scale(8, 0, gpus=8, **arithmetic)
+
+
+def test_on_a_machine_with_gpus_the_local_batch_system_shares_them_too(monkeypatch):
+    # Before: on the GPU machine the local batch system's default (dask-cuda where NVIDIA GPUs are)
+    # was taken for the user's choice, and processes=2 on 4 GPUs was refused naming worker_mode.
+    import gpujobqueue.batch.local as local
+
+    monkeypatch.setattr(local, "nvidia_gpu_ids", lambda: ["0", "1", "2", "3"])
+    plan = make_plan(cluster_class("local"), with_job_size({"gpus_per_node": 4, "processes": 2}))
+    assert (plan.launch.mode, plan.launch.workers_per_node, plan.launch.devices_per_worker) == (
+        "per-device",
+        2,
+        2,
+    )
+    with pytest.raises(ValidationError) as refused:  # the user's own dask-cuda is still refused
+        make_plan(
+            cluster_class("local"), with_job_size({"gpus_per_node": 4, "processes": 2, "worker_mode": "dask-cuda"})
+        )
+    assert refused.value.field == "worker_mode"
