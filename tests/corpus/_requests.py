@@ -79,17 +79,22 @@ def options(text: str) -> list[tuple[str, str | None]]:
 
 
 def seconds(text: str | None, lsf: bool = False) -> int | None:
-    """A walltime in seconds: SLURM/PBS/SGE ``[D-]HH:MM:SS``, ``MM:SS``, bare minutes (SLURM) or seconds."""
+    """A walltime in seconds: SLURM/PBS/SGE ``HH:MM:SS``, ``MM:SS``, bare minutes (SLURM) or seconds, and
+    SLURM's ``D-HH``, ``D-HH:MM``, ``D-HH:MM:SS`` (after the days, hours come first)."""
     if text is None:
         return None
     text = text.strip()
-    days = 0
+    days = None
     if "-" in text:
         day_text, text = text.split("-", 1)
         days = int(day_text)
     parts = [float(part) for part in text.split(":")] if re.fullmatch(r"[\d.:]+", text) else None
     if parts is None:
         return None
+    if days is not None:
+        total = sum(part * unit for part, unit in zip(parts, (3600, 60, 1)))
+        return int(days * 86400 + total)
+    days = 0
     if lsf:
         total = parts[0] * 60 if len(parts) == 1 else parts[0] * 3600 + parts[1] * 60
     elif len(parts) == 1:
@@ -223,6 +228,8 @@ def lsf_request(directives: list[str]) -> tuple[dict[str, Any], dict[str, str]]:
         request["hosts"] = math.ceil(slots / int(span.split("=")[1]))
     elif span:
         request["hosts"] = int(span.split("=")[1]) if span.startswith("hosts=") else span
+    elif slots == 1:  # one slot is on one host, with a span[] or without
+        request["hosts"] = 1
     request.setdefault("-gpu num", None)
     return request, naming
 
