@@ -64,7 +64,7 @@ def interfaces_named(paths: list[Path]) -> list[str]:
     names = set()
     for path in paths:
         names.update(INTERFACE.findall(path.read_text()))
-    return sorted(names)
+    return sorted(names - {"null", "None"})  # a jobqueue.yaml's `interface: null` names none
 
 
 def missing_interfaces(names: list[str]) -> list[str]:
