@@ -261,6 +261,7 @@ class SGE(BatchSystem):
     cluster_doc = CLUSTER_DOC
     directive_prefix = "#$"
     walltime_directives = ("#$ -l h_rt",)
+    walltime_number_unit = 1  # qsub -l h_rt: a number alone is seconds (sge_types, time_specifier)
     submit_command = "qsub"
     status_command = "qstat"
     cancel_command = "qdel"

@@ -41,7 +41,7 @@ EXPECTED = {
     "pbs_djq_docs_lifetime": "same (memory rounded)",
     "pbs_ncar_esds_casper": "same",
     "pbs_ncar_gpu_workshop": "same, GPU workers",
-    "sge_djq_docs_m_mem_free": "refused: ValidationError: walltime",
+    "sge_djq_docs_m_mem_free": "refused: JobSizeMissingError: cores",  # as dask-jobqueue: the example gives no cores
     "sge_elfantasma_gpu": "same, GPU workers",
     "sge_parakeet_gpu": "dask-jobqueue fails: ValueError: Got unexpected keyword argument 'nthreads'. Very likely this unexpected parameter was passed in \"job_kwargs\" in the SGECluster constructor:",
     "slurm_comet_config": "refused: ValidationError: job_mem",
