@@ -307,9 +307,14 @@ def parse_environment(field_name: str, value: Any) -> tuple[tuple[str, str], ...
 
 
 def parse_slurm_memory_text(field_name: str, value: Any) -> str:
-    """A raw SLURM memory value such as ``10G`` or ``4000`` (MB), as ``job_mem`` takes it."""
+    """A raw SLURM memory value, as ``job_mem`` takes it and ``sbatch --mem`` reads it: a whole number of
+    MB (``4000``), or of ``K``, ``M``, ``G`` or ``T`` in either case, with a ``B`` after the unit or not
+    (``60G``, ``120GB``, ``64g``: binary units)."""
     return matching(
-        field_name, value, re.compile(r"[0-9]{1,20}[KMGT]?"), "a SLURM memory value such as '4000', '512M' or '60G'"
+        field_name,
+        value,
+        re.compile(r"[0-9]{1,20}(?:[KMGTkmgt][Bb]?)?"),
+        "a SLURM memory value such as '4000', '512M' or '60G'",
     )
 
 

@@ -200,7 +200,8 @@ class SLURM(BatchSystem):
             TEXT,
             None,
             None,
-            "SLURM --mem as written (``10G``, ``4000``), as dask-jobqueue's job_mem, instead of memory.",
+            "SLURM --mem as written, in sbatch's units (``4000`` MB, ``10G``, ``120GB``), as dask-jobqueue's "
+            "job_mem, instead of memory.",
             jobqueue_key="job-mem",
         ),
     )

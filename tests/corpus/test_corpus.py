@@ -44,7 +44,7 @@ EXPECTED = {
     "sge_djq_docs_m_mem_free": "refused: JobSizeMissingError: cores",  # as dask-jobqueue: the example gives no cores
     "sge_elfantasma_gpu": "same, GPU workers",
     "sge_parakeet_gpu": "dask-jobqueue fails: ValueError: Got unexpected keyword argument 'nthreads'. Very likely this unexpected parameter was passed in \"job_kwargs\" in the SGECluster constructor:",
-    "slurm_comet_config": "refused: ValidationError: job_mem",
+    "slurm_comet_config": "same",
     "slurm_cori_config": "same (memory rounded)",
     "slurm_dask_cuda_980_juwels": "same (memory rounded), GPU workers",
     "slurm_djq_docs_gpu_resources": "differs: GPUs per node: none → 1, GPU workers",

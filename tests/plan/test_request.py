@@ -114,6 +114,24 @@ def test_bad_slurm_options_name_the_field(settings, field):
     assert str(info.value).startswith(field + ":")
 
 
+# sbatch reads --mem as a whole number of MB, or of K, M, G or T (either case) with a B after the unit or not
+# (Slurm's str_to_mbytes); dask-jobqueue writes job_mem as given, SDSC Comet's jobqueue.yaml as job-mem: 120GB.
+@pytest.mark.parametrize("text", ["4000", "512M", "60G", "120GB", "120gb", "64g", "1024k", "1024KB", "2T", "2Tb"])
+def test_job_mem_takes_what_sbatch_mem_takes_and_writes_it_as_given(text):
+    from gpujobqueue.script.from_keywords import job_script_for
+
+    assert SLURMOptions.from_settings({"job_mem": text}).job_mem == text
+    script = job_script_for("slurm", {"job_mem": text, "cores": 4}, name="job", tls=False)
+    assert f"#SBATCH --mem={text}" in script.splitlines()
+
+
+@pytest.mark.parametrize("text", ["10 G", "10GiB", "10GBB", "10Bytes", "G", "10B", "-1G", "1.5G", "10P"])
+def test_job_mem_refuses_what_sbatch_mem_refuses(text):
+    with pytest.raises(ValidationError) as info:
+        SLURMOptions.from_settings({"job_mem": text})
+    assert info.value.field == "job_mem" and "such as '4000', '512M' or '60G'" in str(info.value)
+
+
 def test_booleans_from_config_text():
     assert JobRequest.from_settings({"exclusive": "false"}).exclusive is False
     assert JobRequest.from_settings({"exclusive": "yes"}).exclusive is True
