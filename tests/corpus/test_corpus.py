@@ -51,7 +51,7 @@ EXPECTED = {
     "slurm_djq_docs_savio_lowprio": "same (memory rounded)",
     "slurm_jean_zay_tf_mnist": "same (memory rounded), GPU workers",
     "slurm_jean_zay_xarray": "refused: UnknownKeywordError: env",
-    "slurm_keeling_gist_config": "refused: ValidationError: job_extra_directives",
+    "slurm_keeling_gist_config": "same (memory rounded)",
     "slurm_pawsey_ella_gpu": "same, GPU workers",
     "slurm_pawsey_setonix_gpu": "same, no working GPU workers",
     "slurm_scaling_python_with_dask": "same, GPU workers",
