@@ -94,8 +94,8 @@ class BatchSystem:
     # --- Its keywords
     #: Its own keywords, beside those every batch system takes.
     keywords: ClassVar[tuple[Keyword, ...]] = ()
-    #: Other names of keywords, in its (or dask-jobqueue's) vocabulary: ``{"partition": "queue"}``.
-    synonyms: ClassVar[Mapping[str, str]] = {}
+    #: Other names of keywords, in its (or dask's) vocabulary: ``{"partition": "queue"}``; all take distributed's env.
+    synonyms: ClassVar[Mapping[str, str]] = {"env": "environment"}
     #: How it can ask for GPUs; the first is the default.
     gpu_request_styles: ClassVar[tuple[str, ...]] = ("none",)
     #: Its styles that ask for whole nodes, whose GPUs come with the node: no count to write by hand.

@@ -294,7 +294,7 @@ class SGE(BatchSystem):
                 "resource_spec (more ``-l`` resources, such as ``h_vmem=8G``).", jobqueue_key="resource-spec"),
     )
     # fmt: on
-    synonyms = {"project": "account"}
+    synonyms = {**BatchSystem.synonyms, "project": "account"}
     gpu_request_styles = ("complex", "resource-type", "none")
     whole_node_styles = ("resource-type",)
     site_enums = {"gpu_request.consumable": GPU_CONSUMABLES}

@@ -205,7 +205,7 @@ class SLURM(BatchSystem):
             jobqueue_key="job-mem",
         ),
     )
-    synonyms = {"partition": "queue"}
+    synonyms = {**BatchSystem.synonyms, "partition": "queue"}
     # gpus: --gpus=[TYPE:]N for a one-node job (Kestrel's documented form), --gpus-per-node for more nodes
     gpu_request_styles = ("gpus-per-node", "gres", "gpus", "none")
     rejectable_gpu_forms = ("gpus-per-task",)  # a form users write by hand (TACC's machines refuse it)

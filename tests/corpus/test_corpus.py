@@ -50,7 +50,7 @@ EXPECTED = {
     "slurm_djq_docs_gpu_resources": "differs: GPUs per node: none → 1, GPU workers",
     "slurm_djq_docs_savio_lowprio": "same (memory rounded)",
     "slurm_jean_zay_tf_mnist": "same (memory rounded), GPU workers",
-    "slurm_jean_zay_xarray": "refused: UnknownKeywordError: env",
+    "slurm_jean_zay_xarray": "dask-jobqueue fails: ValueError: Got unexpected keyword argument 'env'. Very likely this unexpected parameter was passed in \"job_kwargs\" in the SLURMCluster constructor:",
     "slurm_keeling_gist_config": "same (memory rounded)",
     "slurm_pawsey_ella_gpu": "same, GPU workers",
     "slurm_pawsey_setonix_gpu": "same, no working GPU workers",
