@@ -59,7 +59,7 @@ EXPECTED = {
     "slurm_swc_gpu_partition": "same (memory rounded), no working GPU workers",
     "slurm_weecology_boem_nanny": "same (memory rounded), GPU workers",
     "slurm_weecology_everglades": "same (memory rounded), GPU workers",
-    "slurm_weecology_neon_crown_maps": "refused: ValidationError: dashboard_address",
+    "slurm_weecology_neon_crown_maps": "refused: ValidationError: dashboard_address",  # as dask-jobqueue since 0.7.1: scheduler_options
     "slurm_zih_alpha_dask_test": "same (memory rounded), no working GPU workers",
     "slurm_zih_alpha_docs": "same (memory rounded), no working GPU workers",
 }
