@@ -36,6 +36,10 @@ _CONSTRUCTOR_PARAMETERS = """
         listen on the loopback; ``--dashboard-address`` in ``worker_extra_args`` opens the workers'.
     host : str
         Refused, as in dask-jobqueue: give the scheduler's host in ``scheduler_options``.
+    env : dict
+        distributed's name for ``environment`` (``LocalCluster(env=...)``, a nanny's ``env``): the
+        workers' environment variables, exported in the job and checked as ``environment``'s.
+        dask-jobqueue refuses it since 0.7.2, and dropped it without a word before.
     job_cls : type
         The job class; each batch system's cluster class sets its own.
     security, scheduler_cls, silence_logs, asynchronous, loop, name, config_name

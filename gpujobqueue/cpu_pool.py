@@ -128,7 +128,7 @@ class CPUPool:
             qos=optional("qos", parse_word),
             constraint=optional("constraint", parse_constraint),
             job_name=optional("job_name", parse_name),
-            walltime=optional("walltime", parse_walltime),
+            walltime=optional("walltime", lambda k, v: parse_walltime(k, v, system.walltime_number_unit)),
             job_extra_directives=optional("job_extra_directives", parse_lines),
         )
         if pool.cores is not None and pool.nthreads is not None and pool.nthreads * pool.processes > pool.cores:

@@ -225,7 +225,8 @@ REQUEST: tuple[Keyword, ...] = (
             site_key="worker.memory_per_gpu", site_schema={"$ref": "#/$defs/size"}),
     Keyword("walltime", TEXT, parse_walltime, Computed("the batch system's, ``00:30:00`` as dask-jobqueue's (none "
                                                        "on the local one)"),
-            "Walltime of each job, HH:MM:SS; also D-HH:MM:SS or minutes.", jobqueue_key="walltime"),
+            "Walltime of each job, HH:MM:SS; also D-HH:MM:SS, or a bare number in the batch system's unit: "
+            "minutes on SLURM and LSF, seconds on PBS and Grid Engine.", jobqueue_key="walltime"),
     Keyword("account", TEXT, parse_word, None, "Account (project) charged.", jobqueue_key="account"),
     Keyword("queue", TEXT, None, None, "Queue (partition), or the site's queue name, which the site maps to its "
             "partition and QoS.", jobqueue_key="queue"),

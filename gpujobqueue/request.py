@@ -187,6 +187,7 @@ class JobRequest:
         *,
         gpu_request_styles: Sequence[str] = GPU_REQUEST_STYLES,
         default_walltime: str | None = DEFAULT_WALLTIME,
+        walltime_number_unit: int = 60,
     ) -> "JobRequest":
         """Parse and validate the request part of resolved settings.
 
@@ -199,6 +200,9 @@ class JobRequest:
             The batch system's GPU request styles; the first is the default (without: ``none``).
         default_walltime : str or None
             The walltime when none is given; None for none (jobs that no batch system ends).
+        walltime_number_unit : int, default 60
+            The seconds a walltime given as a bare number counts: 60 (minutes, SLURM's and LSF's
+            reading), 1 (seconds, PBS's and Grid Engine's).
 
         Raises
         ------
@@ -256,7 +260,7 @@ class JobRequest:
 
         walltime = get("walltime")
         walltime = default_walltime if walltime is None else walltime
-        walltime = None if walltime is None else parse_walltime("walltime", walltime)
+        walltime = None if walltime is None else parse_walltime("walltime", walltime, walltime_number_unit)
         lifetime = read_worker_args("worker_extra_args", get("worker_extra_args"))
         if lifetime.lifetime is not None and get("walltime_margin") is not None:
             raise ValidationError(

@@ -247,11 +247,28 @@ def parse_job_path(field_name: str, value: Any) -> str:
 
 
 def parse_lines(field_name: str, value: Any) -> tuple[str, ...]:
-    """A list of single-line strings (a lone string is one line)."""
+    """A list of single-line strings (a lone string is one line).
+
+    A set of lines is taken too, as dask-jobqueue takes it (it writes each item it iterates over): a
+    mapping whose values are all null, YAML's set (``job-extra: {'-C h20'}`` in a jobqueue.yaml), in
+    its order, and a Python set, sorted. A mapping with a value is refused: dask-jobqueue would drop
+    the value and write the key alone.
+    """
     if value is None:
         return ()
     if isinstance(value, str):
         value = [value]
+    elif isinstance(value, Mapping):
+        valued = {key: item for key, item in value.items() if item is not None}
+        if valued:
+            raise ValidationError(
+                field_name,
+                f"expected a list of strings, got a mapping with values ({shown(valued)}): dask-jobqueue writes "
+                "only its keys, the values dropped; give each line whole in a list",
+            )
+        value = list(value)
+    elif isinstance(value, (set, frozenset)):
+        value = sorted(value, key=str)
     if not isinstance(value, Sequence):
         raise ValidationError(field_name, f"expected a list of strings, got {value!r}")
     if len(value) > MAX_LIST_ITEMS:
@@ -307,9 +324,14 @@ def parse_environment(field_name: str, value: Any) -> tuple[tuple[str, str], ...
 
 
 def parse_slurm_memory_text(field_name: str, value: Any) -> str:
-    """A raw SLURM memory value such as ``10G`` or ``4000`` (MB), as ``job_mem`` takes it."""
+    """A raw SLURM memory value, as ``job_mem`` takes it and ``sbatch --mem`` reads it: a whole number of
+    MB (``4000``), or of ``K``, ``M``, ``G`` or ``T`` in either case, with a ``B`` after the unit or not
+    (``60G``, ``120GB``, ``64g``: binary units)."""
     return matching(
-        field_name, value, re.compile(r"[0-9]{1,20}[KMGT]?"), "a SLURM memory value such as '4000', '512M' or '60G'"
+        field_name,
+        value,
+        re.compile(r"[0-9]{1,20}(?:[KMGTkmgt][Bb]?)?"),
+        "a SLURM memory value such as '4000', '512M' or '60G'",
     )
 
 

@@ -12,7 +12,10 @@ from .errors import ValidationError
 from .limits import MAX_WALLTIME_SECONDS
 from .validation import one_line, parse_duration, shown
 
-_WALLTIME_FORMS = "HH:MM:SS, D-HH:MM:SS, D-HH:MM, D-HH, MM:SS or MM"
+_WALLTIME_FORMS = (
+    "HH:MM:SS, D-HH:MM:SS, D-HH:MM, D-HH, MM:SS or a bare number (minutes on SLURM and LSF, seconds on PBS and "
+    "Grid Engine, as each reads one)"
+)
 
 
 # The automatic walltime margin: 5 % of the walltime, within these bounds (seconds), and
@@ -71,11 +74,31 @@ def parse_walltime_margin(field_name: str, value: Any, walltime: int | None) -> 
     return seconds
 
 
-def parse_walltime(field_name: str, value: Any) -> int:
+def parse_walltime(field_name: str, value: Any, number_unit: int = 60) -> int:
     """Parse a batch walltime into seconds.
 
     Accepts SLURM's forms: ``HH:MM:SS``, ``D-HH:MM:SS``, ``D-HH:MM``, ``D-HH``, ``MM:SS``
-    and ``MM`` (minutes), or a :class:`datetime.timedelta`.
+    and a bare number, or a :class:`datetime.timedelta`.
+
+    Parameters
+    ----------
+    field_name : str
+        The field an error names.
+    value : str or datetime.timedelta
+        The walltime.
+    number_unit : int, default 60
+        The seconds a bare number counts: 60 where the batch system reads one as minutes (SLURM's
+        ``--time``, LSF's ``-W``), 1 where it reads seconds (PBS's ``walltime``, Grid Engine's ``h_rt``).
+
+    Returns
+    -------
+    int
+        Seconds, at most a year.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``field_name`` and the accepted forms.
 
     Examples
     --------
@@ -85,6 +108,8 @@ def parse_walltime(field_name: str, value: Any) -> int:
     86400
     >>> parse_walltime("walltime", "45")
     2700
+    >>> parse_walltime("walltime", "1500000", number_unit=1)
+    1500000
     """
     if isinstance(value, datetime.timedelta):
         seconds = int(value.total_seconds())
@@ -109,12 +134,13 @@ def parse_walltime(field_name: str, value: Any) -> int:
         minutes, seconds = numbers
         bounds_ok = seconds < 60
         total = minutes * 60 + seconds
-    else:  # MM
+    else:  # a bare number: minutes or seconds, as the batch system reads it
         bounds_ok = True
-        total = numbers[0] * 60
+        total = numbers[0] * number_unit
     if not bounds_ok:
         raise ValidationError(
-            field_name, f"{value!r} has a field out of range; use {_WALLTIME_FORMS} with minutes and seconds below 60"
+            field_name,
+            f"{value!r} has a field out of range; use {_WALLTIME_FORMS} with minutes and seconds below 60",
         )
     if total < 1:
         raise ValidationError(field_name, f"{value!r} is not a positive duration")

@@ -56,13 +56,14 @@ class BatchSystem:
     directive_prefix: ClassVar[str] = "#"
     #: Its header template in gpujobqueue's ``templates`` folder (default ``<name>.sh.j2``) ...
     template_name: ClassVar[str | None] = None
-    #: ... or its text, for a batch system outside the package: Jinja that extends ``job.sh.j2`` and
-    #: fills its ``directives`` block.
+    #: ... or its text, for a batch system outside the package: Jinja extending ``job.sh.j2`` (``directives``).
     template_source: ClassVar[str | None] = None
     #: The Jinja filters its header template uses (``slurm_memory``).
     template_filters: ClassVar[Mapping[str, Callable[..., str]]] = {}
     #: The header lines that set the walltime, which ``job_directives_skip`` may not all drop.
     walltime_directives: ClassVar[tuple[str, ...]] = ()
+    #: The seconds of a bare-number walltime, as those lines read it (dask-jobqueue writes it as given).
+    walltime_number_unit: ClassVar[int] = 60
     #: The variable naming the file of a job's hosts, for launchers that need it (``PBS_NODEFILE``).
     node_file_variable: ClassVar[str | None] = None
 
@@ -86,16 +87,15 @@ class BatchSystem:
     ended_states: ClassVar[frozenset[str]] = frozenset()
     #: Pending reasons that waiting does not clear (the job asks for more than its queue allows).
     hopeless_reasons: ClassVar[frozenset[str]] = frozenset()
-    #: Job arrays: the variable holding an element's index (None: no job arrays), and how many elements one
-    #: array may have (its default limit).
+    #: Job arrays: the variable of an element's index (None: no arrays), and the most elements (its default limit).
     array_task_variable: ClassVar[str | None] = None
     array_size_limit: ClassVar[int] = 1000
 
     # --- Its keywords
     #: Its own keywords, beside those every batch system takes.
     keywords: ClassVar[tuple[Keyword, ...]] = ()
-    #: Other names of keywords, in its (or dask-jobqueue's) vocabulary: ``{"partition": "queue"}``.
-    synonyms: ClassVar[Mapping[str, str]] = {}
+    #: Other names of keywords, in its (or dask's) vocabulary: ``{"partition": "queue"}``; all take distributed's env.
+    synonyms: ClassVar[Mapping[str, str]] = {"env": "environment"}
     #: How it can ask for GPUs; the first is the default.
     gpu_request_styles: ClassVar[tuple[str, ...]] = ("none",)
     #: Its styles that ask for whole nodes, whose GPUs come with the node: no count to write by hand.

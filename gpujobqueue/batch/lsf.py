@@ -238,7 +238,7 @@ class LSF(BatchSystem):
             type_doc='{"exclusive_process", "shared"}',
         ),
     )
-    synonyms = {"project": "account"}
+    synonyms = {**BatchSystem.synonyms, "project": "account"}
     account_flags = ("-P",)
     gpu_request_styles = ("gpu", "csm", "none")
     whole_node_styles = ("csm",)

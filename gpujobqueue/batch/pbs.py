@@ -234,6 +234,7 @@ class PBS(BatchSystem):
     directive_prefix = "#PBS"
     template_filters = {"pbs_memory": format_pbs_memory}  # used by pbs.sh.j2
     walltime_directives = ("#PBS -l walltime",)
+    walltime_number_unit = 1  # qsub -l walltime=[[hours:]minutes:]seconds
     # The file listing the job's hosts, which mpiexec needs to run on all of them.
     node_file_variable = "PBS_NODEFILE"
     submit_command = "qsub"

@@ -261,6 +261,7 @@ class SGE(BatchSystem):
     cluster_doc = CLUSTER_DOC
     directive_prefix = "#$"
     walltime_directives = ("#$ -l h_rt",)
+    walltime_number_unit = 1  # qsub -l h_rt: a number alone is seconds (sge_types, time_specifier)
     submit_command = "qsub"
     status_command = "qstat"
     cancel_command = "qdel"
@@ -293,7 +294,7 @@ class SGE(BatchSystem):
                 "resource_spec (more ``-l`` resources, such as ``h_vmem=8G``).", jobqueue_key="resource-spec"),
     )
     # fmt: on
-    synonyms = {"project": "account"}
+    synonyms = {**BatchSystem.synonyms, "project": "account"}
     gpu_request_styles = ("complex", "resource-type", "none")
     whole_node_styles = ("resource-type",)
     site_enums = {"gpu_request.consumable": GPU_CONSUMABLES}

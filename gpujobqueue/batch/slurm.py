@@ -200,11 +200,12 @@ class SLURM(BatchSystem):
             TEXT,
             None,
             None,
-            "SLURM --mem as written (``10G``, ``4000``), as dask-jobqueue's job_mem, instead of memory.",
+            "SLURM --mem as written, in sbatch's units (``4000`` MB, ``10G``, ``120GB``), as dask-jobqueue's "
+            "job_mem, instead of memory.",
             jobqueue_key="job-mem",
         ),
     )
-    synonyms = {"partition": "queue"}
+    synonyms = {**BatchSystem.synonyms, "partition": "queue"}
     # gpus: --gpus=[TYPE:]N for a one-node job (Kestrel's documented form), --gpus-per-node for more nodes
     gpu_request_styles = ("gpus-per-node", "gres", "gpus", "none")
     rejectable_gpu_forms = ("gpus-per-task",)  # a form users write by hand (TACC's machines refuse it)

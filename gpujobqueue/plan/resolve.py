@@ -164,7 +164,10 @@ def resolve_request(system: type[BatchSystem], given: Given, site_queue: str | N
         settings["worker_mode"] = "per-device"
     system.apply_defaults(settings)
     request = JobRequest.from_settings(
-        settings, gpu_request_styles=system.gpu_request_styles, default_walltime=system.default_walltime
+        settings,
+        gpu_request_styles=system.gpu_request_styles,
+        default_walltime=system.default_walltime,
+        walltime_number_unit=system.walltime_number_unit,
     )
     return Resolution(
         settings, request, explicit, workers_per_node, _sources(system, given, settings, site_defaults, configured)

@@ -490,6 +490,12 @@ def keyword_kind(batch: str, keyword: str) -> str:
     return known.get(name, cluster_module.TEXT)
 
 
+def a_yaml_set(value) -> bool:
+    """YAML's set (``{'-C h20'}``), a mapping of null values, which a list keyword takes as its keys in order,
+    as dask-jobqueue writes what it iterates over."""
+    return isinstance(value, dict) and bool(value) and all(item is None for item in value.values())
+
+
 def holds_none_or_list(value) -> bool:
     items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
     return any(item is None or isinstance(item, list) for item in items)
@@ -513,6 +519,8 @@ def why_wrongly_accepted(batch: str, keyword: str, label: str, value, script: st
     )
     if number is not None:
         return f"read {value!r} as {number!r} (the script is the one {number!r} gives)"
+    if kind == cluster_module.LIST and a_yaml_set(value):
+        return "a YAML set of lines written as its Python spelling" if repr(value) in script else None
     if holds_none_or_list(value):
         return "a None or list inside a mapping was accepted (written as its Python spelling)"
     if isinstance(value, (list, dict)) and kind not in (cluster_module.LIST, cluster_module.PAIRS):

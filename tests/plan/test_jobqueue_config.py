@@ -4,11 +4,13 @@ count, never the defaults dask-jobqueue ships in its own jobqueue.yaml."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import dask
@@ -151,3 +153,55 @@ def test_jobqueue_config_without_a_job_size_on_main_was_refused_now_renders():
     with dask.config.set({"jobqueue.slurm.cores": 4, "jobqueue.slurm.memory": "16GB"}):
         script = job_script_for("slurm", {}, name="x", tls=False)
     assert "#SBATCH --cpus-per-task=4\n" in script
+
+
+# YAML writes a set as a mapping of null values: a jobqueue.yaml's ``job-extra: {'-C h20'}`` (a Keeling
+# user's, shared as a gist) is {'-C h20': None}, and dask-jobqueue writes one directive per key.
+def test_a_yaml_set_of_directives_is_its_lines_as_dask_jobqueue_writes_them():
+    import yaml
+
+    section = yaml.safe_load("job-extra: {'-C h20'}\ncores: 5\nmemory: 200 GB\n")
+    assert section["job-extra"] == {"-C h20": None}
+    with warnings_ignored(), dask.config.set({"jobqueue.slurm": section}):
+        script = job_script_for("slurm", {}, name="x", tls=False)
+    assert "#SBATCH -C h20\n" in script
+
+
+@pytest.mark.parametrize(
+    "keyword, value, line",
+    [
+        ("job_extra_directives", {"-C h20": None, "--exclusive": None}, "#SBATCH -C h20\n#SBATCH --exclusive\n"),
+        ("job_extra_directives", {"--qos=low", "-C h20"}, "#SBATCH --qos=low\n#SBATCH -C h20\n"),  # sorted
+        ("job_script_prologue", {"module load cuda": None}, "\nmodule load cuda\n"),
+    ],
+)
+def test_a_set_of_lines_given_by_keyword_is_read_as_its_lines(keyword, value, line):
+    with warnings_ignored():
+        script = job_script_for("slurm", {keyword: value, "cores": 4, "memory": "8GB"}, name="x", tls=False)
+    assert line in script
+
+
+def test_a_hand_written_gpu_line_in_a_yaml_set_is_adopted_as_from_a_list():
+    with warnings_ignored():
+        script = job_script_for(
+            "slurm", {"job_extra_directives": {"--gres=gpu:2": None}, "cores": 4, "memory": "8GB"}, name="x", tls=False
+        )
+    assert [line for line in script.splitlines() if "gpu" in line and line.startswith("#SBATCH")] == [
+        "#SBATCH --gres=gpu:2"
+    ]
+
+
+def test_a_mapping_of_directives_with_values_is_refused_naming_what_would_be_dropped():
+    from gpujobqueue import ValidationError
+
+    with pytest.raises(ValidationError) as refused:
+        job_script_for("slurm", {"job_extra_directives": {"--mem": "4G"}, "cores": 4, "memory": "8GB"}, name="x")
+    assert refused.value.field == "job_extra_directives"
+    assert "'4G'" in str(refused.value) and "list" in str(refused.value)
+
+
+@contextlib.contextmanager
+def warnings_ignored():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # plain TCP, the workers' python: not what these tests are about
+        yield

@@ -106,6 +106,28 @@ def test_renamed_keywords_warn_and_keep_meaning():
     assert request.prologue == ("module load x",)
 
 
+# env= is distributed's name for the workers' environment (LocalCluster(env=...), the nanny's env), which
+# the Jean Zay documentation gives SLURMCluster. dask-jobqueue refuses it since 0.7.2 (an unexpected keyword;
+# before, it dropped it without a word); here it is environment's other name, on every batch system.
+@pytest.mark.parametrize(
+    "cluster_cls",
+    [SLURMGPUCluster, PBSGPUCluster, LSFGPUCluster, SGEGPUCluster, LocalGPUCluster],
+    ids=lambda cls: cls.__name__,
+)
+def test_env_is_distributeds_name_for_the_workers_environment(cluster_cls):
+    _, request, _ = cluster_cls.parse_keywords(with_job_size({"env": {"HDF5_USE_FILE_LOCKING": "FALSE"}}))
+    assert request.environment == (("HDF5_USE_FILE_LOCKING", "FALSE"),)
+
+
+def test_env_is_checked_as_environment_and_both_given_must_agree():
+    with pytest.raises(ValidationError) as refused:
+        SLURMGPUCluster.parse_keywords(with_job_size({"env": {"BAD NAME": "x"}}))
+    assert refused.value.field == "environment"
+    with pytest.raises(ValidationError) as refused:
+        SLURMGPUCluster.parse_keywords(with_job_size({"env": {"A": "1"}, "environment": {"A": "2"}}))
+    assert refused.value.field == "env" and "give one" in str(refused.value)
+
+
 def test_unknown_keyword_is_refused_with_a_suggestion():
     with pytest.raises(UnknownKeywordError, match="gpus_per_nodes: unknown keyword. Did you mean gpus_per_node"):
         SLURMGPUCluster(gpus_per_nodes=4)

@@ -114,6 +114,24 @@ def test_bad_slurm_options_name_the_field(settings, field):
     assert str(info.value).startswith(field + ":")
 
 
+# sbatch reads --mem as a whole number of MB, or of K, M, G or T (either case) with a B after the unit or not
+# (Slurm's str_to_mbytes); dask-jobqueue writes job_mem as given, SDSC Comet's jobqueue.yaml as job-mem: 120GB.
+@pytest.mark.parametrize("text", ["4000", "512M", "60G", "120GB", "120gb", "64g", "1024k", "1024KB", "2T", "2Tb"])
+def test_job_mem_takes_what_sbatch_mem_takes_and_writes_it_as_given(text):
+    from gpujobqueue.script.from_keywords import job_script_for
+
+    assert SLURMOptions.from_settings({"job_mem": text}).job_mem == text
+    script = job_script_for("slurm", {"job_mem": text, "cores": 4}, name="job", tls=False)
+    assert f"#SBATCH --mem={text}" in script.splitlines()
+
+
+@pytest.mark.parametrize("text", ["10 G", "10GiB", "10GBB", "10Bytes", "G", "10B", "-1G", "1.5G", "10P"])
+def test_job_mem_refuses_what_sbatch_mem_refuses(text):
+    with pytest.raises(ValidationError) as info:
+        SLURMOptions.from_settings({"job_mem": text})
+    assert info.value.field == "job_mem" and "such as '4000', '512M' or '60G'" in str(info.value)
+
+
 def test_booleans_from_config_text():
     assert JobRequest.from_settings({"exclusive": "false"}).exclusive is False
     assert JobRequest.from_settings({"exclusive": "yes"}).exclusive is True
@@ -143,3 +161,34 @@ def test_the_automatic_walltime_margin_is_5_percent_within_20_s_to_10_min_and_a_
     request = JobRequest.from_settings({"walltime": walltime, "gpus_per_node": 1})
     assert request.walltime - request.worker_lifetime == margin
     assert request.lifetime_stagger == margin // 4
+
+
+# dask-jobqueue writes the walltime as given, so a bare number means what the batch system reads it as:
+# minutes to sbatch --time and bsub -W, seconds to PBS's -l walltime and Grid Engine's -l h_rt.
+@pytest.mark.parametrize(
+    "batch, walltime, line",
+    [
+        ("slurm", "1500", "#SBATCH --time=1-01:00:00"),
+        ("lsf", "1500", "#BSUB -W 25:00"),
+        ("pbs", "1500", "#PBS -l walltime=00:25:00"),
+        ("sge", "1500", "#$ -l h_rt=00:25:00"),
+        ("sge", "1500000", "#$ -l h_rt=416:40:00"),  # dask-jobqueue's Grid Engine example
+        ("pbs", "10:30", "#PBS -l walltime=00:10:30"),  # minutes:seconds on PBS as on SLURM
+        ("sge", "01:00:00", "#$ -l h_rt=01:00:00"),
+    ],
+)
+def test_a_bare_number_walltime_is_in_the_unit_its_batch_system_reads(batch, walltime, line):
+    from fixtures.sizes import with_job_size
+
+    from gpujobqueue.script.from_keywords import job_script_for
+
+    script = job_script_for(batch, with_job_size({"walltime": walltime}), name="job", tls=False)
+    assert line in script.splitlines()
+
+
+def test_a_walltime_in_seconds_is_bounded_as_every_walltime():
+    from gpujobqueue.script.from_keywords import job_script_for
+
+    with pytest.raises(ValidationError) as info:
+        job_script_for("sge", {"walltime": str(366 * 86400), "cores": 1, "memory": "1GB"}, name="job")
+    assert info.value.field == "walltime" and "365 days" in str(info.value)
