@@ -10,12 +10,11 @@ import shutil
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from dask_jobqueue.lsf import lsf_detect_units
-
 from ..errors import ValidationError
 from ..hand_written_gpu_parsers import HandWrittenGPUs, own_line, written_count
 from ..job_commands import CommandFailed
 from ..job_status import JobStatus, unlisted
+from ..jobqueue_base import lsf_detect_units
 from ..keywords import INT, SWITCH, TEXT, Computed, Keyword, NoOption
 from ..launchers import LAUNCHER_OBJECTS
 from ..limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_NODES

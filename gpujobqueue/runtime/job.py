@@ -11,7 +11,6 @@ import tempfile
 import time
 from typing import Any, ClassVar, Iterator
 
-from dask_jobqueue.core import Job
 from distributed.core import Status
 from distributed.deploy.spec import ProcessInterface
 from distributed.security import Security
@@ -21,6 +20,7 @@ from ..batch.base import BatchSystem
 from ..errors import ValidationError
 from ..job_commands import ArrayElements, CommandFailed, JobCommands
 from ..job_status import JobFailedError, JobStatus, read_log_tail, script_exit_code
+from ..jobqueue_base import Job
 from ..plan import Plan, make_plan
 from ..request import JobRequest
 from ..scheduler_job import SchedulerStart

@@ -9,11 +9,11 @@ import asyncio
 import logging
 from typing import Any, Callable
 
-from dask_jobqueue.core import JobQueueCluster
 from distributed.core import Status
 
 from ..intervals import job_poll_interval
 from ..job_status import JobFailedError
+from ..jobqueue_base import JobQueueCluster
 from ..naming import WorkerJobKey
 from ..plan import Plan
 from ..usage import UsageReport
