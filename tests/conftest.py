@@ -49,11 +49,12 @@ import gpujobqueue  # noqa: E402,F401
 @pytest.fixture(scope="session")
 def slurm():
     """A real one-node SLURM (munged, slurmctld, slurmd) with four fake GPUs, on loopback."""
-    from fixtures.daemons import running_once_per_machine
+    from fixtures.daemons import running_on_a_free_shard
     from fixtures.slurm import SlurmTestCluster
 
-    # outside CI, skipped where this machine has no SLURM or no root
-    with running_once_per_machine(SlurmTestCluster()) as cluster:
+    # one per xdist worker that runs a SLURM test, each on its own ports; outside CI, skipped where this
+    # machine has no SLURM or no root
+    with running_on_a_free_shard("SlurmTestCluster", lambda shard: SlurmTestCluster(shard=shard)) as cluster:
         yield cluster
 
 
@@ -64,7 +65,8 @@ _BACKEND_PARAMETERS = {"backend", "batch_backend", "any_backend", "array_backend
 def pytest_collection_modifyitems(config, items):
     """Mark every test that starts the real SLURM or Grid Engine, also those that reach the daemons through a
     backend parameter, so that ``-m "not slurm and not sge"`` leaves the daemons alone and ``-m "slurm or
-    sge"`` (``.ci/test``'s second session, without xdist: one session starts each daemon once) takes them all.
+    sge"`` takes them all. Each xdist worker that runs such a test starts a SLURM or Grid Engine of its own, on
+    its own shard's ports (`fixtures.daemons.running_on_a_free_shard`).
     """
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))

@@ -123,6 +123,54 @@ def test_a_daemons_machine_lock_is_held_by_one_session_at_a_time(tmp_path, monke
         assert path.parent == tmp_path and path.read_text() == str(os.getpid())
 
 
+def test_a_second_session_runs_its_daemons_on_the_next_free_shard(tmp_path, monkeypatch):
+    from fixtures.daemons import SHARDS, running_on_a_free_shard
+    from fixtures.sge import SGETestCluster
+    from fixtures.slurm import SlurmTestCluster, TwoNodeSlurmTestCluster
+
+    class Stand_in:
+        def __init__(self, shard):
+            self.shard = shard
+
+        def start(self):
+            pass
+
+        def stop(self):
+            pass
+
+    monkeypatch.setenv("GPUJOBQUEUE_TESTS_LOCKS", str(tmp_path))
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from fixtures.daemons import machine_lock\nimport time\n"
+            "with machine_lock('Stand_in-0'):\n    print('held', flush=True)\n    time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "GPUJOBQUEUE_TESTS_LOCKS": str(tmp_path)},
+    )
+    try:
+        assert holder.stdout.readline() == "held\n"
+        with running_on_a_free_shard("Stand_in", Stand_in) as first:
+            with running_on_a_free_shard("Stand_in", Stand_in) as second:
+                assert (first.shard, second.shard) == (1, 2)
+    finally:
+        holder.kill()
+        holder.wait()
+    ports = []
+    for shard in range(SHARDS):
+        for cluster in (
+            SlurmTestCluster(tmp_path / f"slurm{shard}", shard),
+            SGETestCluster(tmp_path / f"sge{shard}", shard),
+        ):
+            ports += [cluster.slurmctld_port, cluster.slurmd_port] if hasattr(cluster, "slurmd_port") else []
+            ports += [cluster.qmaster_port, cluster.execd_port] if hasattr(cluster, "qmaster_port") else []
+        two_nodes = TwoNodeSlurmTestCluster(tmp_path / f"two{shard}", shard)
+        ports += [two_nodes.slurmctld_port, two_nodes.slurmd_port, two_nodes.second_slurmd_port]
+    assert len(set(ports)) == len(ports), f"two shards' daemons would listen on one port: {sorted(ports)}"
+
+
 def test_a_workers_warning_of_a_gpujobqueue_class_reaches_the_xdist_controller():
     # The controller imports a warning's module from a thread of its own; gpujobqueue's first import (dask_jobqueue
     # sets a signal handler) failed there: INTERNALERROR, the worker's node down, the run's tests lost.

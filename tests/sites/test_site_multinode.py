@@ -133,10 +133,12 @@ def test_the_multi_node_script_differs_from_the_one_node_script_in_node_count_an
 @pytest.fixture(scope="module")
 def slurm_two_nodes():
     """A real two-node SLURM beside the session's one-node one (its own ports)."""
-    from fixtures.daemons import running_once_per_machine
+    from fixtures.daemons import running_on_a_free_shard
     from fixtures.slurm import TwoNodeSlurmTestCluster
 
-    with running_once_per_machine(TwoNodeSlurmTestCluster()) as cluster:
+    with running_on_a_free_shard(
+        "TwoNodeSlurmTestCluster", lambda shard: TwoNodeSlurmTestCluster(shard=shard)
+    ) as cluster:
         yield cluster
 
 
