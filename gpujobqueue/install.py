@@ -26,15 +26,27 @@ PRELOAD_MODULES = tuple(module_name(preload) for preload in PRELOADS)
 # What the probe prints before its findings (JSON), where the python ran it: one line, so that a
 # python that is not Python, or fails before, is not judged.
 _PROBE_MARK = "gpujobqueue-worker-python-probe "
-# Run by the workers' python with the needs as arguments: which of them it cannot import, and its
-# gpujobqueue's version.
+# Modules a cluster's start finds on the workers' python's path without importing them: dask_cuda's import
+# loads the CUDA stack (about 2 s on a GPU node, added to every cluster's start), and on a login node
+# without GPUs it may fail where the compute nodes are fine; its own import errors show in the job's log.
+# `gpujobqueue check` imports it (thorough).
+FOUND_NOT_IMPORTED = ("dask_cuda",)
+# Run by the workers' python with the needs as arguments, those only to find marked "find:": which of them
+# it cannot import (or find), and each imported one's version (its __version__).
 _PROBE = "\n".join(
     [
-        "import importlib, json, sys",
+        "import importlib, importlib.util, json, sys",
         "found = {}",
         "for name in sys.argv[1:]:",
+        "    find = name.startswith('find:')",
+        "    name = name[len('find:'):] if find else name",
         "    try:",
-        "        found[name] = [None, getattr(importlib.import_module(name), '__version__', None)]",
+        "        if find:",
+        "            if importlib.util.find_spec(name) is None:",
+        "                raise ModuleNotFoundError(f'No module named {name!r}', name=name)",
+        "            found[name] = [None, None]",
+        "        else:",
+        "            found[name] = [None, getattr(importlib.import_module(name), '__version__', None)]",
         "    except Exception as e:",
         "        found[name] = [repr(e), None]",
         f"print({_PROBE_MARK!r} + json.dumps(found))",
@@ -102,9 +114,11 @@ def machine_extra() -> str | None:
 
 
 @functools.lru_cache(maxsize=None)
-def probe_imports(python: str, modules: tuple[str, ...]) -> dict[str, tuple[str | None, str | None]] | None:
-    """What ``python`` makes of importing each of ``modules``: ``{module: (error or None, its
-    __version__ or None)}``; None where this cannot tell.
+def probe_imports(
+    python: str, modules: tuple[str, ...], find_only: tuple[str, ...] = ()
+) -> dict[str, tuple[str | None, str | None]] | None:
+    """What ``python`` makes of importing each of ``modules`` (of finding it, for those also in
+    ``find_only``): ``{module: (error or None, its __version__ or None)}``; None where this cannot tell.
 
     Runs ``python`` once per interpreter and modules (per process); a ``python`` not found on this
     machine (a compute node's path), one that is not Python, or one that hangs is not judged.
@@ -114,7 +128,8 @@ def probe_imports(python: str, modules: tuple[str, ...]) -> dict[str, tuple[str 
         return None
     try:
         # The probe's code on stdin ("-"), not in the arguments that every user can read.
-        probe = subprocess.run([executable, "-", *modules], input=_PROBE, capture_output=True, text=True, timeout=60)
+        names = [f"find:{module}" if module in find_only else module for module in modules]
+        probe = subprocess.run([executable, "-", *names], input=_PROBE, capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError):
         return None
     for line in reversed(probe.stdout.splitlines()):
@@ -127,7 +142,7 @@ def probe_imports(python: str, modules: tuple[str, ...]) -> dict[str, tuple[str 
     return None
 
 
-def worker_python_problems(python: str, *, dask_cuda: bool, gpujobqueue: bool) -> list[str]:
+def worker_python_problems(python: str, *, dask_cuda: bool, gpujobqueue: bool, thorough: bool = False) -> list[str]:
     """What the workers' ``python`` lacks, each a phrase after "the workers' python P": dask_cuda (for
     dask-cuda workers), gpujobqueue's preloads, or gpujobqueue of this version; [] where it has all or
     this cannot tell.
@@ -140,9 +155,12 @@ def worker_python_problems(python: str, *, dask_cuda: bool, gpujobqueue: bool) -
         The workers are dask-cuda's.
     gpujobqueue : bool
         The workers preload :mod:`gpujobqueue.preloads` by module name (not ``--standalone``).
+    thorough : bool
+        Import dask_cuda too (``gpujobqueue check``), not only find it (a cluster's start, ``render``):
+        ``FOUND_NOT_IMPORTED``.
     """
     modules = (("dask_cuda",) if dask_cuda else ()) + (PRELOAD_MODULES + ("gpujobqueue",) if gpujobqueue else ())
-    found = probe_imports(python, modules) if modules else None
+    found = probe_imports(python, modules, () if thorough else FOUND_NOT_IMPORTED) if modules else None
     if found is None:
         return []
     problems = []

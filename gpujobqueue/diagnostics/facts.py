@@ -175,7 +175,7 @@ def _configured_worker_python(batch: str) -> tuple[str | None, list[str] | None]
         return None, None
     if probe_imports(python, ("dask_cuda",)) is None:
         return python, None
-    return python, worker_python_problems(python, dask_cuda=True, gpujobqueue=True)
+    return python, worker_python_problems(python, dask_cuda=True, gpujobqueue=True, thorough=True)
 
 
 def _submit_tests(loaded: sites.Site | None, account: str | None) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ import warnings
 import pytest
 
 from gpujobqueue import SLURMGPUCluster, __version__
-from gpujobqueue.install import probe_imports
+from gpujobqueue.install import probe_imports, worker_python_problems
 from gpujobqueue.script.from_keywords import job_script_for
 
 KEYWORDS = {"gpus_per_node": 2, "cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "walltime": "00:10:00"}
@@ -60,10 +60,30 @@ def test_render_warns_at_once_naming_the_python_and_the_install_line(python_with
             name="w",
         )
     assert runs(python_without_dask_cuda) == 1
-    # The probe's code reaches that python on its standard input, not in its arguments: they name modules.
+    # The probe's code reaches that python on its standard input, not in its arguments: they name modules,
+    # dask_cuda to be found, not imported (its import loads the CUDA stack: seconds of every start).
     words = open(python_without_dask_cuda.rsplit("/bin/", 1)[0] + "/argv").read().split("\0")[:-1]
-    assert words[0] == "-" and "dask_cuda" in words and "gpujobqueue.preloads.watchdog" in words, words
-    assert all(word == "-" or word.replace("_", "").replace(".", "").isalnum() for word in words), words
+    assert words[0] == "-" and "find:dask_cuda" in words and "gpujobqueue.preloads.watchdog" in words, words
+    assert all(word == "-" or word.replace("_", "").replace(".", "").replace(":", "").isalnum() for word in words)
+
+
+def test_a_clusters_start_finds_dask_cuda_without_importing_it_and_check_imports_it(tmp_path):
+    # dask_cuda's import loads the CUDA stack: about 2 s of every cluster's start on a GPU node (issue 34). The
+    # start finds it on the workers' python's path; `gpujobqueue check`, a diagnosis, imports it.
+    shadow = tmp_path / "site" / "dask_cuda"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text(f"open({str(tmp_path / 'imported')!r}, 'w').close()\n")
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\nPYTHONPATH={shadow.parent}:$PYTHONPATH exec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    probe_imports.cache_clear()
+    try:
+        assert worker_python_problems(str(python), dask_cuda=True, gpujobqueue=True) == []
+        assert not (tmp_path / "imported").exists()
+        assert worker_python_problems(str(python), dask_cuda=True, gpujobqueue=True, thorough=True) == []
+        assert (tmp_path / "imported").exists()
+    finally:
+        probe_imports.cache_clear()
 
 
 def test_a_cluster_warns_when_it_is_made_before_any_job_is_submitted(python_without_dask_cuda, counted):
