@@ -245,3 +245,25 @@ def test_a_workers_preloads_import_neither_the_clusters_nor_dask_jobqueue():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.splitlines() == ["[]", "True"], done.stdout + done.stderr
+
+
+def test_a_cluster_class_first_used_in_a_thread_imports_there():
+    # The public names are imported when first used, maybe in a thread (the xdist controller imports a warning's
+    # module in one); dask-jobqueue sets a SIGINT handler at its import, which only the main thread may do: the
+    # run ended with an INTERNALERROR, "signal only works in main thread".
+    code = (
+        "import signal, threading\n"
+        "import gpujobqueue\n"
+        "failed = []\n"
+        "def use():\n"
+        "    try:\n"
+        "        gpujobqueue.SLURMGPUCluster, gpujobqueue.LocalFallbackWarning\n"
+        "    except Exception as error:\n"
+        "        failed.append(repr(error))\n"
+        "thread = threading.Thread(target=use)\n"
+        "thread.start()\n"
+        "thread.join()\n"
+        "print(failed, signal.getsignal(signal.SIGINT) is signal.default_int_handler)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[] True", done.stdout + done.stderr
