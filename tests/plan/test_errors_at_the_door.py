@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from gpujobqueue import GPUCluster, GPUJobQueueError, InterfaceNotFoundError, SLURMGPUCluster, exit_cleanup
+from gpujobqueue import GPUCluster, GPUJobQueueError, InterfaceNotFoundError, SLURMGPUCluster
 from gpujobqueue.interfaces import host_interfaces, usable_interfaces
+from gpujobqueue.runtime import exit_cleanup
 
 SBATCH_SAYS = (
     "sbatch: error: invalid partition specified: nosuch\n"
@@ -103,7 +104,8 @@ def test_a_failed_constructor_leaves_nothing_running(refusing_sbatch, tmp_path):
     result = run_python(
         """
         import threading
-        from gpujobqueue import SLURMGPUCluster, SubmissionError, exit_cleanup
+        from gpujobqueue import SLURMGPUCluster, SubmissionError
+        from gpujobqueue.runtime import exit_cleanup
         for keywords in ({"n_workers": 1}, {"scheduler_options": {"interface": "nosuchif0"}}):
             try:
                 SLURMGPUCluster(gpus_per_node=1, cpus_per_gpu=1, memory_per_gpu="512MiB", walltime="00:05:00",
