@@ -1,0 +1,49 @@
+"""``HandWrittenDirectives``: what a batch system makes of the directives users write by hand in its
+syntax (``job_extra_directives``, ``resource_spec``): the part of
+:class:`~gpujobqueue.batch.base.BatchSystem` that :mod:`gpujobqueue.hand_written_gpu_parsers` and
+:mod:`gpujobqueue.hand_written_gpus` ask. Every method is a class method with the default of a batch
+system that reads nothing by hand."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from .hand_written_gpu_parsers import HandWrittenGPUs
+
+
+class HandWrittenDirectives:
+    """The hooks of a batch system for the lines its users write by hand; its subclass
+    :class:`~gpujobqueue.batch.base.BatchSystem` is the batch system."""
+
+    # --- Hand-written GPU requests (hand_written_gpu_parsers.find, hand_written_gpus.adopt)
+
+    @classmethod
+    def parse_gpu_directive(
+        cls, field_name: str, text: str, nodes: int, settings: Mapping[str, Any]
+    ) -> HandWrittenGPUs | None:
+        """The GPU request of one of the user's own directive lines in its syntax, or None."""
+        return None
+
+    @classmethod
+    def parse_gpu_resource_spec(cls, text: str, settings: Mapping[str, Any]) -> HandWrittenGPUs | None:
+        """The GPU request in a ``resource_spec`` it reads, or None."""
+        return None
+
+    @classmethod
+    def gpu_line(cls, style: str, count: int, settings: Mapping[str, Any]) -> str | None:
+        """The text of the GPU request it writes in ``style`` for ``count`` GPUs per node (a
+        ``job_directives_skip`` that matches it leaves a hand-written line as the request), or None."""
+        return None
+
+    @classmethod
+    def check_hand_written(cls, found: HandWrittenGPUs, settings: Mapping[str, Any]) -> None:
+        """Refuse a hand-written request that its own settings make mean something else."""
+
+    @classmethod
+    def keep_hand_written(
+        cls, found: HandWrittenGPUs, settings: dict[str, Any], style: str | None, skipped: bool
+    ) -> bool:
+        """Make the hand-written line itself the job's request where its own request could not say as much
+        (in ``settings``, in place); whether it did. ``style`` is the ``gpu_request`` given (None: none);
+        ``skipped``: the generated request is left out (``gpu_request="none"`` or ``job_directives_skip``)."""
+        return False
