@@ -65,6 +65,9 @@ class BatchSystem(HandWrittenDirectives):
     walltime_directives: ClassVar[tuple[str, ...]] = ()
     #: The seconds of a bare-number walltime, as those lines read it (dask-jobqueue writes it as given).
     walltime_number_unit: ClassVar[int] = 60
+    #: How its queue option reads a list of queues (``","``: sbatch's ``--partition``; ``" "``: LSF's
+    #: ``-q "short long"``); None where it takes one queue (:func:`~gpujobqueue.validation.parse_queues`).
+    queue_list_separator: ClassVar[str | None] = None
     #: The variable naming the file of a job's hosts, for launchers that need it (``PBS_NODEFILE``).
     node_file_variable: ClassVar[str | None] = None
 

@@ -182,6 +182,7 @@ class LSF(BatchSystem):
     directive_prefix = "#BSUB"
     template_filters = {"lsf_walltime": format_lsf_walltime}  # used by lsf.sh.j2
     walltime_directives = ("#BSUB -W",)
+    queue_list_separator = " "  # bsub -q "short long": one of the queues, the list in quotes
     submit_command = "bsub"
     status_command = "bjobs"
     cancel_command = "bkill"

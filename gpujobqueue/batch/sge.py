@@ -261,6 +261,7 @@ class SGE(BatchSystem):
     cluster_doc = CLUSTER_DOC
     directive_prefix = "#$"
     walltime_directives = ("#$ -l h_rt",)
+    queue_list_separator = ","  # qsub -q wc_queue_list: gpu.q,all.q
     walltime_number_unit = 1  # qsub -l h_rt: a number alone is seconds (sge_types, time_specifier)
     submit_command = "qsub"
     status_command = "qstat"

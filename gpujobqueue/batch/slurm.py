@@ -135,6 +135,7 @@ class SLURM(BatchSystem):
     directive_prefix = "#SBATCH"
     template_filters = {"slurm_memory": format_slurm_memory}  # used by slurm.sh.j2
     walltime_directives = ("#SBATCH --time", "#SBATCH -t")
+    queue_list_separator = ","  # sbatch --partition=gpu,gpu-preempt: the one that starts the job earliest
     submit_command = "sbatch"
     status_command = "squeue"
     cancel_command = "scancel"

@@ -168,6 +168,8 @@ def resolve_request(system: type[BatchSystem], given: Given, site_queue: str | N
         gpu_request_styles=system.gpu_request_styles,
         default_walltime=system.default_walltime,
         walltime_number_unit=system.walltime_number_unit,
+        queue_separator=system.queue_list_separator,
+        submit_command=system.submit_command,
     )
     return Resolution(
         settings, request, explicit, workers_per_node, _sources(system, given, settings, site_defaults, configured)

@@ -65,7 +65,7 @@ EXPECTED = {
     "slurm_nomelt_hyak_config": "same (memory rounded), GPU workers",
     "slurm_pawsey_ella_gpu": "same, GPU workers",
     "slurm_pawsey_setonix_gpu": "same, no working GPU workers",
-    "slurm_psweep_jax_gpu": "refused: ValidationError: queue",
+    "slurm_psweep_jax_gpu": "same, GPU workers",
     "slurm_scaling_python_with_dask": "same, GPU workers",
     "slurm_smac3_docs": "same (memory rounded)",
     "slurm_swc_gpu_partition": "same (memory rounded), no working GPU workers",
