@@ -1,19 +1,31 @@
 """``HandWrittenDirectives``: what a batch system makes of the directives users write by hand in its
 syntax (``job_extra_directives``, ``resource_spec``): the part of
-:class:`~gpujobqueue.batch.base.BatchSystem` that :mod:`gpujobqueue.hand_written_gpu_parsers` and
-:mod:`gpujobqueue.hand_written_gpus` ask. Every method is a class method with the default of a batch
-system that reads nothing by hand."""
+:class:`~gpujobqueue.batch.base.BatchSystem` that :mod:`gpujobqueue.hand_written_gpu_parsers`,
+:mod:`gpujobqueue.hand_written_gpus` and :mod:`gpujobqueue.hand_written_directives` ask. Every method
+is a class method with the default of a batch system that reads nothing by hand."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
+from .hand_written_directives import DirectiveForm
 from .hand_written_gpu_parsers import HandWrittenGPUs
+from .walltimes import parse_walltime
 
 
 class HandWrittenDirectives:
     """The hooks of a batch system for the lines its users write by hand; its subclass
     :class:`~gpujobqueue.batch.base.BatchSystem` is the batch system."""
+
+    #: The settings its directives set that users also write by hand (its walltime option; SLURM's
+    #: ``--nodes``): read from ``job_extra_directives`` by :func:`gpujobqueue.hand_written_directives.adopt`.
+    directive_forms: ClassVar[tuple[DirectiveForm, ...]] = ()
+
+    @classmethod
+    def walltime_seconds(cls, value: Any) -> int:
+        """The seconds of a ``walltime`` keyword's value, as its jobs read it (a bare number in its
+        ``walltime_number_unit``)."""
+        return parse_walltime("walltime", value, cls.walltime_number_unit)
 
     # --- Hand-written GPU requests (hand_written_gpu_parsers.find, hand_written_gpus.adopt)
 
