@@ -1,6 +1,6 @@
 """Directives that gpujobqueue writes and dask-jobqueue users also write by hand, other than GPU requests
 (:mod:`gpujobqueue.hand_written_gpus`): the walltime (SLURM's ``--time``/``-t``, PBS's ``-l walltime=``,
-LSF's ``-W``, Grid Engine's ``-l h_rt=``).
+LSF's ``-W``, Grid Engine's ``-l h_rt=``) and, on SLURM, ``--nodes`` and ``--ntasks-per-node``.
 
 dask-jobqueue writes its own walltime line and the user's ``job_extra_directives`` after it, so the batch
 system takes the user's. gpujobqueue plans its workers' lifetime from the walltime, so a walltime written by
@@ -8,7 +8,8 @@ hand is read here: with no walltime keyword (nor ``gpujobqueue.<batch>.walltime`
 it is the job's walltime, and one that contradicts the keyword is refused, naming both. The line is then
 written once: the hand-written option leaves the extra directives (what else its line holds stays) and the
 generated directive carries the value, unless ``job_directives_skip`` leaves the generated one out, where the
-user's line stays as written.
+user's line stays as written. ``--nodes`` and ``--ntasks-per-node`` are written once where the user's line
+says what the job's does, and refused where it says otherwise.
 
 Each batch system declares the forms it reads (:class:`DirectiveForm`, its ``directive_forms``).
 """
@@ -20,11 +21,11 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from .errors import ValidationError
-from .validation import parse_lines, parse_needles
+from .validation import parse_count, parse_lines, parse_needles, parse_positive_int
 from .walltimes import format_hours_walltime, format_walltime, parse_walltime
 
 #: What each setting is, for messages.
-WHAT = {"walltime": "walltime"}
+WHAT = {"walltime": "walltime", "nodes": "nodes", "tasks_per_node": "tasks per node"}
 
 
 @dataclass(frozen=True)
@@ -34,12 +35,12 @@ class DirectiveForm:
     Parameters
     ----------
     setting : str
-        ``walltime``.
+        ``walltime``, ``nodes`` or ``tasks_per_node``.
     options : tuple of str
         Its options (``--time``, ``-t``); a long option takes ``=`` or a space before its value, a short one
         a space or the value's first digit. With ``resource``, the option of a resource list (``-l``).
     read : callable
-        ``read(field_name, value)``: the value as a whole number (seconds); a
+        ``read(field_name, value)``: the value as a whole number (seconds, a count); a
         :class:`~gpujobqueue.errors.ValidationError` naming ``field_name`` where the batch system would read
         something gpujobqueue cannot plan from.
     generated : callable
@@ -106,7 +107,7 @@ class WrittenOption:
     setting : str
         What it sets (a :class:`DirectiveForm`'s ``setting``).
     value : int
-        Seconds of a walltime.
+        Seconds of a walltime; a count.
     option : str
         The option as written (``--time=12:00:00``).
     rest : str or None
@@ -136,7 +137,7 @@ def find(system: Any, lines: Sequence[str]) -> list[WrittenOption]:
 
 
 def adopt(system: Any, settings: dict[str, Any], explicit: Mapping[str, Any]) -> tuple[dict[str, str], list[str]]:
-    """Take the walltime written by hand over into ``settings`` (in place).
+    """Take the walltime, nodes and tasks per node written by hand over into ``settings`` (in place).
 
     Parameters
     ----------
@@ -218,6 +219,24 @@ def _check(
                 f"walltime={given!r} but {written.describe()} asks for {format_walltime(written.value)}; "
                 "give one of them",
             )
+    elif setting == "nodes":
+        nodes = parse_positive_int("nodes", settings.get("nodes") or 1)
+        if written.value != nodes:
+            if explicit.get("nodes") is not None:
+                raise ValidationError(
+                    "nodes", f"nodes={explicit['nodes']!r} but {written.describe()} asks for {written.value}; give one"
+                )
+            raise ValidationError(
+                written.field,
+                f"{written.describe()} asks for {written.value} nodes but the job has nodes={nodes}: give "
+                f"nodes={written.value} (gpujobqueue then starts workers on each node), or leave the line out",
+            )
+    elif setting == "tasks_per_node" and written.value != 1:
+        raise ValidationError(
+            written.field,
+            f"{written.describe()}: gpujobqueue's jobs run one task per node, whose script starts the node's "
+            "workers (one per GPU); leave the line out",
+        )
 
 
 def drop_emptied(settings: dict[str, Any], emptied: Sequence[str]) -> None:
@@ -228,6 +247,14 @@ def drop_emptied(settings: dict[str, Any], emptied: Sequence[str]) -> None:
     for line in emptied:
         lines.remove(line)
     settings["job_extra_directives"] = lines
+
+
+def read_count(field_name: str, value: str) -> int:
+    """A count written in a directive (``--nodes=2``): digits, 1 or more."""
+    try:
+        return parse_count(field_name, value, minimum=1)
+    except ValidationError:
+        raise ValidationError(field_name, f"{value!r} is not a count gpujobqueue can plan from (1 or more)") from None
 
 
 def walltime_form(

@@ -1,9 +1,10 @@
 """Directives gpujobqueue writes that dask-jobqueue users also write by hand (issue 31's corpus:
-slurm_argo_deepmsi_lazyslide's ``--time=12:00:00`` beside no walltime keyword). dask-jobqueue writes its own
-line first and the user's after, so the batch system takes the user's; gpujobqueue plans its workers'
-lifetime from the walltime. A walltime written by hand in the batch system's syntax is the job's walltime
-when no walltime keyword is given, and is written once; one that contradicts the keyword is refused naming
-both."""
+slurm_argo_deepmsi_lazyslide's ``--time=12:00:00`` beside no walltime keyword, slurm_nomelt_hyak_config's
+``--nodes=1`` and ``--ntasks-per-node=1``). dask-jobqueue writes its own line first and the user's after, so
+the batch system takes the user's; gpujobqueue plans its workers' lifetime from the walltime. A walltime
+written by hand in the batch system's syntax is the job's walltime when no walltime keyword is given, and is
+written once; one that contradicts the keyword is refused naming both. SLURM's ``--nodes`` and
+``--ntasks-per-node`` are written once where the user's line says the same, refused where it contradicts."""
 
 from __future__ import annotations
 
@@ -154,12 +155,50 @@ def test_a_walltime_gpujobqueue_cannot_read_is_refused_naming_the_line(batch, li
     assert refused.value.field == "job_extra_directives[0]"
 
 
+@pytest.mark.parametrize(
+    "lines, nodes",
+    [
+        (["--nodes=1", "--ntasks-per-node=1"], None),
+        (["-N 1", "--tasks-per-node=1"], None),
+        (["--nodes=2"], 2),
+        (["--nodes 1 --ntasks-per-node 1 --hint=multithread"], None),
+    ],
+)
+def test_slurm_nodes_and_tasks_the_user_writes_as_gpujobqueue_does_are_written_once(lines, nodes):
+    keywords = {"job_extra_directives": lines, **({"nodes": nodes} if nodes else {})}
+    plan, script = plan_and_script("slurm", **keywords)
+    directives = [line for line in script.split("\n") if line.startswith("#SBATCH ")]
+    assert (
+        directives.count(f"#SBATCH --nodes={nodes or 1}") == 1 and directives.count("#SBATCH --ntasks-per-node=1") == 1
+    )
+    assert not [line for line in directives if line.startswith(("#SBATCH -N", "#SBATCH --tasks-per-node"))]
+    assert ("#SBATCH --hint=multithread" in directives) == any("--hint" in line for line in lines)
+
+
+@pytest.mark.parametrize(
+    "keywords, field, says",
+    [
+        (
+            {"job_extra_directives": ["--nodes=2"]},
+            "job_extra_directives[0]",
+            "asks for 2 nodes but the job has nodes=1",
+        ),
+        ({"nodes": 2, "job_extra_directives": ["-N 3"]}, "nodes", "nodes=2 but job_extra_directives[0] '-N 3'"),
+        ({"job_extra_directives": ["--ntasks-per-node=4"]}, "job_extra_directives[0]", "one task per node"),
+    ],
+)
+def test_slurm_nodes_or_tasks_that_contradict_the_job_are_refused(keywords, field, says):
+    with pytest.raises(ValidationError, match=says.replace("[", "\\[").replace("]", "\\]")) as refused:
+        make_plan(cluster_class("slurm"), with_job_size(keywords))
+    assert refused.value.field == field
+
+
 @pytest.mark.parametrize("batch", ["slurm", "pbs", "lsf", "sge"])
 def test_each_form_knows_the_line_its_template_writes(batch):
     # job_directives_skip is matched against these lines, to leave the user's own line where ours is skipped.
     system = cluster_class(batch).batch_system
-    plan, script = plan_and_script(batch, walltime="1-02:03:00")
-    values = {"walltime": plan.request.walltime}
+    plan, script = plan_and_script(batch, walltime="1-02:03:00", nodes=1)
+    values = {"walltime": plan.request.walltime, "nodes": 1, "tasks_per_node": 1}
     assert system.directive_forms
     for form in system.directive_forms:
         assert form.generated(values[form.setting]) in script.split("\n"), form.setting
