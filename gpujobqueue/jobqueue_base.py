@@ -33,8 +33,8 @@ def _without_dask_jobqueues_sigint_handler() -> Iterator[None]:
 
 with _without_dask_jobqueues_sigint_handler():
     from dask_jobqueue.core import Job, JobQueueCluster
-    from dask_jobqueue.lsf import lsf_detect_units
+    from dask_jobqueue.lsf import lsf_detect_units, lsf_format_bytes_ceil
 
 restore_python_sigint()
 
-__all__ = ["Job", "JobQueueCluster", "lsf_detect_units"]
+__all__ = ["Job", "JobQueueCluster", "lsf_detect_units", "lsf_format_bytes_ceil"]

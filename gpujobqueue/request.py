@@ -25,6 +25,7 @@ from .validation import (
     parse_needles,
     parse_path,
     parse_positive_int,
+    parse_queues,
     parse_size,
     parse_word,
     per_node,
@@ -103,7 +104,8 @@ class JobRequest:
         Seconds; one hour unless given. None (the local batch system, unless one is given):
         no walltime, and the workers live until the cluster stops them.
     account, queue : str or None
-        Where the job is charged and placed (``queue`` is SLURM's partition).
+        Where the job is charged and placed (``queue`` is SLURM's partition; a list of them, as the
+        batch system writes one, where it takes a list: ``gpu,gpu-preempt`` on SLURM).
     exclusive : bool
         Ask for whole nodes.
     gpu_request : str
@@ -188,6 +190,8 @@ class JobRequest:
         gpu_request_styles: Sequence[str] = GPU_REQUEST_STYLES,
         default_walltime: str | None = DEFAULT_WALLTIME,
         walltime_number_unit: int = 60,
+        queue_separator: str | None = None,
+        submit_command: str = "the batch system",
     ) -> "JobRequest":
         """Parse and validate the request part of resolved settings.
 
@@ -203,6 +207,11 @@ class JobRequest:
         walltime_number_unit : int, default 60
             The seconds a walltime given as a bare number counts: 60 (minutes, SLURM's and LSF's
             reading), 1 (seconds, PBS's and Grid Engine's).
+        queue_separator : str or None
+            How the batch system's queue option reads a list of queues (``","``, ``" "``), or None
+            where it takes one (:func:`~gpujobqueue.validation.parse_queues`).
+        submit_command : str
+            The batch system's submit command, which a refused list names.
 
         Raises
         ------
@@ -276,7 +285,7 @@ class JobRequest:
             memory_per_node=memory_bytes,
             walltime=walltime,
             account=optional("account", parse_word),
-            queue=optional("queue", parse_word),
+            queue=optional("queue", lambda name, value: parse_queues(name, value, queue_separator, submit_command)),
             exclusive=parse_bool("exclusive", given_or(get("exclusive"), default_of("exclusive"))),
             gpu_request=style,
             gpu_type=optional("gpu_type", parse_word),

@@ -75,6 +75,61 @@ def parse_word(field_name: str, value: Any) -> str:
     return matching(field_name, value, _SAFE_WORD, "letters, digits and _ . + - (no spaces or shell characters)")
 
 
+_LIST_SPELLING = {",": "separated by commas", " ": "separated by spaces"}
+
+
+def parse_queues(field_name: str, value: Any, separator: str | None, command: str = "the batch system") -> str:
+    """A queue (partition) name, or a list of them where the batch system takes one.
+
+    Parameters
+    ----------
+    field_name : str
+        The field an error names (``queue``).
+    value : str
+        One name, or names joined by ``separator``.
+    separator : str or None
+        How the batch system's queue option reads a list: ``","`` (sbatch's ``--partition``,
+        Grid Engine's ``qsub -q``), ``" "`` (LSF's ``bsub -q "short long"``, whose surrounding
+        quotes may be given too, as dask-jobqueue writes the value as given), or None where it
+        takes one queue (PBS's ``qsub -q destination``).
+    command : str
+        The batch system's submit command (``sbatch``), for messages.
+
+    Returns
+    -------
+    str
+        The names joined by ``separator``, each checked as :func:`parse_word` checks one.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``field_name``: a name not accepted, an empty name, a list where the batch
+        system takes one queue or in another separator.
+    """
+    text = one_line(field_name, value)
+    if separator == " " and len(text) > 1 and text[0] == text[-1] == '"':
+        text = text[1:-1]
+    names = re.split("[, ]+", text.strip())
+    if any(mark != separator and mark in text.strip() for mark in _LIST_SPELLING) and all(
+        _SAFE_WORD.fullmatch(name) for name in names
+    ):
+        if separator is None:
+            raise ValidationError(field_name, f"{value!r} is a list of queues; {command} takes one: give one queue")
+        raise ValidationError(
+            field_name,
+            f"{value!r} is a list of queues, which {command} reads {_LIST_SPELLING[separator]}: "
+            f"give {field_name}={separator.join(names)!r}",
+        )
+    if separator is None or separator not in text:
+        return parse_word(field_name, text)
+    names = text.split(separator)
+    if not all(names):
+        raise ValidationError(
+            field_name, f"{value!r} holds an empty queue name; give the names {_LIST_SPELLING[separator]}, none empty"
+        )
+    return separator.join(parse_word(field_name, name) for name in names)
+
+
 def parse_count(field_name: str, value: Any, *, minimum: int = 0, maximum: int | None = None) -> int:
     """A whole number from ``minimum`` to ``maximum``: an integer (``True``/``False`` refused) or
     its text in the digits 0-9 (``"4"``; not ``"1_0"``, ``"٤"`` or ``" 4"``, which Python's

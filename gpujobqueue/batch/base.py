@@ -21,7 +21,7 @@ from typing import Any, Callable, ClassVar, Mapping, Sequence
 from ..cluster_parameters import parameters_section
 from ..docstrings import with_shared_parameters
 from ..errors import BatchCommandNotFoundError, SubmissionError, ValidationError
-from ..hand_written_gpu_parsers import HandWrittenGPUs
+from ..hand_written_hooks import HandWrittenDirectives
 from ..job_commands import CANCEL_CHUNK, CommandFailed, TrialAnswer, run_command
 from ..job_status import JobStatus, run_query
 from ..keywords import Keyword, setting_keywords
@@ -37,12 +37,13 @@ PROBE_ID = "999999999"
 _NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 
 
-class BatchSystem:
+class BatchSystem(HandWrittenDirectives):
     """One batch system; subclasses declare it (``SLURM``, ``PBS``, ``LSF``, ``SGE``, ``Local``).
 
     Its cluster class is the generic :class:`~gpujobqueue.cluster.GPUJobQueueCluster` bound to it
     (:func:`gpujobqueue.factory.bound_cluster`, named ``<class name>GPUCluster``),
-    its jobs the generic :class:`~gpujobqueue.job.GPUJob` bound to it.
+    its jobs the generic :class:`~gpujobqueue.job.GPUJob` bound to it. What it makes of the directives
+    users write by hand in its syntax is :class:`~gpujobqueue.hand_written_hooks.HandWrittenDirectives`.
     """
 
     # --- Who it is
@@ -64,6 +65,9 @@ class BatchSystem:
     walltime_directives: ClassVar[tuple[str, ...]] = ()
     #: The seconds of a bare-number walltime, as those lines read it (dask-jobqueue writes it as given).
     walltime_number_unit: ClassVar[int] = 60
+    #: How its queue option reads a list of queues (``","``: sbatch's ``--partition``; ``" "``: LSF's
+    #: ``-q "short long"``); None where it takes one queue (:func:`~gpujobqueue.validation.parse_queues`).
+    queue_list_separator: ClassVar[str | None] = None
     #: The variable naming the file of a job's hosts, for launchers that need it (``PBS_NODEFILE``).
     node_file_variable: ClassVar[str | None] = None
 
@@ -223,39 +227,6 @@ class BatchSystem:
         """What it keeps for all the jobs of one cluster (the local batch system's device pool), handed to each
         job as ``batch_state``; None for nothing."""
         return None
-
-    # --- Hand-written GPU requests (hand_written_gpu_parsers.find, hand_written_gpus.adopt)
-
-    @classmethod
-    def parse_gpu_directive(
-        cls, field_name: str, text: str, nodes: int, settings: Mapping[str, Any]
-    ) -> HandWrittenGPUs | None:
-        """The GPU request of one of the user's own directive lines in its syntax, or None."""
-        return None
-
-    @classmethod
-    def parse_gpu_resource_spec(cls, text: str, settings: Mapping[str, Any]) -> HandWrittenGPUs | None:
-        """The GPU request in a ``resource_spec`` it reads, or None."""
-        return None
-
-    @classmethod
-    def gpu_line(cls, style: str, count: int, settings: Mapping[str, Any]) -> str | None:
-        """The text of the GPU request it writes in ``style`` for ``count`` GPUs per node (a
-        ``job_directives_skip`` that matches it leaves a hand-written line as the request), or None."""
-        return None
-
-    @classmethod
-    def check_hand_written(cls, found: HandWrittenGPUs, settings: Mapping[str, Any]) -> None:
-        """Refuse a hand-written request that its own settings make mean something else."""
-
-    @classmethod
-    def keep_hand_written(
-        cls, found: HandWrittenGPUs, settings: dict[str, Any], style: str | None, skipped: bool
-    ) -> bool:
-        """Make the hand-written line itself the job's request where its own request could not say as much
-        (in ``settings``, in place); whether it did. ``style`` is the ``gpu_request`` given (None: none);
-        ``skipped``: the generated request is left out (``gpu_request="none"`` or ``job_directives_skip``)."""
-        return False
 
     # --- The script
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import ValidationError
+from ..hand_written_directives import walltime_form
 from ..hand_written_gpu_parsers import HandWrittenGPUs, written_count
 from ..hand_written_gpus import drop_line
 from ..job_status import JobStatus, unlisted
@@ -234,6 +235,7 @@ class PBS(BatchSystem):
     directive_prefix = "#PBS"
     template_filters = {"pbs_memory": format_pbs_memory}  # used by pbs.sh.j2
     walltime_directives = ("#PBS -l walltime",)
+    directive_forms = (walltime_form(("-l",), "#PBS -l walltime=", 1, resource="walltime"),)  # also by hand
     walltime_number_unit = 1  # qsub -l walltime=[[hours:]minutes:]seconds
     # The file listing the job's hosts, which mpiexec needs to run on all of them.
     node_file_variable = "PBS_NODEFILE"

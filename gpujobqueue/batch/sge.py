@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import SubmissionError, ValidationError
+from ..hand_written_directives import walltime_form
 from ..hand_written_gpu_parsers import HandWrittenGPUs, own_line, written_count
 from ..job_commands import TrialAnswer, ask_without_submitting
 from ..job_status import JobStatus, run_query, unlisted
@@ -261,6 +262,8 @@ class SGE(BatchSystem):
     cluster_doc = CLUSTER_DOC
     directive_prefix = "#$"
     walltime_directives = ("#$ -l h_rt",)
+    directive_forms = (walltime_form(("-l",), "#$ -l h_rt=", 1, resource="h_rt"),)  # also by hand
+    queue_list_separator = ","  # qsub -q wc_queue_list: gpu.q,all.q
     walltime_number_unit = 1  # qsub -l h_rt: a number alone is seconds (sge_types, time_specifier)
     submit_command = "qsub"
     status_command = "qstat"

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import ValidationError
+from ..hand_written_directives import DirectiveForm, read_count, walltime_form
 from ..hand_written_gpu_parsers import HandWrittenGPUs, own_line, written_count
 from ..job_commands import TrialAnswer, ask_without_submitting
 from ..job_status import JobStatus, run_query, unlisted
@@ -135,6 +136,18 @@ class SLURM(BatchSystem):
     directive_prefix = "#SBATCH"
     template_filters = {"slurm_memory": format_slurm_memory}  # used by slurm.sh.j2
     walltime_directives = ("#SBATCH --time", "#SBATCH -t")
+    # What users also write by hand in job_extra_directives (sbatch takes their line, written after ours).
+    directive_forms = (
+        walltime_form(("--time", "-t"), "#SBATCH --time=", 60),
+        DirectiveForm("nodes", ("--nodes", "-N"), read_count, lambda nodes: f"#SBATCH --nodes={nodes}"),
+        DirectiveForm(
+            "tasks_per_node",
+            ("--ntasks-per-node", "--tasks-per-node"),
+            read_count,
+            "#SBATCH --ntasks-per-node={}".format,
+        ),
+    )
+    queue_list_separator = ","  # sbatch --partition=gpu,gpu-preempt: the one that starts the job earliest
     submit_command = "sbatch"
     status_command = "squeue"
     cancel_command = "scancel"

@@ -8,7 +8,7 @@ import dataclasses
 import warnings
 from typing import Any, Mapping
 
-from .. import config, hand_written_gpus, sites
+from .. import config, hand_written_directives, hand_written_gpus, sites
 from ..batch.base import BatchSystem
 from ..errors import JobSizeMissingError, ValidationError
 from ..keywords import RENAMED_KEYWORDS, UCX_TRANSPORT_KEYWORDS
@@ -122,7 +122,8 @@ class Resolution:
 
 def resolve_request(system: type[BatchSystem], given: Given, site_queue: str | None) -> Resolution:
     """Resolve the settings for the site queue ``site_queue`` (None: the site's default queue, or no site)
-    and validate the job's request; the GPUs users write by hand are adopted or refused here.
+    and validate the job's request; the GPUs, walltime, nodes and tasks users write by hand are adopted or
+    refused here.
 
     Raises
     ------
@@ -144,7 +145,10 @@ def resolve_request(system: type[BatchSystem], given: Given, site_queue: str | N
         if given.keywords.get(name) is not None or configured.get(name) is not None
     }
     node_gpus = site_defaults.get("gpus_per_node") if site is not None else None
+    # The walltime (and SLURM's nodes, tasks) written by hand, then the GPUs, each line read where the user put it.
+    written, emptied = hand_written_directives.adopt(system, settings, explicit)
     hand_written = hand_written_gpus.adopt(system, settings, explicit, site=site, node_gpus=node_gpus)
+    hand_written_directives.drop_emptied(settings, emptied)
     if not (system.runs_jobs_here or hand_written or site or _gpu_count_given(settings, explicit)):
         # as dask-jobqueue's job: a batch system without GPU resources refuses a GPU request
         settings["gpu_request"] = "none"
@@ -168,10 +172,11 @@ def resolve_request(system: type[BatchSystem], given: Given, site_queue: str | N
         gpu_request_styles=system.gpu_request_styles,
         default_walltime=system.default_walltime,
         walltime_number_unit=system.walltime_number_unit,
+        queue_separator=system.queue_list_separator,
+        submit_command=system.submit_command,
     )
-    return Resolution(
-        settings, request, explicit, workers_per_node, _sources(system, given, settings, site_defaults, configured)
-    )
+    sources = {**_sources(system, given, settings, site_defaults, configured), **written}
+    return Resolution(settings, request, explicit, workers_per_node, sources)
 
 
 def share_of_gpus(processes: int, gpus: int, where: str) -> int | None:

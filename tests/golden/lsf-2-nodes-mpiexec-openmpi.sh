@@ -5,8 +5,7 @@
 #BSUB -q gpu
 #BSUB -n 64
 #BSUB -R "span[ptile=32]"
-#BSUB -R "rusage[mem=122071]"
-#BSUB -M 122071
+#BSUB -M 128000
 #BSUB -gpu "num=4:mode=exclusive_process"
 #BSUB -W 01:00
 

@@ -6,8 +6,7 @@
 #BSUB -q gpu
 #BSUB -n 32
 #BSUB -R "span[ptile=32]"
-#BSUB -R "rusage[mem=122071]"
-#BSUB -M 122071
+#BSUB -M 128000
 #BSUB -gpu "num=4:mode=exclusive_process"
 #BSUB -W 01:00
 

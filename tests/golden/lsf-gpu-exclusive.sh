@@ -6,8 +6,7 @@
 #BSUB -P ABC123
 #BSUB -n 32
 #BSUB -R "span[ptile=32]"
-#BSUB -R "rusage[mem=228882]"
-#BSUB -M 228882
+#BSUB -M 240000
 #BSUB -gpu "num=4:mode=exclusive_process:gmodel=TeslaV100_SXM2_32GB"
 #BSUB -W 01:00
 

@@ -5,7 +5,6 @@
 #BSUB -e /scratch/logs/dask-worker-%J.err
 #BSUB -n 4
 #BSUB -R "span[ptile=4]"
-#BSUB -R "rusage[mem=8]"
 #BSUB -M 8
 #BSUB -gpu "num=2:mode=shared"
 #BSUB -W 01:00

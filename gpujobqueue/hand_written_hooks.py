@@ -1,0 +1,61 @@
+"""``HandWrittenDirectives``: what a batch system makes of the directives users write by hand in its
+syntax (``job_extra_directives``, ``resource_spec``): the part of
+:class:`~gpujobqueue.batch.base.BatchSystem` that :mod:`gpujobqueue.hand_written_gpu_parsers`,
+:mod:`gpujobqueue.hand_written_gpus` and :mod:`gpujobqueue.hand_written_directives` ask. Every method
+is a class method with the default of a batch system that reads nothing by hand."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Mapping
+
+from .hand_written_directives import DirectiveForm
+from .hand_written_gpu_parsers import HandWrittenGPUs
+from .walltimes import parse_walltime
+
+
+class HandWrittenDirectives:
+    """The hooks of a batch system for the lines its users write by hand; its subclass
+    :class:`~gpujobqueue.batch.base.BatchSystem` is the batch system."""
+
+    #: The settings its directives set that users also write by hand (its walltime option; SLURM's
+    #: ``--nodes``): read from ``job_extra_directives`` by :func:`gpujobqueue.hand_written_directives.adopt`.
+    directive_forms: ClassVar[tuple[DirectiveForm, ...]] = ()
+
+    @classmethod
+    def walltime_seconds(cls, value: Any) -> int:
+        """The seconds of a ``walltime`` keyword's value, as its jobs read it (a bare number in its
+        ``walltime_number_unit``)."""
+        return parse_walltime("walltime", value, cls.walltime_number_unit)
+
+    # --- Hand-written GPU requests (hand_written_gpu_parsers.find, hand_written_gpus.adopt)
+
+    @classmethod
+    def parse_gpu_directive(
+        cls, field_name: str, text: str, nodes: int, settings: Mapping[str, Any]
+    ) -> HandWrittenGPUs | None:
+        """The GPU request of one of the user's own directive lines in its syntax, or None."""
+        return None
+
+    @classmethod
+    def parse_gpu_resource_spec(cls, text: str, settings: Mapping[str, Any]) -> HandWrittenGPUs | None:
+        """The GPU request in a ``resource_spec`` it reads, or None."""
+        return None
+
+    @classmethod
+    def gpu_line(cls, style: str, count: int, settings: Mapping[str, Any]) -> str | None:
+        """The text of the GPU request it writes in ``style`` for ``count`` GPUs per node (a
+        ``job_directives_skip`` that matches it leaves a hand-written line as the request), or None."""
+        return None
+
+    @classmethod
+    def check_hand_written(cls, found: HandWrittenGPUs, settings: Mapping[str, Any]) -> None:
+        """Refuse a hand-written request that its own settings make mean something else."""
+
+    @classmethod
+    def keep_hand_written(
+        cls, found: HandWrittenGPUs, settings: dict[str, Any], style: str | None, skipped: bool
+    ) -> bool:
+        """Make the hand-written line itself the job's request where its own request could not say as much
+        (in ``settings``, in place); whether it did. ``style`` is the ``gpu_request`` given (None: none);
+        ``skipped``: the generated request is left out (``gpu_request="none"`` or ``job_directives_skip``)."""
+        return False
