@@ -174,13 +174,17 @@ def adopt(system: Any, settings: dict[str, Any], explicit: Mapping[str, Any]) ->
                     other.field,
                     f"{options[0].describe()} and {other.describe()} both set the {WHAT[setting]}; give one",
                 )
-        _check(system, setting, options[0], settings, explicit)
+        skip = parse_needles("job_directives_skip", settings.get("job_directives_skip"))
+        generated = next(form for form in system.directive_forms if form.setting == setting).generated
+        ours_skipped = any(needle in generated(options[0].value) for needle in skip)
+        # A node layout whose own line job_directives_skip leaves out is the user's to write (a launcher's
+        # tasks on fewer nodes, say); a walltime is checked all the same: the workers' lifetime follows it.
+        if setting == "walltime" or not ours_skipped:
+            _check(system, setting, options[0], settings, explicit)
         if setting == "walltime" and explicit.get("walltime") is None:
             settings["walltime"] = format_walltime(options[0].value)
             sources["walltime"] = options[0].field
-        skip = parse_needles("job_directives_skip", settings.get("job_directives_skip"))
-        generated = next(form for form in system.directive_forms if form.setting == setting).generated
-        if not any(needle in generated(options[0].value) for needle in skip):  # else the user's line stays
+        if not ours_skipped:  # else the user's line stays
             taken += options
     emptied = []
     for index, line in enumerate(lines):
