@@ -21,13 +21,10 @@ from .factory import (
 )
 from .job_status import JobCannotStartError, JobFailedError, JobStatus
 from .request import JobRequest
-from .runtime import exit_cleanup
 from .runtime.cluster import WorkersNotStartedError
 from .script.from_keywords import render_job_script
 from .usage import Charge, JobUsage, UsageReport
 from .workers import WorkerLaunch
-
-exit_cleanup.restore_python_sigint()  # after every import of dask-jobqueue above
 
 __all__ = [
     "BatchCommandNotFoundError",

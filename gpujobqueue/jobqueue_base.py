@@ -3,9 +3,8 @@
 dask-jobqueue's ``runner`` module sets a SIGINT handler (``sys.exit()``: status 0, no
 ``KeyboardInterrupt``) when dask-jobqueue is imported, and ``signal.signal`` raises in any thread but the
 main one: while it is imported here, that one call is skipped, so gpujobqueue's clusters can be imported
-from any thread (the first use of a public name, PEP 562, may be in one) and Ctrl-C keeps Python's
-meaning. Where dask-jobqueue was imported before, its handler is given back to Python's
-(:func:`gpujobqueue.runtime.exit_cleanup.restore_python_sigint`).
+from any thread and Ctrl-C keeps Python's meaning. Where dask-jobqueue was imported before, its
+handler is given back to Python's (:func:`gpujobqueue.runtime.exit_cleanup.restore_python_sigint`).
 """
 
 import contextlib
