@@ -96,21 +96,19 @@ def test_not_slurm_and_not_sge_leaves_every_test_that_starts_the_daemons_out():
     }
 
 
+def _holding_lock(name: str, tmp_path) -> subprocess.Popen:
+    """Another process that holds the machine lock ``name`` (in ``tmp_path``) until killed."""
+    code = f"from fixtures.daemons import machine_lock\nimport time\nwith machine_lock({name!r}):\n"
+    code += "    print('held', flush=True)\n    time.sleep(60)"
+    env = {**os.environ, "GPUJOBQUEUE_TESTS_LOCKS": str(tmp_path)}
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env)
+
+
 def test_a_daemons_machine_lock_is_held_by_one_session_at_a_time(tmp_path, monkeypatch):
     from fixtures.daemons import machine_lock
 
     monkeypatch.setenv("GPUJOBQUEUE_TESTS_LOCKS", str(tmp_path))
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "from fixtures.daemons import machine_lock\nimport time\n"
-            "with machine_lock('gjq-probe'):\n    print('held', flush=True)\n    time.sleep(60)",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "GPUJOBQUEUE_TESTS_LOCKS": str(tmp_path)},
-    )
+    holder = _holding_lock("gjq-probe", tmp_path)
     try:
         assert holder.stdout.readline() == "held\n"
         with pytest.raises(TimeoutError, match=rf"gpujobqueue-tests-gjq-probe.lock is held by process {holder.pid}"):
@@ -139,17 +137,7 @@ def test_a_second_session_runs_its_daemons_on_the_next_free_shard(tmp_path, monk
             pass
 
     monkeypatch.setenv("GPUJOBQUEUE_TESTS_LOCKS", str(tmp_path))
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "from fixtures.daemons import machine_lock\nimport time\n"
-            "with machine_lock('Stand_in-0'):\n    print('held', flush=True)\n    time.sleep(60)",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "GPUJOBQUEUE_TESTS_LOCKS": str(tmp_path)},
-    )
+    holder = _holding_lock("Stand_in-0", tmp_path)
     try:
         assert holder.stdout.readline() == "held\n"
         with running_on_a_free_shard("Stand_in", Stand_in) as first:
