@@ -26,7 +26,7 @@ variants
     With ``--variants``, the sum on N GPUs (``--sum-repeats`` warm sums each, after a warm-up)
     with the scheduler in a job of its own (``scheduler="job"``, its own process) and with
     ``distributed.scheduler.work-stealing: false``, beside the default rows. ``--try NAMES``
-    adds other rows on N GPUs, by name: ``tls`` (``protocol="tcp"``), ``saturation-2`` and
+    adds other rows on each GPU count, by name: ``tls`` (``protocol="tcp"``), ``saturation-2`` and
     ``saturation-inf`` (``distributed.scheduler.worker-saturation``), ``job``, ``no-stealing``.
     A setting that must reach ucxx before its first use in this process (e.g.
     ``UCXPY_PROGRESS_MODE``) is set in the environment of a separate run; it is recorded.
@@ -357,7 +357,8 @@ def run_sums(setup: bench.Setup, args: argparse.Namespace, record: dict[str, Any
     if args.variants:
         names = ["job", "default", "no-stealing"] + names
     for name in names:
-        plans.append((name, most, False, dict(TRIES[name])))
+        for gpus in counts if name in args.try_.split(",") else [most]:
+            plans.append((name, gpus, False, dict(TRIES[name])))
     for label, gpus, tiny, keywords in plans:
         settings = keywords.pop("config", {})
         try:
