@@ -8,6 +8,7 @@ import dataclasses
 import datetime
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -26,8 +27,12 @@ def day(text: str) -> datetime.date:
 
 
 def site_checked(tmp_path: Path, name: str, last_source_checked: datetime.date) -> Path:
-    """Mindwell's file as site ``name``, its third (last) source checked on ``last_source_checked``."""
+    """Mindwell's file as site ``name``, its third (last) source checked on ``last_source_checked``.
+
+    Its other sources are set to 2026-11-27, whatever the shipped file says (the quick start's version is of
+    2026-06-15), so that the last source is the oldest one."""
     text = MINDWELL.read_text().replace("name: mindwell", f"name: {name}")
+    text = re.sub(r'checked: "[0-9]{4}-[0-9]{2}-[0-9]{2}"', 'checked: "2026-11-27"', text)
     head, _, tail = text.rpartition('checked: "2026-11-27"')
     path = tmp_path / f"{name}.yaml"
     path.write_text(f'{head}checked: "{last_source_checked.isoformat()}"{tail}')
