@@ -25,7 +25,14 @@ sum
 variants
     With ``--variants``, the sum on N GPUs (``--sum-repeats`` warm sums each, after a warm-up)
     with the scheduler in a job of its own (``scheduler="job"``, its own process) and with
-    ``distributed.scheduler.work-stealing: false``, beside the default rows.
+    ``distributed.scheduler.work-stealing: false``, beside the default rows. ``--try NAMES``
+    adds other rows on each GPU count, by name: ``tls`` (``protocol="tcp"``), ``saturation-2`` and
+    ``saturation-inf`` (``distributed.scheduler.worker-saturation``), ``job``, ``no-stealing``.
+    A setting that must reach ucxx before its first use in this process (e.g.
+    ``UCXPY_PROGRESS_MODE``) is set in the environment of a separate run; it is recorded.
+
+Each row of the sum also records the scheduler's own profile (distributed's sampling of its
+event loop) as the functions with the most samples at the top of the stack.
 
 Progress goes to stdout; a table comes last; every number goes to ``fixed-cost.json`` in
 ``--out`` (default ``$OUT``). On the device machine (see shared/gpu/README.md; carry ``.whl``
@@ -278,6 +285,24 @@ def taken_apart_sum(setup: bench.Setup, client: Client, size: int, chunk: int) -
     }
 
 
+def profile_top(tree: dict[str, Any], count: int = 12) -> list[tuple[str, int]]:
+    """The functions with the most samples at the top of the stack, from a distributed profile tree."""
+    own: dict[str, int] = {}
+
+    def walk(node: dict[str, Any]) -> None:
+        children = node.get("children", {})
+        below = sum(child["count"] for child in children.values())
+        if node.get("description") and node["count"] > below:
+            where = node["description"]
+            name = f"{Path(where.get('filename', '?')).name}:{where.get('name', '?')}"
+            own[name] = own.get(name, 0) + node["count"] - below
+        for child in children.values():
+            walk(child)
+
+    walk(tree)
+    return sorted(own.items(), key=lambda item: -item[1])[:count]
+
+
 def measure_sums(
     setup: bench.Setup, label: str, gpus: int, repeats: int, tiny: bool, **keywords: Any
 ) -> dict[str, Any]:
@@ -301,6 +326,8 @@ def measure_sums(
             for _ in range(repeats):
                 row["tiny_runs"].append(taken_apart_sum(setup, client, grid, 1))
                 bench.log(f"tiny sum {label} {gpus} GPU(s): {row['tiny_runs'][-1]['seconds']:.3f} s")
+        row["scheduler_profile"] = profile_top(client.profile(scheduler=True))
+        bench.log(f"scheduler profile {label} {gpus}: {row['scheduler_profile']}")
     for name in ("runs", "tiny_runs"):
         if row[name]:
             row[name.replace("runs", "median")] = {
@@ -309,15 +336,29 @@ def measure_sums(
     return row
 
 
+TRIES: dict[str, dict[str, Any]] = {
+    "default": {},
+    "tls": {"protocol": "tcp"},
+    "job": {"scheduler": "job"},
+    "no-stealing": {"config": {"distributed.scheduler.work-stealing": False}},
+    "saturation-2": {"config": {"distributed.scheduler.worker-saturation": 2.0}},
+    "saturation-inf": {"config": {"distributed.scheduler.worker-saturation": float("inf")}},
+}
+
+
 def run_sums(setup: bench.Setup, args: argparse.Namespace, record: dict[str, Any], save: Callable) -> None:
     """The default cluster on each GPU count; then (``--variants``) the other placements on the most GPUs."""
     counts = [g for g in args.gpus if g <= len(setup.devices)]
     record["rows"] = []
-    plans: list[tuple[str, int, bool, dict[str, Any]]] = [("default", g, True, {}) for g in counts]
+    tiny = not args.no_tiny
+    plans: list[tuple[str, int, bool, dict[str, Any]]] = [("default", g, tiny, {}) for g in counts]
+    most = max(counts)
+    names = [name for name in args.try_.split(",") if name]
     if args.variants:
-        most = max(counts)
-        plans += [("scheduler=job", most, False, {"scheduler": "job"}), ("default again", most, False, {})]
-        plans.append(("no work stealing", most, False, {"config": {"distributed.scheduler.work-stealing": False}}))
+        names = ["job", "default", "no-stealing"] + names
+    for name in names:
+        for gpus in counts if name in args.try_.split(",") else [most]:
+            plans.append((name, gpus, False, dict(TRIES[name])))
     for label, gpus, tiny, keywords in plans:
         settings = keywords.pop("config", {})
         try:
@@ -358,11 +399,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--startup-repeats", type=int, default=3)
     parser.add_argument("--sum-repeats", type=int, default=2)
     parser.add_argument("--variants", action="store_true")
+    parser.add_argument("--try", dest="try_", default="", help="comma-separated rows: " + ", ".join(TRIES))
+    parser.add_argument("--no-tiny", action="store_true", help="leave out the 1 x 1 chunk sums")
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--out", default=os.environ.get("OUT") or "/tmp/gpujobqueue-bench")
     args = parser.parse_args(argv)
     setup = bench.Setup.detect(args.smoke, None, args.out)
     record: dict[str, Any] = {"versions": bench.versions(), "gpus_here": setup.devices, "args": vars(args)}
+    record["environment"] = {name: os.environ.get(name) for name in ("UCXPY_PROGRESS_MODE", "UCX_TLS")}
     path = Path(args.out) / "fixed-cost.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = threading.Lock()

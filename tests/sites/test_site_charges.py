@@ -118,7 +118,8 @@ def test_an_override_may_change_a_charge_but_not_to_infinity(tmp_path, monkeypat
         ("lonestar6", "gpu-h100", "node-hour", 6, TACC + "becee80a75b3/docs/hpc/6lonestar/running.md"),
         ("stampede3", "h100", "node-hour", 4, TACC + "7d81a41a6aeb/docs/hpc/3stampede/running.md (checked 2025-10-20)"),
         ("stampede3", "pvc", "node-hour", 3, TACC + "7d81a41a6aeb/docs/hpc/3stampede/running.md"),
-        ("vista", "gh-dev", "node-hour", 1, TACC + "68d668e8d2ba/docs/hpc/vista.md (checked 2025-10-20)"),
+        # TACC's Vista User Guide, "Last update: January 7, 2026" (Table 4 unchanged since October 2025)
+        ("vista", "gh-dev", "node-hour", 1, TACC + "9f3f2eb8327b/docs/hpc/vista.md (checked 2026-01-07)"),
         ("frontier", "debug", "node-hour", 1, "olcf-user-docs/blob/000387a901a5/systems/frontier_user_guide.rst"),
         ("polaris", "prod", "node-hour", 1, "unconfirmed: charge: the factor 1 is ours"),
         ("derecho", "preempt", "gpu-hour", 0.2, "NCAR/HPC-Docs/blob/64e422cd665a/docs/pbs/charging.md"),

@@ -115,7 +115,10 @@ def test_a_memory_request_on_such_a_site_is_refused_with_the_centres_reason(tmp_
     assert "will not accept your job" in str(error.value)
 
 
-@pytest.mark.parametrize("name", ["frontera", "stampede3", "vista"])
+# Lonestar6's guide has no sbatch table of its own: it sends readers to Stampede3's ("--mem: Not available. If you
+# attempt to use this option, the scheduler will not accept your job"; TACC/TACC-Docs docs/hpc/lonestar6.md @ 3679c023,
+# docs/hpc/3stampede/running.md @ 7d81a41a).
+@pytest.mark.parametrize("name", ["frontera", "lonestar6", "stampede3", "vista"])
 def test_tacc_sites_refuse_a_memory_request(name):
     assert not [line for line in header(script(name), "#SBATCH") if "--mem" in line]
     with pytest.raises(ValidationError) as error:
