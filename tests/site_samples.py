@@ -73,7 +73,8 @@ SAMPLE_HOSTNAMES = {
     "lumi-g": ["lumi-uan01.csc.fi", "lumi-uan04"],
     "perlmutter": ["login01.chn.perlmutter.nersc.gov", "login31.chn.perlmutter.nersc.gov"],
     "polaris": ["polaris-login-02", "polaris-login-04.hsn.cm.polaris.alcf.anl.gov"],
-    "santis": ["santis-ln001", "santis-ln004.cscs.ch"],
+    # "two login nodes, santis-ln00[1,2]" (docs.cscs.ch as built on or after 2026-09-17)
+    "santis": ["santis-ln001", "santis-ln002.cscs.ch"],
     "sophia": ["sophia-login-01", "sophia-login-02.alcf.anl.gov"],
     "stampede3": ["login1.stampede3.tacc.utexas.edu", "login4.stampede3.tacc.utexas.edu"],
     "summit": ["login1.summit.olcf.ornl.gov"],

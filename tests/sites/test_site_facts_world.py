@@ -108,3 +108,49 @@ def test_isambard_ai_asks_gpus_as_bricss_guide_does():
     # nodes "--gpus-per-node=4"
     assert "#SBATCH --gpus=4\n" in script("isambard-ai")
     assert "#SBATCH --gpus-per-node=4\n" in script("isambard-ai", nodes=2)
+
+
+# docs.cscs.ch as published, build 414e89d47dfb (its newest change-log entry 2026-09-17),
+# clusters/santis: since 2026-08-26 "All GH200 partitions on Santis use node sharing"; "By default MPI
+# ranks on Santis are given a single CPU core and no GPUs"; one requested GPU is "a whole Grace-Hopper
+# super-chip: 72 CPU cores, one GPU (96 GB HBM), and 115 GB host memory by default".
+def test_santis_jobs_ask_for_their_gpus_since_node_sharing():
+    text = script("santis", account="g123")
+    assert "#SBATCH --gpus-per-node=4\n" in text and "#SBATCH --cpus-per-task=288\n" in text
+    one = script("santis", account="g123", gpus_per_node=1)
+    assert "#SBATCH --gpus-per-node=1\n" in one and "#SBATCH --cpus-per-task=72\n" in one
+
+
+def test_santis_low_partition_is_used_only_when_named():
+    # same page: low, 24 hours, "overflow / quota-exhausted projects"; QoS slowdown: 10 running, 20 submitted
+    data = load_site("santis").data
+    assert data["queues"]["low"]["max_jobs_per_user"] == {"submitted": 20, "running": 10}
+    assert data["queues"]["normal"]["max_jobs_per_user"] == {"running": 20}
+    assert parse("santis", account="g123", walltime="01:00:00")[1].queue == "normal"
+    assert parse("santis", account="g123", queue="low", walltime="24:00:00")[1].queue == "low"
+
+
+# docs.cscs.ch as published, build 6e813db5e42b (2026-09-17 or later), clusters/clariden: "There are six
+# Slurm partitions": highprio (>128 nodes, 24 hours, with --qos=highprio), preemptable (1-128, 24 hours),
+# normal (1-128, 12 hours), debug (1-4, 1.5 node-hours), low (1-10, 6 hours), xfer.
+def test_clariden_s_normal_partition_takes_at_most_128_nodes():
+    assert parse("clariden", account="g123", nodes=128, walltime="01:00:00")[1].queue == "normal"
+    with pytest.raises(QueueRefusedError):
+        parse("clariden", account="g123", queue="normal", nodes=129, walltime="01:00:00")
+
+
+def test_clariden_s_highprio_partition_needs_more_than_128_nodes_and_its_qos():
+    text = script("clariden", account="g123", queue="highprio", nodes=129)
+    assert "#SBATCH --partition=highprio\n" in text and "#SBATCH --qos=highprio\n" in text
+    with pytest.raises(QueueRefusedError):
+        parse("clariden", account="g123", queue="highprio", nodes=128, walltime="01:00:00")
+
+
+def test_clariden_s_preemptable_and_low_partitions_are_used_only_when_named():
+    # a job longer than normal's 12 hours is not sent to preemptable (its jobs may be stopped) on its own
+    with pytest.raises(QueueRefusedError):
+        parse("clariden", account="g123", walltime="13:00:00")
+    assert parse("clariden", account="g123", queue="preemptable", walltime="24:00:00")[1].queue == "preemptable"
+    assert parse("clariden", account="g123", queue="low", nodes=10, walltime="06:00:00")[1].queue == "low"
+    with pytest.raises(QueueRefusedError):
+        parse("clariden", account="g123", queue="low", nodes=10, walltime="06:01:00")
