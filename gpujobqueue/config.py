@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import math
+import re
 import warnings
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -306,6 +308,71 @@ def query_timeout() -> Any:
 def progress() -> Any:
     """``gpujobqueue.progress``: ``auto``, true or false."""
     return _get("progress")
+
+
+WORKER_SATURATION_KEY = "gpujobqueue.worker-saturation"
+
+
+MAX_WORKER_SATURATION = 1000.0  # tasks ahead per thread; beyond it, say inf
+_DECIMAL = re.compile(r"[0-9]+(\.[0-9]*)?|\.[0-9]+", re.ASCII)
+
+
+def parse_worker_saturation(value: Any) -> float | None:
+    """A worker saturation (distributed's ``worker-saturation``): a number in (0, 1000] or ``inf``;
+    None for ``"distributed"`` (distributed's own setting is left alone).
+
+    Raises
+    ------
+    ValidationError
+        Anything else, naming ``gpujobqueue.worker-saturation``.
+    """
+    text = value.strip().lower() if isinstance(value, str) else None
+    if text == "distributed":
+        return None
+    number = None
+    if text == "inf" or (isinstance(value, float) and math.isinf(value) and value > 0):
+        return math.inf
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        number = float(value)
+    elif text is not None and _DECIMAL.fullmatch(text):
+        number = float(text)
+    if number is None or not 0 < number <= MAX_WORKER_SATURATION:
+        raise ValidationError(
+            WORKER_SATURATION_KEY,
+            f"a number > 0 and at most {MAX_WORKER_SATURATION:g}, inf, or 'distributed' for distributed's own;"
+            f" got {value!r}",
+        )
+    return number
+
+
+def worker_saturation() -> float | None:
+    """``gpujobqueue.worker-saturation``: the clusters' schedulers' worker saturation; None where
+    it is ``distributed`` (distributed's own ``distributed.scheduler.worker-saturation``)."""
+    return parse_worker_saturation(_get("worker-saturation"))
+
+
+def worker_saturation_text(value: float | None) -> str | None:
+    """A worker saturation (:func:`worker_saturation`) as a ``DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION``
+    value for a scheduler started in a job (``inf``, which distributed reads from the environment as such)."""
+    if value is None:
+        return None
+    return "inf" if math.isinf(value) else repr(value)
+
+
+def job_worker_saturation() -> str | None:
+    """``gpujobqueue.worker-saturation`` as :func:`worker_saturation_text` writes it for a scheduler
+    started in a job."""
+    return worker_saturation_text(worker_saturation())
+
+
+def scheduler_worker_saturation(value: float | None) -> contextlib.AbstractContextManager:
+    """While a cluster starts its scheduler in this process: distributed's worker saturation set to
+    ``value`` (:func:`worker_saturation`, read when the cluster was made; distributed reads its own
+    once, when the scheduler is made); scoped, so that other schedulers of this process keep the
+    user's setting. None: distributed's own."""
+    if value is None:
+        return contextlib.nullcontext()
+    return dask.config.set({"distributed.scheduler.worker-saturation": value})
 
 
 def max_failures() -> Any:

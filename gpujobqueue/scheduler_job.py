@@ -42,11 +42,15 @@ class SchedulerStart:
         (:mod:`gpujobqueue.dashboard`).
     tls_args : tuple of str
         The scheduler's ``--tls-*`` options.
+    worker_saturation : str, optional
+        distributed's ``worker-saturation`` for the scheduler (``inf``, ``2.0``;
+        ``gpujobqueue.worker-saturation``); None for distributed's own.
     """
 
     scheduler_file: str | None
     dashboard_address: str | None = None
     tls_args: tuple[str, ...] = ()
+    worker_saturation: str | None = None
 
 
 def parse_scheduler_placement(value: Any, runs_jobs_here: bool = True, protocol: str | None = None) -> str:
@@ -109,6 +113,7 @@ class JobScheduler(ProcessInterface):
         make_job: Callable[[SchedulerStart], Any],
         scheduler_file: str,
         tls_args: tuple[str, ...] = (),
+        worker_saturation: str | None = None,
         dashboard: bool = False,
         dashboard_address: str | None = None,
         **scheduler_options: Any,
@@ -119,6 +124,7 @@ class JobScheduler(ProcessInterface):
             scheduler_file=scheduler_file,
             dashboard_address=dashboard_address if dashboard else None,
             tls_args=tuple(tls_args),
+            worker_saturation=worker_saturation,
         )
         self.job = make_job(start)
 

@@ -129,6 +129,7 @@ class GPUJobQueueCluster(RuntimeCluster):
         )
         n_workers = parse_count("n_workers", n_workers, maximum=MAX_JOBS_PER_CLUSTER * plan.request.gpus_per_job)
         check_log_directory(plan.request.log_directory)
+        self._worker_saturation = config.worker_saturation()  # a bad setting refused before anything starts
         # At once, not after the jobs' queue wait; beside the scheduler's start, which it need not delay.
         probe = WorkerPythonCheck(plan.launch.python, **plan.worker_python_needs())
         job_kwargs, scheduler_cls = self._take_plan(plan, shared_temp_directory, scheduler_cls)
@@ -190,6 +191,7 @@ class GPUJobQueueCluster(RuntimeCluster):
                 make_job=self._make_scheduler_job,
                 scheduler_file=scheduler_file,
                 tls_args=scheduler_tls_args(plan.security, self._private_folder()) if plan.security else (),
+                worker_saturation=config.worker_saturation_text(self._worker_saturation),
             )
         return job_kwargs, scheduler_cls
 
@@ -288,7 +290,11 @@ class GPUJobQueueCluster(RuntimeCluster):
     async def _start(self) -> None:
         try:
             closed = self._dashboard_address is None  # a scheduler here serves no HTTP route
-            with config.ucx_cuda_context(self._ucx_cuda_context), config.no_scheduler_http_routes(closed):
+            with (
+                config.ucx_cuda_context(self._ucx_cuda_context),
+                config.no_scheduler_http_routes(closed),
+                config.scheduler_worker_saturation(self._worker_saturation),
+            ):
                 await super()._start()
         except RuntimeError as error:
             if isinstance(error.__cause__, GPUJobQueueError):  # SpecCluster wraps it; ours says more alone

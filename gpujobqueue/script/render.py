@@ -14,7 +14,7 @@ from typing import Any, Sequence, Union
 
 import jinja2
 
-from .. import naming
+from .. import config, naming
 from ..dashboard import CLOSED_HTTP_ADDRESS
 from ..errors import ValidationError
 from ..job_commands import ArrayElements
@@ -391,7 +391,7 @@ def render_job_script(
     scheduler_arg = _scheduler_word(scheduler, run, scheduler_file, start_scheduler)
     if run is not None:
         # The job's own scheduler serves the job alone: on a single node it listens on the loopback; no dashboard.
-        start_scheduler = SchedulerStart(scheduler_file=None)
+        start_scheduler = SchedulerStart(None, worker_saturation=config.job_worker_saturation())
     # Workers are <name>-<i>, and on several nodes <name>-<node>-<i>, the node numbered by the launcher's rank.
     worker_name = naming.shell_worker_name(name, launch.nodes)
     if array is not None:

@@ -1,0 +1,111 @@
+"""The clusters' schedulers give each worker its tasks ahead (``gpujobqueue.worker-saturation``,
+inf by default; issue 34): distributed's root-task queuing (worker saturation 1.1) keeps a GPU
+worker waiting a round trip to the scheduler between two short tasks. Real local clusters, the
+scheduler here and in a job; the value read from the running scheduler itself."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import dask
+import pytest
+from dask.distributed import Client
+
+from gpujobqueue import LocalGPUCluster
+from gpujobqueue.errors import ValidationError
+
+SMALL = dict(gpus_per_node=1, worker_mode="per-device", memory_per_gpu="512MiB")
+DISTRIBUTED_DEFAULT = 1.1  # distributed.yaml's worker-saturation
+
+
+def scheduler_saturation(client: Client) -> float:
+    return client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.WORKER_SATURATION)
+
+
+@pytest.mark.parametrize("scheduler", ["local", "job"])
+def test_the_scheduler_gives_workers_their_tasks_ahead_by_default(tmp_path, scheduler):
+    with (
+        LocalGPUCluster(**SMALL, scheduler=scheduler, shared_temp_directory=str(tmp_path)) as cluster,
+        Client(cluster) as client,
+    ):
+        assert math.isinf(scheduler_saturation(client))
+        if scheduler == "job":
+            assert "DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION=inf \\\n" in cluster.scheduler_job.job_script()
+        cluster.scale(gpus=1)
+        client.wait_for_workers(1, timeout=120)
+        assert client.submit(lambda x: x + 1, 1).result(timeout=60) == 2
+    # Scoped to the scheduler's start: the process's own setting is the user's again.
+    assert dask.config.get("distributed.scheduler.worker-saturation") == DISTRIBUTED_DEFAULT
+
+
+@pytest.mark.parametrize(
+    "setting, expected",
+    [({"gpujobqueue.worker-saturation": "2"}, 2.0), ({"distributed.scheduler.worker-saturation": 1.5}, math.inf)],
+)
+def test_the_setting_is_the_schedulers(tmp_path, setting, expected):
+    with (
+        dask.config.set(setting),
+        LocalGPUCluster(**SMALL, shared_temp_directory=str(tmp_path)) as cluster,
+        Client(cluster) as client,
+    ):
+        assert scheduler_saturation(client) == expected
+
+
+def test_distributed_own_setting_is_kept_where_asked(tmp_path):
+    with (
+        dask.config.set(
+            {"gpujobqueue.worker-saturation": "distributed", "distributed.scheduler.worker-saturation": 1.5}
+        ),
+        LocalGPUCluster(**SMALL, shared_temp_directory=str(tmp_path)) as cluster,
+        Client(cluster) as client,
+    ):
+        assert scheduler_saturation(client) == 1.5
+
+
+@pytest.mark.parametrize("setting", [0, "nan", "many", True])
+def test_a_bad_setting_is_refused_naming_it_before_anything_starts(tmp_path, setting):
+    with dask.config.set({"gpujobqueue.worker-saturation": setting}):
+        with pytest.raises(ValidationError, match="gpujobqueue.worker-saturation") as raised:
+            LocalGPUCluster(**SMALL, shared_temp_directory=str(tmp_path))
+    assert raised.value.field == "gpujobqueue.worker-saturation"
+    assert not list(tmp_path.iterdir())  # no private folder made, no job
+
+
+REPORT = """
+import json, sys
+from dask.distributed import Client
+
+with Client() as client:  # the job's scheduler, from DASK_SCHEDULER_ADDRESS
+    saturation = client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.WORKER_SATURATION)
+with open(sys.argv[1], "w") as f:
+    json.dump({"saturation": str(saturation)}, f)
+"""
+
+
+def test_a_run_scripts_scheduler_is_given_it(tmp_path):
+    client_script = tmp_path / "report.py"
+    client_script.write_text(REPORT)
+    rendered = subprocess.run(
+        [
+            *(sys.executable, "-m", "gpujobqueue.cli", "render", "local", "--worker-mode", "per-device"),
+            *("--python", sys.executable, "--memory-per-gpu", "512MiB", "--cpus-per-gpu", "1"),
+            *("--run", str(client_script), "--", str(tmp_path / "report.json")),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION=inf \\\n" in rendered.stdout
+    result = subprocess.run(
+        ["bash", "-c", rendered.stdout],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=180,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CUDA_VISIBLE_DEVICES": "0"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads((tmp_path / "report.json").read_text()) == {"saturation": "inf"}
