@@ -419,9 +419,12 @@ def test_output_paths_and_join(pbs, tmp_path):
 
 def test_dependency_waits_for_the_first_job(pbs, tmp_path):
     order = tmp_path / "order"
-    first = pbs.qsub(f"sleep 1\necho first >> {order}\n", cwd=tmp_path, name="a.sh")
+    go = tmp_path / "go"
+    # The first job waits for the test, not for a second that a loaded machine may take to submit the second.
+    first = pbs.qsub(f"until [ -e {go} ]; do sleep 0.1; done\necho first >> {order}\n", cwd=tmp_path, name="a.sh")
     second = pbs.qsub(f"echo second >> {order}\n", "-W", f"depend=afterok:{first}", cwd=tmp_path, name="b.sh")
     assert pbs.state(second) == "H"
+    go.touch()
     pbs.wait_state(second, "F")
     assert order.read_text() == "first\nsecond\n"
 
