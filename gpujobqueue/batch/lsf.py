@@ -20,6 +20,7 @@ from ..keywords import INT, SWITCH, TEXT, Computed, Keyword, NoOption
 from ..launchers import LAUNCHER_OBJECTS
 from ..limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_NODES
 from ..request import JobRequest, given_or, parse_bool, parse_positive_int, parse_size, parse_walltime
+from ..validation import per_node
 from ..workers import WorkerLaunch
 from .base import BatchSystem
 
@@ -224,7 +225,8 @@ class LSF(BatchSystem):
             INT,
             None,
             None,
-            "LSF slots per job (-n), as dask-jobqueue's ncpus: the job's cores, instead of cores.",
+            "LSF slots per job (-n), as dask-jobqueue's ncpus: the job's cores, instead of cores (given beside "
+            "ncpus, cores is the threads of the job's workers).",
             jobqueue_key="ncpus",
         ),
         Keyword(
@@ -285,9 +287,14 @@ class LSF(BatchSystem):
         if settings.get("walltime") is not None:
             settings["walltime"] = lsf_walltime(settings["walltime"])  # bsub -W [hour:]minute
         if settings.get("ncpus") is not None:  # dask-jobqueue's -n: the job's cores
-            if settings.get("cores") is not None or settings.get("cpus_per_gpu") is not None:
-                raise ValidationError("ncpus", "give ncpus (LSF's -n), cores or cpus_per_gpu, not several")
-            settings["cores"] = parse_positive_int("ncpus", settings["ncpus"], MAX_CPUS_PER_NODE * MAX_NODES)
+            if settings.get("cpus_per_gpu") is not None:
+                raise ValidationError("ncpus", "give ncpus (LSF's -n) or cpus_per_gpu, not both")
+            slots = parse_positive_int("ncpus", settings["ncpus"], MAX_CPUS_PER_NODE * MAX_NODES)
+            if settings.get("cores") is None:
+                settings["cores"] = slots
+            else:  # as dask-jobqueue (and SLURM's job_cpu): -n is ncpus, cores the threads of the job's workers
+                nodes = parse_positive_int("nodes", given_or(settings.get("nodes"), 1), MAX_NODES)
+                settings["job_cpu"] = per_node("ncpus", slots, nodes)
         if settings.get("gpu_request") == "csm" and settings.get("launcher") is None:
             settings["launcher"] = "jsrun"
 

@@ -190,7 +190,7 @@ def test_project_keeps_each_batch_systems_meaning():
         (LSFGPUCluster, {"lsf_units": "parsecs"}, "lsf_units"),
         (LSFGPUCluster, {"gpu_request": "csm", "launcher": "direct"}, "launcher"),
         (LSFGPUCluster, {"launcher": "jsrun"}, "launcher"),
-        (LSFGPUCluster, {"ncpus": 4, "cores": 4}, "ncpus"),
+        (LSFGPUCluster, {"ncpus": 4, "cpus_per_gpu": 4}, "ncpus"),  # with cores it is -n beside the threads
         (SGEGPUCluster, {"gpu_request": "resource-type"}, "resource_type"),
         (SGEGPUCluster, {"gpu_complex": "gpu;rm"}, "gpu_complex"),
         (SGEGPUCluster, {"parallel_environment": "smp 4"}, "parallel_environment"),
