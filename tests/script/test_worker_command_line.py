@@ -367,12 +367,9 @@ def test_a_scheduler_started_in_a_job_serves_no_http_page(batch, started_by):
     assert dashboard_params(script, SCHEDULER_MODULE) == CLOSED_DASHBOARD
     # The scheduler of scheduler='job' keeps its watchdog's timeout: no comment cuts the command short.
     timeout = {"GPUJOBQUEUE_CLUSTER_TIMEOUT": "60"} if started_by == "scheduler='job'" else {}
-    # A --run script's scheduler takes gpujobqueue.worker-saturation (the cluster gives its scheduler job's).
-    saturation = {"DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION": "inf"} if started_by == "--run" else {}
     assert command_environment(script, SCHEDULER_MODULE) == {
         "DASK_DISTRIBUTED__SCHEDULER__HTTP__ROUTES": "[]",
         **timeout,
-        **saturation,
     }
 
 
