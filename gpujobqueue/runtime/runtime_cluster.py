@@ -102,9 +102,12 @@ class RuntimeCluster(JobQueueCluster):
         self._usage.start()
 
     async def _stop_watches(self) -> None:
-        """The job watch and the usage watch end (the cluster closes); the jobs' ends are counted after."""
+        """The job watch and the usage watch end (the cluster closes); the jobs' ends are counted after.
+        The jobs held now are noted first: one that started since the usage watch's last look would
+        otherwise be closed and forgotten before the count at close saw it."""
         await self._job_watch.stop()
         await self._usage.stop()
+        self._usage.note_jobs()
 
     @property
     def worker_spec(self) -> dict[str, dict[str, Any]]:

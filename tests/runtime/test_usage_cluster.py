@@ -84,6 +84,19 @@ def test_without_sampling_the_hours_are_counted_and_busy_is_not_measured(tmp_pat
     assert "busy not measured" in report.summary()
 
 
+def test_a_job_that_started_and_ended_between_two_looks_is_counted_at_close(tmp_path):
+    # Before: the watch looked at the jobs every hour here (its first look before any job), and at close
+    # only after the cluster had closed and forgotten its jobs: the summary said "0 jobs".
+    with dask.config.set({"gpujobqueue.usage.sample-interval": "1h", "gpujobqueue.job-poll-interval": "1h"}):
+        with LocalGPUCluster(gpus_per_node=1, devices=[0], log_directory=str(tmp_path), **SMALL) as cluster:
+            cluster.scale(jobs=1)
+            cluster.wait_for_workers(1, timeout=60)
+    (path,) = tmp_path.glob("*-usage-*.json")
+    report = read_usage(str(path))
+    assert len(report.jobs) == 1 and report.jobs[0].started is not None and report.jobs[0].ended is not None
+    assert report.summary().startswith("1 job, 1 GPU"), report.summary()
+
+
 def test_a_cluster_that_submitted_nothing_writes_no_report(tmp_path):
     with LocalGPUCluster(gpus_per_node=1, devices=[0], log_directory=str(tmp_path), **SMALL) as cluster:
         assert cluster.usage().jobs == ()
