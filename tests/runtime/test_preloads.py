@@ -231,6 +231,23 @@ def test_a_standalone_scripts_preload_files_are_the_modules_text(tmp_path):
     assert not list((tmp_path / "tmp").iterdir()), "the EXIT trap removes the private folder"
 
 
+def test_a_workers_preloads_import_neither_the_clusters_nor_dask_jobqueue():
+    # Each worker process and each nanny imports its preload by module name: before, that imported the whole
+    # package (the clusters, dask-jobqueue, the sites), about 0.2 s of CPU in every such process.
+    code = (
+        "import sys, signal\n"
+        "before = signal.getsignal(signal.SIGINT)\n"  # ignored where a shell started this with &
+        "import gpujobqueue.preloads.pin_device, gpujobqueue.preloads.watchdog\n"
+        "heavy = sorted(m for m in sys.modules if m.startswith(('dask_jobqueue', 'gpujobqueue.runtime', "
+        "'gpujobqueue.sites', 'gpujobqueue.batch')))\n"
+        "print(heavy)\n"
+        "import gpujobqueue.runtime.job\n"  # dask-jobqueue's SIGINT handler is given back whoever imports it
+        "print(signal.getsignal(signal.SIGINT) is before)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines() == ["[]", "True"], done.stdout + done.stderr
+
+
 def test_a_cluster_class_first_used_in_a_thread_imports_there():
     # The public names are imported when first used, maybe in a thread (the xdist controller imports a warning's
     # module in one); dask-jobqueue sets a SIGINT handler at its import, which only the main thread may do: the
