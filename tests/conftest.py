@@ -77,6 +77,32 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slurm)
         if fixtures & {"sge", "sge_cluster"} or "sge" in named:
             item.add_marker(pytest.mark.sge)
+    workers = getattr(config, "workerinput", {}).get("workercount", 0)
+    if workers > 1:
+        items[:] = long_tests_first_in_each_share(items, workers)
+
+
+def long_tests_first_in_each_share(items: list, workers: int) -> list:
+    """The tests in an order where each xdist worker's first share starts with its part of the long ones.
+
+    ``--dist worksteal`` gives each worker a contiguous share of the collection, in order, and an idle
+    worker steals from the end of another's. The long tests (marked ``long``: a minute or so of waiting)
+    were collected last, in the root folder and a few modules, and so ran at the end of the session, one
+    worker still waiting while the others had finished. Here they are dealt out to the shares' starts.
+    """
+    long = [item for item in items if item.get_closest_marker("long")]
+    if not long:
+        return items
+    rest = [item for item in items if not item.get_closest_marker("long")]
+    ordered, remaining = [], len(items)
+    for share in range(workers):
+        size = remaining // (workers - share)  # as worksteal sends the first shares
+        mine = long[share::workers]
+        taken = max(0, size - len(mine))
+        ordered += mine + rest[:taken]
+        rest = rest[taken:]
+        remaining -= size
+    return ordered + rest
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -167,3 +167,27 @@ def test_a_workers_warning_of_a_gpujobqueue_class_reaches_the_xdist_controller()
     done = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=240)
     assert done.returncode == 0 and "INTERNALERROR" not in done.stdout + done.stderr, done.stdout + done.stderr
     assert "UnconfirmedSiteFactsWarning: wice" in done.stdout and "1 passed" in done.stdout, done.stdout
+
+
+class _Item:
+    def __init__(self, name: str, long: bool):
+        self.name, self.long = name, long
+
+    def get_closest_marker(self, name: str):
+        return name == "long" and self.long or None
+
+
+def test_the_long_tests_lead_each_xdist_workers_share():
+    # Collected last (the root folder's modules), they ran at the session's end while the other workers idled.
+    from conftest import long_tests_first_in_each_share
+
+    items = [_Item(f"t{i}", False) for i in range(20)] + [_Item(f"long{i}", True) for i in range(6)]
+    ordered = long_tests_first_in_each_share(items, 4)
+    assert sorted(item.name for item in ordered) == sorted(item.name for item in items)
+    starts, remaining, at = [], len(ordered), 0
+    for share in range(4):  # the shares --dist worksteal sends first
+        starts.append(ordered[at].name)
+        size = remaining // (4 - share)
+        at, remaining = at + size, remaining - size
+    assert starts == ["long0", "long1", "long2", "long3"]
+    assert [item.name for item in ordered[:2]] == ["long0", "long4"]

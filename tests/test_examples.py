@@ -57,6 +57,7 @@ def needs(example: str):
     return example
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("example", [needs(example) for example in sorted(CHECKS)])
 def test_cpu_form(example, tmp_path):
     done = run_example(tmp_path, str(EXAMPLES / example), "--size", "small", "--form", "cpu")

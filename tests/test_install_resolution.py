@@ -114,6 +114,7 @@ def pinned(metadata: dict, name: str):
     raise AssertionError(f"{metadata['name']} does not require {name}")
 
 
+@pytest.mark.long
 @pytest.mark.registry
 @pytest.mark.timeout(600)
 def test_every_extra_resolves_to_the_current_stack_in_a_fresh_venv(fresh_pip):

@@ -29,6 +29,7 @@ def _run(command: list, cwd: Path, **kwargs) -> subprocess.CompletedProcess:
     return done
 
 
+@pytest.mark.long
 @pytest.mark.timeout(600)
 def test_installed_package_renders_from_its_own_templates(tmp_path):
     env_dir = tmp_path / "venv"

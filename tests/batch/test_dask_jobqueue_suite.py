@@ -80,6 +80,7 @@ def run_shipped_tests(report: Path) -> dict[str, str]:
     return outcomes
 
 
+@pytest.mark.long
 @pytest.mark.timeout(600)
 def test_dask_jobqueues_own_tests_pass_except_those_docs_list_as_differing_by_design(tmp_path):
     listed = documented_differences()

@@ -52,6 +52,7 @@ def ramp_to_eight_gpus(client, cluster, counted, expected_sbatch, expected_scanc
     assert counted.count("scancel") == expected_scancel, "the ramp down is one cancel command"
 
 
+@pytest.mark.long
 @pytest.mark.slurm
 def test_a_ramp_0_8_0_8_0_costs_one_submission_and_one_cancel_each_way(slurm, counted):
     # The scheduler knows the tasks' length from the start, so its target is 8 GPUs at once
@@ -68,6 +69,7 @@ def test_a_ramp_0_8_0_8_0_costs_one_submission_and_one_cancel_each_way(slurm, co
     assert counted.count("sbatch") == 2 and counted.count("scancel") == 2, "close had nothing left to cancel"
 
 
+@pytest.mark.long
 @pytest.mark.slurm
 def test_idle_at_a_minimum_between_job_sizes_costs_no_batch_command(slurm, counted):
     # minimum_gpus=3 with two-GPU jobs is two jobs: a target of 3 workers must not submit a

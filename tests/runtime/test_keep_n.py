@@ -94,6 +94,7 @@ def _start_slurmctld(slurm) -> None:
     wait_until(lambda: "UP" in slurm.run("scontrol", "ping").stdout, 60, what="slurmctld to answer")
 
 
+@pytest.mark.long
 @pytest.mark.slurm
 @pytest.mark.timeout(300)
 def test_an_unreachable_batch_system_is_shown_and_a_scale_refused_then_is_made_when_it_answers(slurm, counted):

@@ -320,6 +320,7 @@ def _jobs_retired_gracefully(log_directory: Path) -> list[str]:
     )
 
 
+@pytest.mark.long
 @pytest.mark.slurm
 @pytest.mark.timeout(900)
 def test_a_computation_longer_than_the_walltime_retires_workers_gracefully(slurm, counted, tmp_path):

@@ -31,6 +31,7 @@ def _a_little_work(x: int) -> int:
     return x + 1
 
 
+@pytest.mark.long
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("backend_name", ["slurm", "sge"])
 def test_scale_n_keeps_n_workers_through_walltimes(backend_name, request, tmp_path):
