@@ -11,6 +11,7 @@ import configparser
 import json
 import os
 import subprocess
+import sys
 import time
 import venv
 from concurrent.futures import ThreadPoolExecutor
@@ -76,16 +77,13 @@ def test_without_nvml_the_cuda_version_and_extra_come_from_nvidia_smi(tmp_path, 
 
 @pytest.fixture(scope="module")
 def fresh_pip(tmp_path_factory):
-    """The pip of a fresh venv without this machine's site-packages, as a new user has."""
+    """The python of a fresh venv without this machine's site-packages, as a new user has; the
+    resolution runs this venv's current pip against it (``pip --python``), which reads the wheels'
+    metadata from the index (PEP 658) instead of downloading the CUDA libraries' wheels (hundreds of
+    MB) as the pip bundled with Python does, without installing a pip there first."""
     env_dir = tmp_path_factory.mktemp("fresh") / "venv"
-    venv.create(env_dir, system_site_packages=False, with_pip=True)
-    python = str(env_dir / "bin" / "python")
-    # A current pip reads the wheels' metadata from the index (PEP 658) instead of downloading
-    # the CUDA libraries' wheels (hundreds of MB) as the pip bundled with Python does.
-    subprocess.run(
-        [python, "-m", "pip", "install", "--quiet", "--upgrade", "pip"], check=True, timeout=300, capture_output=True
-    )
-    return python
+    venv.create(env_dir, system_site_packages=False, with_pip=False)
+    return str(env_dir / "bin" / "python")
 
 
 def resolve(python: str, extra: str) -> tuple[dict[str, dict], float]:
@@ -93,7 +91,8 @@ def resolve(python: str, extra: str) -> tuple[dict[str, dict], float]:
     started = time.perf_counter()
     env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONPATH": ""}
     result = subprocess.run(
-        [python, "-m", "pip", "install", "--dry-run", "--quiet", "--report", "-", f"{REPO}[{extra}]"],
+        [sys.executable, "-m", "pip", "--python", python, "install", "--dry-run", "--quiet", "--report", "-"]
+        + [f"{REPO}[{extra}]"],
         capture_output=True,
         text=True,
         timeout=500,
