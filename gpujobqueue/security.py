@@ -31,14 +31,15 @@ import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
-
-from distributed.security import Security
+from typing import TYPE_CHECKING, Any, Callable
 
 from .errors import ValidationError
 from .owned_folders import owner_prefix
 from .request import parse_job_path
 from .workers import WorkerLaunch
+
+if TYPE_CHECKING:  # distributed is imported where a Security is made or checked: render and plan need none
+    from distributed.security import Security
 
 logger = logging.getLogger(__name__)
 
@@ -96,6 +97,8 @@ def resolve_security(security: Any, launch: WorkerLaunch) -> tuple[Security | No
             stacklevel=5,  # resolve_security < make_plan < the cluster < GPUCluster < the user
         )
         return None, launch
+    from distributed.security import Security
+
     if not isinstance(security, Security):
         if security not in (None, True):
             raise ValidationError(
@@ -290,6 +293,8 @@ def make_credentials(directory: str | os.PathLike) -> tuple[Path, bool]:
             f"{path} holds {', '.join(present)} but not all of "
             f"{', '.join(CREDENTIAL_FILES)}; remove them or choose another folder",
         )
+    from distributed.security import Security
+
     credentials = Security.temporary()  # one new CA; its certificate is the scheduler's, the workers' and the client's
     texts = (credentials.tls_ca_file, credentials.tls_scheduler_cert, credentials.tls_scheduler_key)
     for name, text in zip(CREDENTIAL_FILES, texts):

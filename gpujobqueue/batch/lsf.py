@@ -15,7 +15,6 @@ from ..hand_written_directives import DirectiveForm
 from ..hand_written_gpu_parsers import HandWrittenGPUs, own_line, written_count
 from ..job_commands import CommandFailed
 from ..job_status import JobStatus, unlisted
-from ..jobqueue_base import lsf_detect_units, lsf_format_bytes_ceil
 from ..keywords import INT, SWITCH, TEXT, Computed, Keyword, NoOption
 from ..launchers import LAUNCHER_OBJECTS
 from ..limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_NODES
@@ -42,6 +41,10 @@ def format_lsf_memory(nbytes: int, lsf_units: str) -> str:
     >>> format_lsf_memory(60 * 2**30, "mb")
     '64425'
     """
+    from ..jobqueue_base import (
+        lsf_format_bytes_ceil,
+    )  # dask-jobqueue (and distributed) only where LSF memory is written
+
     return lsf_format_bytes_ceil(nbytes, lsf_units=lsf_units)
 
 
@@ -107,7 +110,11 @@ class LSFOptions:
         if gpu_mode not in GPU_MODES:
             raise ValidationError("gpu_mode", f"{gpu_mode!r} is not an LSF GPU mode; use one of {', '.join(GPU_MODES)}")
         units = get("lsf_units")
-        units = lsf_detect_units() if units is None else str(units)
+        if units is None:
+            from ..jobqueue_base import lsf_detect_units
+
+            units = lsf_detect_units()
+        units = str(units)
         units = units.lower()
         if len(units) == 1:
             units += "b"

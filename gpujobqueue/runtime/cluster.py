@@ -36,8 +36,6 @@ from ..scheduler_job import (
     SCHEDULER_FILE_NAME,
     SCHEDULER_HERE,
     SCHEDULER_IN_JOB,
-    HostedWorkers,
-    JobScheduler,
     SchedulerStart,
     check_ucx_scheduler_host,
 )
@@ -47,6 +45,7 @@ from .cluster_options import check_cluster_keywords, shared_directory
 from .cluster_options import scheduler_options as checked_scheduler_options
 from .job import GPUJob, check_log_directory
 from .runtime_cluster import RuntimeCluster
+from .scheduler_process import HostedWorkers, JobScheduler
 from .worker_wait import WorkersNotStartedError
 
 # Imported from here by gpujobqueue/__init__.py and the tests.

@@ -1,0 +1,120 @@
+"""The cluster's side of ``scheduler="job"`` as distributed drives it: the scheduler's job as the
+cluster's scheduler (:class:`JobScheduler`, its address read from the scheduler file) and that job's
+own GPU workers as one entry of the cluster's worker specs (:class:`HostedWorkers`)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any, Callable
+
+from distributed.deploy.spec import ProcessInterface
+
+from ..scheduler_job import SchedulerStart, read_scheduler_address
+
+logger = logging.getLogger(__name__)
+
+
+class JobScheduler(ProcessInterface):
+    """The cluster's scheduler, running in the cluster's first batch job.
+
+    :class:`~distributed.deploy.SpecCluster` starts it as it would start a scheduler in
+    this process: :meth:`start` submits the job and returns once the job's scheduler has
+    written its address to the scheduler file; :meth:`close` (the cluster's last step)
+    cancels the job.
+
+    Parameters
+    ----------
+    make_job : callable
+        Returns the scheduler's job, given its :class:`SchedulerStart`.
+    scheduler_file : str
+        Where the job's scheduler writes its address.
+    tls_args : tuple of str
+        The scheduler's ``--tls-*`` options.
+    dashboard, dashboard_address : bool, str
+        From ``scheduler_options`` (:func:`gpujobqueue.dashboard.dashboard_options`): the
+        dashboard's address where it is open, else none at all.
+    **scheduler_options
+        The rest of dask-jobqueue's scheduler options (protocol, interface, security),
+        which the job's scheduler takes from the cluster's worker settings.
+    """
+
+    poll_interval = 0.2
+    state_interval = 5.0
+
+    def __init__(
+        self,
+        *,
+        make_job: Callable[[SchedulerStart], Any],
+        scheduler_file: str,
+        tls_args: tuple[str, ...] = (),
+        worker_saturation: str | None = None,
+        dashboard: bool = False,
+        dashboard_address: str | None = None,
+        **scheduler_options: Any,
+    ):
+        super().__init__()
+        self.scheduler_file = scheduler_file
+        start = SchedulerStart(
+            scheduler_file=scheduler_file,
+            dashboard_address=dashboard_address if dashboard else None,
+            tls_args=tuple(tls_args),
+            worker_saturation=worker_saturation,
+        )
+        self.job = make_job(start)
+
+    async def start(self) -> None:
+        await self.job.start()
+        logger.info(
+            "scheduler job %s submitted; waiting for its scheduler file %s", self.job.job_id, self.scheduler_file
+        )
+        self.address = await self._wait_for_address()
+        self.external_address = self.address
+        logger.info("scheduler of job %s at %s", self.job.job_id, self.address)
+        await super().start()
+
+    async def _wait_for_address(self) -> str:
+        # No time limit: a job may queue for hours; it fails only once the batch system has ended it.
+        next_state_check = time.monotonic() + self.state_interval
+        shown = None
+        while True:
+            address = read_scheduler_address(self.scheduler_file)
+            if address:
+                return address
+            now = time.monotonic()
+            if now >= next_state_check:
+                next_state_check = now + self.state_interval
+                status = await self.job.batch_status()
+                if status is not None and status.ended and not read_scheduler_address(self.scheduler_file):
+                    raise await self.job.failure(status, before=f"its scheduler wrote {self.scheduler_file}")
+                if status is not None and status.describe() != shown:
+                    shown = status.describe()
+                    logger.info("scheduler job %s (%s): %s", self.job.name, self.job.job_id, shown)
+            await asyncio.sleep(self.poll_interval)
+
+    async def close(self) -> None:
+        await self.job.close()
+        await super().close()
+
+
+class HostedWorkers(ProcessInterface):
+    """The scheduler job's own GPU workers, as one entry of the cluster's worker specs.
+
+    They start and end with the scheduler's job: closing this entry cancels nothing.
+
+    Parameters
+    ----------
+    scheduler : str
+        The scheduler's address (given by SpecCluster; the workers read the file).
+    name : str
+        The scheduler job's name in the cluster.
+    job : GPUJob
+        The scheduler's job.
+    """
+
+    def __init__(self, scheduler: str | None = None, name: str | None = None, *, job: Any):
+        super().__init__()
+        self.name = name
+        self.job = job
+        self.job_id = job.job_id
