@@ -311,8 +311,6 @@ def progress() -> Any:
 
 
 WORKER_SATURATION_KEY = "gpujobqueue.worker-saturation"
-
-
 MAX_WORKER_SATURATION = 1000.0  # tasks ahead per thread; beyond it, say inf
 _DECIMAL = re.compile(r"[0-9]+(\.[0-9]*)?|\.[0-9]+", re.ASCII)
 
@@ -329,9 +327,9 @@ def parse_worker_saturation(value: Any) -> float | None:
     text = value.strip().lower() if isinstance(value, str) else None
     if text == "distributed":
         return None
-    number = None
     if text == "inf" or (isinstance(value, float) and math.isinf(value) and value > 0):
         return math.inf
+    number = None
     if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
         number = float(value)
     elif text is not None and _DECIMAL.fullmatch(text):

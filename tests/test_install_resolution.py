@@ -76,7 +76,7 @@ def test_without_nvml_the_cuda_version_and_extra_come_from_nvidia_smi(tmp_path, 
 
 
 @pytest.fixture(scope="module")
-def fresh_pip(tmp_path_factory):
+def fresh_python(tmp_path_factory):
     """The python of a fresh venv without this machine's site-packages, as a new user has; the
     resolution runs this venv's current pip against it (``pip --python``), which reads the wheels'
     metadata from the index (PEP 658) instead of downloading the CUDA libraries' wheels (hundreds of
@@ -116,13 +116,13 @@ def pinned(metadata: dict, name: str):
 @pytest.mark.long
 @pytest.mark.registry
 @pytest.mark.timeout(600)
-def test_every_extra_resolves_to_the_current_stack_in_a_fresh_venv(fresh_pip):
+def test_every_extra_resolves_to_the_current_stack_in_a_fresh_venv(fresh_python):
     started = time.perf_counter()
     # A resolution is CPU-bound more than network-bound: on 2 cores the three took 74 s side by
     # side and 41 s one after another, so they run side by side only with cores to spare.
     threads = max(1, min(len(LINES), (os.cpu_count() or 2) // 2))
     with ThreadPoolExecutor(threads) as pool:
-        resolved = dict(zip(LINES, pool.map(lambda extra: resolve(fresh_pip, extra), LINES)))
+        resolved = dict(zip(LINES, pool.map(lambda extra: resolve(fresh_python, extra), LINES)))
     print(
         f"resolved {len(LINES)} extras in {time.perf_counter() - started:.1f} s: "
         + ", ".join(f"[{extra}] {seconds:.1f} s" for extra, (_, seconds) in resolved.items())

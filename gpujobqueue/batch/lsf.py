@@ -41,9 +41,8 @@ def format_lsf_memory(nbytes: int, lsf_units: str) -> str:
     >>> format_lsf_memory(60 * 2**30, "mb")
     '64425'
     """
-    from ..jobqueue_base import (
-        lsf_format_bytes_ceil,
-    )  # dask-jobqueue (and distributed) only where LSF memory is written
+    # dask-jobqueue (and distributed with it) imported only where an LSF script's memory is written
+    from ..jobqueue_base import lsf_format_bytes_ceil
 
     return lsf_format_bytes_ceil(nbytes, lsf_units=lsf_units)
 
