@@ -11,7 +11,7 @@ import time
 import dask
 import pytest
 from conftest import wait_until
-from dask.distributed import Client
+from dask.distributed import Client, Event
 
 from gpujobqueue import SLURMGPUCluster
 from gpujobqueue.runtime.adaptive import GPUAdaptive
@@ -31,15 +31,29 @@ RAMP = dict(
 TASK_SECONDS = 8
 
 
-def busy(i):
-    time.sleep(TASK_SECONDS)
+def busy(i, go):
+    # Held until all eight run: jobs that start seconds apart would otherwise finish seconds
+    # apart, and adapt rightly cancels the jobs idle first on their own.
+    assert Event(go).wait(timeout=150), "the eight tasks were not all started"
+    time.sleep(TASK_SECONDS)  # the length the scheduler plans the next ramp with
     return i * i
+
+
+def executing(dask_worker):
+    return len(dask_worker.state.executing)
 
 
 def ramp_to_eight_gpus(client, cluster, counted, expected_sbatch, expected_scancel):
     """Eight tasks, one per GPU worker: adapt submits four jobs at once (one array), then
     cancels all four at once when the work is done."""
-    futures = client.map(busy, range(8), pure=False, resources={"GPU": 1})
+    go = Event(f"ramp-{expected_sbatch}", client=client)
+    futures = client.map(busy, range(8), go=go.name, pure=False, resources={"GPU": 1})
+    wait_until(
+        lambda: list(client.run(executing).values()) == [1] * 8,
+        120,
+        what=lambda: f"eight workers running a task each: {client.run(executing)}",
+    )
+    go.set()
     assert client.gather(futures) == [i * i for i in range(8)]
     assert counted.count("sbatch") == expected_sbatch, "the ramp up is one array submission"
     assert len(cluster.worker_spec) == 4
