@@ -11,7 +11,7 @@ startup
     after the start, ``scale()`` to the first worker process made (the job starting), worker
     process made to registered, and first to last worker registered. Worker processes' start
     times are their ``/proc`` start times (psutil); registrations are the scheduler's own
-    ``add-worker`` events.
+    ``add-worker`` events. With ``--startup-peers``, also ``ucx-peers`` (below) as a fifth side.
 sum
     On 1 and N GPUs (``--gpus``), a fresh default LocalGPUCluster, one untimed warm-up sum, then
     ``--sum-repeats`` sums of ``(x + 1)[::2, ::2].sum()`` (2 TB, 10000² chunks), each inside
@@ -27,7 +27,9 @@ variants
     with the scheduler in a job of its own (``scheduler="job"``, its own process) and with
     ``distributed.scheduler.work-stealing: false``, beside the default rows. ``--try NAMES``
     adds other rows on each GPU count, by name: ``tls`` (``protocol="tcp"``), ``saturation-2`` and
-    ``saturation-inf`` (``distributed.scheduler.worker-saturation``), ``job``, ``no-stealing``.
+    ``saturation-inf`` (``distributed.scheduler.worker-saturation``), ``job``, ``no-stealing``,
+    ``ucx-peers`` (a trial: the scheduler and nannies on TLS, the workers listening on UCX for each
+    other's data; benchmarks/ucx_peer_worker.py). Each row records its workers' protocol.
     A setting that must reach ucxx before its first use in this process (e.g.
     ``UCXPY_PROGRESS_MODE``) is set in the environment of a separate run; it is recorded.
 
@@ -140,8 +142,10 @@ def ours_startup(setup: bench.Setup, gpus: int, tag: str, **keywords: Any) -> di
         connected = time.time()
         workers = worker_times(client, scale)
         protocol = bench.scheme(cluster.scheduler_address)
+        worker_protocols = sorted({bench.scheme(address) for address in client.scheduler_info()["workers"]})
     return {
         "protocol": protocol,
+        "worker_protocols": worker_protocols,
         "total": connected - begin,
         "constructor": made - begin,
         "plan": marks["plan_end"] - marks["plan_start"],
@@ -197,6 +201,8 @@ def run_startup(setup: bench.Setup, args: argparse.Namespace, record: dict[str, 
         "ours tcp": lambda n: ours_startup(setup, gpus, f"startup-tcp-{n}", protocol="tcp"),
         "dask cuda worker by hand (tcp)": lambda n: hand_startup(setup, gpus, log_path),
     }
+    if args.startup_peers:
+        sides["ours ucx-peers"] = lambda n: ours_startup(setup, gpus, f"startup-peers-{n}", **TRIES["ucx-peers"])
     if not setup.smoke:
         sides["LocalCUDACluster"] = lambda n: reference_startup(setup, gpus)
     record.update(gpus=gpus, rounds={side: [] for side in sides})
@@ -209,7 +215,7 @@ def run_startup(setup: bench.Setup, args: argparse.Namespace, record: dict[str, 
             bench.log(f"startup {round_number + 1} {side}: {result['total']:.2f} s ({result['protocol']})")
             save()
     record["medians"] = {
-        side: {key: bench.median([r[key] for r in rounds]) for key in rounds[0] if key != "protocol"}
+        side: {key: bench.median([r[key] for r in rounds]) for key in rounds[0] if "protocol" not in key}
         for side, rounds in record["rounds"].items()
     }
 
@@ -316,6 +322,7 @@ def measure_sums(
         client = stack.enter_context(Client(cluster))
         bench.start_gpu_workers(cluster, client, gpus, setup.timeout)
         row["protocol"] = bench.scheme(cluster.scheduler_address)
+        row["worker_protocols"] = sorted({bench.scheme(address) for address in client.scheduler_info()["workers"]})
         row["nthreads"] = sum(client.nthreads().values())
         row["first_s"] = taken_apart_sum(setup, client, size, chunk)["seconds"]
         for _ in range(repeats):
@@ -336,9 +343,13 @@ def measure_sums(
     return row
 
 
+# Workers that listen on UCX for each other's data, the scheduler and nannies on TLS.
+UCX_PEER_WORKER = "benchmarks.ucx_peer_worker.UCXPeerWorker"  # a trial (see that module)
+
 TRIES: dict[str, dict[str, Any]] = {
     "default": {},
     "tls": {"protocol": "tcp"},
+    "ucx-peers": {"protocol": "tcp", "worker_extra_args": ["--worker-class", UCX_PEER_WORKER]},
     "job": {"scheduler": "job"},
     "no-stealing": {"config": {"distributed.scheduler.work-stealing": False}},
     "saturation-2": {"config": {"distributed.scheduler.worker-saturation": 2.0}},
@@ -399,6 +410,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--startup-repeats", type=int, default=3)
     parser.add_argument("--sum-repeats", type=int, default=2)
     parser.add_argument("--variants", action="store_true")
+    parser.add_argument("--startup-peers", action="store_true", help="start-up of ucx-peers too")
     parser.add_argument("--try", dest="try_", default="", help="comma-separated rows: " + ", ".join(TRIES))
     parser.add_argument("--no-tiny", action="store_true", help="leave out the 1 x 1 chunk sums")
     parser.add_argument("--smoke", action="store_true")

@@ -17,9 +17,10 @@ transfer
     ``duration`` seconds; the wall time from submitting the consumer to its result is kept
     too. Median of 3 per size. Goal: >= 250 GB/s at 4 GiB with the default.
 svd
-    ``da.linalg.svd`` of a persisted 100000 x 1000 cupy array (1000 x 1000 chunks) on 2 GPUs,
-    default protocol against TCP: seconds to persist u, s and v, median of 3 after one warm-up.
-    Goal: <= 1.0 s with the default.
+    ``da.linalg.svd`` of a persisted 100000 x 1000 cupy array (1000 x 1000 chunks) on each GPU
+    count of ``--gpus`` from 2, each of ``--svd-configs`` (gpujobqueue's default protocol, TCP,
+    ``ucx-peers``; dask-cuda's ``LocalCUDACluster``): seconds to persist u, s and v, median of 3
+    after one warm-up, and each over LocalCUDACluster's. Goal: <= 1.0 s with the default on 2 GPUs.
 sum
     The seed workload ``(x + 1)[::2, ::2].sum()`` of a 500000 x 500000 normal(10, 1) cupy array
     (2 TB, 10000 x 10000 chunks) on 1, 2 and 4 GPUs, a fresh LocalGPUCluster (default
@@ -647,30 +648,61 @@ def timed_svd(setup: Setup, client: Client, x: Any, frobenius2: float) -> dict[s
     return {"seconds": seconds, "relative_error": error}
 
 
-def measure_svd(setup: Setup, label: str, keywords: dict[str, Any], gpus: int, repeats: int) -> dict[str, Any]:
-    """A LocalGPUCluster with ``keywords``: the input persisted, one warm-up SVD, ``repeats`` timed."""
+# The SVD's configurations by name: gpujobqueue's keywords, or None for dask-cuda's LocalCUDACluster.
+SVD_CONFIGS: dict[str, dict[str, Any] | None] = {
+    "default": {},
+    "tcp": {"protocol": "tcp"},
+    "ucx-peers": {
+        "protocol": "tcp",
+        "worker_extra_args": ["--worker-class", "benchmarks.ucx_peer_worker.UCXPeerWorker"],
+    },
+    "LocalCUDACluster": None,
+}
+
+
+def measure_svd(setup: Setup, label: str, keywords: dict[str, Any] | None, gpus: int, repeats: int) -> dict[str, Any]:
+    """A LocalGPUCluster with ``keywords`` (LocalCUDACluster for None): the input persisted, one
+    warm-up SVD, ``repeats`` timed."""
     result: dict[str, Any] = {"keywords": keywords, "gpus": gpus, "rows": []}
-    with gpujobqueue_cluster(setup, f"svd-{label}", gpus, **keywords) as cluster, Client(cluster) as client:
+    with contextlib.ExitStack() as stack:
+        if keywords is None:
+            cluster = stack.enter_context(reference_cluster(setup, gpus))
+            client = stack.enter_context(Client(cluster))
+            start = time.perf_counter()
+            client.wait_for_workers(gpus, timeout=setup.timeout)
+            result["startup_s"] = time.perf_counter() - start
+        else:
+            cluster = stack.enter_context(gpujobqueue_cluster(setup, f"svd-{label}-{gpus}", gpus, **keywords))
+            client = stack.enter_context(Client(cluster))
+            result["startup_s"] = start_gpu_workers(cluster, client, gpus, setup.timeout)
         result["scheme"] = scheme(cluster.scheduler_address)
-        result["startup_s"] = start_gpu_workers(cluster, client, gpus, setup.timeout)
+        result["worker_schemes"] = sorted({scheme(address) for address in client.scheduler_info()["workers"]})
         x = random_state(setup, 42).random_sample(setup.svd_shape, chunks=setup.svd_chunks).persist()
         wait(x, timeout=setup.timeout)
         frobenius2 = float((x**2).sum().compute())
         result["warmup"] = timed_svd(setup, client, x, frobenius2)
-        log(f"svd {label} ({result['scheme']}): warm-up {result['warmup']['seconds']:.3f} s")
+        log(f"svd {label} {gpus} GPU(s) ({result['scheme']}): warm-up {result['warmup']['seconds']:.3f} s")
         for i in range(repeats):
             result["rows"].append(timed_svd(setup, client, x, frobenius2))
-            log(f"svd {label} ({result['scheme']}) {i + 1}/{repeats}: {result['rows'][-1]['seconds']:.3f} s")
+            seconds = result["rows"][-1]["seconds"]
+            log(f"svd {label} {gpus} GPU(s) ({result['scheme']}) {i + 1}/{repeats}: {seconds:.3f} s")
     result["median_s"] = median([r["seconds"] for r in result["rows"]])
     return result
 
 
 def run_svd(setup: Setup, args: argparse.Namespace, record: dict[str, Any], report: Report) -> None:
-    """The default protocol against TCP on two GPUs (one where the machine has one)."""
-    gpus = min(2, len(setup.devices))
-    record.update(shape=setup.svd_shape, chunks=setup.svd_chunks, gpus=gpus, configs={}, errors={})
-    for label, keywords in (("default", {}), ("tcp", {"protocol": "tcp"})):
-        run_recorded(record, label, lambda: measure_svd(setup, label, keywords, gpus, args.svd_repeats), report)
+    """Each of ``--svd-configs`` on each GPU count of ``--gpus`` from two (two, or one where the
+    machine has one, when none is)."""
+    counts = [g for g in args.gpus if 2 <= g <= len(setup.devices)] or [min(2, len(setup.devices))]
+    record.update(shape=setup.svd_shape, chunks=setup.svd_chunks, gpu_counts=counts, configs={}, errors={})
+    for gpus in counts:
+        for label in args.svd_configs:
+            keywords = SVD_CONFIGS[label]
+            if setup.smoke and label == "ucx-peers":
+                continue  # no UCX in smoke runs
+            run_recorded(
+                record, f"{label} {gpus}", lambda: measure_svd(setup, label, keywords, gpus, args.svd_repeats), report
+            )
 
 
 # --------------------------------------------------------------------------------------------
@@ -874,32 +906,35 @@ def summarise_transfer(record: dict[str, Any], smoke: bool) -> list[str]:
 
 
 def summarise_svd(record: dict[str, Any], smoke: bool) -> list[str]:
-    """Lines for the svd section."""
+    """Lines for the svd section: each configuration per GPU count, and its time over LocalCUDACluster's."""
     configs = record.get("configs") or {}
     if not configs:
         return []
-    rows = [["config", "median s", "all s", "warm-up s"]]
-    for label, result in configs.items():
+    rows = [["config", "GPUs", "median s", "all s", "warm-up s", "/ LocalCUDACluster"]]
+    for key, result in configs.items():
+        label = key.rsplit(" ", 1)[0]
+        reference = configs.get(f"LocalCUDACluster {result['gpus']}", {}).get("median_s")
         rows.append(
             [
-                f"{label} ({result['scheme']})",
+                f"{label} ({result['scheme']}, workers {'/'.join(result.get('worker_schemes', []))})",
+                str(result["gpus"]),
                 number(result["median_s"], 3),
                 " ".join(number(r["seconds"], 3) for r in result["rows"]),
                 number(result["warmup"]["seconds"], 3),
+                number(result["median_s"] / reference) if reference else "",
             ]
         )
-    if "default" in configs and "tcp" in configs:
-        rows.append(["tcp / default", number(configs["tcp"]["median_s"] / configs["default"]["median_s"])])
-    default = configs.get("default", {}).get("median_s")
+    smallest = min(record["gpu_counts"])
+    default = configs.get(f"default {smallest}", {}).get("median_s")
     record["goal_met"] = None if smoke or default is None else default <= GOALS["svd_default_seconds"]
     shape, chunks = record["shape"], record["chunks"]
     return (
-        [
-            f"svd: da.linalg.svd of {shape[0]} x {shape[1]} ({chunks[0]} x {chunks[1]} chunks) "
-            f"on {record['gpus']} GPU(s), u, s, v persisted"
-        ]
+        [f"svd: da.linalg.svd of {shape[0]} x {shape[1]} ({chunks[0]} x {chunks[1]} chunks), u, s, v persisted"]
         + table(rows)
-        + [f"  goal <= {GOALS['svd_default_seconds']} s with the default: {goal_mark(record['goal_met'], smoke)}"]
+        + [
+            f"  goal <= {GOALS['svd_default_seconds']} s with the default on {smallest} GPU(s): "
+            f"{goal_mark(record['goal_met'], smoke)}"
+        ]
     )
 
 
@@ -995,6 +1030,17 @@ def section_list(text: str) -> list[str]:
     return names
 
 
+def svd_config_list(text: str) -> list[str]:
+    """``default,LocalCUDACluster``: names of SVD_CONFIGS."""
+    names = [name for name in text.split(",") if name]
+    unknown = [name for name in names if name not in SVD_CONFIGS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"not an SVD configuration: {','.join(unknown)} (from {','.join(SVD_CONFIGS)})"
+        )
+    return names
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line."""
     parser = argparse.ArgumentParser(
@@ -1014,6 +1060,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=5, help="startup rounds, each side once per round (default 5)")
     parser.add_argument("--transfer-repeats", type=int, default=3, help="transfers per size (default 3)")
     parser.add_argument("--svd-repeats", type=int, default=3, help="timed SVDs after the warm-up (default 3)")
+    parser.add_argument(
+        "--svd-configs",
+        type=svd_config_list,
+        default=["default", "tcp", "LocalCUDACluster"],
+        help=f"SVD configurations, from {','.join(SVD_CONFIGS)} (default: default,tcp,LocalCUDACluster)",
+    )
     parser.add_argument(
         "--gpus",
         type=int_list,
