@@ -16,9 +16,11 @@ Each side measures the CPU seconds of the scheduler's process (which also holds 
 LocalGPUCluster's does) and of the workers' processes (nannies and workers): over 5 idle seconds
 before any result was fetched, again after one (an 80 MB array moved from one worker to the
 other, then its sum fetched: the scheduler connects to a worker to fetch it), and over
-``--repeats`` rounds of ``--tasks`` tiny tasks (with their wall time). Each side also records its
-workers' addresses and where the transfer came from (the receiving worker's own log), so a side
-that did not use the protocol it names shows it.
+``--repeats`` rounds of ``--tasks`` tiny tasks (with their wall time). In the scheduler's process
+it also counts the calls of ucxx's blocking-mode callback for the UCX worker's epoll descriptor
+over the idle seconds after the result ("callbacks idle"). Each side also records its workers'
+addresses and where the transfer came from (the receiving worker's own log), so a side that did
+not use the protocol it names shows it.
 
 Runs without GPUs: ``UCX_TLS=tcp`` (set here unless given) and no CUDA context
 (``distributed-ucxx.create-cuda-context: false``), with distributed-ucxx installed::
@@ -73,6 +75,24 @@ def idle_cpu(worker_pids: list[int], seconds: float = 5.0) -> tuple[float, float
     return process_cpu() - start, tree_cpu(worker_pids) - workers_start
 
 
+def count_progress_callbacks() -> dict[str, int]:
+    """Count, in this process, the calls of ucxx's blocking-mode callback for the UCX worker's
+    epoll descriptor (asyncio calls it whenever the descriptor is readable); a measurement only."""
+    calls = {"count": 0}
+    try:
+        from ucxx._lib_async import continuous_ucx_progress
+    except ImportError:
+        return calls
+    original = continuous_ucx_progress.BlockingMode._fd_reader_callback
+
+    def counted(self: Any) -> None:
+        calls["count"] += 1
+        original(self)
+
+    continuous_ucx_progress.BlockingMode._fd_reader_callback = counted
+    return calls
+
+
 def incoming_peers(dask_worker: Any) -> list[str]:
     return [entry["who"] for entry in dask_worker.transfer_incoming_log]
 
@@ -90,6 +110,7 @@ def measure_side(side: str, tasks: int, repeats: int) -> dict[str, Any]:
     protocol = "ucxx" if side == "ucx" else "tcp"
     extra = ["--worker-class", PEER_WORKER] if side == "peers" else []
     result: dict[str, Any] = {"side": side, "progress_mode": os.environ.get("UCXPY_PROGRESS_MODE", "blocking")}
+    callbacks = count_progress_callbacks()
     with (
         dask.config.set({"distributed-ucxx.create-cuda-context": False}),
         LocalCluster(n_workers=0, protocol=protocol, dashboard_address=":0") as cluster,
@@ -109,7 +130,9 @@ def measure_side(side: str, tasks: int, repeats: int) -> dict[str, Any]:
             total = client.submit(np.sum, array, workers=[second])
             assert total.result() == 10_000_000
             result["transfer_from"] = client.run(incoming_peers, workers=[second])[second]
+            before = callbacks["count"]
             result["idle_cpu_after_result"], result["workers_idle_cpu_after_result"] = idle_cpu(pids)
+            result["progress_callbacks_idle_after_result"] = callbacks["count"] - before
             result["rounds"] = []
             for _ in range(repeats):
                 start, cpu, workers_cpu = time.perf_counter(), process_cpu(), tree_cpu(pids)
@@ -148,7 +171,7 @@ def run_side_process(side: str, args: argparse.Namespace) -> dict[str, Any]:
 
 def table(records: list[dict[str, Any]]) -> list[str]:
     lines = [
-        f"{'side':6} {'mode':9} {'workers':8} {'idle CPU before':>15} {'idle CPU after':>14} "
+        f"{'side':6} {'mode':9} {'workers':8} {'idle CPU before':>15} {'idle CPU after':>14} {'callbacks idle':>14} "
         f"{'tasks wall s':>12} {'tasks CPU s':>11} {'workers idle CPU after':>22} {'workers tasks CPU':>17}"
     ]
     for record in records:
@@ -158,7 +181,8 @@ def table(records: list[dict[str, Any]]) -> list[str]:
         scheme = record["workers"][0].split("://")[0]
         lines.append(
             f"{record['side']:6} {record['progress_mode']:9} {scheme:8} {record['idle_cpu_before_result']:15.2f} "
-            f"{record['idle_cpu_after_result']:14.2f} {record['median_wall']:12.2f} {record['median_cpu']:11.2f} "
+            f"{record['idle_cpu_after_result']:14.2f} {record['progress_callbacks_idle_after_result']:14d} "
+            f"{record['median_wall']:12.2f} {record['median_cpu']:11.2f} "
             f"{record['workers_idle_cpu_after_result']:22.2f} {record['median_workers_cpu']:17.2f}"
         )
     return lines
