@@ -19,7 +19,8 @@ sum
     graph sent), compute to the first task starting on a worker, the chunk tasks (the last one
     ending), the reduction's tail (last chunk task ending to the result here), the GPUs' busy
     share (union of each worker's compute intervals over the wall), and the CPU seconds of the
-    event loop's thread, which runs the scheduler and the client's comms in this process. Then
+    event loop's thread, which runs the scheduler and the client's comms in this process, and
+    the mean over the workers of their event loops' threads (UCX progresses there). Then
     the same graph with 1 x 1 chunks (the same 2500 chunks and task count, no GPU work to
     speak of): the per-task cost of scheduling, messages and the workers alone.
 variants
@@ -261,6 +262,7 @@ def taken_apart_sum(setup: bench.Setup, client: Client, size: int, chunk: int) -
     x = bench.random_state(setup).normal(10, 1, size=(size, size), chunks=(chunk, chunk))
     total = (x + 1)[::2, ::2].sum()
     cpu_before = client.run_on_scheduler(loop_thread_cpu)
+    workers_before = client.run(loop_thread_cpu)  # client.run calls a function on each worker's event loop
     with get_task_stream(client) as stream:
         submit = time.time()
         future = client.compute(total)
@@ -268,6 +270,8 @@ def taken_apart_sum(setup: bench.Setup, client: Client, size: int, chunk: int) -
         value = float(future.result())
         done = time.time()
     cpu_after = client.run_on_scheduler(loop_thread_cpu)
+    workers_after = client.run(loop_thread_cpu)
+    workers_loop = [workers_after[address] - workers_before[address] for address in workers_before]
     tasks = stream.data
     compute_parts = [
         (task["key"], part) for task in tasks for part in task["startstops"] if part["action"] == "compute"
@@ -288,6 +292,7 @@ def taken_apart_sum(setup: bench.Setup, client: Client, size: int, chunk: int) -
         "gpu_busy": busy_share(tasks, submit, done),
         "transfers": sum(1 for task in tasks for part in task["startstops"] if part["action"] == "transfer"),
         "loop_thread_cpu": cpu_after - cpu_before,
+        "workers_loop_thread_cpu": sum(workers_loop) / len(workers_loop),
     }
 
 
