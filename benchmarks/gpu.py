@@ -25,7 +25,10 @@ sum
     The seed workload ``(x + 1)[::2, ::2].sum()`` of a 500000 x 500000 normal(10, 1) cupy array
     (2 TB, 10000 x 10000 chunks) on 1, 2 and 4 GPUs, a fresh LocalGPUCluster (default
     config, once per ``--nthreads`` value) and a fresh ``dask_cuda.LocalCUDACluster`` for each
-    GPU count; speedup over one GPU and efficiency t1 / (g * tg). Each sum is checked against
+    GPU count; speedup over one GPU and efficiency t1 / (g * tg), and for each tool the least-squares
+    fit t = a + b / g over its GPU counts (a: the part more GPUs do not shorten) with issue 34's goals
+    for gpujobqueue's default (a <= 1.0 s, efficiency >= 0.90 on the most GPUs, <= 0.70 x
+    LocalCUDACluster's time at each count). Each sum is checked against
     11 * ceil(size / 2) ** 2 (within 0.1 %).
 
 Progress goes to stdout as it happens; a table of medians and ratios comes last. Every raw
@@ -88,7 +91,15 @@ from gpujobqueue.gpus import nvidia_gpu_ids  # noqa: E402
 SECTIONS = ("startup", "transfer", "svd", "sum")
 MiB = 2**20
 GiB = 2**30
-GOALS = {"startup_ratio": 1.10, "transfer_default_4GiB_GBps": 250.0, "svd_default_seconds": 1.0}
+GOALS = {
+    "startup_ratio": 1.10,
+    "transfer_default_4GiB_GBps": 250.0,
+    "svd_default_seconds": 1.0,
+    # issue 34's, for the sum: t = a + b/g's a, t1 / (g tg) on the most GPUs, and over LocalCUDACluster's time
+    "sum_fixed_part_seconds": 1.0,
+    "sum_efficiency_most_gpus": 0.90,
+    "sum_versus_reference": 0.70,
+}
 T0 = time.perf_counter()
 
 
@@ -737,6 +748,7 @@ def measure_sum(
         "tool": tool + (" ptds" if ptds else ""),
         "gpus": gpus,
         "nthreads": nthreads,
+        "default_threads": nthreads == 0,
         "size": size,
         "chunk": chunk,
         "runs": [],
@@ -938,6 +950,55 @@ def summarise_svd(record: dict[str, Any], smoke: bool) -> list[str]:
     )
 
 
+def fixed_part(points: dict[int, float]) -> tuple[float, float, float]:
+    """Least squares of t = a + b / g through ``points`` ({GPUs: seconds}, two counts or more):
+    a (the part that more GPUs do not shorten), b, and the largest residual."""
+    xs = [1 / g for g in points]
+    ts = list(points.values())
+    n = len(xs)
+    mean_x, mean_t = sum(xs) / n, sum(ts) / n
+    slope = sum((x - mean_x) * (t - mean_t) for x, t in zip(xs, ts)) / sum((x - mean_x) ** 2 for x in xs)
+    intercept = mean_t - slope * mean_x
+    residual = max(abs(t - (intercept + slope * x)) for x, t in zip(xs, ts))
+    return intercept, slope, residual
+
+
+def sum_fits_and_goals(rows: list[dict[str, Any]], reference: dict[int, float], smoke: bool) -> tuple[list[str], dict]:
+    """The fitted fixed part of each tool and nthreads over its GPU counts, and issue 34's goals for
+    gpujobqueue's default row: fixed part, efficiency on the most GPUs, and time over the reference's."""
+    groups: dict[tuple[str, int, bool], dict[int, float]] = {}
+    for r in rows:
+        if r.get("seconds"):
+            groups.setdefault((r["tool"], r["nthreads"], r.get("default_threads", False)), {})[r["gpus"]] = r["seconds"]
+    lines, goals = [], {}
+    for (tool, nthreads, default_threads), points in groups.items():
+        if len(points) < 2:
+            continue
+        a, b, residual = fixed_part(points)
+        lines.append(
+            f"  fit t = a + b/g over {','.join(map(str, sorted(points)))} GPUs, {tool} nthreads={nthreads}: "
+            f"a = {a:.2f} s, b = {b:.2f} s, largest residual {residual:.2f} s"
+        )
+        if tool == "gpujobqueue" and default_threads:
+            most = max(points)
+            ones = [r for r in rows if r["tool"] == tool and r.get("default_threads") and r["gpus"] == most]
+            goals["fixed_part"] = a <= GOALS["sum_fixed_part_seconds"]
+            if 1 in points and ones and ones[0].get("efficiency") is not None:
+                goals["efficiency"] = ones[0]["efficiency"] >= GOALS["sum_efficiency_most_gpus"]
+            if all(g in reference for g in points):
+                goals["versus_reference"] = all(
+                    points[g] / reference[g] <= GOALS["sum_versus_reference"] for g in points
+                )
+    if goals:
+        lines.append(
+            f"  goals (gpujobqueue, default threads): fixed part <= {GOALS['sum_fixed_part_seconds']} s: "
+            f"{goal_mark(goals.get('fixed_part'), smoke)}; efficiency >= {GOALS['sum_efficiency_most_gpus']} on "
+            f"the most GPUs: {goal_mark(goals.get('efficiency'), smoke)}; <= {GOALS['sum_versus_reference']} x "
+            f"the reference's time at each count: {goal_mark(goals.get('versus_reference'), smoke)}"
+        )
+    return lines, goals
+
+
 def summarise_sum(record: dict[str, Any], smoke: bool) -> list[str]:
     """Lines for the sum section: seconds, speedup and efficiency per tool, GPU count and nthreads."""
     rows = record.get("rows") or []
@@ -980,8 +1041,13 @@ def summarise_sum(record: dict[str, Any], smoke: bool) -> list[str]:
     size = record["size"]
     nbytes = size * size * 8
     amount = f"{nbytes / 1e12:.2f} TB" if nbytes >= 1e11 else format_bytes(nbytes)
-    return [f"sum: (x + 1)[::2, ::2].sum() of {size} x {size} normal(10, 1) ({amount}), fresh cluster per row"] + table(
-        cells
+    fits, goals = sum_fits_and_goals(rows, reference, smoke)
+    record["goal_met"] = None if smoke or not goals else all(goals.values())
+    record["goals"] = goals
+    return (
+        [f"sum: (x + 1)[::2, ::2].sum() of {size} x {size} normal(10, 1) ({amount}), fresh cluster per row"]
+        + table(cells)
+        + fits
     )
 
 
