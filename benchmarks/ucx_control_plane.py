@@ -1,15 +1,18 @@
 """Issue 34: what UCX costs a scheduler's process when the scheduler talks to its workers over it.
 
-Three sides, each in a fresh process (UCX starts once per process, and its progress mode is read
+Four sides, each in a fresh process (UCX starts once per process, and its progress mode is read
 when it starts), each a scheduler here (``LocalCluster(n_workers=0)``) with two ``dask worker``
 processes of one thread:
 
 tcp
     scheduler and workers on TCP;
+tls
+    scheduler and workers on TLS, with a CA, certificate and key made as gpujobqueue's clusters
+    make them (its default for batch clusters);
 ucx
     scheduler and workers on UCX (distributed-ucxx), as ``protocol="ucx"`` clusters run;
 peers
-    scheduler and nannies on TCP, workers listening on UCX for each other's data
+    scheduler and nannies on TLS, workers listening on UCX for each other's data
     (``--worker-class benchmarks.ucx_peer_worker.UCXPeerWorker``, a trial).
 
 Each side measures the CPU seconds of the scheduler's process (which also holds the client, as a
@@ -38,6 +41,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -46,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-SIDES = ("tcp", "ucx", "peers")
+SIDES = ("tcp", "tls", "ucx", "peers")
 PEER_WORKER = "benchmarks.ucx_peer_worker.UCXPeerWorker"
 
 
@@ -101,23 +105,47 @@ def identity(i: int) -> int:
     return i
 
 
+def tls_files(folder: str) -> tuple[Any, list[str]]:
+    """A CA, certificate and key made as gpujobqueue makes them for its clusters: the scheduler's
+    and client's Security, and the workers' command-line options."""
+    from distributed.security import Security
+
+    from gpujobqueue.security import make_credentials
+
+    path, _ = make_credentials(folder)
+    ca, cert, key = (str(path / name) for name in ("ca.pem", "cert.pem", "key.pem"))
+    security = Security(
+        tls_ca_file=ca,
+        tls_scheduler_cert=cert,
+        tls_scheduler_key=key,
+        tls_client_cert=cert,
+        tls_client_key=key,
+        require_encryption=True,
+    )
+    return security, ["--tls-ca-file", ca, "--tls-cert", cert, "--tls-key", key]
+
+
 def measure_side(side: str, tasks: int, repeats: int) -> dict[str, Any]:
     """One side, in this process: the scheduler here, two worker processes."""
+    import tempfile
+
     import dask
     import numpy as np
     from distributed import Client, LocalCluster
 
-    protocol = "ucxx" if side == "ucx" else "tcp"
+    protocol = {"tcp": "tcp", "ucx": "ucxx"}.get(side, "tls")
     extra = ["--worker-class", PEER_WORKER] if side == "peers" else []
+    folder = tempfile.mkdtemp(prefix="ucx-control-plane-")
+    security, tls_options = tls_files(folder) if protocol == "tls" else (None, [])
     result: dict[str, Any] = {"side": side, "progress_mode": os.environ.get("UCXPY_PROGRESS_MODE", "blocking")}
     callbacks = count_progress_callbacks()
     with (
         dask.config.set({"distributed-ucxx.create-cuda-context": False}),
-        LocalCluster(n_workers=0, protocol=protocol, dashboard_address=":0") as cluster,
-        Client(cluster) as client,
+        LocalCluster(n_workers=0, protocol=protocol, security=security, dashboard_address=":0") as cluster,
+        Client(cluster, security=security) as client,
     ):
         command = [sys.executable, "-m", "distributed.cli.dask_worker", cluster.scheduler_address]
-        command += ["--nthreads", "1", "--no-dashboard", *extra]
+        command += ["--nthreads", "1", "--no-dashboard", *tls_options, *extra]
         workers = [subprocess.Popen(command, stderr=subprocess.DEVNULL) for _ in range(2)]
         try:
             client.wait_for_workers(2, timeout=120)
@@ -149,6 +177,7 @@ def measure_side(side: str, tasks: int, repeats: int) -> dict[str, Any]:
                 worker.terminate()
             for worker in workers:
                 worker.wait(60)
+            shutil.rmtree(folder, ignore_errors=True)
     result["tasks"] = tasks
     result["median_wall"] = statistics.median(r["wall"] for r in result["rounds"])
     result["median_cpu"] = statistics.median(r["cpu"] for r in result["rounds"])
