@@ -143,7 +143,7 @@ def ours_startup(setup: bench.Setup, gpus: int, tag: str, **keywords: Any) -> di
         connected = time.time()
         workers = worker_times(client, scale)
         protocol = bench.scheme(cluster.scheduler_address)
-        worker_protocols = sorted({bench.scheme(address) for address in client.scheduler_info()["workers"]})
+        worker_protocols = bench.worker_schemes(client)
     return {
         "protocol": protocol,
         "worker_protocols": worker_protocols,
@@ -327,7 +327,7 @@ def measure_sums(
         client = stack.enter_context(Client(cluster))
         bench.start_gpu_workers(cluster, client, gpus, setup.timeout)
         row["protocol"] = bench.scheme(cluster.scheduler_address)
-        row["worker_protocols"] = sorted({bench.scheme(address) for address in client.scheduler_info()["workers"]})
+        row["worker_protocols"] = bench.worker_schemes(client)
         row["nthreads"] = sum(client.nthreads().values())
         row["first_s"] = taken_apart_sum(setup, client, size, chunk)["seconds"]
         for _ in range(repeats):
@@ -348,13 +348,10 @@ def measure_sums(
     return row
 
 
-# Workers that listen on UCX for each other's data, the scheduler and nannies on TLS.
-UCX_PEER_WORKER = "benchmarks.ucx_peer_worker.UCXPeerWorker"  # a trial (see that module)
-
 TRIES: dict[str, dict[str, Any]] = {
     "default": {},
     "tls": {"protocol": "tcp"},
-    "ucx-peers": {"protocol": "tcp", "worker_extra_args": ["--worker-class", UCX_PEER_WORKER]},
+    "ucx-peers": bench.UCX_PEERS_KEYWORDS,
     "job": {"scheduler": "job"},
     "no-stealing": {"config": {"distributed.scheduler.work-stealing": False}},
     "saturation-2": {"config": {"distributed.scheduler.worker-saturation": 2.0}},

@@ -85,6 +85,7 @@ import distributed  # noqa: E402
 from dask.utils import format_bytes  # noqa: E402
 from distributed import Client, LocalCluster, futures_of, wait  # noqa: E402
 
+from benchmarks.ucx_peer_worker import WORKER_CLASS as UCX_PEER_WORKER  # noqa: E402
 from gpujobqueue import LocalGPUCluster  # noqa: E402
 from gpujobqueue.gpus import nvidia_gpu_ids  # noqa: E402
 
@@ -283,6 +284,11 @@ def reference_cluster(setup: Setup, gpus: int) -> Any:
 def scheme(address: str) -> str:
     """``"ucx"`` of ``"ucx://10.0.0.1:8786"``."""
     return address.split("://", 1)[0]
+
+
+def worker_schemes(client: Client) -> list[str]:
+    """The protocols the client's workers listen on: ``["ucx"]``, ``["tls"]``."""
+    return sorted({scheme(address) for address in client.scheduler_info()["workers"]})
 
 
 def job_log_tails(cluster: LocalGPUCluster, lines: int = 20) -> str:
@@ -661,14 +667,14 @@ def timed_svd(setup: Setup, client: Client, x: Any, frobenius2: float) -> dict[s
     return {"seconds": seconds, "relative_error": error}
 
 
+# A trial (benchmarks/ucx_peer_worker.py): the scheduler and nannies on TLS, the workers listening on UCX.
+UCX_PEERS_KEYWORDS: dict[str, Any] = {"protocol": "tcp", "worker_extra_args": ["--worker-class", UCX_PEER_WORKER]}
+
 # The SVD's configurations by name: gpujobqueue's keywords, or None for dask-cuda's LocalCUDACluster.
 SVD_CONFIGS: dict[str, dict[str, Any] | None] = {
     "default": {},
     "tcp": {"protocol": "tcp"},
-    "ucx-peers": {
-        "protocol": "tcp",
-        "worker_extra_args": ["--worker-class", "benchmarks.ucx_peer_worker.UCXPeerWorker"],
-    },
+    "ucx-peers": UCX_PEERS_KEYWORDS,
     "LocalCUDACluster": None,
 }
 
@@ -689,7 +695,7 @@ def measure_svd(setup: Setup, label: str, keywords: dict[str, Any] | None, gpus:
             client = stack.enter_context(Client(cluster))
             result["startup_s"] = start_gpu_workers(cluster, client, gpus, setup.timeout)
         result["scheme"] = scheme(cluster.scheduler_address)
-        result["worker_schemes"] = sorted({scheme(address) for address in client.scheduler_info()["workers"]})
+        result["worker_schemes"] = worker_schemes(client)
         x = random_state(setup, 42).random_sample(setup.svd_shape, chunks=setup.svd_chunks).persist()
         wait(x, timeout=setup.timeout)
         frobenius2 = float((x**2).sum().compute())

@@ -50,8 +50,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.ucx_peer_worker import WORKER_CLASS as PEER_WORKER  # noqa: E402
+
 SIDES = ("tcp", "tls", "ucx", "peers")
-PEER_WORKER = "benchmarks.ucx_peer_worker.UCXPeerWorker"
 
 
 def process_cpu() -> float:

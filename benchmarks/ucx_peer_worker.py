@@ -12,6 +12,9 @@ scheduler's event loop and to the start-up is what the trial measures.
 
 from distributed import Worker
 
+# The class by the name the workers import it by, with the repository root on their PYTHONPATH.
+WORKER_CLASS = "benchmarks.ucx_peer_worker.UCXPeerWorker"
+
 
 class UCXPeerWorker(Worker):
     """:class:`distributed.Worker` listening on UCX whatever protocol its nanny was given."""
