@@ -969,14 +969,13 @@ def summarise_svd(record: dict[str, Any], smoke: bool) -> list[str]:
 def fixed_part(points: dict[int, float]) -> tuple[float, float, float]:
     """Least squares of t = a + b / g through ``points`` ({GPUs: seconds}, two counts or more):
     a (the part that more GPUs do not shorten), b, and the largest residual."""
-    xs = [1 / g for g in points]
-    ts = list(points.values())
-    n = len(xs)
-    mean_x, mean_t = sum(xs) / n, sum(ts) / n
-    slope = sum((x - mean_x) * (t - mean_t) for x, t in zip(xs, ts)) / sum((x - mean_x) ** 2 for x in xs)
-    intercept = mean_t - slope * mean_x
-    residual = max(abs(t - (intercept + slope * x)) for x, t in zip(xs, ts))
-    return intercept, slope, residual
+    import numpy
+
+    inverse = numpy.array([1 / g for g in points])
+    seconds = numpy.array(list(points.values()))
+    slope, intercept = numpy.polyfit(inverse, seconds, 1)
+    residual = numpy.abs(seconds - (intercept + slope * inverse)).max()
+    return float(intercept), float(slope), float(residual)
 
 
 def sum_fits_and_goals(rows: list[dict[str, Any]], reference: dict[int, float], smoke: bool) -> tuple[list[str], dict]:
