@@ -8,15 +8,20 @@ CUDA version (``nvidia-smi`` prints it top right) picks the extra.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
+import selectors
 import shutil
+import signal
 import subprocess
 import threading
+import time
 import warnings
 
 from ._version import __version__
+from .files import _size
 from .preloads import PRELOADS, module_name
 
 # CUDA major version of the driver -> the extra built for it.
@@ -113,6 +118,14 @@ def machine_extra() -> str | None:
     return CUDA_EXTRAS[min(major, max(CUDA_EXTRAS))]
 
 
+# The probe's answer is one line of a few hundred bytes: a python that prints more, or answers later, is
+# not judged (one that printed 8 GB was read whole, then raised MemoryError; one that hung cost 60 s a render).
+PROBE_OUTPUT_LIMIT = 1 << 20  # 1 MiB
+PROBE_TIMEOUT = 15.0  # seconds: the probe imports distributed, slower from a cold shared file system
+# Why the probe of a python (by the name it was given) could not judge it, as a phrase after its name.
+_PROBE_FAILURES: dict[str, str] = {}
+
+
 @functools.lru_cache(maxsize=None)
 def probe_imports(
     python: str, modules: tuple[str, ...], find_only: tuple[str, ...] = ()
@@ -120,19 +133,18 @@ def probe_imports(
     """What ``python`` makes of importing each of ``modules`` (of finding it, for those also in
     ``find_only``): ``{module: (error or None, its __version__ or None)}``; None where this cannot tell.
 
-    Runs ``python`` once per interpreter and modules (per process); a ``python`` not found on this
-    machine (a compute node's path), one that is not Python, or one that hangs is not judged.
+    Runs ``python`` once per interpreter and modules (per process), in ``/``: a python reading code on
+    stdin imports from its current directory first, where anybody may have put a ``gpujobqueue``. A
+    ``python`` not found on this machine (a compute node's path), one that is not Python, one that prints
+    more than :data:`PROBE_OUTPUT_LIMIT` or answers after :data:`PROBE_TIMEOUT` seconds is not judged
+    (the last two are noted for :func:`warn_if_worker_python_lacks`).
     """
     executable = shutil.which(python)
     if executable is None or not os.access(executable, os.X_OK):
         return None
-    try:
-        # The probe's code on stdin ("-"), not in the arguments that every user can read.
-        names = [f"find:{module}" if module in find_only else module for module in modules]
-        probe = subprocess.run([executable, "-", *names], input=_PROBE, capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    for line in reversed(probe.stdout.splitlines()):
+    names = [f"find:{module}" if module in find_only else module for module in modules]
+    output = _run_probe(python, os.path.abspath(executable), names)
+    for line in reversed(output.splitlines()):
         if line.startswith(_PROBE_MARK):
             try:
                 found = json.loads(line[len(_PROBE_MARK) :])
@@ -140,6 +152,55 @@ def probe_imports(
             except (ValueError, KeyError, IndexError, TypeError):
                 return None
     return None
+
+
+def _run_probe(python: str, executable: str, names: list[str]) -> str:
+    """What ``executable`` prints running the probe (its code on stdin, not in the arguments that every
+    user can read), read to :data:`PROBE_OUTPUT_LIMIT` and for :data:`PROBE_TIMEOUT` seconds at most;
+    "" where it cannot run, prints more, or answers later (noted in ``_PROBE_FAILURES``)."""
+    try:
+        process = subprocess.Popen(
+            [executable, "-", *names],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd="/",
+            start_new_session=True,
+        )
+    except OSError:
+        return ""
+    try:
+        with contextlib.suppress(OSError):
+            process.stdin.write(_PROBE.encode())  # small: the pipe holds it whether or not it is read
+            process.stdin.close()
+        output, failure = _read_bounded(process.stdout.fileno(), PROBE_OUTPUT_LIMIT, PROBE_TIMEOUT)
+    finally:
+        with contextlib.suppress(OSError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        process.stdout.close()
+    _PROBE_FAILURES.pop(python, None)
+    if failure is not None:
+        _PROBE_FAILURES[python] = failure
+    return output.decode(errors="replace")
+
+
+def _read_bounded(fd: int, limit: int, timeout: float) -> tuple[bytes, str | None]:
+    """Read ``fd`` to its end: (the bytes, None), or (b"", why) past ``limit`` bytes or ``timeout`` seconds."""
+    chunks, size, deadline = [], 0, time.monotonic() + timeout
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not selector.select(left):
+                return b"", f"did not answer gpujobqueue's probe of its imports within {timeout:g} s"
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return b"".join(chunks), None
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                return b"", f"printed more than {_size(limit)} to gpujobqueue's probe of its imports"
 
 
 def worker_python_problems(python: str, *, dask_cuda: bool, gpujobqueue: bool, thorough: bool = False) -> list[str]:
@@ -198,6 +259,13 @@ def warn_if_worker_python_lacks(
         The warning's, as :func:`warnings.warn` takes it (3: the caller's caller).
     """
     problems = worker_python_problems(python, dask_cuda=dask_cuda, gpujobqueue=gpujobqueue)
+    if not problems and python in _PROBE_FAILURES:
+        warnings.warn(
+            f"the workers' python {python} {_PROBE_FAILURES[python]}: what it imports is not checked",
+            WorkerPythonWarning,
+            stacklevel=stacklevel,
+        )
+        return True
     if not problems:
         return False
     if problems[0].startswith("cannot import dask_cuda"):

@@ -120,7 +120,7 @@ def ucx_resources() -> tuple[str | None, list[str] | None]:
     if importlib.util.find_spec("ucxx") is not None:
         try:
             done = subprocess.run(  # its code on stdin, not in the arguments
-                [sys.executable, "-"], input=_UCXX_TRANSPORTS, capture_output=True, text=True, timeout=120
+                [sys.executable, "-"], input=_UCXX_TRANSPORTS, capture_output=True, text=True, timeout=120, cwd="/"
             )
         except (OSError, subprocess.SubprocessError):
             done = None
