@@ -2,17 +2,17 @@
 
 Workers retire before their job's walltime (``walltime_margin``). Jobs started together would
 retire together and leave the cluster without workers until their replacements start, losing
-the results those workers held. So the cluster plans each job's retirement: no later than its
-workers' own lifetime would end it, and at least one job start-up time (measured: from
-submission to the first worker connected) after the job before it, so that never all of a
-pool's jobs leave at once. A job is counted as leaving one start-up time before its planned
-retirement, which is when ``scale()``'s replacement (or ``adapt()``'s, within its maximum) is
-submitted: where the batch system has room, the replacement's workers connect as the leaving
-ones go; where it has none, the replacement waits in the queue and starts as soon as the
-leaving job ends. At its planned time the job's workers are retired through the scheduler, as
-``adapt()`` retires workers: their results move to the workers that stay, then they close and
-the job ends by itself. The workers' own lifetime stays the bound, should the cluster not
-retire them first.
+the results those workers held. So the cluster plans each job's retirement: a guard ahead of the
+earliest moment its workers' own lifetime could end it (which stays only a backstop), and at least
+one job start-up time (measured: from when the job could start to its first worker connected)
+after the job before it. It retires one job at a time: the next only once the one before has
+gone and its replacement has connected, or one start-up later, or at the job's own latest time.
+A job is counted as leaving one start-up time before its planned retirement, which is when
+``scale()``'s replacement (or ``adapt()``'s, within its maximum) is submitted: where the batch
+system has room, the replacement's workers connect as the leaving ones go; where it has none, the
+replacement waits in the queue and starts as soon as the leaving job ends. At its time the job's
+workers are retired through the scheduler, as ``adapt()`` retires workers: their results move to
+the workers that stay, then they close and the job ends by itself.
 """
 
 from __future__ import annotations
@@ -30,6 +30,13 @@ logger = logging.getLogger(__name__)
 
 # Start-up times remembered: recent jobs say more about the queue than the first ones.
 STARTUPS_KEPT = 32
+
+# A worker's own lifetime starts before it connects (its process, its preloads, its handshake):
+# seconds by which that may come before the connection the cluster sees.
+CONNECT_SECONDS = 3.0
+
+# At close, how long a retirement under way may take to end (its workers' results moved).
+CLOSE_WAIT_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -58,30 +65,46 @@ class Tenure:
 
     @property
     def latest_end(self) -> float:
-        """The latest time the cluster may retire the job: before any of its workers' own lifetimes ends."""
+        """The earliest moment (from its connection) one of its workers' own lifetimes may end."""
         return self.connected + self.lifetime - self.stagger
 
 
-def retirement_plan(tenures: Iterable[Tenure], spacing: float) -> dict[str, float]:
-    """When each job of one pool retires: at its :attr:`~Tenure.latest_end`, or earlier where that
-    keeps ``spacing`` seconds between two retirements.
+def retirement_guard(poll_interval: float, window: float) -> float:
+    """Seconds by which the cluster plans a job's retirement ahead of :attr:`~Tenure.latest_end`, so that
+    the workers' own lifetime is only a backstop: a worker's lifetime starts before it connects, and
+    the job watch acts on the plan only at its looks (two, one of them slow); at most a quarter of the
+    ``window`` from connection to that end.
+
+    Examples
+    --------
+    >>> retirement_guard(poll_interval=1.0, window=42)
+    5.0
+    >>> retirement_guard(poll_interval=5.0, window=42)
+    10.5
+    """
+    return min(2 * poll_interval + CONNECT_SECONDS, window / 4)
+
+
+def retirement_plan(tenures: Iterable[Tenure], spacing: float, guard: float = 0.0) -> dict[str, float]:
+    """When each job of one pool retires: ``guard`` seconds before its :attr:`~Tenure.latest_end`, or
+    earlier where that keeps ``spacing`` seconds between two retirements.
 
     Examples
     --------
     >>> jobs = [Tenure(f"j{i}", "gpu", connected=0.0, lifetime=45, stagger=3) for i in range(3)]
-    >>> retirement_plan(jobs, spacing=7.0)
-    {'j2': 42.0, 'j1': 35.0, 'j0': 28.0}
+    >>> retirement_plan(jobs, spacing=7.0, guard=5.0)
+    {'j2': 37.0, 'j1': 30.0, 'j0': 23.0}
     """
     plan: dict[str, float] = {}
     later = math.inf
     for tenure in sorted(tenures, key=lambda tenure: (tenure.latest_end, tenure.name), reverse=True):
-        later = plan[tenure.name] = min(tenure.latest_end, later - spacing)
+        later = plan[tenure.name] = min(tenure.latest_end - guard, later - spacing)
     return plan
 
 
 def retirement_spacing(startup: float, lifetime: float, jobs: int) -> float:
     """Seconds between two retirements of a pool of ``jobs`` jobs: one job start-up, but never so
-    much that the first of jobs started together retires before half its lifetime.
+    much that the first of jobs started together retires before half the ``lifetime`` planned.
 
     Examples
     --------
@@ -96,27 +119,35 @@ def retirement_spacing(startup: float, lifetime: float, jobs: int) -> float:
 
 
 class Handover:
-    """The cluster's plan of retirements, and the retirements under way.
+    """The cluster's plan of retirements, and the one retirement under way.
 
     Parameters
     ----------
     poll_interval : float
         Seconds between two looks of the job watch, which acts on the plan: a replacement is
-        submitted that much earlier, since the plan is only read at each look.
+        submitted that much earlier, and a retirement is planned two looks ahead of the lifetime.
     """
 
     def __init__(self, poll_interval: float):
         self.poll_interval = poll_interval
         self.startups: deque[float] = deque(maxlen=STARTUPS_KEPT)
         self.plan: dict[str, float] = {}  # job -> when it retires (time.monotonic())
+        self.latest: dict[str, float] = {}  # job -> the latest it retires, whatever the retirement before it
         self.lead: dict[str, float] = {}  # job -> seconds before that its replacement is submitted
         self.retiring: set[str] = set()
         self._tasks: set[asyncio.Task] = set()
+        # When the last retirement began and ended, and when a job's first worker last connected.
+        self.began = self.ended = self.joined = -math.inf
 
     def job_started(self, submitted_at: float | None) -> None:
-        """A job's first worker connected now; it was submitted at ``submitted_at`` (``time.time()``)."""
+        """A job's first worker connected now; it was submitted at ``submitted_at`` (``time.time()``).
+        Its start-up counts from then, or from the end of the last retirement where it waited for
+        that (a replacement submitted ahead into a full queue)."""
+        now = time.monotonic()
+        self.joined = now
         if submitted_at is not None:
-            self.startups.append(max(0.0, time.time() - submitted_at))
+            could_start = max(now - max(0.0, time.time() - submitted_at), self.ended)
+            self.startups.append(max(0.0, now - could_start))
 
     @property
     def startup(self) -> float:
@@ -128,11 +159,14 @@ class Handover:
         by_pool: dict[str, list[Tenure]] = {}
         for tenure in tenures:
             by_pool.setdefault(tenure.pool, []).append(tenure)
-        self.plan, self.lead = {}, {}
+        self.plan, self.latest, self.lead = {}, {}, {}
         for group in by_pool.values():
-            lifetime = min(tenure.lifetime for tenure in group)
-            self.plan.update(retirement_plan(group, retirement_spacing(self.startup, lifetime, len(group))))
-            lead = min(self.startup + self.poll_interval, lifetime / 2)
+            window = min(tenure.lifetime - tenure.stagger for tenure in group)
+            guard = retirement_guard(self.poll_interval, window)
+            spacing = retirement_spacing(self.startup, window - guard, len(group))
+            self.plan.update(retirement_plan(group, spacing, guard))
+            self.latest.update({tenure.name: tenure.latest_end - guard for tenure in group})
+            lead = min(self.startup + self.poll_interval, (window - guard) / 2)
             self.lead.update({tenure.name: lead for tenure in group})
         self.retiring &= set(self.plan)
 
@@ -142,14 +176,23 @@ class Handover:
         return {name for name, at in self.plan.items() if at - self.lead[name] <= now} | self.retiring
 
     def due(self, now: float | None = None) -> list[str]:
-        """Jobs whose planned retirement has come and that are not retiring yet, earliest first."""
+        """The job to retire now, if any: the earliest whose planned time has come, once no retirement
+        is under way and the last one's replacement has connected (or one start-up has passed since
+        it ended, or the job's latest time has come)."""
         now = time.monotonic() if now is None else now
-        return sorted((name for name, at in self.plan.items() if at <= now and name not in self.retiring), key=str)
+        if self._tasks:
+            return []
+        waiting = sorted((at, name) for name, at in self.plan.items() if at <= now and name not in self.retiring)
+        if not waiting:
+            return []
+        name = waiting[0][1]
+        replaced = self.joined >= self.began or now >= self.ended + self.startup
+        return [name] if replaced or now >= self.latest[name] else []
 
     def retire(self, job: str, retiring: Awaitable[Any]) -> None:
         """Run ``retiring`` (the scheduler's retirement of ``job``'s workers) in the background; if it
-        retired none of them (no other worker could take their results), it is tried again at the
-        next look."""
+        retired none of them (no other worker could take their results), it is tried again at a
+        later look."""
 
         async def run() -> None:
             try:
@@ -157,16 +200,23 @@ class Handover:
             except Exception as error:  # the workers' own lifetime still retires them
                 logger.warning("gpujobqueue: could not retire the workers of job %s: %s", job, error)
                 retired = None
+            finally:
+                self.ended = time.monotonic()
             if not retired:
                 self.retiring.discard(job)
 
+        self.began = time.monotonic()
         self.retiring.add(job)
         task = asyncio.ensure_future(run())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def stop(self) -> None:
-        """Stop the retirements under way (the cluster is closing)."""
+    async def stop(self, timeout: float = CLOSE_WAIT_SECONDS) -> None:
+        """Let the retirement under way end, for ``timeout`` seconds at most, then stop it (the cluster
+        is closing). Stopped here, the scheduler's part of it would go on until the scheduler closes,
+        which cancels it and logs that as an error with its traceback."""
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=timeout)
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

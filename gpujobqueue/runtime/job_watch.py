@@ -212,12 +212,13 @@ class JobWatch(BackgroundLoop):
             await self.replacement.top_up(self.reachable)
 
     def tenures(self) -> list[Tenure]:
-        """The connected jobs whose workers retire before a walltime (the scheduler's job aside)."""
+        """The jobs whose workers retire before a walltime (the scheduler's job aside), while they have
+        workers connected or are retiring: one whose workers have all gone holds up no retirement."""
         book = self.book
-        tenures = []
+        tenures, present = [], set(book.connected_workers()) | book.handover.retiring
         for name, job in book.submitted().items():
             connected, lifetime = book.first_connected.get(name), job.request.worker_lifetime
-            if connected is None or not lifetime or name in book.pinned:
+            if connected is None or not lifetime or name in book.pinned or name not in present:
                 continue
             tenures.append(Tenure(name, book.pool_of(name), connected, lifetime, job.request.lifetime_stagger))
         return tenures
@@ -231,8 +232,7 @@ class JobWatch(BackgroundLoop):
             if not workers:
                 continue
             logger.info(
-                "gpujobqueue: job %s retires its %d worker(s) now, one at a time with the cluster's other jobs "
-                "before their walltime",
+                "gpujobqueue: job %s retires its %d worker(s) now, one job at a time, before their walltime",
                 name,
                 len(workers),
             )

@@ -4,6 +4,7 @@ without a batch system: test_walltime_handover.py runs them on the real SLURM an
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -47,28 +48,106 @@ def test_pools_are_spread_apart_each_on_its_own():
     handover = Handover(poll_interval=1.0)
     handover.startups.extend([4.0, 6.0, 5.0])
     handover.replan(_tenures([0.0, 0.0]) + [Tenure("cpu-0", "cpu", 0.0, 45, 3)])
-    assert handover.plan == {"job-1": 42.0, "job-0": 37.0, "cpu-0": 42.0}
+    assert handover.plan == {"job-1": 37.0, "job-0": 32.0, "cpu-0": 37.0}  # 45 - 3, less a guard of 5
     assert handover.lead["job-0"] == 6.0  # the median start-up and one look
-    assert handover.leaving(now=30.0) == set() and handover.leaving(now=31.0) == {"job-0"}
-    assert handover.due(now=36.0) == []
-    assert handover.due(now=37.0) == ["job-0"]
+    assert handover.leaving(now=25.0) == set() and handover.leaving(now=26.0) == {"job-0"}
+    assert handover.due(now=31.0) == []
+    assert handover.due(now=32.0) == ["job-0"]
 
 
-def test_a_retirement_that_retired_no_worker_is_tried_again():
+@pytest.mark.parametrize("poll_interval", [1.0, 5.0, 30.0])
+@pytest.mark.parametrize("lifetime, stagger", [(45, 3), (3420, 45), (86400 - 600, 150)])
+def test_a_retirement_is_planned_ahead_of_the_workers_own_lifetime(poll_interval, lifetime, stagger):
+    # A worker's lifetime (+/- its stagger) starts before it connects, and the watch acts only at its looks:
+    # the cluster's retirement comes first, its workers' own lifetime is only the backstop.
+    handover = Handover(poll_interval)
+    handover.startups.append(8.0)
+    for connected in ([0.0], [0.0] * 4, [0.0, 0.5, 0.5, 30.0]):
+        tenures = _tenures(connected, lifetime=lifetime, stagger=stagger)
+        handover.replan(tenures)
+        window = lifetime - stagger  # from its connection to the earliest its own lifetime may end
+        guard = min(2 * poll_interval + 3, window / 4)
+        for tenure in tenures:
+            assert handover.plan[tenure.name] <= tenure.connected + window - guard
+            assert handover.plan[tenure.name] >= tenure.connected + (window - guard) / 2 - 1e-9
+
+
+def _retire_two_due_together(handover: Handover, outcome=("job-0",)) -> list[tuple[str, list[str]]]:
+    """Two jobs due at the same instant: what the watch's looks retire, one look after another."""
+    seen: list[tuple[str, list[str]]] = []
+
     async def run():
-        handover = Handover(poll_interval=1.0)
-        handover.replan(_tenures([0.0]))
+        tenures = _tenures([0.0, 0.0])
+        handover.replan(tenures)
+        now = max(tenure.latest_end for tenure in tenures)  # both past their plan and their latest
 
-        async def retired_none():
-            return {}
+        async def retirement():
+            await asyncio.sleep(0.05)
+            return outcome
 
-        handover.retire("job-0", retired_none())
-        assert "job-0" in handover.retiring
-        await asyncio.sleep(0.01)
-        return handover
+        for when in ("first look", "while the first retires"):
+            due = handover.due(now=now)
+            seen.append((when, due))
+            for name in due:
+                handover.retire(name, retirement())
+        await asyncio.gather(*handover._tasks)
+        seen.append(("once it has gone", handover.due(now=now)))
 
-    handover = asyncio.run(run())
-    assert "job-0" not in handover.retiring and handover.due(now=100.0) == ["job-0"]
+    asyncio.run(run())
+    return seen
+
+
+def test_two_jobs_due_at_the_same_instant_retire_one_after_the_other():
+    seen = _retire_two_due_together(Handover(poll_interval=1.0))
+    assert seen == [("first look", ["job-0"]), ("while the first retires", []), ("once it has gone", ["job-1"])]
+
+
+def test_the_next_retirement_waits_for_the_replacement_or_one_start_up_until_its_latest_time():
+    handover = Handover(poll_interval=1.0)
+    handover.startups.append(8.0)
+    handover.replan(_tenures([0.0, 30.0]))  # far apart: job-1's plan is its own latest
+    handover.plan["job-1"] = 2.0  # say its plan moved to right after job-0's retirement
+    handover.began, handover.ended, handover.joined = 0.0, 1.0, -1.0
+    assert handover.due(now=8.0) == []  # no replacement yet, and less than a start-up since job-0 went
+    assert handover.due(now=9.0) == ["job-1"]  # one start-up since
+    handover.joined = 5.0  # a replacement connected
+    assert handover.due(now=5.0) == ["job-1"]
+    handover.joined, handover.ended = -1.0, 60.0
+    assert handover.due(now=handover.latest["job-1"]) == ["job-1"]  # at its latest it goes all the same
+
+
+def test_a_replacement_queued_behind_a_retirement_counts_its_start_up_from_the_retirements_end():
+    handover = Handover(poll_interval=1.0)
+    handover.ended = time.monotonic() - 6.0
+    handover.job_started(submitted_at=time.time() - 20.0)  # submitted ahead, waited for the retirement
+    handover.job_started(submitted_at=time.time() - 4.0)  # submitted into room
+    assert list(handover.startups) == pytest.approx([6.0, 4.0], abs=0.5)
+
+
+async def _close_during_a_retirement(seconds: float, **stop) -> list[str]:
+    """The jobs retired when the handover stops (the cluster closes) during a retirement of ``seconds``."""
+    handover, ended = Handover(poll_interval=1.0), []
+
+    async def retirement():
+        await asyncio.sleep(seconds)
+        ended.append("job-0")
+        return ["job-0"]
+
+    handover.retire("job-0", retirement())
+    await handover.stop(**stop)
+    return ended
+
+
+def test_close_lets_the_retirement_under_way_end():
+    # Cancelled at close, a retirement's part in the scheduler runs on until the scheduler closes, which logs
+    # the CancelledError with its traceback (distributed's log_errors on Scheduler.retire_workers).
+    assert asyncio.run(_close_during_a_retirement(0.2)) == ["job-0"]
+
+
+def test_close_stops_a_retirement_that_does_not_end():
+    started = time.monotonic()
+    assert asyncio.run(_close_during_a_retirement(60.0, timeout=0.5)) == []
+    assert time.monotonic() - started < 5
 
 
 def _book(user_limits: dict | None = None) -> JobBook:
