@@ -43,6 +43,7 @@ from ..security import make_private_directory, scheduler_tls_args, worker_securi
 from . import exit_cleanup
 from .cluster_options import check_cluster_keywords, shared_directory
 from .cluster_options import scheduler_options as checked_scheduler_options
+from .handover import quiet_cancellations
 from .job import GPUJob, check_log_directory
 from .runtime_cluster import RuntimeCluster
 from .scheduler_process import HostedWorkers, JobScheduler
@@ -330,7 +331,8 @@ class GPUJobQueueCluster(RuntimeCluster):
             calls.cancel()
         try:
             await self._stop_watches()
-            await super()._close()
+            with quiet_cancellations():  # of workers retired just before
+                await super()._close()
         finally:
             self._remove_private_directory()
             exit_cleanup.forget(self)

@@ -18,13 +18,14 @@ the workers that stay, then they close and the job ends by itself.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import statistics
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Awaitable, Iterable
+from typing import Any, Awaitable, Iterable, Iterator
 
 logger = logging.getLogger(__name__)
 
@@ -220,3 +221,23 @@ class Handover:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+class _NoCancellations(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], asyncio.CancelledError))
+
+
+@contextlib.contextmanager
+def quiet_cancellations() -> Iterator[None]:
+    """Leave out of the scheduler's log, while the block runs (the cluster's close), the cancellations it
+    reports as errors. A worker retired just before the close (by the handover, or by its own lifetime) is
+    no longer the scheduler's, but its connection may still be open: the scheduler's close then cancels
+    the task reading it, and distributed's ``log_errors`` on ``Scheduler.add_worker`` logs that
+    ``CancelledError`` with its traceback, though nothing failed."""
+    scheduler_log, quiet = logging.getLogger("distributed.scheduler"), _NoCancellations()
+    scheduler_log.addFilter(quiet)
+    try:
+        yield
+    finally:
+        scheduler_log.removeFilter(quiet)
