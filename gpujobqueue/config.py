@@ -16,8 +16,9 @@ from typing import Any, Iterable, Mapping
 import dask.config
 import yaml
 
-from .errors import UnknownKeywordError, ValidationError
+from .errors import UnknownKeywordError, ValidationError, shown
 from .keywords import CLUSTER
+from .validation import check_bounded, path_text
 
 _DEFAULTS_FILE = Path(__file__).with_name("gpujobqueue.yaml")
 
@@ -59,27 +60,39 @@ def _section(*path: str) -> dict[str, Any]:
     Raises
     ------
     ValidationError
-        The section is not a mapping, or one key is set in both spellings to two values.
+        The section is not a mapping, one key is set in both spellings to two values, or a value is
+        past the bounds of any (:func:`~gpujobqueue.validation.check_bounded`).
     """
     where = ".".join(("gpujobqueue", *path))
-    value = dask.config.get(where, default=None)
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ValidationError(where, f"expected a mapping of settings, got {value!r}")
+    value = _mapping(where)
     section: dict[str, Any] = {}
     spelled_as: dict[str, str] = {}
     for key, setting in value.items():
         name = _spelling(key)
+        if path or not isinstance(setting, Mapping):  # a section (gpujobqueue.adapt) is checked as it is read
+            check_bounded(f"{where}.{name}", setting)
         if name in section and setting is not None and section[name] is not None and setting != section[name]:
             raise ValidationError(
                 f"{where}.{name}",
-                f"set twice, as {spelled_as[name]}: {section[name]!r} and as {key}: {setting!r} (dask takes "
+                f"set twice, as {spelled_as[name]}: {shown(section[name])} and as {key}: {shown(setting)} (dask takes "
                 "'_' and '-' for one key); keep one",
             )
         if section.get(name) is None:
             section[name], spelled_as[name] = setting, str(key)
     return section
+
+
+def _mapping(where: str) -> Mapping[str, Any]:
+    """The dask config section ``where`` (``jobqueue.slurm``), empty where unset; a ValidationError
+    names the first key on the way set to something else (``jobqueue: [slurm]``)."""
+    parts = where.split(".")
+    for i in range(1, len(parts) + 1):
+        value = dask.config.get(".".join(parts[:i]), default=None)
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise ValidationError(".".join(parts[:i]), f"expected a mapping of settings, got {shown(value)}")
+    return value
 
 
 def add_batch_sections(settings_by_batch: Mapping[str, Iterable[str]]) -> None:
@@ -127,14 +140,10 @@ def jobqueue_settings(batch: str) -> dict[str, tuple[Any, str]]:
     Raises
     ------
     ValidationError
-        ``jobqueue.<batch>`` is not a mapping.
+        ``jobqueue`` or ``jobqueue.<batch>`` is not a mapping, or a value read is past the bounds of any.
     """
     where = f"jobqueue.{batch}"
-    current = dask.config.get(where, default=None)
-    if current is None:
-        return {}
-    if not isinstance(current, Mapping):
-        raise ValidationError(where, f"expected a mapping of settings, got {current!r:.60}")
+    current = _mapping(where)
     keys, shipped = _JOBQUEUE_KEYS.get(batch, {}), _shipped_jobqueue_defaults(batch)
     settings: dict[str, tuple[Any, str]] = {}
     for key, value in current.items():
@@ -143,6 +152,7 @@ def jobqueue_settings(batch: str) -> dict[str, tuple[Any, str]]:
         unset = value is None or (isinstance(value, (list, tuple, Mapping)) and not value)
         if name is None or unset or (spelled in shipped and shipped[spelled] == value):
             continue
+        check_bounded(f"{where}.{spelled}", value)
         if name not in settings or spelled.replace("-", "_") == name:  # the current key over a deprecated one
             settings[name] = (value, f"{where}.{spelled}")
     return settings
@@ -338,7 +348,7 @@ def parse_worker_saturation(value: Any) -> float | None:
         raise ValidationError(
             WORKER_SATURATION_KEY,
             f"a number > 0 and at most {MAX_WORKER_SATURATION:g}, inf, or 'distributed' for distributed's own;"
-            f" got {value!r}",
+            f" got {shown(value)}",
         )
     return number
 
@@ -385,12 +395,14 @@ def usage_sample_interval() -> Any:
 
 def default_batch() -> str:
     """``gpujobqueue.batch``: the batch system ``GPUCluster()`` uses when none is given."""
-    return _get("batch")
+    return path_text("gpujobqueue.batch", _get("batch"))
 
 
-def default_site() -> Any:
-    """``gpujobqueue.site``: the site ``GPUCluster()`` uses when none is given (None: detected)."""
-    return _get("site")
+def default_site() -> str | None:
+    """``gpujobqueue.site``: the site ``GPUCluster()`` uses when none is given (None: detected); a
+    site's name or file."""
+    site = _get("site")
+    return None if site is None else path_text("gpujobqueue.site", site)
 
 
 def shared_temp_directory(batch: str) -> str | None:

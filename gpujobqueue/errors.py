@@ -104,15 +104,20 @@ class UnknownKeywordError(GPUJobQueueError, TypeError, ValueError):
         context = ""
         if owner is not None:
             # The other keywords by name only: their values (an environment's, say) may be private.
-            shown = ", ".join(
-                f"{name}={_short_repr(value)}" if name == keyword else name for name, value in (given or {}).items()
+            named = ", ".join(
+                f"{name}={shown(value)}" if name == keyword else name for name, value in (given or {}).items()
             )
-            context = f" (unexpected keyword argument {keyword!r} given to {owner} with job_kwargs {shown})"
+            context = f" (unexpected keyword argument {keyword!r} given to {owner} with job_kwargs {named})"
         super().__init__(f"{keyword}: unknown keyword.{hint}{context}")
 
 
-def _short_repr(value: Any, limit: int = 60) -> str:
-    text = repr(value)
+def shown(value: Any, limit: int = 60) -> str:
+    """``value`` as a message shows it: its repr, cut to ``limit`` characters; a value that has none
+    (an integer past Python's 4300 digits, a list or mapping nested past the recursion limit) by its type."""
+    try:
+        text = repr(value)
+    except (ValueError, RecursionError):
+        return f"<{type(value).__name__} too large to show>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

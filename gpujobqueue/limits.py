@@ -58,3 +58,10 @@ MAX_USAGE_JSON_VALUES = 32 * MAX_USAGE_JOBS
 
 # The scheduler file the cluster waits for: distributed writes its identity there at start (275 bytes measured).
 MAX_SCHEDULER_FILE_BYTES = 1 << 20  # 1 MiB
+# One keyword's value, or one dask config value a cluster reads, checked before any parser reads it
+# (validation.check_bounded): nothing a keyword means comes near these.
+MAX_LIST_ITEMS = 1000  # lines of a prologue or of extra directives, worker arguments' words, variables
+MAX_VALUE_ITEMS = 10_000  # items of the lists and mappings in one value, nested ones included
+MAX_VALUE_DEPTH = 16  # lists and mappings nested; the deepest a keyword takes (cpu_pool's directives) is 2
+MAX_VALUE_CHARACTERS = 256 << 10  # text of one value, its strings together: 1000 lines of 256 characters
+MAX_NUMBER_DIGITS = 40  # digits of a whole number; Python cannot write one of more than 4300 as text

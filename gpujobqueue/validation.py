@@ -13,8 +13,17 @@ from typing import Any, Callable, Mapping, Sequence
 
 from dask.utils import parse_bytes, parse_timedelta
 
-from .errors import ValidationError
-from .limits import MAX_MEMORY_BYTES, MAX_PATH_CHARACTERS, MAX_PATH_PART_CHARACTERS
+from .errors import ValidationError, shown
+from .limits import (
+    MAX_LIST_ITEMS,
+    MAX_MEMORY_BYTES,
+    MAX_NUMBER_DIGITS,
+    MAX_PATH_CHARACTERS,
+    MAX_PATH_PART_CHARACTERS,
+    MAX_VALUE_CHARACTERS,
+    MAX_VALUE_DEPTH,
+    MAX_VALUE_ITEMS,
+)
 from .preloads.nic_affinity import MAP_VARIABLE as NIC_MAP_VARIABLE
 from .preloads.nic_affinity import parse_pinned_map
 
@@ -30,6 +39,35 @@ _COUNT_TEXT = re.compile(r"[0-9]{1,40}")
 _AMOUNT_TEXT = re.compile(r"\s*((?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,4})?)\s*([A-Za-z]{0,12})\s*")
 
 
+def check_bounded(field_name: str, value: Any) -> None:
+    """Refuse, naming ``field_name``, a value past what any keyword takes, before a parser reads it:
+    more than :data:`~gpujobqueue.limits.MAX_VALUE_CHARACTERS` characters of text, lists and mappings
+    more than :data:`~gpujobqueue.limits.MAX_VALUE_DEPTH` deep or of more than
+    :data:`~gpujobqueue.limits.MAX_VALUE_ITEMS` items, a whole number of more than
+    :data:`~gpujobqueue.limits.MAX_NUMBER_DIGITS` digits. Walked without recursion, each list's
+    length read before its items."""
+    pending, items, characters = [(value, 0)], 0, 0
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, (str, bytes)):
+            characters += len(item)
+        elif isinstance(item, int) and not isinstance(item, bool) and abs(item) >= 10**MAX_NUMBER_DIGITS:
+            raise ValidationError(field_name, f"a whole number of more than {MAX_NUMBER_DIGITS} digits")
+        elif isinstance(item, (Mapping, list, tuple, set, frozenset)):
+            items += len(item)
+            if depth == MAX_VALUE_DEPTH or items > MAX_VALUE_ITEMS:
+                raise ValidationError(
+                    field_name,
+                    f"lists or mappings more than {MAX_VALUE_DEPTH} deep or of more than {MAX_VALUE_ITEMS} items",
+                )
+            children = (part for pair in item.items() for part in pair) if isinstance(item, Mapping) else item
+            pending += ((child, depth + 1) for child in children)
+        if characters > MAX_VALUE_CHARACTERS:
+            raise ValidationError(
+                field_name, f"more than {MAX_VALUE_CHARACTERS >> 10} KiB of text (gpujobqueue.limits): {shown(value)}"
+            )
+
+
 def given_or(value: Any, default: Any) -> Any:
     """``value`` unless it was not given (None): ``0`` and ``""`` are given, and checked."""
     return default if value is None else value
@@ -38,13 +76,15 @@ def given_or(value: Any, default: Any) -> Any:
 def one_line(field_name: str, value: str) -> str:
     """``value``, a string of one printable line; else a ValidationError naming ``field_name``."""
     if not isinstance(value, str):
-        raise ValidationError(field_name, f"expected a string, got {type(value).__name__} {value!r}")
+        raise ValidationError(field_name, f"expected a string, got {type(value).__name__} {shown(value)}")
     if any(c in value for c in "\n\r\0"):
-        raise ValidationError(field_name, f"{value!r} must be a single line (no newline, carriage return or NUL)")
+        raise ValidationError(field_name, f"{shown(value)} must be a single line (no newline, carriage return or NUL)")
     # Other control characters and Unicode's line separators: some readers of the script
     # (Python's splitlines, editors) break lines there, and no value needs them.
     if any((unicodedata.category(c) == "Cc" and c != "\t") or c in "\u2028\u2029" for c in value):
-        raise ValidationError(field_name, f"{value!r} holds a control character or line separator; give printable text")
+        raise ValidationError(
+            field_name, f"{shown(value)} holds a control character or line separator; give printable text"
+        )
     return value
 
 
@@ -52,7 +92,7 @@ def matching(field_name: str, value: Any, pattern: re.Pattern, accepted: str) ->
     """``value``, one line that ``pattern`` matches whole; else a ValidationError saying ``accepted``."""
     value = one_line(field_name, value)
     if not pattern.fullmatch(value):
-        raise ValidationError(field_name, f"{value!r} is not accepted; use {accepted}")
+        raise ValidationError(field_name, f"{shown(value)} is not accepted; use {accepted}")
     return value
 
 
@@ -130,11 +170,12 @@ def parse_queues(field_name: str, value: Any, separator: str | None, command: st
     return separator.join(parse_word(field_name, name) for name in names)
 
 
-def parse_count(field_name: str, value: Any, *, minimum: int = 0, maximum: int | None = None) -> int:
-    """A whole number from ``minimum`` to ``maximum``: an integer (``True``/``False`` refused) or
-    its text in the digits 0-9 (``"4"``; not ``"1_0"``, ``"٤"`` or ``" 4"``, which Python's
-    ``int()`` reads as 10, 4 and 4)."""
-    if isinstance(value, str):
+def parse_count(field_name: str, value: Any, *, minimum: int = 0, maximum: int | None = None, text: bool = True) -> int:
+    """A whole number from ``minimum`` to ``maximum`` (and of at most
+    :data:`~gpujobqueue.limits.MAX_NUMBER_DIGITS` digits): an integer (``True``/``False`` refused)
+    or, where ``text``, its text in the digits 0-9 (``"4"``; not ``"1_0"``, ``"٤"`` or ``" 4"``,
+    which Python's ``int()`` reads as 10, 4 and 4)."""
+    if isinstance(value, str) and text:
         if not _COUNT_TEXT.fullmatch(value):
             raise ValidationError(
                 field_name, f"expected a whole number written with the digits 0-9, got {shown(value)}"
@@ -147,11 +188,13 @@ def parse_count(field_name: str, value: Any, *, minimum: int = 0, maximum: int |
             number = None
         if number is None:
             raise ValidationError(field_name, f"expected a whole number, got {shown(value)}")
+    if abs(number) >= 10**MAX_NUMBER_DIGITS:
+        raise ValidationError(field_name, f"a whole number of more than {MAX_NUMBER_DIGITS} digits")
     if number < minimum:
         raise ValidationError(field_name, f"expected a whole number of {minimum} or more, got {shown(value)}")
     if maximum is not None and number > maximum:
         raise ValidationError(
-            field_name, f"{number} is more than the {maximum} gpujobqueue accepts (gpujobqueue.limits)"
+            field_name, f"{shown(value)} is more than the {maximum} gpujobqueue accepts (gpujobqueue.limits)"
         )
     return number
 
@@ -159,11 +202,6 @@ def parse_count(field_name: str, value: Any, *, minimum: int = 0, maximum: int |
 def parse_positive_int(field_name: str, value: Any, maximum: int | None = None) -> int:
     """A count of 1 or more (:func:`parse_count`), at most ``maximum`` when given."""
     return parse_count(field_name, value, minimum=1, maximum=maximum)
-
-
-def shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _amount(field_name: str, value: Any, parse: Callable[[str], float], accepted: str) -> float:
@@ -203,7 +241,7 @@ def parse_duration(field_name: str, value: Any, fewest: float, most: float, unit
         number = _amount(field_name, value, lambda text: parse_timedelta(text, default=unit), accepted)
         try:
             seconds = number if isinstance(value, str) else parse_timedelta(number, default=unit)
-        except OverflowError:  # an integer past any float
+        except (OverflowError, ValueError):  # an integer past any float, or past the 4300 digits Python writes
             seconds = math.inf
     if not fewest <= seconds <= most:
         raise ValidationError(
@@ -223,12 +261,12 @@ def parse_bool(field_name: str, value: Any) -> bool:
     """``True``/``False``, or their spellings in config files and environment variables."""
     if isinstance(value, bool):
         return value
-    text = str(value).strip().lower()
-    if text in ("true", "yes", "1", "on"):
+    text = value.strip().lower() if isinstance(value, str) else value if type(value) is int else None
+    if text in ("true", "yes", "1", "on", 1):
         return True
-    if text in ("false", "no", "0", "off"):
+    if text in ("false", "no", "0", "off", 0):
         return False
-    raise ValidationError(field_name, f"expected true or false, got {value!r}")
+    raise ValidationError(field_name, f"expected true or false, got {shown(value)}")
 
 
 def parse_size(field_name: str, value: Any, maximum: int = MAX_MEMORY_BYTES) -> int:
@@ -249,7 +287,7 @@ def parse_size(field_name: str, value: Any, maximum: int = MAX_MEMORY_BYTES) -> 
         raise ValidationError(field_name, f"{shown(value)} is not a positive size")
     if number > maximum:
         raise ValidationError(
-            field_name, f"{value!r} is more than {maximum // 2**40} TiB, the largest size gpujobqueue accepts here"
+            field_name, f"{shown(value)} is more than {maximum // 2**40} TiB, the largest size gpujobqueue accepts here"
         )
     return number
 
@@ -313,6 +351,8 @@ def parse_lines(field_name: str, value: Any) -> tuple[str, ...]:
         return ()
     if isinstance(value, str):
         value = [value]
+    elif isinstance(value, (Mapping, set, frozenset, Sequence)) and len(value) > MAX_LIST_ITEMS:
+        raise ValidationError(field_name, f"{len(value)} items; gpujobqueue accepts at most {MAX_LIST_ITEMS}")
     elif isinstance(value, Mapping):
         valued = {key: item for key, item in value.items() if item is not None}
         if valued:
@@ -325,13 +365,8 @@ def parse_lines(field_name: str, value: Any) -> tuple[str, ...]:
     elif isinstance(value, (set, frozenset)):
         value = sorted(value, key=str)
     if not isinstance(value, Sequence):
-        raise ValidationError(field_name, f"expected a list of strings, got {value!r}")
-    if len(value) > MAX_LIST_ITEMS:
-        raise ValidationError(field_name, f"{len(value)} items; gpujobqueue accepts at most {MAX_LIST_ITEMS}")
+        raise ValidationError(field_name, f"expected a list of strings, got {shown(value)}")
     return tuple(one_line(f"{field_name}[{i}]", line) for i, line in enumerate(value))
-
-
-MAX_LIST_ITEMS = 1000  # lines of a prologue, extra directives, worker arguments
 
 
 def parse_needles(field_name: str, value: Any) -> tuple[str, ...]:
@@ -353,7 +388,7 @@ def scalar_text(field_name: str, value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise ValidationError(field_name, f"expected a string or a number, got {shown(value)}")
     if isinstance(value, float) and not math.isfinite(value):
-        raise ValidationError(field_name, f"expected a finite number, got {value!r}")
+        raise ValidationError(field_name, f"expected a finite number, got {shown(value)}")
     return one_line(field_name, value if isinstance(value, str) else str(value))
 
 
@@ -368,7 +403,9 @@ def parse_environment(field_name: str, value: Any) -> tuple[tuple[str, str], ...
     out = []
     for name, raw in value.items():
         if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
-            raise ValidationError(field_name, f"{name!r} is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)")
+            raise ValidationError(
+                field_name, f"{shown(name)} is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)"
+            )
         out.append((name, scalar_text(f"{field_name}[{name}]", raw)))
         if name == NIC_MAP_VARIABLE:  # read in the job (preloads/nic_affinity.py): refuse a bad map before submitting
             try:

@@ -5,21 +5,25 @@ starts or a script is rendered (:func:`~gpujobqueue.install.warn_if_worker_pytho
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
-from typing import Any, Mapping
+import re
+from typing import Any, Iterator, Mapping
 
 from .. import config, sites
 from ..batch import names
 from ..batch.base import BatchSystem
 from ..cpu_pool import CPUPool
 from ..dashboard import warn_if_workers_serve_dashboards
+from ..errors import ValidationError
 from ..intervals import check_configured
 from ..request import JobRequest, parse_bool
 from ..scheduler_job import SCHEDULER_HERE, SCHEDULER_IN_JOB, parse_scheduler_placement
 from ..script.render import check_scheduler_can_run_in_job
 from ..security import resolve_security
 from ..user_limits import UserJobLimit, cpu_pool_job_limit
+from ..validation import check_bounded
 from ..workers import WorkerLaunch
 from .resolve import Given, read_keywords, resolve_launch, resolve_request, shows_queue_choice
 from .route import route
@@ -169,13 +173,35 @@ def make_plan(
     system = batch_system_of(cls)
     owner = owner or (cls.__name__ if system is not cls else system.class_name("GPUCluster"))
     config.warn_unknown_keys(system.name, system.setting_names(), names())
-    plan = _routed_and_resolved(system, read_keywords(system, kwargs, owner), owner)
-    warn_if_workers_serve_dashboards(plan.launch.extra_args)  # the CPU pool's workers take the same arguments
-    launch, tls = plan.launch, None
-    if security is not NO_CLUSTER_SECURITY:
-        tls, launch = resolve_security(security, launch)
-    plan = dataclasses.replace(plan, launch=launch, security=tls)
-    return _with_cluster_decisions(plan, scheduler=scheduler, cpu_pool=cpu_pool, job_array=job_array)
+    own = {"scheduler": scheduler, "cpu_pool": cpu_pool, "job_array": job_array}
+    for name, value in {**own, "security": security}.items():
+        check_bounded(name, value)
+    given = read_keywords(system, kwargs, owner)
+    with _naming_config_keys(system.name, {**given.keywords, **own}):
+        plan = _routed_and_resolved(system, given, owner)
+        warn_if_workers_serve_dashboards(plan.launch.extra_args)  # the CPU pool's workers take the same arguments
+        launch, tls = plan.launch, None
+        if security is not NO_CLUSTER_SECURITY:
+            tls, launch = resolve_security(security, launch)
+        plan = dataclasses.replace(plan, launch=launch, security=tls)
+        return _with_cluster_decisions(plan, scheduler=scheduler, cpu_pool=cpu_pool, job_array=job_array)
+
+
+@contextlib.contextmanager
+def _naming_config_keys(batch: str, given: Mapping[str, Any]) -> Iterator[None]:
+    """A refusal raised inside names the dask config key that set the refused setting
+    (``jobqueue.slurm.job-extra-directives[0]`` for ``job_extra_directives[0]``) where ``given``,
+    the keywords, does not set it: the key the user wrote, not the keyword it stands for."""
+    try:
+        yield
+    except ValidationError as error:
+        name = re.match(r"[A-Za-z0-9_]*", error.field)[0]
+        key = None if given.get(name) is not None else config.source(batch, name)
+        if key is not None:
+            named, error.field = error.field, key + error.field[len(name) :]
+            if error.args == (f"{named}: {error.message}",):  # ValidationError's own form
+                error.args = (f"{error.field}: {error.message}",)
+        raise
 
 
 def _routed_and_resolved(system: type[BatchSystem], given: Given, owner: str) -> Plan:

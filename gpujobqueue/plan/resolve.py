@@ -16,7 +16,7 @@ from ..limits import MAX_GPUS_PER_NODE
 from ..request import JobRequest, parse_positive_int
 from ..sites import Site, routing
 from ..user_limits import UserJobLimit
-from ..validation import path_text
+from ..validation import check_bounded, path_text
 from ..worker_args import read_worker_args
 from ..workers import WorkerLaunch, threads_of_cores
 
@@ -54,7 +54,8 @@ class Given:
 
 
 def read_keywords(system: type[BatchSystem], kwargs: Mapping[str, Any], owner: str) -> Given:
-    """Refuse an unknown keyword (naming ``owner``) and a site of another batch system; load the site.
+    """Refuse an unknown keyword (naming ``owner``), a value past the bounds of any
+    (:func:`~gpujobqueue.validation.check_bounded`) and a site of another batch system; load the site.
 
     Raises
     ------
@@ -65,6 +66,8 @@ def read_keywords(system: type[BatchSystem], kwargs: Mapping[str, Any], owner: s
     processes = kwargs.pop("processes", None)
     site = kwargs.pop("site", None)
     config.check_keywords(kwargs, system.setting_names() + tuple(RENAMED_KEYWORDS) + tuple(system.synonyms), owner)
+    for name, value in original.items():
+        check_bounded(name, value)
     given = take_keywords(kwargs, system.synonyms)
     named_queue = None
     if site is not None:

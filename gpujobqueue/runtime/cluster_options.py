@@ -12,12 +12,14 @@ import logging
 import os
 from typing import Any, Mapping
 
+from distributed import Scheduler
 from tornado.ioloop import IOLoop
 
 from .. import config
 from ..dashboard import dashboard_options
-from ..errors import ValidationError
-from ..validation import parse_count, parse_name, parse_path
+from ..errors import ValidationError, shown
+from ..validation import check_bounded, parse_count, parse_name, parse_path
+from .adaptive import GPUAdaptive
 from .job import GPUJob
 
 # distributed's silence_logs: a level of the logging module, by name or number.
@@ -45,18 +47,18 @@ def check_cluster_keywords(
         raise ValidationError(
             "dashboard_address",
             "pass 'dashboard_address' through 'scheduler_options', "
-            f"e.g. scheduler_options={{'dashboard_address': {dashboard_address!r}}}",
+            f"e.g. scheduler_options={{'dashboard_address': {shown(dashboard_address)}}}",
         )
     if host is not None:  # dask-jobqueue's rule too
         raise ValidationError("host", "pass 'host' through 'scheduler_options', e.g. scheduler_options={'host': ...}")
     if job_cls is not None and not (isinstance(job_cls, type) and issubclass(job_cls, GPUJob)):
-        raise ValidationError("job_cls", f"expected a gpujobqueue job class (a GPUJob), got {job_cls!r:.60}")
+        raise ValidationError("job_cls", f"expected a gpujobqueue job class (a GPUJob), got {shown(job_cls)}")
     if scheduler_cls is not None and not callable(scheduler_cls):
-        raise ValidationError("scheduler_cls", f"expected a scheduler class, got {scheduler_cls!r:.60}")
+        raise ValidationError("scheduler_cls", f"expected a scheduler class, got {shown(scheduler_cls)}")
     if loop is not None and not (isinstance(loop, IOLoop) and loop.asyncio_loop.is_running()):
-        raise ValidationError("loop", f"expected a running tornado IOLoop or None, got {loop!r:.60}")
+        raise ValidationError("loop", f"expected a running tornado IOLoop or None, got {shown(loop)}")
     if not isinstance(asynchronous, bool):  # distributed takes any true value for True ("no" too)
-        raise ValidationError("asynchronous", f"expected True or False, got {asynchronous!r:.60}")
+        raise ValidationError("asynchronous", f"expected True or False, got {shown(asynchronous)}")
     if asynchronous and loop is None:
         try:
             asyncio.get_running_loop()
@@ -67,7 +69,7 @@ def check_cluster_keywords(
     if not (silence_logs is None or silence_logs is False):
         if isinstance(silence_logs, str):
             if silence_logs.lower() not in _LOG_LEVELS:
-                raise ValidationError("silence_logs", f"{silence_logs!r:.60} is not a logging level; use 'error'")
+                raise ValidationError("silence_logs", f"{shown(silence_logs)} is not a logging level; use 'error'")
         else:
             parse_count("silence_logs", silence_logs, maximum=logging.CRITICAL)
     if config_name is not None:
@@ -100,6 +102,18 @@ def keywords_taken(cls: type) -> set[str] | None:
     return None
 
 
+def check_adapt_keywords(given: Mapping[str, Any]) -> None:
+    """Refuse, by name, a keyword of ``adapt()`` that its ``Adaptive`` class (:class:`GPUAdaptive`
+    unless given) does not take, nor hands to the scheduler's ``workers_to_close`` as distributed's
+    does (``memory_ratio``, ``n``): distributed's takes any keyword, to fail on it only when it
+    first scales down."""
+    adaptive_cls = given.get("Adaptive", GPUAdaptive)
+    taken = keywords_taken(adaptive_cls) if isinstance(adaptive_cls, type) else None
+    if taken is not None:
+        handed_on = set(inspect.signature(Scheduler.workers_to_close).parameters) - {"self", "target", "key"}
+        config.check_keywords(given, {*taken, *handed_on, "Adaptive"} - {"cluster", "scaling", "attribute"})
+
+
 def scheduler_options(
     batch: str, given: Any, scheduler_cls: Any = None, where: str = "this host"
 ) -> tuple[dict[str, Any], str | None]:
@@ -111,19 +125,20 @@ def scheduler_options(
     if given is None:
         given = config.scheduler_options(batch)
         field = config.source(batch, "scheduler_options") or f"gpujobqueue.{batch}.scheduler-options"
+    check_bounded(field, given)
     if given is not None and not isinstance(given, Mapping):
-        raise ValidationError(field, f"expected a mapping of scheduler option to value, got {given!r:.60}")
+        raise ValidationError(field, f"expected a mapping of scheduler option to value, got {shown(given)}")
     taken = keywords_taken(scheduler_cls) if isinstance(scheduler_cls, type) else None
     for name, value in (given or {}).items():
         if not isinstance(name, str) or (taken is not None and name not in taken):
             close = difflib.get_close_matches(str(name), sorted(taken or ()), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise ValidationError(field, f"{name!r:.60} is not an option of the scheduler{hint}")
+            raise ValidationError(field, f"{shown(name)} is not an option of the scheduler{hint}")
         if name in ("host", "interface", "dashboard_address") and value is not None and value is not False:
             if not isinstance(value, str):
-                raise ValidationError(f"{field}[{name}]", f"expected a string, got {value!r:.60}")
+                raise ValidationError(f"{field}[{name}]", f"expected a string, got {shown(value)}")
         if name == "dashboard" and value is not None and not isinstance(value, bool):
-            raise ValidationError(f"{field}[dashboard]", f"expected True or False, got {value!r:.60}")
+            raise ValidationError(f"{field}[dashboard]", f"expected True or False, got {shown(value)}")
         if name == "port" and value is not None:
             parse_count(f"{field}[port]", value, maximum=65535)
     return dashboard_options(given, where)

@@ -17,6 +17,8 @@ from ..jobqueue_base import JobQueueCluster
 from ..naming import WorkerJobKey
 from ..plan import Plan
 from ..usage import UsageReport
+from ..validation import parse_count
+from .cluster_options import check_adapt_keywords
 from .job import GPUJob
 from .job_watch import JobTable, JobWatch
 from .jobbook import JobBook
@@ -24,7 +26,7 @@ from .notebook import cluster_status_html
 from .replacement import Replacement
 from .scaling import Scaling
 from .usage_watch import UsageWatch, site_charge
-from .worker_wait import SchedulerInfo, wait_arguments, wait_for_workers
+from .worker_wait import SchedulerInfo, parse_timeout, wait_arguments, wait_for_workers
 
 logger = logging.getLogger("gpujobqueue.cluster")
 
@@ -264,6 +266,9 @@ class RuntimeCluster(JobQueueCluster):
         cpu_workers : int
             Target number of CPU workers (needs ``cpu_pool``).
         """
+        for name, count in (("n", n), ("jobs", jobs), ("cores", cores), ("gpus", gpus), ("cpu_workers", cpu_workers)):
+            if count is not None:  # an int, as distributed's scale takes: scale('3') is refused, not read as 3
+                parse_count(name, count, text=False)
         gpu_jobs, cpu_jobs = self._scaling.asked(n, jobs, memory, cores, gpus=gpus, cpu_workers=cpu_workers)
         if self.asynchronous:
             return asyncio.ensure_future(self._scaling.scale_jobs(gpu_jobs, cpu_jobs))
@@ -304,8 +309,10 @@ class RuntimeCluster(JobQueueCluster):
             Looks in a row at a lower need before scaling down (default
             ``gpujobqueue.adapt.wait-count``, 10: 20 s).
         **kwargs
-            Passed to :class:`distributed.deploy.Adaptive` (``target_duration``).
+            Passed to :class:`distributed.deploy.Adaptive` (``target_duration``), or to the class given
+            as ``Adaptive``; a keyword neither takes is refused (:class:`UnknownKeywordError`).
         """
+        check_adapt_keywords(kwargs)
         options = self._scaling.adapt_options(
             minimum_jobs=minimum_jobs,
             maximum_jobs=maximum_jobs,
@@ -316,6 +323,21 @@ class RuntimeCluster(JobQueueCluster):
         adaptive = super().adapt(*args, **options)
         self._scaling.adapting(adaptive)
         return adaptive
+
+    def close(self, timeout: Any = None) -> Any:
+        """Close the cluster, as distributed's: its jobs cancelled, its scheduler closed.
+
+        Parameters
+        ----------
+        timeout : float or str, optional
+            Seconds (or ``"30s"``) to wait for it, from 0.1 s to a week; None waits without end.
+
+        Raises
+        ------
+        ValidationError
+            ``timeout`` not such a duration; the cluster is left as it was.
+        """
+        return super().close(parse_timeout(timeout))
 
     async def scale_down(self, workers: Any) -> None:
         await super().scale_down(self._scaling.removable(workers))

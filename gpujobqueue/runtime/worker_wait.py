@@ -74,9 +74,18 @@ def wait_arguments(n_workers: Any, timeout: Any, workers_per_job: int) -> tuple[
         cluster holds), or ``timeout`` not a duration from 0.1 s to a week.
     """
     n_workers = parse_count("n_workers", n_workers, minimum=1, maximum=MAX_JOBS_PER_CLUSTER * workers_per_job)
-    if timeout is not None:
-        timeout = parse_duration("timeout", timeout, SHORTEST_TIMEOUT_SECONDS, MAX_WAIT_SECONDS)
-    return n_workers, timeout
+    return n_workers, parse_timeout(timeout)
+
+
+def parse_timeout(timeout: Any) -> float | None:
+    """A method's ``timeout`` (``wait_for_workers``, ``close``) in seconds, from 0.1 s to a week; None: no end.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``timeout``.
+    """
+    return None if timeout is None else parse_duration("timeout", timeout, SHORTEST_TIMEOUT_SECONDS, MAX_WAIT_SECONDS)
 
 
 async def wait_for_workers(

@@ -434,6 +434,15 @@ def test_a_local_cluster_job_with_hostile_values_never_runs_them(tmp_path, monke
 # the system opens; a list or mapping only where the keyword takes one; True only by a switch.
 # Never another exception.
 
+
+def nested(depth: int) -> dict:
+    """A mapping ``depth`` levels deep: {"GPUJQ_X": {"GPUJQ_X": ...}}."""
+    value: dict = {}
+    for _ in range(depth):
+        value = {"GPUJQ_X": value}
+    return value
+
+
 WRONG = {
     "empty": "",
     "none-in-list": [None],
@@ -457,10 +466,13 @@ WRONG = {
     "true": True,
     "minus-one-text": "-1",
     "nan-text": "nan",
+    # Past Python's 4300 digits an int has no text (ValueError), and 1000 levels are past repr's recursion limit.
+    "huge-int": 10**5000,
+    "deep": nested(1000),
 }
 # Text that Python's int() or float() reads as a number, which no one writes for one.
 NOT_NUMBERS = ("1_0", "\u0664", "\uff11", "-1", "nan", "inf", "1e400", "9" * 40)
-NEVER_ACCEPTED = ("nan", "inf", "minus-one", "huge", "bytes", "none-in-list")
+NEVER_ACCEPTED = ("nan", "inf", "minus-one", "huge", "bytes", "none-in-list", "huge-int", "deep")
 TAKES_A_LIST = {"set_rmm_allocator_for_libs"}  # a list, or its items joined by commas
 TAKES_TRUE = {"walltime_margin"}  # True: the automatic margin
 PATHS = {"log_directory", "local_directory", "python"}  # no path opens past 4096 bytes (PATH_MAX)

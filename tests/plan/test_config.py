@@ -130,7 +130,7 @@ def test_a_setting_spelled_with_underscores_in_an_environment_variable_is_read(t
 
 def test_a_bad_value_spelled_with_underscores_in_an_environment_variable_is_refused_by_name(tmp_path):
     seen = _plan_in_a_fresh_process(tmp_path, {"DASK_GPUJOBQUEUE__SLURM__WORKER_MODE": "nonsense"})
-    assert seen == {"refused": "worker_mode"}
+    assert seen == {"refused": "gpujobqueue.slurm.worker-mode"}  # the key set, not the keyword (issue 40)
 
 
 def test_a_setting_spelled_with_underscores_in_a_yaml_file_is_read(tmp_path):
