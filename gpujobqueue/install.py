@@ -31,6 +31,8 @@ PRELOAD_MODULES = tuple(module_name(preload) for preload in PRELOADS)
 # What the probe prints before its findings (JSON), where the python ran it: one line, so that a
 # python that is not Python, or fails before, is not judged.
 _PROBE_MARK = "gpujobqueue-worker-python-probe "
+# Where the probe's findings give the python's own version (major, minor): no module's name.
+_VERSION_KEY = " python"
 # Modules a cluster's start finds on the workers' python's path without importing them: dask_cuda's import
 # loads the CUDA stack (about 2 s on a GPU node, added to every cluster's start), and on a login node
 # without GPUs it may fail where the compute nodes are fine; its own import errors show in the job's log.
@@ -54,6 +56,7 @@ _PROBE = "\n".join(
         "            found[name] = [None, getattr(importlib.import_module(name), '__version__', None)]",
         "    except Exception as e:",
         "        found[name] = [repr(e), None]",
+        f"found[{_VERSION_KEY!r}] = sys.version_info[:2]",
         f"print({_PROBE_MARK!r} + json.dumps(found))",
     ]
 )
@@ -124,6 +127,8 @@ PROBE_OUTPUT_LIMIT = 1 << 20  # 1 MiB
 PROBE_TIMEOUT = 15.0  # seconds: the probe imports distributed, slower from a cold shared file system
 # Why the probe of a python (by the name it was given) could not judge it, as a phrase after its name.
 _PROBE_FAILURES: dict[str, str] = {}
+# The version (major, minor) of each python the probe heard from.
+_PYTHON_VERSIONS: dict[str, tuple[int, int]] = {}
 
 
 @functools.lru_cache(maxsize=None)
@@ -148,10 +153,19 @@ def probe_imports(
         if line.startswith(_PROBE_MARK):
             try:
                 found = json.loads(line[len(_PROBE_MARK) :])
+                _PYTHON_VERSIONS[python] = (int(found[_VERSION_KEY][0]), int(found[_VERSION_KEY][1]))
                 return {module: (found[module][0], found[module][1]) for module in modules}
             except (ValueError, KeyError, IndexError, TypeError):
                 return None
     return None
+
+
+def python_version(python: str) -> tuple[int, int] | None:
+    """The (major, minor) version of ``python``, from its probe (:func:`probe_imports`); None where it
+    cannot be probed."""
+    if python not in _PYTHON_VERSIONS:
+        probe_imports(python, ())
+    return _PYTHON_VERSIONS.get(python)
 
 
 def _run_probe(python: str, executable: str, names: list[str]) -> str:

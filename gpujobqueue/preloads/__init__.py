@@ -23,6 +23,8 @@ WATCHDOG = "watchdog"
 PIN_DEVICE = "pin_device"
 NIC_AFFINITY = "nic_affinity"
 PRELOADS = (WATCHDOG, PIN_DEVICE, NIC_AFFINITY)
+# Not a preload: the file a job runs Python 3.10 through, which has no -P (safe_path.py says how).
+SAFE_PATH = "safe_path"
 
 
 def module_name(preload: str) -> str:
@@ -38,6 +40,6 @@ def standalone_file_name(preload: str) -> str:
 
 def source(preload: str) -> str:
     """The text of the module ``preload``, as ``--standalone`` writes it into the job."""
-    if preload not in PRELOADS:
+    if preload not in (*PRELOADS, SAFE_PATH):
         raise ValueError(f"{preload!r} is not one of gpujobqueue's preloads: {', '.join(PRELOADS)}")
     return (Path(__file__).parent / f"{preload}.py").read_text()

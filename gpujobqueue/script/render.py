@@ -17,9 +17,10 @@ import jinja2
 from .. import config, naming
 from ..dashboard import CLOSED_HTTP_ADDRESS
 from ..errors import ValidationError
+from ..install import python_version
 from ..job_commands import ArrayElements
 from ..launchers import launch_context
-from ..preloads import PRELOADS, module_name, standalone_file_name
+from ..preloads import PRELOADS, SAFE_PATH, module_name, standalone_file_name
 from ..preloads import source as preload_source
 from ..request import JobRequest, format_hours_walltime
 from ..scheduler_job import SchedulerStart
@@ -196,7 +197,8 @@ def private_folder(launch: WorkerLaunch, run: bool, standalone_preloads: Sequenc
     launcher, it is in the submit directory, which the job's other nodes read too."""
     holds = [
         *(["its scheduler's TLS credentials and address"] if run else []),
-        *(["the preloads"] if standalone_preloads else []),
+        *(["the preloads"] if set(standalone_preloads) - {SAFE_PATH} else []),
+        *(["the start of Python 3.10 without -P"] if SAFE_PATH in standalone_preloads else []),
         *(["the node part"] if launch.launcher != "direct" else []),
     ]
     if not holds:
@@ -326,9 +328,15 @@ def _launch_values(
     system: Any, request: JobRequest, launch: WorkerLaunch, run: bool, standalone: bool, script_tls: ScriptTLS | None
 ) -> dict[str, Any]:
     """The template's values of the job's request and launch: the launcher's lines, the variables every
-    node's workers need, the preloads' words, the private folder and the preloads it carries."""
-    standalone_preloads = launch.preloads if standalone else ()
+    node's workers need, the preloads' words, the private folder and the files it carries, and how the
+    package's pythons start with the current directory off their module path (``safe_path``)."""
+    # Python 3.11+ takes -P (so do the Pythons multiprocessing starts from it); 3.10 runs a file of the
+    # private folder that does the same. A python this machine cannot run is taken for 3.11+.
+    version = python_version(launch.python)
+    python310 = version is not None and version < (3, 11)
+    standalone_preloads = (*(launch.preloads if standalone else ()), *((SAFE_PATH,) if python310 else ()))
     return {
+        "safe_path": f'"$private_dir/{standalone_file_name(SAFE_PATH)}"' if python310 else "-P",
         "request": request,
         "launch": launch,
         # The file listing the job's hosts, for launchers that need it (mpiexec under PBS), else None.

@@ -47,7 +47,7 @@ def test_render_warns_at_once_naming_the_python_and_the_install_line(python_with
             {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", **KEYWORDS, "python": python_without_dask_cuda},
             name="w",
         )
-    assert f"{python_without_dask_cuda} -m dask_cuda.cli" in script  # the script is still written
+    assert f"{python_without_dask_cuda} -P -m dask_cuda.cli" in script  # the script is still written
     message = str(caught[0].message)
     assert f"the workers' python {python_without_dask_cuda} cannot import dask_cuda (ModuleNotFoundError" in message
     assert "and cannot import gpujobqueue's preloads (ModuleNotFoundError" in message

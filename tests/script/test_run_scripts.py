@@ -165,7 +165,7 @@ def test_run_script_submitted_by_hand_to_grid_engine(sge, tmp_path):
 # call), and whose scheduler fails to start (FAIL_SCHEDULER=1) or never starts (=hang).
 PYTHON_WRAPPER = """#!/bin/bash
 printf '%s\\0' "$@" > "$(mktemp "{record}/argv.XXXXXX")"
-if [ "$1 $2" = "-m distributed.cli.dask_scheduler" ]; then
+if [[ " $* " == *" -m distributed.cli.dask_scheduler "* ]]; then
     case "${{FAIL_SCHEDULER:-}}" in
         1) echo "wrapper: this scheduler does not start" >&2; exit 1 ;;
         hang) exec sleep 600 ;;
