@@ -6,7 +6,8 @@ the results those workers held. So the cluster plans each job's retirement: a gu
 earliest moment its workers' own lifetime could end it (which stays only a backstop), and at least
 one job start-up time (measured: from when the job could start to its first worker connected)
 after the job before it. It retires one job at a time: the next only once the one before has
-gone and its replacement has connected, or one start-up later, or at the job's own latest time.
+gone, and each retirement begun has been made up for by a job connecting, or that spacing has
+passed since the last began, or the job's own latest time has come.
 A job is counted as leaving one start-up time before its planned retirement, which is when
 ``scale()``'s replacement (or ``adapt()``'s, within its maximum) is submitted: where the batch
 system has room, the replacement's workers connect as the leaving ones go; where it has none, the
@@ -134,18 +135,19 @@ class Handover:
         self.startups: deque[float] = deque(maxlen=STARTUPS_KEPT)
         self.plan: dict[str, float] = {}  # job -> when it retires (time.monotonic())
         self.latest: dict[str, float] = {}  # job -> the latest it retires, whatever the retirement before it
+        self.gap: dict[str, float] = {}  # job -> seconds after the last retirement began that it may begin
         self.lead: dict[str, float] = {}  # job -> seconds before that its replacement is submitted
         self.retiring: set[str] = set()
         self._tasks: set[asyncio.Task] = set()
-        # When the last retirement began and ended, and when a job's first worker last connected.
-        self.began = self.ended = self.joined = -math.inf
+        self.began = self.ended = -math.inf  # when the last retirement began and ended
+        self.unreplaced = 0  # retirements begun that no job's first connection has made up for yet
 
     def job_started(self, submitted_at: float | None) -> None:
         """A job's first worker connected now; it was submitted at ``submitted_at`` (``time.time()``).
         Its start-up counts from then, or from the end of the last retirement where it waited for
         that (a replacement submitted ahead into a full queue)."""
         now = time.monotonic()
-        self.joined = now
+        self.unreplaced = max(0, self.unreplaced - 1)
         if submitted_at is not None:
             could_start = max(now - max(0.0, time.time() - submitted_at), self.ended)
             self.startups.append(max(0.0, now - could_start))
@@ -160,13 +162,14 @@ class Handover:
         by_pool: dict[str, list[Tenure]] = {}
         for tenure in tenures:
             by_pool.setdefault(tenure.pool, []).append(tenure)
-        self.plan, self.latest, self.lead = {}, {}, {}
+        self.plan, self.latest, self.gap, self.lead = {}, {}, {}, {}
         for group in by_pool.values():
             window = min(tenure.lifetime - tenure.stagger for tenure in group)
             guard = retirement_guard(self.poll_interval, window)
             spacing = retirement_spacing(self.startup, window - guard, len(group))
             self.plan.update(retirement_plan(group, spacing, guard))
             self.latest.update({tenure.name: tenure.latest_end - guard for tenure in group})
+            self.gap.update({tenure.name: spacing for tenure in group})
             lead = min(self.startup + self.poll_interval, (window - guard) / 2)
             self.lead.update({tenure.name: lead for tenure in group})
         self.retiring &= set(self.plan)
@@ -178,8 +181,8 @@ class Handover:
 
     def due(self, now: float | None = None) -> list[str]:
         """The job to retire now, if any: the earliest whose planned time has come, once no retirement
-        is under way and the last one's replacement has connected (or one start-up has passed since
-        it ended, or the job's latest time has come)."""
+        is under way and every one begun has been made up for by a job connecting (or the plan's
+        spacing has passed since the last began, or the job's latest time has come)."""
         now = time.monotonic() if now is None else now
         if self._tasks:
             return []
@@ -187,8 +190,8 @@ class Handover:
         if not waiting:
             return []
         name = waiting[0][1]
-        replaced = self.joined >= self.began or now >= self.ended + self.startup
-        return [name] if replaced or now >= self.latest[name] else []
+        ready = not self.unreplaced or now >= self.began + self.gap[name] or now >= self.latest[name]
+        return [name] if ready else []
 
     def retire(self, job: str, retiring: Awaitable[Any]) -> None:
         """Run ``retiring`` (the scheduler's retirement of ``job``'s workers) in the background; if it
@@ -205,8 +208,10 @@ class Handover:
                 self.ended = time.monotonic()
             if not retired:
                 self.retiring.discard(job)
+                self.unreplaced = max(0, self.unreplaced - 1)
 
         self.began = time.monotonic()
+        self.unreplaced += 1
         self.retiring.add(job)
         task = asyncio.ensure_future(run())
         self._tasks.add(task)

@@ -111,18 +111,18 @@ def test_two_jobs_due_at_the_same_instant_retire_one_after_the_other():
     assert seen == [("first look", ["job-0"]), ("while the first retires", []), ("once it has gone", ["job-1"])]
 
 
-def test_the_next_retirement_waits_for_the_replacement_or_one_start_up_until_its_latest_time():
+def test_the_next_retirement_waits_for_a_replacement_or_the_spacing_until_its_latest_time():
     handover = Handover(poll_interval=1.0)
     handover.startups.append(8.0)
-    handover.replan(_tenures([0.0, 30.0]))  # far apart: job-1's plan is its own latest
+    handover.replan(_tenures([0.0, 30.0]))  # far apart: job-1's plan is its own latest, 8 s spacing
     handover.plan["job-1"] = 2.0  # say its plan moved to right after job-0's retirement
-    handover.began, handover.ended, handover.joined = 0.0, 1.0, -1.0
-    assert handover.due(now=8.0) == []  # no replacement yet, and less than a start-up since job-0 went
-    assert handover.due(now=9.0) == ["job-1"]  # one start-up since
-    handover.joined = 5.0  # a replacement connected
-    assert handover.due(now=5.0) == ["job-1"]
-    handover.joined, handover.ended = -1.0, 60.0
-    assert handover.due(now=handover.latest["job-1"]) == ["job-1"]  # at its latest it goes all the same
+    handover.began, handover.ended, handover.unreplaced = 0.0, 1.0, 1
+    assert handover.due(now=7.9) == []  # job-0's replacement has not connected, and less than the spacing since
+    assert handover.due(now=8.0) == ["job-1"]
+    handover.job_started(submitted_at=None)  # job-0's replacement
+    assert handover.unreplaced == 0 and handover.due(now=5.0) == ["job-1"]
+    handover.unreplaced, handover.began = 1, 60.0
+    assert handover.due(now=66.0) == [] and handover.due(now=67.0) == ["job-1"]  # at its latest it goes all the same
 
 
 def test_a_replacement_queued_behind_a_retirement_counts_its_start_up_from_the_retirements_end():
