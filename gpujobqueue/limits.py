@@ -40,8 +40,12 @@ MAX_SITE_FILE_BYTES = 256 << 10  # 256 KiB
 MAX_SITE_VALUES = 10_000  # keys, items and scalars (YAML nodes) in one file
 MAX_SITE_DEPTH = 16  # nested mappings and lists
 MAX_SITE_NUMBER_CHARS = 20  # characters of a whole number; the largest a site states, a memory size in bytes, has 14
+MAX_SITE_ITEMS = 100  # keys of one mapping or items of one list (queues, hostnames, bins); the most shipped is 23
+MAX_SITE_FILES = 500  # site files in one folder of the site path; the package ships 46
+MAX_SUBMIT_TEST_JOBS = 64  # jobs `check --submit-test` shows the batch system, each a command; delta has 11
 MAX_PATTERN_INPUT = 128  # characters of an account or host name matched against a site pattern
-MAX_PATTERN_REPEATS = 3  # unbounded repeats (*, +, {n,}) in one site pattern
+# The ways a site pattern can try to match (sites/patterns.py): those of three unbounded repeats on 128 characters.
+MAX_PATTERN_CHOICES = (MAX_PATTERN_INPUT + 1) ** 3
 
 # Usage reports (gpujobqueue/usage.py): a cluster's jobs over its life, replacements included.
 MAX_USAGE_JOBS = 100_000  # job records one report keeps

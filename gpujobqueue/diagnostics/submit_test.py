@@ -13,8 +13,9 @@ from typing import Any
 
 from ..batch import batch_system
 from ..errors import GPUJobQueueError
+from ..limits import MAX_SUBMIT_TEST_JOBS
 from ..script.from_keywords import job_script_for
-from ..sites import Site
+from ..sites import Site, SiteConfigError
 from ..sites.routing import has_gpus, nodes_text, walltime_bins
 
 
@@ -50,7 +51,13 @@ def trial_keywords(site: Site) -> list[tuple[str, dict[str, Any]]]:
     """The submit test's jobs: the site's default job (no keywords), then, for each queue with GPUs that the
     centre has not withdrawn, one job per walltime bin at the bin's edge (its most nodes for its longest
     walltime) or, for a queue without bins, its most nodes for its longest walltime: a limit the centre
-    lowered since the site file was written is refused."""
+    lowered since the site file was written is refused.
+
+    Raises
+    ------
+    SiteConfigError
+        Naming ``queues``, where they would make more than :data:`~gpujobqueue.limits.MAX_SUBMIT_TEST_JOBS` jobs.
+    """
     jobs: list[tuple[str, dict[str, Any]]] = [("default job", {})]
     for name, entry in site.open_queues.items():
         if not has_gpus(entry):
@@ -63,6 +70,14 @@ def trial_keywords(site: Site) -> list[tuple[str, dict[str, Any]]]:
             keywords = {"queue": name, "nodes": nodes, **({"walltime": str(walltime)} if walltime else {})}
             label = f"{name}, {nodes_text(nodes)}, {walltime or 'default walltime'}"
             jobs.append((label + (f" ({bin_name})" if bin_name else ""), keywords))
+    if len(jobs) > MAX_SUBMIT_TEST_JOBS:  # each is a command run on the batch system's controller, in a row
+        raise SiteConfigError(
+            ", ".join(site.files),
+            "queues",
+            None,
+            f"the submit test would show the batch system {len(jobs)} jobs (the default and one per queue and "
+            f"walltime bin); it shows at most {MAX_SUBMIT_TEST_JOBS} (gpujobqueue.limits)",
+        )
     return jobs
 
 
@@ -71,13 +86,19 @@ def submit_tests(site: Site, account: str | None = None) -> list[TrialJob]:
     site's batch system whether it would take it; nothing is submitted."""
     system = batch_system(site.scheduler)
     extra = {"account": account} if account else {}
+    try:
+        jobs = trial_keywords(site)
+    except SiteConfigError as error:  # too many: a failure of the test, that asks nothing
+        return [TrialJob("the site's jobs", {}, None, str(error), rendered=False)]
     with tempfile.TemporaryDirectory(prefix="gpujobqueue-submit-test-") as folder:
-        return asyncio.run(_ask_all(system, site, extra, folder))
+        return asyncio.run(_ask_all(system, site, jobs, extra, folder))
 
 
-async def _ask_all(system: Any, site: Site, extra: dict[str, Any], folder: str) -> list[TrialJob]:
+async def _ask_all(
+    system: Any, site: Site, jobs: list[tuple[str, dict[str, Any]]], extra: dict[str, Any], folder: str
+) -> list[TrialJob]:
     trials = []
-    for number, (label, keywords) in enumerate(trial_keywords(site)):
+    for number, (label, keywords) in enumerate(jobs):
         keywords = {**keywords, **extra}
         try:
             with warnings.catch_warnings():  # the site's unconfirmed facts: said once by `check`'s site lines

@@ -3,71 +3,93 @@ backtrack for long, and matching them on bounded text."""
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
-from ..limits import MAX_PATTERN_INPUT, MAX_PATTERN_REPEATS
+from ..limits import MAX_PATTERN_CHOICES, MAX_PATTERN_INPUT
+
+try:
+    from re import _parser as _sre  # type: ignore[attr-defined]
+except ImportError:  # Python < 3.11
+    import sre_parse as _sre  # type: ignore[no-redef]
+
+_REPEATS = tuple(
+    getattr(_sre, name) for name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") if hasattr(_sre, name)
+)
+_GROUPS = tuple(getattr(_sre, name) for name in ("SUBPATTERN", "ATOMIC_GROUP") if hasattr(_sre, name))
+_REFUSED = {
+    _sre.GROUPREF: "a backreference",
+    _sre.GROUPREF_EXISTS: "a conditional group",
+    _sre.ASSERT: "a lookahead or lookbehind",
+    _sre.ASSERT_NOT: "a lookahead or lookbehind",
+}
+
+
+class _Slow(Exception):
+    """What makes a pattern slow to match."""
+
+
+def _choices(items: Any, inside_repeat: bool = False) -> int:
+    """An upper bound on the ways ``items`` (a parsed pattern) can match at one place: each repeat
+    takes one of its counts (at most :data:`MAX_PATTERN_INPUT` + 1), each alternation one of its
+    branches, and a sequence any combination of its parts' ways. A backtracking matcher tries no
+    more than these, each in at most pattern plus text steps: the match takes time linear in them."""
+    ways = 1
+    for op, av in items:
+        if op in _REFUSED:
+            raise _Slow(f"{_REFUSED[op]} is not accepted in site patterns")
+        if op in _REPEATS:
+            low, high, body = av
+            if inside_repeat:
+                raise _Slow("a repeat inside a repeat (such as (a+)+) can take exponential time")
+            _choices(body, True)
+            ways *= max(min(high, MAX_PATTERN_INPUT) - low + 1, 1)
+        elif op is _sre.BRANCH:
+            if inside_repeat:
+                raise _Slow("a repeated alternation (such as (a|aa)+) can take exponential time")
+            ways *= sum(_choices(branch) for branch in av[1])
+        elif op in _GROUPS:
+            ways *= _choices(av[-1], inside_repeat)
+        ways = min(ways, MAX_PATTERN_CHOICES + 1)  # past the bound, how far past does not matter
+    return ways
+
+
+@functools.lru_cache(maxsize=256)
+def _problem(pattern: str) -> str | None:
+    try:
+        ways = _choices(_sre.parse(pattern))
+    except re.error as problem:
+        return f"not a regular expression: {problem}"
+    except _Slow as problem:
+        return str(problem)
+    if ways > MAX_PATTERN_CHOICES:
+        return (
+            f"it can try more than {MAX_PATTERN_CHOICES:,} ways to match (its repeats' counts times its "
+            "alternations' branches), so a near miss takes long: at most three unbounded repeats' worth"
+        )
+    return None
 
 
 def pattern_problem(pattern: Any) -> str | None:
     """Why a site's regular expression could take too long to match, or None.
 
-    Python's ``re`` backtracks: a repeat over something that can itself repeat or branch
-    (``(a+)+``, ``(a|aa)+``) takes exponential time on a near miss, and many unbounded repeats
-    in a row polynomial time. So a site pattern may repeat only single characters and
-    character classes (``\\w+``, ``[0-9]{4}``, ``(ab)+``), hold at most
-    :data:`~gpujobqueue.limits.MAX_PATTERN_REPEATS` unbounded repeats, and no backreference;
-    and it is matched against at most :data:`~gpujobqueue.limits.MAX_PATTERN_INPUT` characters.
-    That bounds a match to about 128**3 steps, well under a second.
+    Python's ``re`` backtracks: on a near miss it tries every way the pattern could match. So a
+    site pattern is accepted only if those ways are few: it repeats only single characters,
+    classes and groups of them (``\\w+``, ``[0-9]{4}``, ``(ab)+``, never ``(a+)+`` or ``(a|aa)+``),
+    holds no backreference, lookaround or conditional group, and the product of its repeats'
+    counts and alternations' branches is at most :data:`~gpujobqueue.limits.MAX_PATTERN_CHOICES`
+    (three unbounded repeats; sixty ``.{0,3}`` are refused). It is matched against at most
+    :data:`~gpujobqueue.limits.MAX_PATTERN_INPUT` characters: a match takes well under a second.
+    The message names the pattern (its first 60 characters).
     """
     if not isinstance(pattern, str):
         return "not a string"
-    try:
-        from re import _parser as parser  # type: ignore[attr-defined]
-    except ImportError:  # Python < 3.11
-        import sre_parse as parser  # type: ignore[no-redef]
-    try:
-        tree = parser.parse(pattern)
-    except re.error as problem:
-        return f"not a regular expression: {problem}"
-    constants = parser  # the opcodes live beside the parser
-    repeats = (constants.MAX_REPEAT, constants.MIN_REPEAT) + (
-        (constants.POSSESSIVE_REPEAT,) if hasattr(constants, "POSSESSIVE_REPEAT") else ()
-    )
-    unbounded = 0
-
-    def walk(items, inside_repeat: bool) -> str | None:
-        nonlocal unbounded
-        for op, av in items:
-            if op in repeats:
-                low, high, body = av
-                if inside_repeat:
-                    return "a repeat inside a repeat (such as (a+)+) can take exponential time"
-                if high == constants.MAXREPEAT or high > 64:
-                    unbounded += 1
-                found = walk(body, True)
-            elif op is constants.BRANCH:
-                if inside_repeat:
-                    return "a repeated alternation (such as (a|aa)+) can take exponential time"
-                found = next((p for p in (walk(branch, inside_repeat) for branch in av[1]) if p), None)
-            elif op is constants.SUBPATTERN:
-                found = walk(av[-1], inside_repeat)
-            elif op in (constants.ASSERT, constants.ASSERT_NOT):
-                found = walk(av[1], inside_repeat)
-            elif op in (constants.GROUPREF, constants.GROUPREF_EXISTS):
-                return "backreferences are not accepted in site patterns"
-            else:
-                found = None
-            if found:
-                return found
+    problem = _problem(pattern)
+    if problem is None:
         return None
-
-    found = walk(tree, False)
-    if found:
-        return found
-    if unbounded > MAX_PATTERN_REPEATS:
-        return f"{unbounded} unbounded repeats; a site pattern may hold {MAX_PATTERN_REPEATS}"
-    return None
+    shown = pattern if len(pattern) <= 60 else pattern[:57] + "..."
+    return f"the pattern {shown}: {problem}"
 
 
 def pattern_matches(pattern: str, text: str) -> bool:

@@ -13,6 +13,7 @@ import socket
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..limits import MAX_SITE_FILES
 from ..script.render import package_data_dir
 from .errors import SiteConfigError
 from .facts import Site
@@ -36,13 +37,30 @@ def site_directories() -> list[Path]:
 
 
 def site_files() -> dict[str, list[Path]]:
-    """Site name -> its files, lowest precedence first (files named ``_*.yaml`` are not sites)."""
+    """Site name -> its files, lowest precedence first (files named ``_*.yaml`` are not sites).
+
+    Raises
+    ------
+    SiteConfigError
+        Naming a folder of more than :data:`~gpujobqueue.limits.MAX_SITE_FILES` site files.
+    """
     found: dict[str, list[Path]] = {}
     for directory in site_directories():
-        if directory.is_dir():
-            for path in sorted(directory.glob("*.yaml")):
-                if not path.name.startswith("_"):
-                    found.setdefault(path.stem, []).append(path)
+        try:
+            with os.scandir(directory) as entries:
+                names = sorted(e.name for e in entries if e.name.endswith(".yaml") and not e.name.startswith("_"))
+        except OSError:  # not there, not a folder, not ours to read: no sites from it, as before
+            continue
+        if len(names) > MAX_SITE_FILES:
+            raise SiteConfigError(
+                directory,
+                "",
+                None,
+                f"{len(names)} site files; a site folder holds at most {MAX_SITE_FILES} (gpujobqueue.limits), "
+                "each read whenever sites are listed or detected",
+            )
+        for name in names:
+            found.setdefault(name[: -len(".yaml")], []).append(directory / name)
     return found
 
 
@@ -76,9 +94,9 @@ def detect_site(names: Iterable[str] | None = None) -> Site | None:
     if names is None:
         names = {socket.gethostname(), socket.getfqdn()}
     names = [n for n in names if n]
-    for site_name in sorted(site_files()):
+    for site_name, paths in sorted(site_files().items()):
         try:
-            site = load_site(site_name)
+            site = load_files(site_name, paths)
         except SiteConfigError as error:  # one broken file must not keep the others from being found
             logger.warning("gpujobqueue: site %s is skipped: %s", site_name, error)
             continue
@@ -122,9 +140,9 @@ def site_table(today: datetime.date | None = None) -> list[dict[str, Any]]:
     than six months before ``today``, default the real today); a site whose files do not load gets a
     row saying why, and the others are listed as usual."""
     rows = []
-    for name in sorted(site_files()):
+    for name, paths in sorted(site_files().items()):  # the folders listed once, each file read once
         try:
-            data = load_site(name).data
+            data = load_files(name, paths).data
         except SiteConfigError as error:
             rows.append(
                 {

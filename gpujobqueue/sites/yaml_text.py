@@ -12,7 +12,7 @@ import yaml
 
 from ..errors import FileRefusedError
 from ..files import read_bounded_text
-from ..limits import MAX_SITE_DEPTH, MAX_SITE_FILE_BYTES, MAX_SITE_NUMBER_CHARS, MAX_SITE_VALUES
+from ..limits import MAX_SITE_DEPTH, MAX_SITE_FILE_BYTES, MAX_SITE_ITEMS, MAX_SITE_NUMBER_CHARS, MAX_SITE_VALUES
 from .errors import SiteConfigError, dotted_key
 
 
@@ -105,6 +105,29 @@ SiteLoader.yaml_implicit_resolvers = {
 }
 
 
+def _printable(path: Path, text: str) -> str:
+    """``text`` if it holds only printable characters, tabs and line ends (``\\n``, ``\\r\\n``): a control
+    character (an escape sequence, a bidirectional override) has no place in a site and would reach a terminal.
+
+    Raises
+    ------
+    FileRefusedError
+        Naming the line and the character.
+    """
+    for number, line in enumerate(text.removeprefix("\ufeff").split("\n"), 1):  # a byte-order mark YAML allows
+        line = line.removesuffix("\r").replace("\t", " ")
+        if not line.isprintable():
+            bad = next(c for c in line if not c.isprintable())
+            column = line.index(bad) + 1
+            raise FileRefusedError(
+                path,
+                f"character U+{ord(bad):04X} in column {column} is not printable text; a site file holds "
+                "printable characters, tabs and line ends",
+                number,
+            )
+    return text
+
+
 def load_site_yaml(path: Path) -> tuple[Any, yaml.Node | None]:
     """The file's data and its composed node tree (None for an empty file), read and parsed
     once, within the bounds of ``gpujobqueue.limits``.
@@ -112,19 +135,21 @@ def load_site_yaml(path: Path) -> tuple[Any, yaml.Node | None]:
     Raises
     ------
     SiteConfigError
-        The file is refused (unreadable, not a regular file, too big, not UTF-8), or its YAML
+        The file is refused (unreadable, not a regular file, too big, not UTF-8 printable text), or its YAML
         is not valid or holds what a site file may not, naming the line and, where the tree
         was composed, the key on it.
     """
     try:
-        text = read_bounded_text(path, MAX_SITE_FILE_BYTES, "a site file")
+        text = _printable(path, read_bounded_text(path, MAX_SITE_FILE_BYTES, "a site file"))
     except FileRefusedError as error:
         raise SiteConfigError(path, "", error.line, error.message) from None
     loader = SiteLoader(text)
     node = None
     try:
         node = loader.get_single_node()
-        return (loader.construct_document(node) if node is not None else None), node
+        crowded = _crowded(node) if node is not None else None
+        if crowded is None:
+            return (loader.construct_document(node) if node is not None else None), node
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         problem = getattr(error, "problem", None) or str(error)
@@ -136,6 +161,23 @@ def load_site_yaml(path: Path) -> tuple[Any, yaml.Node | None]:
         raise SiteConfigError(path, key, line, message) from None
     finally:
         loader.dispose()
+    key, count = crowded
+    message = f"{count} items; a list or mapping of a site file holds at most {MAX_SITE_ITEMS} (gpujobqueue.limits)"
+    raise SiteConfigError(path, dotted_key(key), line_index(node).get(key), message)
+
+
+def _crowded(node: yaml.Node, prefix: tuple = ()) -> tuple[tuple, int] | None:
+    """The key path of the first list or mapping of more than :data:`MAX_SITE_ITEMS` items, and its
+    count, or None: each loop over a site's items (queues, hostnames, bins) is bounded by it."""
+    if not isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
+        return None
+    if len(node.value) > MAX_SITE_ITEMS:
+        return prefix, len(node.value)
+    if isinstance(node, yaml.SequenceNode):
+        children = list(enumerate(node.value))
+    else:
+        children = [(getattr(key, "value", "?"), value) for key, value in node.value]
+    return next((found for key, child in children if (found := _crowded(child, prefix + (key,)))), None)
 
 
 def line_index(node: yaml.Node, prefix: tuple = (), index: dict | None = None) -> dict[tuple, int]:
