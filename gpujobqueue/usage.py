@@ -13,12 +13,13 @@ import html
 import json
 import math
 import os
+import tempfile
 from typing import Any
 
 from .errors import ValidationError
 from .files import read_bounded_text
 from .limits import MAX_GPUS_PER_NODE, MAX_NODES, MAX_USAGE_FILE_BYTES, MAX_USAGE_JOBS, MAX_USAGE_JSON_VALUES
-from .security import replace_private_file
+from .security import write_private_file
 
 SCHEMA = "gpujobqueue-usage/1"
 CHARGE_UNITS = ("node-hour", "gpu-hour")
@@ -338,10 +339,19 @@ def read_usage(path: str | os.PathLike) -> UsageReport:
     return UsageReport.from_json(text, field=os.fspath(path))
 
 
-def write_usage(report: UsageReport, path: str | os.PathLike) -> None:
-    """Write a report as JSON, readable by its owner only (mode 0600), never through a link
-    planted at ``path`` (:func:`gpujobqueue.security.replace_private_file`)."""
-    replace_private_file(os.fspath(path), report.to_json())
+def write_usage(report: UsageReport, directory: str | os.PathLike, name: str) -> str:
+    """Write a report as JSON to a new file of ``directory``, readable by its owner only (mode
+    0600): ``name.json``, or where that is taken (another cluster of the name closed in the same
+    second, or a file someone put there) ``name-<random>.json``; return its path. A file or link
+    already at a name is never opened (``O_EXCL``), so never written over."""
+    directory = os.fspath(directory)
+    try:
+        return write_private_file(directory, f"{name}.json", report.to_json())
+    except FileExistsError:
+        descriptor, path = tempfile.mkstemp(prefix=f"{name}-", suffix=".json", dir=directory)
+    with os.fdopen(descriptor, "w") as f:
+        f.write(report.to_json())
+    return path
 
 
 _COLUMNS = ("name", "job_id", "gpus", "queued", "held", "gpu_h", "busy_gpu_h", "busy")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from typing import Any, Awaitable, Callable, Mapping
 
@@ -119,19 +118,13 @@ class UsageWatch(BackgroundLoop):
         if not report.jobs:
             return report
         directory = self.log_directory()
-        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(report.at))
-        path = os.path.join(directory, f"{report.cluster}-usage-{stamp}.json")
-        for number in range(2, 100):  # another cluster of this name closed in the same second
-            if not os.path.lexists(path):
-                break
-            path = os.path.join(directory, f"{report.cluster}-usage-{stamp}-{number}.json")
+        name = f"{report.cluster}-usage-{time.strftime('%Y%m%d-%H%M%S', time.localtime(report.at))}"
         try:
-            write_usage(report, path)
-            self.path = path
+            self.path = write_usage(report, directory, name)
         except OSError as error:
-            logger.warning("gpujobqueue: could not write the usage report %s: %s", path, error)
+            logger.warning("gpujobqueue: could not write the usage report %s in %s: %s", name, directory, error)
         _make_visible(logger)
-        where = f" (gpujobqueue usage {path})" if self.path else ""
+        where = f" (gpujobqueue usage {self.path})" if self.path else ""
         logger.info("gpujobqueue: %s: %s%s", report.cluster, report.summary(), where)
         return report
 

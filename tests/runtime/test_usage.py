@@ -149,7 +149,7 @@ def test_busy_by_job_sums_each_jobs_workers():
 def test_a_report_round_trips_through_its_file_readable_by_its_owner_only(tmp_path):
     report = run_two_jobs(Clock()).report(cluster="c", batch="slurm", site="polaris", charge=Charge("node-hour", 1.0))
     path = tmp_path / "c-usage.json"
-    write_usage(report, path)
+    assert write_usage(report, tmp_path, "c-usage") == str(path)
     assert os.stat(path).st_mode & 0o777 == 0o600
     assert read_usage(path) == report
     data = json.loads(path.read_text())
