@@ -14,6 +14,11 @@ the registry for a batch system without importing the modules that import them.
 from __future__ import annotations
 
 import importlib.metadata
+import logging
+import os
+import re
+import sys
+import sysconfig
 from typing import TYPE_CHECKING, Any
 
 from .. import config
@@ -23,6 +28,7 @@ from ..keywords import CHOICE, Keyword, command_line_base_keywords, jobqueue_key
 if TYPE_CHECKING:
     from .base import BatchSystem
 
+logger = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = "gpujobqueue.batch_systems"
 # Without a site or gpujobqueue.batch: the embedded batch system, jobs as processes on this machine.
 DEFAULT_BATCH = "local"
@@ -31,9 +37,35 @@ _installed: dict[str, type[BatchSystem]] | None = None  # the entry points', onc
 _registered: dict[str, type[BatchSystem]] = {}  # register()'s
 
 
+def _installed_entry_points() -> list[importlib.metadata.EntryPoint]:
+    """The group's entry points of the distributions on ``sys.path``, but for the current directory
+    (``''``, a relative entry, or the folder itself, as ``python -m`` puts it first): a ``*.dist-info``
+    another user left in a shared folder one stands in must not run as a plugin. A site-packages
+    folder one stands in stays."""
+    try:
+        here = os.path.realpath(os.getcwd())
+    except OSError:  # the current directory was removed: no entry can be it
+        here = None
+    kept = {os.path.realpath(sysconfig.get_paths()[key]) for key in ("purelib", "platlib")}
+    path = [
+        entry
+        for entry in sys.path
+        if entry and os.path.isabs(entry) and (os.path.realpath(entry) != here or here in kept)
+    ]
+    found, seen = [], set()
+    for dist in importlib.metadata.distributions(path=path):
+        entries = [entry for entry in dist.entry_points if entry.group == ENTRY_POINT_GROUP]
+        name = re.sub(r"[-_.]+", "-", dist.metadata["Name"] or "").lower() if entries else ""
+        if entries and name not in seen:  # the first of a name on the path, as Python imports it
+            seen.add(name)
+            found += entries
+    return found
+
+
 def _load_entry_points() -> dict[str, type[BatchSystem]]:
-    """The batch systems the installed packages declare, gpujobqueue's own first, each group by name."""
-    found = list(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP))
+    """The batch systems the installed packages declare, gpujobqueue's own first, each group by name;
+    a plugin that does not load, or is no batch system, is left out with a warning line naming it."""
+    found = _installed_entry_points()
     own = sorted(
         (entry for entry in found if entry.dist is not None and entry.dist.name == _OWN_DISTRIBUTION),
         key=lambda entry: entry.name,
@@ -48,7 +80,14 @@ def _load_entry_points() -> dict[str, type[BatchSystem]]:
     for entry in [*own, *others]:
         if entry.name in systems:
             continue  # a second package declaring a name keeps the first (gpujobqueue's own stay its own)
-        systems[entry.name] = _checked(entry.load(), entry.name)
+        try:
+            systems[entry.name] = _checked(entry.load(), entry.name)
+        except Exception as error:  # a plugin's import may raise anything; the other batch systems work
+            words = " ".join(f"{type(error).__name__}: {error}".split())
+            source = f" of {entry.dist.name}" if entry.dist is not None else ""
+            logger.warning(
+                "gpujobqueue: batch-system plugin %s (%s%s) is skipped: %s", entry.name, entry.value, source, words
+            )
     return systems
 
 
