@@ -12,6 +12,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__ as __version__
+from .sigint import keep_python_sigint
+
+keep_python_sigint()  # importing dask-jobqueue, before or after, would make Ctrl-C exit 0
 
 # Each public name and the module that defines it.
 _PUBLIC = {

@@ -5,6 +5,9 @@ family: ``render`` and ``credentials`` (:mod:`.cli_render`), ``sites`` and ``sho
 
 from __future__ import annotations
 
+import sys
+from typing import Any
+
 import click
 
 from .machine import check, clean, demo
@@ -13,7 +16,19 @@ from .sites import show, sites
 from .usage import usage
 
 
-@click.group(name="gpujobqueue", context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """The commands; Ctrl-C ends one with a line and status 130 (128 + SIGINT, as a shell reports a
+    program that Ctrl-C ended), not click's "Aborted!" and 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("gpujobqueue: interrupted (Ctrl-C)", err=True)
+            sys.exit(130)
+
+
+@click.group(name="gpujobqueue", cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="gpujobqueue")
 def main() -> None:
     """Dask clusters of GPU workers on HPC batch systems (also run as: dask gpujobqueue)."""

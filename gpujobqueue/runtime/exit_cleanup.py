@@ -2,8 +2,7 @@
 closed (as distributed's own exit hook, which runs after this one, would), and whatever job is
 left is cancelled at once; on SIGTERM and SIGHUP, whose default action would end the process
 with neither, the jobs are cancelled at once. SIGINT raises KeyboardInterrupt, which ends in an
-exit like any other: importing dask-jobqueue sets SIGINT to ``sys.exit()`` (for its ``runner``
-module, which gpujobqueue does not use), so gpujobqueue's import gives Python's handler back."""
+exit like any other (:mod:`gpujobqueue.sigint` keeps dask-jobqueue's import from changing that)."""
 
 from __future__ import annotations
 
@@ -55,18 +54,6 @@ def _install() -> None:
         for signum in HANDLED_SIGNALS:
             if signal.getsignal(signum) in (signal.SIG_DFL, None):  # never replace a handler the program set
                 signal.signal(signum, _on_signal)
-
-
-def restore_python_sigint() -> None:
-    """Give SIGINT back to Python's own handler (``KeyboardInterrupt``, and an exit as Ctrl-C
-    ends Python) if, and only if, the handler now is the one dask-jobqueue's ``runner`` module
-    set at its import (``sys.exit()``: status 0, no ``KeyboardInterrupt``); a handler the
-    program set is left alone."""
-    handler = signal.getsignal(signal.SIGINT)
-    if getattr(handler, "__module__", None) != "dask_jobqueue.runner":
-        return
-    if threading.current_thread() is threading.main_thread():  # only the main thread may set handlers
-        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def cancel_all_now() -> None:
