@@ -18,6 +18,7 @@ import yaml
 
 from .errors import UnknownKeywordError, ValidationError, shown
 from .keywords import CLUSTER
+from .limits import MAX_LIST_ITEMS
 from .validation import check_bounded, path_text
 
 _DEFAULTS_FILE = Path(__file__).with_name("gpujobqueue.yaml")
@@ -90,8 +91,10 @@ def _mapping(where: str) -> Mapping[str, Any]:
         value = dask.config.get(".".join(parts[:i]), default=None)
         if value is None:
             return {}
-        if not isinstance(value, Mapping):
-            raise ValidationError(".".join(parts[:i]), f"expected a mapping of settings, got {shown(value)}")
+        if not isinstance(value, Mapping) or len(value) > MAX_LIST_ITEMS:
+            raise ValidationError(
+                ".".join(parts[:i]), f"expected a mapping of at most {MAX_LIST_ITEMS} settings, got {shown(value)}"
+            )
     return value
 
 

@@ -300,8 +300,10 @@ def _check_word(field_name: str, name: str, word: str, options: dict[str, bool],
 def _resources(field_name: str, text: str) -> tuple[tuple[str, str], ...]:
     """``--resources``' value (``GPU=1,ssdGB=200`` or ``"GPU=1 ssdGB=200"``) as pairs, each amount a
     decimal number in the digits 0-9 (the worker CLIs read them as floats)."""
-    pairs = {}
-    for part in text.replace(",", " ").split():
+    pairs, parts = {}, text.replace(",", " ").split()
+    if len(parts) > MAX_LIST_ITEMS:
+        raise ValidationError(field_name, f"--resources names more than {MAX_LIST_ITEMS} resources")
+    for part in parts:
         match = _RESOURCE.fullmatch(part)
         if not match:
             raise ValidationError(

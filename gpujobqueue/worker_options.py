@@ -198,9 +198,7 @@ def parse_gpu_memory(get: Callable[[str], Any], mode: str, protocol: str | None)
     libraries = get("set_rmm_allocator_for_libs")
     if isinstance(libraries, str):
         libraries = [part.strip() for part in one_line("set_rmm_allocator_for_libs", libraries).split(",")]
-        libraries = [part for part in libraries if part]
-    else:
-        libraries = parse_lines("set_rmm_allocator_for_libs", libraries)
+    libraries = [part for part in parse_lines("set_rmm_allocator_for_libs", libraries) if part]
     for library in libraries:
         if library not in RMM_LIBRARIES:
             raise ValidationError(

@@ -76,6 +76,37 @@ def test_more_words_than_a_list_holds_are_refused_naming_worker_extra_args():
     assert info.value.field == "worker_extra_args" and str(MAX_LIST_ITEMS) in info.value.message
 
 
+TOO_MANY = MAX_LIST_ITEMS + 1
+# Each keyword whose items the plan loops over, given one item more than gpujobqueue accepts.
+TOO_MANY_ITEMS = {
+    "job_extra_directives": ["--comment=x"] * TOO_MANY,
+    "job_directives_skip": ["--x"] * TOO_MANY,
+    "job_script_prologue": ["true"] * TOO_MANY,
+    "job_script_epilogue": ["true"] * TOO_MANY,
+    "environment": {f"V{i}": "1" for i in range(TOO_MANY)},
+    "launcher_args": ["--cpu-bind=none"] * TOO_MANY,
+    "worker_extra_args": ["--nthreads 1"] * (TOO_MANY // 2 + 1),  # two words each
+    "extra": ["--resources " + ",".join(f"r{i}=1" for i in range(TOO_MANY))],
+    "set_rmm_allocator_for_libs": "cupy," * TOO_MANY,
+}
+EXTRA = {"launcher_args": {"launcher": "srun"}, "set_rmm_allocator_for_libs": {"worker_mode": "dask-cuda"}}
+
+
+@pytest.mark.parametrize("keyword", TOO_MANY_ITEMS)
+def test_every_list_a_keyword_takes_is_bounded_and_refused_naming_it(keyword):
+    with pytest.raises(GPUJobQueueError) as info:
+        job_script_for("slurm", with_job_size({keyword: TOO_MANY_ITEMS[keyword], **EXTRA.get(keyword, {})}), name="w")
+    assert info.value.field in (keyword, "worker_extra_args"), info.value
+    assert str(MAX_LIST_ITEMS) in str(info.value) and len(str(info.value)) < SHORT_MESSAGE
+
+
+def test_a_config_section_of_more_settings_than_any_holds_is_refused_naming_it():
+    with dask.config.set({"jobqueue.slurm": {f"key-{i}": 1 for i in range(TOO_MANY)}}):
+        with pytest.raises(GPUJobQueueError) as info:
+            job_script_for("slurm", with_job_size({}), name="w")
+    assert info.value.field == "jobqueue.slurm" and len(str(info.value)) < SHORT_MESSAGE
+
+
 SHELL_TEXT = st.text(alphabet=st.sampled_from(list("ab -=\\'\"\t$")), max_size=40)
 
 
