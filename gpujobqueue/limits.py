@@ -17,6 +17,13 @@ MAX_MEMORY_BYTES = 2**46  # 64 TiB: host memory per node, or device memory per G
 MAX_WALLTIME_SECONDS = 365 * 86400  # a year; batch systems refuse or mangle longer ones
 MAX_WAIT_SECONDS = 7 * 86400  # death_timeout, workers' start timeout: a week
 MAX_JOBS_PER_CLUSTER = 10_000  # jobs one scale() may ask for
+# One keyword's value, or one dask config value a cluster reads, checked before any parser reads it
+# (validation.check_bounded): nothing a keyword means comes near these.
+MAX_LIST_ITEMS = 1000  # lines of a prologue or of extra directives, worker arguments' words, variables
+MAX_VALUE_ITEMS = 10_000  # items of the lists and mappings in one value, nested ones included
+MAX_VALUE_DEPTH = 16  # lists and mappings nested; the deepest a keyword takes (cpu_pool's directives) is 2
+MAX_VALUE_CHARACTERS = 256 << 10  # text of one value, its strings together: 1000 lines of 256 characters
+MAX_NUMBER_DIGITS = 40  # digits of a whole number; Python cannot write one of more than 4300 as text
 # Paths: Linux's PATH_MAX and NAME_MAX; a longer one cannot be opened (ENAMETOOLONG).
 MAX_PATH_CHARACTERS = 4096
 MAX_PATH_PART_CHARACTERS = 255
@@ -62,10 +69,3 @@ MAX_USAGE_JSON_VALUES = 32 * MAX_USAGE_JOBS
 
 # The scheduler file the cluster waits for: distributed writes its identity there at start (275 bytes measured).
 MAX_SCHEDULER_FILE_BYTES = 1 << 20  # 1 MiB
-# One keyword's value, or one dask config value a cluster reads, checked before any parser reads it
-# (validation.check_bounded): nothing a keyword means comes near these.
-MAX_LIST_ITEMS = 1000  # lines of a prologue or of extra directives, worker arguments' words, variables
-MAX_VALUE_ITEMS = 10_000  # items of the lists and mappings in one value, nested ones included
-MAX_VALUE_DEPTH = 16  # lists and mappings nested; the deepest a keyword takes (cpu_pool's directives) is 2
-MAX_VALUE_CHARACTERS = 256 << 10  # text of one value, its strings together: 1000 lines of 256 characters
-MAX_NUMBER_DIGITS = 40  # digits of a whole number; Python cannot write one of more than 4300 as text
