@@ -6,12 +6,13 @@ Which launchers a batch system offers is the batch system's to say
 (:attr:`~gpujobqueue.batch.base.BatchSystem.launchers`, these objects or its own, and its
 ``native_launcher`` used when a job of several nodes names none).
 
-The node part reaches the nodes as a file, ``$node_script``, that the script wrote into its private
+The node part reaches the nodes as a file, ``node.sh``, that the script wrote into its private
 folder (on the file system the nodes share) after the variables the workers need: each task runs
-``bash "$node_script"``, so that no launcher's arguments hold a variable's value or the script's
-text, whatever the launcher passes of the environment (srun, MPICH's and PALS's mpiexec, ibrun and
-jsrun pass it all; Open MPI's passes the names given to ``-x``; pbsdsh, blaunch and ``qrsh
--inherit`` pass none).
+``"${node_task[@]}"`` (templates/launchers/launch.sh.j2), which stands in that folder, checks it is
+still the job's own (owner, mode, inode), then runs ``bash ./node.sh``; so no launcher's arguments
+hold a variable's value or the node part's text, whatever the launcher passes of the environment
+(srun, MPICH's and PALS's mpiexec, ibrun and jsrun pass it all; Open MPI's passes the names given to
+``-x``; pbsdsh, blaunch and ``qrsh -inherit`` pass none).
 """
 
 from __future__ import annotations
@@ -53,9 +54,9 @@ class LaunchContext:
         return "".join(f" {shlex.quote(arg)}" for arg in self.launcher_args)
 
 
-# The file the script wrote the node part into, with the variables its workers need.
-NODE_SCRIPT = '"$node_script"'
-_RUN_NODE_PART = f"    bash {NODE_SCRIPT} &"
+# The command that runs the node part, as the script sets it (templates/launchers/launch.sh.j2).
+NODE_TASK = '"${node_task[@]}"'
+_RUN_NODE_PART = f"    {NODE_TASK} &"
 
 
 class Launcher:
@@ -77,8 +78,8 @@ class Launcher:
     runs_on_launch_node: bool = False
 
     def start_lines(self, context: LaunchContext) -> list[str]:
-        """Shell lines, each one line, that start ``bash "$node_script"`` once on each node in the
-        background and leave the pids to wait for in ``worker_pids``."""
+        """Shell lines, each one line, that start the node part (``"${node_task[@]}"``) once on each node in
+        the background and leave the pids to wait for in ``worker_pids``."""
         return [
             f"{self.command(context)}{context.quoted_args} \\",
             _RUN_NODE_PART,
@@ -210,7 +211,7 @@ class PerHostLauncher(Launcher):
             "worker_pids=()",
             'for node in "${!hosts[@]}"; do',
             "    host=${hosts[$node]}",
-            f'    task=(env {NODE_RANK_VARIABLE}="$node" bash {NODE_SCRIPT})',
+            f'    task=(env {NODE_RANK_VARIABLE}="$node" {NODE_TASK})',
             "    {}{}{} &".format(self.spawn(context)[0], context.quoted_args, self.spawn(context)[1]),
             "    worker_pids+=($!)",
             "done",

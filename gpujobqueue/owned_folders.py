@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import socket
 import stat
 from dataclasses import dataclass
 
 import psutil
+
+from .security import FOLDER_FLAGS
 
 PREFIX = ".gpujobqueue-"
 # The random part: what Python's tempfile writes ([a-z0-9_]) or the shell's mktemp ([A-Za-z0-9]).
@@ -95,11 +96,57 @@ def remove_stale_private_directories(directory: str) -> tuple[list[FolderVerdict
             left.append(verdict)
             continue
         try:
-            shutil.rmtree(verdict.path)
-        except FileNotFoundError:
-            continue  # another cleaner was first
+            if not remove_owned_folder(verdict.path):
+                continue  # another cleaner was first, or it is no longer this user's folder
         except OSError as error:
             left.append(FolderVerdict(verdict.path, False, f"{verdict.reason}, but it could not be removed: {error}"))
             continue
         removed.append(verdict)
     return removed, left
+
+
+def remove_owned_folder(path: str) -> bool:
+    """Remove this user's folder at ``path`` and what it holds, through descriptors; say whether it did.
+
+    What is at that name is opened as a folder without following a link or waiting on a FIFO (shutil.rmtree
+    opens it to read and waits for a writer), and removed only where it is this user's: in a group-writable
+    folder another user may have renamed it and put something of his own there, which is left as it is.
+
+    Raises
+    ------
+    OSError
+        The folder is this user's but could not be emptied or removed.
+    """
+    try:
+        descriptor = os.open(path, FOLDER_FLAGS)
+    except OSError:
+        return False  # gone, or not a folder (a link, a FIFO)
+    try:
+        if os.fstat(descriptor).st_uid != os.getuid():
+            return False
+        inode = os.fstat(descriptor).st_ino
+        _empty_folder(descriptor)
+    finally:
+        os.close(descriptor)
+    try:
+        if os.lstat(path).st_ino != inode:
+            return False  # swapped while it was emptied: what is there now is not the folder made
+        os.rmdir(path)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _empty_folder(descriptor: int) -> None:
+    """Remove what the open folder ``descriptor`` holds, by names relative to it, its folders first emptied."""
+
+    for entry in os.scandir(descriptor):
+        if entry.is_dir(follow_symlinks=False):
+            inner = os.open(entry.name, FOLDER_FLAGS, dir_fd=descriptor)
+            try:
+                _empty_folder(inner)
+            finally:
+                os.close(inner)
+            os.rmdir(entry.name, dir_fd=descriptor)
+        else:
+            os.unlink(entry.name, dir_fd=descriptor)

@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from .errors import ValidationError
-from .owned_folders import owner_prefix
 from .request import parse_job_path
 from .workers import WorkerLaunch
 
@@ -326,6 +325,10 @@ def replace_private_file(path: str, text: str) -> None:
         f.write(text)
 
 
+# A folder opened as it is: never through a link, nor waiting on a FIFO put at its name.
+FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
 def open_private_folder(path: str, field: str, advice: str, parent: int | None = None) -> int:
     """Open the folder ``path`` as this user's own, made (mode 0700) if it is not there; return its
     descriptor. It is never a link followed, nor another user's; this user's, it is made 0700.
@@ -342,7 +345,7 @@ def open_private_folder(path: str, field: str, advice: str, parent: int | None =
     try:
         with contextlib.suppress(FileExistsError):
             os.mkdir(name, 0o700, dir_fd=parent)
-        descriptor = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+        descriptor = os.open(name, FOLDER_FLAGS, dir_fd=parent)
     except OSError as error:
         raise ValidationError(field, f"{path} {_what_is_there(name, parent, error, 'a folder')}; {advice}") from None
     owner = os.fstat(descriptor).st_uid
@@ -403,9 +406,10 @@ def memory_file(text: str, name: str) -> int:
     return descriptor
 
 
-def make_private_directory(shared_directory: str) -> str:
-    """A new private folder (mode 0700) in ``shared_directory``, named after this process,
-    for the scheduler file and the TLS credentials, which the jobs read on the compute nodes.
+def make_private_directory(shared_directory: str, prefix: str) -> str:
+    """A new private folder (mode 0700) in ``shared_directory``, its name starting with ``prefix`` (this
+    process's: :func:`~gpujobqueue.owned_folders.owner_prefix`), for the scheduler file and the TLS
+    credentials, which the jobs read on the compute nodes.
 
     Raises
     ------
@@ -414,7 +418,7 @@ def make_private_directory(shared_directory: str) -> str:
     """
     base = os.path.abspath(os.path.expanduser(os.path.expandvars(shared_directory)))
     try:
-        return tempfile.mkdtemp(prefix=owner_prefix(), dir=base)  # mkdtemp makes it 0700
+        return tempfile.mkdtemp(prefix=prefix, dir=base)  # mkdtemp makes it 0700
     except OSError as error:
         message = (
             f"the scheduler file and TLS credentials go to a private folder of a directory the compute nodes "

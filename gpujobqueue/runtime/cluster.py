@@ -9,7 +9,6 @@ import contextlib
 import functools
 import logging
 import os
-import shutil
 from typing import Any, ClassVar
 
 from distributed.core import Status
@@ -28,7 +27,7 @@ from ..interfaces import check_scheduler_interface
 from ..job_commands import JobCommands
 from ..limits import MAX_JOBS_PER_CLUSTER
 from ..naming import WorkerJobKey, cpu_job_name, gpu_job_name
-from ..owned_folders import remove_stale_private_directories
+from ..owned_folders import owner_prefix, remove_owned_folder, remove_stale_private_directories
 from ..plan import Plan, make_plan, parse_cluster_keywords
 from ..preloads.watchdog import CLUSTER_ALIVE_HANDLER, probe_interval
 from ..request import parse_count, parse_name
@@ -361,7 +360,7 @@ class GPUJobQueueCluster(RuntimeCluster):
     def _private_folder(self) -> str:
         """The cluster's private folder (mode 0700) in its shared directory, made on first use."""
         if self._private_directory is None:
-            self._private_directory = make_private_directory(self._shared_directory)
+            self._private_directory = make_private_directory(self._shared_directory, owner_prefix())
         return self._private_directory
 
     def _get_worker_security(self, security: Security | None) -> Security | None:
@@ -381,7 +380,8 @@ class GPUJobQueueCluster(RuntimeCluster):
 
     def _remove_private_directory(self) -> None:
         if self._private_directory is not None:
-            shutil.rmtree(self._private_directory, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                remove_owned_folder(self._private_directory)
 
 
 GPUJobQueueCluster.__doc__ = with_shared_parameters(GPUJobQueueCluster.__doc__ or "", CLUSTER_PARAMETERS)

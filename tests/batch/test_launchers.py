@@ -72,7 +72,7 @@ def test_each_launcher_object_writes_its_command_for_two_nodes(name, command, ra
     assert command in lines, f"{name}: {lines}"
     assert launcher.rank_expression == rank
     assert all("\n" not in line for line in lines)
-    text = "\n".join(["node_script=/dev/null", *lines])
+    text = "\n".join(["node_task=(bash /dev/null)", *lines])
     assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0, text
 
 
@@ -132,7 +132,7 @@ def test_render_slurm_of_four_nodes_needs_no_launcher_and_uses_srun():
     result = CliRunner().invoke(main, ["render", "slurm", *with_size_options(["--nodes", "4", "--gpus-per-node", "2"])])
     assert result.exit_code == 0, result.output
     assert "#SBATCH --nodes=4" in result.stdout
-    assert 'srun --ntasks=4 --ntasks-per-node=1 --cpus-per-task=2 \\\n    bash "$node_script" &' in result.stdout
+    assert 'srun --ntasks=4 --ntasks-per-node=1 --cpus-per-task=2 \\\n    "${node_task[@]}" &' in result.stdout
     assert 'node_rank="${SLURM_PROCID:-0}"' in result.stdout
 
 
@@ -228,7 +228,7 @@ def test_a_per_host_launcher_starts_the_node_script_once_on_each_host_with_its_r
     context = LaunchContext(nodes=2, cpus_per_node=4, gpus_per_node=1)
     script = "\n".join(
         [
-            f"node_script={node_script}",
+            f"node_task=(bash {node_script})",
             *LAUNCHER_OBJECTS[name].start_lines(context),
             'for pid in "${worker_pids[@]}"; do wait "$pid" || exit 3; done',
         ]
@@ -245,10 +245,12 @@ def test_a_per_host_launcher_starts_the_node_script_once_on_each_host_with_its_r
 WORKER_STAND_IN = r"""
 import json, os, stat, sys
 
-if sys.argv[1:2] != ["-m"]:
+if sys.argv[1:3] != ["-P", "-m"]:
     sys.exit(0)  # the plan's check of the workers' python: not judged
 parent = [word.decode() for word in open(f"/proc/{os.getppid()}/cmdline", "rb").read().split(b"\0")[:-1]]
-node_file = parent[-1] if os.path.isfile(parent[-1]) else None  # the node part's file, which bash runs
+# The node part's file, which bash runs from the private folder (and holds open as its fd 255).
+script_fd = f"/proc/{os.getppid()}/fd/255"
+node_file = os.readlink(script_fd) if os.path.exists(script_fd) else None
 record = {
     "argv": sys.argv[1:],
     "token": os.environ.get("GPUJOBQUEUE_TEST_TOKEN"),
@@ -326,7 +328,7 @@ def test_no_launcher_is_given_an_environment_value_or_script_text_and_every_node
 
 def test_a_per_host_launcher_refuses_a_job_with_another_number_of_hosts(tmp_path):
     (tmp_path / "nodefile").write_text("n1\n")
-    script = "\n".join(["node_script=/dev/null", *LAUNCHER_OBJECTS["pbsdsh"].start_lines(TWO_NODES)])
+    script = "\n".join(["node_task=(bash /dev/null)", *LAUNCHER_OBJECTS["pbsdsh"].start_lines(TWO_NODES)])
     env = {"PATH": "/usr/bin:/bin", "PBS_NODEFILE": str(tmp_path / "nodefile")}
     result = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=30)
     assert result.returncode == 1 and "has 1 hosts, not 2" in result.stderr

@@ -64,7 +64,7 @@ def test_qrsh_inherit_starts_the_node_file_on_the_jobs_host_with_its_rank(sge, t
                 [
                     "#!/bin/bash",
                     "export SECRET='not passed'",
-                    f"node_script={node_file}",
+                    f"node_task=(bash {node_file})",
                     *LAUNCHER_OBJECTS["qrsh-inherit"].start_lines(context),
                     'for pid in "${worker_pids[@]}"; do wait "$pid" || exit 3; done',
                     "",

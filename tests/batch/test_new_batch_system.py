@@ -211,7 +211,7 @@ def test_its_script_has_its_own_header_its_filter_and_its_launcher(flux):
         "#flux: --output=flux-{{id}}.out",
     ]
     two = job_script_for("flux", {**SMALL, "nodes": 2, "gpus_per_node": 1}, name="w")
-    assert 'flux run --nodes=2 --ntasks=2 --cores-per-task=1 \\\n    bash "$node_script" &' in two, "native launcher"
+    assert 'flux run --nodes=2 --ntasks=2 --cores-per-task=1 \\\n    "${node_task[@]}" &' in two, "native launcher"
     assert 'node_rank="${FLUX_TASK_RANK:-0}"' in two
     with pytest.raises(ValidationError) as refused:  # its walltime directive, which a skip may not drop
         job_script_for("flux", {**SMALL, "job_directives_skip": ["--time-limit"]}, name="w")

@@ -35,11 +35,14 @@ job_stat="$(< /proc/$$/stat)" && job_stat=(${job_stat##*) }) || exit 1  # job_st
 job_start=$(( $(awk '/^btime /{print $2}' /proc/stat) + job_stat[19] / $(getconf CLK_TCK) ))
 job_host="$(hostname)"
 private_dir="$(mktemp -d "${PBS_O_WORKDIR:-$PWD}/.gpujobqueue-p$$-t$job_start-h${job_host//[^A-Za-z0-9.-]/_}-XXXXXX")" || exit 1
+# Its owner, mode and inode: the nodes use the folder only once they have checked it is this one.
+private_id="$(stat -c '%u %a %i' -- "$private_dir")" && [ "${private_id% *}" = "$(id -u) 700" ] || exit 1
 trap 'exit_status=$?; rm -rf "$private_dir"; echo "gpujobqueue: job script exits with status $exit_status" >&2' EXIT
 
 # This script runs on the job's first node: srun runs the node part below once on each of
 # its 2 nodes; node k's workers are gpujobqueue-worker-k-<i>.
 read -r -d '' node_part <<'GPUJOBQUEUE_NODE_PART'
+cd -- "$1" || exit 1  # back where the task started
 node_rank="${SLURM_PROCID:-0}"
 if [ ! -e /sys/class/net/hsn0 ]; then
     echo "gpujobqueue: network interface hsn0 does not exist on $(hostname); this node has: $(ls /sys/class/net | tr '\n' ' ')" >&2
@@ -93,20 +96,23 @@ for pid in "${worker_pids[@]}"; do
 done
 exit "$worker_status"
 GPUJOBQUEUE_NODE_PART
-# Each node runs the node part as a file of the private folder, after the variables its workers need:
-# no value and no script text in any launcher's arguments.
-node_script="$private_dir/node.sh"
+# Each node runs the node part as the file node.sh of the private folder, after the variables its workers
+# need: no value and no script text in any launcher's arguments. It is written, and run on each node, only
+# from inside the folder once it is checked to be the one this job made (owner, mode, inode), never by its
+# name: in a group-writable submit directory another user could rename the folder and put his own there.
 (
+    cd -P -- "$private_dir" && [ "$(stat -c '%u %a %i' .)" = "$private_id" ] || exit 1
     umask 077
     {
         for variable in PATH LD_LIBRARY_PATH PYTHONPATH DASK_DISTRIBUTED__WORKER__LIFETIME__DURATION DASK_DISTRIBUTED__WORKER__LIFETIME__STAGGER DASK_DISTRIBUTED__WORKER__LIFETIME__RESTART GPUJOBQUEUE_TLS_DIR; do
             if [ -n "${!variable+set}" ]; then printf 'export %s=%q\n' "$variable" "${!variable}"; fi
         done
         printf '%s\n' "$node_part"
-    } > "$node_script"
-) || exit 1
+    } > node.sh
+) || { echo "gpujobqueue: $private_dir is no longer the private folder this job made" >&2; exit 1; }
+node_task=(bash -c 'here=$PWD; cd -P -- "$1" && [ "$(stat -c "%u %a %i" .)" = "$2" ] && exec bash ./node.sh "$here"; echo "gpujobqueue: on $(hostname), $1 is not the private folder this job made (uid, mode, inode: $2): the node part does not run" >&2; exit 1' gpujobqueue-node "$private_dir" "$private_id")
 srun --ntasks=2 --ntasks-per-node=1 --cpus-per-task=64 --cpu-bind=none \
-    bash "$node_script" &
+    "${node_task[@]}" &
 worker_pids=($!)
 # A TERM (a cancel, the cluster's close) goes on to the workers, which then close gracefully: the
 # trap cuts a `wait` short, so the script waits again until each worker has really ended.
