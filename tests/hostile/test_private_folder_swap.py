@@ -7,6 +7,7 @@ folder, put his own at its name, and his node.sh ran as the user on every node."
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -138,3 +139,45 @@ def test_a_clusters_close_removes_its_folder_without_blocking_on_a_fifo(tmp_path
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert float(done.stdout.split()[-1]) < 30
+
+
+RUN_TASKS = textwrap.dedent("""\
+    #!/bin/bash
+    while [[ "$1" == --* ]]; do shift; done
+    status=0
+    for rank in 0 1; do SLURM_PROCID=$rank "$@" || status=$?; done
+    exit $status
+""")
+RECORDING_PYTHON = textwrap.dedent("""\
+    #!{python}
+    import json, os, sys
+    if "-m" in sys.argv[1:3]:
+        preload = sys.argv[sys.argv.index("--preload") + 1]
+        with open(os.path.join({results!r}, f"worker-{{os.getpid()}}"), "w") as out:
+            json.dump({{"cwd": os.getcwd(), "preload": preload, "text": open(preload).read()}}, out)
+""")
+
+
+def test_each_node_starts_from_the_checked_folder_back_in_its_directory_with_a_copy_of_the_files(tmp_path):
+    # --standalone: the preloads are read on each node from a copy made from the checked folder.
+    from gpujobqueue.preloads import source
+
+    submit, bin_dir, results = tmp_path / "submit", tmp_path / "bin", tmp_path / "results"
+    for folder in (submit, bin_dir, results):
+        folder.mkdir()
+    (bin_dir / "srun").write_text(RUN_TASKS)
+    (bin_dir / "python").write_text(RECORDING_PYTHON.format(python=sys.executable, results=str(results)))
+    for name in ("srun", "python"):
+        (bin_dir / name).chmod(0o755)
+    keywords = {**KEYWORDS, "nodes": 2, "launcher": "srun", "python": str(bin_dir / "python")}
+    script = job_script_for("slurm", keywords, name="w", tls=False, scheduler="tcp://127.0.0.1:1", standalone=True)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    job = subprocess.run(["bash", "-c", script], cwd=submit, env=env, capture_output=True, text=True, timeout=60)
+    assert job.returncode == 0, job.stderr
+    workers = [json.loads(path.read_text()) for path in results.iterdir()]
+    assert len(workers) == 2
+    for worker in workers:
+        assert worker["cwd"] == str(submit), "the workers run where the task started"
+        assert not worker["preload"].startswith(str(submit)), worker["preload"]
+        assert worker["text"] == source("watchdog")
+    assert list(submit.iterdir()) == [], "the private folder is removed"
