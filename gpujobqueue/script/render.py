@@ -194,19 +194,16 @@ class PrivateFolder:
 def private_folder(launch: WorkerLaunch, run: bool, standalone_preloads: Sequence[str]) -> PrivateFolder | None:
     """The job's private folder where its script needs one: a ``--run`` job's credentials and scheduler
     file, the ``--standalone`` preloads, the node part that a launcher's tasks run; else None. With a
-    launcher, it is in the submit directory, which the job's other nodes read too."""
+    launcher, the node part and a copy of its files go to a second folder in the submit directory, which
+    the job's other nodes read too (templates/private_dir.sh.j2)."""
     holds = [
         *(["its scheduler's TLS credentials and address"] if run else []),
         *(["the preloads"] if set(standalone_preloads) - {SAFE_PATH} else []),
         *(["the start of Python 3.10 without -P"] if SAFE_PATH in standalone_preloads else []),
-        *(["the node part"] if launch.launcher != "direct" else []),
+        *(["the node part, in a second folder of the submit directory"] if launch.launcher != "direct" else []),
     ]
     if not holds:
         return None
-    if launch.launcher != "direct":
-        return PrivateFolder(
-            "${PBS_O_WORKDIR:-$PWD}", "in the submit directory, which every node reads", ", ".join(holds)
-        )
     return PrivateFolder("${TMPDIR:-/tmp}", "on this node", ", ".join(holds))
 
 

@@ -27,16 +27,18 @@ for file in ca.pem cert.pem key.pem; do
     fi
 done
 
-# The job's private folder (mode 0700) in the submit directory, which every node reads: the node part.
+# The job's private folder (mode 0700) on this node: the node part, in a second folder of the submit directory.
 # The EXIT trap removes it however the script ends; a SIGKILLed script cannot, so its name says whose it
 # is (this script's pid, start time and host), and `gpujobqueue clean` removes it once the script has ended.
 job_stat="$(< /proc/$$/stat)" && job_stat=(${job_stat##*) }) || exit 1  # job_stat[19]: its start, in ticks since boot
 job_start=$(( $(awk '/^btime /{print $2}' /proc/stat) + job_stat[19] / $(getconf CLK_TCK) ))
 job_host="$(hostname)"
-private_dir="$(mktemp -d "${PBS_O_WORKDIR:-$PWD}/.gpujobqueue-p$$-t$job_start-h${job_host//[^A-Za-z0-9.-]/_}-XXXXXX")" || exit 1
-# Its owner, mode and inode: the nodes use the folder only once they have checked it is this one.
-private_id="$(stat -c '%u %a %i' -- "$private_dir")" && [ "${private_id% *}" = "$(id -u) 700" ] || exit 1
-trap 'exit_status=$?; rm -rf "$private_dir"; echo "gpujobqueue: job script exits with status $exit_status" >&2' EXIT
+private_dir="$(mktemp -d "${TMPDIR:-/tmp}/.gpujobqueue-p$$-t$job_start-h${job_host//[^A-Za-z0-9.-]/_}-XXXXXX")" || exit 1
+# The node part's folder, in the submit directory, which every node reads; the same name and removal. Its
+# owner, mode and inode: the nodes use it only once they have checked it is this one.
+node_dir="$(mktemp -d "${PBS_O_WORKDIR:-$PWD}/.gpujobqueue-p$$-t$job_start-h${job_host//[^A-Za-z0-9.-]/_}-XXXXXX")" || exit 1
+node_dir_id="$(stat -c '%u %a %i' -- "$node_dir")" && [ "${node_dir_id% *}" = "$(id -u) 700" ] || exit 1
+trap 'exit_status=$?; rm -rf "$private_dir" ${node_dir:+"$node_dir"}; echo "gpujobqueue: job script exits with status $exit_status" >&2' EXIT
 
 # This script runs on a launch node: jsrun runs the node part below on the job's node(s),
 # one resource set per node holding its 6 GPUs and 42 cores.
@@ -89,12 +91,13 @@ for pid in "${worker_pids[@]}"; do
 done
 exit "$worker_status"
 GPUJOBQUEUE_NODE_PART
-# Each node runs the node part as the file node.sh of the private folder, after the variables its workers
-# need: no value and no script text in any launcher's arguments. It is written, and run on each node, only
-# from inside the folder once it is checked to be the one this job made (owner, mode, inode), never by its
-# name: in a group-writable submit directory another user could rename the folder and put his own there.
+# Each node runs the node part as the file node.sh of the node part's folder, after the variables its workers
+# need: no value and no script text in any launcher's arguments. It is written (with a copy of the private
+# folder's files), and run on each node, only from inside the folder once it is checked to be the one this job
+# made (owner, mode, inode), never by its name: in a group-writable submit directory another user could rename
+# the folder and put his own there.
 (
-    cd -P -- "$private_dir" && [ "$(stat -c '%u %a %i' .)" = "$private_id" ] || exit 1
+    cd -P -- "$node_dir" && [ "$(stat -c '%u %a %i' .)" = "$node_dir_id" ] || exit 1
     umask 077
     {
         for variable in PATH LD_LIBRARY_PATH PYTHONPATH DASK_DISTRIBUTED__WORKER__LIFETIME__DURATION DASK_DISTRIBUTED__WORKER__LIFETIME__STAGGER DASK_DISTRIBUTED__WORKER__LIFETIME__RESTART GPUJOBQUEUE_TLS_DIR; do
@@ -102,8 +105,8 @@ GPUJOBQUEUE_NODE_PART
         done
         printf '%s\n' "$node_part"
     } > node.sh
-) || { echo "gpujobqueue: $private_dir is no longer the private folder this job made" >&2; exit 1; }
-node_task=(bash -c 'here=$PWD; cd -P -- "$1" && [ "$(stat -c "%u %a %i" .)" = "$2" ] && exec bash ./node.sh "$here"; echo "gpujobqueue: on $(hostname), $1 is not the private folder this job made (uid, mode, inode: $2): the node part does not run" >&2; exit 1' gpujobqueue-node "$private_dir" "$private_id")
+) || { echo "gpujobqueue: $node_dir is no longer the private folder this job made" >&2; exit 1; }
+node_task=(bash -c 'here=$PWD; cd -P -- "$1" && [ "$(stat -c "%u %a %i" .)" = "$2" ] && exec bash ./node.sh "$here"; echo "gpujobqueue: on $(hostname), $1 is not the private folder this job made (uid, mode, inode: $2): the node part does not run" >&2; exit 1' gpujobqueue-node "$node_dir" "$node_dir_id")
 jsrun --nrs 1 --rs_per_host 1 --tasks_per_rs 1 --cpu_per_rs 42 --gpu_per_rs 6 --bind rs \
     "${node_task[@]}" &
 worker_pids=($!)

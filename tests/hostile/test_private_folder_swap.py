@@ -75,10 +75,7 @@ def test_the_node_part_is_written_only_into_the_folder_the_job_made(tmp_path):
     script = job_script_for(
         "slurm", {**KEYWORDS, "nodes": 2, "launcher": "srun"}, name="w", tls=False, scheduler="tcp://127.0.0.1:1"
     )
-    swap = (
-        'mv "$private_dir" "$private_dir.renamed"; mkdir -m 700 "$private_dir"; '
-        'ln -s "$PWD/clobbered" "$private_dir/node.sh"\n'
-    )
+    swap = 'mv "$node_dir" "$node_dir.renamed"; mkdir -m 700 "$node_dir"; ln -s "$PWD/clobbered" "$node_dir/node.sh"\n'
     script = script.replace("\nGPUJOBQUEUE_NODE_PART\n", f"\nGPUJOBQUEUE_NODE_PART\n{swap}", 1)
     assert swap in script
     (tmp_path / "clobbered").write_text("the user's file\n")
