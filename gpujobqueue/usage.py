@@ -343,7 +343,7 @@ def write_usage(report: UsageReport, directory: str | os.PathLike, name: str) ->
     """Write a report as JSON to a new file of ``directory``, readable by its owner only (mode
     0600): ``name.json``, or where that is taken (another cluster of the name closed in the same
     second, or a file someone put there) ``name-<random>.json``; return its path. A file or link
-    already at a name is never opened (``O_EXCL``), so never written over."""
+    already at a name is never opened (:func:`~gpujobqueue.security.write_private_file`), so never written over."""
     directory = os.fspath(directory)
     try:
         return write_private_file(directory, f"{name}.json", report.to_json())

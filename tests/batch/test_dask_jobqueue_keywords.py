@@ -31,7 +31,15 @@ def words_before(script: str, module: str) -> list[str]:
 def test_a_launcher_prefix_in_python_starts_the_workers_as_in_dask_jobqueue(mode, module):
     # scaling-python-with-dask: python="srun -n 1 -c 1 python"; dask-jobqueue writes it before -m.
     script = script_for(python="srun -n 1 -c 8 python3", worker_mode=mode, gpus_per_node=2)
-    assert words_before(script, module) == ["srun", "-n", "1", "-c", "8", "python3"]
+    assert words_before(script, module) == [
+        "srun",
+        "-n",
+        "1",
+        "-c",
+        "8",
+        "python3",
+        "-P",
+    ]  # -P: no module of the current directory
     assert resources(parsed(script, module)["resources"]) == {"GPU": 1.0}
 
 
