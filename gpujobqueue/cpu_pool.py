@@ -10,17 +10,9 @@ from .config import check_keywords
 from .errors import UnknownKeywordError, ValidationError
 from .limits import MAX_CPUS_PER_NODE, MAX_THREADS_PER_WORKER
 from .naming import cpu_batch_job_name
-from .request import (
-    JobRequest,
-    parse_constraint,
-    parse_lines,
-    parse_name,
-    parse_positive_int,
-    parse_size,
-    parse_walltime,
-    parse_walltime_margin,
-    parse_word,
-)
+from .request import JobRequest
+from .validation import parse_constraint, parse_lines, parse_name, parse_positive_int, parse_size, parse_word
+from .walltimes import parse_walltime, parse_walltime_margin
 from .workers import CPU_WORKER_MODE, WorkerLaunch
 
 CPU_POOL_KEYS = (
@@ -194,9 +186,9 @@ class CPUPool:
             account=self.account or gpu_request.account,
             job_name=self.job_name or cpu_batch_job_name(gpu_request.job_name),
             walltime=walltime,
-            extra_directives=self.job_extra_directives
+            job_extra_directives=self.job_extra_directives
             if self.job_extra_directives is not None
-            else gpu_request.extra_directives,
+            else gpu_request.job_extra_directives,
             options=options,
         )
         launch = dataclasses.replace(

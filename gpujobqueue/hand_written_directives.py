@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from .errors import ValidationError
-from .validation import parse_count, parse_lines, parse_needles, parse_positive_int
+from .keywords import parse_keyword
+from .validation import parse_count
 from .walltimes import format_hours_walltime, format_walltime, parse_walltime
 
 #: What each setting is, for messages.
@@ -162,7 +163,7 @@ def adopt(system: Any, settings: dict[str, Any], explicit: Mapping[str, Any]) ->
     ValidationError
         Naming the directive, or the keyword it contradicts, with both values.
     """
-    lines = list(parse_lines("job_extra_directives", settings.get("job_extra_directives")))
+    lines = list(parse_keyword("job_extra_directives", settings.get("job_extra_directives")))
     found = find(system, lines)
     sources: dict[str, str] = {}
     taken: list[WrittenOption] = []
@@ -174,7 +175,7 @@ def adopt(system: Any, settings: dict[str, Any], explicit: Mapping[str, Any]) ->
                     other.field,
                     f"{options[0].describe()} and {other.describe()} both set the {WHAT[setting]}; give one",
                 )
-        skip = parse_needles("job_directives_skip", settings.get("job_directives_skip"))
+        skip = parse_keyword("job_directives_skip", settings.get("job_directives_skip"))
         generated = next(form for form in system.directive_forms if form.setting == setting).generated
         ours_skipped = any(needle in generated(options[0].value) for needle in skip)
         # A node layout whose own line job_directives_skip leaves out is the user's to write (a launcher's
@@ -224,7 +225,7 @@ def _check(
                 "give one of them",
             )
     elif setting == "nodes":
-        nodes = parse_positive_int("nodes", settings.get("nodes") or 1)
+        nodes = parse_keyword("nodes", settings.get("nodes") or 1)
         if written.value != nodes:
             if explicit.get("nodes") is not None:
                 raise ValidationError(
@@ -247,7 +248,7 @@ def drop_emptied(settings: dict[str, Any], emptied: Sequence[str]) -> None:
     """Take the lines :func:`adopt` emptied out of the extra directives (once each)."""
     if not emptied:
         return
-    lines = list(parse_lines("job_extra_directives", settings.get("job_extra_directives")))
+    lines = list(parse_keyword("job_extra_directives", settings.get("job_extra_directives")))
     for line in emptied:
         lines.remove(line)
     settings["job_extra_directives"] = lines

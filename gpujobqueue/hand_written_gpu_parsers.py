@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .errors import ValidationError
+from .keywords import parse_keyword
 from .limits import MAX_GPUS_PER_NODE, MAX_NODES
-from .validation import parse_count, parse_lines
+from .validation import parse_count
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ def find(system: Any, settings: Mapping[str, Any]) -> HandWrittenGPUs | None:
     nodes = settings.get("nodes") or 1
     nodes = nodes if isinstance(nodes, int) and not isinstance(nodes, bool) and nodes > 0 else 1
     found = []
-    for i, line in enumerate(parse_lines("job_extra_directives", settings.get("job_extra_directives"))):
+    for i, line in enumerate(parse_keyword("job_extra_directives", settings.get("job_extra_directives"))):
         hit = system.parse_gpu_directive(f"job_extra_directives[{i}]", line, nodes, settings)
         if hit is not None:
             found.append(hit)

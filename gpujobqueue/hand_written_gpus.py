@@ -27,7 +27,7 @@ from dask.utils import parse_bytes
 
 from .errors import ValidationError
 from .hand_written_gpu_parsers import HandWrittenGPUs, find
-from .validation import parse_lines
+from .keywords import parse_keyword
 
 logger = logging.getLogger(__name__)
 
@@ -158,7 +158,7 @@ def _same(name: str, given: Any, written: Any) -> bool:
 
 def drop_line(settings: dict[str, Any], found: HandWrittenGPUs) -> None:
     """Take the directive out of the extra directives, leaving what else it held in its place."""
-    extras = list(parse_lines("job_extra_directives", settings["job_extra_directives"]))  # as the finder read them
+    extras = list(parse_keyword("job_extra_directives", settings["job_extra_directives"]))  # as the finder read them
     index = int(found.field.partition("[")[2].rstrip("]"))
     extras[index : index + 1] = [found.rest] if found.rest else []
     settings["job_extra_directives"] = extras

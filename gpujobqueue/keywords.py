@@ -14,186 +14,68 @@ here (or in its batch system), the template line that writes it and a test.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from .declaration import CHOICE, INT, LIST, PAIRS, SWITCH, TEXT, Computed, Keyword, NoOption
+from .errors import ValidationError
 from .launchers import LAUNCHERS
-from .limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_NODES
-from .validation import parse_bool, parse_name, parse_path, parse_positive_int, parse_size, parse_word
-from .walltimes import parse_walltime
-
-# The kinds of value a keyword takes, and so the form of its command-line option.
-INT, TEXT, LIST, PAIRS, SWITCH, CHOICE = "int", "text", "list", "pairs", "switch", "choice"
-_TYPE_DOCS = {INT: "int", TEXT: "str", LIST: "list of str", PAIRS: "dict", SWITCH: "bool", CHOICE: "str"}
-_SCHEMAS: dict[str, dict[str, Any]] = {
-    INT: {"type": "integer", "minimum": 1},
-    TEXT: {"type": "string"},
-    LIST: {"$ref": "#/$defs/lines"},
-    PAIRS: {"type": "object", "additionalProperties": {"type": ["string", "integer"]}},
-    SWITCH: {"type": "boolean"},
-}
-_FIRST_SENTENCE = re.compile(r"(.+?\.)(?:\s|$)", re.DOTALL)
-
-
-@dataclass(frozen=True)
-class NoOption:
-    """A keyword that ``render`` cannot mirror as an option, and why (more than a few words)."""
-
-    why: str
-
-
-@dataclass(frozen=True)
-class Computed:
-    """A default the plan works out from the other settings, as the docstring says it (``how``)."""
-
-    how: str
-
-
-class Keyword(str):
-    """A keyword's name (it is the name, as a string) with every fact the package derives from it.
-
-    Parameters
-    ----------
-    name : str
-        The keyword, as the cluster classes take it (``gpus_per_node``); its dask config key is
-        ``gpujobqueue.<batch>.<name with dashes>``.
-    kind : str
-        ``int``, ``text``, ``list`` (a repeatable option), ``pairs`` (repeatable ``NAME=VALUE``),
-        ``switch`` (an on/off pair of options) or ``choice``.
-    parse : callable, optional
-        ``parse(field, value)``: the value read alone (a :mod:`~gpujobqueue.validation` parser with
-        the plan's bounds), raising :class:`~gpujobqueue.errors.ValidationError` naming ``field``;
-        None where the plan reads the value together with others.
-    default : object, optional
-        The value the plan uses where nothing sets it; a :class:`Computed` where the plan works it
-        out; None for unset.
-    doc : str
-        The docstring entry's text; its first sentence is ``--help``'s line.
-    site_key : str, optional
-        The site file's key that sets it, dotted (``worker.cpus_per_gpu``), for the keys whose
-        schema is generated here (:func:`site_schema_fragment`).
-    option : str, sequence of str or NoOption, optional
-        The option's click declarations where they are not ``--<name with dashes>`` (``--<name>/--no-<name>``
-        for a switch), or why there is none.
-    type_doc : str, optional
-        The docstring's type where the kind's is not enough (``str, int or False``).
-    choices : sequence of str or callable, optional
-        The accepted values of a ``choice`` (a callable is asked when the command is built).
-    site_schema : dict, optional
-        The value's JSON schema in the site file, where the kind's is not enough.
-    jobqueue_key : str, optional
-        dask-jobqueue's config key of the same meaning (``jobqueue.<batch>.<key>``, in the sections of
-        the batch systems that have it), which issue 31 reads under gpujobqueue's own; None where
-        dask-jobqueue has none.
-    """
-
-    kind: str
-    parse: Callable[[str, Any], Any] | None
-    default: Any
-    doc: str
-    site_key: str | None
-    option: tuple[str, ...] | NoOption
-    type_doc: str
-    choices: Sequence[str] | Callable[[], Sequence[str]]
-    site_schema: dict[str, Any]
-    jobqueue_key: str | None
-
-    def __new__(
-        cls,
-        name: str,
-        kind: str = TEXT,
-        parse: Callable[[str, Any], Any] | None = None,
-        default: Any = None,
-        doc: str = "",
-        site_key: str | None = None,
-        option: str | Sequence[str] | NoOption = (),
-        *,
-        type_doc: str | None = None,
-        choices: Sequence[str] | Callable[[], Sequence[str]] = (),
-        site_schema: dict[str, Any] | None = None,
-        jobqueue_key: str | None = None,
-    ) -> "Keyword":
-        if parse is not None and not callable(parse):
-            raise TypeError(f"keyword {name}: parse must be a parser, (field, value) -> value, not {parse!r}")
-        keyword = super().__new__(cls, name)
-        if not option:
-            dashed = name.replace("_", "-")
-            option = (f"--{dashed}/--no-{dashed}",) if kind == SWITCH else (f"--{dashed}",)
-        keyword.kind, keyword.parse, keyword.default = kind, parse, default
-        keyword.doc, keyword.site_key = doc or f"The {name} keyword.", site_key
-        keyword.option = (
-            option if isinstance(option, NoOption) else tuple([option] if isinstance(option, str) else option)
-        )
-        keyword.type_doc = type_doc or (
-            "{" + ", ".join(f'"{c}"' for c in choices) + "}"
-            if kind == CHOICE and choices and not callable(choices)
-            else _TYPE_DOCS[kind]
-        )
-        keyword.choices, keyword.jobqueue_key = choices, jobqueue_key
-        keyword.site_schema = site_schema or (
-            {"enum": list(choices)} if kind == CHOICE and not callable(choices) else _SCHEMAS.get(kind, {})
-        )
-        return keyword
-
-    def with_facts(self, **changes: Any) -> "Keyword":
-        """This keyword with some facts changed (``choices``: a ``choice``'s, as the batch systems registered give
-        them)."""
-        facts = {field: getattr(self, field) for field in _FIELDS}
-        return Keyword(str(self), **{**facts, **changes})
-
-    @property
-    def options(self) -> tuple[str, ...]:
-        """The option's click declarations; none for a keyword without one."""
-        return () if isinstance(self.option, NoOption) else self.option
-
-    @property
-    def command_line(self) -> str | None:
-        """Why the keyword has no option, or None where it has one."""
-        return self.option.why if isinstance(self.option, NoOption) else None
-
-    @property
-    def summary(self) -> str:
-        """The doc's first sentence."""
-        match = _FIRST_SENTENCE.match(self.doc)
-        return " ".join((match.group(1) if match else self.doc).split())
-
-    @property
-    def help(self) -> str:
-        """``--help``'s line: the doc's first sentence (saying so where the option is repeatable)."""
-        line = self.summary
-        return line[:-1] + "; repeatable." if self.kind in (LIST, PAIRS) and line.endswith(".") else line
-
-    @property
-    def config_key(self) -> str:
-        """Its key in ``gpujobqueue.<batch>`` (``gpus-per-node``)."""
-        return self.replace("_", "-")
-
-    @property
-    def default_doc(self) -> str:
-        """The default as the docstring says it."""
-        if isinstance(self.default, Computed):
-            return f"Default: {self.default.how}."
-        if self.default is None:
-            return "Default: not set."
-        return f"Default ``{self.default!r}``."
-
-
-_FIELDS = (
-    "kind",
-    "parse",
-    "default",
-    "doc",
-    "site_key",
-    "option",
-    "type_doc",
-    "choices",
-    "site_schema",
-    "jobqueue_key",
+from .limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_MEMORY_BYTES, MAX_NODES, MAX_THREADS_PER_WORKER
+from .validation import (
+    matching,
+    parse_bool,
+    parse_environment,
+    parse_job_path,
+    parse_lines,
+    parse_name,
+    parse_needles,
+    parse_path,
+    parse_positive_int,
+    parse_size,
+    parse_word,
 )
+from .worker_options import parse_seconds
 
 
 def _count(maximum: int) -> Callable[[str, Any], int]:
     return lambda field, value: parse_positive_int(field, value, maximum)
+
+
+def _size(maximum: int) -> Callable[[str, Any], int]:
+    return lambda field, value: parse_size(field, value, maximum)
+
+
+def _shebang(field: str, value: Any) -> str:
+    return matching(field, value, re.compile(r"#![^\n]+"), "a line starting with #!")
+
+
+def _interface(field: str, value: Any) -> str:
+    return matching(field, value, re.compile(r"(?!-)[A-Za-z0-9_.:-]{1,32}"), "a network interface name (ib0, hsn0)")
+
+
+def _visibility(field: str, value: Any) -> str:
+    if value not in VISIBILITY_VARIABLES:
+        raise ValidationError(
+            field, f"{value!r} is not a device-visibility variable; use one of {', '.join(VISIBILITY_VARIABLES)}"
+        )
+    return value
+
+
+# Variables that can hold the devices a batch system gave a job (a comma-separated list): the visibility
+# variables, Grid Engine's SGE_HGR_<complex>, SLURM_JOB_GPUS-style lists. Any other name (PATH, HOME,
+# LD_PRELOAD...) is refused: the job would read it as its devices.
+ALLOCATION_VARIABLES = re.compile(
+    r"[A-Z][A-Z0-9_]*_VISIBLE_DEVICES|SGE_HGR_[A-Za-z0-9_]{1,64}|[A-Z][A-Z0-9_]*_GPUS|ZE_AFFINITY_MASK|GPU_DEVICE_ORDINAL"
+)
+
+
+def _allocation(field: str, value: Any) -> str:
+    if not isinstance(value, str) or not ALLOCATION_VARIABLES.fullmatch(value):
+        raise ValidationError(
+            field,
+            f"{value!r} is not a variable that holds a job's devices; use one named *_VISIBLE_DEVICES, "
+            "SGE_HGR_<complex>, *_GPUS, ZE_AFFINITY_MASK or GPU_DEVICE_ORDINAL",
+        )
+    return value
 
 
 DEFAULT_SHEBANG = "#!/usr/bin/env bash"
@@ -216,14 +98,16 @@ REQUEST: tuple[Keyword, ...] = (
     Keyword("cpus_per_gpu", INT, _count(MAX_CPUS_PER_NODE), Computed("the site's share of the node; 1 without a site"),
             "CPU cores per GPU (or --cores per job). Without a site, this or cores is required (with memory), as "
             "dask-jobqueue requires cores and memory.", site_key="worker.cpus_per_gpu"),
-    Keyword("cores", INT, None, None, "CPU cores per job, as dask-jobqueue's cores (or --cpus-per-gpu). They are the "
-            "threads of all the job's workers, shared evenly; cores that would be left idle are refused.",
+    Keyword("cores", INT, _count(MAX_CPUS_PER_NODE * MAX_NODES), None, "CPU cores per job, as dask-jobqueue's "
+            "cores (or --cpus-per-gpu). They are the threads of all the job's workers, shared evenly; cores that "
+            "would be left idle are refused.",
             jobqueue_key="cores"),
-    Keyword("memory", TEXT, None, None, "Host memory per job, as dask-jobqueue's memory (or --memory-per-gpu), such as "
-            "240GB. Each worker's memory limit is its share.", jobqueue_key="memory"),
+    Keyword("memory", TEXT, _size(MAX_MEMORY_BYTES * MAX_NODES), None, "Host memory per job, as dask-jobqueue's "
+            "memory (or --memory-per-gpu), such as 240GB. Each worker's memory limit is its share.",
+            jobqueue_key="memory"),
     Keyword("memory_per_gpu", TEXT, parse_size, None, "Host memory per GPU, such as 60GiB (or --memory per job).",
             site_key="worker.memory_per_gpu", site_schema={"$ref": "#/$defs/size"}),
-    Keyword("walltime", TEXT, parse_walltime, Computed("the batch system's, ``00:30:00`` as dask-jobqueue's (none "
+    Keyword("walltime", TEXT, None, Computed("the batch system's, ``00:30:00`` as dask-jobqueue's (none "
                                                        "on the local one)"),
             "Walltime of each job, HH:MM:SS; also D-HH:MM:SS, or a bare number in the batch system's unit: "
             "minutes on SLURM and LSF, seconds on PBS and Grid Engine.", jobqueue_key="walltime"),
@@ -236,16 +120,19 @@ REQUEST: tuple[Keyword, ...] = (
             jobqueue_key="name"),
     Keyword("log_directory", TEXT, parse_path, None, "Folder of the jobs' output files.",
             jobqueue_key="log-directory"),
-    Keyword("job_extra_directives", LIST, None, None, "Extra directive (without its #SBATCH prefix). A GPU request "
-            "written here (or in resource_spec), as dask-jobqueue users write it, is read: its count is the GPUs per "
-            "node unless gpus_per_node says otherwise, which is refused.", jobqueue_key="job-extra-directives"),
-    Keyword("job_directives_skip", LIST, None, None, "Leave out generated directives containing this text.",
+    Keyword("job_extra_directives", LIST, parse_lines, None, "Extra directive (without its #SBATCH prefix). A GPU "
+            "request written here (or in resource_spec), as dask-jobqueue users write it, is read: its count is the "
+            "GPUs per node unless gpus_per_node says otherwise, which is refused.",
+            jobqueue_key="job-extra-directives"),
+    Keyword("job_directives_skip", LIST, parse_needles, None, "Leave out generated directives containing this "
+            "text.",
             jobqueue_key="job-directives-skip"),
-    Keyword("job_script_prologue", LIST, None, None, "Shell line run before the workers (such as 'module load cuda').",
+    Keyword("job_script_prologue", LIST, parse_lines, None, "Shell line run before the workers (such as 'module "
+            "load cuda').",
             site_key="prologue", jobqueue_key="job-script-prologue"),
-    Keyword("job_script_epilogue", LIST, None, None, "Shell line run after the workers stop."),
-    Keyword("environment", PAIRS, None, None, "Variable exported in the job. Each value is a string or a number "
-            "(None, True/False, lists and mappings are refused, not written as Python spells them).",
+    Keyword("job_script_epilogue", LIST, parse_lines, None, "Shell line run after the workers stop."),
+    Keyword("environment", PAIRS, parse_environment, None, "Variable exported in the job. Each value is a string or "
+            "a number (None, True/False, lists and mappings are refused, not written as Python spells them).",
             site_key="environment", option="--env", site_schema={
                 "type": "object", "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]*\\Z"},
                 "additionalProperties": {"type": ["string", "integer", "boolean"]}}),
@@ -254,8 +141,8 @@ REQUEST: tuple[Keyword, ...] = (
             "complex, resource-type; or none).", choices=()),  # each batch system's, filled in by the registry
     Keyword("gpu_type", TEXT, parse_word, None, "GPU model to ask for (a100, h100, ...), in the batch system's "
             "spelling."),
-    Keyword("shebang", TEXT, None, DEFAULT_SHEBANG, "First line of the script. On PBS and Grid Engine, whose -S names "
-            "the shell that runs the script whatever its first line, -S follows the shebang's interpreter.",
+    Keyword("shebang", TEXT, _shebang, DEFAULT_SHEBANG, "First line of the script. On PBS and Grid Engine, whose -S "
+            "names the shell that runs the script whatever its first line, -S follows the shebang's interpreter.",
             jobqueue_key="shebang"),
     Keyword("walltime_margin", TEXT, None, "auto", "How long before the walltime the workers retire (auto, 5m, 0); "
             "they retire gracefully (their data moved to other workers, their job then ending on its own), staggered "
@@ -278,7 +165,8 @@ LAUNCH: tuple[Keyword, ...] = (
             jobqueue_key="python"),
     Keyword("worker_command", TEXT, None, Computed("dask-cuda's worker, or distributed's for per-device workers"),
             "The worker module, as dask-jobqueue's worker_command.", jobqueue_key="worker-command"),
-    Keyword("nthreads", INT, None, Computed("with cores, the job's cores shared evenly by its workers (cores=24 with "
+    Keyword("nthreads", INT, _count(MAX_THREADS_PER_WORKER), Computed("with cores, the job's cores shared evenly by "
+            "its workers (cores=24 with "
             "4 GPUs: 6 each); otherwise, for dask-cuda workers, up to 4 of each GPU's share of the job's cores (more "
             "threads overlap one task's Python and kernel launches with another's GPU work: the 2 TB sum ran 28 % "
             "faster with 4 than with 1 on an H200); for per-device workers, 1"), "Threads per worker."),
@@ -289,23 +177,27 @@ LAUNCH: tuple[Keyword, ...] = (
     Keyword("rmm_pool_size", TEXT, None, Computed("with protocol='ucx' and no RMM keyword, a 1 GB pool that grows on "
             "demand; rmm_pool_size=False turns it off"), "dask-cuda's rmm_pool_size, a size or a fraction of the "
             "device's memory."),
-    Keyword("visibility_variable", TEXT, None, "CUDA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES or "
+    Keyword("visibility_variable", TEXT, _visibility, "CUDA_VISIBLE_DEVICES",
+            "CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES or "
             "ZE_AFFINITY_MASK.", site_key="worker.visibility_variable",
             site_schema={"enum": list(VISIBILITY_VARIABLES)}),
-    Keyword("allocation_variable", TEXT, None, Computed("visibility_variable; where it is unset in the job, devices "
+    Keyword("allocation_variable", TEXT, _allocation, Computed("visibility_variable; where it is unset in the job, "
+            "devices "
             "0 .. G-1"), "The variable in which the batch system names the job's devices."),
-    Keyword("nanny", SWITCH, None, True, "Workers under a nanny. As in dask-jobqueue, False starts one ``dask "
+    Keyword("nanny", SWITCH, parse_bool, True, "Workers under a nanny. As in dask-jobqueue, False starts one ``dask "
             "worker --no-nanny`` per GPU (dask-cuda's workers always have nannies)."),
-    Keyword("death_timeout", INT, None, 60, "Seconds a worker waits for a scheduler that is gone.",
+    Keyword("death_timeout", INT, parse_seconds, 60, "Seconds a worker waits for a scheduler that is gone.",
             jobqueue_key="death-timeout"),
-    Keyword("local_directory", TEXT, None, None, "The workers' scratch folder.", site_key="worker.local_directory",
+    Keyword("local_directory", TEXT, parse_job_path, None, "The workers' scratch folder.",
+            site_key="worker.local_directory",
             jobqueue_key="local-directory"),
     Keyword("protocol", TEXT, None, Computed("``tls`` (TCP with the cluster's credentials); on the local batch system "
             "``ucx`` where two or more GPUs are joined by NVLink and distributed-ucxx is installed"), "tcp, tls or "
             "ucx. ``ucxx``, distributed-ucxx's name for it, is ``ucx``; distributed's ``inproc`` (within one process) "
             "and ``ws``/``wss`` (websockets, which gpujobqueue's scripts and TLS do not set up) are refused.",
             site_key="network.protocol", site_schema={"enum": ["tcp", "tls", "ucx"]}),
-    Keyword("interface", TEXT, None, None, "The workers' network interface (ib0, hsn0).", site_key="network.interface",
+    Keyword("interface", TEXT, _interface, None, "The workers' network interface (ib0, hsn0).",
+            site_key="network.interface",
             site_schema={"$ref": "#/$defs/word"}, jobqueue_key="interface"),
     Keyword("worker_extra_args", LIST, None, None, "Extra worker arguments, as in dask-jobqueue: joined with spaces "
             "and read as shell words (``['--resources GPU=1']`` is two words). ``--resources`` is merged with each "
@@ -315,7 +207,8 @@ LAUNCH: tuple[Keyword, ...] = (
             "How a job of several nodes starts the workers of each (srun, mpiexec-pals, mpiexec-openmpi, "
             "mpiexec-mpich, ibrun; jsrun from a CSM launch node).", site_key="launcher.name",
             choices=LAUNCHERS, type_doc="str", site_schema={}),  # and the batch systems' own, added by the registry
-    Keyword("launcher_args", LIST, None, None, "Extra launcher option (such as --cpu-bind=none), after gpujobqueue's "
+    Keyword("launcher_args", LIST, parse_lines, None, "Extra launcher option (such as --cpu-bind=none), after "
+            "gpujobqueue's "
             "own.", site_key="launcher.args"),
     # dask-cuda's names for device memory and UCX transports
     Keyword("rmm_maximum_pool_size", TEXT, None, None, "dask-cuda's rmm_maximum_pool_size."),
@@ -334,14 +227,14 @@ LAUNCH: tuple[Keyword, ...] = (
                 option=(f"--enable-{transport}/--disable-{transport}",))
         for transport in ("tcp-over-ucx", "infiniband", "nvlink", "rdmacm")
     ),
-    Keyword("nic_affinity", SWITCH, None, False, "Each GPU worker on the network card nearest its GPU "
+    Keyword("nic_affinity", SWITCH, parse_bool, False, "Each GPU worker on the network card nearest its GPU "
             "(UCX_NET_DEVICES); default: UCX chooses. Each NVIDIA GPU worker's nanny sets it, for sites that document "
             "one card per GPU (a site's network.nic_affinity); ``gpujobqueue check`` shows the map as a diagnosis.",
             site_key="network.nic_affinity"),
 )
 # dask-jobqueue's workers per job, taken and turned into GPUs per node.
-PROCESSES = Keyword("processes", INT, None, None, "dask-jobqueue's workers per job: alone, one per GPU (the GPUs per "
-                    "node); with a GPU count it divides, each worker sees its share of the GPUs.",
+PROCESSES = Keyword("processes", INT, _count(MAX_GPUS_PER_NODE), None, "dask-jobqueue's workers per job: alone, one "
+                    "per GPU (the GPUs per node); with a GPU count it divides, each worker sees its share of the GPUs.",
                     jobqueue_key="processes")
 # The cluster's own keywords that dask config sets too, which no rendered script carries.
 _CONSTRUCTOR = "the cluster's own keyword; render's command line has its own options for a script's scheduler"
@@ -402,6 +295,11 @@ def command_line_base_keywords() -> list[Keyword]:
 def documented_keywords() -> tuple[Keyword, ...]:
     """Every keyword of the shared docstring (:mod:`gpujobqueue.cluster_parameters`), in its order."""
     return (*setting_keywords(), PROCESSES, *CLUSTER)
+
+
+def parse_keyword(name: str, value: Any) -> Any:
+    """``value`` read by the declaration of the shared keyword ``name``: its parser, with its bounds."""
+    return next(keyword for keyword in documented_keywords() if keyword == name).parse(name, value)
 
 
 def default_of(name: str) -> Any:

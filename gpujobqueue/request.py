@@ -3,82 +3,20 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from . import keywords
+from .declaration import read_declared
 from .errors import ValidationError
-from .keywords import DEFAULT_SHEBANG, default_of
-from .limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_MEMORY_BYTES, MAX_NODES
-from .validation import (
-    MAX_LIST_ITEMS,
-    SAFE_PATH,
-    given_or,
-    matching,
-    one_line,
-    parse_bool,
-    parse_constraint,
-    parse_count,
-    parse_environment,
-    parse_job_path,
-    parse_lines,
-    parse_name,
-    parse_needles,
-    parse_path,
-    parse_positive_int,
-    parse_queues,
-    parse_size,
-    parse_word,
-    per_node,
-)
-from .walltimes import (
-    MARGIN_FEWEST_SECONDS,
-    MARGIN_FRACTION,
-    MARGIN_MOST_SECONDS,
-    default_walltime_margin,
-    format_hours_walltime,
-    format_walltime,
-    parse_walltime,
-    parse_walltime_margin,
-)
+from .keywords import DEFAULT_SHEBANG
+from .limits import MAX_CPUS_PER_NODE, MAX_MEMORY_BYTES
+from .validation import parse_positive_int, parse_queues, per_node
+from .walltimes import default_walltime_margin, format_walltime, parse_walltime, parse_walltime_margin
 from .worker_args import read_worker_args
 
 GPU_REQUEST_STYLES = ("none",)  # without a batch system's own styles: the queue implies the GPUs
 DEFAULT_WALLTIME = "00:30:00"  # dask-jobqueue's; every job ends: an allocation nobody closes burns half an hour at most
-
-# The validation and walltime helpers stay importable from here, where JobRequest uses them.
-__all__ = [
-    "DEFAULT_SHEBANG",
-    "DEFAULT_WALLTIME",
-    "GPU_REQUEST_STYLES",
-    "JobRequest",
-    "MARGIN_FEWEST_SECONDS",
-    "MARGIN_FRACTION",
-    "MARGIN_MOST_SECONDS",
-    "MAX_LIST_ITEMS",
-    "SAFE_PATH",
-    "ValidationError",
-    "default_walltime_margin",
-    "format_hours_walltime",
-    "format_walltime",
-    "given_or",
-    "matching",
-    "one_line",
-    "parse_bool",
-    "parse_constraint",
-    "parse_count",
-    "parse_environment",
-    "parse_job_path",
-    "parse_lines",
-    "parse_name",
-    "parse_needles",
-    "parse_path",
-    "parse_positive_int",
-    "parse_size",
-    "parse_walltime",
-    "parse_walltime_margin",
-    "parse_word",
-    "per_node",
-]
 
 
 @dataclass(frozen=True)
@@ -116,11 +54,11 @@ class JobRequest:
         GPU model for typed requests, e.g. ``a100`` in ``--gres=gpu:a100:4``.
     log_directory : str or None
         Directory for the job's output and error files.
-    extra_directives : tuple of str
+    job_extra_directives : tuple of str
         Extra batch directives, without the ``#SBATCH`` prefix.
-    directives_skip : tuple of str
+    job_directives_skip : tuple of str
         Generated directive lines containing any of these strings are left out.
-    prologue, epilogue : tuple of str
+    job_script_prologue, job_script_epilogue : tuple of str
         Shell lines run before the workers start and after they stop.
     environment : tuple of (str, str)
         Variables exported in the job.
@@ -144,31 +82,31 @@ class JobRequest:
         ``--lifetime-restart``: a worker whose lifetime ends is restarted by its nanny.
     """
 
-    job_name: str = "gpujobqueue"
-    nodes: int = 1
-    gpus_per_node: int = 1
-    cpus_per_node: int = 1
-    memory_per_node: int | None = None
-    walltime: int | None = 3600
-    account: str | None = None
-    queue: str | None = None
-    exclusive: bool = False
-    gpu_request: str = "none"
-    gpu_type: str | None = None
-    log_directory: str | None = None
-    extra_directives: tuple[str, ...] = ()
-    directives_skip: tuple[str, ...] = ()
-    prologue: tuple[str, ...] = ()
-    epilogue: tuple[str, ...] = ()
-    environment: tuple[tuple[str, str], ...] = field(default_factory=tuple)
-    shebang: str = DEFAULT_SHEBANG
-    walltime_margin: int | None = None
-    options: Any = None
+    job_name: str
+    nodes: int
+    gpus_per_node: int
+    cpus_per_node: int
+    memory_per_node: int | None
+    walltime: int | None
+    account: str | None
+    queue: str | None
+    exclusive: bool
+    gpu_request: str
+    gpu_type: str | None
+    log_directory: str | None
+    job_extra_directives: tuple[str, ...]
+    job_directives_skip: tuple[str, ...]
+    job_script_prologue: tuple[str, ...]
+    job_script_epilogue: tuple[str, ...]
+    environment: tuple[tuple[str, str], ...]
+    shebang: str
+    walltime_margin: int | None
+    given_lifetime: int | None
+    given_lifetime_stagger: int | None
+    lifetime_restart: bool
+    options: Any = None  # these three are the plan's later steps', set by dataclasses.replace
     queue_choice: str | None = None
     account_flag: str | None = None
-    given_lifetime: int | None = None
-    given_lifetime_stagger: int | None = None
-    lifetime_restart: bool = False
 
     @property
     def shell(self) -> str | None:
@@ -193,7 +131,9 @@ class JobRequest:
         queue_separator: str | None = None,
         submit_command: str = "the batch system",
     ) -> "JobRequest":
-        """Parse and validate the request part of resolved settings.
+        """The request part of resolved settings: each keyword read by its declaration
+        (:func:`~gpujobqueue.keywords.read_declared`), then the rules that read several together or ask the
+        batch system (cores and memory per node, walltime, queue, GPU request style, the workers' lifetime).
 
         Parameters
         ----------
@@ -218,90 +158,27 @@ class JobRequest:
         ValidationError
             Naming the field and the accepted form.
         """
-        get = settings.get
-        nodes = parse_positive_int("nodes", given_or(get("nodes"), default_of("nodes")), MAX_NODES)
-        gpus = parse_positive_int(
-            "gpus_per_node", given_or(get("gpus_per_node"), default_of("gpus_per_node")), MAX_GPUS_PER_NODE
-        )
-
-        cores, cpus_per_gpu = get("cores"), get("cpus_per_gpu")
-        if cores is not None and cpus_per_gpu is not None:
-            raise ValidationError("cores", "give cores (per job) or cpus_per_gpu, not both")
-        if get("job_cpu") is not None:
-            cpus = parse_positive_int("job_cpu", get("job_cpu"), MAX_CPUS_PER_NODE)
-        elif cores is not None:
-            cpus = per_node("cores", parse_positive_int("cores", cores, MAX_CPUS_PER_NODE * nodes), nodes)
-        else:
-            cpus = gpus * parse_positive_int(
-                "cpus_per_gpu", cpus_per_gpu if cpus_per_gpu is not None else 1, MAX_CPUS_PER_NODE
-            )
-        if cpus > MAX_CPUS_PER_NODE:
-            raise ValidationError(
-                "cpus_per_gpu", f"{cpus} cores per node is more than the {MAX_CPUS_PER_NODE} gpujobqueue accepts"
-            )
-
-        memory, memory_per_gpu = get("memory"), get("memory_per_gpu")
-        if memory is not None and memory_per_gpu is not None:
-            raise ValidationError("memory", "give memory (per job) or memory_per_gpu, not both")
-        if memory is not None:
-            memory_bytes = per_node("memory", parse_size("memory", memory, MAX_MEMORY_BYTES * nodes), nodes)
-        elif memory_per_gpu is not None:
-            memory_bytes = gpus * parse_size("memory_per_gpu", memory_per_gpu)
-            if memory_bytes > MAX_MEMORY_BYTES:
-                raise ValidationError(
-                    "memory_per_gpu",
-                    f"{memory_per_gpu!r} for each of {gpus} GPUs is more than {MAX_MEMORY_BYTES // 2**40} TiB per node",
-                )
-        else:
-            memory_bytes = None
-
-        style = given_or(get("gpu_request"), gpu_request_styles[0])
-        if style not in gpu_request_styles:
-            raise ValidationError(
-                "gpu_request",
-                f"{style!r} is not a GPU request style of this batch system; use one of "
-                f"{', '.join(gpu_request_styles)}",
-            )
-
-        def optional(name, parser):
-            value = get(name)
-            return None if value is None else parser(name, value)
-
-        walltime = get("walltime")
+        value = read_declared(keywords.REQUEST, settings)  # read when asked: a keyword added is read too
+        walltime = settings.get("walltime")
         walltime = default_walltime if walltime is None else walltime
         walltime = None if walltime is None else parse_walltime("walltime", walltime, walltime_number_unit)
-        lifetime = read_worker_args("worker_extra_args", get("worker_extra_args"))
-        if lifetime.lifetime is not None and get("walltime_margin") is not None:
+        lifetime = read_worker_args("worker_extra_args", settings.get("worker_extra_args"))
+        margin = settings.get("walltime_margin")
+        if lifetime.lifetime is not None and margin is not None:
             raise ValidationError(
                 "worker_extra_args",
-                f"--lifetime says when the workers retire, and so does walltime_margin={get('walltime_margin')!r}; "
-                "give one",
+                f"--lifetime says when the workers retire, and so does walltime_margin={margin!r}; give one",
             )
+        queue = value["queue"]
+        alone = {name: value[name] for name in _READ_ALONE}
         return cls(
-            job_name=parse_name("job_name", given_or(get("job_name"), default_of("job_name"))),
-            nodes=nodes,
-            gpus_per_node=gpus,
-            cpus_per_node=cpus,
-            memory_per_node=memory_bytes,
+            **alone,
+            cpus_per_node=cpus_per_node(value, settings.get("job_cpu")),
+            memory_per_node=memory_per_node(value),
             walltime=walltime,
-            account=optional("account", parse_word),
-            queue=optional("queue", lambda name, value: parse_queues(name, value, queue_separator, submit_command)),
-            exclusive=parse_bool("exclusive", given_or(get("exclusive"), default_of("exclusive"))),
-            gpu_request=style,
-            gpu_type=optional("gpu_type", parse_word),
-            log_directory=optional("log_directory", parse_path),
-            extra_directives=parse_lines("job_extra_directives", get("job_extra_directives")),
-            directives_skip=parse_needles("job_directives_skip", get("job_directives_skip")),
-            prologue=parse_lines("job_script_prologue", get("job_script_prologue")),
-            epilogue=parse_lines("job_script_epilogue", get("job_script_epilogue")),
-            environment=parse_environment("environment", get("environment")),
-            shebang=matching(
-                "shebang",
-                given_or(get("shebang"), default_of("shebang")),
-                re.compile(r"#![^\n]+"),
-                "a line starting with #!",
-            ),
-            walltime_margin=parse_walltime_margin("walltime_margin", get("walltime_margin"), walltime),
+            queue=None if queue is None else parse_queues("queue", queue, queue_separator, submit_command),
+            gpu_request=gpu_request_style(value["gpu_request"], gpu_request_styles),
+            walltime_margin=parse_walltime_margin("walltime_margin", margin, walltime),
             given_lifetime=lifetime.lifetime,
             given_lifetime_stagger=lifetime.lifetime_stagger,
             lifetime_restart=bool(lifetime.lifetime_restart),
@@ -337,3 +214,79 @@ class JobRequest:
     def walltime_text(self) -> str:
         """The walltime as SLURM writes it; ``"none"`` for a job without one."""
         return "none" if self.walltime is None else format_walltime(self.walltime)
+
+
+# The request's fields that are keywords read alone by their declarations.
+_READ_ALONE = (
+    "job_name",
+    "nodes",
+    "gpus_per_node",
+    "account",
+    "exclusive",
+    "gpu_type",
+    "log_directory",
+    "job_extra_directives",
+    "job_directives_skip",
+    "job_script_prologue",
+    "job_script_epilogue",
+    "environment",
+    "shebang",
+)
+
+
+def cpus_per_node(value: Mapping[str, Any], job_cpu: Any) -> int:
+    """The cores each node asks for: LSF's ``job_cpu``, dask-jobqueue's ``cores`` per job shared by the nodes, or
+    ``cpus_per_gpu`` (1 where nothing says) for each GPU.
+
+    Raises
+    ------
+    ValidationError
+        ``cores`` with ``cpus_per_gpu``, cores that the nodes cannot share evenly, or more cores per node than
+        gpujobqueue accepts.
+    """
+    cores, per_gpu = value["cores"], value["cpus_per_gpu"]
+    if cores is not None and per_gpu is not None:
+        raise ValidationError("cores", "give cores (per job) or cpus_per_gpu, not both")
+    if job_cpu is not None:
+        field, cpus = "job_cpu", parse_positive_int("job_cpu", job_cpu, MAX_CPUS_PER_NODE)
+    elif cores is not None:
+        field, cpus = "cores", per_node("cores", cores, value["nodes"])
+    else:
+        field, cpus = "cpus_per_gpu", value["gpus_per_node"] * (per_gpu or 1)
+    if cpus > MAX_CPUS_PER_NODE:
+        raise ValidationError(field, f"{cpus} cores per node is more than the {MAX_CPUS_PER_NODE} gpujobqueue accepts")
+    return cpus
+
+
+def memory_per_node(value: Mapping[str, Any]) -> int | None:
+    """The host memory each node asks for: ``memory`` per job shared by the nodes, or ``memory_per_gpu`` for each
+    GPU; None where neither is given.
+
+    Raises
+    ------
+    ValidationError
+        Both given, memory that the nodes cannot share evenly, or more per node than gpujobqueue accepts.
+    """
+    memory, per_gpu, gpus = value["memory"], value["memory_per_gpu"], value["gpus_per_node"]
+    if memory is not None and per_gpu is not None:
+        raise ValidationError("memory", "give memory (per job) or memory_per_gpu, not both")
+    if memory is not None:
+        memory = per_node("memory", memory, value["nodes"])
+        field, said = "memory", f"{memory} bytes per node"
+    elif per_gpu is not None:
+        memory = gpus * per_gpu
+        field, said = "memory_per_gpu", f"{per_gpu} bytes for each of {gpus} GPUs"
+    if memory is not None and memory > MAX_MEMORY_BYTES:
+        raise ValidationError(field, f"{said} is more than {MAX_MEMORY_BYTES // 2**40} TiB per node")
+    return memory
+
+
+def gpu_request_style(style: str | None, styles: Sequence[str]) -> str:
+    """The GPU request style given, one of the batch system's ``styles``; its first where none is given."""
+    style = styles[0] if style is None else style
+    if style not in styles:
+        raise ValidationError(
+            "gpu_request",
+            f"{style!r} is not a GPU request style of this batch system; use one of {', '.join(styles)}",
+        )
+    return style

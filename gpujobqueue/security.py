@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from .errors import ValidationError
-from .request import parse_job_path
+from .validation import parse_job_path
 from .workers import WorkerLaunch
 
 if TYPE_CHECKING:  # distributed is imported where a Security is made or checked: render and plan need none

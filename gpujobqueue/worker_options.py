@@ -169,7 +169,7 @@ def parse_gpu_memory(get: Callable[[str], Any], mode: str, protocol: str | None)
                 raise ValidationError(
                     name, f"{name} is a dask-cuda option; it needs worker_mode='dask-cuda' (the mode is {mode!r})"
                 )
-        return {}
+        return {**dict.fromkeys(DASK_CUDA_MEMORY_KEYWORDS), "set_rmm_allocator_for_libs": ()}
     switches = {
         name: None if get(name) is None else parse_bool(name, get(name))
         for name in ("rmm_async", "rmm_managed_memory", "enable_cudf_spill")

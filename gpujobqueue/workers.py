@@ -5,24 +5,16 @@ from __future__ import annotations
 import re
 import shlex
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from . import keywords
 from .dashboard import worker_dashboard_address
+from .declaration import read_declared
 from .errors import ValidationError
-from .keywords import VISIBILITY_VARIABLES, WORKER_MODES, default_of
 from .launchers import LAUNCHER_OBJECTS, Launcher
-from .limits import MAX_THREADS_PER_WORKER
 from .naming import worker_suffixes
 from .preloads import NIC_AFFINITY, PIN_DEVICE, WATCHDOG
-from .request import (
-    given_or,
-    parse_bool,
-    parse_job_path,
-    parse_lines,
-    parse_positive_int,
-    parse_size,
-)
 from .validation import one_line
 from .worker_args import parse_python, read_worker_args
 from .worker_options import (
@@ -32,7 +24,6 @@ from .worker_options import (
     default_threads,
     normalise_protocol,
     parse_gpu_memory,
-    parse_seconds,
     parse_ucx_transports,
 )
 from .worker_options import threads_of_cores as threads_of_cores  # where plan.py imports it
@@ -40,19 +31,7 @@ from .worker_options import threads_of_cores as threads_of_cores  # where plan.p
 # The third mode, the CPU pool's workers (templates/workers/cpu.sh.j2): no GPU, no device visible.
 # Only CPUPool.job_shape sets it; worker_mode refuses it (a GPU job would hold GPUs it leaves idle).
 CPU_WORKER_MODE = "cpu"
-ALL_WORKER_MODES = WORKER_MODES + (CPU_WORKER_MODE,)  # every mode a WorkerLaunch may have
-# How the batch script starts the workers of each of the job's nodes: directly (one node;
-# the script runs on it), or through a launcher that runs one task per node (gpujobqueue/launchers.py).
-# The variables that tell a launched task its rank (= its node), launcher's own first.
-LAUNCHER_RANK_VARIABLES = {
-    launcher.name: launcher.rank_variables for launcher in LAUNCHER_OBJECTS.values() if launcher.rank_variables
-}
-# Variables that can hold the devices a batch system gave a job (a comma-separated list):
-# the visibility variables, Grid Engine's SGE_HGR_<complex>, SLURM_JOB_GPUS-style lists. Any
-# other name (PATH, HOME, LD_PRELOAD...) is refused: the job would read it as its devices.
-ALLOCATION_VARIABLES = re.compile(
-    r"[A-Z][A-Z0-9_]*_VISIBLE_DEVICES|SGE_HGR_[A-Za-z0-9_]{1,64}|[A-Z][A-Z0-9_]*_GPUS|ZE_AFFINITY_MASK|GPU_DEVICE_ORDINAL"
-)
+ALL_WORKER_MODES = keywords.WORKER_MODES + (CPU_WORKER_MODE,)  # every mode a WorkerLaunch may have
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*(?: [a-z][a-z0-9-]*)?")
 # `python -m dask_cuda.cli` runs dask-cuda's worker command itself (its __main__ calls worker()).
 _DEFAULT_MODULES = {"dask-cuda": "dask_cuda.cli", "per-device": "distributed.cli.dask_worker"}
@@ -138,37 +117,37 @@ class WorkerLaunch:
         (:mod:`gpujobqueue.preloads.nic_affinity`); False (the default): UCX chooses.
     """
 
-    mode: str = "dask-cuda"
-    gpus: int = 1
-    devices_per_worker: int = 1
-    python: str = sys.executable
-    python_prefix: tuple[str, ...] = ()
-    worker_command: str = "dask_cuda.cli"
-    nthreads: int = 1
-    memory_limit: int | None = None
-    device_memory_limit: str | None = None
-    rmm_pool_size: str | None = None
-    rmm_maximum_pool_size: str | None = None
-    rmm_async: bool | None = None
-    rmm_managed_memory: bool | None = None
-    rmm_release_threshold: str | None = None
-    enable_cudf_spill: bool | None = None
-    set_rmm_allocator_for_libs: tuple[str, ...] = ()
-    ucx_transports: tuple[tuple[str, bool], ...] = ()
-    visibility_variable: str = "CUDA_VISIBLE_DEVICES"
-    allocation_variable: str = "CUDA_VISIBLE_DEVICES"
-    nanny: bool = True
-    death_timeout: int | None = 60
-    local_directory: str | None = None
-    protocol: str | None = None
-    interface: str | None = None
-    extra_args: tuple[str, ...] = ()
-    resources: tuple[tuple[str, str], ...] = ()
-    launcher: str = "direct"
-    task_launcher: Launcher = field(default_factory=lambda: LAUNCHER_OBJECTS["direct"])
-    launcher_args: tuple[str, ...] = ()
-    nodes: int = 1
-    nic_affinity: bool = False
+    mode: str
+    gpus: int
+    devices_per_worker: int
+    python: str
+    python_prefix: tuple[str, ...]
+    worker_command: str
+    nthreads: int
+    memory_limit: int | None
+    device_memory_limit: str | None
+    rmm_pool_size: str | None
+    rmm_maximum_pool_size: str | None
+    rmm_async: bool | None
+    rmm_managed_memory: bool | None
+    rmm_release_threshold: str | None
+    enable_cudf_spill: bool | None
+    set_rmm_allocator_for_libs: tuple[str, ...]
+    ucx_transports: tuple[tuple[str, bool], ...]
+    visibility_variable: str
+    allocation_variable: str
+    nanny: bool
+    death_timeout: int | None
+    local_directory: str | None
+    protocol: str | None
+    interface: str | None
+    extra_args: tuple[str, ...]
+    resources: tuple[tuple[str, str], ...]
+    launcher: str
+    task_launcher: Launcher
+    launcher_args: tuple[str, ...]
+    nodes: int
+    nic_affinity: bool
 
     @classmethod
     def from_settings(
@@ -205,125 +184,51 @@ class WorkerLaunch:
             The batch system's launchers: those of gpujobqueue (:data:`~gpujobqueue.launchers.LAUNCHERS`)
             are known by name anyway; one of its own is known by this.
         """
-        get = settings.get
-        nanny = parse_bool("nanny", given_or(get("nanny"), default_of("nanny")))
-        # dask-jobqueue's nanny=False: dask-cuda always has nannies, so one `dask worker` per GPU without one.
+        get, value = settings.get, read_declared(keywords.LAUNCH, settings)  # read when asked, as JobRequest's
+        nanny, visibility = value["nanny"], value["visibility_variable"]
         workers = gpus if workers_per_node is None else workers_per_node
-        mode = given_or(get("worker_mode"), default_of("worker_mode") if nanny and workers == gpus else "per-device")
-        if mode not in WORKER_MODES:
-            raise ValidationError("worker_mode", f"{mode!r} is not a worker mode; use one of {', '.join(WORKER_MODES)}")
-        check_one_device_per_dask_cuda_worker(mode, workers, gpus)
-        if mode == "dask-cuda" and not nanny:
-            raise ValidationError(
-                "nanny",
-                "dask-cuda always starts its workers under a nanny; leave worker_mode out (or 'per-device') for "
-                "nanny=False: one dask worker per GPU, without a nanny",
-            )
-        if get("worker_mode") is None and not nanny:
-            check_no_dask_cuda_options(get)
-
-        visibility = given_or(get("visibility_variable"), default_of("visibility_variable"))
-        if visibility not in VISIBILITY_VARIABLES:
-            raise ValidationError(
-                "visibility_variable",
-                f"{visibility!r} is not a device-visibility variable; use one of {', '.join(VISIBILITY_VARIABLES)}",
-            )
+        mode = worker_mode(get, nanny, workers, gpus)
         if mode == "dask-cuda" and visibility != "CUDA_VISIBLE_DEVICES":
             raise ValidationError(
                 "visibility_variable",
                 "dask-cuda pins NVIDIA GPUs through CUDA_VISIBLE_DEVICES only; use worker_mode='per-device' with "
                 f"{visibility}",
             )
-        nic_affinity = _parse_nic_affinity(get("nic_affinity"), visibility, nanny)
-        allocation = given_or(get("allocation_variable"), visibility)
-        if not isinstance(allocation, str) or not ALLOCATION_VARIABLES.fullmatch(allocation):
-            raise ValidationError(
-                "allocation_variable",
-                f"{allocation!r} is not a variable that holds a job's devices; use one named "
-                "*_VISIBLE_DEVICES, SGE_HGR_<complex>, *_GPUS, ZE_AFFINITY_MASK or GPU_DEVICE_ORDINAL",
-            )
-
-        worker_command = given_or(get("worker_command"), _DEFAULT_MODULES[mode])
-        if worker_command == "distributed.cli.dask_worker" and mode == "dask-cuda":
-            worker_command = _DEFAULT_MODULES[mode]  # dask-jobqueue's default keeps its meaning: a worker
-        if worker_command == _DEFAULT_MODULES["dask-cuda"] and mode != "dask-cuda":
-            raise ValidationError(
-                "worker_command",
-                f"{worker_command!r} is dask-cuda's worker, which starts one worker per GPU itself and takes none of "
-                f"the {mode} mode's options (--nworkers, --nanny); give worker_mode='dask-cuda'",
-            )
-        if not _MODULE.fullmatch(one_line("worker_command", worker_command)):
-            raise ValidationError(
-                "worker_command", f"{worker_command!r} is not a python module (optionally followed by a subcommand)"
-            )
-
-        if get("memory_limit") is not None:
-            memory_limit = parse_size("memory_limit", get("memory_limit"))
-        elif memory_per_node is not None:
+        worker_command = worker_module(get("worker_command"), mode)
+        memory_limit = value["memory_limit"]
+        if memory_limit is None and memory_per_node is not None:
             memory_limit = memory_per_node // workers
-        else:
-            memory_limit = None
-
         protocol = normalise_protocol("protocol", get("protocol"))
-        memory = parse_gpu_memory(get, mode, protocol)
-        transports = parse_ucx_transports(get, protocol)
-
         known = {**LAUNCHER_OBJECTS, **{launcher.name: launcher for launcher in launchers}}
-        launcher = given_or(get("launcher"), "direct")
-        if not isinstance(launcher, str) or launcher not in known:
-            raise ValidationError("launcher", f"{launcher!r} is not a launcher; use one of {', '.join(known)}")
-        launcher_args = parse_lines("launcher_args", get("launcher_args"))
-        if nodes == 1 and not known[launcher].runs_on_launch_node:
-            launcher, launcher_args = "direct", ()  # the script runs on the job's one node
-        if nodes > 1 and get("launcher") is None and native_launcher is not None:
-            launcher = native_launcher  # the batch system's own (a site's launcher came in the settings)
-        if nodes > 1 and launcher == "direct":
-            raise ValidationError(
-                "launcher",
-                f"a job of {nodes} nodes needs a launcher that starts the workers of every node: "
-                f"{', '.join(name for name in known if name != 'direct')} (a site config names its own)",
-            )
-        death_timeout = given_or(get("death_timeout"), default_of("death_timeout"))
+        launcher = task_launcher(get("launcher"), known, nodes, native_launcher)
         worker_args = read_worker_args("worker_extra_args", get("worker_extra_args"), worker_command)
-        interface = get("interface")
-        if interface is not None:
-            interface = one_line("interface", interface)
-            if not re.fullmatch(r"(?!-)[A-Za-z0-9_.:-]{1,32}", interface):
-                raise ValidationError("interface", f"{interface!r} is not a network interface name")
-        python_prefix, python = parse_python(given_or(get("python"), sys.executable), launcher)
-        launch = cls(
+        python_prefix, python = parse_python(sys.executable if get("python") is None else get("python"), launcher)
+        return cls(
             mode=mode,
             gpus=gpus,
             devices_per_worker=gpus // workers,
             python=python,
             python_prefix=python_prefix,
             worker_command=worker_command,
-            nthreads=parse_positive_int(
-                "nthreads",
-                given_or(get("nthreads"), default_threads(mode, workers, cpus_per_node)),
-                MAX_THREADS_PER_WORKER,
-            ),
+            nthreads=value["nthreads"] or default_threads(mode, workers, cpus_per_node),
             memory_limit=memory_limit,
-            **memory,
-            ucx_transports=transports,
+            **parse_gpu_memory(get, mode, protocol),
+            ucx_transports=parse_ucx_transports(get, protocol),
             visibility_variable=visibility,
-            allocation_variable=allocation,
+            allocation_variable=value["allocation_variable"] or visibility,
             nanny=nanny,
-            death_timeout=None if death_timeout is None else parse_seconds("death_timeout", death_timeout),
-            local_directory=None
-            if get("local_directory") is None
-            else parse_job_path("local_directory", get("local_directory")),
+            death_timeout=value["death_timeout"],
+            local_directory=value["local_directory"],
             protocol=protocol,
-            interface=interface,
+            interface=value["interface"],
             extra_args=worker_args.args,
             resources=worker_args.resources,
             launcher=launcher,
             task_launcher=known[launcher],
-            launcher_args=launcher_args,
+            launcher_args=value["launcher_args"] if launcher != "direct" else (),
             nodes=nodes,
-            nic_affinity=nic_affinity,
+            nic_affinity=nic_affinity(value["nic_affinity"], visibility, nanny),
         )
-        return launch
 
     @property
     def workers_per_node(self) -> int:
@@ -425,7 +330,85 @@ class WorkerLaunch:
         return repr(round(1 / self.workers_per_node, 6))  # a fraction of the node's memory for each worker
 
 
-def _parse_nic_affinity(value: Any, visibility: str, nanny: bool) -> bool:
+def worker_mode(get: Any, nanny: bool, workers: int, gpus: int) -> str:
+    """The workers' mode given, else dask-cuda's where a nanny starts one worker per GPU, else per-device.
+
+    Raises
+    ------
+    ValidationError
+        A mode that is none, a dask-cuda worker on several GPUs or without a nanny, dask-cuda's options
+        beside ``nanny=False``.
+    """
+    mode = get("worker_mode")
+    if mode is None:
+        # dask-jobqueue's nanny=False: dask-cuda always has nannies, so one `dask worker` per GPU without one.
+        mode = keywords.default_of("worker_mode") if nanny and workers == gpus else "per-device"
+        if not nanny:
+            check_no_dask_cuda_options(get)
+    if mode not in keywords.WORKER_MODES:
+        raise ValidationError(
+            "worker_mode", f"{mode!r} is not a worker mode; use one of {', '.join(keywords.WORKER_MODES)}"
+        )
+    check_one_device_per_dask_cuda_worker(mode, workers, gpus)
+    if mode == "dask-cuda" and not nanny:
+        raise ValidationError(
+            "nanny",
+            "dask-cuda always starts its workers under a nanny; leave worker_mode out (or 'per-device') for "
+            "nanny=False: one dask worker per GPU, without a nanny",
+        )
+    return mode
+
+
+def worker_module(given: Any, mode: str) -> str:
+    """The module the workers run with ``python -m``: the one given, else the mode's.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``worker_command``: dask-cuda's worker for another mode, or not a module.
+    """
+    module = _DEFAULT_MODULES[mode] if given is None else given
+    if module == "distributed.cli.dask_worker" and mode == "dask-cuda":
+        module = _DEFAULT_MODULES[mode]  # dask-jobqueue's default keeps its meaning: a worker
+    if module == _DEFAULT_MODULES["dask-cuda"] and mode != "dask-cuda":
+        raise ValidationError(
+            "worker_command",
+            f"{module!r} is dask-cuda's worker, which starts one worker per GPU itself and takes none of the {mode} "
+            "mode's options (--nworkers, --nanny); give worker_mode='dask-cuda'",
+        )
+    if not _MODULE.fullmatch(one_line("worker_command", module)):
+        raise ValidationError(
+            "worker_command", f"{module!r} is not a python module (optionally followed by a subcommand)"
+        )
+    return module
+
+
+def task_launcher(given: Any, known: Mapping[str, Launcher], nodes: int, native: str | None) -> str:
+    """The launcher's name: ``direct`` for a one-node job (unless its launcher runs on a launch node), the one
+    given, else the batch system's ``native`` one for a job of several nodes.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``launcher``: none known by that name, or none for a job of several nodes.
+    """
+    launcher = "direct" if given is None else given
+    if not isinstance(launcher, str) or launcher not in known:
+        raise ValidationError("launcher", f"{launcher!r} is not a launcher; use one of {', '.join(known)}")
+    if nodes == 1 and not known[launcher].runs_on_launch_node:
+        return "direct"  # the script runs on the job's one node
+    if nodes > 1 and given is None and native is not None:
+        return native  # the batch system's own (a site's launcher came in the settings)
+    if nodes > 1 and launcher == "direct":
+        raise ValidationError(
+            "launcher",
+            f"a job of {nodes} nodes needs a launcher that starts the workers of every node: "
+            f"{', '.join(name for name in known if name != 'direct')} (a site config names its own)",
+        )
+    return launcher
+
+
+def nic_affinity(wanted: bool, visibility: str, nanny: bool) -> bool:
     """The ``nic_affinity`` keyword: off unless given; NVIDIA GPU workers under nannies only.
 
     Raises
@@ -433,7 +416,7 @@ def _parse_nic_affinity(value: Any, visibility: str, nanny: bool) -> bool:
     ValidationError
         Naming ``nic_affinity``.
     """
-    if not parse_bool("nic_affinity", given_or(value, default_of("nic_affinity"))):
+    if not wanted:
         return False
     if visibility != "CUDA_VISIBLE_DEVICES":
         raise ValidationError(

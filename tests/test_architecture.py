@@ -496,3 +496,59 @@ def test_rendering_a_script_imports_neither_distributed_nor_dask_jobqueue():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]", done.stdout
+
+
+# --- Issue 41: each keyword is parsed by its declaration alone
+
+
+def _declared_parsers() -> set[str]:
+    from gpujobqueue.keywords import documented_keywords
+
+    return {str(keyword) for keyword in documented_keywords() if keyword.parse is not None}
+
+
+_PARSERS = re.compile(r"parse_(?!keyword\b)\w+|matching|one_line")
+_DECLARING = {"declaration.py", "keywords.py", "validation.py"}
+# scale()'s own arguments, dask-jobqueue's scale(cores=, memory=): other values than the keywords of those names
+_SAME_NAME_OTHER_VALUE = {("gpujobqueue/runtime/scaling.py", "memory"), ("gpujobqueue/runtime/scaling.py", "cores")}
+
+
+def keywords_parsed_outside_their_declarations(root: Path = ROOT) -> list[tuple[str, int, str]]:
+    """(file, line, keyword) of each call of a validation parser on a declared keyword's own name (with its own
+    bounds) outside the declarations: the declaration's parser, through ``parse_keyword``, is the one reading."""
+    declared, found = _declared_parsers(), []
+    for path in sorted((root / "gpujobqueue").rglob("*.py")):
+        if path.name in _DECLARING:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)):
+                continue
+            called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            where = (str(path.relative_to(root)), node.args[0].value)
+            if _PARSERS.fullmatch(called) and where[1] in declared and where not in _SAME_NAME_OTHER_VALUE:
+                found.append((where[0], node.lineno, where[1]))
+    return found
+
+
+def test_a_keyword_is_parsed_by_its_declaration_alone():
+    assert keywords_parsed_outside_their_declarations() == []
+
+
+def test_a_keyword_parsed_again_by_hand_is_found(tmp_path):
+    package = tmp_path / "gpujobqueue"
+    package.mkdir()
+    (package / "anywhere.py").write_text('nodes = parse_positive_int("nodes", value, 64)\n')
+    assert keywords_parsed_outside_their_declarations(tmp_path) == [("gpujobqueue/anywhere.py", 1, "nodes")]
+
+
+def test_the_request_and_launch_carry_no_defaults_of_their_own():
+    import dataclasses
+
+    from gpujobqueue.request import JobRequest
+    from gpujobqueue.workers import WorkerLaunch
+
+    later = {"options", "queue_choice", "account_flag"}  # the plan's later steps fill these in
+    for cls in (JobRequest, WorkerLaunch):
+        for field in dataclasses.fields(cls):
+            if field.name not in later:
+                assert field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING, field

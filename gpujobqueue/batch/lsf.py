@@ -15,11 +15,12 @@ from ..hand_written_directives import DirectiveForm
 from ..hand_written_gpu_parsers import HandWrittenGPUs, own_line, written_count
 from ..job_commands import CommandFailed
 from ..job_status import JobStatus, unlisted
-from ..keywords import INT, SWITCH, TEXT, Computed, Keyword, NoOption
+from ..keywords import INT, SWITCH, TEXT, Computed, Keyword, NoOption, default_of, parse_keyword
 from ..launchers import LAUNCHER_OBJECTS
 from ..limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_NODES
-from ..request import JobRequest, given_or, parse_bool, parse_positive_int, parse_size, parse_walltime
-from ..validation import per_node
+from ..request import JobRequest
+from ..validation import given_or, parse_bool, parse_positive_int, parse_size, per_node
+from ..walltimes import parse_walltime
 from ..workers import WorkerLaunch
 from .base import BatchSystem
 
@@ -299,7 +300,7 @@ class LSF(BatchSystem):
             if settings.get("cores") is None:
                 settings["cores"] = slots
             else:  # as dask-jobqueue (and SLURM's job_cpu): -n is ncpus, cores the threads of the job's workers
-                nodes = parse_positive_int("nodes", given_or(settings.get("nodes"), 1), MAX_NODES)
+                nodes = parse_keyword("nodes", given_or(settings.get("nodes"), default_of("nodes")))
                 settings["job_cpu"] = per_node("ncpus", slots, nodes)
         if settings.get("gpu_request") == "csm" and settings.get("launcher") is None:
             settings["launcher"] = "jsrun"

@@ -288,8 +288,8 @@ def _check_arguments(
 ) -> None:
     """Refuse, as click refuses bad usage (status 2), arguments that do not go together, a BATCH|SITE
     that is neither, and a worker name prefix that cannot be one."""
-    from ..request import parse_name
     from ..sites import site_files
+    from ..validation import parse_name
 
     if client_args and client_script is None:
         raise click.UsageError(

@@ -18,12 +18,12 @@ from ..cpu_pool import CPUPool
 from ..dashboard import warn_if_workers_serve_dashboards
 from ..errors import ValidationError
 from ..intervals import check_configured
-from ..request import JobRequest, parse_bool
+from ..request import JobRequest
 from ..scheduler_job import SCHEDULER_HERE, SCHEDULER_IN_JOB, parse_scheduler_placement
 from ..script.render import check_scheduler_can_run_in_job
 from ..security import resolve_security
 from ..user_limits import UserJobLimit, cpu_pool_job_limit
-from ..validation import check_bounded
+from ..validation import check_bounded, parse_bool
 from ..workers import WorkerLaunch
 from .resolve import Given, read_keywords, resolve_launch, resolve_request, shows_queue_choice
 from .route import route

@@ -11,9 +11,8 @@ from typing import Any, Mapping
 from .. import config, hand_written_directives, hand_written_gpus, sites
 from ..batch.base import BatchSystem
 from ..errors import JobSizeMissingError, ValidationError
-from ..keywords import RENAMED_KEYWORDS, UCX_TRANSPORT_KEYWORDS
-from ..limits import MAX_GPUS_PER_NODE
-from ..request import JobRequest, parse_positive_int
+from ..keywords import RENAMED_KEYWORDS, UCX_TRANSPORT_KEYWORDS, parse_keyword
+from ..request import JobRequest
 from ..sites import Site, routing
 from ..user_limits import UserJobLimit
 from ..validation import check_bounded, path_text
@@ -141,7 +140,7 @@ def resolve_request(system: type[BatchSystem], given: Given, site_queue: str | N
         settings["queue"] = site_defaults.get("queue")
     processes = given.processes
     if processes is not None:  # dask-jobqueue's workers per job: here, one per GPU
-        processes = parse_positive_int("processes", processes, MAX_GPUS_PER_NODE)
+        processes = parse_keyword("processes", processes)
     explicit = {
         name: settings[name]
         for name in names
@@ -161,7 +160,7 @@ def resolve_request(system: type[BatchSystem], given: Given, site_queue: str | N
             where = (
                 hand_written.describe() if hand_written is not None else f"gpus_per_node={settings['gpus_per_node']}"
             )
-            gpus = parse_positive_int("gpus_per_node", settings["gpus_per_node"], MAX_GPUS_PER_NODE)
+            gpus = parse_keyword("gpus_per_node", settings["gpus_per_node"])
             workers_per_node = share_of_gpus(processes, gpus, where)
         else:  # no GPU count given: processes is dask-jobqueue's workers per job, one per GPU
             settings["gpus_per_node"] = processes
@@ -257,7 +256,7 @@ def resolve_launch(
     request = dataclasses.replace(request, options=system.parse_options(settings, request))
     if settings.get("cores") is not None and settings.get("nthreads") is None:
         # dask-jobqueue's cores: the threads of all the job's workers, none left idle
-        cores = parse_positive_int("cores", settings["cores"])
+        cores = parse_keyword("cores", settings["cores"])
         workers = resolution.workers_per_node or request.gpus_per_node
         settings["nthreads"] = threads_of_cores(cores // request.nodes, workers)
     launch = WorkerLaunch.from_settings(

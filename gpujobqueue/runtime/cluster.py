@@ -30,7 +30,6 @@ from ..naming import WorkerJobKey, cpu_job_name, gpu_job_name
 from ..owned_folders import owner_prefix, remove_owned_folder, remove_stale_private_directories
 from ..plan import Plan, make_plan, parse_cluster_keywords
 from ..preloads.watchdog import CLUSTER_ALIVE_HANDLER, probe_interval
-from ..request import parse_count, parse_name
 from ..scheduler_job import (
     SCHEDULER_FILE_NAME,
     SCHEDULER_HERE,
@@ -39,6 +38,7 @@ from ..scheduler_job import (
     check_ucx_scheduler_host,
 )
 from ..security import make_private_directory, scheduler_tls_args, worker_security_with_files
+from ..validation import parse_count, parse_name
 from . import exit_cleanup
 from .cluster_options import check_cluster_keywords, shared_directory
 from .cluster_options import scheduler_options as checked_scheduler_options

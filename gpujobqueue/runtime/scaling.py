@@ -11,8 +11,7 @@ from typing import Any, Iterable
 from ..errors import BatchCommandNotFoundError, SubmissionError, ValidationError
 from ..intervals import adapt_interval, adapt_wait_count
 from ..limits import MAX_JOBS_PER_CLUSTER, MAX_WAIT_SECONDS, MIN_LOOK_SECONDS
-from ..request import parse_count, parse_size
-from ..validation import parse_duration
+from ..validation import parse_count, parse_duration, parse_size
 from .adaptive import GPUAdaptive, adapt_bounds
 from .job_watch import JobWatch
 from .jobbook import JobBook

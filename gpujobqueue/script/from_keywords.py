@@ -12,10 +12,10 @@ from ..errors import ValidationError
 from ..install import warn_if_worker_python_lacks
 from ..job_commands import SHORTEST_ARRAY, ArrayElements
 from ..plan import Plan, make_plan
-from ..request import JobRequest, parse_name, parse_positive_int
+from ..request import JobRequest
 from ..security import resolve_script_security
 from ..sites import load_site, warn_unconfirmed
-from ..validation import matching, path_text
+from ..validation import matching, parse_name, parse_positive_int, path_text
 from ..workers import WorkerLaunch
 from .render import (
     PLACEHOLDER_SCHEDULER,

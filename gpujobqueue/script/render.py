@@ -22,10 +22,11 @@ from ..job_commands import ArrayElements
 from ..launchers import launch_context
 from ..preloads import PRELOADS, SAFE_PATH, module_name, standalone_file_name
 from ..preloads import source as preload_source
-from ..request import JobRequest, format_hours_walltime
+from ..request import JobRequest
 from ..scheduler_job import SchedulerStart
 from ..security import ScriptTLS
 from ..validation import parse_job_path
+from ..walltimes import format_hours_walltime
 from ..workers import WorkerLaunch
 from .run import ClientRun
 
@@ -69,12 +70,12 @@ def check_walltime_kept(directives: Sequence[str], script: str, request: JobRequ
     # job_directives_skip may drop the generated walltime directive only where an extra directive
     # gives one, or the job would run unlimited. A batch system that ends no job at a walltime has none.
     directives = tuple(directives)
-    if not directives or not request.directives_skip:
+    if not directives or not request.job_directives_skip:
         return
     if not any(line.startswith(directives) for line in script.split("\n")):
         raise ValidationError(
             "job_directives_skip",
-            f"{list(request.directives_skip)!r} removes the walltime directive, and the job would "
+            f"{list(request.job_directives_skip)!r} removes the walltime directive, and the job would "
             "run without a time limit; keep it, or give your own in job_extra_directives",
         )
 

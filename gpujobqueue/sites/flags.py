@@ -44,7 +44,7 @@ def apply_site_flags(site: Site, queue: str | None, request: JobRequest, explici
     if node.get("memory_request") is False:
         asked = [name for name in MEMORY_KEYWORDS if explicit.get(name) is not None]
         why = node.get("memory_request_refused") or "its scheduler refuses a job that asks for memory"
-        if any(_MEMORY_DIRECTIVE.match(line) for line in request.extra_directives):
+        if any(_MEMORY_DIRECTIVE.match(line) for line in request.job_extra_directives):
             raise ValidationError(
                 "job_extra_directives",
                 f"{site.name} takes no memory request ({why}); leave the --mem line out: each job gets its "

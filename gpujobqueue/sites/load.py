@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from ..batch import batch_systems
-from ..request import ValidationError, parse_environment, parse_job_path, parse_lines, parse_walltime
+from ..errors import ValidationError
+from ..validation import parse_environment, parse_job_path, parse_lines
+from ..walltimes import parse_walltime
 from . import routing
 from .charges import charge_errors
 from .errors import SiteConfigError, dotted_key

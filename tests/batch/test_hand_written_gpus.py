@@ -229,7 +229,7 @@ def test_more_gpus_than_the_sites_node_is_refused_naming_both():
 def test_the_sites_count_gives_way_to_a_smaller_hand_written_one():
     keywords = {"site": "perlmutter", "account": "m1234_g", "job_extra_directives": ["--gpus=2"]}
     _, request, _ = SLURMGPUCluster.parse_keywords(keywords)
-    assert request.gpus_per_node == 2 and request.extra_directives == ()
+    assert request.gpus_per_node == 2 and request.job_extra_directives == ()
 
 
 def render(*args):

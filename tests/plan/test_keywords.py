@@ -103,7 +103,7 @@ def test_renamed_keywords_warn_and_keep_meaning():
     assert request.account == "m9"
     with pytest.warns(FutureWarning, match="env_extra"):
         _, request, _ = SLURMGPUCluster.parse_keywords(with_job_size({"env_extra": ["module load x"]}))
-    assert request.prologue == ("module load x",)
+    assert request.job_script_prologue == ("module load x",)
 
 
 # env= is distributed's name for the workers' environment (LocalCluster(env=...), the nanny's env), which

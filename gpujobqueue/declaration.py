@@ -1,0 +1,199 @@
+"""What a keyword is: :class:`Keyword`, its name with its kind, parser, default, documentation, site-file key and
+command-line option, and :func:`read_declared`, the one reading of keywords' values by their declarations
+(:mod:`gpujobqueue.keywords` holds the registry)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+# The kinds of value a keyword takes, and so the form of its command-line option.
+INT, TEXT, LIST, PAIRS, SWITCH, CHOICE = "int", "text", "list", "pairs", "switch", "choice"
+_TYPE_DOCS = {INT: "int", TEXT: "str", LIST: "list of str", PAIRS: "dict", SWITCH: "bool", CHOICE: "str"}
+_SCHEMAS: dict[str, dict[str, Any]] = {
+    INT: {"type": "integer", "minimum": 1},
+    TEXT: {"type": "string"},
+    LIST: {"$ref": "#/$defs/lines"},
+    PAIRS: {"type": "object", "additionalProperties": {"type": ["string", "integer"]}},
+    SWITCH: {"type": "boolean"},
+}
+_FIRST_SENTENCE = re.compile(r"(.+?\.)(?:\s|$)", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class NoOption:
+    """A keyword that ``render`` cannot mirror as an option, and why (more than a few words)."""
+
+    why: str
+
+
+@dataclass(frozen=True)
+class Computed:
+    """A default the plan works out from the other settings, as the docstring says it (``how``)."""
+
+    how: str
+
+
+class Keyword(str):
+    """A keyword's name (it is the name, as a string) with every fact the package derives from it.
+
+    Parameters
+    ----------
+    name : str
+        The keyword, as the cluster classes take it (``gpus_per_node``); its dask config key is
+        ``gpujobqueue.<batch>.<name with dashes>``.
+    kind : str
+        ``int``, ``text``, ``list`` (a repeatable option), ``pairs`` (repeatable ``NAME=VALUE``),
+        ``switch`` (an on/off pair of options) or ``choice``.
+    parse : callable, optional
+        ``parse(field, value)``: the value read alone (a :mod:`~gpujobqueue.validation` parser with
+        the plan's bounds), raising :class:`~gpujobqueue.errors.ValidationError` naming ``field``;
+        None where the plan reads the value together with others.
+    default : object, optional
+        The value the plan uses where nothing sets it; a :class:`Computed` where the plan works it
+        out; None for unset.
+    doc : str
+        The docstring entry's text; its first sentence is ``--help``'s line.
+    site_key : str, optional
+        The site file's key that sets it, dotted (``worker.cpus_per_gpu``), for the keys whose
+        schema is generated here (:func:`site_schema_fragment`).
+    option : str, sequence of str or NoOption, optional
+        The option's click declarations where they are not ``--<name with dashes>`` (``--<name>/--no-<name>``
+        for a switch), or why there is none.
+    type_doc : str, optional
+        The docstring's type where the kind's is not enough (``str, int or False``).
+    choices : sequence of str or callable, optional
+        The accepted values of a ``choice`` (a callable is asked when the command is built).
+    site_schema : dict, optional
+        The value's JSON schema in the site file, where the kind's is not enough.
+    jobqueue_key : str, optional
+        dask-jobqueue's config key of the same meaning (``jobqueue.<batch>.<key>``, in the sections of
+        the batch systems that have it), which issue 31 reads under gpujobqueue's own; None where
+        dask-jobqueue has none.
+    """
+
+    kind: str
+    parse: Callable[[str, Any], Any] | None
+    default: Any
+    doc: str
+    site_key: str | None
+    option: tuple[str, ...] | NoOption
+    type_doc: str
+    choices: Sequence[str] | Callable[[], Sequence[str]]
+    site_schema: dict[str, Any]
+    jobqueue_key: str | None
+
+    def __new__(
+        cls,
+        name: str,
+        kind: str = TEXT,
+        parse: Callable[[str, Any], Any] | None = None,
+        default: Any = None,
+        doc: str = "",
+        site_key: str | None = None,
+        option: str | Sequence[str] | NoOption = (),
+        *,
+        type_doc: str | None = None,
+        choices: Sequence[str] | Callable[[], Sequence[str]] = (),
+        site_schema: dict[str, Any] | None = None,
+        jobqueue_key: str | None = None,
+    ) -> "Keyword":
+        if parse is not None and not callable(parse):
+            raise TypeError(f"keyword {name}: parse must be a parser, (field, value) -> value, not {parse!r}")
+        keyword = super().__new__(cls, name)
+        if not option:
+            dashed = name.replace("_", "-")
+            option = (f"--{dashed}/--no-{dashed}",) if kind == SWITCH else (f"--{dashed}",)
+        keyword.kind, keyword.parse, keyword.default = kind, parse, default
+        keyword.doc, keyword.site_key = doc or f"The {name} keyword.", site_key
+        keyword.option = (
+            option if isinstance(option, NoOption) else tuple([option] if isinstance(option, str) else option)
+        )
+        keyword.type_doc = type_doc or (
+            "{" + ", ".join(f'"{c}"' for c in choices) + "}"
+            if kind == CHOICE and choices and not callable(choices)
+            else _TYPE_DOCS[kind]
+        )
+        keyword.choices, keyword.jobqueue_key = choices, jobqueue_key
+        keyword.site_schema = site_schema or (
+            {"enum": list(choices)} if kind == CHOICE and not callable(choices) else _SCHEMAS.get(kind, {})
+        )
+        return keyword
+
+    def with_facts(self, **changes: Any) -> "Keyword":
+        """This keyword with some facts changed (``choices``: a ``choice``'s, as the batch systems registered give
+        them)."""
+        facts = {field: getattr(self, field) for field in _FIELDS}
+        return Keyword(str(self), **{**facts, **changes})
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        """The option's click declarations; none for a keyword without one."""
+        return () if isinstance(self.option, NoOption) else self.option
+
+    @property
+    def command_line(self) -> str | None:
+        """Why the keyword has no option, or None where it has one."""
+        return self.option.why if isinstance(self.option, NoOption) else None
+
+    @property
+    def summary(self) -> str:
+        """The doc's first sentence."""
+        match = _FIRST_SENTENCE.match(self.doc)
+        return " ".join((match.group(1) if match else self.doc).split())
+
+    @property
+    def help(self) -> str:
+        """``--help``'s line: the doc's first sentence (saying so where the option is repeatable)."""
+        line = self.summary
+        return line[:-1] + "; repeatable." if self.kind in (LIST, PAIRS) and line.endswith(".") else line
+
+    @property
+    def config_key(self) -> str:
+        """Its key in ``gpujobqueue.<batch>`` (``gpus-per-node``)."""
+        return self.replace("_", "-")
+
+    @property
+    def default_doc(self) -> str:
+        """The default as the docstring says it."""
+        if isinstance(self.default, Computed):
+            return f"Default: {self.default.how}."
+        if self.default is None:
+            return "Default: not set."
+        return f"Default ``{self.default!r}``."
+
+
+_FIELDS = (
+    "kind",
+    "parse",
+    "default",
+    "doc",
+    "site_key",
+    "option",
+    "type_doc",
+    "choices",
+    "site_schema",
+    "jobqueue_key",
+)
+
+
+def read_declared(keywords: Iterable[Keyword], settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Each keyword's value read alone, by its declaration and nothing else: its ``parse`` of the value given,
+    else its default (None where the default is :class:`Computed`: the plan's rules work it out); a list or
+    mapping that nothing gives is empty.
+
+    Raises
+    ------
+    ValidationError
+        Naming the keyword whose value its parser refused.
+    """
+    values = {}
+    for keyword in keywords:
+        value = settings.get(keyword)
+        if value is None:
+            value = None if isinstance(keyword.default, Computed) else keyword.default
+        if keyword.parse is not None and (value is not None or keyword.kind in (LIST, PAIRS)):
+            value = keyword.parse(str(keyword), value)
+        values[str(keyword)] = value
+    return values
