@@ -10,7 +10,7 @@ import json
 import logging
 import socket
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import gpus
 from .errors import ValidationError
@@ -19,6 +19,9 @@ from .files import read_bounded_text
 # Where a cluster's scheduler runs: the scheduler keyword's values (declared in the keyword registry).
 from .keywords import SCHEDULER_HERE, SCHEDULER_IN_JOB, SCHEDULER_PLACEMENTS
 from .limits import MAX_SCHEDULER_FILE_BYTES
+
+if TYPE_CHECKING:
+    from .workers import WorkerLaunch
 
 logger = logging.getLogger(__name__)
 
@@ -98,4 +101,21 @@ def check_ucx_scheduler_host(scheduler_here: bool = True) -> None:
             "protocol='ucx' needs a GPU where the scheduler runs, for its CUDA context, and "
             f"{socket.gethostname()} has none (a login node?); use scheduler='job' (the scheduler then runs in "
             "the first job, on a GPU node), protocol='tcp' or 'tls', or start the cluster on a GPU node",
+        )
+
+
+def check_scheduler_can_run_in_job(launch: WorkerLaunch, field_name: str, what: str) -> None:
+    """Refuse a scheduler in the job where the batch script runs on a launch node (jsrun);
+    with other launchers it runs on the job's first node.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``field_name``.
+    """
+    if launch.task_launcher.runs_on_launch_node:
+        raise ValidationError(
+            field_name,
+            f"{what} starts the scheduler where the batch script runs; with launcher {launch.launcher!r} that is "
+            "a launch node without the job's GPUs",
         )

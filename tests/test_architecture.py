@@ -271,8 +271,9 @@ def _static_graph() -> dict[str, set[str]]:
     """gpujobqueue's modules and the gpujobqueue modules each imports anywhere in its text, inside functions too.
 
     ``from .pkg import name`` leads to ``pkg.name`` where that is a module, else to the module that ``pkg``'s
-    ``__init__`` re-exports ``name`` from, else to ``pkg`` itself. A package's ``__init__`` has no edges to its own
-    submodules (its re-exports), and a submodule's implicit import of its parent package is not an edge.
+    ``__init__`` re-exports ``name`` from, else to ``pkg`` itself. A package's ``__init__`` has edges to the
+    submodules it re-exports (importing the package runs them); a submodule's implicit import of its parent package is
+    not an edge.
     """
     root = Path(gpujobqueue.__file__).parent
     modules = {}
@@ -305,8 +306,6 @@ def _static_graph() -> dict[str, set[str]]:
             target = (
                 f"{source}.{alias}" if f"{source}.{alias}" in modules else reexported.get(source, {}).get(alias, source)
             )
-            if path.name == "__init__.py" and target.startswith(f"{name}."):
-                continue  # the package's re-exports
             if target in modules and target != name:
                 graph[name].add(target)
     return graph
@@ -552,3 +551,36 @@ def test_the_request_and_launch_carry_no_defaults_of_their_own():
         for field in dataclasses.fields(cls):
             if field.name not in later:
                 assert field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING, field
+
+
+# The layers, lowest first: a module imports from its own layer or below. The workers' preloads import nothing of the
+# package; the flat modules at its top are the foundation (errors, limits, values, keywords), but for the entries
+# that make clusters and run the demo, which stand with the command line.
+_LAYERS = ("preloads", "", "batch", "sites", "plan", "script", "runtime", "diagnostics", "cli")
+_ENTRIES = {"gpujobqueue", "gpujobqueue.__main__", "gpujobqueue.demo", "gpujobqueue.factory"}
+
+
+def _layer(module: str) -> int:
+    if module in _ENTRIES:
+        return _LAYERS.index("cli")
+    parts = module.split(".")
+    return _LAYERS.index(parts[1] if len(parts) > 2 or parts[-1] in _LAYERS else "")
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """``module -> module`` for each import of a higher layer (:data:`_LAYERS`)."""
+    return sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets if _layer(b) > _layer(a))
+
+
+def test_no_import_runs_back_up_the_layers():
+    graph = _static_graph()
+    assert upward_imports(graph) == []
+    planted = {**graph, "gpujobqueue.batch.base": graph["gpujobqueue.batch.base"] | {"gpujobqueue.script.render"}}
+    assert upward_imports(planted) == ["gpujobqueue.batch.base -> gpujobqueue.script.render"]
+
+
+def test_a_package_init_is_an_edge_of_the_cycle_search():
+    graph = _static_graph()
+    assert "gpujobqueue.sites.registry" in graph["gpujobqueue.sites"]  # importing the package runs its modules
+    planted = {**graph, "gpujobqueue.sites.registry": graph["gpujobqueue.sites.registry"] | {"gpujobqueue.plan"}}
+    assert _cycle(planted) is not None  # sites/check.py's make_plan, on 04e8fe8: sites -> check -> plan -> sites

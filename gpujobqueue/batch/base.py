@@ -27,7 +27,6 @@ from ..job_status import JobStatus, run_query
 from ..keywords import Keyword, setting_keywords
 from ..launchers import Launcher
 from ..request import DEFAULT_WALLTIME, JobRequest
-from ..script.render import render_job_script
 from ..workers import WorkerLaunch
 
 logger = logging.getLogger("gpujobqueue.job")
@@ -231,11 +230,11 @@ class BatchSystem(HandWrittenDirectives):
     # --- The script
 
     @classmethod
-    def job_script(cls, request: JobRequest, launch: WorkerLaunch, **options: Any) -> str:
-        """The script (or submit description) of one job; ``options`` as
-        :func:`~gpujobqueue.render.render_job_script` takes them. A batch system whose jobs are not a script
-        with directives (HTCondor's submit description) writes its own here."""
-        return render_job_script(cls, request, launch, **options)
+    def submission(cls, script: str, request: JobRequest) -> str:
+        """What its submit command takes for a job whose script (rendered from its templates) is ``script``: the
+        script itself. A batch system whose jobs are not a script with directives (HTCondor's submit description)
+        writes its own here, holding the script."""
+        return script
 
     @classmethod
     def job_header(cls, script: str) -> str:

@@ -78,7 +78,7 @@ def check(
 
 
 def _check_site_files(files: tuple[str, ...]) -> int:
-    from ..sites import site_problems
+    from ..plan import site_problems
 
     failed = 0
     for target in files:

@@ -18,6 +18,7 @@ from .._version import __version__
 from ..errors import GPUJobQueueError
 from ..gpus import GPU, machine_gpus
 from ..install import probe_imports, worker_python_problems
+from ..plan import site_problems
 from ..preloads.nic_affinity import map_lines
 from ..worker_args import parse_python
 from .probes import (
@@ -206,4 +207,4 @@ def _the_site(site: str | None, batch: str | None) -> tuple[sites.Site | None, s
 
 def _check_site_files() -> tuple[int, list[str]]:
     names = sorted(sites.site_files())
-    return len(names), [problem for name in names for problem in sites.site_problems(name)]
+    return len(names), [problem for name in names for problem in site_problems(name)]

@@ -19,8 +19,12 @@ from ..dashboard import warn_if_workers_serve_dashboards
 from ..errors import ValidationError
 from ..intervals import check_configured
 from ..request import JobRequest
-from ..scheduler_job import SCHEDULER_HERE, SCHEDULER_IN_JOB, parse_scheduler_placement
-from ..script.render import check_scheduler_can_run_in_job
+from ..scheduler_job import (
+    SCHEDULER_HERE,
+    SCHEDULER_IN_JOB,
+    check_scheduler_can_run_in_job,
+    parse_scheduler_placement,
+)
 from ..security import resolve_security
 from ..user_limits import UserJobLimit, cpu_pool_job_limit
 from ..validation import check_bounded, parse_bool

@@ -25,6 +25,7 @@ from .render import (
     SchedulerInJob,
     render,
 )
+from .render import render_job_script as render_templates
 from .run import ClientRun
 
 
@@ -50,10 +51,10 @@ def render_job_script(
     Returns
     -------
     str
-        The script text (the batch system's :meth:`~gpujobqueue.batch.base.BatchSystem.job_script`).
+        The script text, as the batch system submits it (:meth:`~gpujobqueue.batch.base.BatchSystem.submission`).
     """
     system = batch_system(batch) if isinstance(batch, str) else batch
-    return system.job_script(request, launch, **options)
+    return system.submission(render_templates(system, request, launch, **options), request)
 
 
 # protocol://host:port; the placeholder's <...> too. It is shell-quoted into the script.

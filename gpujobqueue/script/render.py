@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib.resources
 import re
 import shlex
-from pathlib import Path
 from typing import Any, Sequence, Union
 
 import jinja2
@@ -20,30 +18,16 @@ from ..errors import ValidationError
 from ..install import python_version
 from ..job_commands import ArrayElements
 from ..launchers import launch_context
+from ..package_data import package_data_dir
 from ..preloads import PRELOADS, SAFE_PATH, module_name, standalone_file_name
 from ..preloads import source as preload_source
 from ..request import JobRequest
-from ..scheduler_job import SchedulerStart
+from ..scheduler_job import SchedulerStart, check_scheduler_can_run_in_job
 from ..security import ScriptTLS
 from ..validation import parse_job_path
 from ..walltimes import format_hours_walltime
 from ..workers import WorkerLaunch
 from .run import ClientRun
-
-
-def package_data_dir(name: str) -> Path:
-    """Folder of data shipped with the package (``templates`` or ``site-configs``).
-
-    An installed package carries them as ``gpujobqueue/templates`` and
-    ``gpujobqueue/site_configs``; a source checkout has them at its top level.
-    """
-    installed = importlib.resources.files("gpujobqueue") / name.replace("-", "_")
-    if installed.is_dir():
-        return Path(str(installed))
-    checkout = Path(__file__).resolve().parents[2] / name
-    if checkout.is_dir():
-        return checkout
-    raise FileNotFoundError(f"gpujobqueue's {name} folder is missing: looked in {installed} and {checkout}")
 
 
 def _skip_lines(text: str, needles: Sequence[str]) -> str:
@@ -138,23 +122,6 @@ def batch_template(system: Any) -> jinja2.Template:
     if system.template_source is not None:
         return env.from_string(system.template_source)
     return env.get_template(system.template_name or f"{system.name}.sh.j2")
-
-
-def check_scheduler_can_run_in_job(launch: WorkerLaunch, field_name: str, what: str) -> None:
-    """Refuse a scheduler in the job where the batch script runs on a launch node (jsrun);
-    with other launchers it runs on the job's first node.
-
-    Raises
-    ------
-    ValidationError
-        Naming ``field_name``.
-    """
-    if launch.task_launcher.runs_on_launch_node:
-        raise ValidationError(
-            field_name,
-            f"{what} starts the scheduler where the batch script runs; with launcher {launch.launcher!r} that is "
-            "a launch node without the job's GPUs",
-        )
 
 
 def launcher_exports(
@@ -292,10 +259,11 @@ def render(plan: Any, connection: Connection, *, name: str, pool: str = "gpu", *
     Returns
     -------
     str
-        The script (its batch system's :meth:`~gpujobqueue.batch.base.BatchSystem.job_script`).
+        The script, as its batch system submits it (:meth:`~gpujobqueue.batch.base.BatchSystem.submission`).
     """
     request, launch = plan.pool(pool)
-    return plan.system.job_script(request, launch, name=name, **connection_options(connection), **options)
+    script = render_job_script(plan.system, request, launch, name=name, **connection_options(connection), **options)
+    return plan.system.submission(script, request)
 
 
 def _scheduler_word(

@@ -15,13 +15,11 @@ The modules, each importing only those above it in this list:
 - :mod:`~gpujobqueue.sites.registry`: finding, loading by name, listing and detecting sites.
 - :mod:`~gpujobqueue.sites.settings`: a site as cluster keyword defaults.
 - :mod:`~gpujobqueue.sites.admission`: whether a site's queue takes a job, and which queue it picks.
-- :mod:`~gpujobqueue.sites.check`: a whole site checked as ``gpujobqueue check`` does.
 
 Every public name is re-exported here: ``from gpujobqueue.sites import load_site`` and the like.
 """
 
 from .admission import check_queue_takes, check_request, node_memory_bytes, route_queue
-from .check import site_problems
 from .errors import QueueRefusedError, SiteConfigError
 from .facts import Site
 from .flags import apply_site_flags
@@ -89,7 +87,6 @@ __all__ = [
     "route_queue",
     "site_directories",
     "site_files",
-    "site_problems",
     "site_settings",
     "site_table",
     "sources_text",

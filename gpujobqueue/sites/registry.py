@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..limits import MAX_SITE_FILES
-from ..script.render import package_data_dir
+from ..package_data import package_data_dir
 from .errors import SiteConfigError
 from .facts import Site
 from .load import load_files

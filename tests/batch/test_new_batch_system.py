@@ -37,9 +37,9 @@ from gpujobqueue.hand_written_gpu_parsers import HandWrittenGPUs, written_count
 from gpujobqueue.job_status import JobStatus, unlisted
 from gpujobqueue.keywords import TEXT, Keyword
 from gpujobqueue.launchers import LaunchContext, Launcher
+from gpujobqueue.plan import site_problems
 from gpujobqueue.request import JobRequest
 from gpujobqueue.script.from_keywords import job_script_for
-from gpujobqueue.sites import site_problems
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -253,8 +253,7 @@ class SubmitDescription(Flux):
     name = "described"
 
     @classmethod
-    def job_script(cls, request: JobRequest, launch: Any, **options: Any) -> str:
-        script = super().job_script(request, launch, **options)
+    def submission(cls, script: str, request: JobRequest) -> str:
         body = script.replace("\n", "\\n").replace('"', '\\"')
         return f'request_gpus = {request.gpus_per_node}\nexecutable = /bin/bash\nscript = "{body}"\nqueue\n'
 

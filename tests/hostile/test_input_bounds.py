@@ -23,8 +23,9 @@ from fixtures.sizes import with_job_size
 
 from gpujobqueue import SLURMGPUCluster, ValidationError
 from gpujobqueue.errors import GPUJobQueueError
+from gpujobqueue.plan import site_problems
 from gpujobqueue.script.from_keywords import job_script_for
-from gpujobqueue.sites import SiteConfigError, detect_site, load_site, site_problems, site_table
+from gpujobqueue.sites import SiteConfigError, detect_site, load_site, site_table
 
 MINIMAL = (Path(__file__).parents[1] / "sites" / "good" / "minimal.yaml").read_text()
 ADDRESS_SPACE = 2 * 2**30

@@ -38,7 +38,6 @@ SITES_NAMES = (
     "detect_site",
     "DETECTED",
     "choose_site",
-    "site_problems",
     "site_table",
     "site_settings",
     "node_memory_bytes",

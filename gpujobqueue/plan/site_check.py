@@ -1,5 +1,5 @@
 """Checking a whole site as ``gpujobqueue check`` does: its files, then each GPU queue's settings
-parsed as a cluster parses them."""
+planned as a cluster plans them (here, beside the plan, which reads the sites)."""
 
 from __future__ import annotations
 
@@ -9,21 +9,19 @@ import warnings
 from ..batch import batch_system
 from ..errors import GPUJobQueueError
 from ..install import WorkerPythonWarning
-from . import routing
-from .errors import SiteConfigError
-from .registry import load_site
-from .use_warnings import RetiredSiteWarning
+from ..sites import routing
+from ..sites.errors import SiteConfigError
+from ..sites.registry import load_site
+from ..sites.use_warnings import RetiredSiteWarning
+from .plan import make_plan
 
 
 def site_problems(target: "str | os.PathLike[str]") -> list[str]:
     """What is wrong with a site (a name or a file), each as ``file:line: key: problem``; empty if nothing.
 
-    Beyond the file's own checks, each of its queues' settings is parsed as a cluster parses
-    them (:func:`~gpujobqueue.plan.make_plan`, imported here: the plan reads the sites), so a site that
-    passes here is not refused when used.
+    Beyond the file's own checks, each of its queues' settings is planned as a cluster plans them
+    (:func:`~gpujobqueue.plan.make_plan`), so a site that passes here is not refused when used.
     """
-    from ..plan import make_plan
-
     try:
         site = load_site(target)
     except SiteConfigError as error:
