@@ -45,6 +45,31 @@ def owner_prefix() -> str:
 
 
 @dataclass(frozen=True)
+class ClusterFolder:
+    """A cluster's private folder, as its jobs check it before they read it (templates/private_dir.sh.j2).
+
+    Parameters
+    ----------
+    path : str
+        Where the cluster made it.
+    identity : str
+        Its owner, mode and inode when it was made, as ``stat -c '%u %a %i'`` writes them (``"1000 700 4242"``).
+    """
+
+    path: str
+    identity: str
+
+    def __post_init__(self) -> None:
+        if not os.path.isabs(self.path) or not re.fullmatch(r"[0-9]+ 700 [0-9]+", self.identity):
+            raise ValueError(f"not a private folder's path and identity: {self.path!r}, {self.identity!r}")
+
+    def file_name(self, path: str) -> str | None:
+        """The name of ``path`` where it is a file of this folder (which a job copies from it), else None."""
+        name = os.path.basename(path)
+        return name if os.path.dirname(path) == self.path and re.fullmatch(r"[A-Za-z0-9._-]+", name) else None
+
+
+@dataclass(frozen=True)
 class FolderVerdict:
     """What :func:`judge_folder` found: whether a folder may go, and why."""
 

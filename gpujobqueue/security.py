@@ -406,25 +406,30 @@ def memory_file(text: str, name: str) -> int:
     return descriptor
 
 
-def make_private_directory(shared_directory: str, prefix: str) -> str:
+def make_private_directory(shared_directory: str, prefix: str) -> tuple[str, str]:
     """A new private folder (mode 0700) in ``shared_directory``, its name starting with ``prefix`` (this
     process's: :func:`~gpujobqueue.owned_folders.owner_prefix`), for the scheduler file and the TLS
-    credentials, which the jobs read on the compute nodes.
+    credentials, which the jobs read on the compute nodes. Returns its path, and its owner, mode and inode
+    as it was made (``"1000 700 4242"``, as ``stat -c '%u %a %i'`` writes them), which the jobs check.
 
     Raises
     ------
     ValidationError
-        The shared directory does not exist or cannot be written.
+        The shared directory does not exist or cannot be written, or the folder was swapped at once.
     """
     base = os.path.abspath(os.path.expanduser(os.path.expandvars(shared_directory)))
     try:
-        return tempfile.mkdtemp(prefix=prefix, dir=base)  # mkdtemp makes it 0700
+        path = tempfile.mkdtemp(prefix=prefix, dir=base)  # mkdtemp makes it 0700
+        info = os.lstat(path)
     except OSError as error:
         message = (
             f"the scheduler file and TLS credentials go to a private folder of a directory the compute nodes "
             f"can read, and {base!r} is not writable here: {error}"
         )
         raise ValidationError("shared_temp_directory", message) from error
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or stat.S_IMODE(info.st_mode) != 0o700:
+        raise ValidationError("shared_temp_directory", f"{path} was replaced by another user as it was made")
+    return path, f"{info.st_uid} 700 {info.st_ino}"
 
 
 def make_private_folder(prefix: str) -> str:

@@ -27,7 +27,7 @@ from ..interfaces import check_scheduler_interface
 from ..job_commands import JobCommands
 from ..limits import MAX_JOBS_PER_CLUSTER
 from ..naming import WorkerJobKey, cpu_job_name, gpu_job_name
-from ..owned_folders import owner_prefix, remove_owned_folder, remove_stale_private_directories
+from ..owned_folders import ClusterFolder, owner_prefix, remove_owned_folder, remove_stale_private_directories
 from ..plan import Plan, make_plan, parse_cluster_keywords
 from ..preloads.watchdog import CLUSTER_ALIVE_HANDLER, probe_interval
 from ..scheduler_job import (
@@ -174,10 +174,12 @@ class GPUJobQueueCluster(RuntimeCluster):
         job_kwargs = {
             "batch_state": self.batch_system.cluster_state(plan.settings, plan.request),
             "commands": self._job_commands,
+            "cluster_folder": self._made_folder,  # the jobs check it before they read what it holds
         }
         # The scheduler file and TLS credentials go to a private folder the compute nodes can read.
         self._shared_directory = shared_directory(self.batch_system.name, shared_temp_directory)
         self._private_directory: str | None = None
+        self._folder_made: ClusterFolder | None = None
         # A SIGKILLed cluster could not remove its folder (its TLS key inside); this start does.
         for folder in remove_stale_private_directories(self._shared_directory)[0]:
             logger.info("removed the private folder %s: %s", folder.path, folder.reason)
@@ -360,8 +362,13 @@ class GPUJobQueueCluster(RuntimeCluster):
     def _private_folder(self) -> str:
         """The cluster's private folder (mode 0700) in its shared directory, made on first use."""
         if self._private_directory is None:
-            self._private_directory = make_private_directory(self._shared_directory, owner_prefix())
+            self._folder_made = ClusterFolder(*make_private_directory(self._shared_directory, owner_prefix()))
+            self._private_directory = self._folder_made.path
         return self._private_directory
+
+    def _made_folder(self) -> ClusterFolder | None:
+        """The cluster's private folder as made (its owner, mode and inode), None before it is made."""
+        return self._folder_made
 
     def _get_worker_security(self, security: Security | None) -> Security | None:
         # dask-jobqueue's hook; its own writes in-memory credentials into the shared directory.

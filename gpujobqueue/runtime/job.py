@@ -9,7 +9,7 @@ import logging
 import os
 import tempfile
 import time
-from typing import Any, ClassVar, Iterator
+from typing import Any, Callable, ClassVar, Iterator
 
 from distributed.core import Status
 from distributed.deploy.spec import ProcessInterface
@@ -21,6 +21,7 @@ from ..errors import ValidationError
 from ..job_commands import ArrayElements, CommandFailed, JobCommands
 from ..job_status import JobFailedError, JobStatus, read_log_tail, script_exit_code
 from ..jobqueue_base import Job
+from ..owned_folders import ClusterFolder
 from ..plan import Plan, make_plan
 from ..request import JobRequest
 from ..scheduler_job import SchedulerStart
@@ -111,6 +112,10 @@ class GPUJob(Job):
         The workers find the scheduler through this file (``scheduler="job"``).
     start_scheduler : SchedulerStart, optional
         This job starts the cluster's scheduler, then its workers (``scheduler="job"``).
+    cluster_folder : callable, optional
+        Gives the cluster's private folder (:class:`~gpujobqueue.owned_folders.ClusterFolder`), or None
+        while it has none: the job reads the folder's files (the ``--tls-*`` files and scheduler file
+        above) only from inside it once checked, into a copy of its own.
     commands : JobCommands, optional
         The cluster's gatherer of batch commands: the job is cancelled together with the
         others cancelled at the same time, and, with ``commands.arrays``, submitted as an
@@ -174,6 +179,7 @@ class GPUJob(Job):
         protocol: str | None = None,
         scheduler_file: str | None = None,
         start_scheduler: SchedulerStart | None = None,
+        cluster_folder: Callable[[], ClusterFolder | None] | None = None,
         commands: JobCommands | None = None,
         batch_state: Any = None,
         **cluster_keywords: Any,
@@ -207,6 +213,7 @@ class GPUJob(Job):
         self._tls_args = worker_tls_args(security)
         self.scheduler_file = scheduler_file
         self.start_scheduler = start_scheduler
+        self.cluster_folder = cluster_folder
         self.commands = commands
         self.batch_state = batch_state
         # What the batch system keeps of this job once submitted (the local batch system's process).
@@ -245,6 +252,7 @@ class GPUJob(Job):
             tls_args=self._tls_args,
             array=array,
             plain_tcp=not self._tls_args and self.launch.protocol in (None, "tcp"),
+            cluster_folder=self.cluster_folder() if self.cluster_folder else None,
         )
 
     @contextlib.contextmanager

@@ -8,7 +8,7 @@ import dataclasses
 import functools
 import re
 import shlex
-from typing import Any, Sequence, Union
+from typing import TYPE_CHECKING, Any, Sequence, Union
 
 import jinja2
 
@@ -28,6 +28,9 @@ from ..validation import parse_job_path
 from ..walltimes import format_hours_walltime
 from ..workers import WorkerLaunch
 from .run import ClientRun
+
+if TYPE_CHECKING:
+    from ..owned_folders import ClusterFolder
 
 
 def _skip_lines(text: str, needles: Sequence[str]) -> str:
@@ -159,15 +162,18 @@ class PrivateFolder:
     holds: str
 
 
-def private_folder(launch: WorkerLaunch, run: bool, standalone_preloads: Sequence[str]) -> PrivateFolder | None:
+def private_folder(
+    launch: WorkerLaunch, run: bool, standalone_preloads: Sequence[str], cluster: bool = False
+) -> PrivateFolder | None:
     """The job's private folder where its script needs one: a ``--run`` job's credentials and scheduler
-    file, the ``--standalone`` preloads, the node part that a launcher's tasks run; else None. With a
-    launcher, the node part and a copy of its files go to a second folder in the submit directory, which
-    the job's other nodes read too (templates/private_dir.sh.j2)."""
+    file, the ``--standalone`` preloads, its copy of the files of its ``cluster``'s folder, the node part
+    that a launcher's tasks run; else None. With a launcher, the node part and a copy of its files go to a
+    second folder in the submit directory, which the job's other nodes read too (templates/private_dir.sh.j2)."""
     holds = [
         *(["its scheduler's TLS credentials and address"] if run else []),
         *(["the preloads"] if set(standalone_preloads) - {SAFE_PATH} else []),
         *(["the start of Python 3.10 without -P"] if SAFE_PATH in standalone_preloads else []),
+        *(["its copy of the files of the cluster's folder"] if cluster else []),
         *(["the node part, in a second folder of the submit directory"] if launch.launcher != "direct" else []),
     ]
     if not holds:
@@ -266,32 +272,54 @@ def render(plan: Any, connection: Connection, *, name: str, pool: str = "gpu", *
     return plan.system.submission(script, request)
 
 
+def _word(path: str, folder: ClusterFolder | None) -> str:
+    """``path`` as a shell word: a file of the cluster's ``folder`` is read from the job's copy in ``$private_dir``."""
+    name = folder.file_name(path) if folder else None
+    return f'"$private_dir/{name}"' if name else shlex.quote(path)
+
+
 def _scheduler_word(
-    scheduler: str, run: ClientRun | None, scheduler_file: str | None, start: SchedulerStart | None
+    scheduler: str, run: ClientRun | None, scheduler_file: str | None, folder: ClusterFolder | None
 ) -> str:
     """How the workers' command line names their scheduler, as shell words."""
     if run is not None:
         return '"$DASK_SCHEDULER_ADDRESS"'  # known only in the job, once its scheduler has started
-    if start is not None:
-        return "--scheduler-file " + shlex.quote(start.scheduler_file)
     if scheduler_file is not None:
-        return "--scheduler-file " + shlex.quote(scheduler_file)
+        return "--scheduler-file " + _word(scheduler_file, folder)
     return shlex.quote(scheduler)
 
 
 def _tls_lines(
-    script_tls: ScriptTLS | None, tls_args: Sequence[str], start: SchedulerStart | None
+    script_tls: ScriptTLS | None, tls_args: Sequence[str], start: SchedulerStart | None, folder: ClusterFolder | None
 ) -> tuple[list[str], list[str]]:
     """The workers' and the started scheduler's ``--tls-*`` option lines: the cluster's credential files
-    quoted, a script's as ``"$GPUJOBQUEUE_TLS_DIR/<file>"``."""
+    quoted (those of its folder read from the job's copy), a script's as ``"$GPUJOBQUEUE_TLS_DIR/<file>"``."""
     if script_tls is not None:
         return _option_lines(script_tls.args()), _option_lines(script_tls.args())
-    scheduler_args = start.tls_args if start else ()
-    return _option_lines([shlex.quote(a) for a in tls_args]), _option_lines([shlex.quote(a) for a in scheduler_args])
+    workers, scheduler = ([_word(a, folder) for a in args] for args in (tls_args, start.tls_args if start else ()))
+    return _option_lines(workers), _option_lines(scheduler)
+
+
+def _cluster_files(
+    folder: ClusterFolder | None, tls_args: Sequence[str], scheduler_file: str | None, start: SchedulerStart | None
+) -> tuple[list[str], str | None]:
+    """The names of the files of the cluster's ``folder`` that the job copies from it as it starts, and the
+    name under which it writes its scheduler's file (``start``) there."""
+    if folder is None:
+        return [], None
+    paths = [*tls_args, *(start.tls_args if start else ()), *([scheduler_file] if scheduler_file and not start else [])]
+    names = [name for path in paths if (name := folder.file_name(path))]
+    return list(dict.fromkeys(names)), folder.file_name(scheduler_file) if start and scheduler_file else None
 
 
 def _launch_values(
-    system: Any, request: JobRequest, launch: WorkerLaunch, run: bool, standalone: bool, script_tls: ScriptTLS | None
+    system: Any,
+    request: JobRequest,
+    launch: WorkerLaunch,
+    run: bool,
+    standalone: bool,
+    script_tls: ScriptTLS | None,
+    cluster: bool,
 ) -> dict[str, Any]:
     """The template's values of the job's request and launch: the launcher's lines, the variables every
     node's workers need, the preloads' words, the private folder and the files it carries, and how the
@@ -313,7 +341,7 @@ def _launch_values(
         ),
         "node_exports": launcher_exports(request, launch, run, script_tls),
         "preload": preload_words(standalone),
-        "private_dir": private_folder(launch, run, standalone_preloads),
+        "private_dir": private_folder(launch, run, standalone_preloads, cluster),
         # The package's own text, not a value: its line breaks are meant.
         "standalone_sources": [
             (standalone_file_name(preload), _MacroLines(preload_source(preload).rstrip("\n")))
@@ -337,6 +365,7 @@ def render_job_script(
     script_tls: ScriptTLS | None = None,
     plain_tcp: bool = False,
     standalone: bool = False,
+    cluster_folder: ClusterFolder | None = None,
 ) -> str:
     """Render one job script (what :meth:`BatchSystem.job_script <gpujobqueue.batch.base.BatchSystem.job_script>`
     does unless a batch system writes its own): ``system``'s header template over the shared body.
@@ -348,7 +377,8 @@ def render_job_script(
     ``tls_args`` are a cluster's ``--tls-*`` worker options, ``script_tls`` the credentials a rendered
     script makes (``run``) or reads; ``plain_tcp`` says in a comment that it has no TLS. ``array``: the
     script of a job array (element ``i`` is the job ``<array.prefix>-<array.offset + i>``). ``standalone``
-    writes :mod:`gpujobqueue.preloads` into the job's private folder, preloaded by path.
+    writes :mod:`gpujobqueue.preloads` into the job's private folder, preloaded by path. The files of the
+    cluster's private folder (``cluster_folder``) are read only from inside it once checked, from a copy.
 
     Raises
     ------
@@ -362,7 +392,11 @@ def render_job_script(
         check_scheduler_can_run_in_job(launch, "scheduler", "scheduler='job'")
     if script_tls is not None and tls_args:
         raise ValueError("give tls_args (a cluster's credential files) or script_tls, not both")
-    scheduler_arg = _scheduler_word(scheduler, run, scheduler_file, start_scheduler)
+    if start_scheduler is not None:
+        scheduler_file = start_scheduler.scheduler_file
+    scheduler_arg = _scheduler_word(scheduler, run, scheduler_file, cluster_folder)
+    cluster_files, publish = _cluster_files(cluster_folder, tls_args, scheduler_file, start_scheduler)
+    cluster_folder = cluster_folder if cluster_files or publish else None
     if run is not None:
         # The job's own scheduler serves the job alone: on a single node it listens on the loopback; no dashboard.
         start_scheduler = SchedulerStart(None, worker_saturation=config.job_worker_saturation())
@@ -373,9 +407,12 @@ def render_job_script(
             raise ValidationError("job_array", "a job array's elements are one-node worker jobs")
         name = naming.array_job_name_text(array.prefix)
         worker_name = naming.SHELL_ARRAY_JOB_NAME  # element i's job name, worked out in the job
-    worker_tls, scheduler_tls = _tls_lines(script_tls, tls_args, start_scheduler)
+    worker_tls, scheduler_tls = _tls_lines(script_tls, tls_args, start_scheduler, cluster_folder)
     text = batch_template(system).render(
-        **_launch_values(system, request, launch, run is not None, standalone, script_tls),
+        **_launch_values(system, request, launch, run is not None, standalone, script_tls, bool(cluster_folder)),
+        cluster_folder=cluster_folder,
+        cluster_files=cluster_files,
+        scheduler_publish=publish,
         name=name,
         worker_name=worker_name,
         device_worker_name=naming.shell_device_worker_name(worker_name, launch.workers_per_node),

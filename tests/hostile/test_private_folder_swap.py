@@ -65,8 +65,8 @@ def test_a_node_runs_no_node_part_from_a_folder_put_at_the_private_folders_name(
     job = subprocess.run(["bash", "-c", script], cwd=submit, env=env, capture_output=True, text=True, timeout=60)
     assert not marker.exists(), "the planted node.sh ran"
     assert job.returncode != 0, job.stderr
-    assert "is not the private folder this job made" in job.stderr, job.stderr
-    assert "the node part does not run" in job.stderr
+    assert "is not the private folder made for this job" in job.stderr, job.stderr
+    assert "nothing in it is used" in job.stderr
 
 
 def test_the_node_part_is_written_only_into_the_folder_the_job_made(tmp_path):
@@ -80,7 +80,7 @@ def test_the_node_part_is_written_only_into_the_folder_the_job_made(tmp_path):
     assert swap in script
     (tmp_path / "clobbered").write_text("the user's file\n")
     job = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60)
-    assert job.returncode != 0 and "is no longer the private folder this job made" in job.stderr, job.stderr
+    assert job.returncode != 0 and "is not the private folder made for this job" in job.stderr, job.stderr
     assert (tmp_path / "clobbered").read_text() == "the user's file\n"
     (renamed,) = tmp_path.glob("*.renamed")
     assert list(renamed.iterdir()) == []

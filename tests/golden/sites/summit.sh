@@ -42,6 +42,11 @@ job_stat="$(< /proc/$$/stat)" && job_stat=(${job_stat##*) }) || exit 1  # job_st
 job_start=$(( $(awk '/^btime /{print $2}' /proc/stat) + job_stat[19] / $(getconf CLK_TCK) ))
 job_host="$(hostname)"
 private_dir="$(mktemp -d "${TMPDIR:-/tmp}/.gpujobqueue-p$$-t$job_start-h${job_host//[^A-Za-z0-9.-]/_}-XXXXXX")" || exit 1
+# A private folder of a shared directory is used only from inside it: `in_folder FOLDER ID` enters it (cd -P, never
+# through a link put at its name) and checks `.` is the folder made as ID (owner, mode 0700, inode), else says so
+# and fails; there another user could rename the folder and put his own at its name. Each node's task runs this text.
+in_folder='found=; cd -P -- "$1" && found="$(stat -c "%u %a %i" .)" && [ "$found" = "$2" ] || { echo "gpujobqueue: on $(hostname), $1 is not the private folder made for this job (uid, mode, inode: ${found:-none}, not $2): nothing in it is used" >&2; false; }'
+eval "in_folder() { $in_folder; }"
 # The node part's folder, in the submit directory, which every node reads; the same name and removal. Its
 # owner, mode and inode: the nodes use it only once they have checked it is this one.
 node_dir="$(mktemp -d "${PBS_O_WORKDIR:-$PWD}/.gpujobqueue-p$$-t$job_start-h${job_host//[^A-Za-z0-9.-]/_}-XXXXXX")" || exit 1
@@ -106,7 +111,7 @@ GPUJOBQUEUE_NODE_PART
 # made (owner, mode, inode), never by its name: in a group-writable submit directory another user could rename
 # the folder and put his own there.
 (
-    cd -P -- "$node_dir" && [ "$(stat -c '%u %a %i' .)" = "$node_dir_id" ] || exit 1
+    in_folder "$node_dir" "$node_dir_id" || exit 1
     umask 077
     {
         for variable in PATH LD_LIBRARY_PATH PYTHONPATH DASK_DISTRIBUTED__WORKER__LIFETIME__DURATION DASK_DISTRIBUTED__WORKER__LIFETIME__STAGGER DASK_DISTRIBUTED__WORKER__LIFETIME__RESTART GPUJOBQUEUE_TLS_DIR; do
@@ -114,8 +119,8 @@ GPUJOBQUEUE_NODE_PART
         done
         printf '%s\n' "$node_part"
     } > node.sh
-) || { echo "gpujobqueue: $node_dir is no longer the private folder this job made" >&2; exit 1; }
-node_task=(bash -c 'here=$PWD; cd -P -- "$1" && [ "$(stat -c "%u %a %i" .)" = "$2" ] && exec bash ./node.sh "$here"; echo "gpujobqueue: on $(hostname), $1 is not the private folder this job made (uid, mode, inode: $2): the node part does not run" >&2; exit 1' gpujobqueue-node "$node_dir" "$node_dir_id")
+) || exit 1
+node_task=(bash -c 'here=$PWD; '"$in_folder"' && exec bash ./node.sh "$here"' gpujobqueue-node "$node_dir" "$node_dir_id")
 jsrun --nrs 1 --rs_per_host 1 --tasks_per_rs 1 --cpu_per_rs 42 --gpu_per_rs 6 --bind rs \
     "${node_task[@]}" &
 worker_pids=($!)
