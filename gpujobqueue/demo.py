@@ -185,27 +185,7 @@ def run_demo(size: str = "medium", gpus: int | None = None, dashboard: bool = Fa
         can read); by default the cluster serves no web page.
     """
     gpu_ids = nvidia_gpu_ids()
-    if gpu_ids:
-        try:
-            import cupy  # noqa: F401
-            import dask_cuda  # noqa: F401
-        except ImportError as error:
-            raise GPUJobQueueError(
-                f"this machine has {len(gpu_ids)} NVIDIA GPU(s) but {error.name} is missing: "
-                f"{install_line(machine_gpus().cuda_driver_version)}"
-            ) from error
-        workers, mode, backend = gpus or len(gpu_ids), "dask-cuda", "cupy"
-        print(
-            f"gpujobqueue demo: {len(gpu_ids)} NVIDIA GPU(s) found; starting {workers} dask-cuda worker(s), one per GPU"
-        )
-        memories = gpu_memories(gpu_ids[:workers]) or [0]
-        if memories == [0]:
-            raise GPUJobQueueError("could not read the GPUs' memory (NVML, nvidia-smi, cupy) to size the demo's arrays")
-        print(f"GPU memory: {', '.join(format_bytes(m) for m in memories)}")
-    else:
-        workers, mode, backend = gpus or 2, "per-device", "numpy"
-        print(f"gpujobqueue demo: no NVIDIA GPU here; starting {workers} CPU worker(s) (numpy arrays) in their place")
-        memories = []
+    workers, mode, backend, memories = _demo_workers(gpu_ids, gpus)
     sizes = demo_sizes(size, memories)
     if sizes.fitted:
         print(f"sizes: {sizes.fitted}")
@@ -221,47 +201,18 @@ def run_demo(size: str = "medium", gpus: int | None = None, dashboard: bool = Fa
     started = time.perf_counter()
     try:
         with contextlib.ExitStack() as stack:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", OpenDashboardWarning)  # the demo's own line says who can read it
-                cluster = stack.enter_context(
-                    LocalGPUCluster(
-                        gpus_per_node=workers,
-                        worker_mode=mode,
-                        devices=gpu_ids[:workers] or list(range(workers)),
-                        log_directory=run_folder,
-                        # Without GPUs the workers are the CPU pool's: they hold no GPU and the usage
-                        # summary at close counts none.
-                        cpu_pool=None if gpu_ids else {"processes": workers},
-                        scheduler_options={"dashboard_address": DEFAULT_DASHBOARD_ADDRESS} if dashboard else None,
-                    )
-                )
+            cluster = stack.enter_context(_demo_cluster(gpu_ids, workers, mode, run_folder, dashboard))
             cluster.scale(gpus=workers) if gpu_ids else cluster.scale(cpu_workers=workers)
             jobs = list(cluster.workers.values())
             scripts = {str(job.name): _save_job_script(job) for job in jobs}
             client = stack.enter_context(Client(cluster))
-            try:
-                client.wait_for_workers(workers, timeout=120)
-            except TimeoutError:
-                for job in cluster.workers.values():
-                    print(f"--- end of the log of job {job.name} ({_log_path(job)}):\n{_tail(_log_path(job))}")
-                raise GPUJobQueueError(
-                    f"{workers} worker(s) did not connect within 120 s; the job logs are above"
-                ) from None
+            _wait_for_workers(client, cluster, workers)
             print(
                 f"{workers} worker(s) up in {time.perf_counter() - started:.1f} s; "
                 f"{_dashboard_line(cluster.dashboard_link)}"
             )
             stack.enter_context(dask.config.set({"array.backend": backend}))
-            workloads: list[tuple[str, Callable[[], Outcome]]] = [
-                ("the sum", lambda: _random_sum(sizes.side, sizes.chunk)),
-                ("the SVD", lambda: _tall_skinny_svd(sizes.rows, sizes.cols, sizes.row_chunk)),
-            ]
-            for what, workload in workloads:
-                try:
-                    outcomes.append(workload())
-                except Exception as error:  # cupy's OutOfMemoryError, a worker lost: one line, not a traceback
-                    failure = f"{what} failed: {one_line(error)}"
-                    break
+            outcomes, failure = _run_workloads(sizes)
             if outcomes:
                 _print_table(outcomes, backend)
     except GPUJobQueueError:
@@ -276,6 +227,71 @@ def run_demo(size: str = "medium", gpus: int | None = None, dashboard: bool = Fa
         print(f"\ngpujobqueue demo: {failure} (sizes: {_describe(sizes)}; the job log above has the workers' side)")
         return 1
     return 0 if all(o.ok for o in outcomes) else 1
+
+
+def _demo_workers(gpu_ids: list[int], gpus: int | None) -> tuple[int, str, str, list[int]]:
+    """The demo's workers, their mode, the arrays' backend and the GPUs' memories: one dask-cuda worker per
+    NVIDIA GPU here (or ``gpus`` of them), else ``gpus`` (2) CPU workers with numpy arrays."""
+    if not gpu_ids:
+        workers = gpus or 2
+        print(f"gpujobqueue demo: no NVIDIA GPU here; starting {workers} CPU worker(s) (numpy arrays) in their place")
+        return workers, "per-device", "numpy", []
+    try:
+        import cupy  # noqa: F401
+        import dask_cuda  # noqa: F401
+    except ImportError as error:
+        raise GPUJobQueueError(
+            f"this machine has {len(gpu_ids)} NVIDIA GPU(s) but {error.name} is missing: "
+            f"{install_line(machine_gpus().cuda_driver_version)}"
+        ) from error
+    workers = gpus or len(gpu_ids)
+    print(f"gpujobqueue demo: {len(gpu_ids)} NVIDIA GPU(s) found; starting {workers} dask-cuda worker(s), one per GPU")
+    memories = gpu_memories(gpu_ids[:workers]) or [0]
+    if memories == [0]:
+        raise GPUJobQueueError("could not read the GPUs' memory (NVML, nvidia-smi, cupy) to size the demo's arrays")
+    print(f"GPU memory: {', '.join(format_bytes(m) for m in memories)}")
+    return workers, "dask-cuda", "cupy", memories
+
+
+def _demo_cluster(gpu_ids: list[int], workers: int, mode: str, run_folder: str, dashboard: bool) -> LocalGPUCluster:
+    """The demo's local cluster; without GPUs its workers are the CPU pool's, which hold no GPU (the usage summary
+    at close counts none)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OpenDashboardWarning)  # the demo's own line says who can read it
+        return LocalGPUCluster(
+            gpus_per_node=workers,
+            worker_mode=mode,
+            devices=gpu_ids[:workers] or list(range(workers)),
+            log_directory=run_folder,
+            cpu_pool=None if gpu_ids else {"processes": workers},
+            scheduler_options={"dashboard_address": DEFAULT_DASHBOARD_ADDRESS} if dashboard else None,
+        )
+
+
+def _wait_for_workers(client: Client, cluster: LocalGPUCluster, workers: int) -> None:
+    """Wait up to 120 s for the workers; where they do not come, print each job's log and raise."""
+    try:
+        client.wait_for_workers(workers, timeout=120)
+    except TimeoutError:
+        for job in cluster.workers.values():
+            print(f"--- end of the log of job {job.name} ({_log_path(job)}):\n{_tail(_log_path(job))}")
+        raise GPUJobQueueError(f"{workers} worker(s) did not connect within 120 s; the job logs are above") from None
+
+
+def _run_workloads(sizes: DemoSizes) -> tuple[list[Outcome], str | None]:
+    """The seed workloads' outcomes, and the first failure as one line (cupy's OutOfMemoryError, a worker lost),
+    after which none runs."""
+    outcomes: list[Outcome] = []
+    workloads: list[tuple[str, Callable[[], Outcome]]] = [
+        ("the sum", lambda: _random_sum(sizes.side, sizes.chunk)),
+        ("the SVD", lambda: _tall_skinny_svd(sizes.rows, sizes.cols, sizes.row_chunk)),
+    ]
+    for what, workload in workloads:
+        try:
+            outcomes.append(workload())
+        except Exception as error:  # one line, not a traceback
+            return outcomes, f"{what} failed: {one_line(error)}"
+    return outcomes, None
 
 
 def _describe(sizes: DemoSizes) -> str:

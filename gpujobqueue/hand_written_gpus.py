@@ -71,33 +71,11 @@ def adopt(
     found = find(system, settings)
     if found is None:
         return None
-    where = found.describe()
+    _check_against_given(system, found, settings.get("gpu_request"), explicit, site, node_gpus)
     nodes = found.settings.get("nodes", settings.get("nodes") or 1)
-    count = found.gpus_per_node
-    style = settings.get("gpu_request")
-    if style in system.whole_node_styles:
-        raise ValidationError(
-            found.field,
-            f"{where} asks for {count} GPU(s) but gpu_request={style!r} takes "
-            "whole nodes with their GPUs; leave the GPU directive out",
-        )
-    given = explicit.get("gpus_per_node")
-    if given is not None and str(given) != str(count):
-        raise ValidationError(
-            "gpus_per_node", f"gpus_per_node={given} but {where} asks for {count} GPU(s) per node; give one of them"
-        )
-    if node_gpus is not None and count > node_gpus:
-        raise ValidationError(
-            found.field,
-            f"{where} asks for {count} GPUs per node but the nodes of site "
-            f"{getattr(site, 'name', site)} have gpus_per_node={node_gpus}",
-        )
-    if found.gpu_type is not None and explicit.get("gpu_type") not in (None, found.gpu_type):
-        raise ValidationError(
-            "gpu_type",
-            f"gpu_type={explicit['gpu_type']!r} but {where} asks for {found.gpu_type!r} GPUs; give one of them",
-        )
+    count, style = found.gpus_per_node, settings.get("gpu_request")
     system.check_hand_written(found, settings)
+    where = found.describe()
     for name, value in found.settings.items():
         if explicit.get(name) is not None and not _same(name, explicit[name], value):
             raise ValidationError(name, f"{name}={explicit[name]!r} but {where} says {value!r}; give one of them")
@@ -135,6 +113,41 @@ def adopt(
         count * nodes,
     )
     return found
+
+
+def _check_against_given(
+    system: Any,
+    found: HandWrittenGPUs,
+    style: str | None,
+    explicit: Mapping[str, Any],
+    site: Any,
+    node_gpus: int | None,
+) -> None:
+    """Refuse a hand-written GPU request that contradicts the GPU request style, the GPUs or their type given, or
+    the site's node."""
+    where, count = found.describe(), found.gpus_per_node
+    if style in system.whole_node_styles:
+        raise ValidationError(
+            found.field,
+            f"{where} asks for {count} GPU(s) but gpu_request={style!r} takes "
+            "whole nodes with their GPUs; leave the GPU directive out",
+        )
+    given = explicit.get("gpus_per_node")
+    if given is not None and str(given) != str(count):
+        raise ValidationError(
+            "gpus_per_node", f"gpus_per_node={given} but {where} asks for {count} GPU(s) per node; give one of them"
+        )
+    if node_gpus is not None and count > node_gpus:
+        raise ValidationError(
+            found.field,
+            f"{where} asks for {count} GPUs per node but the nodes of site "
+            f"{getattr(site, 'name', site)} have gpus_per_node={node_gpus}",
+        )
+    if found.gpu_type is not None and explicit.get("gpu_type") not in (None, found.gpu_type):
+        raise ValidationError(
+            "gpu_type",
+            f"gpu_type={explicit['gpu_type']!r} but {where} asks for {found.gpu_type!r} GPUs; give one of them",
+        )
 
 
 def _generated_is_skipped(system: Any, style: str, count: int, settings: Mapping[str, Any]) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Iterator
 
 from ..batch import batch_systems
 from ..errors import ValidationError
@@ -65,57 +65,62 @@ def read_site_file(path: str | os.PathLike[str], *, partial: bool = False) -> tu
 
 def _semantic_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[SiteConfigError]:
     """What a schema cannot say: names that must agree, expressions that must compile."""
-    errors = []
-
-    def error(key: tuple, message: str):
-        errors.append(SiteConfigError(path, dotted_key(key), lines.get(key), message))
-
-    stem = Path(path).stem
-    if data.get("name") != stem and not stem.startswith("_"):  # _template.yaml and the like are not sites
-        error(("name",), f"{data.get('name')!r} must be the file's name without .yaml ({stem!r})")
     scheduler = data.get("scheduler")
-    style = data.get("gpu_request", {}).get("style")
     # The schema refuses any other scheduler, and a batch system that takes no sites (local).
     batch_cls = batch_systems().get(scheduler) if isinstance(scheduler, str) else None
     if batch_cls is not None and not batch_cls.takes_sites:
         batch_cls = None
-    if batch_cls is not None:
-        styles = batch_cls.gpu_request_styles
-        if style not in styles:
-            error(
-                ("gpu_request", "style"),
-                f"{style!r} is not a {scheduler} GPU request style; use one of {', '.join(styles)}",
-            )
+
+    def errors(problems: Iterable[tuple[tuple, str]]) -> list[SiteConfigError]:
+        return [SiteConfigError(path, dotted_key(key), lines.get(key), message) for key, message in problems]
+
+    return [
+        *errors(_naming_problems(data, Path(path).stem, batch_cls)),
+        *_value_errors(data, path, lines),
+        *source_errors(data, path, lines),
+        *charge_errors(data, path, lines),
+        *errors(_worker_problems(data)),
+        *errors(_launch_problems(data, batch_cls)),
+    ]
+
+
+def _naming_problems(data: dict, stem: str, batch_cls: Any) -> Iterator[tuple[tuple, str]]:
+    """The site's name, GPU request style, queues, patterns and account flag against each other and its batch
+    system, as (key, problem)."""
+    if data.get("name") != stem and not stem.startswith("_"):  # _template.yaml and the like are not sites
+        yield ("name",), f"{data.get('name')!r} must be the file's name without .yaml ({stem!r})"
+    scheduler, style = data.get("scheduler"), data.get("gpu_request", {}).get("style")
+    if batch_cls is not None and style not in batch_cls.gpu_request_styles:
+        accepted = ", ".join(batch_cls.gpu_request_styles)
+        yield ("gpu_request", "style"), f"{style!r} is not a {scheduler} GPU request style; use one of {accepted}"
     if data.get("default_queue") not in data.get("queues", {}):
-        error(
-            ("default_queue",),
-            f"{data.get('default_queue')!r} is not one of the queues ({', '.join(data.get('queues', {}))})",
-        )
+        queues = ", ".join(data.get("queues", {}))
+        yield ("default_queue",), f"{data.get('default_queue')!r} is not one of the queues ({queues})"
     for name in data.get("removed_queues", {}):
         if name in data.get("queues", {}):
-            error(
+            yield (
                 ("removed_queues", name),
                 f"{name!r} is in queues too; a queue the centre removed is deleted from queues",
             )
     for i, pattern in enumerate(data.get("hostnames", [])):
-        problem = pattern_problem(pattern)
-        if problem:
-            error(("hostnames", i), problem)
+        if problem := pattern_problem(pattern):
+            yield ("hostnames", i), problem
     flag = data.get("account", {}).get("flag")
     if batch_cls is not None and flag is not None and flag not in batch_cls.account_flags:
-        accepted = " or ".join(batch_cls.account_flags)
-        error(("account", "flag"), f"{scheduler} names an account with {accepted}, not {flag}")
+        yield (
+            ("account", "flag"),
+            f"{scheduler} names an account with {' or '.join(batch_cls.account_flags)}, not {flag}",
+        )
     if batch_cls is not None and "clusters" in data and batch_cls.clusters_option is None:
-        error(("clusters",), f"{scheduler} has no clusters to send jobs to (SLURM's --clusters)")
+        yield ("clusters",), f"{scheduler} has no clusters to send jobs to (SLURM's --clusters)"
     pattern = data.get("account", {}).get("pattern")
-    if pattern is not None:
-        problem = pattern_problem(pattern)
-        if problem:
-            error(("account", "pattern"), problem)
-    errors += _value_errors(data, path, lines)
-    errors += source_errors(data, path, lines)
-    errors += charge_errors(data, path, lines)
-    # The site's worker, and each queue's own worker over it, blamed on the key that makes it wrong.
+    if pattern is not None and (problem := pattern_problem(pattern)):
+        yield ("account", "pattern"), problem
+
+
+def _worker_problems(data: dict) -> Iterator[tuple[tuple, str]]:
+    """The site's worker, and each queue's own worker over it, blamed on the key that makes it wrong; each queue's
+    walltime bins."""
     site_worker = data.get("worker", {})
     workers = [(("worker", "visibility_variable"), site_worker)]
     for queue_name, queue in data.get("queues", {}).items():
@@ -125,23 +130,29 @@ def _semantic_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[Sit
     for key, worker in workers:
         variable = worker.get("visibility_variable", "CUDA_VISIBLE_DEVICES")
         if worker.get("mode") == "dask-cuda" and variable != "CUDA_VISIBLE_DEVICES":
-            error(
-                key, "dask-cuda pins NVIDIA GPUs through CUDA_VISIBLE_DEVICES; use mode per-device for other variables"
+            yield (
+                key,
+                "dask-cuda pins NVIDIA GPUs through CUDA_VISIBLE_DEVICES; use mode per-device for other variables",
             )
     for queue_name, queue in (data.get("queues") or {}).items():
         if isinstance(queue, dict):
-            for key, problem in routing.bin_problems(queue_name, queue):
-                error(key, problem)
+            yield from routing.bin_problems(queue_name, queue)
+
+
+def _launch_problems(data: dict, batch_cls: Any) -> Iterator[tuple[tuple, str]]:
+    """The network's UCX and the launcher against the protocol, the GPU request style and the batch system."""
     network = data.get("network", {})
     if "ucx" in network and network.get("protocol") != "ucx":
-        error(("network", "ucx"), "UCX transports are given but the protocol is not ucx")
-    launcher = data.get("launcher", {}).get("name")
+        yield ("network", "ucx"), "UCX transports are given but the protocol is not ucx"
+    launcher, style = data.get("launcher", {}).get("name"), data.get("gpu_request", {}).get("style")
+    accepted = ("direct", *(batch_cls.launcher_names() if batch_cls else ()))
     if (launcher == "jsrun") != (style == "csm"):
-        error(("launcher", "name"), "jsrun goes with LSF's CSM style (gpu_request.style: csm) and only with it")
-    elif launcher not in (None, "direct", *(batch_cls.launcher_names() if batch_cls else ())):
-        accepted = ", ".join(("direct", *(batch_cls.launcher_names() if batch_cls else ())))
-        error(("launcher", "name"), f"{launcher} does not start tasks on {scheduler} nodes; use one of {accepted}")
-    return errors
+        yield ("launcher", "name"), "jsrun goes with LSF's CSM style (gpu_request.style: csm) and only with it"
+    elif launcher not in (None, *accepted):
+        yield (
+            ("launcher", "name"),
+            f"{launcher} does not start tasks on {data.get('scheduler')} nodes; use one of {', '.join(accepted)}",
+        )
 
 
 def _value_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[SiteConfigError]:
