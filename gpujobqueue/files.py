@@ -36,7 +36,7 @@ def _size(count: int) -> str:
     return f"{count} bytes"
 
 
-def read_bounded_bytes(path: str | os.PathLike[str], limit: int, what: str) -> bytes:
+def read_bounded_bytes(path: str | os.PathLike[str], limit: int, what: str, dir_fd: int | None = None) -> bytes:
     """The file's bytes, if it is a regular file of at most ``limit`` bytes.
 
     Parameters
@@ -47,6 +47,8 @@ def read_bounded_bytes(path: str | os.PathLike[str], limit: int, what: str) -> b
         The most bytes it may hold (``gpujobqueue.limits``).
     what : str
         What the file is, for the error (``"a site file"``).
+    dir_fd : int, optional
+        A folder's descriptor that ``path`` is relative to (a folder checked as it was opened).
 
     Raises
     ------
@@ -55,10 +57,10 @@ def read_bounded_bytes(path: str | os.PathLike[str], limit: int, what: str) -> b
     """
     path = os.fspath(path)
     try:
-        kind = _not_regular(os.stat(path).st_mode)
+        kind = _not_regular(os.stat(path, dir_fd=dir_fd).st_mode)
         if kind is None:
             # Not blocking: were it swapped for a FIFO since it was looked at, opening it must not wait for a writer.
-            descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
             with os.fdopen(descriptor, "rb") as file:
                 info = os.fstat(file.fileno())
                 kind = _not_regular(info.st_mode)
@@ -76,7 +78,7 @@ def read_bounded_bytes(path: str | os.PathLike[str], limit: int, what: str) -> b
     return data
 
 
-def read_bounded_text(path: str | os.PathLike[str], limit: int, what: str) -> str:
+def read_bounded_text(path: str | os.PathLike[str], limit: int, what: str, dir_fd: int | None = None) -> str:
     """The file's text, if it is a regular file of at most ``limit`` bytes of UTF-8.
 
     Raises
@@ -84,7 +86,7 @@ def read_bounded_text(path: str | os.PathLike[str], limit: int, what: str) -> st
     FileRefusedError
         As :func:`read_bounded_bytes`, or a byte is not UTF-8 (its line named).
     """
-    data = read_bounded_bytes(path, limit, what)
+    data = read_bounded_bytes(path, limit, what, dir_fd)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:

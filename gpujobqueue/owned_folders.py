@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import psutil
 
+from .errors import GPUJobQueueError
+from .files import read_bounded_text
 from .security import FOLDER_FLAGS
 
 PREFIX = ".gpujobqueue-"
@@ -62,6 +64,34 @@ class ClusterFolder:
     def __post_init__(self) -> None:
         if not os.path.isabs(self.path) or not re.fullmatch(r"[0-9]+ 700 [0-9]+", self.identity):
             raise ValueError(f"not a private folder's path and identity: {self.path!r}, {self.identity!r}")
+
+    def read(self, name: str, limit: int, what: str) -> str:
+        """The text of its file ``name``, read through the folder as it is at :attr:`path` (no link followed, no
+        FIFO waited on) once that is checked to be the folder made (:attr:`identity`).
+
+        Raises
+        ------
+        GPUJobQueueError
+            The folder at :attr:`path` is not the one made: nothing in it is read.
+        FileRefusedError
+            As :func:`~gpujobqueue.files.read_bounded_text`.
+        """
+        try:
+            descriptor = os.open(self.path, FOLDER_FLAGS)
+        except OSError as error:
+            found = error.strerror
+        else:
+            try:
+                info = os.fstat(descriptor)
+                found = f"{info.st_uid} {stat.S_IMODE(info.st_mode):o} {info.st_ino}"
+                if found == self.identity:
+                    return read_bounded_text(name, limit, what, dir_fd=descriptor)
+                found = f"uid, mode, inode: {found}, not {self.identity}"
+            finally:
+                os.close(descriptor)
+        raise GPUJobQueueError(
+            f"{self.path} is not the private folder the cluster made ({found}): nothing in it is read"
+        )
 
     def file_name(self, path: str) -> str | None:
         """The name of ``path`` where it is a file of this folder (which a job copies from it), else None."""

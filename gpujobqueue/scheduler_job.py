@@ -21,6 +21,7 @@ from .keywords import SCHEDULER_HERE, SCHEDULER_IN_JOB, SCHEDULER_PLACEMENTS
 from .limits import MAX_SCHEDULER_FILE_BYTES
 
 if TYPE_CHECKING:
+    from .owned_folders import ClusterFolder
     from .workers import WorkerLaunch
 
 logger = logging.getLogger(__name__)
@@ -72,10 +73,16 @@ def parse_scheduler_placement(value: Any, runs_jobs_here: bool = True, protocol:
     return value
 
 
-def read_scheduler_address(path: str) -> str | None:
-    """The address in a scheduler file, or None while the file is missing or half written."""
+def read_scheduler_address(path: str, folder: ClusterFolder | None = None) -> str | None:
+    """The address in a scheduler file, or None while the file is missing or half written; with ``folder``, the
+    file ``path`` of the cluster's folder, read through the folder made (:meth:`ClusterFolder.read`: another
+    folder at its name raises :class:`~gpujobqueue.errors.GPUJobQueueError`)."""
     try:
-        data = json.loads(read_bounded_text(path, MAX_SCHEDULER_FILE_BYTES, "a scheduler file"))
+        if folder is None:
+            text = read_bounded_text(path, MAX_SCHEDULER_FILE_BYTES, "a scheduler file")
+        else:
+            text = folder.read(path, MAX_SCHEDULER_FILE_BYTES, "a scheduler file")
+        data = json.loads(text)
     except ValueError:  # missing, half written, or not a regular file (a FileRefusedError)
         return None
     return (data.get("address") or None) if isinstance(data, dict) else None

@@ -191,6 +191,7 @@ class GPUJobQueueCluster(RuntimeCluster):
                 JobScheduler,
                 make_job=self._make_scheduler_job,
                 scheduler_file=scheduler_file,
+                folder=self._made_folder(),
                 tls_args=scheduler_tls_args(plan.security, self._private_folder()) if plan.security else (),
                 worker_saturation=config.worker_saturation_text(self._worker_saturation),
             )

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from typing import Any, Callable
 
 from distributed.deploy.spec import ProcessInterface
 
+from ..owned_folders import ClusterFolder
 from ..scheduler_job import SchedulerStart, read_scheduler_address
 
 logger = logging.getLogger(__name__)
@@ -30,6 +32,9 @@ class JobScheduler(ProcessInterface):
         Returns the scheduler's job, given its :class:`SchedulerStart`.
     scheduler_file : str
         Where the job's scheduler writes its address.
+    folder : ClusterFolder, optional
+        The cluster's folder that holds it, as made: the file is read through it (a folder swapped at its name is
+        refused, not read).
     tls_args : tuple of str
         The scheduler's ``--tls-*`` options.
     dashboard, dashboard_address : bool, str
@@ -48,6 +53,7 @@ class JobScheduler(ProcessInterface):
         *,
         make_job: Callable[[SchedulerStart], Any],
         scheduler_file: str,
+        folder: ClusterFolder | None = None,
         tls_args: tuple[str, ...] = (),
         worker_saturation: str | None = None,
         dashboard: bool = False,
@@ -55,7 +61,7 @@ class JobScheduler(ProcessInterface):
         **scheduler_options: Any,
     ):
         super().__init__()
-        self.scheduler_file = scheduler_file
+        self.scheduler_file, self.folder = scheduler_file, folder
         start = SchedulerStart(
             scheduler_file=scheduler_file,
             dashboard_address=dashboard_address if dashboard else None,
@@ -79,19 +85,24 @@ class JobScheduler(ProcessInterface):
         next_state_check = time.monotonic() + self.state_interval
         shown = None
         while True:
-            address = read_scheduler_address(self.scheduler_file)
+            address = self._address()
             if address:
                 return address
             now = time.monotonic()
             if now >= next_state_check:
                 next_state_check = now + self.state_interval
                 status = await self.job.batch_status()
-                if status is not None and status.ended and not read_scheduler_address(self.scheduler_file):
+                if status is not None and status.ended and not self._address():
                     raise await self.job.failure(status, before=f"its scheduler wrote {self.scheduler_file}")
                 if status is not None and status.describe() != shown:
                     shown = status.describe()
                     logger.info("scheduler job %s (%s): %s", self.job.name, self.job.job_id, shown)
             await asyncio.sleep(self.poll_interval)
+
+    def _address(self) -> str | None:
+        if self.folder is None:
+            return read_scheduler_address(self.scheduler_file)
+        return read_scheduler_address(os.path.basename(self.scheduler_file), self.folder)
 
     async def close(self) -> None:
         await self.job.close()
