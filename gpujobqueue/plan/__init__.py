@@ -11,7 +11,7 @@ jobs, ``render`` and ``check`` take.
 Making a plan starts no process and writes no file.
 """
 
-from .plan import NO_CLUSTER_SECURITY, Plan, batch_system_of, make_plan, parse_cluster_keywords
+from .plan import NO_CLUSTER_SECURITY, Plan, batch_system_of, make_plan
 from .resolve import CORE_KEYWORDS, MEMORY_KEYWORDS, require_job_size
 from .route import Route, route
 from .site_check import site_problems
@@ -24,7 +24,6 @@ __all__ = [
     "Route",
     "batch_system_of",
     "make_plan",
-    "parse_cluster_keywords",
     "require_job_size",
     "route",
     "site_problems",

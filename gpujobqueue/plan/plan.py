@@ -110,24 +110,6 @@ class Plan:
         }
 
 
-def parse_cluster_keywords(
-    cls: type, kwargs: dict[str, Any], owner: str | None = None
-) -> tuple[dict[str, Any], JobRequest, WorkerLaunch]:
-    """Check, resolve and validate cluster keywords; start nothing (a cluster class's ``parse_keywords``: see
-    :func:`make_plan`).
-
-    Returns
-    -------
-    settings : dict
-        Every setting after keyword > dask config > site > default precedence, and
-        ``site``: the :class:`~gpujobqueue.sites.Site` or None.
-    request : JobRequest
-    launch : WorkerLaunch
-    """
-    plan = make_plan(cls, kwargs, owner)
-    return plan.settings, plan.request, plan.launch
-
-
 def batch_system_of(cls: type) -> "type[BatchSystem]":
     """The batch system of ``cls``: a :class:`~gpujobqueue.batch.base.BatchSystem` itself, or a cluster class
     bound to one (its ``batch_system``)."""

@@ -28,7 +28,7 @@ from ..job_commands import JobCommands
 from ..limits import MAX_JOBS_PER_CLUSTER
 from ..naming import WorkerJobKey, cpu_job_name, gpu_job_name
 from ..owned_folders import ClusterFolder, owner_prefix, remove_owned_folder, remove_stale_private_directories
-from ..plan import Plan, make_plan, parse_cluster_keywords
+from ..plan import Plan, make_plan
 from ..preloads.watchdog import CLUSTER_ALIVE_HANDLER, probe_interval
 from ..scheduler_job import (
     SCHEDULER_FILE_NAME,
@@ -77,8 +77,11 @@ class GPUJobQueueCluster(RuntimeCluster):
         if cls.__dict__.get("__doc__"):  # a batch system's class documents the shared keywords too
             cls.__doc__ = with_shared_parameters(cls.__doc__, CLUSTER_PARAMETERS)
 
-    # make_plan through the cluster class: its settings, request and launch (documented there).
-    parse_keywords = classmethod(parse_cluster_keywords)
+    @classmethod
+    def parse_keywords(cls, kwargs: dict[str, Any]) -> Plan:
+        """The :class:`~gpujobqueue.plan.Plan` these keywords make for this class (:func:`~gpujobqueue.plan.make_plan`):
+        checked, resolved and validated; nothing is started."""
+        return make_plan(cls, kwargs)
 
     def __init__(
         self,

@@ -23,11 +23,9 @@ from ..job_status import JobFailedError, JobStatus, read_log_tail, script_exit_c
 from ..jobqueue_base import Job
 from ..owned_folders import ClusterFolder
 from ..plan import Plan, make_plan
-from ..request import JobRequest
 from ..scheduler_job import SchedulerStart
 from ..script.render import SchedulerAddress, SchedulerFile, SchedulerInJob, render
 from ..security import worker_tls_args
-from ..workers import WorkerLaunch
 
 logger = logging.getLogger(__name__)
 
@@ -101,11 +99,10 @@ class GPUJob(Job):
     name : str
         The job's name in the cluster; its workers are ``<name>-<i>``.
     plan : Plan, optional
-        The cluster's plan: the job is of its ``pool``'s request and launch, and parses no keyword.
+        The cluster's plan: the job is of its ``pool``'s request and launch, and parses no keyword. Without
+        one (a job made as dask-jobqueue's are, from cluster keywords), the plan the clusters make of them.
     pool : {"gpu", "cpu"}
         The plan's pool the job is of: its GPU workers, or its CPU pool's.
-    request, launch : JobRequest, WorkerLaunch, optional
-        Instead of a plan: what the job asks of the batch system, and how it starts its workers.
     security : Security, optional
         TLS credentials for the workers.
     scheduler_file : str, optional
@@ -171,8 +168,6 @@ class GPUJob(Job):
         *,
         plan: Plan | None = None,
         pool: str = "gpu",
-        request: JobRequest | None = None,
-        launch: WorkerLaunch | None = None,
         security: Security | None = None,
         config_name: str | None = None,
         interface: str | None = None,
@@ -184,14 +179,10 @@ class GPUJob(Job):
         batch_state: Any = None,
         **cluster_keywords: Any,
     ):
-        if plan is not None and (request is not None or launch is not None):
-            raise TypeError(f"{type(self).__name__} takes a plan, or request and launch, not both")
-        if plan is None and (request is None or launch is None):
-            plan = self._plan_of(request, launch, dict(cluster_keywords, interface=interface, protocol=protocol))
-        else:
-            if cluster_keywords:
-                config.check_keywords(cluster_keywords, (), type(self).__name__)
-            plan = plan or Plan(settings={}, request=request, launch=launch, system=self.batch_system)
+        if plan is None:  # made as dask-jobqueue's jobs are (SLURMGPUJob(cores=..., memory=...)): their plan
+            plan = self._plan_of(dict(cluster_keywords, interface=interface, protocol=protocol))
+        elif cluster_keywords:
+            config.check_keywords(cluster_keywords, (), type(self).__name__)
         request, launch = plan.pool(pool)
         make_log_directory(request.log_directory)  # where dask-jobqueue's Job makes it
         ProcessInterface.__init__(self)  # not Job.__init__: the class docstring says why
@@ -222,11 +213,9 @@ class GPUJob(Job):
         self.submit_directory = os.getcwd()
 
     @classmethod
-    def _plan_of(cls, request: JobRequest | None, launch: WorkerLaunch | None, keywords: dict[str, Any]) -> Plan:
+    def _plan_of(cls, keywords: dict[str, Any]) -> Plan:
         """The plan that the batch system's clusters make of cluster ``keywords``, for a job made as
         dask-jobqueue's are (``SLURMGPUJob(cores=..., memory=...)``)."""
-        if request is not None or launch is not None:
-            raise TypeError(f"{cls.__name__} takes request and launch together, or neither")
         plan = make_plan(cls.batch_system, keywords, owner=cls.__name__)
         check_log_directory(plan.request.log_directory)
         return plan

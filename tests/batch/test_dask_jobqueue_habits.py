@@ -30,7 +30,8 @@ CLASSES = [SLURMGPUCluster, PBSGPUCluster, LSFGPUCluster, SGEGPUCluster]
 def test_a_job_made_from_dask_jobqueues_job_keywords_asks_for_what_the_cluster_would(cluster_cls):
     keywords = {"cores": 8, "memory": "16GB", "gpus_per_node": 2, "walltime": "00:30:00", "job_name": "mine"}
     job = cluster_cls.job_cls(scheduler="tcp://127.0.0.1:8786", name="mine-0", **keywords)
-    _, request, launch = cluster_cls.parse_keywords(keywords)
+    plan = cluster_cls.parse_keywords(keywords)
+    request, launch = plan.request, plan.launch
     assert (job.request, job.launch) == (request, launch)
     script = job.job_script()
     assert "tcp://127.0.0.1:8786" in script and "mine-0" in script

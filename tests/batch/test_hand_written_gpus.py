@@ -90,7 +90,8 @@ def _ids(table):
 @pytest.mark.parametrize("batch, keywords, workers, line", ADOPTED, ids=_ids(ADOPTED))
 def test_a_hand_written_gpu_request_is_adopted_one_worker_per_gpu(batch, keywords, workers, line, caplog):
     with caplog.at_level(logging.INFO, logger="gpujobqueue.hand_written_gpus"):
-        _, request, launch = CLASSES[batch].parse_keywords(with_job_size(keywords))
+        plan = CLASSES[batch].parse_keywords(with_job_size(keywords))
+        request, launch = plan.request, plan.launch
     assert (request.gpus_per_node, launch.gpus) == (workers, workers)
     assert f"starting {workers} GPU workers per job" in caplog.text
     script = job_script_for(batch, {**with_job_size(keywords), "python": "python3"}, name="w", tls=False)
@@ -228,7 +229,8 @@ def test_more_gpus_than_the_sites_node_is_refused_naming_both():
 
 def test_the_sites_count_gives_way_to_a_smaller_hand_written_one():
     keywords = {"site": "perlmutter", "account": "m1234_g", "job_extra_directives": ["--gpus=2"]}
-    _, request, _ = SLURMGPUCluster.parse_keywords(keywords)
+    plan = SLURMGPUCluster.parse_keywords(keywords)
+    request = plan.request
     assert request.gpus_per_node == 2 and request.job_extra_directives == ()
 
 

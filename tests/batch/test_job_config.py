@@ -39,10 +39,10 @@ ODD = {
 def test_jobqueue_config_changes_nothing_of_the_script_of_a_job_made_from_a_plan(batch, tmp_path):
     cls = cluster_class(batch)
     keywords = {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "gpus_per_node": 2}
-    _, request, launch = cls.parse_keywords(keywords)
+    plan = cls.parse_keywords(keywords)
 
     def script() -> str:
-        return cls.job_cls("tcp://127.0.0.1:8786", name="job-1", request=request, launch=launch).job_script()
+        return cls.job_cls("tcp://127.0.0.1:8786", name="job-1", plan=plan).job_script()
 
     plain = script()
     odd = dict(ODD, **{"log-directory": str(tmp_path / "odd-logs")})

@@ -103,19 +103,23 @@ def test_every_launcher_is_an_object_and_runs_under_the_batch_systems_that_name_
 )
 def test_a_job_of_several_nodes_without_a_launcher_uses_its_batch_systems_own(cluster_cls, extra, native):
     assert cluster_cls.batch_system.native_launcher == native
-    _, request, launch = cluster_cls.parse_keywords(with_job_size({"nodes": 2, "gpus_per_node": 2, **extra}))
+    plan = cluster_cls.parse_keywords(with_job_size({"nodes": 2, "gpus_per_node": 2, **extra}))
+    request, launch = plan.request, plan.launch
     assert (request.nodes, launch.launcher, launch.task_launcher.name) == (2, native, native)
-    _, _, one = cluster_cls.parse_keywords(with_job_size({"gpus_per_node": 2, **extra}))
+    plan = cluster_cls.parse_keywords(with_job_size({"gpus_per_node": 2, **extra}))
+    one = plan.launch
     assert one.launcher == "direct", "a one-node job starts its workers directly"
     first = cluster_cls.batch_system.launcher_names()[0]
     given = first if first != "jsrun" else "mpiexec-openmpi"
     keywords = with_job_size({"nodes": 2, "gpus_per_node": 2, "launcher": given, **extra})
-    _, _, chosen = cluster_cls.parse_keywords(keywords)
+    plan = cluster_cls.parse_keywords(keywords)
+    chosen = plan.launch
     assert chosen.launcher == given, "a launcher given wins over the native one"
 
 
 def test_a_sites_launcher_wins_over_the_native_one():
-    _, _, launch = PBSGPUCluster.parse_keywords({"site": "polaris", "nodes": 2, "account": "MyProject"})
+    plan = PBSGPUCluster.parse_keywords({"site": "polaris", "nodes": 2, "account": "MyProject"})
+    launch = plan.launch
     assert launch.launcher == "mpiexec-pals"
 
 

@@ -132,5 +132,6 @@ def test_the_labextension_factory_in_the_readme_makes_a_cluster():
         *factory["args"], batch="local", gpus_per_node=1, devices=["0"], worker_mode="per-device"
     ) as cluster:
         assert cluster_factory is GPUCluster and cluster.job_cls.batch == "local"
-    _, request, _ = SLURMGPUCluster.parse_keywords(dict(factory["kwargs"]))
+    plan = SLURMGPUCluster.parse_keywords(dict(factory["kwargs"]))
+    request = plan.request
     assert request.gpus_per_node == 4 and request.account == "m1234_g"

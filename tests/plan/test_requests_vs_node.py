@@ -95,5 +95,6 @@ def test_a_nodes_memory_is_read_in_binary_units():
 
 
 def test_a_request_within_the_node_is_accepted_by_the_class():
-    _, request, _ = SLURMGPUCluster.parse_keywords({"site": "perlmutter", "account": "m1234_g", "memory": "256GB"})
+    plan = SLURMGPUCluster.parse_keywords({"site": "perlmutter", "account": "m1234_g", "memory": "256GB"})
+    request = plan.request
     assert request.memory_per_node == 256 * 10**9

@@ -26,7 +26,8 @@ def parse(site_name: str, **keywords):
     site = load_site(site_name)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # unconfirmed facts and the like
-        return cluster_class(site.scheduler).parse_keywords({"site": site, "account": ACCOUNT, **keywords})
+        plan = cluster_class(site.scheduler).parse_keywords({"site": site, "account": ACCOUNT, **keywords})
+        return plan.settings, plan.request, plan.launch
 
 
 # (site, nodes, walltime) -> the queue the site chooses, or ("refused", field, words the error holds)

@@ -55,7 +55,8 @@ def _plan(site_name: str, queue: str, nodes: int, seconds: int):
         keywords["account"] = SAMPLE_ACCOUNTS[site_name]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # unconfirmed facts, retired machines
-        return cluster_class(site.scheduler).parse_keywords(keywords)
+        plan = cluster_class(site.scheduler).parse_keywords(keywords)
+        return plan.settings, plan.request, plan.launch
 
 
 def test_there_are_edges_to_test():

@@ -58,7 +58,8 @@ def test_worker_names_are_job_node_gpu(gpus, nodes, names):
 def test_the_keywords_give_the_launch_the_schemes_suffixes():
     for gpus, nodes in SHAPES:
         keywords = dict(SIZE, gpus_per_node=gpus, nodes=nodes, **({"launcher": "srun"} if nodes > 1 else {}))
-        _, _, launch = SLURMGPUCluster.parse_keywords(keywords)
+        plan = SLURMGPUCluster.parse_keywords(keywords)
+        launch = plan.launch
         assert launch.name_suffixes == naming.worker_suffixes(gpus, nodes)
 
 

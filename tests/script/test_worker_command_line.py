@@ -303,7 +303,8 @@ def test_a_standalone_scripts_workers_preload_the_files_it_writes(module, keywor
 
 @pytest.mark.parametrize("standalone", [False, True])
 def test_a_scheduler_jobs_scheduler_preloads_the_watchdog(standalone, tmp_path):
-    _, request, launch = cluster_class("slurm").parse_keywords(with_job_size({"gpus_per_node": 1}))
+    plan = cluster_class("slurm").parse_keywords(with_job_size({"gpus_per_node": 1}))
+    request, launch = plan.request, plan.launch
     start = SchedulerStart(scheduler_file="/shared/.gpujobqueue-x/scheduler.json")
     script = render_job_script("slurm", request, launch, name="job-0", start_scheduler=start, standalone=standalone)
     (tmp_path / "gpujobqueue_watchdog.py").write_text(source("watchdog"))
@@ -361,7 +362,8 @@ def test_a_scheduler_started_in_a_job_serves_no_http_page(batch, started_by):
     if started_by == "--run":
         script = job_script_for(batch, keywords, name="job-0", run=ClientRun.from_command_line(__file__))
     else:
-        _, request, launch = cluster_class(batch).parse_keywords(keywords)
+        plan = cluster_class(batch).parse_keywords(keywords)
+        request, launch = plan.request, plan.launch
         start = SchedulerStart(scheduler_file="/shared/.gpujobqueue-x/scheduler.json")
         script = render_job_script(batch, request, launch, name="job-0", start_scheduler=start)
     assert dashboard_params(script, SCHEDULER_MODULE) == CLOSED_DASHBOARD
@@ -374,7 +376,8 @@ def test_a_scheduler_started_in_a_job_serves_no_http_page(batch, started_by):
 
 
 def test_a_scheduler_jobs_dashboard_opened_on_purpose_is_served_where_asked():
-    _, request, launch = cluster_class("slurm").parse_keywords(with_job_size({"gpus_per_node": 1}))
+    plan = cluster_class("slurm").parse_keywords(with_job_size({"gpus_per_node": 1}))
+    request, launch = plan.request, plan.launch
     start = SchedulerStart(scheduler_file="/shared/scheduler.json", dashboard_address="127.0.0.1:8787")
     script = render_job_script("slurm", request, launch, name="job-0", start_scheduler=start)
     assert dashboard_params(script, SCHEDULER_MODULE) == {"dashboard": True, "dashboard_address": "127.0.0.1:8787"}

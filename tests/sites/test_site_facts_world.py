@@ -27,7 +27,8 @@ def parse(site_name: str, **keywords):
     site = load_site(site_name)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # unconfirmed facts
-        return cluster_class(site.scheduler).parse_keywords({"site": site, **keywords})
+        plan = cluster_class(site.scheduler).parse_keywords({"site": site, **keywords})
+        return plan.settings, plan.request, plan.launch
 
 
 def script(site_name: str, **keywords) -> str:

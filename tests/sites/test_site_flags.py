@@ -44,7 +44,8 @@ def parse(site, **keywords):
     site = load_site(str(site))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return cluster_class(site.scheduler).parse_keywords({"site": site, **keywords})
+        plan = cluster_class(site.scheduler).parse_keywords({"site": site, **keywords})
+        return plan.settings, plan.request, plan.launch
 
 
 # -- 1. the account flag --------------------------------------------------------------------------

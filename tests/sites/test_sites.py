@@ -128,7 +128,8 @@ def test_account_rules_name_the_site_file(site_path):
         SLURMGPUCluster.parse_keywords({"site": "minimal"})
     with pytest.raises(SiteConfigError, match=r"account.pattern: .*'m1234' does not match"):
         SLURMGPUCluster.parse_keywords({"site": "minimal", "account": "m1234"})
-    _, request, _ = SLURMGPUCluster.parse_keywords({"site": "minimal", "account": "m1234_g"})
+    plan = SLURMGPUCluster.parse_keywords({"site": "minimal", "account": "m1234_g"})
+    request = plan.request
     assert request.account == "m1234_g"
 
 
@@ -153,11 +154,13 @@ def test_a_queue_may_say_how_its_nodes_and_workers_differ(site_path):
     text = MINIMAL.read_text().replace("default_queue: gpu\n", BIG_QUEUE + "default_queue: gpu\n")
     path = site_path / "minimal.yaml"
     path.write_text(text)
-    _, request, launch = SLURMGPUCluster.parse_keywords({"site": "minimal", "queue": "big"})
+    plan = SLURMGPUCluster.parse_keywords({"site": "minimal", "queue": "big"})
+    request, launch = plan.request, plan.launch
     assert (request.gpus_per_node, request.cpus_per_node, launch.mode) == (8, 64, "dask-cuda")
     script = job_script_for("minimal", {"queue": "big"}, name="w")
     assert "#SBATCH --gpus-per-node=h100:8\n" in script and "#SBATCH --comment=big\n" in script
-    _, request, launch = SLURMGPUCluster.parse_keywords({"site": "minimal"})  # the other queues keep the site's node
+    plan = SLURMGPUCluster.parse_keywords({"site": "minimal"})  # the other queues keep the site's node
+    request, launch = plan.request, plan.launch
     assert (request.gpus_per_node, launch.mode) == (4, "per-device")
     line = text.splitlines().index("    node: {gpus: 8, cpus: 64, gpu_vendor: nvidia}") + 1
     with pytest.raises(SiteConfigError) as info:
@@ -171,9 +174,11 @@ def test_the_annotated_template_is_a_valid_site_file():
 
 
 def test_site_values_fill_what_keywords_leave_and_keywords_win(minimal):
-    _, request, launch = SLURMGPUCluster.parse_keywords({"site": "minimal", "queue": "debug", "walltime": "00:10:00"})
+    plan = SLURMGPUCluster.parse_keywords({"site": "minimal", "queue": "debug", "walltime": "00:10:00"})
+    request, launch = plan.request, plan.launch
     assert (request.queue, request.gpus_per_node, launch.mode) == ("debug", 4, "per-device")
-    _, request, _ = SLURMGPUCluster.parse_keywords({"site": "minimal", "gpus_per_node": 2})
+    plan = SLURMGPUCluster.parse_keywords({"site": "minimal", "gpus_per_node": 2})
+    request = plan.request
     assert (request.queue, request.gpus_per_node) == ("gpu", 2)
     text = job_script_for("minimal", {"walltime": "00:10:00"}, name="w")
     assert "#SBATCH --partition=gpu\n" in text and "#SBATCH --gpus-per-node=4\n" in text
