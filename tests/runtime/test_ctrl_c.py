@@ -38,20 +38,27 @@ PREAMBLE = textwrap.dedent("""
 
 
 def interrupted(code: list[str] | str, *, ready: str = "READY", timeout: float = 120) -> subprocess.CompletedProcess:
-    """Run ``code`` (a program's text, or a command), wait for ``ready`` on its output, send SIGINT."""
+    """Run ``code`` (a program's text, or a command), wait for ``ready`` on its output, send SIGINT.
+
+    A program that ended before its SIGINT was sent (a loaded machine can hold this process back for the few
+    seconds a short demo takes) is run again, up to three times: a Ctrl-C that came too late says nothing."""
     args = [sys.executable, "-c", code] if isinstance(code, str) else code
-    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        started = time.monotonic()
-        for line in process.stdout:
-            if ready in line:
-                break
-            assert time.monotonic() - started < timeout, f"not ready after {timeout} s"
-        process.send_signal(signal.SIGINT)
-        stdout, stderr = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
+    for _ in range(3):
+        process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            started = time.monotonic()
+            for line in process.stdout:
+                if ready in line:
+                    break
+                assert time.monotonic() - started < timeout, f"not ready after {timeout} s"
+            sent = process.poll() is None
+            process.send_signal(signal.SIGINT)
+            stdout, stderr = process.communicate(timeout=60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+        if sent:
+            break
     return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
 
 
@@ -80,4 +87,5 @@ def test_ctrl_c_ends_gpujobqueue_demo_with_130_and_one_short_line(tmp_path):
     )
     assert result.returncode == 130, f"exit status {result.returncode}:\n{result.stderr[-3000:]}"
     assert "Traceback" not in result.stderr and "Aborted!" not in result.stderr, result.stderr[-3000:]
-    assert result.stderr.strip().splitlines()[-1] == "gpujobqueue: interrupted (Ctrl-C)", result.stderr[-3000:]
+    # one line says so (the cluster's usage summary may follow it as the cluster closes)
+    assert result.stderr.splitlines().count("gpujobqueue: interrupted (Ctrl-C)") == 1, result.stderr[-3000:]
