@@ -518,7 +518,11 @@ def test_rendering_a_script_imports_neither_distributed_nor_dask_jobqueue():
 def _declared_parsers() -> set[str]:
     from gpujobqueue.keywords import documented_keywords
 
-    return {str(keyword) for keyword in documented_keywords() if keyword.parse is not None}
+    declared = [
+        *documented_keywords(),
+        *(keyword for system in batch_systems().values() for keyword in system.keywords),
+    ]
+    return {str(keyword) for keyword in declared if keyword.parse is not None}
 
 
 _PARSERS = re.compile(r"parse_(?!keyword\b)\w+|matching|one_line")

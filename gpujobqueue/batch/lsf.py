@@ -10,6 +10,7 @@ import shutil
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from ..declaration import read_declared
 from ..errors import ValidationError
 from ..hand_written_directives import DirectiveForm
 from ..hand_written_gpu_parsers import HandWrittenGPUs, own_line, written_count
@@ -97,35 +98,26 @@ class LSFOptions:
         from every version's scripts) or as ``bsub script``.
     """
 
-    gpu_mode: str = "exclusive_process"
-    lsf_units: str = "mb"
-    memory: str | None = None
-    use_stdin: bool = True
+    gpu_mode: str
+    lsf_units: str
+    memory: str | None
+    use_stdin: bool
 
-    @classmethod
-    def from_settings(cls, settings: Mapping[str, Any], request: JobRequest) -> "LSFOptions":
-        """Parse the LSF keywords of resolved settings."""
-        get = settings.get
-        gpu_mode = given_or(get("gpu_mode"), "exclusive_process")
-        if gpu_mode not in GPU_MODES:
-            raise ValidationError("gpu_mode", f"{gpu_mode!r} is not an LSF GPU mode; use one of {', '.join(GPU_MODES)}")
-        units = get("lsf_units")
-        if units is None:
-            from ..jobqueue_base import lsf_detect_units
 
-            units = lsf_detect_units()
-        units = str(units)
-        units = units.lower()
-        if len(units) == 1:
-            units += "b"
-        if units not in LSF_UNITS:
-            raise ValidationError(
-                "lsf_units", f"{get('lsf_units')!r} is not an LSF_UNIT_FOR_LIMITS; use one of {', '.join(LSF_UNITS)}"
-            )
-        memory_bytes = parse_size("mem", get("mem")) if get("mem") is not None else request.memory_per_node
-        memory = None if memory_bytes is None else format_lsf_memory(memory_bytes, units)
-        use_stdin = True if get("use_stdin") is None else parse_bool("use_stdin", get("use_stdin"))
-        return cls(gpu_mode=gpu_mode, lsf_units=units, memory=memory, use_stdin=use_stdin)
+def parse_lsf_units(field_name: str, value: Any) -> str:
+    """LSF_UNIT_FOR_LIMITS as ``lsf.conf`` or a user writes it (``MB``, ``m``), in lower case with its ``b``."""
+    units = str(value).lower()
+    units = units + "b" if len(units) == 1 else units
+    if units not in LSF_UNITS:
+        raise ValidationError(field_name, f"{value!r} is not an LSF_UNIT_FOR_LIMITS; use one of {', '.join(LSF_UNITS)}")
+    return units
+
+
+def parse_gpu_mode(field_name: str, value: Any) -> str:
+    """LSF's ``-gpu`` mode."""
+    if value not in GPU_MODES:
+        raise ValidationError(field_name, f"{value!r} is not an LSF GPU mode; use one of {', '.join(GPU_MODES)}")
+    return value
 
 
 async def bsub_once(command: list[str], stdin: Any = None) -> str:
@@ -239,7 +231,7 @@ class LSF(BatchSystem):
         Keyword(
             "mem",
             INT,
-            None,
+            parse_size,
             None,
             "Memory per job in bytes, as dask-jobqueue's LSF mem (or --memory): the bytes of -M.",
             type_doc="int or str",
@@ -248,7 +240,7 @@ class LSF(BatchSystem):
         Keyword(
             "lsf_units",
             TEXT,
-            None,
+            parse_lsf_units,
             Computed("read from ``$LSF_ENVDIR/lsf.conf``"),
             "The unit of LSF's memory limits (LSF_UNIT_FOR_LIMITS: kb, mb, gb).",
             jobqueue_key="lsf-units",
@@ -256,7 +248,7 @@ class LSF(BatchSystem):
         Keyword(
             "use_stdin",
             SWITCH,
-            None,
+            parse_bool,
             True,
             "Submit as ``bsub < script`` or ``bsub script``.",
             option=NoOption(
@@ -268,7 +260,7 @@ class LSF(BatchSystem):
         Keyword(
             "gpu_mode",
             TEXT,
-            None,
+            parse_gpu_mode,
             "exclusive_process",
             "LSF -gpu mode: exclusive_process or shared (``mode=`` of the ``-gpu`` request).",
             type_doc='{"exclusive_process", "shared"}',
@@ -311,7 +303,18 @@ class LSF(BatchSystem):
 
     @classmethod
     def parse_options(cls, settings: Mapping[str, Any], request: JobRequest) -> LSFOptions:
-        return LSFOptions.from_settings(settings, request)
+        value = read_declared(cls.keywords, settings)
+        if value["lsf_units"] is None:
+            from ..jobqueue_base import lsf_detect_units
+
+            value["lsf_units"] = parse_lsf_units("LSF_UNIT_FOR_LIMITS", lsf_detect_units())  # lsf.conf's
+        memory = request.memory_per_node if value["mem"] is None else value["mem"]
+        return LSFOptions(
+            gpu_mode=value["gpu_mode"],
+            lsf_units=value["lsf_units"],
+            memory=None if memory is None else format_lsf_memory(memory, value["lsf_units"]),
+            use_stdin=value["use_stdin"],
+        )
 
     @classmethod
     def check_launch(cls, request: JobRequest, launch: WorkerLaunch) -> None:

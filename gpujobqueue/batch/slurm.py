@@ -9,6 +9,7 @@ import shutil
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from ..declaration import read_declared
 from ..errors import ValidationError
 from ..hand_written_directives import DirectiveForm, read_count, walltime_form
 from ..hand_written_gpu_parsers import HandWrittenGPUs, own_line, written_count
@@ -44,24 +45,10 @@ class SLURMOptions:
         ``--clusters``: the one of SLURM's clusters the jobs go to (a site's ``clusters``).
     """
 
-    qos: str | None = None
-    constraint: str | None = None
-    job_mem: str | None = None
-    clusters: str | None = None
-
-    @classmethod
-    def from_settings(cls, settings: Mapping[str, Any]) -> "SLURMOptions":
-        """Parse the SLURM keywords of resolved settings."""
-
-        def optional(name: str, parser: Callable[[str, Any], str]) -> str | None:
-            value = settings.get(name)
-            return None if value is None else parser(name, value)
-
-        return cls(
-            qos=optional("qos", parse_word),
-            constraint=optional("constraint", parse_constraint),
-            job_mem=optional("job_mem", parse_slurm_memory_text),
-        )
+    qos: str | None
+    constraint: str | None
+    job_mem: str | None
+    clusters: str | None = None  # the site's, set after
 
 
 def clusters_options(jobs: Sequence[Any]) -> list[str]:
@@ -211,7 +198,7 @@ class SLURM(BatchSystem):
         Keyword(
             "job_mem",
             TEXT,
-            None,
+            parse_slurm_memory_text,
             None,
             "SLURM --mem as written, in sbatch's units (``4000`` MB, ``10G``, ``120GB``), as dask-jobqueue's "
             "job_mem, instead of memory.",
@@ -230,7 +217,8 @@ class SLURM(BatchSystem):
 
     @classmethod
     def parse_options(cls, settings: Mapping[str, Any], request: JobRequest) -> SLURMOptions:
-        return SLURMOptions.from_settings(settings)
+        value = read_declared(cls.keywords, settings)
+        return SLURMOptions(qos=value["qos"], constraint=value["constraint"], job_mem=value["job_mem"])
 
     @classmethod
     def site_settings(

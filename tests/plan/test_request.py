@@ -5,7 +5,7 @@ import datetime
 import pytest
 
 from gpujobqueue import GPUJobQueueError, JobRequest, ValidationError
-from gpujobqueue.batch.slurm import SLURMOptions, format_slurm_memory
+from gpujobqueue.batch.slurm import SLURM, format_slurm_memory
 from gpujobqueue.validation import parse_size
 from gpujobqueue.walltimes import format_walltime, parse_walltime
 
@@ -110,7 +110,7 @@ def test_bad_request_names_the_field(settings, field):
 )
 def test_bad_slurm_options_name_the_field(settings, field):
     with pytest.raises(ValidationError) as info:
-        SLURMOptions.from_settings(settings)
+        SLURM.parse_options(settings, None)
     assert info.value.field == field
     assert str(info.value).startswith(field + ":")
 
@@ -121,7 +121,7 @@ def test_bad_slurm_options_name_the_field(settings, field):
 def test_job_mem_takes_what_sbatch_mem_takes_and_writes_it_as_given(text):
     from gpujobqueue.script.from_keywords import job_script_for
 
-    assert SLURMOptions.from_settings({"job_mem": text}).job_mem == text
+    assert SLURM.parse_options({"job_mem": text}, None).job_mem == text
     script = job_script_for("slurm", {"job_mem": text, "cores": 4}, name="job", tls=False)
     assert f"#SBATCH --mem={text}" in script.splitlines()
 
@@ -129,7 +129,7 @@ def test_job_mem_takes_what_sbatch_mem_takes_and_writes_it_as_given(text):
 @pytest.mark.parametrize("text", ["10 G", "10GiB", "10GBB", "10Bytes", "G", "10B", "-1G", "1.5G", "10P"])
 def test_job_mem_refuses_what_sbatch_mem_refuses(text):
     with pytest.raises(ValidationError) as info:
-        SLURMOptions.from_settings({"job_mem": text})
+        SLURM.parse_options({"job_mem": text}, None)
     assert info.value.field == "job_mem" and "such as '4000', '512M' or '60G'" in str(info.value)
 
 
