@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import time
 from dataclasses import dataclass
@@ -445,7 +446,10 @@ def test_scheduler_job_runs_the_scheduler_in_the_first_job_and_ends_it_last(back
         workers = list(client.run(worker_facts, job_id_variable=backend.job_id_variable).values())
         assert sorted(f["name"] for f in workers) == sorted(f"{name}-{i}" for name in cluster.workers for i in (0, 1))
         assert len({f["devices"] for f in workers}) == 4, workers
-        assert "--scheduler-file " + job.scheduler_file in cluster.job_script()
+        # The other jobs' workers read the scheduler file from their copy of the cluster's (checked) folder.
+        script = cluster.job_script()
+        assert '--scheduler-file "$private_dir/' + os.path.basename(job.scheduler_file) + '"' in script
+        assert f"cluster_dir={folder}" in script or f"cluster_dir={shlex.quote(folder)}" in script
         x = da.arange(1_000_000, chunks=100_000)
         assert client.compute((x * 2).sum(), resources={"GPU": 1}).result() == 2 * sum(range(1_000_000))
         # Scaling to nothing keeps the scheduler's job: the cluster lives in it.

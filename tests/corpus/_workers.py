@@ -13,6 +13,7 @@ import importlib
 import importlib.util
 import re
 import shlex
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -150,8 +151,23 @@ def unknown_options(command: click.Command, arguments: list[str]) -> str:
 
 
 def inspect_workers(script: str) -> list[dict[str, Any]]:
-    """Every worker line of the script, parsed."""
-    return [parse_line(*line) for line in worker_lines(script)]
+    """Every worker line of the script, parsed. The files a line reads from the job's private folder on its node
+    (``$private_dir/worker-ca-file.pem``: the job copies them there before the workers start) stand in a folder of
+    empty files of those names, where the CLI looks for them."""
+    with tempfile.TemporaryDirectory() as folder:
+        return [
+            parse_line(launcher, module, [_in_folder(word, folder) for word in arguments])
+            for launcher, module, arguments in worker_lines(script)
+        ]
+
+
+def _in_folder(word: str, folder: str) -> str:
+    match = re.fullmatch(r"\$\{?private_dir\}?/([\w.-]+)", word)
+    if match is None:
+        return word
+    path = Path(folder, match.group(1))
+    path.touch()
+    return str(path)
 
 
 def launcher_problem(launcher: list[str]) -> str | None:

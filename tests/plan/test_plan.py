@@ -64,7 +64,13 @@ def test_render_and_the_cluster_differ_only_in_where_the_tls_credentials_are(bat
     check_block = rendered[rendered.index("# TLS: ") : rendered.index("\ndone\n") + len("\ndone")].splitlines()
     added = [line for line in differences if line.startswith("+")]
     removed = [line[1:] for line in differences if line.startswith("-")]
-    assert len(added) == 3 and all(line.startswith("+    --tls-") for line in added), added
+    tls = [line for line in added if line.startswith("+    --tls-")]
+    assert len(tls) == 3 and all('"$private_dir/' in line for line in tls), added
+    # before them, the job's folder on the node and its copy of the cluster's (checked) files, which those lines read
+    node_folder = added[: added.index(tls[0])]
+    assert node_folder[0].startswith("+# The job's private folder (mode 0700) on this node"), added
+    assert node_folder[-1].startswith('+(in_folder "$cluster_dir" "$cluster_dir_id" && cp -- worker-'), added
+    assert added == [*node_folder, *tls], added
     assert all(line in check_block or line == "" or line.startswith("    --tls-") for line in removed), removed
     plain, address, name = _cluster_script({"batch": batch, **SIZED}, security=False)
     with warnings.catch_warnings():

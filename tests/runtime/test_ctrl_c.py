@@ -82,8 +82,10 @@ def test_a_handler_the_program_set_before_dask_jobqueue_is_imported_is_left_alon
 
 @pytest.mark.timeout(240)
 def test_ctrl_c_ends_gpujobqueue_demo_with_130_and_one_short_line(tmp_path):
+    # medium: on CPU workers its sum alone takes tens of seconds, so the Ctrl-C lands while the demo runs, however
+    # late a loaded machine lets this process read the ready line (with small, the 7-s demo had ended by then)
     result = interrupted(
-        [sys.executable, "-m", "gpujobqueue", "demo", "--size", "small", "--gpus", "1"], ready="this run's job files"
+        [sys.executable, "-m", "gpujobqueue", "demo", "--size", "medium", "--gpus", "1"], ready="this run's job files"
     )
     assert result.returncode == 130, f"exit status {result.returncode}:\n{result.stderr[-3000:]}"
     assert "Traceback" not in result.stderr and "Aborted!" not in result.stderr, result.stderr[-3000:]
