@@ -10,6 +10,7 @@ or after gpujobqueue and made its clusters in another thread (or none) exited 0 
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -44,7 +45,10 @@ def interrupted(code: list[str] | str, *, ready: str = "READY", timeout: float =
     seconds a short demo takes) is run again, up to three times: a Ctrl-C that came too late says nothing."""
     args = [sys.executable, "-c", code] if isinstance(code, str) else code
     for _ in range(3):
-        process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # Unbuffered, as at a terminal: a pipe holds a program's lines until it flushes, at its end at the latest
+        # (in CI the demo's ready line came when the demo had ended, and its Ctrl-C then fell in its exit).
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         try:
             started = time.monotonic()
             for line in process.stdout:
