@@ -48,7 +48,16 @@ def interrupted(code: list[str] | str, *, ready: str = "READY", timeout: float =
         # Unbuffered, as at a terminal: a pipe holds a program's lines until it flushes, at its end at the latest
         # (in CI the demo's ready line came when the demo had ended, and its Ctrl-C then fell in its exit).
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        # SIGINT as a terminal's program has it: an ignored SIGINT (SIG_IGN) passes from this test process to
+        # the program through exec, and Python then leaves it ignored (the demo ran to its end in full CI runs)
+        process = subprocess.Popen(
+            args,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
         try:
             started = time.monotonic()
             for line in process.stdout:
