@@ -10,7 +10,7 @@ from typing import Any, Iterable, Iterator
 
 from ..batch import batch_systems
 from ..errors import ValidationError
-from ..validation import parse_environment, parse_job_path, parse_lines
+from ..keywords import PAIRS, Keyword, default_of, setting_keywords
 from ..walltimes import parse_walltime
 from . import routing
 from .charges import charge_errors
@@ -76,7 +76,7 @@ def _semantic_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[Sit
 
     return [
         *errors(_naming_problems(data, Path(path).stem, batch_cls)),
-        *_value_errors(data, path, lines),
+        *_value_errors(data, path, lines, batch_cls),
         *source_errors(data, path, lines),
         *charge_errors(data, path, lines),
         *errors(_worker_problems(data)),
@@ -128,7 +128,7 @@ def _worker_problems(data: dict) -> Iterator[tuple[tuple, str]]:
             culprit = "visibility_variable" if "visibility_variable" in queue["worker"] else "mode"
             workers.append((("queues", queue_name, "worker", culprit), {**site_worker, **queue["worker"]}))
     for key, worker in workers:
-        variable = worker.get("visibility_variable", "CUDA_VISIBLE_DEVICES")
+        variable = worker.get("visibility_variable", default_of("visibility_variable"))
         if worker.get("mode") == "dask-cuda" and variable != "CUDA_VISIBLE_DEVICES":
             yield (
                 key,
@@ -155,33 +155,43 @@ def _launch_problems(data: dict, batch_cls: Any) -> Iterator[tuple[tuple, str]]:
         )
 
 
-def _value_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[SiteConfigError]:
-    """The values a cluster parses from the site, parsed here as it parses them, so that a file
-    ``gpujobqueue check FILE`` passes is not refused when used."""
-    checks: list[tuple[tuple, Any, Any]] = []
-    if isinstance(data.get("environment"), dict):
-        checks += [
-            (("environment", name), parse_environment, {name: str(value)})
-            for name, value in data["environment"].items()
-        ]
-    if data.get("prologue") is not None:
-        checks.append((("prologue",), parse_lines, data["prologue"]))
-    workers = [(("worker",), data.get("worker"))]
+def _keyword_values(data: dict, keywords: Iterable[Keyword]) -> Iterator[tuple[tuple, Keyword, Any]]:
+    """Each value the site sets for a keyword that has a parser, at its key path: the keyword's ``site_key``
+    (a ``worker`` key also in each queue's ``worker``), a mapping's (``environment``) one item at a time, as
+    text, as :func:`~gpujobqueue.sites.settings.site_settings` passes it."""
+    for keyword in keywords:
+        if keyword.site_key is None or keyword.parse is None:
+            continue
+        key = tuple(keyword.site_key.split("."))
+        queues = (data.get("queues") or {}) if key[0] == "worker" else {}
+        for place in [key, *(("queues", name, *key) for name, queue in queues.items() if isinstance(queue, dict))]:
+            value = _value_at(data, place)
+            if keyword.kind == PAIRS and isinstance(value, dict):
+                yield from ((place + (name,), keyword, {name: str(item)}) for name, item in value.items())
+            elif value is not None:
+                yield place, keyword, value
+
+
+def _value_at(data: Any, key: tuple) -> Any:
+    for part in key:
+        data = data.get(part) if isinstance(data, dict) else None
+    return data
+
+
+def _value_errors(data: dict, path: str, lines: dict[tuple, int], batch_cls: Any) -> list[SiteConfigError]:
+    """The values a cluster parses from the site, each parsed here by its keyword's declaration (each queue's
+    ``max_walltime`` as a walltime), so that a file ``gpujobqueue check FILE`` passes is not refused when used."""
+    keywords = batch_cls.setting_names() if batch_cls is not None else setting_keywords()
+    checks = [(key, keyword.parse, value) for key, keyword, value in _keyword_values(data, keywords)]
     for queue_name, queue in (data.get("queues") or {}).items():
-        if isinstance(queue, dict):
-            workers.append((("queues", queue_name, "worker"), queue.get("worker")))
-            if queue.get("max_walltime") is not None:
-                checks.append((("queues", queue_name, "max_walltime"), parse_walltime, queue["max_walltime"]))
-    for key, worker in workers:
-        if isinstance(worker, dict) and worker.get("local_directory") is not None:
-            checks.append((key + ("local_directory",), parse_job_path, worker["local_directory"]))
+        if isinstance(queue, dict) and queue.get("max_walltime") is not None:
+            checks.append((("queues", queue_name, "max_walltime"), parse_walltime, queue["max_walltime"]))
     errors = []
     for key, parser, value in checks:
         try:
             parser(dotted_key(key), value)
         except ValidationError as problem:
-            message = str(problem).partition(": ")[2] or str(problem)
-            errors.append(SiteConfigError(path, dotted_key(key), lines.get(key), message))
+            errors.append(SiteConfigError(path, dotted_key(key), lines.get(key), problem.message))
     return errors
 
 
