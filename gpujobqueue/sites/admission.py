@@ -126,18 +126,15 @@ def check_queue_takes(site: Site, queue: str, request: Any) -> None:
     queue_name, entry = queue, site.queue(queue)
     refused = routing.refusal(queue_name, entry, request.nodes, request.walltime, request.walltime_text)
     if refused is not None:
-        others = [
-            name
-            for name in routing.queues_taking(
-                site.open_queues,
-                data["default_queue"],
-                request.nodes,
-                request.walltime,
-                request.walltime_text,
-                routed_only=False,
-            )
-            if name != queue_name
-        ]
+        taking = routing.queues_taking(
+            site.open_queues,
+            data["default_queue"],
+            request.nodes,
+            request.walltime,
+            request.walltime_text,
+            routed_only=False,
+        )
+        others = [name for name in taking if name != queue_name]
         if others:
             hint, field = f"; queue {others[0]!r} takes it (queue={others[0]!r})", "queue"
         else:
@@ -184,17 +181,9 @@ def route_queue(site: Site, request: Any) -> tuple[str, str]:
     if blamed is None:  # no queue with GPUs: the default queue's refusal says so
         check_queue_takes(site, data["default_queue"], request)
         raise AssertionError("the default queue takes the job it was found not to take")  # pragma: no cover
-    others = [
-        name
-        for name in routing.queues_taking(
-            queues,
-            data["default_queue"],
-            request.nodes,
-            request.walltime,
-            request.walltime_text,
-            routed_only=False,
-        )
-    ]
+    others = routing.queues_taking(
+        queues, data["default_queue"], request.nodes, request.walltime, request.walltime_text, routed_only=False
+    )
     hint = f"; name queue={others[0]!r}, which takes it" if others else ""
     why = "; ".join(f"{name}: {refused.message}" for name, refused in refusals.items() if refused is not None)
     path, line = site.location(*blamed.key)

@@ -5,10 +5,10 @@ that the schema cannot make, and the lines ``gpujobqueue show`` prints."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Iterator
 
 from ..usage import Charge
-from .errors import SiteConfigError, dotted_key
+from .errors import dotted_key, value_at
 from .schema import unconfirmed_keys
 
 
@@ -47,49 +47,24 @@ def queue_charge(data: dict, queue: str) -> Charge | None:
     key = charge_key(data, queue)
     if key is None:
         return None
-    value = data
-    for part in key:
-        value = value[part]
+    value = value_at(data, key)
     return Charge(value["unit"], value["factor"], charge_source(data, key))
 
 
-def _charge_keys(data: dict) -> list[tuple]:
-    keys = [("charge",)] if isinstance(data.get("charge"), dict) else []
-    for name, entry in (data.get("queues") or {}).items():
-        if isinstance(entry, dict) and isinstance(entry.get("charge"), dict):
-            keys.append(("queues", name, "charge"))
-    return keys
-
-
-def charge_errors(data: dict, path: str, lines: dict[tuple, int], whole: bool = True) -> list[SiteConfigError]:
+def charge_problems(data: dict, whole: bool = True) -> Iterator[tuple[tuple, str]]:
     """A charge factor that is not a finite number (the schema lets ``.inf`` and ``.nan`` through), and, in a
-    ``whole`` site file, a charge that no source names and no unconfirmed line lists."""
-    errors = []
-    for key in _charge_keys(data):
-        factor: Any = data
-        for part in key:
-            factor = factor[part]
-        factor = factor.get("factor")
+    ``whole`` site file, a charge that no source names and no unconfirmed line lists, as (key, problem)."""
+    keys = [("charge",), *(("queues", name, "charge") for name in data.get("queues") or {})]
+    for key in [key for key in keys if isinstance(value_at(data, key), dict)]:
+        factor = value_at(data, key + ("factor",))
         if isinstance(factor, float) and not math.isfinite(factor):
-            errors.append(
-                SiteConfigError(
-                    path,
-                    dotted_key(key + ("factor",)),
-                    lines.get(key + ("factor",)),
-                    f"{factor} is not a finite number; give service units per unit (0 or more)",
-                )
-            )
+            yield key + ("factor",), f"{factor} is not a finite number; give service units per unit (0 or more)"
         if whole and not charge_source(data, key):
-            errors.append(
-                SiteConfigError(
-                    path,
-                    dotted_key(key),
-                    lines.get(key),
-                    f"no source names {dotted_key(key)}; add it to the covers of the page that states the charge, "
-                    f"or start an unconfirmed line with it",
-                )
+            yield (
+                key,
+                f"no source names {dotted_key(key)}; add it to the covers of the page that states the charge, "
+                f"or start an unconfirmed line with it",
             )
-    return errors
 
 
 def charges_text(data: dict) -> list[str]:
@@ -100,10 +75,7 @@ def charges_text(data: dict) -> list[str]:
         if charge is None:
             out.append(f"#   {queue}: not recorded")
             continue
-        key = charge_key(data, queue)
-        value = data
-        for part in key or ():
-            value = value[part]
-        note = f" ({value['note']})" if value.get("note") else ""
+        note = value_at(data, (*(charge_key(data, queue) or ()), "note"))
+        note = f" ({note})" if note else ""
         out.append(f"#   {queue}: {charge.factor:g} per {charge.unit}{note}; from {charge.source}")
     return out

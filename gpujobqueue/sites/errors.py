@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import os
-from typing import Iterable
+from typing import Any, Iterable
 
 from ..errors import GPUJobQueueError, ValidationError
 
@@ -57,3 +57,13 @@ def _one_line(path: str | os.PathLike[str], key: str, line: int | None, message:
 
 def dotted_key(path: Iterable) -> str:
     return ".".join(str(p) for p in path)
+
+
+def value_at(data: Any, key: Iterable, missing: Any = None) -> Any:
+    """The value at a key path of a site's data (``("queues", "debug", "charge")``), or ``missing`` where a
+    key on the way is not there."""
+    for part in key:
+        if not isinstance(data, dict) or part not in data:
+            return missing
+        data = data[part]
+    return data

@@ -13,12 +13,12 @@ from ..errors import ValidationError
 from ..keywords import PAIRS, Keyword, default_of, setting_keywords
 from ..walltimes import parse_walltime
 from . import routing
-from .charges import charge_errors
-from .errors import SiteConfigError, dotted_key
+from .charges import charge_problems
+from .errors import SiteConfigError, dotted_key, value_at
 from .facts import Site
 from .patterns import pattern_problem
 from .schema import schema_errors, schemas
-from .sources import source_errors
+from .sources import source_problems
 from .yaml_text import line_index, load_site_yaml
 
 
@@ -55,7 +55,8 @@ def read_site_file(path: str | os.PathLike[str], *, partial: bool = False) -> tu
     if not errors and not partial:
         errors = _semantic_errors(data, str(path), lines)
     elif not errors:  # an override's sources may cover keys of the file below it: only their form is checked here
-        errors = source_errors(data, str(path), lines, whole=False) + charge_errors(data, str(path), lines, whole=False)
+        problems = [*source_problems(data, whole=False), *charge_problems(data, whole=False)]
+        errors = _errors(problems, str(path), lines)
     if errors:
         first = errors[0]
         first.errors = errors
@@ -71,17 +72,20 @@ def _semantic_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[Sit
     if batch_cls is not None and not batch_cls.takes_sites:
         batch_cls = None
 
-    def errors(problems: Iterable[tuple[tuple, str]]) -> list[SiteConfigError]:
-        return [SiteConfigError(path, dotted_key(key), lines.get(key), message) for key, message in problems]
-
-    return [
-        *errors(_naming_problems(data, Path(path).stem, batch_cls)),
-        *_value_errors(data, path, lines, batch_cls),
-        *source_errors(data, path, lines),
-        *charge_errors(data, path, lines),
-        *errors(_worker_problems(data)),
-        *errors(_launch_problems(data, batch_cls)),
+    problems = [
+        *_naming_problems(data, Path(path).stem, batch_cls),
+        *_value_problems(data, batch_cls),
+        *source_problems(data),
+        *charge_problems(data),
+        *_worker_problems(data),
+        *_launch_problems(data, batch_cls),
     ]
+    return _errors(problems, path, lines)
+
+
+def _errors(problems: Iterable[tuple[tuple, str]], path: str, lines: dict[tuple, int]) -> list[SiteConfigError]:
+    """Each (key, problem) as the error naming the file, the key and its line."""
+    return [SiteConfigError(path, dotted_key(key), lines.get(key), message) for key, message in problems]
 
 
 def _naming_problems(data: dict, stem: str, batch_cls: Any) -> Iterator[tuple[tuple, str]]:
@@ -165,20 +169,14 @@ def _keyword_values(data: dict, keywords: Iterable[Keyword]) -> Iterator[tuple[t
         key = tuple(keyword.site_key.split("."))
         queues = (data.get("queues") or {}) if key[0] == "worker" else {}
         for place in [key, *(("queues", name, *key) for name, queue in queues.items() if isinstance(queue, dict))]:
-            value = _value_at(data, place)
+            value = value_at(data, place)
             if keyword.kind == PAIRS and isinstance(value, dict):
                 yield from ((place + (name,), keyword, {name: str(item)}) for name, item in value.items())
             elif value is not None:
                 yield place, keyword, value
 
 
-def _value_at(data: Any, key: tuple) -> Any:
-    for part in key:
-        data = data.get(part) if isinstance(data, dict) else None
-    return data
-
-
-def _value_errors(data: dict, path: str, lines: dict[tuple, int], batch_cls: Any) -> list[SiteConfigError]:
+def _value_problems(data: dict, batch_cls: Any) -> Iterator[tuple[tuple, str]]:
     """The values a cluster parses from the site, each parsed here by its keyword's declaration (each queue's
     ``max_walltime`` as a walltime), so that a file ``gpujobqueue check FILE`` passes is not refused when used."""
     keywords = batch_cls.setting_names() if batch_cls is not None else setting_keywords()
@@ -186,36 +184,28 @@ def _value_errors(data: dict, path: str, lines: dict[tuple, int], batch_cls: Any
     for queue_name, queue in (data.get("queues") or {}).items():
         if isinstance(queue, dict) and queue.get("max_walltime") is not None:
             checks.append((("queues", queue_name, "max_walltime"), parse_walltime, queue["max_walltime"]))
-    errors = []
     for key, parser, value in checks:
         try:
             parser(dotted_key(key), value)
         except ValidationError as problem:
-            errors.append(SiteConfigError(path, dotted_key(key), lines.get(key), problem.message))
-    return errors
+            yield key, problem.message
 
 
-def _merge(base: dict, override: dict, origins: dict[tuple, str], source: str, prefix: tuple = ()) -> dict:
+def _merge(base: dict, override: dict) -> dict:
     """``override`` over ``base`` field by field (mappings merged, anything else replaced)."""
     merged = dict(base)
     for key, value in override.items():
-        path = prefix + (key,)
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value, origins, source, path)
-        else:
-            merged[key] = copy.deepcopy(value)
-            for known in [p for p in origins if p[: len(path)] == path]:
-                del origins[known]
-            _record_origins(value, origins, source, path)
+        both = isinstance(value, dict) and isinstance(merged.get(key), dict)
+        merged[key] = _merge(merged[key], value) if both else copy.deepcopy(value)
     return merged
 
 
-def _record_origins(value: Any, origins: dict[tuple, str], source: str, path: tuple) -> None:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            _record_origins(item, origins, source, path + (key,))
-    else:
-        origins[path] = source
+def _leaf_keys(value: Any, path: tuple = ()) -> Iterator[tuple]:
+    """The key path of each value in ``value`` that is not a mapping."""
+    if not isinstance(value, dict):
+        yield path
+    for key, item in value.items() if isinstance(value, dict) else ():
+        yield from _leaf_keys(item, path + (key,))
 
 
 def load_files(name: str, paths: list[Path]) -> Site:
@@ -227,18 +217,18 @@ def load_files(name: str, paths: list[Path]) -> Site:
     SiteConfigError
         A file, or the merged result, does not validate.
     """
-    data, lines = read_site_file(paths[0], partial=len(paths) > 1)
-    all_lines = {str(paths[0]): lines}
+    data: dict = {}
     origins: dict[tuple, str] = {}
-    _record_origins(data, origins, str(paths[0]), ())
-    origins = {key: f"{paths[0]}:{lines.get(key, 1)}" for key in origins}
-    for path in paths[1:]:
-        override, override_lines = read_site_file(path, partial=True)
-        all_lines[str(path)] = override_lines
-        data = _merge(data, override, origins, str(path))
-        for key, source in origins.items():
-            if source == str(path):
-                origins[key] = f"{path}:{override_lines.get(key, 1)}"
+    all_lines = {}
+    for path in paths:
+        part, lines = read_site_file(path, partial=len(paths) > 1)
+        all_lines[str(path)] = lines
+        data = _merge(data, part)
+        for key in _leaf_keys(part):  # the file that gave each value last, at the value's line
+            origins.pop(key, None)
+            origins[key] = f"{path}:{lines.get(key, 1)}"
+    leaves = set(_leaf_keys(data))
+    origins = {key: where for key, where in origins.items() if key in leaves}
     if len(paths) > 1:  # the merged whole must be a complete, valid site
         full, _ = schemas()
         errors = schema_errors(data, full, f"{name} (merged from {', '.join(map(str, paths))})", {})

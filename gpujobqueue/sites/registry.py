@@ -64,6 +64,11 @@ def site_files() -> dict[str, list[Path]]:
     return found
 
 
+def names_a_file(text: str) -> bool:
+    """Whether a site argument names a file (``x.yaml``, ``dir/x``) rather than a site by name."""
+    return text.endswith((".yaml", ".yml")) or os.sep in text
+
+
 def load_site(name_or_path: str | os.PathLike[str]) -> Site:
     """Load a site by name (merging every file of that name) or from one file.
 
@@ -73,7 +78,7 @@ def load_site(name_or_path: str | os.PathLike[str]) -> Site:
         No such site, or a file (or the merged result) does not validate.
     """
     text = os.fspath(name_or_path)
-    if text.endswith((".yaml", ".yml")) or os.sep in text:
+    if names_a_file(text):
         paths = [Path(text)]
         name = Path(text).stem
     else:
@@ -144,21 +149,8 @@ def site_table(today: datetime.date | None = None) -> list[dict[str, Any]]:
         try:
             data = load_files(name, paths).data
         except SiteConfigError as error:
-            rows.append(
-                {
-                    "name": name,
-                    "centre": "-",
-                    "scheduler": "-",
-                    "gpus": "-",
-                    "gpu": "-",
-                    "protocol": "-",
-                    "status": f"broken: {error}",
-                    "retired": "",
-                    "unconfirmed": "-",
-                    "checked": "-",
-                    "stale": False,
-                }
-            )
+            unknown = dict.fromkeys(("centre", "scheduler", "gpus", "gpu", "protocol", "unconfirmed", "checked"), "-")
+            rows.append({"name": name, **unknown, "status": f"broken: {error}", "retired": "", "stale": False})
             continue
         oldest = oldest_source(data, today)
         rows.append(

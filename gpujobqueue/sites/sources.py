@@ -8,10 +8,10 @@ import calendar
 import datetime
 import urllib.parse
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 from .charges import charges_text
-from .errors import SiteConfigError, dotted_key
+from .errors import value_at
 from .facts import Site
 from .schema import unconfirmed_keys
 
@@ -118,11 +118,7 @@ FACT_GROUPS = (
 
 def _has_key(data: Any, dotted: str) -> bool:
     """Whether a dotted key path (``queues.debug.max_walltime``) names a key of ``data``."""
-    for part in dotted.split("."):
-        if not isinstance(data, dict) or part not in data:
-            return False
-        data = data[part]
-    return True
+    return value_at(data, dotted.split("."), _has_key) is not _has_key
 
 
 def _iso_date_problem(text: Any, *, past: bool) -> str | None:
@@ -157,53 +153,46 @@ def unsourced_groups(data: dict) -> list[str]:
     ]
 
 
-def source_errors(data: dict, path: str, lines: dict[tuple, int], whole: bool = True) -> list[SiteConfigError]:
+def source_problems(data: dict, whole: bool = True) -> Iterator[tuple[tuple, str]]:
     """Sources' URLs and dates, removed queues' dates, the keys sources cover, and a retired machine's
-    date (the last two only for a ``whole`` site file, not an override)."""
-    errors = []
-
-    def error(key: tuple, message: str):
-        errors.append(SiteConfigError(path, dotted_key(key), lines.get(key), message))
-
+    date (the last two only for a ``whole`` site file, not an override), as (key, problem)."""
     for i, source in enumerate(data.get("sources") or []):
         if not isinstance(source, dict):
             continue
         url = urllib.parse.urlsplit(str(source.get("url", "")))
         if url.scheme not in ("http", "https") or "." not in (url.hostname or ""):
-            error(("sources", i, "url"), f"{source.get('url')!r} is not the address of a page (https://host/...)")
+            yield ("sources", i, "url"), f"{source.get('url')!r} is not the address of a page (https://host/...)"
         for field_name, past in (("checked", True), ("shows", False)):
-            if field_name in source:
-                problem = _iso_date_problem(source[field_name], past=past)
-                if problem:
-                    error(("sources", i, field_name), problem)
+            if field_name in source and (problem := _iso_date_problem(source[field_name], past=past)):
+                yield ("sources", i, field_name), problem
         for j, key in enumerate(source.get("covers") or []):
             if whole and not _has_key(data, str(key)):
-                error(
+                yield (
                     ("sources", i, "covers", j),
                     f"{key!r} is not a key of this file; a source covers keys the file sets",
                 )
     for name, removed in (data.get("removed_queues") or {}).items():
-        if isinstance(removed, dict) and "date" in removed:
-            problem = _iso_date_problem(removed["date"], past=True)
-            if problem:
-                error(("removed_queues", name, "date"), problem)
+        if (
+            isinstance(removed, dict)
+            and "date" in removed
+            and (problem := _iso_date_problem(removed["date"], past=True))
+        ):
+            yield ("removed_queues", name, "date"), problem
     if not whole:
-        return errors
+        return
     for i, line in enumerate(data.get("unconfirmed") or []):
         for key in unconfirmed_keys(str(line)):
             if not _has_key(data, key):
-                error(
+                yield (
                     ("unconfirmed", i),
                     f"{key!r} is not a key of this file (an unconfirmed line starts with the keys it is about)",
                 )
     retired = data.get("retired")
     if retired is not None:
-        problem = _iso_date_problem(retired, past=True)
-        if problem:
-            error(("retired",), problem)
+        if problem := _iso_date_problem(retired, past=True):
+            yield ("retired",), problem
         if data.get("status") != "retired":
             status = data.get("status", "production")
-            error(("retired",), f"a retirement date with status {status!r}; set status: retired")
+            yield ("retired",), f"a retirement date with status {status!r}; set status: retired"
     elif data.get("status") == "retired":
-        error(("status",), "a retired machine gives the date it stopped running jobs: retired: YYYY-MM-DD")
-    return errors
+        yield ("status",), "a retired machine gives the date it stopped running jobs: retired: YYYY-MM-DD"
