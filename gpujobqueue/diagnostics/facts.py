@@ -18,6 +18,7 @@ from .._version import __version__
 from ..errors import GPUJobQueueError
 from ..gpus import GPU, machine_gpus
 from ..install import probe_imports, worker_python_problems
+from ..interfaces import host_interfaces
 from ..plan import site_problems
 from ..preloads.nic_affinity import map_lines
 from ..worker_args import parse_python
@@ -26,9 +27,7 @@ from .probes import (
     Package,
     batch_versions,
     commands,
-    interfaces,
     job_of,
-    optional_commands,
     package,
     submitting,
     ucx_resources,
@@ -135,12 +134,10 @@ def gather_facts(
         packages={name: package(name) for name in PACKAGES},
         ucx_source=ucx_source,
         ucx_transports=transports,
-        interfaces=interfaces(),
+        interfaces=host_interfaces(),
         infiniband_devices=sorted(p.name for p in Path("/sys/class/infiniband").glob("*")),
         batch_commands={
-            command: shutil.which(command)
-            for batch in submitting()
-            for command in (*commands(batch), *optional_commands(batch))
+            command: shutil.which(command) for batch in submitting() for command in commands(batch, optional=True)
         },
         batch_versions=batch_versions(),
         job_of=job_of(),

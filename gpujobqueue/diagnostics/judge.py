@@ -13,7 +13,7 @@ from ..install import cuda_major, install_line
 from ..scheduler_job import SCHEDULER_HERE
 from ..sites import FRESH_MONTHS, oldest_source
 from .facts import MachineFacts
-from .probes import commands, optional_commands, runs_jobs_here, submitting
+from .probes import commands, runs_jobs_here, submitting
 
 NVLINK_TRANSPORTS = {"cuda_ipc"}
 INFINIBAND_TRANSPORTS = {"rc", "rc_verbs", "rc_mlx5", "ud", "ud_verbs", "ud_mlx5", "dc", "dc_mlx5"}
@@ -257,35 +257,25 @@ def _package_findings(facts: MachineFacts) -> list[Finding]:
     needs_cuda = _workers_run_dask_cuda(facts)
     cuda = packages["dask-cuda"]
     stack = install_line(facts.cuda_driver_version)
-    broken = cuda.version and cuda.import_error
-    if cuda.version and not cuda.import_error:
+    if cuda.missing is None:
         findings.append(Finding("ok", "dask-cuda", cuda.version))
     elif needs_cuda:
         fix = (
             f"{stack} (it brings the cuda-bindings dask-cuda imports)"
-            if broken and "bindings" in cuda.import_error
+            if "bindings" in str(cuda.import_error)
             else stack
         )
-        detail = f"{cuda.version} installed but does not import: {cuda.import_error}" if broken else "not installed"
-        findings.append(Finding("fail", "dask-cuda", f"{detail}; the workers here run dask-cuda", fix))
+        findings.append(Finding("fail", "dask-cuda", f"{cuda.missing}; the workers here run dask-cuda", fix))
     else:
-        detail = f"{cuda.version} installed but does not import: {cuda.import_error}" if broken else "not installed"
-        findings.append(Finding("info", "dask-cuda", f"{detail} (needed for worker_mode='dask-cuda')"))
+        findings.append(Finding("info", "dask-cuda", f"{cuda.missing} (needed for worker_mode='dask-cuda')"))
     ucx = packages["distributed-ucxx"]
-    if ucx.version and not ucx.import_error:
+    if ucx.missing is None:
         findings.append(Finding("ok", "distributed-ucxx", f"{ucx.version} (ucxx {packages['ucxx'].version})"))
     elif facts.protocol == "ucx":
-        detail = f"{ucx.version} installed but does not import: {ucx.import_error}" if ucx.version else "not installed"
-        findings.append(
-            Finding(
-                "fail",
-                "distributed-ucxx",
-                f"{detail}; protocol is ucx",
-                install_line(facts.cuda_driver_version, ucx=True),
-            )
-        )
+        fix = install_line(facts.cuda_driver_version, ucx=True)
+        findings.append(Finding("fail", "distributed-ucxx", f"{ucx.missing}; protocol is ucx", fix))
     else:
-        findings.append(Finding("info", "distributed-ucxx", "not installed (needed for protocol='ucx' only)"))
+        findings.append(Finding("info", "distributed-ucxx", f"{ucx.missing} (needed for protocol='ucx' only)"))
     others = ", ".join(f"{name} {packages[name].version or 'not installed'}" for name in ("cupy", "cudf", "rmm"))
     if packages["cupy"].version:
         findings.append(Finding("ok", "GPU libraries", others))
@@ -438,9 +428,7 @@ def _batch_findings(facts: MachineFacts) -> list[Finding]:
             )
         ]
     found = [
-        f"{c} {facts.batch_commands[c]}"
-        for c in (*commands(facts.batch), *optional_commands(facts.batch))
-        if facts.batch_commands.get(c)
+        f"{c} {facts.batch_commands[c]}" for c in commands(facts.batch, optional=True) if facts.batch_commands.get(c)
     ]
     version = f"{facts.batch_versions[facts.batch]}: " if facts.batch in facts.batch_versions else ""
     job_id = os.environ.get(batch_system(facts.job_of).job_id_variable, "") if facts.job_of else ""

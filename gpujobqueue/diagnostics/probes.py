@@ -54,6 +54,13 @@ class Package:
     import_error: str | None = None
     distribution: str | None = None  # the distribution found, e.g. cupy-cuda12x
 
+    @property
+    def missing(self) -> str | None:
+        """Why it cannot be used (not installed, or installed but not importing), or None where it can."""
+        if not self.version:
+            return "not installed"
+        return f"{self.version} installed but does not import: {self.import_error}" if self.import_error else None
+
 
 def runs_jobs_here(batch: str) -> bool:
     """Whether the batch system runs its jobs on this host, needing no batch commands (the local one)."""
@@ -65,15 +72,13 @@ def submitting() -> list[str]:
     return [name for name, system in batch_systems().items() if not system.runs_jobs_here]
 
 
-def commands(batch: str) -> tuple[str, ...]:
-    """The commands a batch system's clusters submit, watch and cancel with."""
+def commands(batch: str, optional: bool = False) -> tuple[str, ...]:
+    """The commands a batch system's clusters submit, watch and cancel with; with ``optional``, then those they
+    use where present (a finished job's exit code)."""
     system = batch_system(batch)
-    return (system.submit_command, system.status_command, system.cancel_command)
-
-
-def optional_commands(batch: str) -> tuple[str, ...]:
-    """Commands its clusters use where present (a finished job's exit code)."""
-    return batch_system(batch).optional_commands
+    return (system.submit_command, system.status_command, system.cancel_command) + (
+        system.optional_commands if optional else ()
+    )
 
 
 def package(name: str) -> Package:
@@ -158,13 +163,6 @@ def _first_line(command: list[str]) -> str | None:
     # Grid Engine prints its usage on stdout; sbatch's DNS complaints go to stderr.
     lines = (done.stdout or done.stderr).strip().splitlines()
     return lines[0].strip() if lines else None
-
-
-def interfaces() -> dict[str, list[str]]:
-    """This host's network interfaces and their IPv4 addresses."""
-    from ..interfaces import host_interfaces
-
-    return host_interfaces()
 
 
 def job_of() -> str | None:
