@@ -9,6 +9,7 @@ import click
 
 from ..batch import names
 from ..errors import GPUJobQueueError
+from ..worker_options import PROTOCOLS
 
 
 @click.command()
@@ -22,7 +23,7 @@ from ..errors import GPUJobQueueError
 @click.option("--interface", default=None, help="The interface keyword: check it exists here (default: the site's).")
 @click.option(
     "--protocol",
-    type=click.Choice(["tcp", "tls", "ucx"]),
+    type=click.Choice(PROTOCOLS),
     default=None,
     help="The protocol keyword (default: the site's).",
 )

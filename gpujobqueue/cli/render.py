@@ -4,7 +4,6 @@ registry) and ``gpujobqueue credentials`` (the TLS credentials rendered scripts'
 from __future__ import annotations
 
 import difflib
-import os
 import re
 import warnings
 from typing import Any, Callable, Sequence
@@ -14,6 +13,7 @@ import click
 from ..batch import command_line_keywords, names
 from ..errors import GPUJobQueueError, JobSizeMissingError, UnknownKeywordError, ValidationError
 from ..keywords import CHOICE, INT, LIST, PAIRS, SWITCH, Keyword
+from ..script.run import DEFAULT_WORKERS_TIMEOUT
 from ..security import InsecureScriptWarning
 from ..validation import parse_count
 
@@ -66,13 +66,6 @@ def _did_you_mean(name: str, known: list[str]) -> str:
 
 # A keyword written as a setting in a message: "(account=...)", "processes=4 but gpus_per_node=2".
 _KEYWORD_SETTING = re.compile(r"(?:^|(?<=[\s(]))([a-z][a-z0-9_]*)=(?=[^\s=])")
-# Fields whose render option is not named after them.
-_FIELD_PARAMS = {
-    "name": "worker_name",
-    "job_array": "array_jobs",
-    "scheduler": "scheduler_address",
-    "run": "client_script",
-}
 
 
 class RefusedInput(click.ClickException):
@@ -85,7 +78,6 @@ class RefusedInput(click.ClickException):
 def _in_option_terms(error: GPUJobQueueError, command: click.Command) -> str:
     """The error's message as the command line speaks: ``--account``, not the keyword ``account=``."""
     options = {param.name: param.opts[0] for param in command.params if isinstance(param, click.Option) and param.name}
-    options.update({field: options[param] for field, param in _FIELD_PARAMS.items() if param in options})
     text = str(error)
     field = str(getattr(error, "field", ""))
     # job_extra_directives[0], environment.NAME: one value of a list or mapping
@@ -106,6 +98,7 @@ def _in_option_terms(error: GPUJobQueueError, command: click.Command) -> str:
 @click.argument("client_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- SCRIPT_ARGS...]")
 @click.option(
     "--scheduler-address",
+    "scheduler",
     default=None,
     help="Scheduler the workers connect to (without it or --scheduler-file: a placeholder, which the script "
     "refuses to run with until it is filled in).",
@@ -119,14 +112,12 @@ def _in_option_terms(error: GPUJobQueueError, command: click.Command) -> str:
 )
 @click.option(
     "--name",
-    "worker_name",
     default="gpujobqueue-worker",
     show_default=True,
     help="Worker name prefix; workers are NAME-<i>.",
 )
 @click.option(
     "--run",
-    "client_script",
     default=None,
     metavar="SCRIPT.py",
     help="Write a self-contained script: it starts a scheduler and the GPU workers in the job, runs SCRIPT.py "
@@ -134,13 +125,12 @@ def _in_option_terms(error: GPUJobQueueError, command: click.Command) -> str:
 )
 @click.option(
     "--workers-timeout",
-    default="300",
+    default=str(DEFAULT_WORKERS_TIMEOUT),
     show_default=True,
     help="With --run: how long to wait for the workers before the job fails (seconds, or '10m').",
 )
 @click.option(
     "--job-array",
-    "array_jobs",
     type=WHOLE_NUMBER,
     default=None,
     metavar="K",
@@ -182,13 +172,13 @@ def _in_option_terms(error: GPUJobQueueError, command: click.Command) -> str:
 def render(
     batch: str,
     client_args: tuple[str, ...],
-    scheduler_address: str | None,
+    scheduler: str | None,
     scheduler_file: str | None,
-    worker_name: str,
-    client_script: str | None,
+    name: str,
+    run: str | None,
     workers_timeout: str,
     environment: tuple[str, ...],
-    array_jobs: int | None,
+    job_array: int | None,
     no_tls: bool,
     tls_directory: str | None,
     standalone: bool,
@@ -215,20 +205,20 @@ def render(
     from ..script.from_keywords import job_script_for
     from ..script.render import PLACEHOLDER_SCHEDULER
 
-    _check_arguments(batch, client_args, client_script, scheduler_address, scheduler_file, worker_name)
+    _check_arguments(batch, client_args, run, scheduler, scheduler_file, name)
     keywords = _keywords(options, environment)
     try:
-        run = _client_run(client_script, client_args, workers_timeout)
+        client = _client_run(run, client_args, workers_timeout)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", InsecureScriptWarning)
             text = job_script_for(
                 batch,
                 keywords,
-                name=worker_name,
-                scheduler=scheduler_address or PLACEHOLDER_SCHEDULER,
+                name=name,
+                scheduler=scheduler or PLACEHOLDER_SCHEDULER,
                 scheduler_file=scheduler_file,
-                run=run,
-                array_jobs=array_jobs,
+                run=client,
+                array_jobs=job_array,
                 tls=not no_tls,
                 tls_directory=tls_directory,
                 standalone=standalone,
@@ -241,7 +231,7 @@ def render(
         click.echo(f"gpujobqueue: warning: {warning.message}", err=True)
     if explain:
         click.echo(_explained(batch, keywords), err=True, nl=False)
-    if run is None and scheduler_address is None and scheduler_file is None:
+    if client is None and scheduler is None and scheduler_file is None:
         click.echo(
             "gpujobqueue: warning: no --scheduler-address or --scheduler-file: the script holds the placeholder "
             "<insert-scheduler-address-here> and ends at once, saying so, until you replace it",
@@ -289,6 +279,7 @@ def _check_arguments(
     """Refuse, as click refuses bad usage (status 2), arguments that do not go together, a BATCH|SITE
     that is neither, and a worker name prefix that cannot be one."""
     from ..sites import site_files
+    from ..sites.registry import names_a_file
     from ..validation import parse_name
 
     if client_args and client_script is None:
@@ -300,8 +291,7 @@ def _check_arguments(
             raise click.UsageError(f"--run starts its own scheduler in the job; leave out {option}")
     if scheduler_address is not None and scheduler_file is not None:
         raise click.UsageError("give --scheduler-address or --scheduler-file, not both")
-    a_file = batch.endswith((".yaml", ".yml")) or os.sep in batch
-    if batch not in names() and not a_file and batch not in site_files():
+    if batch not in names() and not names_a_file(batch) and batch not in site_files():
         raise click.BadParameter(
             f"{batch!r} is neither a batch system ({', '.join(names())}) nor a known site"
             f"{_did_you_mean(batch, [*names(), *sorted(site_files())])}"
@@ -315,12 +305,9 @@ def _check_arguments(
 
 
 def _keywords(options: dict[str, Any], environment: tuple[str, ...]) -> dict[str, Any]:
-    """The cluster keywords of the options given; ``--env NAME=VALUE`` and ``--chunk-resource NAME=VALUE``
-    read as mappings."""
+    """The cluster keywords of the options given; ``--env NAME=VALUE`` read as a mapping (``--chunk-resource``'s
+    list of NAME=VALUE is the PBS keyword's to read)."""
     keywords = {key: value for key, value in options.items() if value not in (None, ())}
-    for item in keywords.get("chunk_resources", ()):
-        if "=" not in item:
-            raise click.BadParameter(f"{item!r}: use NAME=VALUE", param_hint="--chunk-resource")
     env = {}
     for item in environment:
         key, sep, value = item.partition("=")

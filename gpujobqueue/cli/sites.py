@@ -80,11 +80,12 @@ def show(site: str) -> None:
     import yaml
 
     from ..sites import load_site, site_files, sources_text
+    from ..sites.registry import names_a_file
 
     try:
         loaded = load_site(site)
     except GPUJobQueueError as error:
-        if not site.endswith((".yaml", ".yml")) and os.sep not in site and site not in site_files():
+        if not names_a_file(site) and site not in site_files():
             raise click.BadParameter(str(error), param_hint="SITE") from None  # a typo: exit 2, as `render`
         raise click.ClickException(str(error)) from None
     files = {path: number for number, path in enumerate(loaded.files, 1)}

@@ -359,14 +359,14 @@ def test_one_broken_file_on_the_site_path_is_reported_and_the_other_sites_still_
     assert f"{broken}:12: node.gpus: 'four' is not of type 'integer'" in refused.stderr, refused.stderr
 
 
-RENDER_ONLY_OPTIONS = {
+RENDER_ONLY_OPTIONS = {  # each named after the field its errors name (--scheduler-address's is scheduler)
     "standalone",
-    "scheduler_address",
-    "worker_name",
-    "client_script",
+    "scheduler",
+    "name",
+    "run",
     "workers_timeout",
     "scheduler_file",
-    "array_jobs",
+    "job_array",
     "no_tls",
     "tls_directory",
     "explain",
