@@ -94,8 +94,8 @@ def show(site: str) -> None:
         click.echo(f"# {'file ' + str(number) + ': ' if len(files) > 1 else 'from '}{path}")
 
     def origin(path: tuple) -> str:
-        file, _, line = loaded.where(*path).rpartition(":")
-        if not line.isdigit():
+        file, line = loaded.location(*path)
+        if line is None:
             return ""
         return f"line {line}" if len(files) == 1 else f"file {files.get(file, '?')}, line {line}"
 

@@ -114,8 +114,8 @@ def gather_facts(
     """
     machine = machine_gpus()
     loaded, site_source, site_error = _the_site(site, batch)
-    network = loaded.data.get("network", {}) if loaded else {}
-    worker = loaded.worker(loaded.data["default_queue"]) if loaded else {}
+    site_defaults = sites.site_settings(loaded, None) if loaded else {}  # the site's keywords, as a cluster reads them
+    protocol = protocol or site_defaults.get("protocol")
     ucx_source, transports = ucx_resources()
     checked, file_errors = _check_site_files()
     target_batch = loaded.scheduler if loaded else batch or config.default_batch()
@@ -146,13 +146,13 @@ def gather_facts(
         site_source=site_source,
         site_file=loaded.files[-1] if loaded else None,
         site_error=site_error,
-        interface=interface or network.get("interface"),
-        protocol=protocol or network.get("protocol"),
-        worker_mode=worker.get("mode"),
+        interface=interface or site_defaults.get("interface"),
+        protocol=protocol,
+        worker_mode=site_defaults.get("worker_mode"),
         site_gpu_vendor=loaded.data.get("node", {}).get("gpu_vendor") if loaded else None,
         site_files_checked=checked,
         site_file_errors=file_errors,
-        scheduler_placement=_scheduler_placement(target_batch, protocol or network.get("protocol")),
+        scheduler_placement=_scheduler_placement(target_batch, protocol),
         nic_map=map_lines() if machine.gpus else [],
         site_oldest_source={"url": oldest.url, "checked": oldest.checked.isoformat()} if oldest else None,
         submit_tests=_submit_tests(loaded, account) if submit_test else None,
