@@ -525,6 +525,11 @@ def _declared_parsers() -> set[str]:
     return {str(keyword) for keyword in declared if keyword.parse is not None}
 
 
+def _batch_keywords() -> set[str]:
+    """Every batch system's own keywords, with a parser or without: in gpujobqueue/batch none is parsed by hand."""
+    return {str(keyword) for system in batch_systems().values() for keyword in system.keywords}
+
+
 _PARSERS = re.compile(r"parse_(?!keyword\b)\w+|matching|one_line")
 _DECLARING = {"declaration.py", "keywords.py", "validation.py"}
 # scale()'s own arguments, dask-jobqueue's scale(cores=, memory=): other values than the keywords of those names
@@ -533,11 +538,15 @@ _SAME_NAME_OTHER_VALUE = {("gpujobqueue/runtime/scaling.py", "memory"), ("gpujob
 
 def keywords_parsed_outside_their_declarations(root: Path = ROOT) -> list[tuple[str, int, str]]:
     """(file, line, keyword) of each call of a validation parser on a declared keyword's own name (with its own
-    bounds) outside the declarations: the declaration's parser, through ``parse_keyword``, is the one reading."""
-    declared, found = _declared_parsers(), []
+    bounds) outside the declarations: the declaration's parser, through ``parse_keyword`` (or a batch system's
+    keyword's ``parse``), is the one reading. In gpujobqueue/batch, where the
+    batch systems declare their own keywords, a keyword declared without a parser counts too: its parser belongs in
+    its declaration."""
+    parsed, in_batch, found = _declared_parsers(), _declared_parsers() | _batch_keywords(), []
     for path in sorted((root / "gpujobqueue").rglob("*.py")):
         if path.name in _DECLARING:
             continue
+        declared = in_batch if path.parent == root / "gpujobqueue" / "batch" else parsed
         for node in ast.walk(ast.parse(path.read_text())):
             if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)):
                 continue
@@ -557,6 +566,18 @@ def test_a_keyword_parsed_again_by_hand_is_found(tmp_path):
     package.mkdir()
     (package / "anywhere.py").write_text('nodes = parse_positive_int("nodes", value, 64)\n')
     assert keywords_parsed_outside_their_declarations(tmp_path) == [("gpujobqueue/anywhere.py", 1, "nodes")]
+
+
+def test_a_batch_keyword_parsed_by_hand_in_its_batch_system_is_found(tmp_path):
+    # PBSOptions.from_settings, before issue 41's third step: place's pattern in code, not in its declaration
+    batch = tmp_path / "gpujobqueue" / "batch"
+    batch.mkdir(parents=True)
+    (batch / "pbs.py").write_text('place = matching("place", get("place"), _PLACE, "PBS placement")\n')
+    (batch / "lsf.py").write_text('slots = parse_positive_int("ncpus", settings["ncpus"], 64)\n')
+    assert keywords_parsed_outside_their_declarations(tmp_path) == [
+        ("gpujobqueue/batch/lsf.py", 1, "ncpus"),
+        ("gpujobqueue/batch/pbs.py", 1, "place"),
+    ]
 
 
 def test_the_request_and_launch_carry_no_defaults_of_their_own():

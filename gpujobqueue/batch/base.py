@@ -27,6 +27,7 @@ from ..job_status import JobStatus, run_query
 from ..keywords import Keyword, setting_keywords
 from ..launchers import Launcher
 from ..request import DEFAULT_WALLTIME, JobRequest
+from ..validation import matching
 from ..workers import WorkerLaunch
 
 logger = logging.getLogger("gpujobqueue.job")
@@ -34,6 +35,12 @@ logger = logging.getLogger("gpujobqueue.job")
 # does not know it, an unreachable one fails.
 PROBE_ID = "999999999"
 _NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
+
+
+def matching_parser(pattern: re.Pattern, accepted: str) -> Callable[[str, Any], str]:
+    """A keyword's parser (:attr:`Keyword.parse <gpujobqueue.declaration.Keyword>`): one line that ``pattern``
+    matches whole, else a ValidationError naming the keyword and saying ``accepted``."""
+    return lambda field_name, value: matching(field_name, value, pattern, accepted)
 
 
 class BatchSystem(HandWrittenDirectives):

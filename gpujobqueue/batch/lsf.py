@@ -169,6 +169,17 @@ def parse_hand_written_gpus(field_name: str, text: str, nodes: int) -> HandWritt
     )
 
 
+NCPUS = Keyword(
+    "ncpus",
+    INT,
+    lambda field_name, value: parse_positive_int(field_name, value, MAX_CPUS_PER_NODE * MAX_NODES),
+    None,
+    "LSF slots per job (-n), as dask-jobqueue's ncpus: the job's cores, instead of cores (given beside "
+    "ncpus, cores is the threads of the job's workers).",
+    jobqueue_key="ncpus",
+)
+
+
 class LSF(BatchSystem):
     """IBM Spectrum LSF: jobs submitted with ``bsub < script``, watched with ``bjobs``, cancelled with ``bkill``."""
 
@@ -219,15 +230,7 @@ class LSF(BatchSystem):
     # then tries again every SUB_TRY_INTERVAL (60 s) as long as LSB_NTRIES allows: by default for ever.
     user_limit_refusals = (PENDING_THRESHOLD,)
     keywords = (
-        Keyword(
-            "ncpus",
-            INT,
-            None,
-            None,
-            "LSF slots per job (-n), as dask-jobqueue's ncpus: the job's cores, instead of cores (given beside "
-            "ncpus, cores is the threads of the job's workers).",
-            jobqueue_key="ncpus",
-        ),
+        NCPUS,
         Keyword(
             "mem",
             INT,
@@ -286,9 +289,9 @@ class LSF(BatchSystem):
         if settings.get("walltime") is not None:
             settings["walltime"] = lsf_walltime(settings["walltime"])  # bsub -W [hour:]minute
         if settings.get("ncpus") is not None:  # dask-jobqueue's -n: the job's cores
+            slots = NCPUS.parse(NCPUS, settings["ncpus"])
             if settings.get("cpus_per_gpu") is not None:
                 raise ValidationError("ncpus", "give ncpus (LSF's -n) or cpus_per_gpu, not both")
-            slots = parse_positive_int("ncpus", settings["ncpus"], MAX_CPUS_PER_NODE * MAX_NODES)
             if settings.get("cores") is None:
                 settings["cores"] = slots
             else:  # as dask-jobqueue (and SLURM's job_cpu): -n is ncpus, cores the threads of the job's workers

@@ -9,6 +9,7 @@ import shutil
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from ..declaration import read_declared
 from ..errors import ValidationError
 from ..hand_written_directives import walltime_form
 from ..hand_written_gpu_parsers import HandWrittenGPUs, written_count
@@ -19,7 +20,7 @@ from ..launchers import LAUNCHER_OBJECTS
 from ..limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_NODES
 from ..request import JobRequest
 from ..validation import matching, one_line, parse_lines, scalar_text
-from .base import BatchSystem
+from .base import BatchSystem, matching_parser
 
 # PBS resource names and values: no spaces, colons, commas, plus signs or shell characters,
 # so a value cannot open another chunk (+), resource (:, ,) or directive.
@@ -77,7 +78,7 @@ def format_pbs_memory(nbytes: int) -> str:
 
 @dataclass(frozen=True)
 class PBSOptions:
-    """PBS's own settings of a job.
+    """PBS's own settings of a job, its keywords as their declarations (:attr:`PBS.keywords`) read them.
 
     Parameters
     ----------
@@ -85,50 +86,32 @@ class PBSOptions:
         More resources in the select chunk (``system=polaris``, ``mpiprocs=4``).
     place : str or None
         ``-l place=`` (``scatter``, ``excl``, ``scatter:excl`` ...); ``exclusive=True``
-        without it means ``excl``.
+        without it means ``excl`` (:func:`exclusive_place`).
     filesystems : str or None
         ``-l filesystems=`` (ALCF: ``home:eagle``).
     resource_spec : str or None
         dask-jobqueue's whole ``-l`` value; given, it replaces the generated select line.
     """
 
-    chunk_resources: tuple[tuple[str, str], ...] = ()
-    place: str | None = None
-    filesystems: str | None = None
-    resource_spec: str | None = None
+    chunk_resources: tuple[tuple[str, str], ...]
+    place: str | None
+    filesystems: str | None
+    resource_spec: str | None
 
-    @classmethod
-    def from_settings(cls, settings: Mapping[str, Any], request: JobRequest) -> "PBSOptions":
-        """Parse the PBS keywords of resolved settings."""
-        get = settings.get
-        place = get("place")
-        if place is not None:
-            place = matching(
-                "place", place, _PLACE, "PBS placement such as scatter, pack, excl, scatter:excl or group=switch"
-            )
-        if request.exclusive and place is None:
-            place = "excl"
-        filesystems = get("filesystems")
-        if filesystems is not None:
-            filesystems = matching(
-                "filesystems", filesystems, _FILESYSTEMS, "file systems joined by ':' such as home:eagle"
-            )
-        resource_spec = get("resource_spec")
-        if resource_spec is not None:
-            resource_spec = matching(
-                "resource_spec",
-                resource_spec,
-                _RESOURCE_SPEC,
-                "one PBS -l value such as select=1:ncpus=8:ngpus=4 (no spaces or shell characters)",
-            )
-        chunk = parse_chunk_resources("chunk_resources", get("chunk_resources"))
-        if request.gpu_request == "torque" and (chunk or place):
-            raise ValidationError(
-                "chunk_resources" if chunk else "place",
-                "Torque's nodes=N:ppn=C:gpus=G request has no select chunks or placement; use "
-                "gpu_request='select' for PBS Pro",
-            )
-        return cls(chunk_resources=chunk, place=place, filesystems=filesystems, resource_spec=resource_spec)
+
+def exclusive_place(place: str | None, request: JobRequest) -> str | None:
+    """The job's ``-l place``: the one given, else ``excl`` for an ``exclusive`` job."""
+    return "excl" if place is None and request.exclusive else place
+
+
+def check_torque_options(request: JobRequest, chunk: tuple[tuple[str, str], ...], place: str | None) -> None:
+    """Refuse chunk resources or a placement for Torque, whose request has neither."""
+    if request.gpu_request == "torque" and (chunk or place):
+        raise ValidationError(
+            "chunk_resources" if chunk else "place",
+            "Torque's nodes=N:ppn=C:gpus=G request has no select chunks or placement; use "
+            "gpu_request='select' for PBS Pro",
+        )
 
 
 def parse_full_status(text: str) -> dict[str, dict[str, str]]:
@@ -260,19 +243,33 @@ class PBS(BatchSystem):
         Keyword(
             "chunk_resources",
             PAIRS,
-            None,
+            parse_chunk_resources,
             None,
             'PBS select-chunk resource (system=polaris). A mapping (``{"system": "polaris"}``) or '
             'a list (``["mpiprocs=4"]``).',
             option="--chunk-resource",
             type_doc="dict or list of str",
         ),
-        Keyword("place", TEXT, None, None, "PBS -l place (scatter, excl, ...), such as ``scatter:excl``."),
-        Keyword("filesystems", TEXT, None, None, "PBS -l filesystems (home:eagle), as ALCF asks."),
+        Keyword(
+            "place",
+            TEXT,
+            matching_parser(_PLACE, "PBS placement such as scatter, pack, excl, scatter:excl or group=switch"),
+            None,
+            "PBS -l place (scatter, excl, ...), such as ``scatter:excl``.",
+        ),
+        Keyword(
+            "filesystems",
+            TEXT,
+            matching_parser(_FILESYSTEMS, "file systems joined by ':' such as home:eagle"),
+            None,
+            "PBS -l filesystems (home:eagle), as ALCF asks.",
+        ),
         Keyword(
             "resource_spec",
             TEXT,
-            None,
+            matching_parser(
+                _RESOURCE_SPEC, "one PBS -l value such as select=1:ncpus=8:ngpus=4 (no spaces or shell characters)"
+            ),
             None,
             "PBS -l resources as written, as dask-jobqueue's resource_spec, instead of the generated request.",
             jobqueue_key="resource-spec",
@@ -286,7 +283,9 @@ class PBS(BatchSystem):
 
     @classmethod
     def parse_options(cls, settings: Mapping[str, Any], request: JobRequest) -> PBSOptions:
-        return PBSOptions.from_settings(settings, request)
+        value = read_declared(cls.keywords, settings)
+        check_torque_options(request, value["chunk_resources"], value["place"])
+        return PBSOptions(**{**value, "place": exclusive_place(value["place"], request)})
 
     @classmethod
     def site_settings(

@@ -8,6 +8,7 @@ import shutil
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from ..declaration import read_declared
 from ..errors import SubmissionError, ValidationError
 from ..hand_written_directives import walltime_form
 from ..hand_written_gpu_parsers import HandWrittenGPUs, own_line, written_count
@@ -17,9 +18,8 @@ from ..keywords import TEXT, Keyword
 from ..launchers import LAUNCHER_OBJECTS
 from ..limits import MAX_GPUS_PER_NODE
 from ..request import JobRequest
-from ..validation import given_or, matching
 from ..workers import WorkerLaunch
-from .base import BatchSystem
+from .base import BatchSystem, matching_parser
 
 GPU_CONSUMABLES = ("slot", "job")
 _COMPLEX = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
@@ -32,12 +32,15 @@ _MAX_SLOTS_PER_HOST = 100_000
 
 @dataclass(frozen=True)
 class SGEOptions:
-    """Grid Engine's own settings of a job.
+    """Grid Engine's own settings of a job, its keywords as their declarations (:attr:`SGE.keywords`) read them.
 
     Parameters
     ----------
     gpu_complex : str
-        The consumable complex that counts GPUs (``-l gpu=G``; default ``gpu``).
+        The consumable complex that counts GPUs (``-l gpu=G``).
+    gpu_consumable : {"slot", "job"}
+        How the site's GPU complex counts: ``slot`` (a ``YES`` consumable, Grid Engine's
+        usual kind: ``-pe smp 2 -l gpu=1`` is two GPUs) or ``job`` (a ``JOB`` consumable).
     resource_type : str or None
         For ``gpu_request="resource-type"``: the complex whose one unit is a node with
         its GPUs (ABCI's ``rt_F``, TSUBAME's ``node_f``).
@@ -48,82 +51,31 @@ class SGEOptions:
         on one host), ``$fill_up``, ``$round_robin``, or the slots it puts on each host.
     resource_spec : str or None
         dask-jobqueue's extra ``-l`` value (memory complexes and the like).
-    gpu_consumable : {"slot", "job"}
-        How the site's GPU complex counts: ``slot`` (a ``YES`` consumable, Grid Engine's
-        usual kind: ``-pe smp 2 -l gpu=1`` is two GPUs) or ``job`` (a ``JOB`` consumable).
     gpu_request_value : int
-        The ``-l <gpu_complex>=`` value that gives the job its GPUs.
+        The ``-l <gpu_complex>=`` value that gives the job its GPUs (:func:`gpu_request_value`).
     """
 
-    gpu_complex: str = "gpu"
-    resource_type: str | None = None
-    parallel_environment: str | None = None
-    allocation_rule: str | int | None = None
-    resource_spec: str | None = None
-    gpu_consumable: str = "slot"
-    gpu_request_value: int = 1
+    gpu_complex: str
+    gpu_consumable: str
+    resource_type: str | None
+    parallel_environment: str | None
+    allocation_rule: str | int | None
+    resource_spec: str | None
+    gpu_request_value: int
 
-    @classmethod
-    def from_settings(cls, settings: Mapping[str, Any], request: JobRequest) -> "SGEOptions":
-        """Parse the Grid Engine keywords of resolved settings."""
-        get = settings.get
 
-        def complex_name(name: str) -> str | None:
-            value, form = get(name), "a Grid Engine complex name (letters, digits, _)"
-            return None if value is None else matching(name, value, _COMPLEX, form)
-
-        resource_type = complex_name("resource_type")
-        if request.gpu_request == "resource-type" and resource_type is None:
-            raise ValidationError(
-                "resource_type",
-                "gpu_request='resource-type' needs the resource type that brings the GPUs, e.g. resource_type='rt_F'",
-            )
-        resource_spec = get("resource_spec")
-        if resource_spec is not None:
-            resource_spec = matching(
-                "resource_spec",
-                resource_spec,
-                _RESOURCE_SPEC,
-                "one Grid Engine -l value such as h_vmem=8G,mem_free=8G (no spaces or shell characters)",
-            )
-        consumable = given_or(get("gpu_consumable"), "slot")
-        if consumable not in GPU_CONSUMABLES:
-            raise ValidationError(
-                "gpu_consumable",
-                f"{consumable!r}: use slot (the complex is a YES consumable, counted per slot) or job (a JOB "
-                "consumable)",
-            )
-        parallel_environment = complex_name("parallel_environment")
-        allocation_rule = _allocation_rule(get("allocation_rule"))
-        _check_hosts(request, parallel_environment, allocation_rule, consumable)
-        slots = request.cpus_per_node * request.nodes if parallel_environment else 1
-        value = request.gpus_per_node * request.nodes
-        if consumable == "slot" and request.gpu_request == "complex":
-            if value % slots:
-                raise ValidationError(
-                    "cores",
-                    f"Grid Engine counts a YES consumable per slot, so -pe {parallel_environment} {slots} -l "
-                    f"{get('gpu_complex') or 'gpu'}=N asks for {slots}N GPUs and {value} GPUs cannot be "
-                    f"spread over {slots} slots; ask for a number of cores that divides {value} "
-                    "(cores=gpus_per_node gives one GPU per slot), or set gpu_consumable='job' if the site's "
-                    "complex is a JOB consumable",
-                )
-            value //= slots
-        return cls(
-            gpu_consumable=consumable,
-            gpu_request_value=value,
-            gpu_complex=complex_name("gpu_complex") or "gpu",
-            resource_type=resource_type,
-            parallel_environment=parallel_environment,
-            allocation_rule=allocation_rule,
-            resource_spec=resource_spec,
+def parse_gpu_consumable(field_name: str, value: Any) -> str:
+    """How the GPU complex counts: one of :data:`GPU_CONSUMABLES`."""
+    if value not in GPU_CONSUMABLES:
+        raise ValidationError(
+            field_name,
+            f"{value!r}: use slot (the complex is a YES consumable, counted per slot) or job (a JOB consumable)",
         )
+    return value
 
 
-def _allocation_rule(value: Any) -> str | int | None:
+def parse_allocation_rule(field_name: str, value: Any) -> str | int:
     """A parallel environment's allocation rule: one of :data:`ALLOCATION_RULES` or a whole number of slots."""
-    if value is None:
-        return None
     if isinstance(value, str) and value in ALLOCATION_RULES:
         return value
     if isinstance(value, str) and re.fullmatch(r"[0-9]{1,6}", value):
@@ -131,13 +83,41 @@ def _allocation_rule(value: Any) -> str | int | None:
     if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= _MAX_SLOTS_PER_HOST:
         return value
     raise ValidationError(
-        "allocation_rule",
+        field_name,
         f"{value!r}: give the parallel environment's allocation_rule as qconf -sp shows it: "
         f"{', '.join(ALLOCATION_RULES)} or the slots it puts on each host (1 to {_MAX_SLOTS_PER_HOST})",
     )
 
 
-def _check_hosts(
+def check_resource_type(request: JobRequest, resource_type: str | None) -> None:
+    """Refuse ``gpu_request='resource-type'`` without the resource type that brings the GPUs."""
+    if request.gpu_request == "resource-type" and resource_type is None:
+        raise ValidationError(
+            "resource_type",
+            "gpu_request='resource-type' needs the resource type that brings the GPUs, e.g. resource_type='rt_F'",
+        )
+
+
+def gpu_request_value(request: JobRequest, value: Mapping[str, Any]) -> int:
+    """The ``-l <gpu_complex>=`` value of the job's GPUs: per slot for a ``slot`` complex with a parallel
+    environment (``value``: the parsed keywords), else the job's GPUs."""
+    gpus = request.gpus_per_node * request.nodes
+    if value["gpu_consumable"] != "slot" or request.gpu_request != "complex":
+        return gpus
+    slots = request.cpus_per_node * request.nodes if value["parallel_environment"] else 1
+    if gpus % slots:
+        raise ValidationError(
+            "cores",
+            f"Grid Engine counts a YES consumable per slot, so -pe {value['parallel_environment']} {slots} -l "
+            f"{value['gpu_complex']}=N asks for {slots}N GPUs and {gpus} GPUs cannot be "
+            f"spread over {slots} slots; ask for a number of cores that divides {gpus} "
+            "(cores=gpus_per_node gives one GPU per slot), or set gpu_consumable='job' if the site's "
+            "complex is a JOB consumable",
+        )
+    return gpus // slots
+
+
+def check_hosts(
     request: JobRequest, parallel_environment: str | None, allocation_rule: str | int | None, consumable: str
 ) -> None:
     """Refuse a job whose parallel environment cannot put ``request.nodes`` hosts' worth of slots, each with its
@@ -250,9 +230,29 @@ CLUSTER_DOC = """A Dask cluster of GPU workers submitted to Grid Engine (SGE, So
     """
 
 
+_RESOURCE_SPEC_TEXT = matching_parser(
+    _RESOURCE_SPEC, "one Grid Engine -l value such as h_vmem=8G,mem_free=8G (no spaces or shell characters)"
+)
+_COMPLEX_NAME = matching_parser(_COMPLEX, "a Grid Engine complex name (letters, digits, _)")
+# fmt: off
+GPU_COMPLEX = Keyword("gpu_complex", TEXT, _COMPLEX_NAME, "gpu", "Grid Engine's GPU complex (gpu): the name of the GPU "
+                      "consumable.")
+GPU_CONSUMABLE = Keyword("gpu_consumable", TEXT, parse_gpu_consumable, "slot", "How the GPU complex is counted: "
+                         "slot or job. ``slot`` (Grid Engine's ``YES`` consumables): with a parallel environment the "
+                         "request is divided by the slots, so ``gpus_per_node=4, cores=2`` is ``-pe smp 2 -l gpu=2``. "
+                         "``job``: the complex is a ``JOB`` consumable and the request is the job's GPUs.",
+                         type_doc='{"slot", "job"}')
+# fmt: on
+
+
+def _gpu_complex(settings: Mapping[str, Any]) -> str:
+    """The GPU complex of settings not yet parsed: the one given, else its declared default."""
+    return str(settings.get("gpu_complex") or GPU_COMPLEX.default)
+
+
 def _gpu_complex_names(settings: Mapping[str, Any]) -> tuple[str, ...]:
     """The complexes a hand-written line may count GPUs in: the site's (or given) one, ``gpu``, ``gpus``."""
-    return tuple(dict.fromkeys([str(settings.get("gpu_complex") or "gpu"), "gpu", "gpus"]))
+    return tuple(dict.fromkeys([_gpu_complex(settings), "gpu", "gpus"]))
 
 
 class SGE(BatchSystem):
@@ -279,22 +279,20 @@ class SGE(BatchSystem):
     array_size_limit = 75000  # max_aj_tasks' default
     # fmt: off
     keywords = (
-        Keyword("gpu_complex", TEXT, None, "gpu", "Grid Engine's GPU complex (gpu): the name of the GPU consumable."),
-        Keyword("gpu_consumable", TEXT, None, "slot", "How the GPU complex is counted: slot or job. ``slot`` (Grid "
-                "Engine's ``YES`` consumables): with a parallel environment the request is divided by the slots, so "
-                "``gpus_per_node=4, cores=2`` is ``-pe smp 2 -l gpu=2``. ``job``: the complex is a ``JOB`` consumable "
-                "and the request is the job's GPUs.", type_doc='{"slot", "job"}'),
-        Keyword("resource_type", TEXT, None, None, "Grid Engine resource type of whole nodes (ABCI rt_F): the node "
-                'type of ``gpu_request="resource-type"``.'),
-        Keyword("parallel_environment", TEXT, None, None, "Grid Engine parallel environment (-pe) for the job's slots: "
-                "``#$ -pe NAME SLOTS``, SLOTS the cores; without it no cores are asked for, as with dask-jobqueue's "
-                "SGECluster."),
-        Keyword("allocation_rule", TEXT, None, None, "The parallel environment's allocation_rule ($pe_slots, $fill_up, "
-                "$round_robin or slots per host), as ``qconf -sp NAME`` shows it; not written to the script. A job of "
-                "several nodes with a GPU complex counted per slot needs a fixed rule equal to its cores per node, so "
-                "that every host gets its GPUs.", type_doc="str or int"),
-        Keyword("resource_spec", TEXT, None, None, "Grid Engine -l resources as written, as dask-jobqueue's "
-                "resource_spec (more ``-l`` resources, such as ``h_vmem=8G``).", jobqueue_key="resource-spec"),
+        GPU_COMPLEX,
+        GPU_CONSUMABLE,
+        Keyword("resource_type", TEXT, _COMPLEX_NAME, None, "Grid Engine resource type of whole nodes (ABCI rt_F): "
+                'the node type of ``gpu_request="resource-type"``.'),
+        Keyword("parallel_environment", TEXT, _COMPLEX_NAME, None, "Grid Engine parallel environment (-pe) for the "
+                "job's slots: ``#$ -pe NAME SLOTS``, SLOTS the cores; without it no cores are asked for, as with "
+                "dask-jobqueue's SGECluster."),
+        Keyword("allocation_rule", TEXT, parse_allocation_rule, None, "The parallel environment's allocation_rule "
+                "($pe_slots, $fill_up, $round_robin or slots per host), as ``qconf -sp NAME`` shows it; not written "
+                "to the script. A job of several nodes with a GPU complex counted per slot needs a fixed rule equal to "
+                "its cores per node, so that every host gets its GPUs.", type_doc="str or int"),
+        Keyword("resource_spec", TEXT, _RESOURCE_SPEC_TEXT, None, "Grid Engine -l resources as written, as "
+                "dask-jobqueue's resource_spec (more ``-l`` resources, such as ``h_vmem=8G``).",
+                jobqueue_key="resource-spec"),
     )
     # fmt: on
     synonyms = {**BatchSystem.synonyms, "project": "account"}
@@ -323,11 +321,14 @@ class SGE(BatchSystem):
     @classmethod
     def apply_defaults(cls, settings: dict[str, Any]) -> None:
         if settings.get("allocation_variable") is None and (settings.get("gpu_request") or "complex") == "complex":
-            settings["allocation_variable"] = f"SGE_HGR_{settings.get('gpu_complex') or 'gpu'}"
+            settings["allocation_variable"] = f"SGE_HGR_{_gpu_complex(settings)}"
 
     @classmethod
     def parse_options(cls, settings: Mapping[str, Any], request: JobRequest) -> SGEOptions:
-        return SGEOptions.from_settings(settings, request)
+        value = read_declared(cls.keywords, settings)
+        check_resource_type(request, value["resource_type"])
+        check_hosts(request, value["parallel_environment"], value["allocation_rule"], value["gpu_consumable"])
+        return SGEOptions(**value, gpu_request_value=gpu_request_value(request, value))
 
     @classmethod
     def cpu_job_options(cls, options: SGEOptions, *, qos: str | None, constraint: str | None) -> SGEOptions:
@@ -357,11 +358,14 @@ class SGE(BatchSystem):
 
     @classmethod
     def gpu_line(cls, style: str, count: int, settings: Mapping[str, Any]) -> str | None:
-        return f"-l {settings.get('gpu_complex') or 'gpu'}={count}" if style == "complex" else None
+        return f"-l {_gpu_complex(settings)}={count}" if style == "complex" else None
 
     @classmethod
     def check_hand_written(cls, found: HandWrittenGPUs, settings: Mapping[str, Any]) -> None:
-        if settings.get("parallel_environment") and (settings.get("gpu_consumable") or "slot") == "slot":
+        if (
+            settings.get("parallel_environment")
+            and (settings.get("gpu_consumable") or GPU_CONSUMABLE.default) == "slot"
+        ):
             raise ValidationError(
                 found.field,
                 f"{found.describe()}: with parallel_environment={settings['parallel_environment']!r} "
