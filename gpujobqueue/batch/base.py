@@ -12,7 +12,9 @@ generic and bound to it. Each attribute's default is here, so nothing asks ``get
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import math
 import os
 import re
 import subprocess
@@ -21,6 +23,7 @@ from typing import Any, Callable, ClassVar, Mapping, Sequence
 from ..cluster_parameters import parameters_section
 from ..docstrings import with_shared_parameters
 from ..errors import BatchCommandNotFoundError, SubmissionError, ValidationError
+from ..hand_written_gpu_parsers import HandWrittenGPUs
 from ..hand_written_hooks import HandWrittenDirectives
 from ..job_commands import CANCEL_CHUNK, CommandFailed, TrialAnswer, run_command
 from ..job_status import JobStatus, run_query
@@ -35,6 +38,17 @@ logger = logging.getLogger("gpujobqueue.job")
 # does not know it, an unreachable one fails.
 PROBE_ID = "999999999"
 _NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
+
+
+def binary_memory(gigabytes: str, megabytes: str) -> Callable[[int], str]:
+    """A template filter writing bytes in binary units, rounded up: whole ``gigabytes`` (``60G``, ``60gb``) where
+    they are whole, else ``megabytes`` (``1536M``, ``1536mb``)."""
+
+    def written(nbytes: int) -> str:
+        mebibytes = math.ceil(nbytes / 2**20)
+        return f"{mebibytes // 1024}{gigabytes}" if mebibytes % 1024 == 0 else f"{mebibytes}{megabytes}"
+
+    return written
 
 
 def matching_parser(pattern: re.Pattern, accepted: str) -> Callable[[str, Any], str]:
@@ -106,6 +120,10 @@ class BatchSystem(HandWrittenDirectives):
     keywords: ClassVar[tuple[Keyword, ...]] = ()
     #: Other names of keywords, in its (or dask's) vocabulary: ``{"partition": "queue"}``; all take distributed's env.
     synonyms: ClassVar[Mapping[str, str]] = {"env": "environment"}
+    #: The GPU request in one of its users' own directive lines, ``(field_name, text, nodes)``; None: it reads none.
+    gpu_directive_parser: ClassVar[Callable[[str, str, int], HandWrittenGPUs | None] | None] = None
+    #: Its options (fields of its options object) that are the GPU jobs' alone: the CPU pool's jobs go without them.
+    gpu_job_options: ClassVar[tuple[str, ...]] = ()
     #: How it can ask for GPUs; the first is the default.
     gpu_request_styles: ClassVar[tuple[str, ...]] = ("none",)
     #: Its styles that ask for whole nodes, whose GPUs come with the node: no count to write by hand.
@@ -143,6 +161,8 @@ class BatchSystem(HandWrittenDirectives):
             problems.append(f"name {cls.name!r} (lower-case letters, digits, _ and -)")
         if not (cls.submit_command and cls.cancel_command):
             problems.append("submit_command and cancel_command")
+        if "job_id" not in re.compile(cls.job_id_regexp).groupindex:
+            problems.append(f"job_id_regexp with a (?P<job_id>...) group, not {cls.job_id_regexp!r}")
         if not cls.gpu_request_styles:
             problems.append("gpu_request_styles (at least one)")
         if not all(isinstance(keyword, Keyword) for keyword in cls.keywords):
@@ -170,6 +190,13 @@ class BatchSystem(HandWrittenDirectives):
     def launcher_names(cls) -> tuple[str, ...]:
         """The names of :attr:`launchers` (the ``launcher`` keyword's values for its jobs, beside ``direct``)."""
         return tuple(launcher.name for launcher in cls.launchers)
+
+    @classmethod
+    def parse_gpu_directive(
+        cls, field_name: str, text: str, nodes: int, settings: Mapping[str, Any]
+    ) -> HandWrittenGPUs | None:
+        """The GPU request of one of its users' own directive lines, as :attr:`gpu_directive_parser` reads it."""
+        return cls.gpu_directive_parser and cls.gpu_directive_parser(field_name, text, nodes)
 
     # --- The plan: its keywords made into its request, as plan.make_plan asks
 
@@ -225,8 +252,8 @@ class BatchSystem(HandWrittenDirectives):
     @classmethod
     def cpu_job_options(cls, options: Any, *, qos: str | None, constraint: str | None) -> Any:
         """The CPU pool's jobs' options from the GPU jobs': a pool's own ``qos`` and ``constraint`` where it
-        gives them (SLURM's); nothing that asks for the GPU jobs' resources alone."""
-        return options
+        gives them (SLURM's); nothing that asks for the GPU jobs' resources alone (:attr:`gpu_job_options`)."""
+        return dataclasses.replace(options, **dict.fromkeys(cls.gpu_job_options)) if cls.gpu_job_options else options
 
     @classmethod
     def cluster_state(cls, settings: Mapping[str, Any], request: JobRequest) -> Any:
@@ -299,19 +326,13 @@ class BatchSystem(HandWrittenDirectives):
         ValueError
             Where the output holds none (dask-jobqueue's error, in its words).
         """
-        match = re.search(cls.job_id_regexp, out)
-        if match is None:
+        match = re.search(cls.job_id_regexp, out)  # its job_id group is checked by check_declaration
+        if match is None or match.group("job_id") is None:
             raise ValueError(
                 "Could not parse job id from submission command output.\n"
                 f"Job id regexp is {cls.job_id_regexp!r}\nSubmission command output is:\n{out}"
             )
-        job_id = match.groupdict().get("job_id")
-        if job_id is None:
-            raise ValueError(
-                "You need to use a 'job_id' named group in your regexp, e.g. r'(?P<job_id>\\d+)'. "
-                f"Your regexp was: {cls.job_id_regexp!r}"
-            )
-        return job_id
+        return match.group("job_id")
 
     @classmethod
     def array_element_id(cls, array_id: str, index: int) -> str:

@@ -271,6 +271,7 @@ class LSF(BatchSystem):
     )
     synonyms = {**BatchSystem.synonyms, "project": "account"}
     account_flags = ("-P",)
+    gpu_directive_parser = staticmethod(parse_hand_written_gpus)
     gpu_request_styles = ("gpu", "csm", "none")
     whole_node_styles = ("csm",)
     site_enums = {"gpu_request.gpu_mode": GPU_MODES}
@@ -336,12 +337,6 @@ class LSF(BatchSystem):
                 "mpiexec-mpich",
             )
         super().check_launch(request, launch)
-
-    @classmethod
-    def parse_gpu_directive(
-        cls, field_name: str, text: str, nodes: int, settings: Mapping[str, Any]
-    ) -> HandWrittenGPUs | None:
-        return parse_hand_written_gpus(field_name, text, nodes)
 
     @classmethod
     def keep_hand_written(

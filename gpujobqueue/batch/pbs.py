@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 import shutil
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from ..launchers import LAUNCHER_OBJECTS
 from ..limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_NODES
 from ..request import JobRequest
 from ..validation import matching, one_line, parse_lines, scalar_text
-from .base import BatchSystem, matching_parser
+from .base import BatchSystem, binary_memory, matching_parser
 
 # PBS resource names and values: no spaces, colons, commas, plus signs or shell characters,
 # so a value cannot open another chunk (+), resource (:, ,) or directive.
@@ -70,10 +69,8 @@ def parse_chunk_resources(field_name: str, value: Any) -> tuple[tuple[str, str],
     return tuple(items)
 
 
-def format_pbs_memory(nbytes: int) -> str:
-    """Bytes as a PBS size (binary units), rounded up: ``60gb`` or ``1536mb``."""
-    mebibytes = math.ceil(nbytes / 2**20)
-    return f"{mebibytes // 1024}gb" if mebibytes % 1024 == 0 else f"{mebibytes}mb"
+# Bytes as a PBS size (binary units), rounded up: ``60gb`` or ``1536mb``.
+format_pbs_memory = binary_memory("gb", "mb")
 
 
 @dataclass(frozen=True)
@@ -275,6 +272,8 @@ class PBS(BatchSystem):
             jobqueue_key="resource-spec",
         ),
     )
+    gpu_directive_parser = staticmethod(parse_hand_written_gpus)
+    gpu_job_options = ("resource_spec",)  # the GPU jobs' whole resource line
     gpu_request_styles = ("select", "torque", "none")
     account_flags = ("-A", "-P")  # -P: ABCI's group ("mandatory"), PBS Pro's project
     launchers = tuple(LAUNCHER_OBJECTS[name] for name in ("mpiexec-pals", "mpiexec-openmpi", "mpiexec-mpich", "pbsdsh"))
@@ -299,11 +298,6 @@ class PBS(BatchSystem):
         }
 
     @classmethod
-    def cpu_job_options(cls, options: PBSOptions, *, qos: str | None, constraint: str | None) -> PBSOptions:
-        # resource_spec is the GPU jobs' whole resource line
-        return dataclasses.replace(options, resource_spec=None) if options.resource_spec else options
-
-    @classmethod
     def check_job_array(cls, request: JobRequest) -> None:
         super().check_job_array(request)
         if request.gpu_request == "torque":
@@ -312,12 +306,6 @@ class PBS(BatchSystem):
                 "gpujobqueue writes PBS Pro's job arrays (-J 1-K, PBS_ARRAY_INDEX); Torque's (-t, PBS_ARRAYID) "
                 "are not supported: use job_array=False",
             )
-
-    @classmethod
-    def parse_gpu_directive(
-        cls, field_name: str, text: str, nodes: int, settings: Mapping[str, Any]
-    ) -> HandWrittenGPUs | None:
-        return parse_hand_written_gpus(field_name, text, nodes)
 
     @classmethod
     def parse_gpu_resource_spec(cls, text: str, settings: Mapping[str, Any]) -> HandWrittenGPUs | None:

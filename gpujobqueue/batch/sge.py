@@ -296,6 +296,7 @@ class SGE(BatchSystem):
     )
     # fmt: on
     synonyms = {**BatchSystem.synonyms, "project": "account"}
+    gpu_job_options = ("resource_spec",)  # the GPU jobs' whole resource line
     gpu_request_styles = ("complex", "resource-type", "none")
     whole_node_styles = ("resource-type",)
     site_enums = {"gpu_request.consumable": GPU_CONSUMABLES}
@@ -329,11 +330,6 @@ class SGE(BatchSystem):
         check_resource_type(request, value["resource_type"])
         check_hosts(request, value["parallel_environment"], value["allocation_rule"], value["gpu_consumable"])
         return SGEOptions(**value, gpu_request_value=gpu_request_value(request, value))
-
-    @classmethod
-    def cpu_job_options(cls, options: SGEOptions, *, qos: str | None, constraint: str | None) -> SGEOptions:
-        # resource_spec is the GPU jobs' whole resource line
-        return dataclasses.replace(options, resource_spec=None) if options.resource_spec else options
 
     @classmethod
     def check_launch(cls, request: JobRequest, launch: WorkerLaunch) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 import shutil
 from dataclasses import dataclass
@@ -20,13 +19,10 @@ from ..launchers import LAUNCHER_OBJECTS
 from ..limits import MAX_GPUS_PER_NODE
 from ..request import JobRequest
 from ..validation import parse_constraint, parse_slurm_memory_text, parse_word
-from .base import BatchSystem
+from .base import BatchSystem, binary_memory
 
-
-def format_slurm_memory(nbytes: int) -> str:
-    """Bytes as SLURM memory (binary units), rounded up: ``60G`` or ``1536M``."""
-    mebibytes = math.ceil(nbytes / 2**20)
-    return f"{mebibytes // 1024}G" if mebibytes % 1024 == 0 else f"{mebibytes}M"
+# Bytes as SLURM memory (binary units), rounded up: ``60G`` or ``1536M``.
+format_slurm_memory = binary_memory("G", "M")
 
 
 @dataclass(frozen=True)
@@ -207,6 +203,7 @@ class SLURM(BatchSystem):
     )
     synonyms = {**BatchSystem.synonyms, "partition": "queue"}
     # gpus: --gpus=[TYPE:]N for a one-node job (Kestrel's documented form), --gpus-per-node for more nodes
+    gpu_directive_parser = staticmethod(parse_hand_written_gpus)
     gpu_request_styles = ("gpus-per-node", "gres", "gpus", "none")
     rejectable_gpu_forms = ("gpus-per-task",)  # a form users write by hand (TACC's machines refuse it)
     account_flags = ("--account",)
@@ -237,12 +234,6 @@ class SLURM(BatchSystem):
         return dataclasses.replace(
             options, qos=qos or options.qos, constraint=constraint or options.constraint, job_mem=None
         )
-
-    @classmethod
-    def parse_gpu_directive(
-        cls, field_name: str, text: str, nodes: int, settings: Mapping[str, Any]
-    ) -> HandWrittenGPUs | None:
-        return parse_hand_written_gpus(field_name, text, nodes)
 
     @classmethod
     def gpu_line(cls, style: str, count: int, settings: Mapping[str, Any]) -> str | None:
