@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from ..errors import SubmissionError, ValidationError
 from ..gpus import nvidia_gpu_ids, nvlink_between_gpus
@@ -318,28 +318,25 @@ class Local(BatchSystem):
     @classmethod
     async def stop(cls, job: Any) -> None:
         """End the job's group: SIGTERM to its script, SIGKILL to what is left after the grace period."""
-        handle = job.handle
-        if handle is None:
-            return
-        if handle.running:
-            handle.ask_to_stop()
-            deadline = time.monotonic() + cls.stop_grace_seconds
-            while (alive := handle.group_alive()) and time.monotonic() < deadline:
-                await asyncio.sleep(0.1)
-            if alive:
-                handle.kill_group()
-            handle.process.wait()
-        handle.release_devices()
+        for pause in cls._ending([job]):
+            await asyncio.sleep(pause)
 
     @classmethod
     def cancel_now(cls, jobs: Sequence[Any]) -> None:
         """End the jobs at once: SIGTERM to each script, SIGKILL to what is left after the grace period."""
+        for pause in cls._ending(jobs):
+            time.sleep(pause)
+
+    @classmethod
+    def _ending(cls, jobs: Sequence[Any]) -> Iterator[float]:
+        """End the jobs' groups, yielding the pauses to wait (asleep or awaited) while they close; their devices
+        are given back."""
         running = [job.handle for job in jobs if job.handle is not None and job.handle.running]
         for handle in running:
             handle.ask_to_stop()
         deadline = time.monotonic() + cls.stop_grace_seconds
-        while time.monotonic() < deadline and any(handle.group_alive() for handle in running):
-            time.sleep(0.1)
+        while time.monotonic() < deadline and any([handle.group_alive() for handle in running]):
+            yield 0.1
         for handle in running:
             if handle.group_alive():
                 handle.kill_group()
