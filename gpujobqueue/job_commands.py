@@ -4,10 +4,11 @@ the batch system as one job array, and the jobs cancelled in one round as one ca
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from dataclasses import dataclass
-from typing import Any, ContextManager, Protocol
+from typing import Any, Awaitable, Callable, ContextManager, Protocol
 
 from .naming import job_number, shell_array_job_name
 
@@ -104,24 +105,36 @@ class TrialAnswer:
 TRIAL_TIMEOUT = 120.0
 
 
+async def run_for_at_most(command: list[str], timeout: float) -> tuple[int, str, str] | None:
+    """Run a command that changes nothing (a query, a check; never a submission, which may have gone through
+    when stopped): its exit status, output and error output, or None where it was stopped after ``timeout``
+    seconds. OSError where it cannot start."""
+    process = await asyncio.create_subprocess_exec(
+        *command, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    try:
+        out, err = await asyncio.wait_for(process.communicate(), timeout)
+    except asyncio.TimeoutError:
+        with contextlib.suppress(ProcessLookupError):  # it may have ended meanwhile
+            process.kill()
+        await process.wait()
+        return None
+    return process.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
+
+
 async def ask_without_submitting(command: list[str]) -> TrialAnswer:
     """Run a command that checks a job and submits nothing (``sbatch --test-only``, ``qsub -w v``):
     accepted where it exits 0, with all it printed (sbatch says when the job would start on its error stream)."""
     logger.debug("gpujobqueue: asking %s", " ".join(command))
     try:
-        process = await asyncio.create_subprocess_exec(
-            *command, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-        )
+        done = await run_for_at_most(command, TRIAL_TIMEOUT)
     except FileNotFoundError:
         return TrialAnswer(None, f"{command[0]} is not on PATH")
-    try:
-        out, err = await asyncio.wait_for(process.communicate(), TRIAL_TIMEOUT)
-    except asyncio.TimeoutError:
-        process.kill()
-        await process.wait()
+    if done is None:
         return TrialAnswer(None, f"{os.path.basename(command[0])} did not answer in {TRIAL_TIMEOUT:.0f} s")
-    said = "\n".join(text.decode(errors="replace").strip() for text in (out, err) if text.strip())
-    return TrialAnswer(process.returncode == 0, said or "(it printed nothing)")
+    code, out, err = done
+    said = "\n".join(text.strip() for text in (out, err) if text.strip())
+    return TrialAnswer(code == 0, said or "(it printed nothing)")
 
 
 async def run_command(command: list[str], **kwargs: Any) -> str:
@@ -178,10 +191,9 @@ class JobCommands:
 
     def __init__(self, arrays: bool = False):
         self.arrays = arrays
-        self._to_submit: list[tuple[BatchJob, asyncio.Future]] = []
-        self._to_cancel: list[tuple[BatchJob, asyncio.Future]] = []
-        self._submitting: asyncio.Task | None = None
-        self._cancelling: asyncio.Task | None = None
+        # Each round's jobs waiting for its command, and the round that runs it (None: no round gathering).
+        self._waiting: dict[str, list[tuple[BatchJob, asyncio.Future]]] = {"submit": [], "cancel": []}
+        self._rounds: dict[str, asyncio.Task | None] = {"submit": None, "cancel": None}
         self.commands_run = 0  # submit and cancel commands, for benchmarks and tests
 
     async def submit(self, job: BatchJob) -> None:
@@ -190,30 +202,29 @@ class JobCommands:
         if job_number(str(job.name)) is None:  # not one of a cluster's numbered jobs
             await job.submit_alone()
             return
-        future = asyncio.get_running_loop().create_future()
-        self._to_submit.append((job, future))
-        if self._submitting is None:
-            self._submitting = asyncio.ensure_future(self._submit_round())
-        await future
+        await self._join("submit", job, self._submit_round)
 
     async def cancel(self, job: BatchJob) -> None:
         """Cancel ``job`` with the others of this round, in one cancel command."""
+        await self._join("cancel", job, self._cancel_round)
+
+    async def _join(self, kind: str, job: BatchJob, run: Callable[[list], Awaitable[None]]) -> None:
+        """Wait for ``job``'s ``kind`` of command with the others of the round, which ``run`` runs."""
         future = asyncio.get_running_loop().create_future()
-        self._to_cancel.append((job, future))
-        if self._cancelling is None:
-            self._cancelling = asyncio.ensure_future(self._cancel_round())
+        self._waiting[kind].append((job, future))
+        if self._rounds[kind] is None:
+            self._rounds[kind] = asyncio.ensure_future(self._round(kind, run))
         await future
 
-    @staticmethod
-    async def _gather_round() -> None:
+    async def _round(self, kind: str, run: Callable[[list], Awaitable[None]]) -> None:
         # Every job of the round registers before its first real wait; two turns of the
         # loop let all of them in before the command runs.
         await asyncio.sleep(0)
         await asyncio.sleep(0)
+        waiting, self._waiting[kind], self._rounds[kind] = self._waiting[kind], [], None
+        await run(waiting)
 
-    async def _submit_round(self) -> None:
-        await self._gather_round()
-        waiting, self._to_submit, self._submitting = self._to_submit, [], None
+    async def _submit_round(self, waiting: list[tuple[BatchJob, asyncio.Future]]) -> None:
         futures = {id(job): future for job, future in waiting}
         # Jobs of one kind (a cluster's GPU jobs, or its CPU jobs) share one script.
         kinds: dict[tuple[type, str], list[BatchJob]] = {}
@@ -254,9 +265,7 @@ class JobCommands:
             "gpujobqueue: submitted jobs %s .. %s as %s array %s", first.name, run[-1].name, system.name, array_id
         )
 
-    async def _cancel_round(self) -> None:
-        await self._gather_round()
-        waiting, self._to_cancel, self._cancelling = self._to_cancel, [], None
+    async def _cancel_round(self, waiting: list[tuple[BatchJob, asyncio.Future]]) -> None:
         by_system: dict[Any, list[tuple[BatchJob, asyncio.Future]]] = {}
         for job, future in waiting:
             by_system.setdefault(job.batch_system, []).append((job, future))

@@ -3,14 +3,13 @@ job that ended before its workers connected."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
 import re
 from dataclasses import dataclass
 
 from .errors import GPUJobQueueError
 from .intervals import query_timeout
+from .job_commands import run_for_at_most
 
 LOG_TAIL_LINES = 20
 # The job script's last words (templates/job.sh.j2): the exit status, for batch systems that
@@ -70,23 +69,14 @@ async def run_query(command: list[str], *, required: bool = False) -> tuple[int,
     """
     timeout = query_timeout()
     try:
-        process = await asyncio.create_subprocess_exec(
-            *command, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-        )
+        done = await run_for_at_most(command, timeout)
     except OSError as error:
         if required and isinstance(error, FileNotFoundError):
             raise
         return 127, "", str(error)
-    try:
-        out, err = await asyncio.wait_for(process.communicate(), timeout)
-    except asyncio.TimeoutError:
-        # A query changes nothing, so stopping it is safe; a submission is never stopped this way (it may have
-        # gone through).
-        with contextlib.suppress(ProcessLookupError):  # it may have ended meanwhile
-            process.kill()
-        await process.wait()
+    if done is None:
         return QUERY_TIMED_OUT, "", f"{os.path.basename(command[0])} did not answer within {timeout:g} s: stopped"
-    return process.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
+    return done
 
 
 # The exit status a stopped query answers with (timeout(1)'s).
@@ -174,16 +164,8 @@ class JobFailedError(GPUJobQueueError, RuntimeError):
 
 class JobCannotStartError(JobFailedError):
     """The batch system keeps a job pending for a reason that waiting does not clear (SLURM's
-    ``PartitionTimeLimit``, ``PartitionConfig``...); the cluster cancelled it.
-
-    Parameters
-    ----------
-    name : str
-        The job's name in the cluster.
-    batch : str
-        Its batch system.
-    status : JobStatus
-        The batch system's word on it, with the reason.
+    ``PartitionTimeLimit``, ``PartitionConfig``...); the cluster cancelled it. Its parameters are the first three of
+    :class:`JobFailedError` (``status`` with the reason); it has no log.
     """
 
     def __init__(self, name: str, batch: str, status: JobStatus):
