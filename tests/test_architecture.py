@@ -160,6 +160,54 @@ def test_the_scans_find_what_they_forbid(tmp_path):
     assert [(path, line) for path, line, _ in defaulted_batch_reads(tmp_path)] == [("gpujobqueue/mod.py", 5)]
 
 
+def defaulted_job_reads(root: Path = ROOT) -> list[tuple[str, int, str]]:
+    """(file, line, call) of each ``getattr`` with a default in gpujobqueue/runtime/ that reads a job: an
+    attribute the job book's ``BookJob`` declares (or an entry's ``job``), or any attribute of an object named
+    as a job (``job``, ``entry``, ``self.scheduler_job``). The book's jobs carry what it reads, set by their
+    ``__init__``: such a read is a typed attribute, read as one."""
+    from gpujobqueue.runtime.jobbook import BookJob
+
+    declared = {name for name in [*vars(BookJob), *BookJob.__annotations__] if not name.startswith("_")} | {"job"}
+    found = []
+    for path in sorted((root / "gpujobqueue" / "runtime").rglob("*.py")):
+        relative = path.relative_to(root).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(), relative)):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"):
+                continue
+            if len(node.args) < 3:
+                continue
+            of_a_job = re.search(r"(?:job|entry)$", ast.unparse(node.args[0]))
+            attribute = node.args[1].value if isinstance(node.args[1], ast.Constant) else None
+            if of_a_job or attribute in declared:
+                found.append((relative, node.lineno, ast.unparse(node)))
+    return sorted(found)
+
+
+def test_no_runtime_module_reads_a_job_through_getattr_with_a_default():
+    found = defaulted_job_reads()
+    assert not found, "read a job's attributes as BookJob declares them, not through getattr:\n" + "\n".join(
+        f"{path}:{line}: {call}" for path, line, call in found
+    )
+
+
+def test_the_job_read_scan_finds_a_planted_read(tmp_path):
+    """The scan sees a job's declared attribute read with a default, and any read of an object named as a job;
+    a getattr without a default, another object's attribute and a module outside runtime/ are left alone."""
+    (tmp_path / "gpujobqueue" / "runtime").mkdir(parents=True)
+    (tmp_path / "gpujobqueue" / "runtime" / "watch.py").write_text(
+        'when = getattr(self.book.job(name), "submitted_at", None)\n'
+        'hosted = getattr(entry, "pool", "gpu")\n'
+        'held = getattr(self, "scheduler_job", None)\n'
+        'job_id = getattr(job, "job_id")\n'
+        'callback = getattr(self.adaptive, "periodic_callback", None)\n'
+    )
+    (tmp_path / "gpujobqueue" / "elsewhere.py").write_text('job_id = getattr(job, "job_id", None)\n')
+    assert [(path, line) for path, line, _ in defaulted_job_reads(tmp_path)] == [
+        ("gpujobqueue/runtime/watch.py", 1),
+        ("gpujobqueue/runtime/watch.py", 2),
+    ]
+
+
 def _entry_points() -> dict[str, str]:
     parser = configparser.ConfigParser()
     parser.read(ROOT / "setup.cfg")

@@ -44,6 +44,7 @@ from .cluster_options import check_cluster_keywords, shared_directory
 from .cluster_options import scheduler_options as checked_scheduler_options
 from .handover import quiet_cancellations
 from .job import GPUJob, check_log_directory
+from .jobbook import job_of_entry
 from .runtime_cluster import RuntimeCluster
 from .scheduler_process import HostedWorkers, JobScheduler
 from .worker_wait import WorkersNotStartedError
@@ -348,9 +349,11 @@ class GPUJobQueueCluster(RuntimeCluster):
         interpreter exit, on SIGTERM and SIGHUP); the cluster is of no use afterwards."""
         jobs: dict[int, GPUJob] = {}
         # A cluster whose start failed half way may lack any of these.
-        scheduler_job = self.scheduler_job if getattr(self, "scheduler", None) is not None else None
-        for entry in [*getattr(self, "workers", {}).values(), *getattr(self, "_created", ()), scheduler_job]:
-            job = getattr(entry, "job", entry)  # the scheduler job's entry holds its job
+        entries = [*getattr(self, "workers", {}).values(), *getattr(self, "_created", ())]
+        if getattr(self, "scheduler", None) is not None and self.scheduler_job is not None:
+            entries.append(self.scheduler_job)
+        for entry in entries:
+            job = job_of_entry(entry)
             if isinstance(job, GPUJob) and job.job_id is not None and job.status != Status.closed:
                 jobs[id(job)] = job
         by_system: dict[type[BatchSystem], list[GPUJob]] = {}

@@ -13,10 +13,11 @@ import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
+from ..batch.base import BatchSystem
 from ..job_status import JobCannotStartError, JobFailedError, JobStatus
 from .background import BackgroundLoop
 from .handover import Tenure
-from .jobbook import JobBook
+from .jobbook import BookJob, JobBook, gpus_of
 from .replacement import Replacement
 
 logger = logging.getLogger(__name__)
@@ -184,11 +185,11 @@ class JobWatch(BackgroundLoop):
 
     async def _poll(self) -> None:
         book = self.book
-        by_class: dict[type, list[tuple[str, Any]]] = {}
+        by_system: dict[type[BatchSystem], list[tuple[str, BookJob]]] = {}
         for name, job in book.submitted().items():  # those being retired are left out
-            by_class.setdefault(type(job), []).append((name, job))
-        for job_cls, group in by_class.items():
-            statuses, error = await job_cls.query_answer([job for _, job in group])
+            by_system.setdefault(job.batch_system, []).append((name, job))
+        for system, group in by_system.items():  # one query per batch system
+            statuses, error = await system.query_answer([job for _, job in group])
             self._answered(None if statuses is not None else error)
             if statuses is None:
                 continue
@@ -205,7 +206,7 @@ class JobWatch(BackgroundLoop):
                 elif not status.ended and book.wants(name) and self._hopeless(job, status):
                     await self._cannot_start(name, job, status)
         book.forget_gone()
-        if self.replacement.deferred_since is not None and not by_class:
+        if self.replacement.deferred_since is not None and not by_system:
             await self.reachable()  # no job to ask about: ask whether the batch system answers
         self.hand_over()
         if self.unreachable_since is None:
@@ -238,7 +239,7 @@ class JobWatch(BackgroundLoop):
             )
             handover.retire(name, self.retire_workers(workers))
 
-    async def _ended(self, name: str, job: Any, status: JobStatus) -> None:
+    async def _ended(self, name: str, job: BookJob, status: JobStatus) -> None:
         if name in self.book.pinned:
             logger.error(
                 "gpujobqueue: the scheduler's job %s (%s job %s) has ended: %s",
@@ -268,12 +269,12 @@ class JobWatch(BackgroundLoop):
             self.replacement.job_failed(failure)
 
     @staticmethod
-    def _hopeless(job: Any, status: JobStatus) -> bool:
+    def _hopeless(job: BookJob, status: JobStatus) -> bool:
         """The batch system keeps the job pending for a reason waiting does not clear."""
         reason = (status.reason or "").split(",")[0].strip()
         return reason in job.batch_system.hopeless_reasons
 
-    async def _cannot_start(self, name: str, job: Any, status: JobStatus) -> None:
+    async def _cannot_start(self, name: str, job: BookJob, status: JobStatus) -> None:
         """Cancel a job that can never start, and raise its reason from wait_for_workers."""
         if name in self.book.pinned or name in self.book.connected:
             return
@@ -291,7 +292,6 @@ class JobWatch(BackgroundLoop):
         outage = self.unreachable
         for name, job in self.book.started():
             status = self.book.statuses.get(name)
-            launch = getattr(job, "launch", None)
             state = status.state if status else None
             reason = status.reason if status and status.reason not in ("None", "-") else None
             if outage:  # the last answer is stale: say so rather than show it as now
@@ -299,11 +299,11 @@ class JobWatch(BackgroundLoop):
             table.append(
                 JobRow(
                     name=name,
-                    job_id=getattr(job, "job_id", None),
+                    job_id=job.job_id,
                     state=state,
                     reason=reason,
                     nodes=status.nodes if status else None,
-                    gpus=launch.gpus * job.request.nodes if launch is not None and not launch.cpu_workers else 0,
+                    gpus=gpus_of(job),
                     workers=connected.get(name, 0),
                 )
             )

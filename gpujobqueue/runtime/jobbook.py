@@ -4,15 +4,36 @@ watch read and change of them, through public methods, instead of the cluster's 
 from __future__ import annotations
 
 import time
-from typing import Any, Awaitable, Callable, Iterable, Mapping
+from typing import Any, Awaitable, Callable, ClassVar, Iterable, Mapping, Protocol
 
-from ..job_status import JobStatus
+from ..batch.base import BatchSystem
+from ..job_status import JobFailedError, JobStatus
 from ..naming import WorkerJobKey
+from ..request import JobRequest
 from ..user_limits import JobHold, UserJobLimit
+from ..workers import WorkerLaunch
 from .handover import Handover
+from .scheduler_process import HostedWorkers
 
 # The pool of a job whose spec names none: the GPU workers'.
 DEFAULT_POOL = "gpu"
+
+
+class BookJob(Protocol):
+    """What the job book and its watchers read of a job: a :class:`~gpujobqueue.runtime.job.GPUJob`
+    is one, its ``__init__`` setting each of these."""
+
+    batch_system: ClassVar[type[BatchSystem]]
+    batch: ClassVar[str]
+    job_id: str | None  # the batch system's, None until it took the job
+    submitted_at: float | None  # time.time() once the batch system took it
+    closed_at: float | None  # ... and once the cluster cancelled it
+    request: JobRequest
+    launch: WorkerLaunch
+
+    async def failure(self, status: JobStatus, before: str = ...) -> JobFailedError:
+        """The report of the job having ended too soon (``before`` what)."""
+        ...
 
 
 class JobBook:
@@ -59,7 +80,7 @@ class JobBook:
         self._new_job, self._apply = new_job, apply
         self._scheduler_workers, self._closing = scheduler_workers, closing
         self.specs: dict[str, dict[str, Any]] = {}
-        self.jobs: dict[str, Any] = {}
+        self.jobs: dict[str, BookJob | HostedWorkers] = {}
         self.statuses: dict[str, JobStatus] = {}  # job -> the batch system's last answer
         self.first_connected: dict[str, float] = {}  # job -> when its first worker connected (monotonic clock)
         self.pinned: set[str] = set()
@@ -101,7 +122,7 @@ class JobBook:
         """Drop the jobs whose submission failed (no job id); how many."""
         dropped = 0
         for name, entry in list(self.jobs.items()):
-            if getattr(entry, "job_id", True) is None:
+            if job_of_entry(entry).job_id is None:
                 self.specs.pop(name, None)
                 self.jobs.pop(name, None)
                 dropped += 1
@@ -114,18 +135,18 @@ class JobBook:
 
     # The job objects: the jobs started.
 
-    def started(self) -> list[tuple[str, Any]]:
+    def started(self) -> list[tuple[str, BookJob]]:
         """Every job started and not yet forgotten, with its job object, oldest first."""
         return [(str(name), job_of_entry(entry)) for name, entry in list(self.jobs.items())]
 
-    def job(self, name: str) -> Any:
+    def job(self, name: str) -> BookJob | None:
         """The job object of a job started, else None."""
         entry = self.jobs.get(name)
         return None if entry is None else job_of_entry(entry)
 
-    def submitted(self) -> dict[str, Any]:
+    def submitted(self) -> dict[str, BookJob]:
         """The jobs the batch system has been given and the cluster still wants, with their job objects."""
-        return {name: job for name, job in self.started() if getattr(job, "job_id", None) and name in self.specs}
+        return {name: job for name, job in self.started() if job.job_id and name in self.specs}
 
     # Workers and their jobs.
 
@@ -147,7 +168,8 @@ class JobBook:
         if job in self.first_connected:
             return False
         self.first_connected[job] = time.monotonic()
-        self.handover.job_started(getattr(self.job(job), "submitted_at", None))
+        started = self.job(job)  # None for a worker of a job the cluster no longer holds
+        self.handover.job_started(started.submitted_at if started is not None else None)
         return True
 
     @property
@@ -174,6 +196,11 @@ class JobBook:
         return self.handover.leaving() & set(self.specs)
 
 
-def job_of_entry(entry: Any) -> Any:
+def job_of_entry(entry: BookJob | HostedWorkers) -> BookJob:
     """The job object of an entry of distributed's ``workers``: the scheduler job's entry holds its job."""
-    return getattr(entry, "job", entry)
+    return entry.job if isinstance(entry, HostedWorkers) else entry
+
+
+def gpus_of(job: BookJob) -> int:
+    """The GPUs a job asked for: none for a CPU-pool job."""
+    return 0 if job.launch.cpu_workers else job.launch.gpus * job.request.nodes

@@ -21,10 +21,11 @@ from ..validation import parse_count
 from .cluster_options import check_adapt_keywords
 from .job import GPUJob
 from .job_watch import JobTable, JobWatch
-from .jobbook import JobBook
+from .jobbook import BookJob, JobBook
 from .notebook import cluster_status_html
 from .replacement import Replacement
 from .scaling import Scaling
+from .scheduler_process import HostedWorkers
 from .usage_watch import UsageWatch, site_charge
 from .worker_wait import SchedulerInfo, parse_timeout, wait_arguments, wait_for_workers
 
@@ -121,12 +122,12 @@ class RuntimeCluster(JobQueueCluster):
         self._book.specs = specs
 
     @property
-    def workers(self) -> dict[str, Any]:
+    def workers(self) -> dict[str, BookJob | HostedWorkers]:
         """Each job started, by name: its job object (distributed's), the job book's ``jobs``."""
         return self._book.jobs
 
     @workers.setter
-    def workers(self, jobs: dict[str, Any]) -> None:
+    def workers(self, jobs: dict[str, BookJob | HostedWorkers]) -> None:
         self._book.jobs = jobs
 
     def _retire(self, names: list[str]) -> Any:

@@ -14,6 +14,7 @@ from distributed.deploy.spec import ProcessInterface
 
 from ..owned_folders import ClusterFolder
 from ..scheduler_job import SchedulerStart, read_scheduler_address
+from .job import GPUJob
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ class JobScheduler(ProcessInterface):
     def __init__(
         self,
         *,
-        make_job: Callable[[SchedulerStart], Any],
+        make_job: Callable[[SchedulerStart], GPUJob],
         scheduler_file: str,
         folder: ClusterFolder | None = None,
         tls_args: tuple[str, ...] = (),
@@ -124,7 +125,7 @@ class HostedWorkers(ProcessInterface):
         The scheduler's job.
     """
 
-    def __init__(self, scheduler: str | None = None, name: str | None = None, *, job: Any):
+    def __init__(self, scheduler: str | None = None, name: str | None = None, *, job: GPUJob):
         super().__init__()
         self.name = name
         self.job = job

@@ -13,7 +13,7 @@ from typing import Any, Awaitable, Callable, Mapping
 from ..intervals import job_poll_interval, usage_sample_interval
 from ..usage import Charge, UsageReport, write_usage
 from .background import BackgroundLoop
-from .jobbook import JobBook
+from .jobbook import JobBook, gpus_of
 from .usage_meter import UsageMeter, busy_by_job
 
 logger = logging.getLogger("gpujobqueue.usage")
@@ -72,26 +72,22 @@ class UsageWatch(BackgroundLoop):
         now_running = book.connected
         seen = set()
         for name, job in book.started():
-            job_id = getattr(job, "job_id", None)
-            if job_id is None:
+            if job.job_id is None:
                 continue
             seen.add(name)
-            request, launch = getattr(job, "request", None), getattr(job, "launch", None)
-            nodes = request.nodes if request is not None else 1
-            cpu_only = launch is None or launch.cpu_workers
             self.meter.submitted(
                 name,
-                str(job_id),
-                nodes=nodes,
-                gpus=0 if cpu_only else launch.gpus * nodes,
-                pool="cpu" if cpu_only else "gpu",
-                when=getattr(job, "submitted_at", None),
+                job.job_id,
+                nodes=job.request.nodes,
+                gpus=gpus_of(job),
+                pool="cpu" if job.launch.cpu_workers else "gpu",
+                when=job.submitted_at,
             )
             status = book.statuses.get(name)
             if name in now_running or (status is not None and status.nodes and not status.ended):
                 self.meter.started(name)
-            if (status is not None and status.ended) or getattr(job, "closed_at", None) is not None:
-                self.meter.ended(name, when=getattr(job, "closed_at", None))
+            if (status is not None and status.ended) or job.closed_at is not None:
+                self.meter.ended(name, when=job.closed_at)
         for name in self.meter.open_jobs() - seen:  # closed and forgotten by the cluster
             self.meter.ended(name)
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from types import SimpleNamespace
+
+from fixtures.book_jobs import book_job
 
 from gpujobqueue.job_status import JobStatus
 from gpujobqueue.naming import WorkerJobKey
 from gpujobqueue.runtime.jobbook import JobBook
+from gpujobqueue.runtime.scheduler_process import HostedWorkers
 
 
 class Stand:
@@ -60,8 +62,8 @@ def test_jobs_are_wanted_per_pool_and_dropped_by_name():
 def test_only_jobs_given_to_the_batch_system_and_still_wanted_are_submitted_ones():
     book = book_of(Stand())
     book.add("gpu", 3)
-    queued, refused = SimpleNamespace(job_id="11"), SimpleNamespace(job_id=None)
-    hosted = SimpleNamespace(job=SimpleNamespace(job_id="10"))  # the scheduler job's entry holds its job
+    queued, refused = book_job("c-gpu-0", "11"), book_job("c-gpu-1", None)
+    hosted = HostedWorkers(name="sched", job=book_job("sched", "10"))  # the scheduler job's entry holds its job
     book.jobs.update({"c-gpu-0": queued, "c-gpu-1": refused, "sched": hosted})
     assert book.submitted() == {"c-gpu-0": queued}, "the scheduler's entry is not wanted, the refused has no id"
     assert book.job("sched") is hosted.job and book.job("missing") is None
@@ -73,7 +75,7 @@ def test_a_job_s_first_worker_is_noted_once_and_measures_its_start_up():
     stand = Stand()
     book = book_of(stand)
     book.add("gpu")
-    book.jobs["c-gpu-0"] = SimpleNamespace(job_id="11", submitted_at=time.time() - 30)
+    book.jobs["c-gpu-0"] = book_job("c-gpu-0", "11", submitted_at=time.time() - 30)
     assert book.note_worker("c-gpu-0-1") is True
     assert book.note_worker("c-gpu-0-0") is False
     assert book.connected == {"c-gpu-0"}
@@ -85,7 +87,7 @@ def test_a_job_s_first_worker_is_noted_once_and_measures_its_start_up():
 def test_what_was_said_of_a_job_is_forgotten_once_the_cluster_has_no_more_of_it():
     book = book_of(Stand())
     book.add("gpu", 2)
-    book.jobs.update({name: SimpleNamespace(job_id=name) for name in book.names("gpu")})
+    book.jobs.update({name: book_job(name, name) for name in book.names("gpu")})
     book.statuses.update({name: JobStatus(name, "RUNNING") for name in book.names("gpu")})
     book.first_connected.update({name: 1.0 for name in book.names("gpu")})
     book.drop("c-gpu-0")  # being cancelled: still started, its status kept

@@ -8,6 +8,7 @@ import asyncio
 from types import SimpleNamespace
 
 import pytest
+from fixtures.book_jobs import book_job
 
 from gpujobqueue.errors import SubmissionError
 from gpujobqueue.naming import WorkerJobKey
@@ -32,7 +33,7 @@ class RefusingBatchSystem:
         book = self.book
         for name in book.specs:
             if name not in book.jobs:
-                book.jobs[name] = SimpleNamespace(job_id=None, name=name)
+                book.jobs[name] = book_job(name, None)  # refused: no job id
                 self.submissions += 1
         await asyncio.sleep(0)
         raise SubmissionError("sbatch: error: Batch job submission failed: Invalid account")
