@@ -156,11 +156,6 @@ class GPUJob(Job):
             )
         return GPUJob._bound[system]
 
-    @classmethod
-    def default_log_directory(cls) -> str:
-        """Where its batch system writes a job's output when no ``log_directory`` is given."""
-        return cls.batch_system.default_log_directory()
-
     def __init__(
         self,
         scheduler: str | None = None,
@@ -286,41 +281,13 @@ class GPUJob(Job):
         # that every job it still references is closed.
         await ProcessInterface.close(self)
 
-    @classmethod
-    def cancel_now(cls, jobs: list["GPUJob"]) -> None:
-        """Cancel ``jobs`` at once, blocking, without the event loop (at exit and on signals)."""
-        cls.batch_system.cancel_now(jobs)
-
     async def batch_status(self) -> JobStatus | None:
         """What the batch system says of this job now; None before it is submitted or when
         the batch system does not answer."""
         if self.job_id is None:
             return None
-        return (await type(self).query_statuses([self])).get(self.job_id)
-
-    @classmethod
-    async def query_statuses(cls, jobs: list["GPUJob"]) -> dict[str, JobStatus]:
-        """The statuses of several jobs of this batch system, asked in one command.
-
-        Returns
-        -------
-        dict
-            Job id to :class:`JobStatus`; empty when the batch system did not answer (a job
-            is never taken for ended because its batch system was unreachable).
-        """
-        statuses, _ = await cls.batch_system.query_answer(jobs)
-        return statuses or {}
-
-    @classmethod
-    async def query_answer(cls, jobs: list["GPUJob"]) -> tuple[dict[str, JobStatus] | None, str]:
-        """The statuses of several jobs, or why the batch system gave none
-        (:meth:`~gpujobqueue.batch.base.BatchSystem.query_answer`)."""
-        return await cls.batch_system.query_answer(jobs)
-
-    @classmethod
-    async def probe(cls) -> str | None:
-        """Ask the batch system about a job id it never gave: None when it answers, else its error."""
-        return await cls.batch_system.probe()
+        statuses, _ = await self.batch_system.query_answer([self])
+        return (statuses or {}).get(self.job_id)
 
     def log_paths(self) -> list[str]:
         """Where the batch system writes this job's output (stdout first)."""

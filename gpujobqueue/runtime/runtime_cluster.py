@@ -72,10 +72,10 @@ class RuntimeCluster(JobQueueCluster):
             user_limits={"gpu": plan.jobs_per_user, "cpu": plan.cpu_jobs_per_user},
             poll_interval=interval,
         )
-        refusals = job_cls.batch_system.user_limit_refusals
-        self._replacement = Replacement(self._book, user_limit_refusals=refusals)
+        system = job_cls.batch_system
+        self._replacement = Replacement(self._book, user_limit_refusals=system.user_limit_refusals)
         self._job_watch = JobWatch(
-            self._book, self._replacement, probe=job_cls.probe, retire_workers=self._retire, interval=interval
+            self._book, self._replacement, probe=system.probe, retire_workers=self._retire, interval=interval
         )
         cpu_workers_per_job = plan.cpu_pool.processes if plan.cpu_pool is not None else None
         self._scaling = Scaling(
@@ -94,7 +94,7 @@ class RuntimeCluster(JobQueueCluster):
             identity=lambda: self.scheduler_comm.identity(),
             batch=job_cls.batch,
             site=site,
-            log_directory=lambda: plan.request.log_directory or job_cls.default_log_directory(),
+            log_directory=lambda: plan.request.log_directory or system.default_log_directory(),
             charge=site_charge(plan.site, plan.site_queue),
         )
         self._shown = {"site": site, "batch": job_cls.batch, "protocol": plan.launch.protocol}  # in a notebook

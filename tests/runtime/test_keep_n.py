@@ -169,7 +169,7 @@ def test_a_reachable_batch_system_answers_the_probe(batch, request):
 
     if batch != "local":
         request.getfixturevalue(batch)  # the emulator's commands first on PATH
-    assert asyncio.run(cluster_class(batch).job_cls.probe()) is None
+    assert asyncio.run(cluster_class(batch).job_cls.batch_system.probe()) is None
 
 
 def test_an_unreachable_batch_system_answers_the_probe_with_its_error(tmp_path, monkeypatch):
@@ -177,7 +177,7 @@ def test_an_unreachable_batch_system_answers_the_probe_with_its_error(tmp_path, 
     (tmp_path / "squeue").write_text(f"#!/bin/sh\necho '{words}' >&2\nexit 1\n")
     (tmp_path / "squeue").chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
-    error = asyncio.run(SLURMGPUCluster.job_cls.probe())
+    error = asyncio.run(SLURMGPUCluster.job_cls.batch_system.probe())
     assert error == words
 
 
@@ -192,13 +192,13 @@ def test_a_status_query_that_does_not_answer_is_stopped_and_counts_as_unreachabl
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
     with dask.config.set({"gpujobqueue.query-timeout": "1s"}):
         started = time.monotonic()
-        error = asyncio.run(SLURMGPUCluster.job_cls.probe())
+        error = asyncio.run(SLURMGPUCluster.job_cls.batch_system.probe())
         took = time.monotonic() - started
     assert error == "squeue did not answer within 1 s: stopped", error
     assert took < 5, f"the query was stopped after {took:.1f} s"
     assert not processes_running(str(squeue)) and not processes_running("sleep 3600"), "a query left running"
     squeue.write_text(f"#!/bin/sh\necho '{words}' >&2\nexit 1\n")
-    assert asyncio.run(SLURMGPUCluster.job_cls.probe()) == words
+    assert asyncio.run(SLURMGPUCluster.job_cls.batch_system.probe()) == words
 
 
 @pytest.mark.parametrize("value", ["0s", "-1s", "2h", "soon", True])
