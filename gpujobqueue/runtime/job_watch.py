@@ -121,7 +121,6 @@ class JobWatch(BackgroundLoop):
         self.probe, self.retire_workers = probe, retire_workers
         self.interval = interval
         self.failures: list[JobFailedError] = []  # every job that ended before its workers connected
-        self._raised = 0  # failures[:_raised] have been raised
         self._polling = asyncio.Lock()  # the periodic look and cluster.jobs must not act on one ending twice
         self.unreachable_since: float | None = None  # time.time() of the first failed query of this outage
         self.unreachable_error: str | None = None  # the batch system's last error then
@@ -158,13 +157,6 @@ class JobWatch(BackgroundLoop):
         error = await self.probe()
         self._answered(error)
         return error is None
-
-    def take_failure(self) -> JobFailedError | None:
-        """The oldest failure not raised yet (each is raised once)."""
-        if self._raised == len(self.failures):
-            return None
-        self._raised += 1
-        return self.failures[self._raised - 1]
 
     async def stop(self) -> None:
         await super().stop()

@@ -47,8 +47,6 @@ class Replacement:
         :class:`SubmissionError` of a retried submission refused by a reachable batch system).
     deferred_since : float or None
         Since when (``time.time()``) a submission refused during an outage waits to be retried.
-    replaced : int
-        Replacement jobs submitted.
     adaptive : distributed.deploy.Adaptive or None
         What ``adapt()`` started, if it was called: while it runs, it sizes the cluster.
     """
@@ -62,7 +60,6 @@ class Replacement:
         self.stopped: GPUJobQueueError | None = None
         self._stop_raised = False
         self.deferred_since: float | None = None
-        self.replaced = 0
         self.adaptive: Any = None
         # scale() calls changing the jobs now: the watch submits nothing meanwhile (a refusal that
         # scale() is about to report must not be submitted again behind its back).
@@ -218,6 +215,5 @@ class Replacement:
         elif was_held:
             logger.warning("gpujobqueue: submitted %d job(s) that were held or replace jobs that ended", added)
         else:
-            self.replaced += added
             logger.warning("gpujobqueue: submitted %d job(s) to replace jobs that ended", added)
         return added

@@ -138,11 +138,6 @@ class RuntimeCluster(JobQueueCluster):
         self.scheduler_info = SchedulerInfo(await self.scheduler_comm.identity())
         return self.scheduler_info
 
-    @property
-    def pinned_jobs(self) -> set[str]:
-        """Jobs that scaling down must leave alone: the scheduler's own job (``scheduler="job"``)."""
-        return set(self._book.pinned)
-
     def _close_usage(self) -> None:
         """Every job has ended: log the usage summary and write the report beside the job logs."""
         try:
@@ -215,11 +210,6 @@ class RuntimeCluster(JobQueueCluster):
     def workers_per_job(self) -> int:
         """GPU workers in one job."""
         return self._scaling.workers_per_job
-
-    def retiring_jobs(self) -> set[str]:
-        """Jobs that are leaving: retiring, or due to retire within their replacement's lead time
-        (:mod:`gpujobqueue.handover`); ``scale()`` and :meth:`adapt` replace them before they go."""
-        return self._book.leaving()
 
     def scale(
         self,
