@@ -31,9 +31,10 @@ def _bound(bound: str, workers_per_job: int, given: dict[str, Any]) -> tuple[str
     return next(iter(found.items()), None)
 
 
-def adapt_bounds(workers_per_job: int, **given: Any) -> tuple[int, int | float]:
-    """``adapt()``'s least and most GPU workers: ``minimum`` or ``minimum_gpus`` (workers), or
-    ``minimum_jobs`` (whole jobs), and the same of ``maximum`` (``math.inf`` or None: no most).
+def adapt_bounds(workers_per_job: int, keywords: dict[str, Any]) -> tuple[int, int | float]:
+    """``adapt()``'s least and most GPU workers, taken out of its ``keywords``: ``minimum`` or
+    ``minimum_gpus`` (workers), or ``minimum_jobs`` (whole jobs), and the same of ``maximum``
+    (``math.inf`` or None: no most).
 
     Raises
     ------
@@ -41,6 +42,8 @@ def adapt_bounds(workers_per_job: int, **given: Any) -> tuple[int, int | float]:
         Naming the bound: not a whole number from 0 to the workers of as many jobs as a cluster
         holds, two spellings of one bound that differ, or a most below the least.
     """
+    spellings = [f"{bound}{unit}" for bound in ("minimum", "maximum") for unit in ("", "_gpus", "_jobs")]
+    given = {field: keywords.pop(field, None) for field in spellings}
     least, most = _bound("minimum", workers_per_job, given), _bound("maximum", workers_per_job, given)
     if least is not None and most is not None and most[1] < least[1]:
         raise ValidationError(most[0], f"{most[0]}={given[most[0]]!r} is below {least[0]}={given[least[0]]!r}")

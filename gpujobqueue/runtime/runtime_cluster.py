@@ -17,7 +17,6 @@ from ..jobqueue_base import JobQueueCluster
 from ..naming import WorkerJobKey
 from ..plan import Plan
 from ..usage import UsageReport
-from ..validation import parse_count
 from .cluster_options import check_adapt_keywords
 from .job import GPUJob
 from .job_watch import JobTable, JobWatch
@@ -257,10 +256,8 @@ class RuntimeCluster(JobQueueCluster):
         cpu_workers : int
             Target number of CPU workers (needs ``cpu_pool``).
         """
-        for name, count in (("n", n), ("jobs", jobs), ("cores", cores), ("gpus", gpus), ("cpu_workers", cpu_workers)):
-            if count is not None:  # an int, as distributed's scale takes: scale('3') is refused, not read as 3
-                parse_count(name, count, text=False)
-        gpu_jobs, cpu_jobs = self._scaling.asked(n, jobs, memory, cores, gpus=gpus, cpu_workers=cpu_workers)
+        gpu_jobs, cpu_jobs = self._scaling.jobs_to_scale(n, jobs, memory, cores, gpus=gpus, cpu_workers=cpu_workers)
+        self._replacement.resume()  # asking again resumes a replacing that failures stopped
         if self.asynchronous:
             return asyncio.ensure_future(self._scaling.scale_jobs(gpu_jobs, cpu_jobs))
         return self.sync(self._scaling.scale_jobs, gpu_jobs, cpu_jobs)

@@ -1,6 +1,6 @@
-"""Scaling in GPU workers: how many jobs a ``scale()`` asks for (:func:`jobs_to_scale`, pure
-arithmetic), and the strategy the cluster delegates its scale, adapt and scale-down to, in whole
-jobs (:class:`Scaling`), as distributed's cluster delegates adaptivity to its ``Adaptive``."""
+"""Scaling in GPU workers: the strategy the cluster delegates its scale, adapt and scale-down to, in
+whole jobs (:class:`Scaling`), as distributed's cluster delegates adaptivity to its ``Adaptive``; how
+many jobs a ``scale()`` asks for is its :meth:`~Scaling.jobs_to_scale`, pure arithmetic."""
 
 from __future__ import annotations
 
@@ -18,85 +18,6 @@ from .jobbook import JobBook
 from .replacement import Replacement
 
 logger = logging.getLogger("gpujobqueue.cluster")
-
-
-def _required(memory_per_worker: int | None) -> int:
-    if memory_per_worker is None:
-        raise ValidationError("memory", "scale(memory=...) needs memory or memory_per_gpu to be set")
-    return memory_per_worker
-
-
-def jobs_to_scale(
-    n: int | None,
-    jobs: int,
-    memory: str | None,
-    cores: int | None,
-    *,
-    gpus: int | None,
-    cpu_workers: int | None,
-    workers_per_job: int,
-    memory_per_worker: int | None,
-    threads_per_worker: int,
-    cpu_workers_per_job: int | None,
-    gpus_per_worker: int = 1,
-) -> tuple[int | None, int | None]:
-    """The GPU jobs and CPU jobs that ``scale()``'s targets ask for; None for a pool not named.
-
-    GPU workers, GPUs, memory and cores round up to whole jobs (the most of them wins); CPU
-    workers to whole CPU jobs of ``cpu_workers_per_job`` (None: the cluster has no CPU pool). A
-    worker holds ``gpus_per_worker`` GPUs (dask-jobqueue's ``processes`` sharing a node's GPUs).
-
-    Raises
-    ------
-    ValidationError
-        Naming the target: a count that is not one, or more jobs than a cluster holds.
-    """
-    gpu_pool_named = cpu_workers is None or any(v is not None for v in (n, gpus, memory, cores)) or jobs
-    jobs, counted = parse_count("jobs", jobs), "jobs"  # counted: the target that sets the jobs
-    if n is not None:
-        n, counted = parse_count("n", n), "n"
-    if gpus is not None:
-        gpus = parse_count("gpus", gpus)
-        by_gpus = math.ceil(gpus / gpus_per_worker)
-        if n is not None and n != by_gpus:
-            raise ValidationError(
-                "gpus", f"scale(n={n}, gpus={gpus}): a worker holds {gpus_per_worker} GPU(s), give one of them"
-            )
-        n, counted = by_gpus, "gpus"
-    if memory is not None:
-        by_memory = math.ceil(parse_size("memory", memory) / _required(memory_per_worker))
-        if n is None or by_memory > n:
-            n, counted = by_memory, "memory"
-    if cores is not None:
-        by_cores = math.ceil(parse_count("cores", cores) / threads_per_worker)
-        if n is None or by_cores > n:
-            n, counted = by_cores, "cores"
-    if n is not None:
-        jobs = math.ceil(n / workers_per_job)
-        if jobs * workers_per_job != n:
-            logger.info(
-                "%d GPU workers asked; jobs have %d each, so %d jobs give %d",
-                n,
-                workers_per_job,
-                jobs,
-                jobs * workers_per_job,
-            )
-    cpu_jobs = None
-    if cpu_workers is not None:
-        if cpu_workers_per_job is None:
-            raise ValidationError(
-                "cpu_workers",
-                "this cluster has no CPU pool; give cpu_pool={'processes': ..., 'cores': ..., 'memory': ...} "
-                "when making it",
-            )
-        cpu_jobs = math.ceil(parse_count("cpu_workers", cpu_workers) / cpu_workers_per_job)
-    gpu_jobs = jobs if gpu_pool_named else None
-    for field, count in ((counted, gpu_jobs), ("cpu_workers", cpu_jobs)):
-        if count is not None and count > MAX_JOBS_PER_CLUSTER:
-            raise ValidationError(
-                field, f"{count!r} jobs: a cluster holds 0 to {MAX_JOBS_PER_CLUSTER} jobs (gpujobqueue.limits)"
-            )
-    return gpu_jobs, cpu_jobs
 
 
 class Scaling:
@@ -141,7 +62,7 @@ class Scaling:
         self.memory_per_worker, self.threads_per_worker = memory_per_worker, threads_per_worker
         self.cpu_workers_per_job = cpu_workers_per_job
 
-    def asked(
+    def jobs_to_scale(
         self,
         n: int | None,
         jobs: int,
@@ -151,28 +72,66 @@ class Scaling:
         gpus: int | None,
         cpu_workers: int | None,
     ) -> tuple[int | None, int | None]:
-        """The GPU and CPU jobs a user's ``scale()`` asks for (:func:`jobs_to_scale`); asking
-        resumes a replacing that failures stopped.
+        """The GPU jobs and CPU jobs that ``scale()``'s targets ask for; None for a pool not named.
+
+        GPU workers, GPUs, memory and cores round up to whole jobs (the most of them wins); CPU
+        workers to whole CPU jobs of :attr:`cpu_workers_per_job` (None: the cluster has no CPU pool). A
+        worker holds :attr:`gpus_per_worker` GPUs (dask-jobqueue's ``processes`` sharing a node's GPUs).
+        A count is an int, as distributed's ``scale`` takes: ``scale('3')`` is refused, not read as 3.
 
         Raises
         ------
         ValidationError
-            Naming the target that is not a count, or asks for more jobs than a cluster holds.
+            Naming the target: a count that is not one, or more jobs than a cluster holds.
         """
-        gpu_jobs, cpu_jobs = jobs_to_scale(
-            n,
-            jobs,
-            memory,
-            cores,
-            gpus=gpus,
-            cpu_workers=cpu_workers,
-            workers_per_job=self.workers_per_job,
-            memory_per_worker=self.memory_per_worker,
-            threads_per_worker=self.threads_per_worker,
-            cpu_workers_per_job=self.cpu_workers_per_job,
-            gpus_per_worker=self.gpus_per_worker,
-        )
-        self.replacement.resume()
+        gpu_pool_named = cpu_workers is None or any(v is not None for v in (n, gpus, memory, cores)) or jobs
+        jobs, counted = parse_count("jobs", jobs, text=False), "jobs"  # counted: the target that sets the jobs
+        if n is not None:
+            n, counted = parse_count("n", n, text=False), "n"
+        if gpus is not None:
+            gpus = parse_count("gpus", gpus, text=False)
+            by_gpus = math.ceil(gpus / self.gpus_per_worker)
+            if n is not None and n != by_gpus:
+                raise ValidationError(
+                    "gpus", f"scale(n={n}, gpus={gpus}): a worker holds {self.gpus_per_worker} GPU(s), give one of them"
+                )
+            n, counted = by_gpus, "gpus"
+        if memory is not None:
+            size = parse_size("memory", memory)
+            if self.memory_per_worker is None:
+                raise ValidationError("memory", "scale(memory=...) needs memory or memory_per_gpu to be set")
+            by_memory = math.ceil(size / self.memory_per_worker)
+            if n is None or by_memory > n:
+                n, counted = by_memory, "memory"
+        if cores is not None:
+            by_cores = math.ceil(parse_count("cores", cores, text=False) / self.threads_per_worker)
+            if n is None or by_cores > n:
+                n, counted = by_cores, "cores"
+        if n is not None:
+            jobs = math.ceil(n / self.workers_per_job)
+            if jobs * self.workers_per_job != n:
+                logger.info(
+                    "%d GPU workers asked; jobs have %d each, so %d jobs give %d",
+                    n,
+                    self.workers_per_job,
+                    jobs,
+                    jobs * self.workers_per_job,
+                )
+        cpu_jobs = None
+        if cpu_workers is not None:
+            if self.cpu_workers_per_job is None:
+                raise ValidationError(
+                    "cpu_workers",
+                    "this cluster has no CPU pool; give cpu_pool={'processes': ..., 'cores': ..., 'memory': ...} "
+                    "when making it",
+                )
+            cpu_jobs = math.ceil(parse_count("cpu_workers", cpu_workers, text=False) / self.cpu_workers_per_job)
+        gpu_jobs = jobs if gpu_pool_named else None
+        for field, count in ((counted, gpu_jobs), ("cpu_workers", cpu_jobs)):
+            if count is not None and count > MAX_JOBS_PER_CLUSTER:
+                raise ValidationError(
+                    field, f"{count!r} jobs: a cluster holds 0 to {MAX_JOBS_PER_CLUSTER} jobs (gpujobqueue.limits)"
+                )
         return gpu_jobs, cpu_jobs
 
     async def scale_jobs(self, jobs: int | None, cpu_jobs: int | None = None) -> None:
@@ -240,18 +199,10 @@ class Scaling:
                 "gpujobqueue: %s; the jobs will be submitted when it answers (%s)", self.watch.unreachable, error
             )
 
-    def adapt_options(
-        self,
-        *,
-        minimum_jobs: int | None = None,
-        maximum_jobs: int | None = None,
-        minimum_gpus: int | None = None,
-        maximum_gpus: int | None = None,
-        **kwargs: Any,
-    ) -> dict[str, Any]:
-        """The keywords of distributed's ``Cluster.adapt`` for an ``adapt()`` in GPU workers: the
-        bounds in workers, whole jobs retired together (``worker_key``), :class:`GPUAdaptive`
-        (given this strategy) unless another is named, the looks' interval and count.
+    def adapt_options(self, **kwargs: Any) -> dict[str, Any]:
+        """The keywords of distributed's ``Cluster.adapt`` for an ``adapt()``'s: the bounds in workers
+        (:func:`~gpujobqueue.adaptive.adapt_bounds`), whole jobs retired together (``worker_key``),
+        :class:`GPUAdaptive` (given this strategy) unless another is named, the looks' interval and count.
 
         Raises
         ------
@@ -265,15 +216,7 @@ class Scaling:
                 "adapt() counts one kind of worker; with a CPU pool, size each pool with scale(gpus=..., "
                 "cpu_workers=...)",
             )
-        minimum, maximum = adapt_bounds(
-            self.workers_per_job,
-            minimum=kwargs.pop("minimum", None),
-            maximum=kwargs.pop("maximum", None),
-            minimum_gpus=minimum_gpus,
-            maximum_gpus=maximum_gpus,
-            minimum_jobs=minimum_jobs,
-            maximum_jobs=maximum_jobs,
-        )
+        minimum, maximum = adapt_bounds(self.workers_per_job, kwargs)
         kwargs.setdefault("worker_key", self.book.worker_key)  # retire whole jobs, never half of one
         kwargs.setdefault("Adaptive", GPUAdaptive)
         if isinstance(kwargs["Adaptive"], type) and issubclass(kwargs["Adaptive"], GPUAdaptive):

@@ -12,7 +12,7 @@ from gpujobqueue.errors import ValidationError
 from gpujobqueue.factory import cluster_class
 from gpujobqueue.plan import make_plan
 from gpujobqueue.preloads.pin_device import device_of
-from gpujobqueue.runtime.scaling import jobs_to_scale
+from gpujobqueue.runtime.scaling import Scaling
 from gpujobqueue.script.from_keywords import job_script_for
 
 FOUR_GPUS_TWO_WORKERS = dict(processes=2, job_extra_directives=["--gres gpu:4"], cores=8, memory="64GB")
@@ -90,20 +90,20 @@ def test_processes_equal_to_the_gpus_is_one_worker_per_gpu_as_before():
 
 def test_scale_in_gpus_counts_the_devices_of_each_worker():
     plan = slurm_plan(**FOUR_GPUS_TWO_WORKERS)
-    arithmetic = dict(
-        memory=None,
-        cores=None,
-        cpu_workers=None,
+    scaling = Scaling(
+        None,  # its arithmetic alone: no job book, nothing kept or watched
+        None,
+        None,
         workers_per_job=plan.launch.workers_per_node * plan.request.nodes,
         gpus_per_worker=plan.launch.devices_per_worker,
         memory_per_worker=plan.launch.memory_limit,
         threads_per_worker=plan.launch.nthreads,
         cpu_workers_per_job=None,
     )
-    assert jobs_to_scale(None, 0, gpus=8, **arithmetic) == (2, None), "8 GPUs: 2 jobs of 4"
-    assert jobs_to_scale(4, 0, gpus=None, **arithmetic) == (2, None), "4 workers: 2 jobs of 2"
+    assert scaling.jobs_to_scale(None, 0, None, None, gpus=8, cpu_workers=None) == (2, None), "8 GPUs: 2 jobs of 4"
+    assert scaling.jobs_to_scale(4, 0, None, None, gpus=None, cpu_workers=None) == (2, None), "4 workers: 2 jobs of 2"
     with pytest.raises(ValidationError, match="gpus"):
-        jobs_to_scale(8, 0, gpus=8, **arithmetic)
+        scaling.jobs_to_scale(8, 0, None, None, gpus=8, cpu_workers=None)
 
 
 def test_on_a_machine_with_gpus_the_local_batch_system_shares_them_too(monkeypatch):
