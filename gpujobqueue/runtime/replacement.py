@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Awaitable, Callable, Sequence
+from typing import Any, Awaitable, Callable, Iterable, Sequence
 
 from ..errors import BatchCommandNotFoundError, GPUJobQueueError, SubmissionError
 from ..intervals import max_failures
@@ -141,11 +141,45 @@ class Replacement:
         cap = book.hold.cap(pool, after)
         return lacking + (ahead if cap is None else min(ahead, max(0, cap - after[pool])))
 
-    def defer(self) -> None:
-        if self.deferred_since is None:
-            self.deferred_since = time.time()
+    async def submit(
+        self, pools: Iterable[str], reachable: Callable[[], Awaitable[bool]], *, closing: bool = False
+    ) -> bool:
+        """Submit and cancel until the jobs are those the book wants (:meth:`JobBook.apply`), for
+        ``scale()`` and for :meth:`top_up`. A submission refused for a per-user limit of the queue
+        holds the jobs it did not submit; one refused while the batch system cannot be reached
+        (``reachable``, awaited) is deferred: the job watch submits them once it answers.
 
-    def held_for_user_limit(self, error: SubmissionError, before: dict[str, int]) -> bool:
+        Returns
+        -------
+        bool
+            Whether every job wanted went to the batch system (False: some are held or deferred).
+
+        Raises
+        ------
+        SubmissionError
+            Refused by a batch system that answers, a batch command missing (no outage to wait out), or
+            any refusal while the cluster closes.
+        """
+        before = {pool: self.book.count(pool) for pool in pools}
+        try:
+            await self.book.apply()
+        except SubmissionError as error:
+            self.book.forget_unsubmitted()
+            if not closing and self._held_for_user_limit(error, before):
+                return False
+            if closing or isinstance(error, BatchCommandNotFoundError) or await reachable():
+                raise
+            if self.deferred_since is None:
+                self.deferred_since = time.time()
+            logger.warning(
+                "gpujobqueue: the batch system cannot be reached; jobs will be submitted when it answers: %s", error
+            )
+            return False
+        self.deferred_since = None
+        self.book.hold.say()
+        return True
+
+    def _held_for_user_limit(self, error: SubmissionError, before: dict[str, int]) -> bool:
         """Whether a refused submission was refused for a per-user job limit of the queue (the
         batch system's ``user_limit_refusals``); if so the jobs not submitted are held, not failed.
 
@@ -189,29 +223,16 @@ class Replacement:
         if not added:
             book.hold.say()
             return 0
-        planned = {pool: book.count(pool) for pool in self.targets}
+        was_deferred = self.deferred_since is not None
         try:
-            await book.apply()
-        except SubmissionError as error:
-            book.forget_unsubmitted()
-            if self.held_for_user_limit(error, planned):
+            if not await self.submit(self.targets, reachable):
                 return 0
-            # A missing batch command is no outage to wait out: it stops the replacing, as a refusal does.
-            if not isinstance(error, BatchCommandNotFoundError) and not await reachable():
-                self.defer()
-                logger.warning(
-                    "gpujobqueue: the batch system cannot be reached; %d job(s) will be submitted when it answers: %s",
-                    added,
-                    error,
-                )
-                return 0
+        except SubmissionError as error:  # a refusal by a batch system that answers stops the replacing
             self.submission_refused(error)
             logger.error("gpujobqueue: %s", error)
             return 0
-        book.hold.say()
-        if self.deferred_since is not None:
+        if was_deferred:
             logger.warning("gpujobqueue: submitted %d job(s) deferred since the batch system stopped answering", added)
-            self.deferred_since = None
         elif was_held:
             logger.warning("gpujobqueue: submitted %d job(s) that were held or replace jobs that ended", added)
         else:

@@ -8,7 +8,7 @@ import logging
 import math
 from typing import Any, Iterable
 
-from ..errors import BatchCommandNotFoundError, SubmissionError, ValidationError
+from ..errors import BatchCommandNotFoundError, ValidationError
 from ..intervals import adapt_interval, adapt_wait_count
 from ..limits import MAX_JOBS_PER_CLUSTER, MAX_WAIT_SECONDS, MIN_LOOK_SECONDS
 from ..validation import parse_count, parse_duration, parse_size
@@ -177,27 +177,13 @@ class Scaling:
             book.add(pool, kept.to_submit(pool) if not closing else 0)
         if closing:
             book.hold.clear()
-        planned = {pool: book.count(pool) for pool in targets}
         try:
-            await book.apply()
-            kept.deferred_since = None
-            book.hold.say()
-        except SubmissionError as error:
-            book.forget_unsubmitted()
-            if not closing and kept.held_for_user_limit(error, planned):
-                return
-            if isinstance(error, BatchCommandNotFoundError):
-                # No outage: a command that is not there will not start answering. Nothing is retried,
-                # and wait_for_workers raises it too instead of waiting.
-                kept.submission_refused(error)
-                raise
-            if closing or await self.watch.reachable():
-                raise
-            # An outage, not a refusal: the job watch submits them once the batch system answers.
-            kept.defer()
-            logger.warning(
-                "gpujobqueue: %s; the jobs will be submitted when it answers (%s)", self.watch.unreachable, error
-            )
+            await kept.submit(targets, self.watch.reachable, closing=closing)
+        except BatchCommandNotFoundError as error:
+            # No outage: a command that is not there will not start answering. Nothing is retried,
+            # and wait_for_workers raises it too instead of waiting.
+            kept.submission_refused(error)
+            raise
 
     def adapt_options(self, **kwargs: Any) -> dict[str, Any]:
         """The keywords of distributed's ``Cluster.adapt`` for an ``adapt()``'s: the bounds in workers
