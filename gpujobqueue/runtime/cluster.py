@@ -263,11 +263,9 @@ class GPUJobQueueCluster(RuntimeCluster):
         job that ended its number again): a job's name, its workers' names and what the job
         watch knew of it belong to that job alone, so a replacement is not taken for the job
         it replaces, nor refused by the scheduler for a name still held by a leaving worker."""
-        while True:
-            name = self._new_worker_name(self._i)
-            self._i += 1
-            if name not in self.worker_spec:
-                return {name: self.new_spec}
+        spec = super().new_worker_spec()  # distributed's: the first number from self._i whose name is free
+        self._i += 1
+        return spec
 
     def _new_cpu_job_spec(self) -> dict[str, Any]:
         name = cpu_job_name(self._name, self._cpu_i)
