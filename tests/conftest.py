@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -36,9 +37,17 @@ tempfile.tempdir = None  # read $TMPDIR again
 atexit.register(shutil.rmtree, _SESSION_TMPDIR, ignore_errors=True)
 
 
+# SIGINT as a terminal leaves it, in this process, the xdist workers and every program a test starts: a run
+# started in the background by a shell without job control (`nohup bash .ci/run &`, as CI harnesses start it)
+# inherits SIGINT ignored, Python leaves an inherited SIG_IGN as it is, and so did every worker, job and program
+# (gpujobqueue demo ran to its end on a Ctrl-C, test_ctrl_c; the LSF emulator's bkill sends SIGINT first).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 from fixtures.commands import CommandLog  # noqa: E402
 from fixtures.emulators import lsf, pbs, torque  # noqa: E402,F401  (PBS Pro, Torque and LSF emulators on PATH)
 from fixtures.sge import sge, sge_cluster  # noqa: E402,F401  (a real Grid Engine, session-wide)
+from fixtures.sigint_guard import pytest_runtest_setup, pytest_runtest_teardown  # noqa: E402,F401  (SIGINT left changed)
 
 # Imported here, in the main thread: an xdist controller imports a warning's module to show a worker's
 # warning (a site's UnconfirmedSiteFactsWarning), from a thread of its own, and dask_jobqueue (which
