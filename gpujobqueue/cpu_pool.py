@@ -44,7 +44,8 @@ class CPUPool:
     cores : int
         CPU cores per job (default: one per worker thread).
     nthreads : int
-        Threads per CPU worker (default: the job's cores shared among its workers, else 1).
+        Threads per CPU worker (default: the job's cores shared among its workers, else 1; set by
+        :meth:`from_keyword`).
     memory : int or None
         Host memory per job in bytes, shared among its workers.
     queue, account, qos, job_name : str or None
@@ -143,13 +144,9 @@ class CPUPool:
                 qos=pool.qos or entry.get("qos"),
                 site_queue=pool.queue,
             )
+        if pool.nthreads is None:
+            pool = dataclasses.replace(pool, nthreads=max(1, (pool.cores or pool.processes) // pool.processes))
         return pool
-
-    @property
-    def threads_per_worker(self) -> int:
-        if self.nthreads is not None:
-            return self.nthreads
-        return max(1, (self.cores or self.processes) // self.processes)
 
     def job_shape(
         self, gpu_request: JobRequest, gpu_launch: WorkerLaunch, system: Any
@@ -169,14 +166,14 @@ class CPUPool:
             )
         options = system.cpu_job_options(gpu_request.options, qos=self.qos, constraint=self.constraint)
         walltime = self.walltime or gpu_request.walltime
-        cpus = self.cores or self.processes * self.threads_per_worker
+        cpus = self.cores or self.processes * self.nthreads
         parse_positive_int("cpu_pool.cores" if self.cores else "cpu_pool.nthreads", cpus, MAX_CPUS_PER_NODE)
         if gpu_request.walltime_margin and walltime is not None:
             parse_walltime_margin("walltime_margin", gpu_request.walltime_margin, walltime)
         request = dataclasses.replace(
             gpu_request,
             nodes=1,
-            gpus_per_node=self.processes,  # workers per job; with gpu_request "none" no GPU is asked for
+            gpus_per_node=0,
             gpu_request="none",
             gpu_type=None,
             cpus_per_node=cpus,
@@ -194,9 +191,10 @@ class CPUPool:
         launch = dataclasses.replace(
             gpu_launch,
             mode=CPU_WORKER_MODE,
-            gpus=self.processes,
+            gpus_per_node=0,
+            workers_per_node=self.processes,
             worker_command="distributed.cli.dask_worker",
-            nthreads=self.threads_per_worker,
+            nthreads=self.nthreads,
             memory_limit=None if self.memory is None else self.memory // self.processes,
             nanny=True,
             device_memory_limit=None,

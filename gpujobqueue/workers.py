@@ -51,10 +51,11 @@ class WorkerLaunch:
         worker carries no suffix in either mode.
         ``"cpu"`` (:data:`CPU_WORKER_MODE`): the CPU pool's ``dask worker`` processes, which
         see no device; set by ``cpu_pool``, never by ``worker_mode``.
-    gpus : int
-        GPUs per node, shared by its workers (:attr:`workers_per_node`).
-    devices_per_worker : int
-        Devices each worker sees: 1, or its share under ``processes`` (per-device mode).
+    gpus_per_node : int
+        GPUs per node, shared by its workers (0 for the CPU pool's).
+    workers_per_node : int
+        The workers each node starts: one per GPU, or dask-jobqueue's ``processes`` sharing them
+        (:attr:`gpus_per_worker` each).
     python : str
         Interpreter that runs the workers.
     python_prefix : tuple of str
@@ -81,7 +82,7 @@ class WorkerLaunch:
         ``ROCR_VISIBLE_DEVICES``, ``ZE_AFFINITY_MASK``).
     allocation_variable : str
         Variable from which the job reads the devices the batch system allocated;
-        when unset in the job, devices ``0 .. gpus-1`` are used.
+        when unset in the job, devices ``0 .. gpus_per_node-1`` are used.
     nanny : bool
         Start workers under a nanny (dask-cuda always does).
     death_timeout : int or None
@@ -111,15 +112,15 @@ class WorkerLaunch:
     launcher_args : tuple of str
         More launcher options (a site's ``launcher.args``), after gpujobqueue's own.
     nodes : int
-        Nodes of the job; each runs ``gpus`` workers.
+        Nodes of the job; each runs ``workers_per_node`` workers.
     nic_affinity : bool
         Each worker's nanny sets its ``UCX_NET_DEVICES`` to the network card nearest its GPU
         (:mod:`gpujobqueue.preloads.nic_affinity`); False (the default): UCX chooses.
     """
 
     mode: str
-    gpus: int
-    devices_per_worker: int
+    gpus_per_node: int
+    workers_per_node: int
     python: str
     python_prefix: tuple[str, ...]
     worker_command: str
@@ -154,7 +155,7 @@ class WorkerLaunch:
         cls,
         settings: Mapping[str, Any],
         *,
-        gpus: int,
+        gpus_per_node: int,
         workers_per_node: int | None = None,
         memory_per_node: int | None,
         cpus_per_node: int | None = None,
@@ -168,7 +169,7 @@ class WorkerLaunch:
         ----------
         settings : mapping
             Keyword names to values; None means the default.
-        gpus : int
+        gpus_per_node : int
             GPUs per node, from the request, shared by ``workers_per_node`` (``processes``; None: one per GPU).
         memory_per_node : int or None
             The request's host memory per node, shared among the workers.
@@ -186,8 +187,8 @@ class WorkerLaunch:
         """
         get, value = settings.get, read_declared(keywords.LAUNCH, settings)  # read when asked, as JobRequest's
         nanny, visibility = value["nanny"], value["visibility_variable"]
-        workers = gpus if workers_per_node is None else workers_per_node
-        mode = worker_mode(get, nanny, workers, gpus)
+        workers = gpus_per_node if workers_per_node is None else workers_per_node
+        mode = worker_mode(get, nanny, workers, gpus_per_node)
         if mode == "dask-cuda" and visibility != "CUDA_VISIBLE_DEVICES":
             raise ValidationError(
                 "visibility_variable",
@@ -205,8 +206,8 @@ class WorkerLaunch:
         python_prefix, python = parse_python(sys.executable if get("python") is None else get("python"), launcher)
         return cls(
             mode=mode,
-            gpus=gpus,
-            devices_per_worker=gpus // workers,
+            gpus_per_node=gpus_per_node,
+            workers_per_node=workers,
             python=python,
             python_prefix=python_prefix,
             worker_command=worker_command,
@@ -231,9 +232,9 @@ class WorkerLaunch:
         )
 
     @property
-    def workers_per_node(self) -> int:
-        """The workers each node starts: one per GPU, or dask-jobqueue's ``processes`` sharing them."""
-        return self.gpus // self.devices_per_worker
+    def gpus_per_worker(self) -> int:
+        """The GPUs each worker sees: 1, or its share under ``processes`` (per-device mode); 0 for CPU workers."""
+        return self.gpus_per_node // self.workers_per_node
 
     @property
     def dask_cuda_memory_args(self) -> list[str]:
@@ -290,7 +291,7 @@ class WorkerLaunch:
         if self.cpu_workers:
             pairs.pop("GPU", None)  # GPU tasks go to GPU workers only
         else:
-            pairs = {"GPU": str(self.devices_per_worker), **pairs}
+            pairs = {"GPU": str(self.gpus_per_worker), **pairs}
         return ",".join(f"{name}={amount}" for name, amount in pairs.items())
 
     @property
@@ -330,7 +331,7 @@ class WorkerLaunch:
         return repr(round(1 / self.workers_per_node, 6))  # a fraction of the node's memory for each worker
 
 
-def worker_mode(get: Any, nanny: bool, workers: int, gpus: int) -> str:
+def worker_mode(get: Any, nanny: bool, workers_per_node: int, gpus_per_node: int) -> str:
     """The workers' mode given, else dask-cuda's where a nanny starts one worker per GPU, else per-device.
 
     Raises
@@ -342,14 +343,14 @@ def worker_mode(get: Any, nanny: bool, workers: int, gpus: int) -> str:
     mode = get("worker_mode")
     if mode is None:
         # dask-jobqueue's nanny=False: dask-cuda always has nannies, so one `dask worker` per GPU without one.
-        mode = keywords.default_of("worker_mode") if nanny and workers == gpus else "per-device"
+        mode = keywords.default_of("worker_mode") if nanny and workers_per_node == gpus_per_node else "per-device"
         if not nanny:
             check_no_dask_cuda_options(get)
     if mode not in keywords.WORKER_MODES:
         raise ValidationError(
             "worker_mode", f"{mode!r} is not a worker mode; use one of {', '.join(keywords.WORKER_MODES)}"
         )
-    check_one_device_per_dask_cuda_worker(mode, workers, gpus)
+    check_one_device_per_dask_cuda_worker(mode, workers_per_node, gpus_per_node)
     if mode == "dask-cuda" and not nanny:
         raise ValidationError(
             "nanny",

@@ -672,3 +672,28 @@ def test_a_package_init_is_an_edge_of_the_cycle_search():
     assert "gpujobqueue.sites.registry" in graph["gpujobqueue.sites"]  # importing the package runs its modules
     planted = {**graph, "gpujobqueue.sites.registry": graph["gpujobqueue.sites.registry"] | {"gpujobqueue.plan"}}
     assert _cycle(planted) is not None  # sites/check.py's make_plan, on 04e8fe8: sites -> check -> plan -> sites
+
+
+# One name a quantity, from the keyword to the script (issue 41): GPUs per node ``gpus_per_node``, workers per node
+# ``workers_per_node``, GPUs per worker ``gpus_per_worker``, threads per worker ``nthreads`` (dask's and dask-cuda's
+# word). The other names these quantities went by must not come back. The job's ``worker_processes``,
+# ``worker_cores`` and ``worker_memory`` stay: dask-jobqueue's Job has them, and users' code reads them.
+_OTHER_NAMES = re.compile(r"\blaunch\.gpus\b|\bdevices_per_worker\b|\bthreads_per_worker\b|\bgpus=self\.processes\b")
+
+
+def other_names_of_a_quantity(root: Path = ROOT) -> list[str]:
+    files = [*(root / "gpujobqueue").rglob("*.py"), *(root / "templates").rglob("*.j2")]
+    return [
+        f"{path.relative_to(root)}:{number}"
+        for path in files
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if _OTHER_NAMES.search(line)
+    ]
+
+
+def test_a_quantity_has_one_name_from_keyword_to_script(tmp_path):
+    assert other_names_of_a_quantity() == []
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "gpujobqueue").mkdir()
+    (tmp_path / "templates" / "w.sh.j2").write_text("x\n--nworkers {{ launch.gpus }}\n")
+    assert other_names_of_a_quantity(tmp_path) == ["templates/w.sh.j2:2"]

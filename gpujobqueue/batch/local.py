@@ -277,7 +277,7 @@ class Local(BatchSystem):
             env = dict(os.environ)
             try:
                 if handle.pool is not None and not job.launch.cpu_workers:
-                    handle.devices = handle.pool.take(job.launch.gpus, str(job.name))
+                    handle.devices = handle.pool.take(job.launch.gpus_per_node, str(job.name))
                     env[job.launch.allocation_variable] = ",".join(handle.devices)
                 handle.process = subprocess.Popen(
                     ["bash", f"/dev/fd/{script}"],

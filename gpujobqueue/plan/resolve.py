@@ -261,7 +261,7 @@ def resolve_launch(
         settings["nthreads"] = threads_of_cores(cores // request.nodes, workers)
     launch = WorkerLaunch.from_settings(
         settings,
-        gpus=request.gpus_per_node,
+        gpus_per_node=request.gpus_per_node,
         workers_per_node=resolution.workers_per_node,
         memory_per_node=request.memory_per_node,
         cpus_per_node=request.cpus_per_node,

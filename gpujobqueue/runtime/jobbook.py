@@ -203,4 +203,4 @@ def job_of_entry(entry: BookJob | HostedWorkers) -> BookJob:
 
 def gpus_of(job: BookJob) -> int:
     """The GPUs a job asked for: none for a CPU-pool job."""
-    return 0 if job.launch.cpu_workers else job.launch.gpus * job.request.nodes
+    return job.launch.gpus_per_node * job.request.nodes  # 0 for a CPU-pool job

@@ -76,15 +76,15 @@ class RuntimeCluster(JobQueueCluster):
         self._job_watch = JobWatch(
             self._book, self._replacement, probe=system.probe, retire_workers=self._retire, interval=interval
         )
-        cpu_workers_per_job = plan.cpu_pool.processes if plan.cpu_pool is not None else None
+        cpu_workers_per_job = plan.cpu_launch.workers_per_node if plan.cpu_launch is not None else None
         self._scaling = Scaling(
             self._book,
             self._replacement,
             self._job_watch,
             workers_per_job=plan.launch.workers_per_node * plan.request.nodes,
-            gpus_per_worker=plan.launch.devices_per_worker,
+            gpus_per_worker=plan.launch.gpus_per_worker,
             memory_per_worker=plan.launch.memory_limit,
-            threads_per_worker=plan.launch.nthreads,
+            nthreads=plan.launch.nthreads,
             cpu_workers_per_job=cpu_workers_per_job,
         )
         site = plan.site.name if plan.site is not None else None

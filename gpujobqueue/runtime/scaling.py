@@ -36,7 +36,7 @@ class Scaling:
         GPU workers in one job.
     memory_per_worker : int or None
         Bytes of host memory of one GPU worker (``scale(memory=...)``).
-    threads_per_worker : int
+    nthreads : int
         Threads of one GPU worker (``scale(cores=...)``).
     cpu_workers_per_job : int or None
         Workers in one CPU-pool job; None without a CPU pool.
@@ -52,14 +52,14 @@ class Scaling:
         *,
         workers_per_job: int,
         memory_per_worker: int | None,
-        threads_per_worker: int,
+        nthreads: int,
         cpu_workers_per_job: int | None,
         gpus_per_worker: int = 1,
     ):
         self.book, self.replacement, self.watch = book, replacement, watch
         self.gpus_per_worker = gpus_per_worker
         self.workers_per_job = workers_per_job
-        self.memory_per_worker, self.threads_per_worker = memory_per_worker, threads_per_worker
+        self.memory_per_worker, self.nthreads = memory_per_worker, nthreads
         self.cpu_workers_per_job = cpu_workers_per_job
 
     def jobs_to_scale(
@@ -104,7 +104,7 @@ class Scaling:
             if n is None or by_memory > n:
                 n, counted = by_memory, "memory"
         if cores is not None:
-            by_cores = math.ceil(parse_count("cores", cores, text=False) / self.threads_per_worker)
+            by_cores = math.ceil(parse_count("cores", cores, text=False) / self.nthreads)
             if n is None or by_cores > n:
                 n, counted = by_cores, "cores"
         if n is not None:

@@ -125,7 +125,7 @@ def test_an_lsf_gpu_line_with_options_gpujobqueue_does_not_write_is_the_jobs_req
     # The common LSF spelling (j_exclusive, mps, aff, gmem): kept as written, its count adopted, never doubled.
     keywords = with_job_size({"job_extra_directives": [line]})
     plan = make_plan(cluster_class("lsf"), keywords)
-    assert plan.request.gpus_per_node == gpus == plan.launch.gpus
+    assert plan.request.gpus_per_node == gpus == plan.launch.gpus_per_node
     script = job_script_for("lsf", keywords, name="job-7")
     assert [row for row in script.split("\n") if "-gpu" in row] == [f"#BSUB {line}"]
 

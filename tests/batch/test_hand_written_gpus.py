@@ -92,7 +92,7 @@ def test_a_hand_written_gpu_request_is_adopted_one_worker_per_gpu(batch, keyword
     with caplog.at_level(logging.INFO, logger="gpujobqueue.hand_written_gpus"):
         plan = CLASSES[batch].parse_keywords(with_job_size(keywords))
         request, launch = plan.request, plan.launch
-    assert (request.gpus_per_node, launch.gpus) == (workers, workers)
+    assert (request.gpus_per_node, launch.gpus_per_node) == (workers, workers)
     assert f"starting {workers} GPU workers per job" in caplog.text
     script = job_script_for(batch, {**with_job_size(keywords), "python": "python3"}, name="w", tls=False)
     assert _one_gpu_request(batch, script) == line

@@ -137,8 +137,8 @@ def cluster_facts(cluster: Any) -> dict[str, Any]:
     launch, request = getattr(cluster, "launch", None), getattr(cluster, "request", None)
     if launch is not None and request is not None:
         facts["mode"] = launch.mode
-        facts["gpus_per_job"] = launch.gpus * request.nodes
-        facts["workers_per_job"] = launch.gpus * request.nodes
+        facts["gpus_per_job"] = launch.gpus_per_node * request.nodes
+        facts["workers_per_job"] = launch.workers_per_node * request.nodes
     else:
         job = getattr(cluster, "_dummy_job", None)
         if job is not None:

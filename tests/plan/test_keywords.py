@@ -89,7 +89,7 @@ def test_dask_jobqueue_keywords_reach_the_script():
         request.options.job_mem,
         request.job_name,
     ) == ("gpu", "m1", 600, 6, "10G", "mine")
-    assert request.gpus_per_node == 2 and launch.gpus == 2  # processes: workers per job, one per GPU
+    assert request.gpus_per_node == 2 and launch.gpus_per_node == 2  # processes: workers per job, one per GPU
     assert launch.memory_limit == 4 * 10**9  # memory is per job, shared by its workers
     assert (launch.death_timeout, launch.local_directory, launch.extra_args) == (
         17,
@@ -159,7 +159,7 @@ def test_dask_config_fills_what_keywords_leave_out():
     ):
         plan = SLURMGPUCluster.parse_keywords(with_job_size({"walltime": "00:05:00"}))
         request, launch = plan.request, plan.launch
-    assert request.queue == "debug" and request.gpus_per_node == 4 and launch.gpus == 4
+    assert request.queue == "debug" and request.gpus_per_node == 4 and launch.gpus_per_node == 4
     assert request.walltime == 300  # the keyword wins over the config
 
 
@@ -461,7 +461,7 @@ def test_processes_and_memory_are_per_job_as_in_dask_jobqueue():
     plan = SLURMGPUCluster.parse_keywords({"cores": 24, "processes": 4, "memory": "100GB"})
     request, launch = plan.request, plan.launch
     assert (request.gpus_per_node, request.cpus_per_node, request.memory_per_node) == (4, 24, 100 * 10**9)
-    assert (launch.gpus, launch.nthreads, launch.memory_limit) == (4, 6, 25 * 10**9)
+    assert (launch.gpus_per_node, launch.nthreads, launch.memory_limit) == (4, 6, 25 * 10**9)
 
 
 @pytest.mark.parametrize(

@@ -190,3 +190,13 @@ def test_a_value_refused_for_the_gpu_jobs_is_refused_for_the_cpu_pools_jobs_too(
         with pytest.raises(ValidationError) as raised:
             GPUCluster(batch="slurm", **keywords, cpu_pool=cpu_pool, security=False)
     assert raised.value.field == field
+
+
+@pytest.mark.parametrize("batch", [b for b in batch_names() if b != "local"])
+def test_one_name_a_quantity_the_cpu_pool_says_workers_and_asks_for_no_gpu(batch):
+    # The CPU pool's jobs hold no GPU and start `processes` workers: on 9269b18 it wrote its worker count into
+    # gpus_per_node (request and launch), the GPU count of the jobs' usage rows and the local pool's device share.
+    plan = _plan(batch, dict(SIZED, processes=1), security=False, cpu_pool=CPU_POOL)
+    assert (plan.cpu_request.gpus_per_node, plan.cpu_launch.gpus_per_node, plan.cpu_launch.gpus_per_worker) == (0, 0, 0)
+    assert (plan.cpu_launch.workers_per_node, plan.cpu_launch.nthreads) == (2, 2)
+    assert (plan.launch.gpus_per_node, plan.launch.workers_per_node, plan.launch.gpus_per_worker) == (2, 1, 2)

@@ -25,7 +25,7 @@ def slurm_plan(**keywords):
 def test_processes_dividing_a_hand_written_gpu_request_gives_each_worker_its_share():
     plan = slurm_plan(**FOUR_GPUS_TWO_WORKERS)
     assert plan.request.gpus_per_node == 4, "the job still asks for the 4 GPUs written"
-    assert (plan.launch.workers_per_node, plan.launch.devices_per_worker) == (2, 2)
+    assert (plan.launch.workers_per_node, plan.launch.gpus_per_worker) == (2, 2)
     assert plan.launch.mode == "per-device", "dask-cuda cannot give a worker several devices"
     assert plan.launch.memory_limit == 32 * 10**9, "each worker takes half the job's memory"
     assert plan.launch.nthreads == 4, "each worker takes half the job's cores"
@@ -85,7 +85,7 @@ def test_dask_cuda_mode_with_a_share_of_the_devices_is_refused_naming_both():
 
 def test_processes_equal_to_the_gpus_is_one_worker_per_gpu_as_before():
     plan = slurm_plan(**dict(FOUR_GPUS_TWO_WORKERS, processes=4))
-    assert (plan.launch.workers_per_node, plan.launch.devices_per_worker, plan.launch.mode) == (4, 1, "dask-cuda")
+    assert (plan.launch.workers_per_node, plan.launch.gpus_per_worker, plan.launch.mode) == (4, 1, "dask-cuda")
 
 
 def test_scale_in_gpus_counts_the_devices_of_each_worker():
@@ -95,9 +95,9 @@ def test_scale_in_gpus_counts_the_devices_of_each_worker():
         None,
         None,
         workers_per_job=plan.launch.workers_per_node * plan.request.nodes,
-        gpus_per_worker=plan.launch.devices_per_worker,
+        gpus_per_worker=plan.launch.gpus_per_worker,
         memory_per_worker=plan.launch.memory_limit,
-        threads_per_worker=plan.launch.nthreads,
+        nthreads=plan.launch.nthreads,
         cpu_workers_per_job=None,
     )
     assert scaling.jobs_to_scale(None, 0, None, None, gpus=8, cpu_workers=None) == (2, None), "8 GPUs: 2 jobs of 4"
@@ -113,7 +113,7 @@ def test_on_a_machine_with_gpus_the_local_batch_system_shares_them_too(monkeypat
 
     monkeypatch.setattr(local, "nvidia_gpu_ids", lambda: ["0", "1", "2", "3"])
     plan = make_plan(cluster_class("local"), with_job_size({"gpus_per_node": 4, "processes": 2}))
-    assert (plan.launch.mode, plan.launch.workers_per_node, plan.launch.devices_per_worker) == (
+    assert (plan.launch.mode, plan.launch.workers_per_node, plan.launch.gpus_per_worker) == (
         "per-device",
         2,
         2,

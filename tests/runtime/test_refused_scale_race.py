@@ -69,7 +69,7 @@ def test_the_watch_submits_nothing_while_scale_reports_a_refusal():
 
         watch = SimpleNamespace(reachable=reachable, unreachable="")
         scaling = Scaling(
-            book, kept, watch, workers_per_job=1, memory_per_worker=None, threads_per_worker=1, cpu_workers_per_job=None
+            book, kept, watch, workers_per_job=1, memory_per_worker=None, nthreads=1, cpu_workers_per_job=None
         )
         poll = asyncio.ensure_future(watch_poll())
         with pytest.raises(SubmissionError, match="Invalid account"):

@@ -276,3 +276,19 @@ def test_run_refuses_what_it_cannot_do(args, words):
         text=True,
     )
     assert result.returncode != 0 and words in result.stderr, result.stderr
+
+
+def test_a_run_job_whose_workers_share_the_gpus_waits_for_the_workers_it_starts(tmp_path):
+    # processes=1 on two GPUs: one worker seeing both devices. The client waits for the workers the job
+    # starts (one), not one per GPU: on 9269b18 it waited for two and the job ended at the wait's timeout.
+    python, _ = python_wrapper(tmp_path)
+    path = render_run_script(
+        tmp_path, "local", "--processes", "1", "--workers-timeout", "40s", exit_code=0, python=python
+    )
+    result = subprocess.run(
+        ["bash", str(path)], capture_output=True, text=True, cwd=tmp_path, timeout=180, env=job_environment(tmp_path)
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["workers"] == 1 and report["gpu_resources"] == [2], report
+    assert report["worker_devices"] == ["2,5"] and report["sum"] == 5050, report
