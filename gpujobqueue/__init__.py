@@ -37,7 +37,7 @@ _PUBLIC = {
     "JobStatus": ".job_status",
     "JobRequest": ".request",
     "WorkersNotStartedError": ".runtime.cluster",
-    "render_job_script": ".script.from_keywords",
+    "render_job_script": ".plan.scripts",
     "Charge": ".usage",
     "JobUsage": ".usage",
     "UsageReport": ".usage",
@@ -104,8 +104,8 @@ if TYPE_CHECKING:
         SLURMGPUCluster,
     )
     from .job_status import JobCannotStartError, JobFailedError, JobStatus
+    from .plan.scripts import render_job_script
     from .request import JobRequest
     from .runtime.cluster import WorkersNotStartedError
-    from .script.from_keywords import render_job_script
     from .usage import Charge, JobUsage, UsageReport
     from .workers import WorkerLaunch

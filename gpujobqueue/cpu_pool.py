@@ -7,27 +7,33 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .config import check_keywords
+from .declaration import INT, LIST, TEXT, Computed, Keyword, read_declared
 from .errors import UnknownKeywordError, ValidationError
-from .limits import MAX_CPUS_PER_NODE, MAX_THREADS_PER_WORKER
+from .keywords import count, size
+from .limits import MAX_CPUS_PER_NODE, MAX_MEMORY_BYTES, MAX_THREADS_PER_WORKER
 from .naming import cpu_batch_job_name
 from .request import JobRequest
-from .validation import parse_constraint, parse_lines, parse_name, parse_positive_int, parse_size, parse_word
+from .validation import parse_constraint, parse_lines, parse_name, parse_positive_int, parse_word
 from .walltimes import parse_walltime, parse_walltime_margin
 from .workers import CPU_WORKER_MODE, WorkerLaunch
 
-CPU_POOL_KEYS = (
-    "processes",
-    "cores",
-    "nthreads",
-    "memory",
-    "queue",
-    "account",
-    "walltime",
-    "qos",
-    "constraint",
-    "job_name",
-    "job_extra_directives",
-)
+# The keys of ``cpu_pool``, each read by its declaration alone (:func:`~gpujobqueue.declaration.read_declared`): the
+# shared keywords' parsers, with a one-node CPU job's bounds; the walltime in the batch system's unit, by a rule.
+CPU_POOL_KEYWORDS = (
+    Keyword("processes", INT, count(MAX_CPUS_PER_NODE), 1, "CPU workers per job."),
+    Keyword("cores", INT, count(MAX_CPUS_PER_NODE), Computed("one per worker thread"), "CPU cores per job."),
+    Keyword("nthreads", INT, count(MAX_THREADS_PER_WORKER),
+            Computed("the job's cores shared among its workers, else 1"), "Threads per CPU worker."),
+    Keyword("memory", TEXT, size(MAX_MEMORY_BYTES), None, "Host memory per job, shared among its workers."),
+    Keyword("queue", TEXT, parse_word, None, "The CPU jobs' queue (a site's queue name, or the batch system's)."),
+    Keyword("account", TEXT, parse_word, None, "The CPU jobs' account."),
+    Keyword("walltime", TEXT, None, None, "The CPU jobs' walltime, in the batch system's unit where a bare number."),
+    Keyword("qos", TEXT, parse_word, None, "SLURM's QoS of the CPU jobs."),
+    Keyword("constraint", TEXT, parse_constraint, None, "SLURM's --constraint of the CPU jobs."),
+    Keyword("job_name", TEXT, parse_name, None, "The CPU jobs' name in the queue."),
+    Keyword("job_extra_directives", LIST, parse_lines, None, "The CPU jobs' directives, instead of the GPU jobs'."),
+)  # fmt: skip
+CPU_POOL_KEYS = tuple(str(keyword) for keyword in CPU_POOL_KEYWORDS)
 
 
 @dataclass(frozen=True)
@@ -61,21 +67,21 @@ class CPUPool:
         Directive lines for the CPU jobs, instead of the GPU jobs' ones.
     """
 
-    processes: int = 1
-    cores: int | None = None
-    nthreads: int | None = None
-    memory: int | None = None
-    queue: str | None = None
-    account: str | None = None
-    qos: str | None = None
-    constraint: str | None = None
+    processes: int
+    cores: int | None
+    nthreads: int | None
+    memory: int | None
+    queue: str | None
+    account: str | None
+    walltime: int | None
+    qos: str | None
+    constraint: str | None
+    job_name: str | None
+    job_extra_directives: tuple[str, ...] | None
     # A site queue without a partition (Perlmutter's QoS-only queues): the job names none.
     no_partition: bool = False
     # The site's name of the queue, where ``queue`` was one of the site's queues (``queue`` is then its partition).
     site_queue: str | None = None
-    job_name: str | None = None
-    walltime: int | None = None
-    job_extra_directives: tuple[str, ...] | None = None
 
     @classmethod
     def from_keyword(cls, value: Any, system: Any, site: Any = None) -> "CPUPool | None":
@@ -108,22 +114,12 @@ class CPUPool:
                 f"cpu_pool.{error.field}", f"{error}; a CPU pool takes {', '.join(CPU_POOL_KEYS)}"
             ) from error
 
-        def optional(key, parser):
-            return None if value.get(key) is None else parser(f"cpu_pool.{key}", value[key])
-
-        pool = cls(
-            processes=optional("processes", lambda k, v: parse_positive_int(k, v, MAX_CPUS_PER_NODE)) or 1,
-            cores=optional("cores", lambda k, v: parse_positive_int(k, v, MAX_CPUS_PER_NODE)),
-            nthreads=optional("nthreads", lambda k, v: parse_positive_int(k, v, MAX_THREADS_PER_WORKER)),
-            memory=optional("memory", parse_size),
-            queue=optional("queue", parse_word),
-            account=optional("account", parse_word),
-            qos=optional("qos", parse_word),
-            constraint=optional("constraint", parse_constraint),
-            job_name=optional("job_name", parse_name),
-            walltime=optional("walltime", lambda k, v: parse_walltime(k, v, system.walltime_number_unit)),
-            job_extra_directives=optional("job_extra_directives", parse_lines),
-        )
+        read = read_declared(CPU_POOL_KEYWORDS, value, within="cpu_pool")
+        if value.get("walltime") is not None:
+            read["walltime"] = parse_walltime("cpu_pool.walltime", value["walltime"], system.walltime_number_unit)
+        if value.get("job_extra_directives") is None:
+            read["job_extra_directives"] = None  # the GPU jobs' directives
+        pool = cls(**read)
         if pool.cores is not None and pool.nthreads is not None and pool.nthreads * pool.processes > pool.cores:
             raise ValidationError(
                 "cpu_pool.nthreads",

@@ -178,10 +178,11 @@ _FIELDS = (
 )
 
 
-def read_declared(keywords: Iterable[Keyword], settings: Mapping[str, Any]) -> dict[str, Any]:
+def read_declared(keywords: Iterable[Keyword], settings: Mapping[str, Any], within: str = "") -> dict[str, Any]:
     """Each keyword's value read alone, by its declaration and nothing else: its ``parse`` of the value given,
     else its default (None where the default is :class:`Computed`: the plan's rules work it out); a list or
-    mapping that nothing gives is empty.
+    mapping that nothing gives is empty. The keywords of a mapping keyword (``cpu_pool``) are named ``within`` it
+    (``cpu_pool.processes``).
 
     Raises
     ------
@@ -194,6 +195,6 @@ def read_declared(keywords: Iterable[Keyword], settings: Mapping[str, Any]) -> d
         if value is None:
             value = None if isinstance(keyword.default, Computed) else keyword.default
         if keyword.parse is not None and (value is not None or keyword.kind in (LIST, PAIRS)):
-            value = keyword.parse(str(keyword), value)
+            value = keyword.parse(f"{within}.{keyword}" if within else str(keyword), value)
         values[str(keyword)] = value
     return values

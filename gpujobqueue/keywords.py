@@ -36,12 +36,20 @@ from .validation import (
 from .worker_options import parse_seconds
 
 
-def _count(maximum: int) -> Callable[[str, Any], int]:
+def count(maximum: int) -> Callable[[str, Any], int]:
+    """The parser of a whole number from 1 to ``maximum``."""
     return lambda field, value: parse_positive_int(field, value, maximum)
 
 
-def _size(maximum: int) -> Callable[[str, Any], int]:
+def size(maximum: int) -> Callable[[str, Any], int]:
+    """The parser of a size in bytes, at most ``maximum``."""
     return lambda field, value: parse_size(field, value, maximum)
+
+
+def matching_parser(pattern: re.Pattern, accepted: str) -> Callable[[str, Any], str]:
+    """The parser of one line that ``pattern`` matches whole, else a ValidationError naming the keyword and
+    saying ``accepted``."""
+    return lambda field_name, value: matching(field_name, value, pattern, accepted)
 
 
 def _shebang(field: str, value: Any) -> str:
@@ -92,17 +100,17 @@ VISIBILITY_VARIABLES = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFI
 # fmt: off
 # Keywords every batch system takes: the job's request ...
 REQUEST: tuple[Keyword, ...] = (
-    Keyword("nodes", INT, _count(MAX_NODES), 1, "Nodes per job; each node runs gpus_per_node GPU workers, started "
+    Keyword("nodes", INT, count(MAX_NODES), 1, "Nodes per job; each node runs gpus_per_node GPU workers, started "
             "through launcher."),
-    Keyword("gpus_per_node", INT, _count(MAX_GPUS_PER_NODE), 1, "GPUs per node; one worker runs per GPU."),
-    Keyword("cpus_per_gpu", INT, _count(MAX_CPUS_PER_NODE), Computed("the site's share of the node; 1 without a site"),
+    Keyword("gpus_per_node", INT, count(MAX_GPUS_PER_NODE), 1, "GPUs per node; one worker runs per GPU."),
+    Keyword("cpus_per_gpu", INT, count(MAX_CPUS_PER_NODE), Computed("the site's share of the node; 1 without a site"),
             "CPU cores per GPU (or --cores per job). Without a site, this or cores is required (with memory), as "
             "dask-jobqueue requires cores and memory.", site_key="worker.cpus_per_gpu"),
-    Keyword("cores", INT, _count(MAX_CPUS_PER_NODE * MAX_NODES), None, "CPU cores per job, as dask-jobqueue's "
+    Keyword("cores", INT, count(MAX_CPUS_PER_NODE * MAX_NODES), None, "CPU cores per job, as dask-jobqueue's "
             "cores (or --cpus-per-gpu). They are the threads of all the job's workers, shared evenly; cores that "
             "would be left idle are refused.",
             jobqueue_key="cores"),
-    Keyword("memory", TEXT, _size(MAX_MEMORY_BYTES * MAX_NODES), None, "Host memory per job, as dask-jobqueue's "
+    Keyword("memory", TEXT, size(MAX_MEMORY_BYTES * MAX_NODES), None, "Host memory per job, as dask-jobqueue's "
             "memory (or --memory-per-gpu), such as 240GB. Each worker's memory limit is its share.",
             jobqueue_key="memory"),
     Keyword("memory_per_gpu", TEXT, parse_size, None, "Host memory per GPU, such as 60GiB (or --memory per job).",
@@ -165,7 +173,7 @@ LAUNCH: tuple[Keyword, ...] = (
             jobqueue_key="python"),
     Keyword("worker_command", TEXT, None, Computed("dask-cuda's worker, or distributed's for per-device workers"),
             "The worker module, as dask-jobqueue's worker_command.", jobqueue_key="worker-command"),
-    Keyword("nthreads", INT, _count(MAX_THREADS_PER_WORKER), Computed("with cores, the job's cores shared evenly by "
+    Keyword("nthreads", INT, count(MAX_THREADS_PER_WORKER), Computed("with cores, the job's cores shared evenly by "
             "its workers (cores=24 with "
             "4 GPUs: 6 each); otherwise, for dask-cuda workers, up to 4 of each GPU's share of the job's cores (more "
             "threads overlap one task's Python and kernel launches with another's GPU work: the 2 TB sum ran 28 % "
@@ -233,7 +241,7 @@ LAUNCH: tuple[Keyword, ...] = (
             site_key="network.nic_affinity"),
 )
 # dask-jobqueue's workers per job, taken and turned into GPUs per node.
-PROCESSES = Keyword("processes", INT, _count(MAX_GPUS_PER_NODE), None, "dask-jobqueue's workers per job: alone, one "
+PROCESSES = Keyword("processes", INT, count(MAX_GPUS_PER_NODE), None, "dask-jobqueue's workers per job: alone, one "
                     "per GPU (the GPUs per node); with a GPU count it divides, each worker sees its share of the GPUs.",
                     jobqueue_key="processes")
 # The cluster's own keywords that dask config sets too, which no rendered script carries.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.plan.scripts import job_script_for
 
 SITE_CONFIGS = Path(__file__).parent.parent / "site-configs"
 SHIPPED = sorted(p.stem for p in SITE_CONFIGS.glob("[!_]*.yaml"))

@@ -644,7 +644,7 @@ def test_the_request_and_launch_carry_no_defaults_of_their_own():
 # The layers, lowest first: a module imports from its own layer or below. The workers' preloads import nothing of the
 # package; the flat modules at its top are the foundation (errors, limits, values, keywords), but for the entries
 # that make clusters and run the demo, which stand with the command line.
-_LAYERS = ("preloads", "", "batch", "sites", "plan", "script", "runtime", "diagnostics", "cli")
+_LAYERS = ("preloads", "", "script", "batch", "sites", "plan", "runtime", "diagnostics", "cli")
 _ENTRIES = {"gpujobqueue", "gpujobqueue.__main__", "gpujobqueue.demo", "gpujobqueue.factory"}
 
 
@@ -663,8 +663,8 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
 def test_no_import_runs_back_up_the_layers():
     graph = _static_graph()
     assert upward_imports(graph) == []
-    planted = {**graph, "gpujobqueue.batch.base": graph["gpujobqueue.batch.base"] | {"gpujobqueue.script.render"}}
-    assert upward_imports(planted) == ["gpujobqueue.batch.base -> gpujobqueue.script.render"]
+    planted = {**graph, "gpujobqueue.script.render": graph["gpujobqueue.script.render"] | {"gpujobqueue.batch.base"}}
+    assert upward_imports(planted) == ["gpujobqueue.script.render -> gpujobqueue.batch.base"]
 
 
 def test_a_package_init_is_an_edge_of_the_cycle_search():

@@ -30,7 +30,7 @@ from ..job_status import JobStatus, run_query
 from ..keywords import Keyword, setting_keywords
 from ..launchers import Launcher
 from ..request import DEFAULT_WALLTIME, JobRequest
-from ..validation import matching
+from ..script.render import Connection, Plan, render
 from ..workers import WorkerLaunch
 
 logger = logging.getLogger("gpujobqueue.job")
@@ -49,12 +49,6 @@ def binary_memory(gigabytes: str, megabytes: str) -> Callable[[int], str]:
         return f"{mebibytes // 1024}{gigabytes}" if mebibytes % 1024 == 0 else f"{mebibytes}{megabytes}"
 
     return written
-
-
-def matching_parser(pattern: re.Pattern, accepted: str) -> Callable[[str, Any], str]:
-    """A keyword's parser (:attr:`Keyword.parse <gpujobqueue.declaration.Keyword>`): one line that ``pattern``
-    matches whole, else a ValidationError naming the keyword and saying ``accepted``."""
-    return lambda field_name, value: matching(field_name, value, pattern, accepted)
 
 
 class BatchSystem(HandWrittenDirectives):
@@ -262,6 +256,13 @@ class BatchSystem(HandWrittenDirectives):
         return None
 
     # --- The script
+
+    @classmethod
+    def job_script(cls, plan: Plan, connection: Connection, *, name: str, pool: str = "gpu", **options: Any) -> str:
+        """The job that the jobs of ``pool`` of ``plan`` submit, their workers reaching the scheduler by
+        ``connection``: its templates rendered (:func:`~gpujobqueue.script.render.render`, whose ``options`` these
+        are), as :meth:`submission` gives them to the submit command."""
+        return cls.submission(render(plan, connection, name=name, pool=pool, **options), plan.pool(pool)[0])
 
     @classmethod
     def submission(cls, script: str, request: JobRequest) -> str:

@@ -14,12 +14,12 @@ from ..hand_written_directives import walltime_form
 from ..hand_written_gpu_parsers import HandWrittenGPUs, written_count
 from ..hand_written_gpus import drop_line
 from ..job_status import JobStatus, unlisted
-from ..keywords import PAIRS, TEXT, Keyword
+from ..keywords import PAIRS, TEXT, Keyword, matching_parser
 from ..launchers import LAUNCHER_OBJECTS
 from ..limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_NODES
 from ..request import JobRequest
 from ..validation import matching, one_line, parse_lines, scalar_text
-from .base import BatchSystem, binary_memory, matching_parser
+from .base import BatchSystem, binary_memory
 
 # PBS resource names and values: no spaces, colons, commas, plus signs or shell characters,
 # so a value cannot open another chunk (+), resource (:, ,) or directive.

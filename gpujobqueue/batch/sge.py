@@ -14,12 +14,12 @@ from ..hand_written_directives import walltime_form
 from ..hand_written_gpu_parsers import HandWrittenGPUs, own_line, written_count
 from ..job_commands import TrialAnswer, ask_without_submitting
 from ..job_status import JobStatus, run_query, unlisted
-from ..keywords import TEXT, Keyword
+from ..keywords import TEXT, Keyword, matching_parser
 from ..launchers import LAUNCHER_OBJECTS
 from ..limits import MAX_GPUS_PER_NODE
 from ..request import JobRequest
 from ..workers import WorkerLaunch
-from .base import BatchSystem, matching_parser
+from .base import BatchSystem
 
 GPU_CONSUMABLES = ("slot", "job")
 _COMPLEX = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")

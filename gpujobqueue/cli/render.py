@@ -202,7 +202,7 @@ def render(
     The workers preload gpujobqueue's modules by name, so their python must import gpujobqueue;
     --standalone writes those modules into the job instead, for nodes without it.
     """
-    from ..script.from_keywords import job_script_for
+    from ..plan.scripts import job_script_for
     from ..script.render import PLACEHOLDER_SCHEDULER
 
     _check_arguments(batch, client_args, run, scheduler, scheduler_file, name)
@@ -242,7 +242,7 @@ def render(
 
 def _explained(batch: str, keywords: dict[str, Any]) -> str:
     """One line per setting the plan has a value for: its value and where it came from."""
-    from ..script.from_keywords import plan_for
+    from ..plan.scripts import plan_for
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # said once already, by the script's own plan

@@ -14,7 +14,7 @@ from typing import Any
 from ..batch import batch_system
 from ..errors import GPUJobQueueError
 from ..limits import MAX_SUBMIT_TEST_JOBS
-from ..script.from_keywords import job_script_for
+from ..plan.scripts import job_script_for
 from ..sites import Site, SiteConfigError
 from ..sites.routing import has_gpus, nodes_text, walltime_bins
 

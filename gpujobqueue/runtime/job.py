@@ -24,7 +24,7 @@ from ..jobqueue_base import Job
 from ..owned_folders import ClusterFolder
 from ..plan import Plan, make_plan
 from ..scheduler_job import SchedulerStart
-from ..script.render import SchedulerAddress, SchedulerFile, SchedulerInJob, render
+from ..script.render import SchedulerAddress, SchedulerFile, SchedulerInJob
 from ..security import worker_tls_args
 
 logger = logging.getLogger(__name__)
@@ -228,7 +228,7 @@ class GPUJob(Job):
             connection = SchedulerFile(self.scheduler_file)
         else:
             connection = SchedulerAddress(self.scheduler) if self.scheduler else SchedulerAddress()
-        return render(
+        return self.plan.system.job_script(
             self.plan,
             connection,
             name=str(self.name),

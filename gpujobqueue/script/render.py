@@ -8,7 +8,7 @@ import dataclasses
 import functools
 import re
 import shlex
-from typing import TYPE_CHECKING, Any, Sequence, Union
+from typing import TYPE_CHECKING, Any, Protocol, Sequence, Union
 
 import jinja2
 
@@ -31,6 +31,15 @@ from .run import ClientRun
 
 if TYPE_CHECKING:
     from ..owned_folders import ClusterFolder
+
+
+class Plan(Protocol):
+    """What rendering reads of a :class:`~gpujobqueue.plan.Plan` (which sits above the templates): its batch system
+    (a :class:`~gpujobqueue.batch.base.BatchSystem`) and the request and launch of each of its pools."""
+
+    system: Any
+
+    def pool(self, pool: str = "gpu") -> tuple[JobRequest, WorkerLaunch]: ...
 
 
 def _skip_lines(text: str, needles: Sequence[str]) -> str:
@@ -233,45 +242,6 @@ class SchedulerInJob:
 Connection = Union[SchedulerAddress, SchedulerFile, SchedulerInJob]
 
 
-def connection_options(connection: Connection) -> dict[str, Any]:
-    """The connection as :func:`render_job_script`'s keywords (``scheduler``, ``scheduler_file``,
-    ``start_scheduler`` or ``run``)."""
-    if isinstance(connection, SchedulerAddress):
-        return {"scheduler": connection.address}
-    if isinstance(connection, SchedulerFile):
-        return {"scheduler_file": connection.path}
-    if isinstance(connection, SchedulerInJob):
-        return {"start_scheduler": connection.start} if connection.start is not None else {"run": connection.run}
-    raise TypeError(f"a connection is a SchedulerAddress, SchedulerFile or SchedulerInJob, not {connection!r}")
-
-
-def render(plan: Any, connection: Connection, *, name: str, pool: str = "gpu", **options: Any) -> str:
-    """The job script of a :class:`~gpujobqueue.plan.Plan`, whose workers reach their scheduler by ``connection``.
-
-    Parameters
-    ----------
-    plan : Plan
-        The plan (its batch system, request and launch); nothing is parsed again.
-    connection : SchedulerAddress, SchedulerFile or SchedulerInJob
-        How the workers reach the scheduler.
-    name : str
-        The job's worker-name prefix.
-    pool : {"gpu", "cpu"}
-        The jobs of the GPU workers, or of the plan's CPU pool.
-    **options
-        ``tls_args``, ``script_tls``, ``plain_tcp``, ``array``, ``standalone``: as
-        :func:`render_job_script` takes them.
-
-    Returns
-    -------
-    str
-        The script, as its batch system submits it (:meth:`~gpujobqueue.batch.base.BatchSystem.submission`).
-    """
-    request, launch = plan.pool(pool)
-    script = render_job_script(plan.system, request, launch, name=name, **connection_options(connection), **options)
-    return plan.system.submission(script, request)
-
-
 def _word(path: str, folder: ClusterFolder | None) -> str:
     """``path`` as a shell word: a file of the cluster's ``folder`` is read from the job's copy in ``$private_dir``."""
     name = folder.file_name(path) if folder else None
@@ -350,35 +320,63 @@ def _launch_values(
     }
 
 
-def render_job_script(
-    system: Any,
-    request: JobRequest,
-    launch: WorkerLaunch,
+def _connection_parts(connection: Connection) -> tuple[str, str | None, SchedulerStart | None, ClientRun | None]:
+    """The scheduler's address (or the placeholder), its file, the scheduler the job starts (the cluster's, or a
+    ``--run`` job's own) and the ``--run`` client, as ``connection`` gives them."""
+    if isinstance(connection, SchedulerAddress):
+        return connection.address, None, None, None
+    if isinstance(connection, SchedulerFile):
+        return PLACEHOLDER_SCHEDULER, connection.path, None, None
+    if isinstance(connection, SchedulerInJob):
+        if connection.run is not None:
+            # The job's own scheduler serves the job alone: on a single node it listens on the loopback; no dashboard.
+            start = SchedulerStart(None, worker_saturation=config.job_worker_saturation())
+            return PLACEHOLDER_SCHEDULER, None, start, connection.run
+        return PLACEHOLDER_SCHEDULER, connection.start.scheduler_file, connection.start, None
+    raise TypeError(f"a connection is a SchedulerAddress, SchedulerFile or SchedulerInJob, not {connection!r}")
+
+
+def render(
+    plan: Plan,
+    connection: Connection,
     *,
     name: str,
-    scheduler: str = PLACEHOLDER_SCHEDULER,
+    pool: str = "gpu",
     tls_args: Sequence[str] = (),
-    run: ClientRun | None = None,
-    scheduler_file: str | None = None,
-    start_scheduler: SchedulerStart | None = None,
-    array: ArrayElements | None = None,
     script_tls: ScriptTLS | None = None,
     plain_tcp: bool = False,
+    array: ArrayElements | None = None,
     standalone: bool = False,
     cluster_folder: ClusterFolder | None = None,
 ) -> str:
-    """Render one job script (what :meth:`BatchSystem.job_script <gpujobqueue.batch.base.BatchSystem.job_script>`
-    does unless a batch system writes its own): ``system``'s header template over the shared body.
+    """The job script of the jobs of ``pool`` of a :class:`~gpujobqueue.plan.Plan`, whose workers reach their
+    scheduler by ``connection``: its batch system's header template over the shared body, the templates reading
+    the plan (:meth:`BatchSystem.job_script <gpujobqueue.batch.base.BatchSystem.job_script>` submits it).
 
-    ``request`` and ``launch`` are a :class:`~gpujobqueue.plan.Plan`'s (:func:`render`), ``name`` the
-    worker-name prefix. The workers reach their scheduler at ``scheduler``, or through ``scheduler_file``;
-    ``start_scheduler`` starts the cluster's scheduler in the job first, ``run`` makes the script
-    self-contained (its own scheduler, the workers, then the client script, ending with its exit code).
-    ``tls_args`` are a cluster's ``--tls-*`` worker options, ``script_tls`` the credentials a rendered
-    script makes (``run``) or reads; ``plain_tcp`` says in a comment that it has no TLS. ``array``: the
-    script of a job array (element ``i`` is the job ``<array.prefix>-<array.offset + i>``). ``standalone``
-    writes :mod:`gpujobqueue.preloads` into the job's private folder, preloaded by path. The files of the
-    cluster's private folder (``cluster_folder``) are read only from inside it once checked, from a copy.
+    Parameters
+    ----------
+    plan : Plan
+        The plan (its batch system, request and launch); nothing is parsed again.
+    connection : SchedulerAddress, SchedulerFile or SchedulerInJob
+        How the workers reach the scheduler: at an address (without one, a placeholder the script refuses to
+        run with), through a scheduler file, or a scheduler the job starts first (the cluster's; or, with a
+        ``--run`` client, the job's own: the script is then self-contained and ends with the client's exit code).
+    name : str
+        The job's worker-name prefix.
+    pool : {"gpu", "cpu"}
+        The jobs of the GPU workers, or of the plan's CPU pool.
+    tls_args : sequence of str
+        A cluster's ``--tls-*`` worker options.
+    script_tls : ScriptTLS, optional
+        The credentials a rendered script makes (``--run``) or reads; not with ``tls_args``.
+    plain_tcp : bool
+        Say in a comment that the script has no TLS.
+    array : ArrayElements, optional
+        The script of a job array (element ``i`` is the job ``<array.prefix>-<array.offset + i>``).
+    standalone : bool
+        Write :mod:`gpujobqueue.preloads` into the job's private folder, preloaded by path.
+    cluster_folder : ClusterFolder, optional
+        The cluster's private folder, whose files the job reads only from inside it once checked, from a copy.
 
     Raises
     ------
@@ -386,30 +384,26 @@ def render_job_script(
         A scheduler in a job whose script runs on a launch node; an array of multi-node jobs; a header
         without its walltime (``job_directives_skip``).
     """
-    if run is not None:
-        check_scheduler_can_run_in_job(launch, "launcher", "--run")
+    request, launch = plan.pool(pool)
+    scheduler, scheduler_file, start_scheduler, run = _connection_parts(connection)
     if start_scheduler is not None:
-        check_scheduler_can_run_in_job(launch, "scheduler", "scheduler='job'")
+        check_scheduler_can_run_in_job(launch, *(("launcher", "--run") if run else ("scheduler", "scheduler='job'")))
     if script_tls is not None and tls_args:
         raise ValueError("give tls_args (a cluster's credential files) or script_tls, not both")
-    if start_scheduler is not None:
-        scheduler_file = start_scheduler.scheduler_file
     scheduler_arg = _scheduler_word(scheduler, run, scheduler_file, cluster_folder)
     cluster_files, publish = _cluster_files(cluster_folder, tls_args, scheduler_file, start_scheduler)
     cluster_folder = cluster_folder if cluster_files or publish else None
-    if run is not None:
-        # The job's own scheduler serves the job alone: on a single node it listens on the loopback; no dashboard.
-        start_scheduler = SchedulerStart(None, worker_saturation=config.job_worker_saturation())
     # Workers are <name>-<i>, and on several nodes <name>-<node>-<i>, the node numbered by the launcher's rank.
     worker_name = naming.shell_worker_name(name, launch.nodes)
     if array is not None:
-        if launch.nodes > 1 or run is not None or start_scheduler is not None:
+        if launch.nodes > 1 or start_scheduler is not None:
             raise ValidationError("job_array", "a job array's elements are one-node worker jobs")
         name = naming.array_job_name_text(array.prefix)
         worker_name = naming.SHELL_ARRAY_JOB_NAME  # element i's job name, worked out in the job
     worker_tls, scheduler_tls = _tls_lines(script_tls, tls_args, start_scheduler, cluster_folder)
-    text = batch_template(system).render(
-        **_launch_values(system, request, launch, run is not None, standalone, script_tls, bool(cluster_folder)),
+    text = batch_template(plan.system).render(
+        **_launch_values(plan.system, request, launch, run is not None, standalone, script_tls, bool(cluster_folder)),
+        plan=plan,
         cluster_folder=cluster_folder,
         cluster_files=cluster_files,
         scheduler_publish=publish,
@@ -420,12 +414,12 @@ def render_job_script(
         scheduler_unset=scheduler_arg == shlex.quote(scheduler) and _PLACEHOLDER_HOST in scheduler,
         run=run,
         start_scheduler=start_scheduler,
-        directive_prefix=system.directive_prefix,
+        directive_prefix=plan.system.directive_prefix,
         tls_args=worker_tls,
         scheduler_tls_args=scheduler_tls,
         script_tls=script_tls,
         plain_tcp=plain_tcp,
         array=array,
     )
-    check_walltime_kept(system.walltime_directives, text, request)
+    check_walltime_kept(plan.system.walltime_directives, text, request)
     return text + "\n"

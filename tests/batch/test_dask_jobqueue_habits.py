@@ -21,7 +21,7 @@ from gpujobqueue import (
     UnknownKeywordError,
 )
 from gpujobqueue.keywords import LAUNCH_KEYWORDS, REQUEST_KEYWORDS
-from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.plan.scripts import job_script_for
 
 CLASSES = [SLURMGPUCluster, PBSGPUCluster, LSFGPUCluster, SGEGPUCluster]
 

@@ -12,7 +12,7 @@ from test_worker_line_cli import parsed, resources
 from gpujobqueue.errors import ValidationError
 from gpujobqueue.factory import cluster_class
 from gpujobqueue.plan import make_plan
-from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.plan.scripts import job_script_for
 from gpujobqueue.worker_args import DASK_CUDA_WORKER, DASK_WORKER
 
 

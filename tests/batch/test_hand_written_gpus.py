@@ -24,7 +24,7 @@ from fixtures.emulators import pbs  # noqa: F401
 from fixtures.sizes import with_job_size
 
 from gpujobqueue import LSFGPUCluster, PBSGPUCluster, SGEGPUCluster, SLURMGPUCluster, ValidationError
-from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.plan.scripts import job_script_for
 
 CLASSES = {"slurm": SLURMGPUCluster, "pbs": PBSGPUCluster, "lsf": LSFGPUCluster, "sge": SGEGPUCluster}
 GPU_REQUEST_LINE = {

@@ -17,7 +17,7 @@ from gpujobqueue.cli import main
 from gpujobqueue.errors import ValidationError
 from gpujobqueue.factory import cluster_class
 from gpujobqueue.launchers import LAUNCHER_OBJECTS, LAUNCHERS, NODE_RANK_VARIABLE, LaunchContext
-from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.plan.scripts import job_script_for
 
 TWO_NODES = LaunchContext(
     nodes=2,

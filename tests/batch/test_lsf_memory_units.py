@@ -11,7 +11,7 @@ import pytest
 from dask.utils import parse_bytes
 from dask_jobqueue.lsf import LSFJob
 
-from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.plan.scripts import job_script_for
 
 
 def bsub_lines(script: str) -> list[str]:

@@ -11,7 +11,7 @@ import pytest
 from dask_jobqueue.lsf import LSFJob
 
 from gpujobqueue.errors import ValidationError
-from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.plan.scripts import job_script_for
 
 
 def slots(script: str) -> str:

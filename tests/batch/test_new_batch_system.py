@@ -38,8 +38,8 @@ from gpujobqueue.job_status import JobStatus, unlisted
 from gpujobqueue.keywords import TEXT, Keyword
 from gpujobqueue.launchers import LaunchContext, Launcher
 from gpujobqueue.plan import site_problems
+from gpujobqueue.plan.scripts import job_script_for
 from gpujobqueue.request import JobRequest
-from gpujobqueue.script.from_keywords import job_script_for
 
 TESTS = Path(__file__).resolve().parents[1]
 

@@ -17,7 +17,7 @@ import pytest
 from gpujobqueue import SGEGPUCluster
 from gpujobqueue.errors import ValidationError
 from gpujobqueue.plan import make_plan
-from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.plan.scripts import job_script_for
 from gpujobqueue.sites import SiteConfigError, load_site
 
 KEYWORDS = {

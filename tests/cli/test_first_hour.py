@@ -133,7 +133,7 @@ def test_wait_for_workers_after_a_missing_command_raises_it_instead_of_waiting(n
 @pytest.mark.parametrize("keywords", [{"memory": "240", "cores": 8}, {"memory_per_gpu": " 240 ", "cpus_per_gpu": 1}])
 def test_a_size_without_a_unit_is_refused_naming_the_field_and_the_unit_to_add(keywords):
     from gpujobqueue import ValidationError
-    from gpujobqueue.script.from_keywords import job_script_for
+    from gpujobqueue.plan.scripts import job_script_for
 
     field = next(key for key in keywords if key.startswith("memory"))
     with pytest.raises(ValidationError) as refused:

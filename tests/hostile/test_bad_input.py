@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from gpujobqueue import GPUCluster, GPUJobQueueError, SLURMGPUCluster, ValidationError
-from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.plan.scripts import job_script_for
 
 pytestmark = pytest.mark.slurm
 

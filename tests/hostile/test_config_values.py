@@ -14,7 +14,7 @@ import pytest
 from fixtures.sizes import with_job_size
 
 from gpujobqueue import GPUCluster, ValidationError
-from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.plan.scripts import job_script_for
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ import pytest
 from dask.distributed import Client
 
 from gpujobqueue import LocalGPUCluster
-from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.plan.scripts import job_script_for
 
 KEYWORDS = {"gpus_per_node": 2, "cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "walltime": "00:10:00"}
 

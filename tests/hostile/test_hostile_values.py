@@ -42,8 +42,8 @@ from gpujobqueue.batch import command_line_keywords
 from gpujobqueue.batch import names as batch_names
 from gpujobqueue.cli.main import main, render
 from gpujobqueue.factory import cluster_class
+from gpujobqueue.plan.scripts import job_script_for
 from gpujobqueue.runtime.cluster import GPUJobQueueCluster
-from gpujobqueue.script.from_keywords import job_script_for
 
 MARKER = "GPUJQ_MARKER"
 HOSTILE = {

@@ -24,7 +24,7 @@ from fixtures.sizes import with_job_size
 from gpujobqueue import SLURMGPUCluster, ValidationError
 from gpujobqueue.errors import GPUJobQueueError
 from gpujobqueue.plan import site_problems
-from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.plan.scripts import job_script_for
 from gpujobqueue.sites import SiteConfigError, detect_site, load_site, site_table
 
 MINIMAL = (Path(__file__).parents[1] / "sites" / "good" / "minimal.yaml").read_text()
@@ -48,7 +48,7 @@ def refusals(cases: list[tuple[str, dict]], timeout: float = 60) -> dict[str, st
     GPUJobQueueError names, or the name of whatever else it raised, or 'accepted'."""
     code = textwrap.dedent("""
         import json, sys
-        from gpujobqueue.script.from_keywords import job_script_for
+        from gpujobqueue.plan.scripts import job_script_for
         out = {}
         for label, keywords in json.loads(sys.stdin.read()):
             try:

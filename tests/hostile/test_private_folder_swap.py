@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.plan.scripts import job_script_for
 
 KEYWORDS = {"gpus_per_node": 1, "cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "walltime": "00:10:00"}
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from gpujobqueue.errors import GPUJobQueueError, ValidationError
 from gpujobqueue.limits import MAX_LIST_ITEMS, MAX_VALUE_CHARACTERS
-from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.plan.scripts import job_script_for
 from gpujobqueue.worker_args import split_words
 
 MEGABYTE = 1 << 20

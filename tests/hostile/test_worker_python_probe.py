@@ -12,7 +12,7 @@ import pytest
 
 import gpujobqueue.install as install
 from gpujobqueue.install import probe_imports
-from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.plan.scripts import job_script_for
 
 KEYWORDS = {"gpus_per_node": 2, "cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "walltime": "00:10:00"}
 

@@ -91,7 +91,7 @@ SPELLING_PROGRAM = textwrap.dedent("""
     import json, warnings
     from gpujobqueue import SLURMGPUCluster, ValidationError
     from gpujobqueue.plan import make_plan
-    from gpujobqueue.script.from_keywords import job_script_for
+    from gpujobqueue.plan.scripts import job_script_for
 
     warnings.simplefilter("ignore")  # plain TCP
     keywords = {"cpus_per_gpu": 2, "memory_per_gpu": "8GB"}

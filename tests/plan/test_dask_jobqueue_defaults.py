@@ -10,7 +10,7 @@ import warnings
 import pytest
 from fixtures.sizes import with_job_size
 
-from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.plan.scripts import job_script_for
 
 BATCHES = ["slurm", "pbs", "lsf", "sge"]
 # The header line each batch system's job asks for its time and gives its name with

@@ -18,7 +18,7 @@ import pytest
 
 from gpujobqueue import config
 from gpujobqueue.batch import batch_system
-from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.plan.scripts import job_script_for
 
 # A centre's jobqueue.yaml, as handed out: dask-jobqueue's whole file, a few lines edited. The untouched
 # lines (walltime '00:30:00', name dask-worker, death-timeout 60, the worker command) are no choice.
@@ -47,7 +47,7 @@ CENTRE_JOBQUEUE_YAML = textwrap.dedent("""
 RENDER_PROGRAM = textwrap.dedent("""
     import json, sys, warnings
     from gpujobqueue import GPUJobQueueError
-    from gpujobqueue.script.from_keywords import job_script_for
+    from gpujobqueue.plan.scripts import job_script_for
 
     warnings.simplefilter("ignore")  # plain TCP, the workers' python
     try:

@@ -426,7 +426,7 @@ def test_lsf_walltime_of_two_fields_is_hours_and_minutes_as_in_dask_jobqueue(wal
     assert ours.walltime == hours * 3600 + minutes * 60
     their_line = next(line for line in theirs.splitlines() if line.startswith("#BSUB -W"))
     assert their_line.split()[-1].startswith(walltime[:5]), their_line  # dask-jobqueue hands bsub HH:MM
-    from gpujobqueue.script.from_keywords import job_script_for
+    from gpujobqueue.plan.scripts import job_script_for
 
     ours_script = job_script_for(
         "lsf",

@@ -123,14 +123,14 @@ def test_render_takes_a_scheduler_file(tmp_path):
 
 
 def test_render_of_a_plan_is_the_clusters_job_script(tmp_path):
-    from gpujobqueue.script.render import SchedulerAddress, render
+    from gpujobqueue.script.render import SchedulerAddress
 
     keywords = with_job_size({"gpus_per_node": 2, "python": "python3"})
     with SLURMGPUCluster(**keywords, shared_temp_directory=str(tmp_path)) as cluster:
         expected = cluster.job_script()
         assert cluster.cluster_plan.request == cluster.request and cluster.cluster_plan.launch == cluster.launch
         job = cluster._dummy_job
-        text = render(
+        text = cluster.cluster_plan.system.job_script(
             cluster.cluster_plan,
             SchedulerAddress(cluster.scheduler_address),
             name=str(job.name),

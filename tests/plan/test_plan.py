@@ -12,7 +12,7 @@ from site_samples import SAMPLE_ACCOUNTS, SHIPPED, SITE_CONFIGS
 
 from gpujobqueue import GPUCluster
 from gpujobqueue.batch import names as batch_names
-from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.plan.scripts import job_script_for
 from gpujobqueue.sites import load_site, site_settings
 
 LOOPBACK_SCHEDULER = {"interface": "lo"}

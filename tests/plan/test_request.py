@@ -119,7 +119,7 @@ def test_bad_slurm_options_name_the_field(settings, field):
 # (Slurm's str_to_mbytes); dask-jobqueue writes job_mem as given, SDSC Comet's jobqueue.yaml as job-mem: 120GB.
 @pytest.mark.parametrize("text", ["4000", "512M", "60G", "120GB", "120gb", "64g", "1024k", "1024KB", "2T", "2Tb"])
 def test_job_mem_takes_what_sbatch_mem_takes_and_writes_it_as_given(text):
-    from gpujobqueue.script.from_keywords import job_script_for
+    from gpujobqueue.plan.scripts import job_script_for
 
     assert SLURM.parse_options({"job_mem": text}, None).job_mem == text
     script = job_script_for("slurm", {"job_mem": text, "cores": 4}, name="job", tls=False)
@@ -181,14 +181,14 @@ def test_the_automatic_walltime_margin_is_5_percent_within_20_s_to_10_min_and_a_
 def test_a_bare_number_walltime_is_in_the_unit_its_batch_system_reads(batch, walltime, line):
     from fixtures.sizes import with_job_size
 
-    from gpujobqueue.script.from_keywords import job_script_for
+    from gpujobqueue.plan.scripts import job_script_for
 
     script = job_script_for(batch, with_job_size({"walltime": walltime}), name="job", tls=False)
     assert line in script.splitlines()
 
 
 def test_a_walltime_in_seconds_is_bounded_as_every_walltime():
-    from gpujobqueue.script.from_keywords import job_script_for
+    from gpujobqueue.plan.scripts import job_script_for
 
     with pytest.raises(ValidationError) as info:
         job_script_for("sge", {"walltime": str(366 * 86400), "cores": 1, "memory": "1GB"}, name="job")

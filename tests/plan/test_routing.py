@@ -15,7 +15,7 @@ import pytest
 
 from gpujobqueue.errors import ValidationError
 from gpujobqueue.factory import cluster_class
-from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.plan.scripts import job_script_for
 from gpujobqueue.sites import QueueRefusedError, SiteConfigError, load_site
 
 SITES = Path(__file__).parents[1] / "sites"

@@ -22,9 +22,9 @@ from dask.distributed import Client
 
 from gpujobqueue import LocalGPUCluster, ValidationError
 from gpujobqueue.gpus import nvidia_gpu_ids
+from gpujobqueue.plan.scripts import job_script_for
 from gpujobqueue.preloads import nic_affinity as nic
 from gpujobqueue.preloads.nic_affinity import Gpu
-from gpujobqueue.script.from_keywords import job_script_for
 
 # NVML on a GPU machine names that machine's GPUs, not a recorded node's.
 RECORDED_GPUS_ONLY = pytest.mark.skipif(bool(nvidia_gpu_ids()), reason="NVML here would name this host's GPUs")

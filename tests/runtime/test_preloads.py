@@ -21,7 +21,7 @@ from dask.distributed import Client
 import gpujobqueue.preloads as preloads
 from gpujobqueue import LocalGPUCluster
 from gpujobqueue.cli import main
-from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.plan.scripts import job_script_for
 from gpujobqueue.script.run import ClientRun
 
 TOKEN = "gpujobqueue-planted-token-9b27d4"

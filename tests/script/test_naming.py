@@ -17,8 +17,8 @@ from gpujobqueue import SLURMGPUCluster, naming
 from gpujobqueue.errors import ValidationError
 from gpujobqueue.job_commands import ArrayElements
 from gpujobqueue.keywords import WORKER_MODES
+from gpujobqueue.plan.scripts import job_script_for
 from gpujobqueue.preloads import pin_device
-from gpujobqueue.script.from_keywords import job_script_for
 from gpujobqueue.sites.schema import schemas as site_schemas
 from gpujobqueue.workers import ALL_WORKER_MODES, CPU_WORKER_MODE
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.plan.scripts import job_script_for
 
 GOLDEN = Path(__file__).parents[1] / "golden"
 COMMON = {"python": "python3", "walltime": "01:00:00"}

@@ -14,7 +14,7 @@ from emulators import pbs as pbs_emulator
 from emulators.common import Rejected
 from fixtures.sizes import with_job_size, with_size_options
 
-from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.plan.scripts import job_script_for
 
 GOLDEN = Path(__file__).parents[1] / "golden"
 

@@ -18,7 +18,7 @@ from distributed.security import Security
 from fixtures.sizes import with_job_size
 
 from gpujobqueue.errors import ValidationError
-from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.plan.scripts import job_script_for
 from gpujobqueue.security import InsecureScriptWarning
 
 CLI = [sys.executable, "-m", "gpujobqueue.cli"]

@@ -18,9 +18,10 @@ from gpujobqueue.batch import names as batch_names
 from gpujobqueue.dashboard import OpenDashboardWarning
 from gpujobqueue.factory import cluster_class
 from gpujobqueue.plan import make_plan
+from gpujobqueue.plan.scripts import job_script_for
 from gpujobqueue.preloads import PRELOADS, source, standalone_file_name
 from gpujobqueue.scheduler_job import SchedulerStart
-from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.script.render import SchedulerInJob
 from gpujobqueue.script.run import ClientRun
 from gpujobqueue.security import make_credentials
 
@@ -304,9 +305,8 @@ def test_a_standalone_scripts_workers_preload_the_files_it_writes(module, keywor
 @pytest.mark.parametrize("standalone", [False, True])
 def test_a_scheduler_jobs_scheduler_preloads_the_watchdog(standalone, tmp_path):
     plan = cluster_class("slurm").parse_keywords(with_job_size({"gpus_per_node": 1}))
-    request, launch = plan.request, plan.launch
     start = SchedulerStart(scheduler_file="/shared/.gpujobqueue-x/scheduler.json")
-    script = render_job_script("slurm", request, launch, name="job-0", start_scheduler=start, standalone=standalone)
+    script = render_job_script(plan, SchedulerInJob(start=start), name="job-0", standalone=standalone)
     (tmp_path / "gpujobqueue_watchdog.py").write_text(source("watchdog"))
     args = worker_arguments(script, SCHEDULER_MODULE, private_dir=str(tmp_path))
     params = python_m_command(SCHEDULER_MODULE).make_context(SCHEDULER_MODULE, args).params
@@ -350,7 +350,7 @@ def test_every_batch_systems_workers_serve_no_http_page(batch, mode, nanny):
 @pytest.mark.parametrize("batch", batch_names())
 def test_every_batch_systems_cpu_workers_serve_no_http_page(batch):
     plan = make_plan(cluster_class(batch), with_job_size({"gpus_per_node": 1}), cpu_pool={"processes": 2})
-    script = render_job_script(batch, plan.cpu_request, plan.cpu_launch, name="job-cpu-0")
+    script = render_job_script(plan, name="job-cpu-0", pool="cpu")
     assert dashboard_params(script, "distributed.cli.dask_worker") == CLOSED_DASHBOARD
     assert command_environment(script, "distributed.cli.dask_worker")["DASK_DISTRIBUTED__WORKER__HTTP__ROUTES"] == "[]"
 
@@ -363,9 +363,8 @@ def test_a_scheduler_started_in_a_job_serves_no_http_page(batch, started_by):
         script = job_script_for(batch, keywords, name="job-0", run=ClientRun.from_command_line(__file__))
     else:
         plan = cluster_class(batch).parse_keywords(keywords)
-        request, launch = plan.request, plan.launch
         start = SchedulerStart(scheduler_file="/shared/.gpujobqueue-x/scheduler.json")
-        script = render_job_script(batch, request, launch, name="job-0", start_scheduler=start)
+        script = render_job_script(plan, SchedulerInJob(start=start), name="job-0")
     assert dashboard_params(script, SCHEDULER_MODULE) == CLOSED_DASHBOARD
     # The scheduler of scheduler='job' keeps its watchdog's timeout: no comment cuts the command short.
     timeout = {"GPUJOBQUEUE_CLUSTER_TIMEOUT": "60"} if started_by == "scheduler='job'" else {}
@@ -377,9 +376,8 @@ def test_a_scheduler_started_in_a_job_serves_no_http_page(batch, started_by):
 
 def test_a_scheduler_jobs_dashboard_opened_on_purpose_is_served_where_asked():
     plan = cluster_class("slurm").parse_keywords(with_job_size({"gpus_per_node": 1}))
-    request, launch = plan.request, plan.launch
     start = SchedulerStart(scheduler_file="/shared/scheduler.json", dashboard_address="127.0.0.1:8787")
-    script = render_job_script("slurm", request, launch, name="job-0", start_scheduler=start)
+    script = render_job_script(plan, SchedulerInJob(start=start), name="job-0")
     assert dashboard_params(script, SCHEDULER_MODULE) == {"dashboard": True, "dashboard_address": "127.0.0.1:8787"}
     assert "DASK_DISTRIBUTED__SCHEDULER__HTTP__ROUTES" not in command_environment(script, SCHEDULER_MODULE)
 

@@ -12,7 +12,7 @@ from gpujobqueue.batch import names as batch_names
 from gpujobqueue.errors import ValidationError
 from gpujobqueue.factory import cluster_class
 from gpujobqueue.plan import make_plan
-from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.plan.scripts import job_script_for
 from gpujobqueue.worker_args import DASK_CUDA_WORKER, DASK_WORKER, WORKER_CLI_OPTIONS
 
 MODULES = {"dask-cuda": DASK_CUDA_WORKER, "per-device": DASK_WORKER}

@@ -16,7 +16,7 @@ import pytest
 
 from gpujobqueue import SLURMGPUCluster
 from gpujobqueue.errors import ValidationError
-from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.plan.scripts import job_script_for
 from gpujobqueue.sites import QueueRefusedError, load_site
 
 MINIMAL = Path(__file__).parents[1] / "sites" / "good" / "minimal.yaml"

@@ -13,7 +13,7 @@ import pytest
 
 from gpujobqueue.errors import GPUJobQueueError, ValidationError
 from gpujobqueue.factory import cluster_class
-from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.plan.scripts import job_script_for
 from gpujobqueue.sites import QueueRefusedError, load_site
 
 

@@ -17,7 +17,7 @@ from conftest import wait_until
 from gpujobqueue import SLURMGPUCluster
 from gpujobqueue.errors import GPUJobQueueError, ValidationError
 from gpujobqueue.factory import cluster_class
-from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.plan.scripts import job_script_for
 from gpujobqueue.sites import SiteConfigError, load_site
 
 MINIMAL = (Path(__file__).parents[1] / "sites" / "good" / "minimal.yaml").read_text()

@@ -29,7 +29,7 @@ from fixtures.sge import _format_conf
 from site_samples import SHIPPED, site_job_script, site_keywords
 from test_site_scripts import fit_to_fixture_sge, fit_to_fixture_slurm, lsf_server_of, pbs_server_of, sites_of
 
-from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.plan.scripts import job_script_for
 from gpujobqueue.sites import load_site
 
 MULTI_PE = "mpi"  # generic-sge's gpu.q-nodes

@@ -13,7 +13,7 @@ import pytest
 
 from gpujobqueue.factory import cluster_class
 from gpujobqueue.plan import make_plan
-from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.plan.scripts import job_script_for
 from gpujobqueue.sites import QueueRefusedError, load_site
 
 ACCOUNT = "abc123"

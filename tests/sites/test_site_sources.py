@@ -14,7 +14,7 @@ from site_samples import SHIPPED
 
 from gpujobqueue import GPUCluster
 from gpujobqueue.errors import ValidationError
-from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.plan.scripts import job_script_for
 from gpujobqueue.sites import RetiredSiteWarning, SiteConfigError, fact_groups, load_site, site_table, unsourced_groups
 
 

@@ -16,7 +16,7 @@ from site_samples import SHIPPED, site_job_script
 import gpujobqueue.sites as sites_module
 from gpujobqueue import GPUCluster, PBSGPUCluster, SLURMGPUCluster
 from gpujobqueue.errors import ValidationError
-from gpujobqueue.script.from_keywords import job_script_for
+from gpujobqueue.plan.scripts import job_script_for
 from gpujobqueue.sites import SiteConfigError, UnconfirmedSiteFactsWarning, detect_site, load_site, site_files
 
 SITES = Path(__file__).parents[1] / "sites"

@@ -7,54 +7,48 @@ import re
 from typing import Any, Mapping
 
 from ..batch import batch_system, names
-from ..batch.base import BatchSystem
 from ..errors import ValidationError
 from ..install import warn_if_worker_python_lacks
 from ..job_commands import SHORTEST_ARRAY, ArrayElements
-from ..plan import Plan, make_plan
-from ..request import JobRequest
-from ..security import resolve_script_security
-from ..sites import load_site, warn_unconfirmed
-from ..validation import matching, parse_name, parse_positive_int, path_text
-from ..workers import WorkerLaunch
-from .render import (
+from ..script.render import (
     PLACEHOLDER_SCHEDULER,
     Connection,
     SchedulerAddress,
     SchedulerFile,
     SchedulerInJob,
-    render,
 )
-from .render import render_job_script as render_templates
-from .run import ClientRun
+from ..script.run import ClientRun
+from ..security import resolve_script_security
+from ..sites import load_site, warn_unconfirmed
+from ..validation import matching, parse_name, parse_positive_int, path_text
+from .plan import Plan, make_plan
 
 
 def render_job_script(
-    batch: "str | type[BatchSystem]", request: JobRequest, launch: WorkerLaunch, **options: Any
+    plan: Plan, connection: Connection | None = None, *, name: str, pool: str = "gpu", **options: Any
 ) -> str:
-    """Render one job script.
+    """Render one job script of a plan.
 
     Parameters
     ----------
-    batch : str or BatchSystem subclass
-        The batch system (``"slurm"``, ``"pbs"``, ``"lsf"``, ``"sge"``, ``"local"``, or another
-        registered one), by name or as its :class:`~gpujobqueue.batch.base.BatchSystem` class.
-    request : JobRequest
-        What the job asks of the batch system.
-    launch : WorkerLaunch
-        How the job starts its workers.
+    plan : Plan
+        The plan (:func:`~gpujobqueue.plan.make_plan`, or a cluster's ``plan``): its batch system, request and launch.
+    connection : SchedulerAddress, SchedulerFile or SchedulerInJob, optional
+        How the workers reach the scheduler (default: an address placeholder the script refuses to run with).
+    name : str
+        The job's worker-name prefix.
+    pool : {"gpu", "cpu"}
+        The jobs of the GPU workers, or of the plan's CPU pool.
     **options
-        ``name`` (the job's worker-name prefix), ``scheduler``, ``tls_args``, ``run``,
-        ``scheduler_file``, ``start_scheduler``, ``array``, ``script_tls``, ``plain_tcp``,
-        ``standalone``: as :func:`gpujobqueue.render.render_job_script` takes them.
+        ``tls_args``, ``script_tls``, ``plain_tcp``, ``array``, ``standalone``, ``cluster_folder``: as
+        :func:`gpujobqueue.script.render.render` takes them.
 
     Returns
     -------
     str
-        The script text, as the batch system submits it (:meth:`~gpujobqueue.batch.base.BatchSystem.submission`).
+        The script text, as the batch system submits it (:meth:`~gpujobqueue.batch.base.BatchSystem.job_script`).
     """
-    system = batch_system(batch) if isinstance(batch, str) else batch
-    return system.submission(render_templates(system, request, launch, **options), request)
+    return plan.system.job_script(plan, connection or SchedulerAddress(), name=name, pool=pool, **options)
 
 
 # protocol://host:port; the placeholder's <...> too. It is shell-quoted into the script.
@@ -75,7 +69,8 @@ def job_script_for(
     standalone: bool = False,
 ) -> str:
     """Render the script a cluster of ``batch`` would submit for ``keywords`` (``gpujobqueue render``):
-    its plan made, the workers' python probed (a warning names what it lacks), then :func:`render`.
+    its plan made, the workers' python probed (a warning names what it lacks), then its batch system's
+    :meth:`~gpujobqueue.batch.base.BatchSystem.job_script`.
 
     Parameters
     ----------
@@ -117,7 +112,7 @@ def job_script_for(
     array = None
     if array_jobs is not None:
         array, name = _array(plan, name, array_jobs, run)
-    return render(
+    return plan.system.job_script(
         plan,
         connection,
         name=name,
