@@ -634,8 +634,11 @@ def test_the_request_and_launch_carry_no_defaults_of_their_own():
     from gpujobqueue.request import JobRequest
     from gpujobqueue.workers import WorkerLaunch
 
+    from gpujobqueue.cpu_pool import CPUPool
+
     later = {"options", "queue_choice", "account_flag"}  # the plan's later steps fill these in
-    for cls in (JobRequest, WorkerLaunch):
+    later |= {"no_partition", "site_queue"}  # the CPU pool's, from its site's queue table
+    for cls in (JobRequest, WorkerLaunch, CPUPool):
         for field in dataclasses.fields(cls):
             if field.name not in later:
                 assert field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING, field
