@@ -631,10 +631,9 @@ def test_a_batch_keyword_parsed_by_hand_in_its_batch_system_is_found(tmp_path):
 def test_the_request_and_launch_carry_no_defaults_of_their_own():
     import dataclasses
 
+    from gpujobqueue.cpu_pool import CPUPool
     from gpujobqueue.request import JobRequest
     from gpujobqueue.workers import WorkerLaunch
-
-    from gpujobqueue.cpu_pool import CPUPool
 
     later = {"options", "queue_choice", "account_flag"}  # the plan's later steps fill these in
     later |= {"no_partition", "site_queue"}  # the CPU pool's, from its site's queue table
