@@ -44,32 +44,7 @@ _PUBLIC = {
     "WorkerLaunch": ".workers",
 }
 
-__all__ = [
-    "BatchCommandNotFoundError",
-    "Charge",
-    "GPUCluster",
-    "GPUJobQueueError",
-    "InterfaceNotFoundError",
-    "JobCannotStartError",
-    "JobFailedError",
-    "JobRequest",
-    "JobSizeMissingError",
-    "JobStatus",
-    "JobUsage",
-    "LocalFallbackWarning",
-    "LocalGPUCluster",
-    "LSFGPUCluster",
-    "PBSGPUCluster",
-    "SGEGPUCluster",
-    "SLURMGPUCluster",
-    "SubmissionError",
-    "UnknownKeywordError",
-    "UsageReport",
-    "ValidationError",
-    "WorkerLaunch",
-    "WorkersNotStartedError",
-    "render_job_script",
-]
+__all__ = sorted(_PUBLIC)
 
 
 def __getattr__(name: str) -> Any:
