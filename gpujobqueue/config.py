@@ -285,9 +285,9 @@ def resolve(
     return settings
 
 
-def _get(key: str) -> Any:
-    """``gpujobqueue.<key>`` (``adapt.interval``), whichever spelling; the package's default
-    where it is unset or null."""
+def setting(key: str) -> Any:
+    """``gpujobqueue.<key>`` (``adapt.interval``, ``job-poll-interval``, ``progress``), whichever
+    spelling; the package's default (gpujobqueue/gpujobqueue.yaml) where it is unset or null."""
     *path, name = key.split(".")
     value = _section(*path).get(name)
     if value is None:
@@ -296,31 +296,6 @@ def _get(key: str) -> Any:
             default = default[part]
         value = default
     return value
-
-
-def adapt_interval() -> Any:
-    """``gpujobqueue.adapt.interval``: time between two looks of ``adapt()``."""
-    return _get("adapt.interval")
-
-
-def adapt_wait_count() -> Any:
-    """``gpujobqueue.adapt.wait-count``: looks at a lower need before ``adapt()`` scales down."""
-    return _get("adapt.wait-count")
-
-
-def job_poll_interval() -> Any:
-    """``gpujobqueue.job-poll-interval``: how often a cluster asks its batch system about its jobs."""
-    return _get("job-poll-interval")
-
-
-def query_timeout() -> Any:
-    """``gpujobqueue.query-timeout``: how long a status query may go unanswered before it is stopped."""
-    return _get("query-timeout")
-
-
-def progress() -> Any:
-    """``gpujobqueue.progress``: ``auto``, true or false."""
-    return _get("progress")
 
 
 WORKER_SATURATION_KEY = "gpujobqueue.worker-saturation"
@@ -359,7 +334,7 @@ def parse_worker_saturation(value: Any) -> float | None:
 def worker_saturation() -> float | None:
     """``gpujobqueue.worker-saturation``: the clusters' schedulers' worker saturation; None where
     it is ``distributed`` (distributed's own ``distributed.scheduler.worker-saturation``)."""
-    return parse_worker_saturation(_get("worker-saturation"))
+    return parse_worker_saturation(setting("worker-saturation"))
 
 
 def worker_saturation_text(value: float | None) -> str | None:
@@ -368,12 +343,6 @@ def worker_saturation_text(value: float | None) -> str | None:
     if value is None:
         return None
     return "inf" if math.isinf(value) else repr(value)
-
-
-def job_worker_saturation() -> str | None:
-    """``gpujobqueue.worker-saturation`` as :func:`worker_saturation_text` writes it for a scheduler
-    started in a job."""
-    return worker_saturation_text(worker_saturation())
 
 
 def scheduler_worker_saturation(value: float | None) -> contextlib.AbstractContextManager:
@@ -386,42 +355,16 @@ def scheduler_worker_saturation(value: float | None) -> contextlib.AbstractConte
     return dask.config.set({"distributed.scheduler.worker-saturation": value})
 
 
-def max_failures() -> Any:
-    """``gpujobqueue.replace.max-failures``: jobs in a row that fail before the replacing stops."""
-    return _get("replace.max-failures")
-
-
-def usage_sample_interval() -> Any:
-    """``gpujobqueue.usage.sample-interval``: how often a cluster samples how busy its workers are."""
-    return _get("usage.sample-interval")
-
-
 def default_batch() -> str:
     """``gpujobqueue.batch``: the batch system ``GPUCluster()`` uses when none is given."""
-    return path_text("gpujobqueue.batch", _get("batch"))
+    return path_text("gpujobqueue.batch", setting("batch"))
 
 
 def default_site() -> str | None:
     """``gpujobqueue.site``: the site ``GPUCluster()`` uses when none is given (None: detected); a
     site's name or file."""
-    site = _get("site")
+    site = setting("site")
     return None if site is None else path_text("gpujobqueue.site", site)
-
-
-def shared_temp_directory(batch: str) -> str | None:
-    """``gpujobqueue.<batch>.shared-temp-directory``: where a cluster keeps its private folder."""
-    return configured(batch, "shared_temp_directory")
-
-
-def max_jobs_per_user(batch: str) -> Any:
-    """``gpujobqueue.<batch>.max-jobs-per-user``: a queue's limit on one user's jobs, over the site's."""
-    return configured(batch, "max_jobs_per_user")
-
-
-def scheduler_options(batch: str) -> dict | None:
-    """``gpujobqueue.<batch>.scheduler-options`` (else ``jobqueue.<batch>.scheduler-options``): the
-    scheduler's options when none are given."""
-    return configured(batch, "scheduler_options")
 
 
 def ucx_cuda_context(needed: bool) -> contextlib.AbstractContextManager:

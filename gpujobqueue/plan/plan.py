@@ -250,7 +250,7 @@ def _with_cluster_decisions(
     if arrays:
         system.check_job_array(plan.request)
     jobs_per_user = plan.jobs_per_user
-    configured_limit = config.max_jobs_per_user(batch)
+    configured_limit = config.configured(batch, "max_jobs_per_user")
     if configured_limit is not None:
         jobs_per_user = UserJobLimit.parse(
             f"gpujobqueue.{batch}.max-jobs-per-user",

@@ -81,7 +81,7 @@ def shared_directory(batch: str, given: Any) -> str:
     ``gpujobqueue.<batch>.shared-temp-directory``, else the current directory."""
     if given is not None:
         return parse_path("shared_temp_directory", given)
-    configured = config.shared_temp_directory(batch)
+    configured = config.configured(batch, "shared_temp_directory")
     if configured is not None:
         field = config.source(batch, "shared_temp_directory") or f"gpujobqueue.{batch}.shared-temp-directory"
         return parse_path(field, configured)
@@ -123,7 +123,7 @@ def scheduler_options(
     or None; ``where`` names the scheduler's host."""
     field = "scheduler_options"
     if given is None:
-        given = config.scheduler_options(batch)
+        given = config.configured(batch, "scheduler_options")
         field = config.source(batch, "scheduler_options") or f"gpujobqueue.{batch}.scheduler-options"
     check_bounded(field, given)
     if given is not None and not isinstance(given, Mapping):

@@ -12,7 +12,7 @@ from ..validation import parse_bool
 
 def progress_wanted() -> bool:
     """``gpujobqueue.progress``: ``auto`` (on when standard error is a terminal), true or false."""
-    setting = config.progress()
+    setting = config.setting("progress")
     if isinstance(setting, str) and setting.strip().lower() == "auto":
         return sys.stderr.isatty()
     return setting is not None and parse_bool("gpujobqueue.progress", setting)

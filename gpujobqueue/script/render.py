@@ -330,7 +330,8 @@ def _connection_parts(connection: Connection) -> tuple[str, str | None, Schedule
     if isinstance(connection, SchedulerInJob):
         if connection.run is not None:
             # The job's own scheduler serves the job alone: on a single node it listens on the loopback; no dashboard.
-            start = SchedulerStart(None, worker_saturation=config.job_worker_saturation())
+            saturation = config.worker_saturation_text(config.worker_saturation())
+            start = SchedulerStart(None, worker_saturation=saturation)
             return PLACEHOLDER_SCHEDULER, None, start, connection.run
         return PLACEHOLDER_SCHEDULER, connection.start.scheduler_file, connection.start, None
     raise TypeError(f"a connection is a SchedulerAddress, SchedulerFile or SchedulerInJob, not {connection!r}")

@@ -80,9 +80,11 @@ def test_the_ucx_cuda_context_setting_lasts_only_while_the_cluster_starts(needed
 
 
 def test_every_getter_has_its_default_in_the_packages_yaml():
-    assert config.adapt_interval() == "2s" and config.adapt_wait_count() == 10
-    assert config.job_poll_interval() == "5s" and config.progress() == "auto" and config.max_failures() == 3
-    assert config.shared_temp_directory("slurm") is None and config.scheduler_options("slurm") is None
+    assert config.setting("adapt.interval") == "2s" and config.setting("adapt.wait-count") == 10
+    assert config.setting("job-poll-interval") == "5s" and config.setting("progress") == "auto"
+    assert config.setting("replace.max-failures") == 3
+    assert config.configured("slurm", "shared_temp_directory") is None
+    assert config.configured("slurm", "scheduler_options") is None
 
 
 # What a cluster makes of gpujobqueue.slurm.* set before dask is imported (an environment
