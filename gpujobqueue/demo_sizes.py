@@ -65,10 +65,6 @@ class DemoSizes:
     row_chunk: int
     fitted: str = ""
 
-    def peak_gpu_bytes(self, gpus: int) -> int:
-        """The most one GPU is planned to hold: the larger of the two workloads' peaks."""
-        return max(sum_peak_bytes(self.chunk), svd_peak_bytes(self.rows, self.cols, self.row_chunk, gpus))
-
 
 def sum_peak_bytes(chunk: int) -> int:
     """Bytes one GPU holds at most for the sum: every thread's temporaries of one chunk."""

@@ -98,10 +98,6 @@ class Launcher:
             expression = f"${{{variable}:-{expression}}}"
         return expression
 
-    def runs_under(self, batch_system: Any) -> bool:
-        """Whether this launcher starts tasks on the nodes of ``batch_system``'s jobs (the batch system says)."""
-        return self.name == "direct" or self.name in batch_system.launcher_names()
-
     def __repr__(self) -> str:
         return f"<launcher {self.name}>"
 
