@@ -71,11 +71,20 @@ class Launcher:
     runs_on_launch_node : bool
         The batch script runs on a launch node without the job's GPUs (jsrun): even a job of one
         node starts its workers through the launcher, and no scheduler can run in the script.
+    command_format : str
+        The launch command with gpujobqueue's own options, before the launcher arguments: a format of
+        the :class:`LaunchContext`'s fields (``{nodes}``, ``{cpus_per_node}``, ``{gpus_per_node}``) and
+        ``{hostfile}``.
+    hostfile_option : str
+        The option that names the file of the job's hosts (``--hostfile``), given where the batch
+        system has one (``{hostfile}`` is then it and the file's variable, else empty).
     """
 
     name: str = ""
     rank_variables: tuple[str, ...] = ()
     runs_on_launch_node: bool = False
+    command_format: str = ""
+    hostfile_option: str = ""
 
     def start_lines(self, context: LaunchContext) -> list[str]:
         """Shell lines, each one line, that start the node part (``"${node_task[@]}"``) once on each node in
@@ -88,7 +97,9 @@ class Launcher:
 
     def command(self, context: LaunchContext) -> str:
         """The launch command with gpujobqueue's own options, before the launcher arguments."""
-        raise NotImplementedError(self.name)
+        variable = context.node_file_variable
+        hostfile = f' {self.hostfile_option} "${variable}"' if self.hostfile_option and variable else ""
+        return self.command_format.format(hostfile=hostfile, **vars(context))
 
     @property
     def rank_expression(self) -> str:
@@ -116,9 +127,7 @@ class Srun(Launcher):
 
     name = "srun"
     rank_variables = ("SLURM_PROCID",)
-
-    def command(self, context: LaunchContext) -> str:
-        return f"srun --ntasks={context.nodes} --ntasks-per-node=1 --cpus-per-task={context.cpus_per_node}"
+    command_format = "srun --ntasks={nodes} --ntasks-per-node=1 --cpus-per-task={cpus_per_node}"
 
 
 class Ibrun(Launcher):
@@ -126,9 +135,7 @@ class Ibrun(Launcher):
 
     name = "ibrun"
     rank_variables = ("PMI_RANK", "MV2_COMM_WORLD_RANK", "SLURM_PROCID")
-
-    def command(self, context: LaunchContext) -> str:
-        return "ibrun"
+    command_format = "ibrun"
 
 
 class MpiexecPals(Launcher):
@@ -136,9 +143,7 @@ class MpiexecPals(Launcher):
 
     name = "mpiexec-pals"
     rank_variables = ("PALS_RANKID", "PMI_RANK")
-
-    def command(self, context: LaunchContext) -> str:
-        return f"mpiexec -n {context.nodes} --ppn 1 --depth {context.cpus_per_node} --cpu-bind depth"
+    command_format = "mpiexec -n {nodes} --ppn 1 --depth {cpus_per_node} --cpu-bind depth"
 
 
 class MpiexecOpenMPI(Launcher):
@@ -147,10 +152,7 @@ class MpiexecOpenMPI(Launcher):
 
     name = "mpiexec-openmpi"
     rank_variables = ("OMPI_COMM_WORLD_RANK",)
-
-    def command(self, context: LaunchContext) -> str:
-        hostfile = f' --hostfile "${context.node_file_variable}"' if context.node_file_variable else ""
-        return f"mpiexec -n {context.nodes} -npernode 1 --bind-to none{hostfile}"
+    command_format, hostfile_option = "mpiexec -n {nodes} -npernode 1 --bind-to none{hostfile}", "--hostfile"
 
 
 class MpiexecMPICH(Launcher):
@@ -158,10 +160,7 @@ class MpiexecMPICH(Launcher):
 
     name = "mpiexec-mpich"
     rank_variables = ("PMI_RANK",)
-
-    def command(self, context: LaunchContext) -> str:
-        hostfile = f' -f "${context.node_file_variable}"' if context.node_file_variable else ""
-        return f"mpiexec -n {context.nodes} -ppn 1{hostfile}"
+    command_format, hostfile_option = "mpiexec -n {nodes} -ppn 1{hostfile}", "-f"
 
 
 class Jsrun(Launcher):
@@ -171,12 +170,10 @@ class Jsrun(Launcher):
     name = "jsrun"
     rank_variables = ("JSM_NAMESPACE_RANK", "OMPI_COMM_WORLD_RANK")
     runs_on_launch_node = True
-
-    def command(self, context: LaunchContext) -> str:
-        return (
-            f"jsrun --nrs {context.nodes} --rs_per_host 1 --tasks_per_rs 1 --cpu_per_rs {context.cpus_per_node} "
-            f"--gpu_per_rs {context.gpus_per_node} --bind rs"
-        )
+    command_format = (
+        "jsrun --nrs {nodes} --rs_per_host 1 --tasks_per_rs 1 --cpu_per_rs {cpus_per_node} "
+        "--gpu_per_rs {gpus_per_node} --bind rs"
+    )
 
 
 class PerHostLauncher(Launcher):
@@ -186,19 +183,15 @@ class PerHostLauncher(Launcher):
     its workers need)."""
 
     rank_variables = (NODE_RANK_VARIABLE,)
-
-    def host_list_lines(self) -> list[str]:
-        """Lines that set the array ``hosts`` to the job's distinct hosts, the script's own first."""
-        raise NotImplementedError(self.name)
-
-    def spawn(self, context: LaunchContext) -> tuple[str, str]:
-        """The command that starts ``"${task[@]}"`` on host ``$host`` (node index ``$node``): the words
-        before the launcher arguments, and those after."""
-        raise NotImplementedError(self.name)
+    #: Lines that set the array ``hosts`` to the job's distinct hosts, the script's own first.
+    host_list_lines: tuple[str, ...] = ()
+    #: The command that starts ``"${task[@]}"`` on host ``$host`` (node index ``$node``): the words
+    #: before the launcher arguments, and those after.
+    spawn: tuple[str, str] = ("", "")
 
     def start_lines(self, context: LaunchContext) -> list[str]:
         return [
-            *self.host_list_lines(),
+            *self.host_list_lines,
             f'if [ "${{#hosts[@]}}" -ne {context.nodes} ]; then',
             f'    echo "gpujobqueue: {self.name}: the job has ${{#hosts[@]}} hosts, not {context.nodes}:" \\',
             '        "${hosts[*]}" >&2',
@@ -208,7 +201,7 @@ class PerHostLauncher(Launcher):
             'for node in "${!hosts[@]}"; do',
             "    host=${hosts[$node]}",
             f'    task=(env {NODE_RANK_VARIABLE}="$node" {NODE_TASK})',
-            "    {}{}{} &".format(self.spawn(context)[0], context.quoted_args, self.spawn(context)[1]),
+            f"    {self.spawn[0]}{context.quoted_args}{self.spawn[1]} &",
             "    worker_pids+=($!)",
             "done",
         ]
@@ -223,19 +216,15 @@ class Pbsdsh(PerHostLauncher):
     ``ppn`` job; the script gives each task its host's rank itself."""
 
     name = "pbsdsh"
-
-    def host_list_lines(self) -> list[str]:
-        return [
-            "hosts=(); node_index=()  # each host once, and the index of its first line in $PBS_NODEFILE",
-            "line=0",
-            "while read -r entry; do",
-            '    case " ${hosts[*]} " in *" $entry "*) ;; *) hosts+=("$entry"); node_index+=("$line") ;; esac',
-            "    line=$((line + 1))",
-            'done < "$PBS_NODEFILE"',
-        ]
-
-    def spawn(self, context: LaunchContext) -> tuple[str, str]:
-        return 'pbsdsh -n "${node_index[$node]}"', ' -- "${task[@]}"'
+    host_list_lines = (
+        "hosts=(); node_index=()  # each host once, and the index of its first line in $PBS_NODEFILE",
+        "line=0",
+        "while read -r entry; do",
+        '    case " ${hosts[*]} " in *" $entry "*) ;; *) hosts+=("$entry"); node_index+=("$line") ;; esac',
+        "    line=$((line + 1))",
+        'done < "$PBS_NODEFILE"',
+    )
+    spawn = ('pbsdsh -n "${node_index[$node]}"', ' -- "${task[@]}"')
 
 
 class Blaunch(PerHostLauncher):
@@ -246,16 +235,12 @@ class Blaunch(PerHostLauncher):
     (``host1 slots1 host2 slots2 ...``, each host once, the first the script's)."""
 
     name = "blaunch"
-
-    def host_list_lines(self) -> list[str]:
-        return [
-            'hosts=()  # every other word of "host1 slots1 host2 slots2 ..."',
-            'read -r -a mcpu_hosts <<< "$LSB_MCPU_HOSTS"',
-            'for ((i = 0; i < ${#mcpu_hosts[@]}; i += 2)); do hosts+=("${mcpu_hosts[i]}"); done',
-        ]
-
-    def spawn(self, context: LaunchContext) -> tuple[str, str]:
-        return "blaunch", ' "$host" "$(printf \'%q \' "${task[@]}")"'
+    host_list_lines = (
+        'hosts=()  # every other word of "host1 slots1 host2 slots2 ..."',
+        'read -r -a mcpu_hosts <<< "$LSB_MCPU_HOSTS"',
+        'for ((i = 0; i < ${#mcpu_hosts[@]}; i += 2)); do hosts+=("${mcpu_hosts[i]}"); done',
+    )
+    spawn = ("blaunch", ' "$host" "$(printf \'%q \' "${task[@]}")"')
 
 
 class QrshInherit(PerHostLauncher):
@@ -266,15 +251,11 @@ class QrshInherit(PerHostLauncher):
     as rsh's is, so it goes as one quoted string."""
 
     name = "qrsh-inherit"
-
-    def host_list_lines(self) -> list[str]:
-        return [
-            'hosts=()  # the first word of each line of "host slots queue processors"',
-            'while read -r host _; do hosts+=("$host"); done < "$PE_HOSTFILE"',
-        ]
-
-    def spawn(self, context: LaunchContext) -> tuple[str, str]:
-        return "qrsh -inherit -nostdin", ' "$host" "$(printf \'%q \' "${task[@]}")"'
+    host_list_lines = (
+        'hosts=()  # the first word of each line of "host slots queue processors"',
+        'while read -r host _; do hosts+=("$host"); done < "$PE_HOSTFILE"',
+    )
+    spawn = ("qrsh -inherit -nostdin", ' "$host" "$(printf \'%q \' "${task[@]}")"')
 
 
 _ALL = (
