@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import ValidationError, shown
+from .keywords import LAUNCH
 from .limits import MAX_LIST_ITEMS, MAX_WALLTIME_SECONDS
 from .validation import SAFE_PATH, matching, parse_duration, parse_lines, path_text
 
@@ -90,24 +91,14 @@ WORKER_CLI_OPTIONS: dict[str, dict[str, bool]] = {
         **dict.fromkeys(("--lifetime-restart", "--no-lifetime-restart", "--nanny", "--no-nanny", "--version"), False),
     },
 }
-# dask-cuda's options that a keyword sets (worker_options.py), for a dask worker told to take them.
+# dask-cuda's options that a keyword sets (its declared option, dask-cuda's spelling), for a dask worker told
+# to take them.
 _DASK_CUDA_KEYWORDS = {
-    "--device-memory-limit": "device_memory_limit",
-    "--rmm-pool-size": "rmm_pool_size",
-    "--rmm-maximum-pool-size": "rmm_maximum_pool_size",
-    "--rmm-release-threshold": "rmm_release_threshold",
-    "--set-rmm-allocator-for-libs": "set_rmm_allocator_for_libs",
-    "--rmm-async": "rmm_async",
-    "--no-rmm-async": "rmm_async",
-    "--rmm-managed-memory": "rmm_managed_memory",
-    "--no-rmm-managed-memory": "rmm_managed_memory",
-    "--enable-cudf-spill": "enable_cudf_spill",
-    "--disable-cudf-spill": "enable_cudf_spill",
-    **{
-        f"--{on}-{name}": f"enable_{name.replace('-', '_')}"
-        for name in ("infiniband", "nvlink", "rdmacm", "tcp-over-ucx")
-        for on in ("enable", "disable")
-    },
+    option: str(keyword)
+    for keyword in LAUNCH
+    for declared in keyword.options
+    for option in declared.split("/")
+    if option in WORKER_CLI_OPTIONS[DASK_CUDA_WORKER] and option not in WORKER_CLI_OPTIONS[DASK_WORKER]
 }
 # What to give instead of a dask worker option that dask cuda worker does not take.
 _INSTEAD_OF_DASK_WORKER_OPTIONS = {
