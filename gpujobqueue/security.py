@@ -31,7 +31,7 @@ import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 from .errors import ValidationError
 from .validation import parse_job_path
@@ -183,6 +183,8 @@ class ScriptTLS:
 
     in_job: bool = False
     directory: str = DEFAULT_TLS_DIRECTORY
+    #: The shell variable that holds the credentials' folder in the job.
+    variable: ClassVar[str] = "GPUJOBQUEUE_TLS_DIR"
 
     @classmethod
     def for_script(cls, *, run: bool, directory: str | None = None) -> "ScriptTLS":
@@ -203,24 +205,13 @@ class ScriptTLS:
             return cls(in_job=False, directory=DEFAULT_TLS_DIRECTORY)
         return cls(in_job=False, directory=parse_job_path("tls_directory", directory))
 
-    @property
-    def variable(self) -> str:
-        """The shell variable that holds the credentials' folder in the job."""
-        return "GPUJOBQUEUE_TLS_DIR"
-
-    def files(self) -> dict[str, str]:
-        """``ca_file``, ``cert`` and ``key`` as double-quoted shell words of the job."""
-        return {key: f'"${self.variable}/{name}"' for key, name in zip(("ca_file", "cert", "key"), CREDENTIAL_FILES)}
-
     def args(self) -> list[str]:
-        """The ``--tls-*`` options of ``dask worker``, ``dask cuda worker`` and ``dask scheduler``, as shell words."""
-        files = self.files()
-        return ["--tls-ca-file", files["ca_file"], "--tls-cert", files["cert"], "--tls-key", files["key"]]
-
-
-def warn_plain_tcp() -> None:
-    """Warn that a script was rendered for plain TCP."""
-    warnings.warn(PLAIN_TCP_WARNING, InsecureScriptWarning, stacklevel=3)
+        """The ``--tls-*`` options of ``dask worker``, ``dask cuda worker`` and ``dask scheduler``, as shell words:
+        the credential files double-quoted, in the folder :attr:`variable` holds."""
+        options = ("--tls-ca-file", "--tls-cert", "--tls-key")
+        return [
+            word for option, name in zip(options, CREDENTIAL_FILES) for word in (option, f'"${self.variable}/{name}"')
+        ]
 
 
 def resolve_script_security(
@@ -253,7 +244,7 @@ def resolve_script_security(
             raise ValidationError("protocol", "protocol 'tls' needs credentials; --no-tls turns TLS off")
         if tls_directory is not None:
             raise ValidationError("tls_directory", "--no-tls turns TLS off; leave out --tls-directory")
-        warn_plain_tcp()
+        warnings.warn(PLAIN_TCP_WARNING, InsecureScriptWarning, stacklevel=2)
         return None, launch
     return ScriptTLS.for_script(run=run, directory=tls_directory), dataclasses.replace(launch, protocol="tls")
 
@@ -430,8 +421,3 @@ def make_private_directory(shared_directory: str, prefix: str) -> tuple[str, str
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or stat.S_IMODE(info.st_mode) != 0o700:
         raise ValidationError("shared_temp_directory", f"{path} was replaced by another user as it was made")
     return path, f"{info.st_uid} 700 {info.st_ino}"
-
-
-def make_private_folder(prefix: str) -> str:
-    """A new folder of this user's alone (mode 0700, a name no one else had) in the temporary folder."""
-    return tempfile.mkdtemp(prefix=prefix)
