@@ -112,27 +112,24 @@ def _nvidia_smi_gpus(error: str | None) -> MachineGPUs:
     return MachineGPUs(gpus, "nvidia-smi", None, rows[0][3] if rows else None, _smi_cuda_version() if rows else None)
 
 
+def _smi(*args: str) -> str:
+    """What ``nvidia-smi`` with ``args`` prints; "" where it cannot run or fails."""
+    try:
+        return subprocess.run(["nvidia-smi", *args], capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
 def _smi_cuda_version() -> str | None:
     """The driver's CUDA version from ``nvidia-smi``'s banner (``CUDA Version: 13.0``)."""
-    try:
-        out = subprocess.run(["nvidia-smi"], capture_output=True, text=True, timeout=30, check=True).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    found = re.search(r"CUDA Version:\s*(\d+\.\d+)", out)
+    found = re.search(r"CUDA Version:\s*(\d+\.\d+)", _smi())
     return found.group(1) if found else None
 
 
 @functools.lru_cache(maxsize=1)
 def nvlink_between_gpus() -> bool:
     """Whether this machine's NVIDIA GPUs are joined by NVLink (``nvidia-smi topo -m`` shows NV#)."""
-    if len(machine_gpus().gpus) < 2 or shutil.which("nvidia-smi") is None:
-        return False
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", "topo", "-m"], capture_output=True, text=True, timeout=30, check=True
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return False
+    out = _smi("topo", "-m") if len(machine_gpus().gpus) > 1 else ""
     return any(
         re.fullmatch(r"NV\d+", cell) for line in out.splitlines() if line.startswith("GPU") for cell in line.split()[1:]
     )

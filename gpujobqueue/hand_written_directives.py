@@ -175,9 +175,8 @@ def adopt(system: Any, settings: dict[str, Any], explicit: Mapping[str, Any]) ->
                     other.field,
                     f"{options[0].describe()} and {other.describe()} both set the {WHAT[setting]}; give one",
                 )
-        skip = parse_keyword("job_directives_skip", settings.get("job_directives_skip"))
         generated = next(form for form in system.directive_forms if form.setting == setting).generated
-        ours_skipped = any(needle in generated(options[0].value) for needle in skip)
+        ours_skipped = skips(settings, generated(options[0].value))
         # A node layout whose own line job_directives_skip leaves out is the user's to write (a launcher's
         # tasks on fewer nodes, say); a walltime is checked all the same: the workers' lifetime follows it.
         if setting == "walltime" or not ours_skipped:
@@ -242,6 +241,13 @@ def _check(
             f"{written.describe()}: gpujobqueue's jobs run one task per node, whose script starts the node's "
             "workers (one per GPU); leave the line out",
         )
+
+
+def skips(settings: Mapping[str, Any], generated: str | None) -> bool:
+    """Whether ``job_directives_skip`` leaves the generated directive ``generated`` out (the user's own line
+    then stands, as the multi-node stand-in of tests/batch/test_multi_node.py writes it)."""
+    skip = parse_keyword("job_directives_skip", settings.get("job_directives_skip"))
+    return generated is not None and any(needle in generated for needle in skip)
 
 
 def drop_emptied(settings: dict[str, Any], emptied: Sequence[str]) -> None:

@@ -26,6 +26,7 @@ from typing import Any, Mapping
 from dask.utils import parse_bytes
 
 from .errors import ValidationError
+from .hand_written_directives import skips
 from .hand_written_gpu_parsers import HandWrittenGPUs, find
 from .keywords import parse_keyword
 
@@ -94,10 +95,8 @@ def adopt(
         settings["gpu_type"] = found.gpu_type
     # The user's own line stays the job's GPU request where the generated one is left out, or where the
     # batch system's syntax keeps it (PBS's select line; SLURM's --gres with other resources).
-    skipped = style == "none" or _generated_is_skipped(system, style or found.style, count, settings)
-    if system.keep_hand_written(found, settings, style, skipped) or skipped:
-        pass
-    else:
+    skipped = style == "none" or skips(settings, system.gpu_line(style or found.style, count, settings))
+    if not (system.keep_hand_written(found, settings, style, skipped) or skipped):
         if style is None:
             settings["gpu_request"] = found.style
         if found.field == "resource_spec":
@@ -148,14 +147,6 @@ def _check_against_given(
             "gpu_type",
             f"gpu_type={explicit['gpu_type']!r} but {where} asks for {found.gpu_type!r} GPUs; give one of them",
         )
-
-
-def _generated_is_skipped(system: Any, style: str, count: int, settings: Mapping[str, Any]) -> bool:
-    """Whether ``job_directives_skip`` leaves the generated GPU request out (the user then
-    writes their own, as the multi-node stand-in of tests/batch/test_multi_node.py does)."""
-    generated = system.gpu_line(style, count, settings)
-    skip = settings.get("job_directives_skip") or ()
-    return generated is not None and any(isinstance(n, str) and n.strip() and n in generated for n in skip)
 
 
 def _same(name: str, given: Any, written: Any) -> bool:

@@ -20,6 +20,7 @@ from .errors import ValidationError
 from .files import read_bounded_text
 from .limits import MAX_GPUS_PER_NODE, MAX_NODES, MAX_USAGE_FILE_BYTES, MAX_USAGE_JOBS, MAX_USAGE_JSON_VALUES
 from .security import write_private_file
+from .validation import parse_count
 
 SCHEMA = "gpujobqueue-usage/1"
 CHARGE_UNITS = ("node-hour", "gpu-hour")
@@ -401,12 +402,6 @@ def _time(value: Any, field: str, optional: bool = False) -> Any:
     return float(value)
 
 
-def _count(value: Any, field: str, largest: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= largest:
-        raise ValidationError(field, f"expected a whole number from 0 to {largest}")
-    return value
-
-
 def _job_from_dict(data: Any, field: str) -> JobUsage:
     names = {f.name for f in dataclasses.fields(JobUsage)}
     if not isinstance(data, dict) or set(data) - names:
@@ -422,8 +417,8 @@ def _job_from_dict(data: Any, field: str) -> JobUsage:
         name=_text(data.get("name"), f"{field}.name"),
         job_id=_text(data.get("job_id"), f"{field}.job_id", optional=True),
         pool=data["pool"],
-        nodes=_count(data.get("nodes"), f"{field}.nodes", MAX_NODES),
-        gpus=_count(data.get("gpus"), f"{field}.gpus", MAX_NODES * MAX_GPUS_PER_NODE),
+        nodes=parse_count(f"{field}.nodes", data.get("nodes"), maximum=MAX_NODES, text=False),
+        gpus=parse_count(f"{field}.gpus", data.get("gpus"), maximum=MAX_NODES * MAX_GPUS_PER_NODE, text=False),
         submitted=_time(data.get("submitted"), f"{field}.submitted", optional=True),
         started=_time(data.get("started"), f"{field}.started", optional=True),
         ended=_time(data.get("ended"), f"{field}.ended", optional=True),

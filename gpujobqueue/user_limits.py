@@ -23,6 +23,7 @@ from typing import Any, Mapping
 
 from .errors import ValidationError
 from .limits import MAX_JOBS_PER_CLUSTER
+from .validation import parse_count
 
 logger = logging.getLogger("gpujobqueue.cluster")
 
@@ -70,17 +71,12 @@ class UserJobLimit:
         unknown = set(value) - {"submitted", "running"}
         if unknown or not value:
             raise ValidationError(field, f"expected {{submitted: N, running: N}} (either or both), got {dict(value)!r}")
-        counts = {}
-        for key in ("submitted", "running"):
-            count = value.get(key)
-            if count is not None and (
-                isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_JOBS_PER_CLUSTER
-            ):
-                raise ValidationError(
-                    f"{field}.{key}", f"expected a whole number of jobs from 1 to {MAX_JOBS_PER_CLUSTER}, got {count!r}"
-                )
-            counts[key] = count
-        submitted, running = counts["submitted"], counts["running"]
+        submitted, running = (
+            None
+            if value.get(key) is None
+            else parse_count(f"{field}.{key}", value[key], minimum=1, maximum=MAX_JOBS_PER_CLUSTER, text=False)
+            for key in ("submitted", "running")
+        )
         if submitted is not None and running is not None and running > submitted:
             raise ValidationError(
                 field, f"running ({running}) cannot exceed submitted ({submitted}): queued jobs include running ones"
