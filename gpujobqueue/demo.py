@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import tempfile
 import time
 import warnings
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from .gpus import machine_gpus, nvidia_gpu_ids
 from .install import install_line
 from .job_status import read_log_tail
 from .runtime.job import GPUJob
-from .security import replace_private_file
+from .security import make_private_folder, replace_private_file
 
 
 @dataclass
@@ -193,7 +192,7 @@ def run_demo(size: str = "medium", gpus: int | None = None, dashboard: bool = Fa
 
     # A folder of this run's own (mode 0700, a new name each run): the next run cannot overwrite the
     # job log and script this one says it keeps.
-    run_folder = tempfile.mkdtemp(prefix=f"gpujobqueue-demo-{time.strftime('%Y%m%d-%H%M%S')}-")
+    run_folder = make_private_folder(f"gpujobqueue-demo-{time.strftime('%Y%m%d-%H%M%S')}-")
     print(f"this run's job files: {run_folder} (kept after the run; remove the folder when done)")
     jobs: list[GPUJob] = []
     scripts: dict[str, str | None] = {}

@@ -421,3 +421,8 @@ def make_private_directory(shared_directory: str, prefix: str) -> tuple[str, str
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or stat.S_IMODE(info.st_mode) != 0o700:
         raise ValidationError("shared_temp_directory", f"{path} was replaced by another user as it was made")
     return path, f"{info.st_uid} 700 {info.st_ino}"
+
+
+def make_private_folder(prefix: str) -> str:
+    """A new folder of this user's alone (mode 0700, a name no one else had) in the temporary folder."""
+    return tempfile.mkdtemp(prefix=prefix)
