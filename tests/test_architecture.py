@@ -650,11 +650,16 @@ _LAYERS = ("preloads", "", "script", "batch", "sites", "plan", "runtime", "diagn
 _ENTRIES = {"gpujobqueue", "gpujobqueue.__main__", "gpujobqueue.demo", "gpujobqueue.factory"}
 
 
+# Folders of the foundation: modules that stand with the flat ones, grouped by what they are.
+_FOUNDATION_FOLDERS = {"handwritten"}
+
+
 def _layer(module: str) -> int:
     if module in _ENTRIES:
         return _LAYERS.index("cli")
     parts = module.split(".")
-    return _LAYERS.index(parts[1] if len(parts) > 2 or parts[-1] in _LAYERS else "")
+    folder = parts[1] if len(parts) > 2 or parts[-1] in (*_LAYERS, *_FOUNDATION_FOLDERS) else ""
+    return _LAYERS.index("" if folder in _FOUNDATION_FOLDERS else folder)
 
 
 def upward_imports(graph: dict[str, set[str]]) -> list[str]:

@@ -23,8 +23,8 @@ from typing import Any, Callable, ClassVar, Mapping, Sequence
 from ..cluster_parameters import parameters_section
 from ..docstrings import with_shared_parameters
 from ..errors import BatchCommandNotFoundError, SubmissionError, ValidationError
-from ..hand_written_gpu_parsers import HandWrittenGPUs
-from ..hand_written_hooks import HandWrittenDirectives
+from ..handwritten.gpu_parsers import HandWrittenGPUs
+from ..handwritten.hooks import HandWrittenDirectives
 from ..job_commands import CANCEL_CHUNK, CommandFailed, TrialAnswer, run_command
 from ..job_status import JobStatus, run_query
 from ..keywords import Keyword, setting_keywords
@@ -57,7 +57,7 @@ class BatchSystem(HandWrittenDirectives):
     Its cluster class is the generic :class:`~gpujobqueue.cluster.GPUJobQueueCluster` bound to it
     (:func:`gpujobqueue.factory.bound_cluster`, named ``<class name>GPUCluster``),
     its jobs the generic :class:`~gpujobqueue.job.GPUJob` bound to it. What it makes of the directives
-    users write by hand in its syntax is :class:`~gpujobqueue.hand_written_hooks.HandWrittenDirectives`.
+    users write by hand in its syntax is :class:`~gpujobqueue.handwritten.hooks.HandWrittenDirectives`.
     """
 
     # --- Who it is

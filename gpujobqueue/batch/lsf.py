@@ -12,8 +12,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..declaration import read_declared
 from ..errors import ValidationError
-from ..hand_written_directives import DirectiveForm
-from ..hand_written_gpu_parsers import HandWrittenGPUs, own_line, written_count
+from ..handwritten.directives import DirectiveForm
+from ..handwritten.gpu_parsers import HandWrittenGPUs, own_line, written_count
 from ..job_commands import CommandFailed
 from ..job_status import JobStatus, unlisted
 from ..keywords import INT, SWITCH, TEXT, Computed, Keyword, NoOption, default_of, parse_keyword

@@ -10,9 +10,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..declaration import read_declared
 from ..errors import ValidationError
-from ..hand_written_directives import walltime_form
-from ..hand_written_gpu_parsers import HandWrittenGPUs, written_count
-from ..hand_written_gpus import drop_line
+from ..handwritten.directives import walltime_form
+from ..handwritten.gpu_parsers import HandWrittenGPUs, written_count
+from ..handwritten.gpus import drop_line
 from ..job_status import JobStatus, unlisted
 from ..keywords import PAIRS, TEXT, Keyword, matching_parser
 from ..launchers import LAUNCHER_OBJECTS

@@ -10,8 +10,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..declaration import read_declared
 from ..errors import ValidationError
-from ..hand_written_directives import DirectiveForm, read_count, walltime_form
-from ..hand_written_gpu_parsers import HandWrittenGPUs, own_line, written_count
+from ..handwritten.directives import DirectiveForm, read_count, walltime_form
+from ..handwritten.gpu_parsers import HandWrittenGPUs, own_line, written_count
 from ..job_commands import TrialAnswer, ask_without_submitting
 from ..job_status import JobStatus, run_query, unlisted
 from ..keywords import INT, TEXT, Keyword

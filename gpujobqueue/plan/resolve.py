@@ -8,9 +8,11 @@ import dataclasses
 import warnings
 from typing import Any, Mapping
 
-from .. import config, hand_written_directives, hand_written_gpus, sites
+from .. import config, sites
 from ..batch.base import BatchSystem
 from ..errors import JobSizeMissingError, ValidationError
+from ..handwritten import directives as hand_written_directives
+from ..handwritten import gpus as hand_written_gpus
 from ..keywords import RENAMED_KEYWORDS, UCX_TRANSPORT_KEYWORDS, parse_keyword
 from ..request import JobRequest
 from ..sites import Site, routing

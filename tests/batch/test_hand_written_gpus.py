@@ -89,7 +89,7 @@ def _ids(table):
 
 @pytest.mark.parametrize("batch, keywords, workers, line", ADOPTED, ids=_ids(ADOPTED))
 def test_a_hand_written_gpu_request_is_adopted_one_worker_per_gpu(batch, keywords, workers, line, caplog):
-    with caplog.at_level(logging.INFO, logger="gpujobqueue.hand_written_gpus"):
+    with caplog.at_level(logging.INFO, logger="gpujobqueue.handwritten.gpus"):
         plan = CLASSES[batch].parse_keywords(with_job_size(keywords))
         request, launch = plan.request, plan.launch
     assert (request.gpus_per_node, launch.gpus_per_node) == (workers, workers)
@@ -100,7 +100,7 @@ def test_a_hand_written_gpu_request_is_adopted_one_worker_per_gpu(batch, keyword
 
 
 def test_the_issues_sbatch_form_is_logged_as_the_issue_says(caplog):
-    with caplog.at_level(logging.INFO, logger="gpujobqueue.hand_written_gpus"):
+    with caplog.at_level(logging.INFO, logger="gpujobqueue.handwritten.gpus"):
         SLURMGPUCluster.parse_keywords(with_job_size({"job_extra_directives": ["--gpus=4"]}))
     assert "job_extra_directives asks for 4 GPUs per node (--gpus=4): starting 4 GPU workers per job" in caplog.text
 

@@ -33,7 +33,7 @@ from gpujobqueue.batch import batch_system, names, register, unregister
 from gpujobqueue.batch.base import BatchSystem
 from gpujobqueue.config import UnknownSettingWarning
 from gpujobqueue.factory import cluster_class
-from gpujobqueue.hand_written_gpu_parsers import HandWrittenGPUs, written_count
+from gpujobqueue.handwritten.gpu_parsers import HandWrittenGPUs, written_count
 from gpujobqueue.job_status import JobStatus, unlisted
 from gpujobqueue.keywords import TEXT, Keyword
 from gpujobqueue.launchers import LaunchContext, Launcher

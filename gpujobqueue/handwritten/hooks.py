@@ -1,16 +1,16 @@
 """``HandWrittenDirectives``: what a batch system makes of the directives users write by hand in its
 syntax (``job_extra_directives``, ``resource_spec``): the part of
-:class:`~gpujobqueue.batch.base.BatchSystem` that :mod:`gpujobqueue.hand_written_gpu_parsers`,
-:mod:`gpujobqueue.hand_written_gpus` and :mod:`gpujobqueue.hand_written_directives` ask. Every method
+:class:`~gpujobqueue.batch.base.BatchSystem` that :mod:`gpujobqueue.handwritten.gpu_parsers`,
+:mod:`gpujobqueue.handwritten.gpus` and :mod:`gpujobqueue.handwritten.directives` ask. Every method
 is a class method with the default of a batch system that reads nothing by hand."""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar, Mapping
 
-from .hand_written_directives import DirectiveForm
-from .hand_written_gpu_parsers import HandWrittenGPUs
-from .walltimes import parse_walltime
+from ..walltimes import parse_walltime
+from .directives import DirectiveForm
+from .gpu_parsers import HandWrittenGPUs
 
 
 class HandWrittenDirectives:
@@ -18,7 +18,7 @@ class HandWrittenDirectives:
     :class:`~gpujobqueue.batch.base.BatchSystem` is the batch system."""
 
     #: The settings its directives set that users also write by hand (its walltime option; SLURM's
-    #: ``--nodes``): read from ``job_extra_directives`` by :func:`gpujobqueue.hand_written_directives.adopt`.
+    #: ``--nodes``): read from ``job_extra_directives`` by :func:`gpujobqueue.handwritten.directives.adopt`.
     directive_forms: ClassVar[tuple[DirectiveForm, ...]] = ()
 
     @classmethod

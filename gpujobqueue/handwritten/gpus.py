@@ -13,7 +13,7 @@ the request instead where ours could not say as much: with ``gpu_request="none"`
 ``--gres`` that lists other resources too (sbatch keeps only the last ``--gres``), and for
 PBS, whose ``resource_spec`` (or ``-l select`` line) replaces the generated select line.
 The directives are read by the batch system's parser (found by
-:mod:`gpujobqueue.hand_written_gpu_parsers`); here they are adopted, the batch system saying what
+:mod:`gpujobqueue.handwritten.gpu_parsers`); here they are adopted, the batch system saying what
 its own syntax makes of them (:class:`~gpujobqueue.batch.base.BatchSystem`).
 """
 
@@ -25,10 +25,10 @@ from typing import Any, Mapping
 
 from dask.utils import parse_bytes
 
-from .errors import ValidationError
-from .hand_written_directives import skips
-from .hand_written_gpu_parsers import HandWrittenGPUs, find
-from .keywords import parse_keyword
+from ..errors import ValidationError
+from ..keywords import parse_keyword
+from .directives import skips
+from .gpu_parsers import HandWrittenGPUs, find
 
 logger = logging.getLogger(__name__)
 

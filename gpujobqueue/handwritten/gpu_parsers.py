@@ -4,7 +4,7 @@ the one GPU request among a job's directives. The parsers of each batch system's
 ``--gres=gpu:2``, ``--gpus=4``, ``-G 4``; PBS's ``select=1:ncpus=32:ngpus=4``; LSF's ``-gpu "num=2"``;
 Grid Engine's ``-l gpu=2``) are its own
 (:meth:`~gpujobqueue.batch.base.BatchSystem.parse_gpu_directive`).
-:mod:`gpujobqueue.hand_written_gpus` takes what is found over into the settings.
+:mod:`gpujobqueue.handwritten.gpus` takes what is found over into the settings.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from .errors import ValidationError
-from .keywords import parse_keyword
-from .limits import MAX_GPUS_PER_NODE, MAX_NODES
-from .validation import parse_count
+from ..errors import ValidationError
+from ..keywords import parse_keyword
+from ..limits import MAX_GPUS_PER_NODE, MAX_NODES
+from ..validation import parse_count
 
 
 @dataclass(frozen=True)

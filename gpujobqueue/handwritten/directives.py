@@ -1,5 +1,5 @@
 """Directives that gpujobqueue writes and dask-jobqueue users also write by hand, other than GPU requests
-(:mod:`gpujobqueue.hand_written_gpus`): the walltime (SLURM's ``--time``/``-t``, PBS's ``-l walltime=``,
+(:mod:`gpujobqueue.handwritten.gpus`): the walltime (SLURM's ``--time``/``-t``, PBS's ``-l walltime=``,
 LSF's ``-W``, Grid Engine's ``-l h_rt=``) and, on SLURM, ``--nodes`` and ``--ntasks-per-node``.
 
 dask-jobqueue writes its own walltime line and the user's ``job_extra_directives`` after it, so the batch
@@ -20,10 +20,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from .errors import ValidationError
-from .keywords import parse_keyword
-from .validation import parse_count
-from .walltimes import format_hours_walltime, format_walltime, parse_walltime
+from ..errors import ValidationError
+from ..keywords import parse_keyword
+from ..validation import parse_count
+from ..walltimes import format_hours_walltime, format_walltime, parse_walltime
 
 #: What each setting is, for messages.
 WHAT = {"walltime": "walltime", "nodes": "nodes", "tasks_per_node": "tasks per node"}
@@ -156,7 +156,7 @@ def adopt(system: Any, settings: dict[str, Any], explicit: Mapping[str, Any]) ->
         ``{"walltime": "job_extra_directives[1]"}`` for a walltime taken from a directive.
     emptied : list of str
         The lines that held nothing else: they stay until :func:`drop_emptied`, so that the GPU lines that
-        :func:`~gpujobqueue.hand_written_gpus.adopt` reads keep their places (and their names in messages).
+        :func:`~gpujobqueue.handwritten.gpus.adopt` reads keep their places (and their names in messages).
 
     Raises
     ------
