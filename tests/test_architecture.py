@@ -647,7 +647,7 @@ def test_the_request_and_launch_carry_no_defaults_of_their_own():
 # package; the flat modules at its top are the foundation (errors, limits, values, keywords), but for the entries
 # that make clusters and run the demo, which stand with the command line.
 _LAYERS = ("preloads", "", "script", "batch", "sites", "plan", "runtime", "diagnostics", "cli")
-_ENTRIES = {"gpujobqueue", "gpujobqueue.__main__", "gpujobqueue.demo", "gpujobqueue.factory"}
+_ENTRIES = {"gpujobqueue", "gpujobqueue.__main__", "gpujobqueue.factory"}
 
 
 # Folders of the foundation: modules that stand with the flat ones, grouped by what they are.

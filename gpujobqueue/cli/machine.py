@@ -131,7 +131,7 @@ def clean(directory: str) -> None:
 )
 def demo(size: str, gpus: int | None, dashboard: bool) -> None:
     """Start a LocalGPUCluster here, run the seed workloads, print sizes and timings."""
-    from ..demo import run_demo
+    from .demo import run_demo
 
     try:
         sys.exit(run_demo(size=size, gpus=gpus, dashboard=dashboard))

@@ -9,8 +9,8 @@ import types
 import psutil
 import pytest
 
-from gpujobqueue import demo
-from gpujobqueue.demo_sizes import MEMORY_SHARE, NOMINAL, SIZE_NAMES, demo_sizes, sum_peak_bytes, svd_peak_bytes
+from gpujobqueue.cli import demo
+from gpujobqueue.cli.demo_sizes import MEMORY_SHARE, NOMINAL, SIZE_NAMES, demo_sizes, sum_peak_bytes, svd_peak_bytes
 
 MiB = 2**20
 H100 = 81_559 * MiB  # nvidia-smi's memory.total of an H100 80GB

@@ -15,15 +15,15 @@ import dask.array as da
 from dask.utils import format_bytes
 from distributed import Client
 
-from .dashboard import DEFAULT_DASHBOARD_ADDRESS, OpenDashboardWarning, who_can_reach
+from ..dashboard import DEFAULT_DASHBOARD_ADDRESS, OpenDashboardWarning, who_can_reach
+from ..errors import GPUJobQueueError
+from ..factory import LocalGPUCluster
+from ..gpus import machine_gpus, nvidia_gpu_ids
+from ..install import install_line
+from ..job_status import read_log_tail
+from ..runtime.job import GPUJob
+from ..security import make_private_folder, replace_private_file
 from .demo_sizes import DemoSizes, demo_sizes
-from .errors import GPUJobQueueError
-from .factory import LocalGPUCluster
-from .gpus import machine_gpus, nvidia_gpu_ids
-from .install import install_line
-from .job_status import read_log_tail
-from .runtime.job import GPUJob
-from .security import make_private_folder, replace_private_file
 
 
 @dataclass
@@ -177,7 +177,7 @@ def run_demo(size: str = "medium", gpus: int | None = None, dashboard: bool = Fa
     ----------
     size : {"small", "medium", "large"}
         Problem sizes, fitted to the memory of the GPUs used (see
-        :func:`gpujobqueue.demo_sizes.demo_sizes`), or CPU sizes without GPUs.
+        :func:`gpujobqueue.cli.demo_sizes.demo_sizes`), or CPU sizes without GPUs.
     gpus : int, optional
         Workers to start; default every GPU here, or two CPU workers without GPUs.
     dashboard : bool
