@@ -67,7 +67,7 @@ import gpu as bench  # noqa: E402
 import psutil  # noqa: E402
 from distributed import Client, LocalCluster, get_task_stream  # noqa: E402
 
-from gpujobqueue import install  # noqa: E402
+from gpujobqueue.machine import install  # noqa: E402
 from gpujobqueue.runtime import cluster as runtime_cluster  # noqa: E402
 
 SUM_SIZE = 500_000

@@ -87,7 +87,7 @@ from distributed import Client, LocalCluster, futures_of, wait  # noqa: E402
 
 from benchmarks.ucx_peer_worker import WORKER_CLASS as UCX_PEER_WORKER  # noqa: E402
 from gpujobqueue import LocalGPUCluster  # noqa: E402
-from gpujobqueue.gpus import nvidia_gpu_ids  # noqa: E402
+from gpujobqueue.machine.gpus import nvidia_gpu_ids  # noqa: E402
 
 SECTIONS = ("startup", "transfer", "svd", "sum")
 MiB = 2**20

@@ -113,7 +113,7 @@ def tls_files(folder: str) -> tuple[Any, list[str]]:
     and client's Security, and the workers' command-line options."""
     from distributed.security import Security
 
-    from gpujobqueue.security import make_credentials
+    from gpujobqueue.security.tls import make_credentials
 
     path, _ = make_credentials(folder)
     ca, cert, key = (str(path / name) for name in ("ca.pem", "cert.pem", "key.pem"))

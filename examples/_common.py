@@ -12,7 +12,7 @@ import sys
 
 import cloudpickle
 
-from gpujobqueue.gpus import nvidia_gpu_ids
+from gpujobqueue.machine.gpus import nvidia_gpu_ids
 
 # Functions of this module run on the workers (worker_devices); the workers cannot import
 # examples/_common.py, so it travels with the task, as functions of __main__ do.
@@ -157,7 +157,7 @@ def choose_form(args: argparse.Namespace, library: str) -> tuple[str, str]:
 
 def worker_devices() -> list[str]:
     """On a worker: the NVIDIA GPUs it sees."""
-    from gpujobqueue.gpus import nvidia_gpu_ids
+    from gpujobqueue.machine.gpus import nvidia_gpu_ids
 
     return nvidia_gpu_ids()
 

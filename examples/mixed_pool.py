@@ -63,7 +63,7 @@ SIZES = {
 
 def here(step):
     """Where this task runs: the worker's name, its resources, and the devices it sees."""
-    from gpujobqueue.gpus import nvidia_gpu_ids
+    from gpujobqueue.machine.gpus import nvidia_gpu_ids
 
     worker = get_worker()
     return {

@@ -12,7 +12,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__ as __version__
-from .sigint import keep_python_sigint
+from .jobs.sigint import keep_python_sigint
 
 keep_python_sigint()  # importing dask-jobqueue, before or after, would make Ctrl-C exit 0
 
@@ -25,23 +25,23 @@ _PUBLIC = {
     "SubmissionError": ".errors",
     "UnknownKeywordError": ".errors",
     "ValidationError": ".errors",
-    "GPUCluster": ".factory",
-    "LocalFallbackWarning": ".factory",
-    "LocalGPUCluster": ".factory",
-    "LSFGPUCluster": ".factory",
-    "PBSGPUCluster": ".factory",
-    "SGEGPUCluster": ".factory",
-    "SLURMGPUCluster": ".factory",
-    "JobCannotStartError": ".job_status",
-    "JobFailedError": ".job_status",
-    "JobStatus": ".job_status",
-    "JobRequest": ".request",
+    "GPUCluster": ".runtime.factory",
+    "LocalFallbackWarning": ".runtime.factory",
+    "LocalGPUCluster": ".runtime.factory",
+    "LSFGPUCluster": ".runtime.factory",
+    "PBSGPUCluster": ".runtime.factory",
+    "SGEGPUCluster": ".runtime.factory",
+    "SLURMGPUCluster": ".runtime.factory",
+    "JobCannotStartError": ".jobs.job_status",
+    "JobFailedError": ".jobs.job_status",
+    "JobStatus": ".jobs.job_status",
+    "JobRequest": ".jobs.request",
     "WorkersNotStartedError": ".runtime.cluster",
     "render_job_script": ".plan.scripts",
-    "Charge": ".usage",
-    "JobUsage": ".usage",
-    "UsageReport": ".usage",
-    "WorkerLaunch": ".workers",
+    "Charge": ".jobs.usage",
+    "JobUsage": ".jobs.usage",
+    "UsageReport": ".jobs.usage",
+    "WorkerLaunch": ".jobs.workers",
 }
 
 __all__ = sorted(_PUBLIC)
@@ -69,7 +69,13 @@ if TYPE_CHECKING:
         UnknownKeywordError,
         ValidationError,
     )
-    from .factory import (
+    from .jobs.job_status import JobCannotStartError, JobFailedError, JobStatus
+    from .jobs.request import JobRequest
+    from .jobs.usage import Charge, JobUsage, UsageReport
+    from .jobs.workers import WorkerLaunch
+    from .plan.scripts import render_job_script
+    from .runtime.cluster import WorkersNotStartedError
+    from .runtime.factory import (
         GPUCluster,
         LocalFallbackWarning,
         LocalGPUCluster,
@@ -78,9 +84,3 @@ if TYPE_CHECKING:
         SGEGPUCluster,
         SLURMGPUCluster,
     )
-    from .job_status import JobCannotStartError, JobFailedError, JobStatus
-    from .plan.scripts import render_job_script
-    from .request import JobRequest
-    from .runtime.cluster import WorkersNotStartedError
-    from .usage import Charge, JobUsage, UsageReport
-    from .workers import WorkerLaunch

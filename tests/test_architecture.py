@@ -235,7 +235,7 @@ def test_each_batch_module_declares_one_batch_system_registered_through_its_entr
 def test_each_batch_system_declares_what_the_rest_of_the_package_reads(batch):
     """The recipe of docs/contributing.md ("Adding a batch system"), held for every registered batch system."""
     from gpujobqueue.batch import DEFAULT_BATCH
-    from gpujobqueue.factory import cluster_class
+    from gpujobqueue.runtime.factory import cluster_class
 
     system = batch_systems()[batch]
     system.check_declaration()  # name, commands, styles, Keyword and Launcher objects, the native launcher
@@ -564,7 +564,7 @@ def test_rendering_a_script_imports_neither_distributed_nor_dask_jobqueue():
 
 
 def _declared_parsers() -> set[str]:
-    from gpujobqueue.keywords import documented_keywords
+    from gpujobqueue.settings.keywords import documented_keywords
 
     declared = [
         *documented_keywords(),
@@ -631,9 +631,9 @@ def test_a_batch_keyword_parsed_by_hand_in_its_batch_system_is_found(tmp_path):
 def test_the_request_and_launch_carry_no_defaults_of_their_own():
     import dataclasses
 
-    from gpujobqueue.cpu_pool import CPUPool
-    from gpujobqueue.request import JobRequest
-    from gpujobqueue.workers import WorkerLaunch
+    from gpujobqueue.jobs.request import JobRequest
+    from gpujobqueue.jobs.workers import WorkerLaunch
+    from gpujobqueue.plan.cpu_pool import CPUPool
 
     later = {"options", "queue_choice", "account_flag"}  # the plan's later steps fill these in
     later |= {"no_partition", "site_queue"}  # the CPU pool's, from its site's queue table
@@ -644,14 +644,24 @@ def test_the_request_and_launch_carry_no_defaults_of_their_own():
 
 
 # The layers, lowest first: a module imports from its own layer or below. The workers' preloads import nothing of the
-# package; the flat modules at its top are the foundation (errors, limits, values, keywords), but for the entries
-# that make clusters and run the demo, which stand with the command line.
+# package; the foundation is the modules at its top (errors, the version) and the folders of _FOUNDATION_FOLDERS; the
+# package's entries (its ``__init__`` and ``__main__``) stand with the command line.
 _LAYERS = ("preloads", "", "script", "batch", "sites", "plan", "runtime", "diagnostics", "cli")
-_ENTRIES = {"gpujobqueue", "gpujobqueue.__main__", "gpujobqueue.factory"}
+_ENTRIES = {"gpujobqueue", "gpujobqueue.__main__"}
 
 
-# Folders of the foundation: modules that stand with the flat ones, grouped by what they are.
-_FOUNDATION_FOLDERS = {"handwritten"}
+# Folders of the foundation, grouped by what they are: the keywords' declarations, validation and config; what this
+# machine has; who can get in; what a job asks for and starts; the hand-written directives.
+_FOUNDATION_FOLDERS = {"settings", "machine", "security", "jobs", "handwritten"}
+
+
+def test_the_package_top_holds_a_handful_of_entries():
+    """Issue 41, point 5: the modules are in folders that say what they are, not flat in ``gpujobqueue/``."""
+    package = Path(gpujobqueue.__file__).parent
+    top = sorted(p.name for p in package.iterdir() if p.suffix == ".py")
+    assert top == ["__init__.py", "__main__.py", "_version.py", "errors.py"], top
+    folders = sorted(p.name for p in package.iterdir() if (p / "__init__.py").is_file())
+    assert set(folders) == {*_LAYERS[:1], *_LAYERS[2:], *_FOUNDATION_FOLDERS}, folders
 
 
 def _layer(module: str) -> int:

@@ -21,7 +21,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from gpujobqueue.install import CUDA_EXTRAS, DEFAULT_CUDA_MAJOR, install_line
+from gpujobqueue.machine.install import CUDA_EXTRAS, DEFAULT_CUDA_MAJOR, install_line
 
 REPO = Path(__file__).resolve().parent.parent
 # The extras users install (as install_line prints them with ucx=True) and the test extra,
@@ -58,7 +58,7 @@ SMI_BANNER = """+---------------------------------------------------------------
 
 @pytest.mark.parametrize("cuda, extra", [("12.4", "cuda12"), ("13.0", "cuda13")])
 def test_without_nvml_the_cuda_version_and_extra_come_from_nvidia_smi(tmp_path, monkeypatch, cuda, extra):
-    from gpujobqueue import gpus
+    from gpujobqueue.machine import gpus
 
     smi = tmp_path / "nvidia-smi"
     smi.write_text(

@@ -40,7 +40,7 @@ def test_installed_package_renders_from_its_own_templates(tmp_path):
         [
             python,
             "-c",
-            "import gpujobqueue, gpujobqueue.package_data as r; print(gpujobqueue.__file__); "
+            "import gpujobqueue, gpujobqueue.machine.package_data as r; print(gpujobqueue.__file__); "
             "print(r.package_data_dir('templates')); print(r.package_data_dir('site-configs'))",
         ],
         tmp_path,

@@ -416,7 +416,7 @@ class Render(SphinxDirective):
 
 
 def _template_files() -> list[str]:
-    from gpujobqueue.package_data import package_data_dir
+    from gpujobqueue.machine.package_data import package_data_dir
 
     return [str(path) for path in package_data_dir("templates").rglob("*.j2")]
 

@@ -21,9 +21,9 @@ import sys
 import sysconfig
 from typing import TYPE_CHECKING, Any
 
-from .. import config
 from ..errors import ValidationError
-from ..keywords import CHOICE, Keyword, command_line_base_keywords, jobqueue_keys
+from ..settings import config
+from ..settings.keywords import CHOICE, Keyword, command_line_base_keywords, jobqueue_keys
 
 if TYPE_CHECKING:
     from .base import BatchSystem

@@ -20,18 +20,18 @@ import re
 import subprocess
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
-from ..cluster_parameters import parameters_section
-from ..docstrings import with_shared_parameters
 from ..errors import BatchCommandNotFoundError, SubmissionError, ValidationError
 from ..handwritten.gpu_parsers import HandWrittenGPUs
 from ..handwritten.hooks import HandWrittenDirectives
-from ..job_commands import CANCEL_CHUNK, CommandFailed, TrialAnswer, run_command
-from ..job_status import JobStatus, run_query
-from ..keywords import Keyword, setting_keywords
-from ..launchers import Launcher
-from ..request import DEFAULT_WALLTIME, JobRequest
+from ..jobs.job_commands import CANCEL_CHUNK, CommandFailed, TrialAnswer, run_command
+from ..jobs.job_status import JobStatus, run_query
+from ..jobs.launchers import Launcher
+from ..jobs.request import DEFAULT_WALLTIME, JobRequest
+from ..jobs.workers import WorkerLaunch
 from ..script.render import Connection, Plan, render
-from ..workers import WorkerLaunch
+from ..settings.cluster_parameters import parameters_section
+from ..settings.docstrings import with_shared_parameters
+from ..settings.keywords import Keyword, setting_keywords
 
 logger = logging.getLogger("gpujobqueue.job")
 # A job id no batch system has given: asked about it, a reachable batch system answers that it
@@ -55,7 +55,7 @@ class BatchSystem(HandWrittenDirectives):
     """One batch system; subclasses declare it (``SLURM``, ``PBS``, ``LSF``, ``SGE``, ``Local``).
 
     Its cluster class is the generic :class:`~gpujobqueue.cluster.GPUJobQueueCluster` bound to it
-    (:func:`gpujobqueue.factory.bound_cluster`, named ``<class name>GPUCluster``),
+    (:func:`gpujobqueue.runtime.factory.bound_cluster`, named ``<class name>GPUCluster``),
     its jobs the generic :class:`~gpujobqueue.job.GPUJob` bound to it. What it makes of the directives
     users write by hand in its syntax is :class:`~gpujobqueue.handwritten.hooks.HandWrittenDirectives`.
     """
@@ -80,7 +80,7 @@ class BatchSystem(HandWrittenDirectives):
     #: The seconds of a bare-number walltime, as those lines read it (dask-jobqueue writes it as given).
     walltime_number_unit: ClassVar[int] = 60
     #: How its queue option reads a list of queues (``","``: sbatch's ``--partition``; ``" "``: LSF's
-    #: ``-q "short long"``); None where it takes one queue (:func:`~gpujobqueue.validation.parse_queues`).
+    #: ``-q "short long"``); None where it takes one queue (:func:`~gpujobqueue.settings.validation.parse_queues`).
     queue_list_separator: ClassVar[str | None] = None
     #: The variable naming the file of a job's hosts, for launchers that need it (``PBS_NODEFILE``).
     node_file_variable: ClassVar[str | None] = None
@@ -160,9 +160,9 @@ class BatchSystem(HandWrittenDirectives):
         if not cls.gpu_request_styles:
             problems.append("gpu_request_styles (at least one)")
         if not all(isinstance(keyword, Keyword) for keyword in cls.keywords):
-            problems.append("keywords (gpujobqueue.keywords.Keyword objects)")
+            problems.append("keywords (gpujobqueue.settings.keywords.Keyword objects)")
         if not all(isinstance(launcher, Launcher) for launcher in cls.launchers):
-            problems.append("launchers (gpujobqueue.launchers.Launcher objects)")
+            problems.append("launchers (gpujobqueue.jobs.launchers.Launcher objects)")
         if cls.native_launcher is not None and cls.native_launcher not in cls.launcher_names():
             problems.append(f"native_launcher {cls.native_launcher!r} (one of its launchers)")
         if not cls.runs_jobs_here and not (cls.status_command and cls.job_id_variable):
@@ -387,7 +387,7 @@ class BatchSystem(HandWrittenDirectives):
         Returns
         -------
         statuses : dict or None
-            Job id to :class:`~gpujobqueue.job_status.JobStatus`; None when it could not be reached (its
+            Job id to :class:`~gpujobqueue.jobs.job_status.JobStatus`; None when it could not be reached (its
             query failed with an error rather than a listing).
         error : str
             The query's error output when ``statuses`` is None, else ``""``.

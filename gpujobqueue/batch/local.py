@@ -17,12 +17,12 @@ import time
 from typing import Any, Iterator, Mapping, Sequence
 
 from ..errors import SubmissionError, ValidationError
-from ..gpus import nvidia_gpu_ids, nvlink_between_gpus
-from ..job_status import JobStatus
-from ..keywords import LIST, Computed, Keyword, NoOption
-from ..limits import MAX_GPUS_PER_NODE
-from ..request import JobRequest
-from ..security import memory_file, open_private_file, open_private_folder
+from ..jobs.job_status import JobStatus
+from ..jobs.request import JobRequest
+from ..machine.gpus import nvidia_gpu_ids, nvlink_between_gpus
+from ..security.tls import memory_file, open_private_file, open_private_folder
+from ..settings.keywords import LIST, Computed, Keyword, NoOption
+from ..settings.limits import MAX_GPUS_PER_NODE
 from .base import BatchSystem
 
 

@@ -10,19 +10,19 @@ import shutil
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from ..declaration import read_declared
 from ..errors import ValidationError
 from ..handwritten.directives import DirectiveForm
 from ..handwritten.gpu_parsers import HandWrittenGPUs, own_line, written_count
-from ..job_commands import CommandFailed
-from ..job_status import JobStatus, unlisted
-from ..keywords import INT, SWITCH, TEXT, Computed, Keyword, NoOption, default_of, parse_keyword
-from ..launchers import LAUNCHER_OBJECTS
-from ..limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_NODES
-from ..request import JobRequest
-from ..validation import given_or, parse_bool, parse_positive_int, parse_size, per_node
-from ..walltimes import parse_walltime
-from ..workers import WorkerLaunch
+from ..jobs.job_commands import CommandFailed
+from ..jobs.job_status import JobStatus, unlisted
+from ..jobs.launchers import LAUNCHER_OBJECTS
+from ..jobs.request import JobRequest
+from ..jobs.workers import WorkerLaunch
+from ..settings.declaration import read_declared
+from ..settings.keywords import INT, SWITCH, TEXT, Computed, Keyword, NoOption, default_of, parse_keyword
+from ..settings.limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_NODES
+from ..settings.validation import given_or, parse_bool, parse_positive_int, parse_size, per_node
+from ..settings.walltimes import parse_walltime
 from .base import BatchSystem
 
 GPU_MODES = ("exclusive_process", "shared")
@@ -44,7 +44,7 @@ def format_lsf_memory(nbytes: int, lsf_units: str) -> str:
     '64425'
     """
     # dask-jobqueue (and distributed with it) imported only where an LSF script's memory is written
-    from ..jobqueue_base import lsf_format_bytes_ceil
+    from ..jobs.jobqueue_base import lsf_format_bytes_ceil
 
     return lsf_format_bytes_ceil(nbytes, lsf_units=lsf_units)
 
@@ -309,7 +309,7 @@ class LSF(BatchSystem):
     def parse_options(cls, settings: Mapping[str, Any], request: JobRequest) -> LSFOptions:
         value = read_declared(cls.keywords, settings)
         if value["lsf_units"] is None:
-            from ..jobqueue_base import lsf_detect_units
+            from ..jobs.jobqueue_base import lsf_detect_units
 
             value["lsf_units"] = parse_lsf_units("LSF_UNIT_FOR_LIMITS", lsf_detect_units())  # lsf.conf's
         memory = request.memory_per_node if value["mem"] is None else value["mem"]

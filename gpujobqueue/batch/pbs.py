@@ -8,17 +8,17 @@ import shutil
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from ..declaration import read_declared
 from ..errors import ValidationError
 from ..handwritten.directives import walltime_form
 from ..handwritten.gpu_parsers import HandWrittenGPUs, written_count
 from ..handwritten.gpus import drop_line
-from ..job_status import JobStatus, unlisted
-from ..keywords import PAIRS, TEXT, Keyword, matching_parser
-from ..launchers import LAUNCHER_OBJECTS
-from ..limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_NODES
-from ..request import JobRequest
-from ..validation import matching, one_line, parse_lines, scalar_text
+from ..jobs.job_status import JobStatus, unlisted
+from ..jobs.launchers import LAUNCHER_OBJECTS
+from ..jobs.request import JobRequest
+from ..settings.declaration import read_declared
+from ..settings.keywords import PAIRS, TEXT, Keyword, matching_parser
+from ..settings.limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_NODES
+from ..settings.validation import matching, one_line, parse_lines, scalar_text
 from .base import BatchSystem, binary_memory
 
 # PBS resource names and values: no spaces, colons, commas, plus signs or shell characters,

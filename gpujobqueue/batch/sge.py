@@ -8,17 +8,17 @@ import shutil
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from ..declaration import read_declared
 from ..errors import SubmissionError, ValidationError
 from ..handwritten.directives import walltime_form
 from ..handwritten.gpu_parsers import HandWrittenGPUs, own_line, written_count
-from ..job_commands import TrialAnswer, ask_without_submitting
-from ..job_status import JobStatus, run_query, unlisted
-from ..keywords import TEXT, Keyword, matching_parser
-from ..launchers import LAUNCHER_OBJECTS
-from ..limits import MAX_GPUS_PER_NODE
-from ..request import JobRequest
-from ..workers import WorkerLaunch
+from ..jobs.job_commands import TrialAnswer, ask_without_submitting
+from ..jobs.job_status import JobStatus, run_query, unlisted
+from ..jobs.launchers import LAUNCHER_OBJECTS
+from ..jobs.request import JobRequest
+from ..jobs.workers import WorkerLaunch
+from ..settings.declaration import read_declared
+from ..settings.keywords import TEXT, Keyword, matching_parser
+from ..settings.limits import MAX_GPUS_PER_NODE
 from .base import BatchSystem
 
 GPU_CONSUMABLES = ("slot", "job")

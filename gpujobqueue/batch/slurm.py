@@ -8,17 +8,17 @@ import shutil
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from ..declaration import read_declared
 from ..errors import ValidationError
 from ..handwritten.directives import DirectiveForm, read_count, walltime_form
 from ..handwritten.gpu_parsers import HandWrittenGPUs, own_line, written_count
-from ..job_commands import TrialAnswer, ask_without_submitting
-from ..job_status import JobStatus, run_query, unlisted
-from ..keywords import INT, TEXT, Keyword
-from ..launchers import LAUNCHER_OBJECTS
-from ..limits import MAX_GPUS_PER_NODE
-from ..request import JobRequest
-from ..validation import parse_constraint, parse_slurm_memory_text, parse_word
+from ..jobs.job_commands import TrialAnswer, ask_without_submitting
+from ..jobs.job_status import JobStatus, run_query, unlisted
+from ..jobs.launchers import LAUNCHER_OBJECTS
+from ..jobs.request import JobRequest
+from ..settings.declaration import read_declared
+from ..settings.keywords import INT, TEXT, Keyword
+from ..settings.limits import MAX_GPUS_PER_NODE
+from ..settings.validation import parse_constraint, parse_slurm_memory_text, parse_word
 from .base import BatchSystem, binary_memory
 
 # Bytes as SLURM memory (binary units), rounded up: ``60G`` or ``1536M``.

@@ -15,14 +15,14 @@ import dask.array as da
 from dask.utils import format_bytes
 from distributed import Client
 
-from ..dashboard import DEFAULT_DASHBOARD_ADDRESS, OpenDashboardWarning, who_can_reach
 from ..errors import GPUJobQueueError
-from ..factory import LocalGPUCluster
-from ..gpus import machine_gpus, nvidia_gpu_ids
-from ..install import install_line
-from ..job_status import read_log_tail
+from ..jobs.job_status import read_log_tail
+from ..machine.gpus import machine_gpus, nvidia_gpu_ids
+from ..machine.install import install_line
+from ..runtime.factory import LocalGPUCluster
 from ..runtime.job import GPUJob
-from ..security import make_private_folder, replace_private_file
+from ..security.dashboard import DEFAULT_DASHBOARD_ADDRESS, OpenDashboardWarning, who_can_reach
+from ..security.tls import make_private_folder, replace_private_file
 from .demo_sizes import DemoSizes, demo_sizes
 
 

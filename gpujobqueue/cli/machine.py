@@ -9,7 +9,7 @@ import click
 
 from ..batch import names
 from ..errors import GPUJobQueueError
-from ..worker_options import PROTOCOLS
+from ..settings.worker_options import PROTOCOLS
 
 
 @click.command()
@@ -100,7 +100,7 @@ def clean(directory: str) -> None:
     ended, as a SIGKILLed client leaves them. Folders of live processes and of other hosts stay."""
     import os
 
-    from ..owned_folders import remove_stale_private_directories
+    from ..security.owned_folders import remove_stale_private_directories
 
     if not os.path.isdir(directory):
         raise click.ClickException(f"{directory} is not a directory")

@@ -12,14 +12,14 @@ import click
 
 from ..batch import command_line_keywords, names
 from ..errors import GPUJobQueueError, JobSizeMissingError, UnknownKeywordError, ValidationError
-from ..keywords import CHOICE, INT, LIST, PAIRS, SWITCH, Keyword
 from ..script.run import DEFAULT_WORKERS_TIMEOUT
-from ..security import InsecureScriptWarning
-from ..validation import parse_count
+from ..security.tls import InsecureScriptWarning
+from ..settings.keywords import CHOICE, INT, LIST, PAIRS, SWITCH, Keyword
+from ..settings.validation import parse_count
 
 
 class WholeNumber(click.ParamType):
-    """An option's whole number in the digits 0-9 (:func:`~gpujobqueue.validation.parse_count`):
+    """An option's whole number in the digits 0-9 (:func:`~gpujobqueue.settings.validation.parse_count`):
     click's own ``int`` reads ``1_0`` as 10 and ``٤`` as 4. The keyword's parser then bounds it."""
 
     name = "integer"
@@ -258,9 +258,9 @@ def _explained(batch: str, keywords: dict[str, Any]) -> str:
 def _client_run(client_script: str | None, client_args: tuple[str, ...], workers_timeout: str) -> Any:
     """The ``--run`` client (a :class:`~gpujobqueue.run.ClientRun`), or None; ``--workers-timeout`` is read
     with --run only, and checked always: a wrong value is not left for the day --run is added."""
-    from ..limits import MAX_WAIT_SECONDS
     from ..script.run import ClientRun
-    from ..validation import parse_duration
+    from ..settings.limits import MAX_WAIT_SECONDS
+    from ..settings.validation import parse_duration
 
     workers_wait = parse_duration("workers_timeout", workers_timeout, 1, MAX_WAIT_SECONDS)
     if client_script is None:
@@ -278,9 +278,9 @@ def _check_arguments(
 ) -> None:
     """Refuse, as click refuses bad usage (status 2), arguments that do not go together, a BATCH|SITE
     that is neither, and a worker name prefix that cannot be one."""
+    from ..settings.validation import parse_name
     from ..sites import site_files
     from ..sites.registry import names_a_file
-    from ..validation import parse_name
 
     if client_args and client_script is None:
         raise click.UsageError(
@@ -325,7 +325,7 @@ def credentials(directory: str) -> None:
     """Make TLS credentials (a new CA, certificate and key, private to you) in DIR, default
     ~/.config/gpujobqueue/tls, for the workers of rendered scripts and the scheduler you run;
     a complete set already there is kept. Prints how to start that scheduler and its client."""
-    from ..security import make_credentials
+    from ..security.tls import make_credentials
 
     try:
         path, made = make_credentials(directory)

@@ -14,7 +14,7 @@ def usage(file: str, as_json: bool) -> None:
     """Print a cluster's usage report: per job, GPUs held, time queued and held, GPU-hours
     charged and busy; then the summary. FILE is the ``<cluster>-usage-<date>.json`` that the
     cluster wrote beside its job logs when it closed."""
-    from ..usage import read_usage
+    from ..jobs.usage import read_usage
 
     try:
         report = read_usage(file)

@@ -13,15 +13,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import config, sites
+from .. import sites
 from .._version import __version__
 from ..errors import GPUJobQueueError
-from ..gpus import GPU, machine_gpus
-from ..install import probe_imports, worker_python_problems
-from ..interfaces import host_interfaces
+from ..machine.gpus import GPU, machine_gpus
+from ..machine.install import probe_imports, worker_python_problems
+from ..machine.interfaces import host_interfaces
 from ..plan import site_problems
 from ..preloads.nic_affinity import map_lines
-from ..worker_args import parse_python
+from ..settings import config
+from ..settings.worker_args import parse_python
 from .probes import (
     PACKAGES,
     Package,
@@ -185,8 +186,8 @@ def _submit_tests(loaded: sites.Site | None, account: str | None) -> list[dict[s
 def _scheduler_placement(batch: str, protocol: str | None) -> str | None:
     """Where a cluster made here would run its scheduler (``gpujobqueue.<batch>.scheduler``)."""
     from ..batch import batch_system
-    from ..config import configured
-    from ..scheduler_job import parse_scheduler_placement
+    from ..jobs.scheduler_job import parse_scheduler_placement
+    from ..settings.config import configured
 
     try:
         return parse_scheduler_placement(configured(batch, "scheduler"), batch_system(batch).runs_jobs_here, protocol)

@@ -9,8 +9,8 @@ import re
 from dataclasses import dataclass
 
 from ..batch import batch_system
-from ..install import cuda_major, install_line
-from ..scheduler_job import SCHEDULER_HERE
+from ..jobs.scheduler_job import SCHEDULER_HERE
+from ..machine.install import cuda_major, install_line
 from ..sites import FRESH_MONTHS, oldest_source
 from .facts import MachineFacts
 from .probes import commands, runs_jobs_here, submitting

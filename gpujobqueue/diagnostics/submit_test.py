@@ -13,8 +13,8 @@ from typing import Any
 
 from ..batch import batch_system
 from ..errors import GPUJobQueueError
-from ..limits import MAX_SUBMIT_TEST_JOBS
 from ..plan.scripts import job_script_for
+from ..settings.limits import MAX_SUBMIT_TEST_JOBS
 from ..sites import Site, SiteConfigError
 from ..sites.routing import has_gpus, nodes_text, walltime_bins
 
@@ -56,7 +56,8 @@ def trial_keywords(site: Site) -> list[tuple[str, dict[str, Any]]]:
     Raises
     ------
     SiteConfigError
-        Naming ``queues``, where they would make more than :data:`~gpujobqueue.limits.MAX_SUBMIT_TEST_JOBS` jobs.
+        Naming ``queues``, where they would make more than
+        :data:`~gpujobqueue.settings.limits.MAX_SUBMIT_TEST_JOBS` jobs.
     """
     jobs: list[tuple[str, dict[str, Any]]] = [("default job", {})]
     for name, entry in site.open_queues.items():
@@ -76,7 +77,7 @@ def trial_keywords(site: Site) -> list[tuple[str, dict[str, Any]]]:
             "queues",
             None,
             f"the submit test would show the batch system {len(jobs)} jobs (the default and one per queue and "
-            f"walltime bin); it shows at most {MAX_SUBMIT_TEST_JOBS} (gpujobqueue.limits)",
+            f"walltime bin); it shows at most {MAX_SUBMIT_TEST_JOBS} (gpujobqueue.settings.limits)",
         )
     return jobs
 

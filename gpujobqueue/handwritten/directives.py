@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import ValidationError
-from ..keywords import parse_keyword
-from ..validation import parse_count
-from ..walltimes import format_hours_walltime, format_walltime, parse_walltime
+from ..settings.keywords import parse_keyword
+from ..settings.validation import parse_count
+from ..settings.walltimes import format_hours_walltime, format_walltime, parse_walltime
 
 #: What each setting is, for messages.
 WHAT = {"walltime": "walltime", "nodes": "nodes", "tasks_per_node": "tasks per node"}
@@ -272,7 +272,7 @@ def walltime_form(
     options: tuple[str, ...], prefix: str, number_unit: int, resource: str | None = None
 ) -> DirectiveForm:
     """The walltime in ``options`` (or ``resource`` of their list), read as
-    :func:`~gpujobqueue.walltimes.parse_walltime` reads it (a bare number in ``number_unit`` seconds), written
+    :func:`~gpujobqueue.settings.walltimes.parse_walltime` reads it (a bare number in ``number_unit`` seconds), written
     by the template as ``prefix`` and the value in ``HH:MM:SS`` (``D-HH:MM:SS`` from a day on where
     ``number_unit`` is 60, SLURM's; else with hours past 24, PBS's and Grid Engine's)."""
     written = format_walltime if number_unit == 60 else format_hours_walltime

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ..errors import ValidationError
-from ..keywords import parse_keyword
-from ..limits import MAX_GPUS_PER_NODE, MAX_NODES
-from ..validation import parse_count
+from ..settings.keywords import parse_keyword
+from ..settings.limits import MAX_GPUS_PER_NODE, MAX_NODES
+from ..settings.validation import parse_count
 
 
 @dataclass(frozen=True)
@@ -65,15 +65,16 @@ class HandWrittenGPUs:
 def written_count(
     field_name: str, text: str, value: str, what: str = "GPUs", most: int = MAX_GPUS_PER_NODE * MAX_NODES
 ) -> int:
-    """A count written in a directive: digits 0-9 (:func:`~gpujobqueue.validation.parse_count`), 1 to
-    ``most`` (gpujobqueue.limits)."""
+    """A count written in a directive: digits 0-9 (:func:`~gpujobqueue.settings.validation.parse_count`), 1 to
+    ``most`` (gpujobqueue.settings.limits)."""
     try:
         count = parse_count(field_name, value, minimum=1)
     except ValidationError:
         raise ValidationError(field_name, f"{text!r}: {value!r} is not a number of {what} (1 or more)") from None
     if count > most:
         raise ValidationError(
-            field_name, f"{text!r}: {value} {what} is more than the {most} gpujobqueue accepts (gpujobqueue.limits)"
+            field_name,
+            f"{text!r}: {value} {what} is more than the {most} gpujobqueue accepts (gpujobqueue.settings.limits)",
         )
     return count
 

@@ -26,7 +26,7 @@ from typing import Any, Mapping
 from dask.utils import parse_bytes
 
 from ..errors import ValidationError
-from ..keywords import parse_keyword
+from ..settings.keywords import parse_keyword
 from .directives import skips
 from .gpu_parsers import HandWrittenGPUs, find
 

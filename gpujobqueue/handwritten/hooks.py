@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Mapping
 
-from ..walltimes import parse_walltime
+from ..settings.walltimes import parse_walltime
 from .directives import DirectiveForm
 from .gpu_parsers import HandWrittenGPUs
 

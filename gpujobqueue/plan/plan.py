@@ -1,7 +1,7 @@
 """The plan of a cluster: its keywords routed to a site queue and resolved (keyword > dask config >
 site > default) once, validated into the frozen values that the cluster, its jobs, ``render`` and
 ``check`` all take. Making a plan starts no process: the workers' python is probed where a cluster
-starts or a script is rendered (:func:`~gpujobqueue.install.warn_if_worker_python_lacks`)."""
+starts or a script is rendered (:func:`~gpujobqueue.machine.install.warn_if_worker_python_lacks`)."""
 
 from __future__ import annotations
 
@@ -11,26 +11,27 @@ import logging
 import re
 from typing import Any, Iterator, Mapping
 
-from .. import config, sites
+from .. import sites
 from ..batch import names
 from ..batch.base import BatchSystem
-from ..cpu_pool import CPUPool
-from ..dashboard import warn_if_workers_serve_dashboards
 from ..errors import ValidationError
-from ..intervals import check_configured
-from ..request import JobRequest
-from ..scheduler_job import (
+from ..jobs.request import JobRequest
+from ..jobs.scheduler_job import (
     SCHEDULER_HERE,
     SCHEDULER_IN_JOB,
     check_scheduler_can_run_in_job,
     parse_scheduler_placement,
 )
-from ..security import resolve_security
-from ..user_limits import UserJobLimit, cpu_pool_job_limit
-from ..validation import check_bounded, parse_bool
-from ..workers import WorkerLaunch
+from ..jobs.workers import WorkerLaunch
+from ..security.dashboard import warn_if_workers_serve_dashboards
+from ..security.tls import resolve_security
+from ..settings import config
+from ..settings.intervals import check_configured
+from ..settings.validation import check_bounded, parse_bool
+from .cpu_pool import CPUPool
 from .resolve import Given, read_keywords, resolve_launch, resolve_request, shows_queue_choice
 from .route import route
+from .user_limits import UserJobLimit, cpu_pool_job_limit
 
 logger = logging.getLogger("gpujobqueue.cluster")
 
@@ -101,7 +102,7 @@ class Plan:
         raise ValueError(f"this plan has no {pool!r} pool")
 
     def worker_python_needs(self, standalone: bool = False) -> dict[str, bool]:
-        """What the workers' python must import, as :func:`~gpujobqueue.install.warn_if_worker_python_lacks`
+        """What the workers' python must import, as :func:`~gpujobqueue.machine.install.warn_if_worker_python_lacks`
         takes it: dask_cuda (dask-cuda workers), gpujobqueue's preloads (unless the script carries them,
         ``standalone``)."""
         return {
@@ -143,7 +144,7 @@ def make_plan(
     owner : str, optional
         The name an unknown keyword's error gives (default: the cluster class's, ``SLURMGPUCluster``).
     security : None, bool or Security, optional
-        The cluster's ``security`` (:func:`~gpujobqueue.security.resolve_security`: TLS unless
+        The cluster's ``security`` (:func:`~gpujobqueue.security.tls.resolve_security`: TLS unless
         False, the protocol ``tls``); left out, the plan has none and its protocol is as given.
     scheduler, cpu_pool, job_array
         The cluster's keywords of those names (else ``gpujobqueue.<batch>.*``).

@@ -8,18 +8,19 @@ import dataclasses
 import warnings
 from typing import Any, Mapping
 
-from .. import config, sites
+from .. import sites
 from ..batch.base import BatchSystem
 from ..errors import JobSizeMissingError, ValidationError
 from ..handwritten import directives as hand_written_directives
 from ..handwritten import gpus as hand_written_gpus
-from ..keywords import RENAMED_KEYWORDS, UCX_TRANSPORT_KEYWORDS, parse_keyword
-from ..request import JobRequest
+from ..jobs.request import JobRequest
+from ..jobs.workers import WorkerLaunch, threads_of_cores
+from ..settings import config
+from ..settings.keywords import RENAMED_KEYWORDS, UCX_TRANSPORT_KEYWORDS, parse_keyword
+from ..settings.validation import check_bounded, path_text
+from ..settings.worker_args import read_worker_args
 from ..sites import Site, routing
-from ..user_limits import UserJobLimit
-from ..validation import check_bounded, path_text
-from ..worker_args import read_worker_args
-from ..workers import WorkerLaunch, threads_of_cores
+from .user_limits import UserJobLimit
 
 # A per-job keyword given by the user replaces the site's per-GPU one.
 _PER_JOB_OVER_PER_GPU = (
@@ -56,7 +57,7 @@ class Given:
 
 def read_keywords(system: type[BatchSystem], kwargs: Mapping[str, Any], owner: str) -> Given:
     """Refuse an unknown keyword (naming ``owner``), a value past the bounds of any
-    (:func:`~gpujobqueue.validation.check_bounded`) and a site of another batch system; load the site.
+    (:func:`~gpujobqueue.settings.validation.check_bounded`) and a site of another batch system; load the site.
 
     Raises
     ------

@@ -8,8 +8,8 @@ from typing import Any, Mapping
 
 from ..batch import batch_system, names
 from ..errors import ValidationError
-from ..install import warn_if_worker_python_lacks
-from ..job_commands import SHORTEST_ARRAY, ArrayElements
+from ..jobs.job_commands import SHORTEST_ARRAY, ArrayElements
+from ..machine.install import warn_if_worker_python_lacks
 from ..script.render import (
     PLACEHOLDER_SCHEDULER,
     Connection,
@@ -18,9 +18,9 @@ from ..script.render import (
     SchedulerInJob,
 )
 from ..script.run import ClientRun
-from ..security import resolve_script_security
+from ..security.tls import resolve_script_security
+from ..settings.validation import matching, parse_name, parse_positive_int, path_text
 from ..sites import load_site, warn_unconfirmed
-from ..validation import matching, parse_name, parse_positive_int, path_text
 from .plan import Plan, make_plan
 
 

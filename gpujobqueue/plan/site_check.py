@@ -8,7 +8,7 @@ import warnings
 
 from ..batch import batch_system
 from ..errors import GPUJobQueueError
-from ..install import WorkerPythonWarning
+from ..machine.install import WorkerPythonWarning
 from ..sites import routing
 from ..sites.errors import SiteConfigError
 from ..sites.registry import load_site

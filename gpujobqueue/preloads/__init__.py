@@ -9,7 +9,7 @@ preloads, by module name, as dask-cuda preloads its own plugins:
   worker's ``UCX_NET_DEVICES`` is the network card nearest its GPU.
 
 The workers' python must therefore import gpujobqueue; the plan checks that it does
-(:func:`gpujobqueue.install.worker_python_problems`). Each module uses the standard library (and
+(:func:`gpujobqueue.machine.install.worker_python_problems`). Each module uses the standard library (and
 distributed) alone and imports nothing of gpujobqueue, so that ``gpujobqueue render --standalone``
 can write it whole into the job's private folder, for nodes without the package, and preload it by
 path. This ``__init__`` imports none of them.

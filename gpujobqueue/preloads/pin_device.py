@@ -8,7 +8,7 @@ nanny gives its worker. The job script names the pairs: ``GPUJOBQUEUE_DEVICES`` 
 several devices by dask-jobqueue's ``processes`` has them joined by ``+``: ``w-0=0+1,w-1=2+3``), and
 ``GPUJOBQUEUE_VISIBILITY_VARIABLE`` the variable (``CUDA_VISIBLE_DEVICES``,
 ``ROCR_VISIBLE_DEVICES``...). The worker's name is the nanny's, as the script spells it
-(gpujobqueue/naming.py), so nothing here reads a name.
+(gpujobqueue/settings/naming.py), so nothing here reads a name.
 """
 
 import os

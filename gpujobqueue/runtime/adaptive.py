@@ -9,8 +9,8 @@ from typing import Any
 from distributed.deploy.adaptive import Adaptive
 
 from ..errors import ValidationError
-from ..limits import MAX_JOBS_PER_CLUSTER
-from ..validation import parse_count
+from ..settings.limits import MAX_JOBS_PER_CLUSTER
+from ..settings.validation import parse_count
 
 
 def _bound(bound: str, workers_per_job: int, given: dict[str, Any]) -> tuple[str, int | float] | None:

@@ -16,29 +16,31 @@ from distributed.scheduler import Scheduler
 from distributed.security import Security
 from distributed.utils import format_dashboard_link
 
-from .. import config, gpus, sites
+from .. import sites
 from ..batch.base import BatchSystem
-from ..cluster_parameters import CLUSTER_PARAMETERS
-from ..dashboard import OpenDashboardWarning, is_loopback_address
-from ..docstrings import with_shared_parameters
 from ..errors import GPUJobQueueError, ValidationError
-from ..install import WorkerPythonCheck
-from ..interfaces import check_scheduler_interface
-from ..job_commands import JobCommands
-from ..limits import MAX_JOBS_PER_CLUSTER
-from ..naming import WorkerJobKey, cpu_job_name, gpu_job_name
-from ..owned_folders import ClusterFolder, owner_prefix, remove_owned_folder, remove_stale_private_directories
-from ..plan import Plan, make_plan
-from ..preloads.watchdog import CLUSTER_ALIVE_HANDLER, probe_interval
-from ..scheduler_job import (
+from ..jobs.job_commands import JobCommands
+from ..jobs.scheduler_job import (
     SCHEDULER_FILE_NAME,
     SCHEDULER_HERE,
     SCHEDULER_IN_JOB,
     SchedulerStart,
     check_ucx_scheduler_host,
 )
-from ..security import make_private_directory, scheduler_tls_args, worker_security_with_files
-from ..validation import parse_count, parse_name
+from ..machine import gpus
+from ..machine.install import WorkerPythonCheck
+from ..machine.interfaces import check_scheduler_interface
+from ..plan import Plan, make_plan
+from ..preloads.watchdog import CLUSTER_ALIVE_HANDLER, probe_interval
+from ..security.dashboard import OpenDashboardWarning, is_loopback_address
+from ..security.owned_folders import ClusterFolder, owner_prefix, remove_owned_folder, remove_stale_private_directories
+from ..security.tls import make_private_directory, scheduler_tls_args, worker_security_with_files
+from ..settings import config
+from ..settings.cluster_parameters import CLUSTER_PARAMETERS
+from ..settings.docstrings import with_shared_parameters
+from ..settings.limits import MAX_JOBS_PER_CLUSTER
+from ..settings.naming import WorkerJobKey, cpu_job_name, gpu_job_name
+from ..settings.validation import parse_count, parse_name
 from . import exit_cleanup
 from .cluster_options import check_cluster_keywords, shared_directory
 from .cluster_options import scheduler_options as checked_scheduler_options
@@ -70,7 +72,7 @@ class GPUJobQueueCluster(RuntimeCluster):
         A keyword no gpujobqueue cluster takes.
     """
 
-    batch_system: ClassVar[type[BatchSystem]]  # its jobs' batch system (gpujobqueue.factory.bound_cluster)
+    batch_system: ClassVar[type[BatchSystem]]  # its jobs' batch system (gpujobqueue.runtime.factory.bound_cluster)
     job_cls: ClassVar[type[GPUJob]]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -255,7 +257,7 @@ class GPUJobQueueCluster(RuntimeCluster):
         self.new_spec["group"] = launch.name_suffixes
 
     def _new_worker_name(self, worker_number: int) -> str:
-        """The name of the GPU job number ``worker_number`` (:func:`gpujobqueue.naming.gpu_job_name`)."""
+        """The name of the GPU job number ``worker_number`` (:func:`gpujobqueue.settings.naming.gpu_job_name`)."""
         return gpu_job_name(self._name, worker_number)
 
     def new_worker_spec(self) -> dict[str, Any]:

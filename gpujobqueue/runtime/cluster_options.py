@@ -15,10 +15,10 @@ from typing import Any, Mapping
 from distributed import Scheduler
 from tornado.ioloop import IOLoop
 
-from .. import config
-from ..dashboard import dashboard_options
 from ..errors import ValidationError, shown
-from ..validation import check_bounded, parse_count, parse_name, parse_path
+from ..security.dashboard import dashboard_options
+from ..settings import config
+from ..settings.validation import check_bounded, parse_count, parse_name, parse_path
 from .adaptive import GPUAdaptive
 from .job import GPUJob
 
@@ -118,7 +118,7 @@ def scheduler_options(
     batch: str, given: Any, scheduler_cls: Any = None, where: str = "this host"
 ) -> tuple[dict[str, Any], str | None]:
     """The scheduler's options (``scheduler_options``, else ``gpujobqueue.<batch>.scheduler-options``),
-    a mapping of the options ``scheduler_cls`` takes, as :func:`~gpujobqueue.dashboard.dashboard_options`
+    a mapping of the options ``scheduler_cls`` takes, as :func:`~gpujobqueue.security.dashboard.dashboard_options`
     makes them (its HTTP server closed unless they open the dashboard), and the dashboard's address
     or None; ``where`` names the scheduler's host."""
     field = "scheduler_options"

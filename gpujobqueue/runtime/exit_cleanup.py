@@ -2,7 +2,7 @@
 closed (as distributed's own exit hook, which runs after this one, would), and whatever job is
 left is cancelled at once; on SIGTERM and SIGHUP, whose default action would end the process
 with neither, the jobs are cancelled at once. SIGINT raises KeyboardInterrupt, which ends in an
-exit like any other (:mod:`gpujobqueue.sigint` keeps dask-jobqueue's import from changing that)."""
+exit like any other (:mod:`gpujobqueue.jobs.sigint` keeps dask-jobqueue's import from changing that)."""
 
 from __future__ import annotations
 

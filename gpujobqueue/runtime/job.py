@@ -15,17 +15,17 @@ from distributed.core import Status
 from distributed.deploy.spec import ProcessInterface
 from distributed.security import Security
 
-from .. import config
 from ..batch.base import BatchSystem
 from ..errors import ValidationError
-from ..job_commands import ArrayElements, CommandFailed, JobCommands
-from ..job_status import JobFailedError, JobStatus, read_log_tail, script_exit_code
-from ..jobqueue_base import Job
-from ..owned_folders import ClusterFolder
+from ..jobs.job_commands import ArrayElements, CommandFailed, JobCommands
+from ..jobs.job_status import JobFailedError, JobStatus, read_log_tail, script_exit_code
+from ..jobs.jobqueue_base import Job
+from ..jobs.scheduler_job import SchedulerStart
 from ..plan import Plan, make_plan
-from ..scheduler_job import SchedulerStart
 from ..script.render import SchedulerAddress, SchedulerFile, SchedulerInJob
-from ..security import worker_tls_args
+from ..security.owned_folders import ClusterFolder
+from ..security.tls import worker_tls_args
+from ..settings import config
 
 logger = logging.getLogger(__name__)
 
@@ -110,7 +110,7 @@ class GPUJob(Job):
     start_scheduler : SchedulerStart, optional
         This job starts the cluster's scheduler, then its workers (``scheduler="job"``).
     cluster_folder : callable, optional
-        Gives the cluster's private folder (:class:`~gpujobqueue.owned_folders.ClusterFolder`), or None
+        Gives the cluster's private folder (:class:`~gpujobqueue.security.owned_folders.ClusterFolder`), or None
         while it has none: the job reads the folder's files (the ``--tls-*`` files and scheduler file
         above) only from inside it once checked, into a copy of its own.
     commands : JobCommands, optional

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
 from ..batch.base import BatchSystem
-from ..job_status import JobCannotStartError, JobFailedError, JobStatus
+from ..jobs.job_status import JobCannotStartError, JobFailedError, JobStatus
 from .background import BackgroundLoop
 from .handover import Tenure
 from .jobbook import BookJob, JobBook, gpus_of

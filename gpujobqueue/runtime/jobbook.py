@@ -7,11 +7,11 @@ import time
 from typing import Any, Awaitable, Callable, ClassVar, Iterable, Mapping, Protocol
 
 from ..batch.base import BatchSystem
-from ..job_status import JobFailedError, JobStatus
-from ..naming import WorkerJobKey
-from ..request import JobRequest
-from ..user_limits import JobHold, UserJobLimit
-from ..workers import WorkerLaunch
+from ..jobs.job_status import JobFailedError, JobStatus
+from ..jobs.request import JobRequest
+from ..jobs.workers import WorkerLaunch
+from ..plan.user_limits import JobHold, UserJobLimit
+from ..settings.naming import WorkerJobKey
 from .handover import Handover
 from .scheduler_process import HostedWorkers
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 
-from ..usage import UsageReport
+from ..jobs.usage import UsageReport
 from .job_watch import JobTable
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from .. import config
-from ..validation import parse_bool
+from ..settings import config
+from ..settings.validation import parse_bool
 
 
 def progress_wanted() -> bool:

@@ -15,9 +15,9 @@ import time
 from typing import Any, Awaitable, Callable, Iterable, Sequence
 
 from ..errors import BatchCommandNotFoundError, GPUJobQueueError, SubmissionError
-from ..intervals import max_failures
-from ..job_status import JobCannotStartError
-from ..user_limits import refusal_line
+from ..jobs.job_status import JobCannotStartError
+from ..plan.user_limits import refusal_line
+from ..settings.intervals import max_failures
 from .jobbook import JobBook
 
 logger = logging.getLogger(__name__)
@@ -31,7 +31,7 @@ class Replacement:
     book : JobBook
         The cluster's jobs.
     limit : int, optional
-        Failures in a row that stop the replacing (default :func:`~gpujobqueue.intervals.max_failures`).
+        Failures in a row that stop the replacing (default :func:`~gpujobqueue.settings.intervals.max_failures`).
     user_limit_refusals : sequence of str, optional
         The batch system's words when it refuses a job for a per-user limit of the queue: such a
         refusal holds the jobs (``book.hold``) rather than failing them.

@@ -11,12 +11,12 @@ from typing import Any, Callable
 
 from distributed.core import Status
 
-from ..intervals import job_poll_interval
-from ..job_status import JobFailedError
-from ..jobqueue_base import JobQueueCluster
-from ..naming import WorkerJobKey
+from ..jobs.job_status import JobFailedError
+from ..jobs.jobqueue_base import JobQueueCluster
+from ..jobs.usage import UsageReport
 from ..plan import Plan
-from ..usage import UsageReport
+from ..settings.intervals import job_poll_interval
+from ..settings.naming import WorkerJobKey
 from .cluster_options import check_adapt_keywords
 from .job import GPUJob
 from .job_watch import JobTable, JobWatch

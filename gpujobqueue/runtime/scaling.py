@@ -9,9 +9,9 @@ import math
 from typing import Any, Iterable
 
 from ..errors import BatchCommandNotFoundError, ValidationError
-from ..intervals import adapt_interval, adapt_wait_count
-from ..limits import MAX_JOBS_PER_CLUSTER, MAX_WAIT_SECONDS, MIN_LOOK_SECONDS
-from ..validation import parse_count, parse_duration, parse_size
+from ..settings.intervals import adapt_interval, adapt_wait_count
+from ..settings.limits import MAX_JOBS_PER_CLUSTER, MAX_WAIT_SECONDS, MIN_LOOK_SECONDS
+from ..settings.validation import parse_count, parse_duration, parse_size
 from .adaptive import GPUAdaptive, adapt_bounds
 from .job_watch import JobWatch
 from .jobbook import JobBook
@@ -130,7 +130,8 @@ class Scaling:
         for field, count in ((counted, gpu_jobs), ("cpu_workers", cpu_jobs)):
             if count is not None and count > MAX_JOBS_PER_CLUSTER:
                 raise ValidationError(
-                    field, f"{count!r} jobs: a cluster holds 0 to {MAX_JOBS_PER_CLUSTER} jobs (gpujobqueue.limits)"
+                    field,
+                    f"{count!r} jobs: a cluster holds 0 to {MAX_JOBS_PER_CLUSTER} jobs (gpujobqueue.settings.limits)",
                 )
         return gpu_jobs, cpu_jobs
 

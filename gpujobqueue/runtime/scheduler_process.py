@@ -12,8 +12,8 @@ from typing import Any, Callable
 
 from distributed.deploy.spec import ProcessInterface
 
-from ..owned_folders import ClusterFolder
-from ..scheduler_job import SchedulerStart, read_scheduler_address
+from ..jobs.scheduler_job import SchedulerStart, read_scheduler_address
+from ..security.owned_folders import ClusterFolder
 from .job import GPUJob
 
 logger = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ class JobScheduler(ProcessInterface):
     tls_args : tuple of str
         The scheduler's ``--tls-*`` options.
     dashboard, dashboard_address : bool, str
-        From ``scheduler_options`` (:func:`gpujobqueue.dashboard.dashboard_options`): the
+        From ``scheduler_options`` (:func:`gpujobqueue.security.dashboard.dashboard_options`): the
         dashboard's address where it is open, else none at all.
     **scheduler_options
         The rest of dask-jobqueue's scheduler options (protocol, interface, security),

@@ -1,7 +1,7 @@
 """The meter of a cluster's usage: told when each job was submitted, started and ended, and
 sampling how busy each job's workers are from the metrics their heartbeats send the scheduler
 (NVML's GPU utilisation where distributed's system monitor reports it, else the share of the
-workers' threads executing tasks). Its :meth:`UsageMeter.report` is a :class:`~gpujobqueue.usage.UsageReport`."""
+workers' threads executing tasks). Its :meth:`UsageMeter.report` is a :class:`~gpujobqueue.jobs.usage.UsageReport`."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import math
 import time
 from typing import Any, Iterable, Mapping
 
-from ..limits import MAX_USAGE_JOBS
-from ..usage import BUSY_THRESHOLD, Charge, JobUsage, UsageReport
+from ..jobs.usage import BUSY_THRESHOLD, Charge, JobUsage, UsageReport
+from ..settings.limits import MAX_USAGE_JOBS
 
 
 class UsageMeter:

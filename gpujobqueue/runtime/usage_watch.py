@@ -10,8 +10,8 @@ import logging
 import time
 from typing import Any, Awaitable, Callable, Mapping
 
-from ..intervals import job_poll_interval, usage_sample_interval
-from ..usage import Charge, UsageReport, write_usage
+from ..jobs.usage import Charge, UsageReport, write_usage
+from ..settings.intervals import job_poll_interval, usage_sample_interval
 from .background import BackgroundLoop
 from .jobbook import JobBook, gpus_of
 from .usage_meter import UsageMeter, busy_by_job

@@ -13,8 +13,8 @@ from dask.utils import parse_timedelta
 from distributed.core import Status
 
 from ..errors import GPUJobQueueError
-from ..limits import MAX_JOBS_PER_CLUSTER, MAX_WAIT_SECONDS
-from ..validation import parse_count, parse_duration
+from ..settings.limits import MAX_JOBS_PER_CLUSTER, MAX_WAIT_SECONDS
+from ..settings.validation import parse_count, parse_duration
 from .job_watch import JobWatch
 from .progress import WaitProgress
 from .replacement import Replacement

@@ -12,25 +12,25 @@ from typing import TYPE_CHECKING, Any, Protocol, Sequence, Union
 
 import jinja2
 
-from .. import config, naming
-from ..dashboard import CLOSED_HTTP_ADDRESS
 from ..errors import ValidationError
-from ..install import python_version
-from ..job_commands import ArrayElements
-from ..launchers import launch_context
-from ..package_data import package_data_dir
+from ..jobs.job_commands import ArrayElements
+from ..jobs.launchers import launch_context
+from ..jobs.request import JobRequest
+from ..jobs.scheduler_job import SchedulerStart, check_scheduler_can_run_in_job
+from ..jobs.workers import WorkerLaunch
+from ..machine.install import python_version
+from ..machine.package_data import package_data_dir
 from ..preloads import PRELOADS, SAFE_PATH, module_name, standalone_file_name
 from ..preloads import source as preload_source
-from ..request import JobRequest
-from ..scheduler_job import SchedulerStart, check_scheduler_can_run_in_job
-from ..security import ScriptTLS
-from ..validation import parse_job_path
-from ..walltimes import format_hours_walltime
-from ..workers import WorkerLaunch
+from ..security.dashboard import CLOSED_HTTP_ADDRESS
+from ..security.tls import ScriptTLS
+from ..settings import config, naming
+from ..settings.validation import parse_job_path
+from ..settings.walltimes import format_hours_walltime
 from .run import ClientRun
 
 if TYPE_CHECKING:
-    from ..owned_folders import ClusterFolder
+    from ..security.owned_folders import ClusterFolder
 
 
 class Plan(Protocol):

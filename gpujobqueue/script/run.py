@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import ValidationError
-from ..limits import MAX_WAIT_SECONDS
-from ..validation import one_line, parse_duration, path_text
+from ..settings.limits import MAX_WAIT_SECONDS
+from ..settings.validation import one_line, parse_duration, path_text
 
 DEFAULT_WORKERS_TIMEOUT = 300
 

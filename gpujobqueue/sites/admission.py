@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..validation import parse_size
+from ..settings.validation import parse_size
 from . import routing
 from .errors import QueueRefusedError, SiteConfigError, dotted_key
 from .facts import Site

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Iterator
 
-from ..usage import Charge
+from ..jobs.usage import Charge
 from .errors import dotted_key, value_at
 from .schema import unconfirmed_keys
 
@@ -43,7 +43,7 @@ def charge_source(data: dict, key: tuple) -> str:
 
 
 def queue_charge(data: dict, queue: str) -> Charge | None:
-    """The :class:`~gpujobqueue.usage.Charge` of a job in ``queue`` (the queue's charge, else the site's), or None."""
+    """The :class:`~gpujobqueue.jobs.usage.Charge` of a job in ``queue`` (its own, else the site's), or None."""
     key = charge_key(data, queue)
     if key is None:
         return None

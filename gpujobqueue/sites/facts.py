@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..usage import Charge
+from ..jobs.usage import Charge
 from .charges import queue_charge
 from .errors import QueueRefusedError, SiteConfigError
 

@@ -11,7 +11,7 @@ import re
 from typing import Any, Mapping
 
 from ..errors import ValidationError
-from ..request import JobRequest
+from ..jobs.request import JobRequest
 from .facts import Site
 
 # The keywords that ask the batch system for memory.

@@ -10,8 +10,8 @@ from typing import Any, Iterable, Iterator
 
 from ..batch import batch_systems
 from ..errors import ValidationError
-from ..keywords import PAIRS, Keyword, default_of, setting_keywords
-from ..walltimes import parse_walltime
+from ..settings.keywords import PAIRS, Keyword, default_of, setting_keywords
+from ..settings.walltimes import parse_walltime
 from . import routing
 from .charges import charge_problems
 from .errors import SiteConfigError, dotted_key, value_at

@@ -7,7 +7,7 @@ import functools
 import re
 from typing import Any
 
-from ..limits import MAX_PATTERN_CHOICES, MAX_PATTERN_INPUT
+from ..settings.limits import MAX_PATTERN_CHOICES, MAX_PATTERN_INPUT
 
 try:
     from re import _parser as _sre  # type: ignore[attr-defined]
@@ -78,9 +78,9 @@ def pattern_problem(pattern: Any) -> str | None:
     site pattern is accepted only if those ways are few: it repeats only single characters,
     classes and groups of them (``\\w+``, ``[0-9]{4}``, ``(ab)+``, never ``(a+)+`` or ``(a|aa)+``),
     holds no backreference, lookaround or conditional group, and the product of its repeats'
-    counts and alternations' branches is at most :data:`~gpujobqueue.limits.MAX_PATTERN_CHOICES`
+    counts and alternations' branches is at most :data:`~gpujobqueue.settings.limits.MAX_PATTERN_CHOICES`
     (three unbounded repeats; sixty ``.{0,3}`` are refused). It is matched against at most
-    :data:`~gpujobqueue.limits.MAX_PATTERN_INPUT` characters: a match takes well under a second.
+    :data:`~gpujobqueue.settings.limits.MAX_PATTERN_INPUT` characters: a match takes well under a second.
     The message names the pattern (its first 60 characters).
     """
     if not isinstance(pattern, str):
@@ -94,7 +94,7 @@ def pattern_problem(pattern: Any) -> str | None:
 
 def pattern_matches(pattern: str, text: str) -> bool:
     """``re.fullmatch`` of a site pattern (checked by :func:`pattern_problem` when its file was
-    read) on at most :data:`~gpujobqueue.limits.MAX_PATTERN_INPUT` characters; longer text never matches."""
+    read) on at most :data:`~gpujobqueue.settings.limits.MAX_PATTERN_INPUT` characters; longer text never matches."""
     if len(text) > MAX_PATTERN_INPUT or pattern_problem(pattern):
         return False
     return re.fullmatch(pattern, text) is not None

@@ -13,8 +13,8 @@ import socket
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..limits import MAX_SITE_FILES
-from ..package_data import package_data_dir
+from ..machine.package_data import package_data_dir
+from ..settings.limits import MAX_SITE_FILES
 from .errors import SiteConfigError
 from .facts import Site
 from .load import load_files
@@ -42,7 +42,7 @@ def site_files() -> dict[str, list[Path]]:
     Raises
     ------
     SiteConfigError
-        Naming a folder of more than :data:`~gpujobqueue.limits.MAX_SITE_FILES` site files.
+        Naming a folder of more than :data:`~gpujobqueue.settings.limits.MAX_SITE_FILES` site files.
     """
     found: dict[str, list[Path]] = {}
     for directory in site_directories():
@@ -56,7 +56,7 @@ def site_files() -> dict[str, list[Path]]:
                 directory,
                 "",
                 None,
-                f"{len(names)} site files; a site folder holds at most {MAX_SITE_FILES} (gpujobqueue.limits), "
+                f"{len(names)} site files; a site folder holds at most {MAX_SITE_FILES} (gpujobqueue.settings.limits), "
                 "each read whenever sites are listed or detected",
             )
         for name in names:
@@ -125,7 +125,7 @@ def choose_site(site: "str | os.PathLike[str] | Site | None", batch: str | None)
     SiteConfigError, GPUJobQueueError
         The chosen site does not load.
     """
-    from .. import config
+    from ..settings import config
 
     how = "given"
     if site is None and batch is None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ValidationError
-from ..walltimes import parse_walltime
+from ..settings.walltimes import parse_walltime
 
 _NODE_RANGE = re.compile(r"^\s*([0-9]+)\s*(?:-\s*([0-9]+)\s*)?$")
 

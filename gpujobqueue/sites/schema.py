@@ -15,7 +15,7 @@ import jsonschema
 import yaml
 
 from ..batch import batch_systems
-from ..keywords import site_schema_fragment
+from ..settings.keywords import site_schema_fragment
 from .errors import SiteConfigError, dotted_key
 
 SCHEMA_FILE = Path(__file__).parent.parent / "site_schema.yaml"

@@ -11,8 +11,14 @@ from typing import Any
 import yaml
 
 from ..errors import FileRefusedError
-from ..files import read_bounded_text
-from ..limits import MAX_SITE_DEPTH, MAX_SITE_FILE_BYTES, MAX_SITE_ITEMS, MAX_SITE_NUMBER_CHARS, MAX_SITE_VALUES
+from ..security.files import read_bounded_text
+from ..settings.limits import (
+    MAX_SITE_DEPTH,
+    MAX_SITE_FILE_BYTES,
+    MAX_SITE_ITEMS,
+    MAX_SITE_NUMBER_CHARS,
+    MAX_SITE_VALUES,
+)
 from .errors import SiteConfigError, dotted_key
 
 
@@ -44,7 +50,7 @@ class SiteLoader(yaml.SafeLoader):
         self.values += 1
         if self.values > MAX_SITE_VALUES:
             raise RefusedYAMLError(
-                f"more than {MAX_SITE_VALUES} values; a site file is a page of YAML (gpujobqueue.limits)",
+                f"more than {MAX_SITE_VALUES} values; a site file is a page of YAML (gpujobqueue.settings.limits)",
                 event.start_mark,
             )
         nested = isinstance(event, yaml.CollectionStartEvent)
@@ -130,7 +136,7 @@ def _printable(path: Path, text: str) -> str:
 
 def load_site_yaml(path: Path) -> tuple[Any, yaml.Node | None]:
     """The file's data and its composed node tree (None for an empty file), read and parsed
-    once, within the bounds of ``gpujobqueue.limits``.
+    once, within the bounds of ``gpujobqueue.settings.limits``.
 
     Raises
     ------
@@ -162,7 +168,9 @@ def load_site_yaml(path: Path) -> tuple[Any, yaml.Node | None]:
     finally:
         loader.dispose()
     key, count = crowded
-    message = f"{count} items; a list or mapping of a site file holds at most {MAX_SITE_ITEMS} (gpujobqueue.limits)"
+    message = (
+        f"{count} items; a list or mapping of a site file holds at most {MAX_SITE_ITEMS} (gpujobqueue.settings.limits)"
+    )
     raise SiteConfigError(path, dotted_key(key), line_index(node).get(key), message)
 
 

@@ -34,7 +34,7 @@ from gpujobqueue import (
     SLURMGPUCluster,
     SubmissionError,
 )
-from gpujobqueue.gpus import nvidia_gpu_ids
+from gpujobqueue.machine.gpus import nvidia_gpu_ids
 from gpujobqueue.runtime.cluster import WorkerJobKey
 
 # Workers of every backend import this module's functions from the tests folder.

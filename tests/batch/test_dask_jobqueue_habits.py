@@ -20,8 +20,8 @@ from gpujobqueue import (
     SLURMGPUCluster,
     UnknownKeywordError,
 )
-from gpujobqueue.keywords import LAUNCH_KEYWORDS, REQUEST_KEYWORDS
 from gpujobqueue.plan.scripts import job_script_for
+from gpujobqueue.settings.keywords import LAUNCH_KEYWORDS, REQUEST_KEYWORDS
 
 CLASSES = [SLURMGPUCluster, PBSGPUCluster, LSFGPUCluster, SGEGPUCluster]
 

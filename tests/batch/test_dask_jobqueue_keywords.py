@@ -10,10 +10,10 @@ from test_worker_command_line import command_environment
 from test_worker_line_cli import parsed, resources
 
 from gpujobqueue.errors import ValidationError
-from gpujobqueue.factory import cluster_class
 from gpujobqueue.plan import make_plan
 from gpujobqueue.plan.scripts import job_script_for
-from gpujobqueue.worker_args import DASK_CUDA_WORKER, DASK_WORKER
+from gpujobqueue.runtime.factory import cluster_class
+from gpujobqueue.settings.worker_args import DASK_CUDA_WORKER, DASK_WORKER
 
 
 def script_for(batch: str = "slurm", **keywords) -> str:

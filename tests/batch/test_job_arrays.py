@@ -21,7 +21,7 @@ from emulators.common import JobStore
 from test_conformance import BATCH, Backend, _backend, tmp_path_cwd  # noqa: F401  (fixture)
 
 from gpujobqueue import JobFailedError, LocalGPUCluster, SLURMGPUCluster, ValidationError
-from gpujobqueue.job_commands import consecutive_runs
+from gpujobqueue.jobs.job_commands import consecutive_runs
 
 SIZE = {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB"}  # off a site, a job says its cores and memory
 TASK_VARIABLE = {"slurm": "SLURM_ARRAY_TASK_ID", "sge": "SGE_TASK_ID", "pbs": "PBS_ARRAY_INDEX", "lsf": "LSB_JOBINDEX"}

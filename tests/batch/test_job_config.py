@@ -10,7 +10,7 @@ import dask
 import pytest
 
 from gpujobqueue.batch import names as batch_names
-from gpujobqueue.factory import cluster_class
+from gpujobqueue.runtime.factory import cluster_class
 
 ODD = {
     "cores": 77,

@@ -15,9 +15,9 @@ from gpujobqueue import LocalGPUCluster, LSFGPUCluster, PBSGPUCluster, SGEGPUClu
 from gpujobqueue.batch import names as batch_names
 from gpujobqueue.cli import main
 from gpujobqueue.errors import ValidationError
-from gpujobqueue.factory import cluster_class
-from gpujobqueue.launchers import LAUNCHER_OBJECTS, LAUNCHERS, NODE_RANK_VARIABLE, LaunchContext
+from gpujobqueue.jobs.launchers import LAUNCHER_OBJECTS, LAUNCHERS, NODE_RANK_VARIABLE, LaunchContext
 from gpujobqueue.plan.scripts import job_script_for
+from gpujobqueue.runtime.factory import cluster_class
 
 TWO_NODES = LaunchContext(
     nodes=2,

@@ -7,7 +7,7 @@ import time
 import pytest
 from fixtures.sge import _format_conf
 
-from gpujobqueue.launchers import LAUNCHER_OBJECTS, LaunchContext
+from gpujobqueue.jobs.launchers import LAUNCHER_OBJECTS, LaunchContext
 
 pytestmark = pytest.mark.sge
 TIGHT_PE, TIGHT_QUEUE = "gjqtight", "tight.q"

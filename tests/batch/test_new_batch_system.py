@@ -31,15 +31,15 @@ from dask.distributed import Client
 from gpujobqueue import GPUCluster, ValidationError
 from gpujobqueue.batch import batch_system, names, register, unregister
 from gpujobqueue.batch.base import BatchSystem
-from gpujobqueue.config import UnknownSettingWarning
-from gpujobqueue.factory import cluster_class
 from gpujobqueue.handwritten.gpu_parsers import HandWrittenGPUs, written_count
-from gpujobqueue.job_status import JobStatus, unlisted
-from gpujobqueue.keywords import TEXT, Keyword
-from gpujobqueue.launchers import LaunchContext, Launcher
+from gpujobqueue.jobs.job_status import JobStatus, unlisted
+from gpujobqueue.jobs.launchers import LaunchContext, Launcher
+from gpujobqueue.jobs.request import JobRequest
 from gpujobqueue.plan import site_problems
 from gpujobqueue.plan.scripts import job_script_for
-from gpujobqueue.request import JobRequest
+from gpujobqueue.runtime.factory import cluster_class
+from gpujobqueue.settings.config import UnknownSettingWarning
+from gpujobqueue.settings.keywords import TEXT, Keyword
 
 TESTS = Path(__file__).resolve().parents[1]
 

@@ -1,6 +1,6 @@
 """Issue 41, third step: PBS's and Grid Engine's own keywords are read by their declarations alone
-(:func:`~gpujobqueue.declaration.read_declared`), and what reads several of them together is a small named rule,
-each tested here by itself."""
+(:func:`~gpujobqueue.settings.declaration.read_declared`), and what reads several of them together is a small named
+rule, each tested here by itself."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 from gpujobqueue.batch import batch_systems
 from gpujobqueue.batch.pbs import check_torque_options, exclusive_place
 from gpujobqueue.batch.sge import check_hosts, check_resource_type, gpu_request_value
-from gpujobqueue.declaration import read_declared
 from gpujobqueue.errors import ValidationError
-from gpujobqueue.request import JobRequest
+from gpujobqueue.jobs.request import JobRequest
+from gpujobqueue.settings.declaration import read_declared
 
 PBS_STYLES = ("select", "torque", "none")
 SGE_STYLES = ("complex", "resource-type", "none")

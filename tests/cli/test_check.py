@@ -17,7 +17,7 @@ import time
 import pytest
 
 from gpujobqueue.diagnostics import Package, gather_facts, judge, report
-from gpujobqueue.gpus import GPU
+from gpujobqueue.machine.gpus import GPU
 
 GPU_HERE = (
     shutil.which("nvidia-smi") is not None and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0

@@ -12,7 +12,7 @@ import yaml
 from click.testing import CliRunner
 
 from gpujobqueue.cli import main
-from gpujobqueue.gpus import nvidia_gpu_ids
+from gpujobqueue.machine.gpus import nvidia_gpu_ids
 from gpujobqueue.sites import load_site
 
 GPUJOBQUEUE = [sys.executable, "-m", "gpujobqueue.cli"]
@@ -376,8 +376,8 @@ RENDER_ONLY_OPTIONS = {  # each named after the field its errors name (--schedul
 def test_render_has_an_option_for_every_keyword_of_every_batch_system():
     from gpujobqueue.batch import names as batch_names
     from gpujobqueue.cli.main import render
-    from gpujobqueue.factory import cluster_class
-    from gpujobqueue.keywords import LAUNCH, PROCESSES, REQUEST
+    from gpujobqueue.runtime.factory import cluster_class
+    from gpujobqueue.settings.keywords import LAUNCH, PROCESSES, REQUEST
 
     options = {param.name for param in render.params if isinstance(param, click.Option)}
     keywords = set()

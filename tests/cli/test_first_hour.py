@@ -155,7 +155,7 @@ def test_render_refuses_memory_without_a_unit_and_writes_no_script(tmp_path):
 
 
 def test_sizes_with_a_unit_and_python_ints_of_bytes_are_read_as_before():
-    from gpujobqueue.validation import parse_size
+    from gpujobqueue.settings.validation import parse_size
 
     assert parse_size("memory", "240GB") == 240 * 10**9
     assert parse_size("memory", "240 GiB") == 240 * 2**30
@@ -166,7 +166,7 @@ def test_the_readmes_login_node_install_is_what_the_workers_python_check_asks_fo
     import re
     from pathlib import Path
 
-    from gpujobqueue.install import install_line
+    from gpujobqueue.machine.install import install_line
 
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     row = next(line for line in readme.splitlines() if line.startswith("| no GPU here (a login node)"))

@@ -9,9 +9,9 @@ import tempfile
 import pytest
 
 from gpujobqueue.errors import GPUJobQueueError
-from gpujobqueue.owned_folders import ClusterFolder
-from gpujobqueue.scheduler_job import SCHEDULER_FILE_NAME, read_scheduler_address
-from gpujobqueue.security import make_private_directory
+from gpujobqueue.jobs.scheduler_job import SCHEDULER_FILE_NAME, read_scheduler_address
+from gpujobqueue.security.owned_folders import ClusterFolder
+from gpujobqueue.security.tls import make_private_directory
 
 
 def made_folder(tmp_path) -> ClusterFolder:

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from fixtures.measured import measured
 
-from gpujobqueue.limits import MAX_SITE_FILE_BYTES, MAX_SITE_VALUES, MAX_USAGE_JOBS, MAX_USAGE_JSON_VALUES
+from gpujobqueue.jobs.usage import UsageReport, read_usage
 from gpujobqueue.runtime.usage_meter import UsageMeter
-from gpujobqueue.usage import UsageReport, read_usage
+from gpujobqueue.settings.limits import MAX_SITE_FILE_BYTES, MAX_SITE_VALUES, MAX_USAGE_JOBS, MAX_USAGE_JSON_VALUES
 
 MINIMAL = (Path(__file__).parents[1] / "sites" / "good" / "minimal.yaml").read_text()
 CLI = [sys.executable, "-m", "gpujobqueue.cli"]
@@ -239,7 +239,10 @@ def test_a_usage_file_is_still_read(tmp_path):
 def test_a_fifo_at_the_scheduler_file_reads_as_not_written_yet(tmp_path):
     path = tmp_path / "scheduler.json"
     os.mkfifo(path)
-    code = f"from gpujobqueue.scheduler_job import read_scheduler_address; print(read_scheduler_address({str(path)!r}))"
+    code = (
+        "from gpujobqueue.jobs.scheduler_job import read_scheduler_address; "
+        f"print(read_scheduler_address({str(path)!r}))"
+    )
     try:
         result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=20)
     except subprocess.TimeoutExpired:

@@ -1,6 +1,6 @@
 """Hostile values in every keyword and every ``gpujobqueue render`` option, on every batch system.
 
-Each cluster keyword (the keyword tables of gpujobqueue/keywords.py, each batch system's
+Each cluster keyword (the keyword tables of gpujobqueue/settings/keywords.py, each batch system's
 ``keywords`` and synonyms, dask-jobqueue's renamed keywords, and the cluster's ``name``)
 and each option of the ``render`` command (read from the click command, so a new keyword or
 option is covered without editing this file) is given each value of ``HOSTILE``: line breaks of
@@ -37,13 +37,13 @@ from click.testing import CliRunner
 from fixtures.sizes import with_job_size
 
 from gpujobqueue import GPUJobQueueError, LocalGPUCluster, ValidationError, WorkersNotStartedError
-from gpujobqueue import keywords as cluster_module
 from gpujobqueue.batch import command_line_keywords
 from gpujobqueue.batch import names as batch_names
 from gpujobqueue.cli.main import main, render
-from gpujobqueue.factory import cluster_class
 from gpujobqueue.plan.scripts import job_script_for
 from gpujobqueue.runtime.cluster import GPUJobQueueCluster
+from gpujobqueue.runtime.factory import cluster_class
+from gpujobqueue.settings import keywords as cluster_module
 
 MARKER = "GPUJQ_MARKER"
 HOSTILE = {
@@ -360,7 +360,7 @@ def test_the_issue_s_injections_are_refused_naming_name():
 def test_accepted_hostile_scripts_run_without_running_the_value(tmp_path, batch, keywords):
     """The script runs under bash (`false` stands in for python, so no worker starts): whatever
     the values, the marker file is never made, and the exported values arrive verbatim."""
-    from gpujobqueue.security import make_credentials
+    from gpujobqueue.security.tls import make_credentials
 
     script = job_script_for(
         batch, {**with_job_size(keywords), "python": "false"}, name="w", scheduler="tls://127.0.0.1:1"

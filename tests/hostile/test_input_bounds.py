@@ -425,7 +425,7 @@ def test_a_job_pending_for_a_reason_that_never_clears_fails_wait_for_workers_and
 ):
     import dask
 
-    from gpujobqueue.job_status import JobFailedError
+    from gpujobqueue.jobs.job_status import JobFailedError
 
     log = fake_slurm(tmp_path / "bin", reason)
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{__import__('os').environ['PATH']}")
@@ -492,7 +492,7 @@ def test_an_unbounded_interval_or_count_in_dask_config_is_refused_before_the_clu
 def test_the_bounds_of_an_interval_are_accepted(key, value, seconds):
     import dask
 
-    from gpujobqueue import intervals
+    from gpujobqueue.settings import intervals
 
     getter = {
         "gpujobqueue.job-poll-interval": intervals.job_poll_interval,
@@ -532,7 +532,7 @@ def test_adapt_refuses_an_unbounded_interval_or_count_naming_it(keywords, field)
 
 PIPE_READERS = {
     "site file": "from gpujobqueue.sites import load_site; load_site(sys.argv[1])",
-    "usage report": "from gpujobqueue.usage import read_usage; read_usage(sys.argv[1])",
+    "usage report": "from gpujobqueue.jobs.usage import read_usage; read_usage(sys.argv[1])",
 }
 
 

@@ -87,7 +87,7 @@ def test_the_node_part_is_written_only_into_the_folder_the_job_made(tmp_path):
 
 
 def test_closing_a_cluster_folder_does_not_wait_on_a_fifo_planted_at_its_name(tmp_path):
-    from gpujobqueue.owned_folders import remove_owned_folder
+    from gpujobqueue.security.owned_folders import remove_owned_folder
 
     folder = tmp_path / ".gpujobqueue-folder"
     folder.mkdir(mode=0o700)
@@ -104,7 +104,7 @@ def test_closing_a_cluster_folder_does_not_wait_on_a_fifo_planted_at_its_name(tm
 
 
 def test_closing_a_folder_removes_it_with_what_is_in_it_and_follows_no_link_in_it(tmp_path):
-    from gpujobqueue.owned_folders import remove_owned_folder
+    from gpujobqueue.security.owned_folders import remove_owned_folder
 
     outside = tmp_path / "outside"
     outside.mkdir()

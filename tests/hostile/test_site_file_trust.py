@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from gpujobqueue.limits import MAX_PATTERN_INPUT, MAX_SITE_FILES, MAX_SITE_ITEMS, MAX_SUBMIT_TEST_JOBS
+from gpujobqueue.settings.limits import MAX_PATTERN_INPUT, MAX_SITE_FILES, MAX_SITE_ITEMS, MAX_SUBMIT_TEST_JOBS
 from gpujobqueue.sites import SiteConfigError, detect_site, load_site, site_table
 
 MINIMAL = (Path(__file__).parents[1] / "sites" / "good" / "minimal.yaml").read_text()

@@ -3,7 +3,7 @@
 ``worker_extra_args`` of 1 MB took 170 s to parse (shlex builds each word a character at a time, a
 new string each time) and was quoted whole in the error. Now every keyword's value (and every dask
 config value the cluster reads) is refused past
-:data:`~gpujobqueue.limits.MAX_VALUE_CHARACTERS` characters, naming the keyword, before any parser
+:data:`~gpujobqueue.settings.limits.MAX_VALUE_CHARACTERS` characters, naming the keyword, before any parser
 reads it, and the error quotes a short excerpt; the worker arguments are split in linear time.
 """
 
@@ -19,9 +19,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpujobqueue.errors import GPUJobQueueError, ValidationError
-from gpujobqueue.limits import MAX_LIST_ITEMS, MAX_VALUE_CHARACTERS
 from gpujobqueue.plan.scripts import job_script_for
-from gpujobqueue.worker_args import split_words
+from gpujobqueue.settings.limits import MAX_LIST_ITEMS, MAX_VALUE_CHARACTERS
+from gpujobqueue.settings.worker_args import split_words
 
 MEGABYTE = 1 << 20
 SHORT_MESSAGE = 400  # characters: the field, what is wrong, an excerpt

@@ -10,8 +10,8 @@ import warnings
 
 import pytest
 
-import gpujobqueue.install as install
-from gpujobqueue.install import probe_imports
+import gpujobqueue.machine.install as install
+from gpujobqueue.machine.install import probe_imports
 from gpujobqueue.plan.scripts import job_script_for
 
 KEYWORDS = {"gpus_per_node": 2, "cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "walltime": "00:10:00"}
@@ -65,7 +65,7 @@ def test_a_python_that_prints_without_end_is_read_only_to_the_bound(tmp_path, fr
 
 
 def test_a_python_that_hangs_costs_the_short_timeout_and_is_named(tmp_path, fresh_probe, monkeypatch):
-    monkeypatch.setattr("gpujobqueue.install.PROBE_TIMEOUT", 1.0)
+    monkeypatch.setattr("gpujobqueue.machine.install.PROBE_TIMEOUT", 1.0)
     python = a_python(tmp_path, "exec sleep 600")
     started = time.monotonic()
     with pytest.warns(UserWarning, match=rf"the workers' python {python} did not answer .* within 1 s"):

@@ -1,4 +1,4 @@
-"""Config in one place: gpujobqueue reads dask config only through gpujobqueue/config.py, and
+"""Config in one place: gpujobqueue reads dask config only through gpujobqueue/settings/config.py, and
 dask-jobqueue's ``jobqueue.<name>.*`` reaches a cluster under gpujobqueue's own section."""
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ from pathlib import Path
 import dask
 import pytest
 
-from gpujobqueue import SLURMGPUCluster, ValidationError, config
+from gpujobqueue import SLURMGPUCluster, ValidationError
 from gpujobqueue.batch import names as batch_names
-from gpujobqueue.factory import cluster_class
 from gpujobqueue.plan import make_plan
+from gpujobqueue.runtime.factory import cluster_class
+from gpujobqueue.settings import config
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZE = {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "gpus_per_node": 1, "security": False}
@@ -64,10 +65,10 @@ def test_no_module_but_config_reads_or_sets_dask_config():
     found = []
     for path in sorted((ROOT / "gpujobqueue").rglob("*.py")):
         name = path.relative_to(ROOT).as_posix()
-        if name in ("gpujobqueue/config.py", *ALLOWED):
+        if name in ("gpujobqueue/settings/config.py", *ALLOWED):
             continue
         found += [f"{name}:{n}" for n, line in enumerate(path.read_text().splitlines(), 1) if calls.search(line)]
-    assert found == [], "read dask config through a getter in gpujobqueue/config.py"
+    assert found == [], "read dask config through a getter in gpujobqueue/settings/config.py"
 
 
 @pytest.mark.parametrize("needed", [True, False])

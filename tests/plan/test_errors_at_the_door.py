@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gpujobqueue import GPUCluster, GPUJobQueueError, InterfaceNotFoundError, SLURMGPUCluster
-from gpujobqueue.interfaces import host_interfaces, usable_interfaces
+from gpujobqueue.machine.interfaces import host_interfaces, usable_interfaces
 from gpujobqueue.runtime import exit_cleanup
 
 SBATCH_SAYS = (
@@ -73,7 +73,7 @@ def test_a_sites_interface_missing_here_is_one_error_saying_what_to_do():
 def test_the_login_nodes_are_named_as_patterns_not_as_a_host_name():
     # Before: "run this on a perlmutter login node (login[0-9]+\.chn\.perlmutter\.nersc\.gov)",
     # a regular expression shown as if it were a host to log in to.
-    from gpujobqueue.interfaces import check_scheduler_interface
+    from gpujobqueue.machine.interfaces import check_scheduler_interface
     from gpujobqueue.sites import load_site
 
     site = load_site("perlmutter")

@@ -16,9 +16,9 @@ from pathlib import Path
 import dask
 import pytest
 
-from gpujobqueue import config
 from gpujobqueue.batch import batch_system
 from gpujobqueue.plan.scripts import job_script_for
+from gpujobqueue.settings import config
 
 # A centre's jobqueue.yaml, as handed out: dask-jobqueue's whole file, a few lines edited. The untouched
 # lines (walltime '00:30:00', name dask-worker, death-timeout 60, the worker command) are no choice.

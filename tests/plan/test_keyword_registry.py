@@ -1,4 +1,4 @@
-"""One source per keyword (issue 30, point 6): the keyword registry (gpujobqueue/keywords.py) is the
+"""One source per keyword (issue 30, point 6): the keyword registry (gpujobqueue/settings/keywords.py) is the
 only place a keyword's facts are written. The dask config sections, the cluster classes' docstrings,
 ``render``'s options and the site schema's keyword properties are made from it: each test here fails
 where one of them drifts from the registry, and a keyword added to the registry at run time is in all
@@ -14,18 +14,18 @@ import dask.config
 import pytest
 import yaml
 
-import gpujobqueue.keywords as keywords_module
-from gpujobqueue import config
+import gpujobqueue.settings.keywords as keywords_module
 from gpujobqueue.batch import batch_systems, command_line_keywords
 from gpujobqueue.batch import names as batch_names
 from gpujobqueue.cli.main import render
 from gpujobqueue.cli.render import keyword_options
-from gpujobqueue.cluster_parameters import shared_parameters
-from gpujobqueue.docstrings import with_shared_parameters
 from gpujobqueue.errors import ValidationError
-from gpujobqueue.factory import cluster_class
-from gpujobqueue.keywords import CLUSTER, INT, PROCESSES, Computed, Keyword, documented_keywords
 from gpujobqueue.plan import make_plan
+from gpujobqueue.runtime.factory import cluster_class
+from gpujobqueue.settings import config
+from gpujobqueue.settings.cluster_parameters import shared_parameters
+from gpujobqueue.settings.docstrings import with_shared_parameters
+from gpujobqueue.settings.keywords import CLUSTER, INT, PROCESSES, Computed, Keyword, documented_keywords
 from gpujobqueue.sites import schema as site_schema
 
 _ENTRY = re.compile(r"^    (?! )(?P<names>[A-Za-z_*][A-Za-z0-9_*, ]*?)(?: : .*)?$")

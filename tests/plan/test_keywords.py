@@ -22,7 +22,7 @@ from gpujobqueue import (
     UnknownKeywordError,
     ValidationError,
 )
-from gpujobqueue.keywords import LAUNCH_KEYWORDS, RENAMED_KEYWORDS, REQUEST_KEYWORDS
+from gpujobqueue.settings.keywords import LAUNCH_KEYWORDS, RENAMED_KEYWORDS, REQUEST_KEYWORDS
 
 
 def _parameters(*callables):
@@ -284,7 +284,7 @@ def test_ucx_without_distributed_ucxx_is_refused_before_anything_starts(monkeypa
 def test_ucx_with_the_scheduler_on_a_host_without_gpus_is_refused(monkeypatch):
     import importlib.util
 
-    from gpujobqueue import gpus
+    from gpujobqueue.machine import gpus
 
     real = importlib.util.find_spec
     monkeypatch.setattr(
@@ -308,7 +308,7 @@ def test_ucx_with_the_scheduler_on_a_host_without_gpus_is_refused(monkeypatch):
 )
 def test_the_scheduler_runs_in_the_job_by_default_with_ucx_on_a_batch_system(batch, protocol, given, placement):
     from gpujobqueue.batch import batch_system
-    from gpujobqueue.scheduler_job import parse_scheduler_placement
+    from gpujobqueue.jobs.scheduler_job import parse_scheduler_placement
 
     assert parse_scheduler_placement(given, batch_system(batch).runs_jobs_here, protocol) == placement
 

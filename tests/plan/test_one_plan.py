@@ -13,7 +13,7 @@ import pytest
 from fixtures.sizes import with_job_size
 
 from gpujobqueue import LocalGPUCluster, SLURMGPUCluster
-from gpujobqueue.install import probe_imports
+from gpujobqueue.machine.install import probe_imports
 
 CLI = [sys.executable, "-m", "gpujobqueue.cli"]
 KEYWORDS = {"gpus_per_node": 2, "cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "walltime": "00:10:00"}
@@ -50,8 +50,8 @@ def no_process(monkeypatch):
 
 @pytest.mark.parametrize("batch", ["slurm", "pbs", "lsf", "sge", "local"])
 def test_making_a_plan_starts_no_process(batch, python_that_counts, no_process, tmp_path):
-    from gpujobqueue.factory import cluster_class
     from gpujobqueue.plan import make_plan
+    from gpujobqueue.runtime.factory import cluster_class
 
     plan = make_plan(cluster_class(batch), with_job_size({**KEYWORDS, "python": python_that_counts}))
     assert plan.launch.python == python_that_counts and plan.request.gpus_per_node == 2

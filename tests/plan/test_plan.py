@@ -105,8 +105,8 @@ CPU_POOL = {"processes": 2, "cores": 4, "memory": "2GiB", "walltime": "00:20:00"
 
 
 def _plan(batch: str, keywords: dict, **decisions):
-    from gpujobqueue.factory import cluster_class
     from gpujobqueue.plan import make_plan
+    from gpujobqueue.runtime.factory import cluster_class
 
     return make_plan(cluster_class(batch), keywords, **decisions)
 
@@ -135,7 +135,7 @@ def test_the_cluster_takes_its_cpu_pool_array_and_placement_from_the_plan(batch)
 def test_the_plan_holds_the_clusters_security():
     from distributed.security import Security
 
-    from gpujobqueue.security import InsecureClusterWarning
+    from gpujobqueue.security.tls import InsecureClusterWarning
 
     with pytest.warns(InsecureClusterWarning):
         plain = _plan("slurm", dict(SIZED), security=False)

@@ -9,10 +9,10 @@ import pytest
 from fixtures.sizes import with_job_size
 
 from gpujobqueue.errors import ValidationError
-from gpujobqueue.factory import cluster_class
 from gpujobqueue.plan import make_plan
 from gpujobqueue.plan.scripts import job_script_for
 from gpujobqueue.preloads.pin_device import device_of
+from gpujobqueue.runtime.factory import cluster_class
 from gpujobqueue.runtime.scaling import Scaling
 
 FOUR_GPUS_TWO_WORKERS = dict(processes=2, job_extra_directives=["--gres gpu:4"], cores=8, memory="64GB")

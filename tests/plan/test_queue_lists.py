@@ -12,9 +12,9 @@ import pytest
 from fixtures.sizes import with_job_size
 
 from gpujobqueue.errors import ValidationError
-from gpujobqueue.factory import cluster_class
 from gpujobqueue.plan import make_plan
 from gpujobqueue.plan.scripts import job_script_for
+from gpujobqueue.runtime.factory import cluster_class
 from gpujobqueue.sites import load_site
 
 QUEUE_LINE = {"slurm": "#SBATCH --partition=", "sge": "#$ -q ", "lsf": "#BSUB -q ", "pbs": "#PBS -q "}

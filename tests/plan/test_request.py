@@ -6,8 +6,8 @@ import pytest
 
 from gpujobqueue import GPUJobQueueError, JobRequest, ValidationError
 from gpujobqueue.batch.slurm import SLURM, format_slurm_memory
-from gpujobqueue.validation import parse_size
-from gpujobqueue.walltimes import format_walltime, parse_walltime
+from gpujobqueue.settings.validation import parse_size
+from gpujobqueue.settings.walltimes import format_walltime, parse_walltime
 
 
 @pytest.mark.parametrize(
@@ -139,7 +139,7 @@ def test_booleans_from_config_text():
 
 
 def test_job_paths_keep_variables_for_the_node():
-    from gpujobqueue.validation import parse_job_path
+    from gpujobqueue.settings.validation import parse_job_path
 
     assert parse_job_path("local_directory", "$TMPDIR/dask") == "$TMPDIR/dask"
     assert parse_job_path("local_directory", "/scratch/${USER}/dask") == "/scratch/${USER}/dask"

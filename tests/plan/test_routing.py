@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from gpujobqueue.errors import ValidationError
-from gpujobqueue.factory import cluster_class
 from gpujobqueue.plan.scripts import job_script_for
+from gpujobqueue.runtime.factory import cluster_class
 from gpujobqueue.sites import QueueRefusedError, SiteConfigError, load_site
 
 SITES = Path(__file__).parents[1] / "sites"

@@ -10,9 +10,9 @@ import pytest
 from site_samples import SAMPLE_ACCOUNTS, SHIPPED
 
 from gpujobqueue.errors import ValidationError
-from gpujobqueue.factory import cluster_class
+from gpujobqueue.runtime.factory import cluster_class
+from gpujobqueue.settings.walltimes import parse_walltime
 from gpujobqueue.sites import load_site
-from gpujobqueue.walltimes import parse_walltime
 
 
 def _walltime_text(seconds: int) -> str:

@@ -3,12 +3,12 @@ keyword alone, these rules what the keywords decide together)."""
 
 import pytest
 
-from gpujobqueue.declaration import read_declared
 from gpujobqueue.errors import ValidationError
-from gpujobqueue.keywords import LAUNCH, REQUEST
-from gpujobqueue.launchers import LAUNCHER_OBJECTS
-from gpujobqueue.request import cpus_per_node, gpu_request_style, memory_per_node
-from gpujobqueue.workers import nic_affinity, task_launcher, worker_mode, worker_module
+from gpujobqueue.jobs.launchers import LAUNCHER_OBJECTS
+from gpujobqueue.jobs.request import cpus_per_node, gpu_request_style, memory_per_node
+from gpujobqueue.jobs.workers import nic_affinity, task_launcher, worker_mode, worker_module
+from gpujobqueue.settings.declaration import read_declared
+from gpujobqueue.settings.keywords import LAUNCH, REQUEST
 
 
 def declared(**given):

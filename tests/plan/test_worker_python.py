@@ -11,7 +11,7 @@ import warnings
 import pytest
 
 from gpujobqueue import SLURMGPUCluster, __version__
-from gpujobqueue.install import probe_imports, worker_python_problems
+from gpujobqueue.machine.install import probe_imports, worker_python_problems
 from gpujobqueue.plan.scripts import job_script_for
 
 KEYWORDS = {"gpus_per_node": 2, "cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "walltime": "00:10:00"}

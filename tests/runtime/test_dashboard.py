@@ -20,8 +20,8 @@ from dask.distributed import Client
 from fixtures.listeners import http_beyond_loopback, http_status, listening_sockets, pages_served, readable_pages
 
 from gpujobqueue import LocalGPUCluster
-from gpujobqueue.dashboard import OpenDashboardWarning
 from gpujobqueue.errors import ValidationError
+from gpujobqueue.security.dashboard import OpenDashboardWarning
 
 SMALL = dict(gpus_per_node=1, worker_mode="per-device", memory_per_gpu="512MiB")
 

@@ -8,7 +8,7 @@ import pytest
 from dask.distributed import Client
 
 from gpujobqueue import LocalGPUCluster
-from gpujobqueue.gpus import nvidia_gpu_ids
+from gpujobqueue.machine.gpus import nvidia_gpu_ids
 
 GPUS = nvidia_gpu_ids()
 pytestmark = [

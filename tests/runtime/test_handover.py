@@ -11,7 +11,7 @@ import time
 import pytest
 from distributed import Scheduler, Worker
 
-from gpujobqueue.naming import WorkerJobKey
+from gpujobqueue.plan.user_limits import UserJobLimit
 from gpujobqueue.runtime.handover import (
     Handover,
     Tenure,
@@ -21,7 +21,7 @@ from gpujobqueue.runtime.handover import (
 )
 from gpujobqueue.runtime.jobbook import JobBook
 from gpujobqueue.runtime.replacement import Replacement
-from gpujobqueue.user_limits import UserJobLimit
+from gpujobqueue.settings.naming import WorkerJobKey
 
 
 def _tenures(connected: list[float], lifetime: int = 45, stagger: int = 3, pool: str = "gpu") -> list[Tenure]:

@@ -8,10 +8,10 @@ import time
 
 from fixtures.book_jobs import book_job
 
-from gpujobqueue.job_status import JobStatus
-from gpujobqueue.naming import WorkerJobKey
+from gpujobqueue.jobs.job_status import JobStatus
 from gpujobqueue.runtime.jobbook import JobBook
 from gpujobqueue.runtime.scheduler_process import HostedWorkers
+from gpujobqueue.settings.naming import WorkerJobKey
 
 
 class Stand:

@@ -165,7 +165,7 @@ def test_a_job_that_reaches_its_walltime_is_replaced(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("batch", ["pbs", "lsf", "local"])
 def test_a_reachable_batch_system_answers_the_probe(batch, request):
-    from gpujobqueue.factory import cluster_class
+    from gpujobqueue.runtime.factory import cluster_class
 
     if batch != "local":
         request.getfixturevalue(batch)  # the emulator's commands first on PATH
@@ -204,7 +204,7 @@ def test_a_status_query_that_does_not_answer_is_stopped_and_counts_as_unreachabl
 @pytest.mark.parametrize("value", ["0s", "-1s", "2h", "soon", True])
 def test_a_bad_query_timeout_is_refused_naming_the_key(value):
     from gpujobqueue.errors import ValidationError
-    from gpujobqueue.job_status import query_timeout
+    from gpujobqueue.jobs.job_status import query_timeout
 
     with dask.config.set({"gpujobqueue.query-timeout": value}), pytest.raises(ValidationError) as raised:
         query_timeout()

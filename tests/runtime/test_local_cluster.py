@@ -14,7 +14,7 @@ from conftest import wait_until
 from dask.distributed import Client
 
 from gpujobqueue import LocalGPUCluster, ValidationError
-from gpujobqueue.gpus import nvidia_gpu_ids
+from gpujobqueue.machine.gpus import nvidia_gpu_ids
 
 # These tests hand out four devices. Without GPUs the ids are nominal; on a GPU host they
 # must exist, since a worker told CUDA_VISIBLE_DEVICES=3 on a 2-GPU host fails at start.

@@ -21,7 +21,7 @@ import yaml
 from dask.distributed import Client
 
 from gpujobqueue import LocalGPUCluster, ValidationError
-from gpujobqueue.gpus import nvidia_gpu_ids
+from gpujobqueue.machine.gpus import nvidia_gpu_ids
 from gpujobqueue.plan.scripts import job_script_for
 from gpujobqueue.preloads import nic_affinity as nic
 from gpujobqueue.preloads.nic_affinity import Gpu
@@ -485,7 +485,7 @@ def test_a_local_job_without_gpus_or_cards_still_computes_and_logs_each_worker(t
 def test_check_on_a_gpu_node_prints_the_map(tmp_path, monkeypatch):
     from gpujobqueue import diagnostics
     from gpujobqueue.diagnostics import facts as machine_facts
-    from gpujobqueue.gpus import GPU, MachineGPUs
+    from gpujobqueue.machine.gpus import GPU, MachineGPUs
 
     sysfs, gpus = juwels_booster(tmp_path)
     machine = MachineGPUs(tuple(GPU(i, "NVIDIA A100", 40 * 2**30, 12) for i in range(4)), "NVML", None, "580.1", "13.0")

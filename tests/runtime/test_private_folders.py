@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 
 from gpujobqueue import LocalGPUCluster
-from gpujobqueue.owned_folders import PREFIX, this_host
+from gpujobqueue.security.owned_folders import PREFIX, this_host
 
 OWNER = textwrap.dedent("""
     import sys, time

@@ -11,10 +11,10 @@ import pytest
 from fixtures.book_jobs import book_job
 
 from gpujobqueue.errors import SubmissionError
-from gpujobqueue.naming import WorkerJobKey
 from gpujobqueue.runtime.jobbook import JobBook
 from gpujobqueue.runtime.replacement import Replacement
 from gpujobqueue.runtime.scaling import Scaling
+from gpujobqueue.settings.naming import WorkerJobKey
 
 
 class RefusingBatchSystem:

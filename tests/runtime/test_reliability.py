@@ -36,7 +36,7 @@ from fixtures.processes import proc_cmdline, processes_running
 from test_conformance import ALL, COMMON, Backend, _backend, tmp_path_cwd  # noqa: F401  (fixture)
 
 from gpujobqueue import SLURMGPUCluster
-from gpujobqueue.security import InsecureClusterWarning
+from gpujobqueue.security.tls import InsecureClusterWarning
 
 CLASS_NAMES = {
     "local": "LocalGPUCluster",

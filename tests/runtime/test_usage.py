@@ -8,9 +8,9 @@ import os
 import pytest
 
 from gpujobqueue.errors import ValidationError
-from gpujobqueue.limits import MAX_USAGE_FILE_BYTES
+from gpujobqueue.jobs.usage import Charge, UsageReport, read_usage, write_usage
 from gpujobqueue.runtime.usage_meter import UsageMeter, busy_by_job, worker_busy
-from gpujobqueue.usage import Charge, UsageReport, read_usage, write_usage
+from gpujobqueue.settings.limits import MAX_USAGE_FILE_BYTES
 
 
 class Clock:

@@ -16,7 +16,7 @@ from dask.distributed import Client
 
 from gpujobqueue import LocalGPUCluster
 from gpujobqueue.cli import main
-from gpujobqueue.usage import read_usage
+from gpujobqueue.jobs.usage import read_usage
 
 SMALL = dict(worker_mode="per-device", memory_per_gpu="512MiB", death_timeout=20)
 

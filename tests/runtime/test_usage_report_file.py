@@ -13,8 +13,8 @@ import time
 
 from test_usage import Clock, run_two_jobs
 
+from gpujobqueue.jobs.usage import read_usage
 from gpujobqueue.runtime.usage_watch import UsageWatch
-from gpujobqueue.usage import read_usage
 
 
 class _NoJobs:

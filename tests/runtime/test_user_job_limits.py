@@ -26,8 +26,8 @@ from test_conformance import COMMON
 from gpujobqueue import LSFGPUCluster, PBSGPUCluster, SGEGPUCluster, SLURMGPUCluster
 from gpujobqueue.errors import ValidationError
 from gpujobqueue.plan import make_plan
+from gpujobqueue.plan.user_limits import UserJobLimit
 from gpujobqueue.sites import SiteConfigError, load_site
-from gpujobqueue.user_limits import UserJobLimit
 
 FAST = {"gpujobqueue.job-poll-interval": "1s"}
 

@@ -1,4 +1,4 @@
-"""One naming scheme, in gpujobqueue/naming.py: the names a cluster gives its jobs and workers
+"""One naming scheme, in gpujobqueue/settings/naming.py: the names a cluster gives its jobs and workers
 read back to the same job, in Python, in the job script's shell, and in its nanny preload; and no
 other module or template spells or parses these names itself."""
 
@@ -13,14 +13,15 @@ from unittest import mock
 
 import pytest
 
-from gpujobqueue import SLURMGPUCluster, naming
+from gpujobqueue import SLURMGPUCluster
 from gpujobqueue.errors import ValidationError
-from gpujobqueue.job_commands import ArrayElements
-from gpujobqueue.keywords import WORKER_MODES
+from gpujobqueue.jobs.job_commands import ArrayElements
+from gpujobqueue.jobs.workers import ALL_WORKER_MODES, CPU_WORKER_MODE
 from gpujobqueue.plan.scripts import job_script_for
 from gpujobqueue.preloads import pin_device
+from gpujobqueue.settings import naming
+from gpujobqueue.settings.keywords import WORKER_MODES
 from gpujobqueue.sites.schema import schemas as site_schemas
-from gpujobqueue.workers import ALL_WORKER_MODES, CPU_WORKER_MODE
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZE = {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB"}
@@ -185,7 +186,7 @@ def hand_made_names(root: Path) -> list[str]:
     found = []
     files = sorted((root / "gpujobqueue").rglob("*.py")) + sorted((root / "templates").rglob("*.j2"))
     for path in files:
-        if path == root / "gpujobqueue" / "naming.py":
+        if path == root / "gpujobqueue" / "settings" / "naming.py":
             continue
         for number, line in enumerate(path.read_text().splitlines(), start=1):
             for pattern, what in HAND_MADE_NAMES.items():

@@ -483,7 +483,7 @@ def test_the_job_fails_at_once_naming_a_missing_interface(tmp_path, interface, s
     import subprocess
 
     # `false` stands in for python: past the interface check, the worker command fails with 1.
-    from gpujobqueue.security import make_credentials
+    from gpujobqueue.security.tls import make_credentials
 
     script = job_script_for(
         "local",

@@ -16,7 +16,7 @@ import pytest
 from conftest import wait_until
 from fixtures.sizes import with_size_options
 
-from gpujobqueue.owned_folders import PREFIX, judge_folder
+from gpujobqueue.security.owned_folders import PREFIX, judge_folder
 
 # A process of the same user on the same node without the job's credentials: plain TCP, and
 # TLS with a certificate of another CA. Prints how many of its tries the scheduler refused.

@@ -19,7 +19,7 @@ from fixtures.sizes import with_job_size
 
 from gpujobqueue.errors import ValidationError
 from gpujobqueue.plan.scripts import job_script_for
-from gpujobqueue.security import InsecureScriptWarning
+from gpujobqueue.security.tls import InsecureScriptWarning
 
 CLI = [sys.executable, "-m", "gpujobqueue.cli"]
 WORKER = [

@@ -1,4 +1,4 @@
-"""Issue 19: TLS and private files live in one module, gpujobqueue/security.py, and it does what the
+"""Issue 19: TLS and private files live in one module, gpujobqueue/security/tls.py, and it does what the
 old four places did: credential files 0600, never through a planted link, no folder made for nothing."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from distributed.security import Security
 
-from gpujobqueue.security import replace_private_file, worker_security_with_files, write_private_file
+from gpujobqueue.security.tls import replace_private_file, worker_security_with_files, write_private_file
 
 ROOT = Path(__file__).resolve().parents[2]
 # What only security.py may do: read a Security's TLS files, make credentials, write or make private files and folders.
@@ -20,11 +20,11 @@ ALLOWED: dict[tuple[str, str], str] = {}  # (file, what) -> why it may
 
 
 def security_work_outside_security() -> list[tuple[str, int, str]]:
-    """(file, line, what) for each piece of security work in a module other than gpujobqueue/security.py."""
+    """(file, line, what) for each piece of security work in a module other than gpujobqueue/security/tls.py."""
     found = []
     for path in sorted((ROOT / "gpujobqueue").rglob("*.py")):
         relative = path.relative_to(ROOT).as_posix()
-        if relative == "gpujobqueue/security.py":
+        if relative == "gpujobqueue/security/tls.py":
             continue
         for number, line in enumerate(path.read_text().splitlines(), 1):
             for match in SECURITY_WORK.finditer(line):
@@ -35,7 +35,7 @@ def security_work_outside_security() -> list[tuple[str, int, str]]:
 
 def test_tls_and_private_files_are_handled_in_security_py_alone():
     assert security_work_outside_security() == []
-    assert len((ROOT / "gpujobqueue" / "security.py").read_text().splitlines()) <= 450
+    assert len((ROOT / "gpujobqueue" / "security" / "tls.py").read_text().splitlines()) <= 450
 
 
 def test_the_old_tls_modules_are_gone():

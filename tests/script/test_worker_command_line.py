@@ -15,15 +15,15 @@ from fixtures.sizes import with_job_size
 
 from gpujobqueue import render_job_script
 from gpujobqueue.batch import names as batch_names
-from gpujobqueue.dashboard import OpenDashboardWarning
-from gpujobqueue.factory import cluster_class
+from gpujobqueue.jobs.scheduler_job import SchedulerStart
 from gpujobqueue.plan import make_plan
 from gpujobqueue.plan.scripts import job_script_for
 from gpujobqueue.preloads import PRELOADS, source, standalone_file_name
-from gpujobqueue.scheduler_job import SchedulerStart
+from gpujobqueue.runtime.factory import cluster_class
 from gpujobqueue.script.render import SchedulerInJob
 from gpujobqueue.script.run import ClientRun
-from gpujobqueue.security import make_credentials
+from gpujobqueue.security.dashboard import OpenDashboardWarning
+from gpujobqueue.security.tls import make_credentials
 
 pytest.importorskip("dask_cuda.cli", reason="dask-cuda (with cuda-bindings) is needed to parse its command line")
 

@@ -10,10 +10,10 @@ from test_worker_command_line import command_environment, python_m_command, work
 
 from gpujobqueue.batch import names as batch_names
 from gpujobqueue.errors import ValidationError
-from gpujobqueue.factory import cluster_class
 from gpujobqueue.plan import make_plan
 from gpujobqueue.plan.scripts import job_script_for
-from gpujobqueue.worker_args import DASK_CUDA_WORKER, DASK_WORKER, WORKER_CLI_OPTIONS
+from gpujobqueue.runtime.factory import cluster_class
+from gpujobqueue.settings.worker_args import DASK_CUDA_WORKER, DASK_WORKER, WORKER_CLI_OPTIONS
 
 MODULES = {"dask-cuda": DASK_CUDA_WORKER, "per-device": DASK_WORKER}
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gpujobqueue.jobs.usage import Charge
 from gpujobqueue.sites import SiteConfigError, load_site, read_site_file
-from gpujobqueue.usage import Charge
 
 SITE_CONFIGS = Path(__file__).resolve().parents[2] / "site-configs"
 TACC = "https://github.com/TACC/TACC-Docs/blob/"

@@ -12,8 +12,8 @@ import warnings
 import pytest
 
 from gpujobqueue.errors import GPUJobQueueError, ValidationError
-from gpujobqueue.factory import cluster_class
 from gpujobqueue.plan.scripts import job_script_for
+from gpujobqueue.runtime.factory import cluster_class
 from gpujobqueue.sites import QueueRefusedError, load_site
 
 

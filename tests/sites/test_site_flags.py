@@ -16,8 +16,8 @@ from conftest import wait_until
 
 from gpujobqueue import SLURMGPUCluster
 from gpujobqueue.errors import GPUJobQueueError, ValidationError
-from gpujobqueue.factory import cluster_class
 from gpujobqueue.plan.scripts import job_script_for
+from gpujobqueue.runtime.factory import cluster_class
 from gpujobqueue.sites import SiteConfigError, load_site
 
 MINIMAL = (Path(__file__).parents[1] / "sites" / "good" / "minimal.yaml").read_text()

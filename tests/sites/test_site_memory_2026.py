@@ -10,7 +10,7 @@ import warnings
 
 import pytest
 
-from gpujobqueue.factory import cluster_class
+from gpujobqueue.runtime.factory import cluster_class
 from gpujobqueue.sites import SiteConfigError, load_site
 
 ACCOUNT = "abc123"

@@ -11,9 +11,9 @@ import warnings
 
 import pytest
 
-from gpujobqueue.factory import cluster_class
 from gpujobqueue.plan import make_plan
 from gpujobqueue.plan.scripts import job_script_for
+from gpujobqueue.runtime.factory import cluster_class
 from gpujobqueue.sites import QueueRefusedError, load_site
 
 ACCOUNT = "abc123"

@@ -8,7 +8,7 @@ import math
 import re
 from typing import Any
 
-from .errors import ValidationError
+from ..errors import ValidationError
 from .limits import MAX_WALLTIME_SECONDS
 from .validation import one_line, parse_duration, shown
 

@@ -1,4 +1,4 @@
-"""The values of the worker keywords beside a :class:`~gpujobqueue.workers.WorkerLaunch`'s shape,
+"""The values of the worker keywords beside a :class:`~gpujobqueue.jobs.workers.WorkerLaunch`'s shape,
 parsed: the protocol, durations, threads per worker, UCX's transport switches, and dask-cuda's
 device-memory and RMM options, checked as dask-cuda checks them."""
 
@@ -8,7 +8,7 @@ import math
 import re
 from typing import Any, Callable
 
-from .errors import ValidationError
+from ..errors import ValidationError
 from .limits import MAX_WAIT_SECONDS
 from .validation import one_line, parse_bool, parse_duration, parse_lines, parse_size
 
@@ -136,7 +136,7 @@ def parse_device_size(field_name: str, value: Any) -> str | None:
 
 
 def parse_seconds(field_name: str, value: Any) -> int:
-    """A duration from one second to a week (:data:`~gpujobqueue.limits.MAX_WAIT_SECONDS`), in
+    """A duration from one second to a week (:data:`~gpujobqueue.settings.limits.MAX_WAIT_SECONDS`), in
     whole seconds rounded up: ``60``, ``"60"``, ``"90s"``, ``"2m"``."""
     return math.ceil(parse_duration(field_name, value, 1, MAX_WAIT_SECONDS))
 

@@ -20,9 +20,9 @@ import threading
 import time
 import warnings
 
-from ._version import __version__
-from .files import _size
-from .preloads import PRELOADS, module_name
+from .._version import __version__
+from ..preloads import PRELOADS, module_name
+from ..security.files import _size
 
 # CUDA major version of the driver -> the extra built for it.
 CUDA_EXTRAS = {12: "cuda12", 13: "cuda13"}

@@ -1,6 +1,6 @@
 """What a keyword is: :class:`Keyword`, its name with its kind, parser, default, documentation, site-file key and
 command-line option, and :func:`read_declared`, the one reading of keywords' values by their declarations
-(:mod:`gpujobqueue.keywords` holds the registry)."""
+(:mod:`gpujobqueue.settings.keywords` holds the registry)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ class Keyword(str):
         ``int``, ``text``, ``list`` (a repeatable option), ``pairs`` (repeatable ``NAME=VALUE``),
         ``switch`` (an on/off pair of options) or ``choice``.
     parse : callable, optional
-        ``parse(field, value)``: the value read alone (a :mod:`~gpujobqueue.validation` parser with
+        ``parse(field, value)``: the value read alone (a :mod:`~gpujobqueue.settings.validation` parser with
         the plan's bounds), raising :class:`~gpujobqueue.errors.ValidationError` naming ``field``;
         None where the plan reads the value together with others.
     default : object, optional

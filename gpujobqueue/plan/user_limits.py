@@ -21,9 +21,9 @@ import re
 import time
 from typing import Any, Mapping
 
-from .errors import ValidationError
-from .limits import MAX_JOBS_PER_CLUSTER
-from .validation import parse_count
+from ..errors import ValidationError
+from ..settings.limits import MAX_JOBS_PER_CLUSTER
+from ..settings.validation import parse_count
 
 logger = logging.getLogger("gpujobqueue.cluster")
 
@@ -62,7 +62,7 @@ class UserJobLimit:
         ------
         ValidationError
             Naming ``field``: not a mapping of those keys to whole numbers from 1 to
-            :data:`~gpujobqueue.limits.MAX_JOBS_PER_CLUSTER`, or more running than submitted.
+            :data:`~gpujobqueue.settings.limits.MAX_JOBS_PER_CLUSTER`, or more running than submitted.
         """
         if value is None:
             return None

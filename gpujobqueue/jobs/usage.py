@@ -16,11 +16,11 @@ import os
 import tempfile
 from typing import Any
 
-from .errors import ValidationError
-from .files import read_bounded_text
-from .limits import MAX_GPUS_PER_NODE, MAX_NODES, MAX_USAGE_FILE_BYTES, MAX_USAGE_JOBS, MAX_USAGE_JSON_VALUES
-from .security import write_private_file
-from .validation import parse_count
+from ..errors import ValidationError
+from ..security.files import read_bounded_text
+from ..security.tls import write_private_file
+from ..settings.limits import MAX_GPUS_PER_NODE, MAX_NODES, MAX_USAGE_FILE_BYTES, MAX_USAGE_JOBS, MAX_USAGE_JSON_VALUES
+from ..settings.validation import parse_count
 
 SCHEMA = "gpujobqueue-usage/1"
 CHARGE_UNITS = ("node-hour", "gpu-hour")
@@ -293,7 +293,8 @@ class UsageReport:
         if values > MAX_USAGE_JSON_VALUES:
             raise ValidationError(
                 field,
-                f"more than {MAX_USAGE_JSON_VALUES} JSON values; a usage report has 23 per job (gpujobqueue.limits)",
+                f"more than {MAX_USAGE_JSON_VALUES} JSON values; a usage report has 23 per job "
+                "(gpujobqueue.settings.limits)",
             )
         try:
             data = json.loads(text)
@@ -344,7 +345,7 @@ def write_usage(report: UsageReport, directory: str | os.PathLike, name: str) ->
     """Write a report as JSON to a new file of ``directory``, readable by its owner only (mode
     0600): ``name.json``, or where that is taken (another cluster of the name closed in the same
     second, or a file someone put there) ``name-<random>.json``; return its path. A file or link
-    already at a name is never opened (:func:`~gpujobqueue.security.write_private_file`), so never written over."""
+    already at a name is never opened (:func:`~gpujobqueue.security.tls.write_private_file`), so never written over."""
     directory = os.fspath(directory)
     try:
         return write_private_file(directory, f"{name}.json", report.to_json())

@@ -2,8 +2,8 @@
 
 A :class:`Keyword` holds its name, kind, parser, default, documentation, site-file key and
 command-line option; from the registry are generated the ``gpujobqueue.<batch>`` sections of dask
-config (:func:`gpujobqueue.config.add_batch_sections`), the shared docstring of every cluster class
-(:mod:`gpujobqueue.cluster_parameters`), ``gpujobqueue render``'s options
+config (:func:`gpujobqueue.settings.config.add_batch_sections`), the shared docstring of every cluster class
+(:mod:`gpujobqueue.settings.cluster_parameters`), ``gpujobqueue render``'s options
 (:func:`gpujobqueue.cli_render.keyword_options`) and the site schema's keyword properties
 (:func:`site_schema_fragment`). Each batch system declares its own keywords
 (:attr:`~gpujobqueue.batch.base.BatchSystem.keywords`) with the same :class:`Keyword`; the batch
@@ -16,9 +16,9 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from ..errors import ValidationError
+from ..jobs.launchers import LAUNCHERS
 from .declaration import CHOICE, INT, LIST, PAIRS, SWITCH, TEXT, Computed, Keyword, NoOption
-from .errors import ValidationError
-from .launchers import LAUNCHERS
 from .limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_MEMORY_BYTES, MAX_NODES, MAX_THREADS_PER_WORKER
 from .validation import (
     matching,
@@ -301,7 +301,7 @@ def command_line_base_keywords() -> list[Keyword]:
 
 
 def documented_keywords() -> tuple[Keyword, ...]:
-    """Every keyword of the shared docstring (:mod:`gpujobqueue.cluster_parameters`), in its order."""
+    """Every keyword of the shared docstring (:mod:`gpujobqueue.settings.cluster_parameters`), in its order."""
     return (*setting_keywords(), PROCESSES, *CLUSTER)
 
 

@@ -7,8 +7,8 @@ import os
 import re
 from dataclasses import dataclass
 
-from .errors import GPUJobQueueError
-from .intervals import query_timeout
+from ..errors import GPUJobQueueError
+from ..settings.intervals import query_timeout
 from .job_commands import run_for_at_most
 
 LOG_TAIL_LINES = 20

@@ -9,17 +9,18 @@ import socket
 import warnings
 from typing import Any
 
-from . import config, sites
-from .batch import batch_system
-from .batch.base import BatchSystem
-from .batch.local import Local
-from .batch.lsf import LSF
-from .batch.pbs import PBS
-from .batch.sge import SGE
-from .batch.slurm import SLURM
-from .errors import ValidationError
-from .runtime.cluster import GPUJobQueueCluster
-from .runtime.job import GPUJob
+from .. import sites
+from ..batch import batch_system
+from ..batch.base import BatchSystem
+from ..batch.local import Local
+from ..batch.lsf import LSF
+from ..batch.pbs import PBS
+from ..batch.sge import SGE
+from ..batch.slurm import SLURM
+from ..errors import ValidationError
+from ..settings import config
+from .cluster import GPUJobQueueCluster
+from .job import GPUJob
 
 logger = logging.getLogger("gpujobqueue.cluster")
 _BOUND: dict[type[BatchSystem], type[GPUJobQueueCluster]] = {}

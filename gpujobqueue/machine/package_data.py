@@ -15,7 +15,7 @@ def package_data_dir(name: str) -> Path:
     installed = importlib.resources.files("gpujobqueue") / name.replace("-", "_")
     if installed.is_dir():
         return Path(str(installed))
-    checkout = Path(__file__).resolve().parents[1] / name
+    checkout = Path(__file__).resolve().parents[2] / name
     if checkout.is_dir():
         return checkout
     raise FileNotFoundError(f"gpujobqueue's {name} folder is missing: looked in {installed} and {checkout}")

@@ -6,19 +6,20 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .config import check_keywords
-from .declaration import INT, LIST, TEXT, Computed, Keyword, read_declared
-from .errors import UnknownKeywordError, ValidationError
-from .keywords import count, size
-from .limits import MAX_CPUS_PER_NODE, MAX_MEMORY_BYTES, MAX_THREADS_PER_WORKER
-from .naming import cpu_batch_job_name
-from .request import JobRequest
-from .validation import parse_constraint, parse_lines, parse_name, parse_positive_int, parse_word
-from .walltimes import parse_walltime, parse_walltime_margin
-from .workers import CPU_WORKER_MODE, WorkerLaunch
+from ..errors import UnknownKeywordError, ValidationError
+from ..jobs.request import JobRequest
+from ..jobs.workers import CPU_WORKER_MODE, WorkerLaunch
+from ..settings.config import check_keywords
+from ..settings.declaration import INT, LIST, TEXT, Computed, Keyword, read_declared
+from ..settings.keywords import count, size
+from ..settings.limits import MAX_CPUS_PER_NODE, MAX_MEMORY_BYTES, MAX_THREADS_PER_WORKER
+from ..settings.naming import cpu_batch_job_name
+from ..settings.validation import parse_constraint, parse_lines, parse_name, parse_positive_int, parse_word
+from ..settings.walltimes import parse_walltime, parse_walltime_margin
 
-# The keys of ``cpu_pool``, each read by its declaration alone (:func:`~gpujobqueue.declaration.read_declared`): the
-# shared keywords' parsers, with a one-node CPU job's bounds; the walltime in the batch system's unit, by a rule.
+# The keys of ``cpu_pool``, each read by its declaration alone
+# (:func:`~gpujobqueue.settings.declaration.read_declared`): the shared keywords' parsers, with a one-node CPU job's
+# bounds; the walltime in the batch system's unit, by a rule.
 CPU_POOL_KEYWORDS = (
     Keyword("processes", INT, count(MAX_CPUS_PER_NODE), 1, "CPU workers per job."),
     Keyword("cores", INT, count(MAX_CPUS_PER_NODE), Computed("one per worker thread"), "CPU cores per job."),

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ValidationError, shown
+from ..errors import ValidationError, shown
 from .keywords import LAUNCH
 from .limits import MAX_LIST_ITEMS, MAX_WALLTIME_SECONDS
 from .validation import SAFE_PATH, matching, parse_duration, parse_lines, path_text
@@ -175,7 +175,7 @@ def split_words(field_name: str, value: Any) -> list[str]:
     ------
     ValidationError
         Naming ``field_name``: not a list of one-line strings, a quote left open, more than
-        :data:`~gpujobqueue.limits.MAX_LIST_ITEMS` words.
+        :data:`~gpujobqueue.settings.limits.MAX_LIST_ITEMS` words.
     """
     words = []
     for item in parse_lines(field_name, value):

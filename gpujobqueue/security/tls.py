@@ -14,7 +14,7 @@ of one private CA.
 - ``--no-tls`` (``tls=False``) is plain TCP, and warns.
 
 A cluster's scheduler file and credentials go to a private folder of a shared directory, named
-after the process that owns it (:mod:`gpujobqueue.owned_folders`), which removes it when it closes.
+after the process that owns it (:mod:`gpujobqueue.security.owned_folders`), which removes it when it closes.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
-from .errors import ValidationError
-from .validation import parse_job_path
-from .workers import WorkerLaunch
+from ..errors import ValidationError
+from ..jobs.workers import WorkerLaunch
+from ..settings.validation import parse_job_path
 
 if TYPE_CHECKING:  # distributed is imported where a Security is made or checked: render and plan need none
     from distributed.security import Security
@@ -399,7 +399,7 @@ def memory_file(text: str, name: str) -> int:
 
 def make_private_directory(shared_directory: str, prefix: str) -> tuple[str, str]:
     """A new private folder (mode 0700) in ``shared_directory``, its name starting with ``prefix`` (this
-    process's: :func:`~gpujobqueue.owned_folders.owner_prefix`), for the scheduler file and the TLS
+    process's: :func:`~gpujobqueue.security.owned_folders.owner_prefix`), for the scheduler file and the TLS
     credentials, which the jobs read on the compute nodes. Returns its path, and its owner, mode and inode
     as it was made (``"1000 700 4242"``, as ``stat -c '%u %a %i'`` writes them), which the jobs check.
 

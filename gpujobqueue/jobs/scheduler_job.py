@@ -12,16 +12,16 @@ import socket
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from . import gpus
-from .errors import ValidationError
-from .files import read_bounded_text
+from ..errors import ValidationError
+from ..machine import gpus
+from ..security.files import read_bounded_text
 
 # Where a cluster's scheduler runs: the scheduler keyword's values (declared in the keyword registry).
-from .keywords import SCHEDULER_HERE, SCHEDULER_IN_JOB, SCHEDULER_PLACEMENTS
-from .limits import MAX_SCHEDULER_FILE_BYTES
+from ..settings.keywords import SCHEDULER_HERE, SCHEDULER_IN_JOB, SCHEDULER_PLACEMENTS
+from ..settings.limits import MAX_SCHEDULER_FILE_BYTES
 
 if TYPE_CHECKING:
-    from .owned_folders import ClusterFolder
+    from ..security.owned_folders import ClusterFolder
     from .workers import WorkerLaunch
 
 logger = logging.getLogger(__name__)
@@ -41,7 +41,7 @@ class SchedulerStart:
     dashboard_address : str, optional
         The scheduler's ``--dashboard-address``, where its dashboard was opened on purpose;
         None for none: no dashboard, and no route on its HTTP server, on the loopback
-        (:mod:`gpujobqueue.dashboard`).
+        (:mod:`gpujobqueue.security.dashboard`).
     tls_args : tuple of str
         The scheduler's ``--tls-*`` options.
     worker_saturation : str, optional

@@ -54,7 +54,7 @@ MAX_PATTERN_INPUT = 128  # characters of an account or host name matched against
 # The ways a site pattern can try to match (sites/patterns.py): those of three unbounded repeats on 128 characters.
 MAX_PATTERN_CHOICES = (MAX_PATTERN_INPUT + 1) ** 3
 
-# Usage reports (gpujobqueue/usage.py): a cluster's jobs over its life, replacements included.
+# Usage reports (gpujobqueue/jobs/usage.py): a cluster's jobs over its life, replacements included.
 MAX_USAGE_JOBS = 100_000  # job records one report keeps
 # A job's record as a report writes it is about 400 bytes (38 MB measured for 100,000 jobs with
 # 45-character names and ids): a report of MAX_USAGE_JOBS jobs fits, with room for longer names.

@@ -8,16 +8,15 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from . import keywords
-from .dashboard import worker_dashboard_address
-from .declaration import read_declared
-from .errors import ValidationError
-from .launchers import LAUNCHER_OBJECTS, Launcher
-from .naming import worker_suffixes
-from .preloads import NIC_AFFINITY, PIN_DEVICE, WATCHDOG
-from .validation import one_line
-from .worker_args import parse_python, read_worker_args
-from .worker_options import (
+from ..errors import ValidationError
+from ..preloads import NIC_AFFINITY, PIN_DEVICE, WATCHDOG
+from ..security.dashboard import worker_dashboard_address
+from ..settings import keywords
+from ..settings.declaration import read_declared
+from ..settings.naming import worker_suffixes
+from ..settings.validation import one_line
+from ..settings.worker_args import parse_python, read_worker_args
+from ..settings.worker_options import (
     UCX_TRANSPORTS,
     check_no_dask_cuda_options,
     check_one_device_per_dask_cuda_worker,
@@ -26,7 +25,8 @@ from .worker_options import (
     parse_gpu_memory,
     parse_ucx_transports,
 )
-from .worker_options import threads_of_cores as threads_of_cores  # where plan.py imports it
+from ..settings.worker_options import threads_of_cores as threads_of_cores  # where plan.py imports it
+from .launchers import LAUNCHER_OBJECTS, Launcher
 
 # The third mode, the CPU pool's workers (templates/workers/cpu.sh.j2): no GPU, no device visible.
 # Only CPUPool.job_shape sets it; worker_mode refuses it (a GPU job would hold GPUs it leaves idle).
@@ -94,7 +94,7 @@ class WorkerLaunch:
         Comms protocol (``tcp``, ``tls``, ``ucx``) and network interface.
     extra_args : tuple of str
         More worker arguments, one shell word each (``worker_extra_args`` split as dask-jobqueue
-        joins them, :func:`~gpujobqueue.worker_args.read_worker_args`), each shell-quoted into the
+        joins them, :func:`~gpujobqueue.settings.worker_args.read_worker_args`), each shell-quoted into the
         script; ``--dashboard`` or ``--dashboard-address`` among them opens the workers' dashboards
         (:attr:`dashboard_address`).
     resources : tuple of (str, str)
@@ -105,10 +105,10 @@ class WorkerLaunch:
         ``"ibrun"``: it starts one task per node, each starting that node's workers;
         ``"jsrun"``: the same from a launch node without GPUs (LSF CSM); ``"pbsdsh"``,
         ``"blaunch"``, ``"qrsh-inherit"``: the batch system's own, one task per host
-        (gpujobqueue/launchers.py); or a launcher a batch system brings of its own. A job of
+        (gpujobqueue/jobs/launchers.py); or a launcher a batch system brings of its own. A job of
         several nodes that names none takes its batch system's native launcher.
     task_launcher : Launcher
-        The :class:`~gpujobqueue.launchers.Launcher` object of that name.
+        The :class:`~gpujobqueue.jobs.launchers.Launcher` object of that name.
     launcher_args : tuple of str
         More launcher options (a site's ``launcher.args``), after gpujobqueue's own.
     nodes : int
@@ -175,14 +175,14 @@ class WorkerLaunch:
             The request's host memory per node, shared among the workers.
         cpus_per_node : int, optional
             The request's cores per node; dask-cuda workers take up to
-            :data:`~gpujobqueue.worker_options.DASK_CUDA_DEFAULT_THREADS` of their share as threads by default.
+            :data:`~gpujobqueue.settings.worker_options.DASK_CUDA_DEFAULT_THREADS` of their share as threads by default.
         nodes : int
             The request's nodes. A one-node job starts its workers directly whatever the
             launcher, except ``jsrun``, whose batch script runs on a launch node.
         native_launcher : str, optional
             The batch system's launcher of a job of several nodes that names none.
         launchers : sequence of Launcher
-            The batch system's launchers: those of gpujobqueue (:data:`~gpujobqueue.launchers.LAUNCHERS`)
+            The batch system's launchers: those of gpujobqueue (:data:`~gpujobqueue.jobs.launchers.LAUNCHERS`)
             are known by name anyway; one of its own is known by this.
         """
         get, value = settings.get, read_declared(keywords.LAUNCH, settings)  # read when asked, as JobRequest's
@@ -275,7 +275,7 @@ class WorkerLaunch:
     def dashboard_address(self) -> str | None:
         """Where the workers serve their dashboard, opened on purpose in ``extra_args``; None where
         they serve no page: no dashboard, and their HTTP server (which distributed starts whatever
-        ``--no-dashboard`` says) on the loopback without a route (:mod:`gpujobqueue.dashboard`)."""
+        ``--no-dashboard`` says) on the loopback without a route (:mod:`gpujobqueue.security.dashboard`)."""
         return worker_dashboard_address(self.extra_args)
 
     @property
@@ -312,7 +312,7 @@ class WorkerLaunch:
     @property
     def name_suffixes(self) -> list[str]:
         """Suffixes that turn a job's name into its workers' names, in node then device order:
-        ``-<gpu>`` on one node, ``-<node>-<gpu>`` on several (:func:`gpujobqueue.naming.worker_suffixes`)."""
+        ``-<gpu>`` on one node, ``-<node>-<gpu>`` on several (:func:`gpujobqueue.settings.naming.worker_suffixes`)."""
         return worker_suffixes(self.workers_per_node, self.nodes)
 
     @property

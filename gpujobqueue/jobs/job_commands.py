@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, ContextManager, Protocol
 
-from .naming import job_number, shell_array_job_name
+from ..settings.naming import job_number, shell_array_job_name
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ class ArrayElements:
 
     @property
     def shell_job_name(self) -> str:
-        """An element's job name as the job works it out (:func:`gpujobqueue.naming.shell_array_job_name`)."""
+        """An element's job name as the job works it out (:func:`gpujobqueue.settings.naming.shell_array_job_name`)."""
         return shell_array_job_name(self.prefix, self.number_expression)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-from .errors import InterfaceNotFoundError
+from ..errors import InterfaceNotFoundError
 
 
 def host_interfaces() -> dict[str, list[str]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import stat
 
-from .errors import FileRefusedError
+from ..errors import FileRefusedError
 
 _KINDS = (
     (stat.S_ISFIFO, "a FIFO"),
@@ -44,7 +44,7 @@ def read_bounded_bytes(path: str | os.PathLike[str], limit: int, what: str, dir_
     path : path
         The file.
     limit : int
-        The most bytes it may hold (``gpujobqueue.limits``).
+        The most bytes it may hold (``gpujobqueue.settings.limits``).
     what : str
         What the file is, for the error (``"a site file"``).
     dir_fd : int, optional
@@ -66,7 +66,7 @@ def read_bounded_bytes(path: str | os.PathLike[str], limit: int, what: str, dir_
                 kind = _not_regular(info.st_mode)
                 if kind is None and info.st_size > limit:
                     raise FileRefusedError(
-                        path, f"{info.st_size} bytes; {what} is at most {_size(limit)} (gpujobqueue.limits)"
+                        path, f"{info.st_size} bytes; {what} is at most {_size(limit)} (gpujobqueue.settings.limits)"
                     )
                 data = file.read(limit + 1) if kind is None else b""
     except OSError as error:
@@ -74,7 +74,7 @@ def read_bounded_bytes(path: str | os.PathLike[str], limit: int, what: str, dir_
     if kind is not None:
         raise FileRefusedError(path, f"not a regular file but {kind}")
     if len(data) > limit:  # it grew since it was looked at, or its size is not known (/proc)
-        raise FileRefusedError(path, f"over {_size(limit)}; {what} is at most that (gpujobqueue.limits)")
+        raise FileRefusedError(path, f"over {_size(limit)}; {what} is at most that (gpujobqueue.settings.limits)")
     return data
 
 

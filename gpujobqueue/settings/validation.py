@@ -12,7 +12,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 from dask.utils import parse_bytes, parse_timedelta
 
-from .errors import ValidationError, shown
+from ..errors import ValidationError, shown
+from ..preloads.nic_affinity import MAP_VARIABLE as NIC_MAP_VARIABLE
+from ..preloads.nic_affinity import parse_pinned_map
 from .limits import (
     MAX_LIST_ITEMS,
     MAX_MEMORY_BYTES,
@@ -23,8 +25,6 @@ from .limits import (
     MAX_VALUE_DEPTH,
     MAX_VALUE_ITEMS,
 )
-from .preloads.nic_affinity import MAP_VARIABLE as NIC_MAP_VARIABLE
-from .preloads.nic_affinity import parse_pinned_map
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}")
 _SAFE_WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}")
@@ -41,10 +41,10 @@ _AMOUNT_TEXT = re.compile(r"\s*((?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9
 
 def check_bounded(field_name: str, value: Any) -> None:
     """Refuse, naming ``field_name``, a value past what any keyword takes, before a parser reads it:
-    more than :data:`~gpujobqueue.limits.MAX_VALUE_CHARACTERS` characters of text, lists and mappings
-    more than :data:`~gpujobqueue.limits.MAX_VALUE_DEPTH` deep or of more than
-    :data:`~gpujobqueue.limits.MAX_VALUE_ITEMS` items, a whole number of more than
-    :data:`~gpujobqueue.limits.MAX_NUMBER_DIGITS` digits. Walked without recursion, each list's
+    more than :data:`~gpujobqueue.settings.limits.MAX_VALUE_CHARACTERS` characters of text, lists and mappings
+    more than :data:`~gpujobqueue.settings.limits.MAX_VALUE_DEPTH` deep or of more than
+    :data:`~gpujobqueue.settings.limits.MAX_VALUE_ITEMS` items, a whole number of more than
+    :data:`~gpujobqueue.settings.limits.MAX_NUMBER_DIGITS` digits. Walked without recursion, each list's
     length read before its items."""
     pending, items, characters = [(value, 0)], 0, 0
     while pending:
@@ -64,7 +64,8 @@ def check_bounded(field_name: str, value: Any) -> None:
             pending += ((child, depth + 1) for child in children)
         if characters > MAX_VALUE_CHARACTERS:
             raise ValidationError(
-                field_name, f"more than {MAX_VALUE_CHARACTERS >> 10} KiB of text (gpujobqueue.limits): {shown(value)}"
+                field_name,
+                f"more than {MAX_VALUE_CHARACTERS >> 10} KiB of text (gpujobqueue.settings.limits): {shown(value)}",
             )
 
 
@@ -172,7 +173,7 @@ def parse_queues(field_name: str, value: Any, separator: str | None, command: st
 
 def parse_count(field_name: str, value: Any, *, minimum: int = 0, maximum: int | None = None, text: bool = True) -> int:
     """A whole number from ``minimum`` to ``maximum`` (and of at most
-    :data:`~gpujobqueue.limits.MAX_NUMBER_DIGITS` digits): an integer (``True``/``False`` refused)
+    :data:`~gpujobqueue.settings.limits.MAX_NUMBER_DIGITS` digits): an integer (``True``/``False`` refused)
     or, where ``text``, its text in the digits 0-9 (``"4"``; not ``"1_0"``, ``"٤"`` or ``" 4"``,
     which Python's ``int()`` reads as 10, 4 and 4)."""
     if isinstance(value, str) and text:
@@ -194,7 +195,7 @@ def parse_count(field_name: str, value: Any, *, minimum: int = 0, maximum: int |
         raise ValidationError(field_name, f"expected a whole number of {minimum} or more, got {shown(value)}")
     if maximum is not None and number > maximum:
         raise ValidationError(
-            field_name, f"{shown(value)} is more than the {maximum} gpujobqueue accepts (gpujobqueue.limits)"
+            field_name, f"{shown(value)} is more than the {maximum} gpujobqueue accepts (gpujobqueue.settings.limits)"
         )
     return number
 
@@ -294,8 +295,8 @@ def parse_size(field_name: str, value: Any, maximum: int = MAX_MEMORY_BYTES) -> 
 
 def path_text(field_name: str, value: Any) -> str:
     """A path's text, one line (a :class:`os.PathLike` too), no longer than the system opens:
-    :data:`~gpujobqueue.limits.MAX_PATH_CHARACTERS`, and each part at most
-    :data:`~gpujobqueue.limits.MAX_PATH_PART_CHARACTERS` bytes."""
+    :data:`~gpujobqueue.settings.limits.MAX_PATH_CHARACTERS`, and each part at most
+    :data:`~gpujobqueue.settings.limits.MAX_PATH_PART_CHARACTERS` bytes."""
     text = one_line(field_name, os.fspath(value) if isinstance(value, os.PathLike) else value)
     if not text.strip():
         raise ValidationError(field_name, f"{text!r} is not a path")

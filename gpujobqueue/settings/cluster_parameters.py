@@ -1,8 +1,8 @@
 """The keywords every gpujobqueue cluster class takes, documented once (as dask-jobqueue keeps
 ``cluster_parameters``): :class:`~gpujobqueue.cluster.GPUJobQueueCluster`'s docstring and each
-batch system's class's are composed from it (:func:`gpujobqueue.docstrings.with_shared_parameters`).
+batch system's class's are composed from it (:func:`gpujobqueue.settings.docstrings.with_shared_parameters`).
 
-The entries of the keywords are generated from the keyword registry (:mod:`gpujobqueue.keywords`):
+The entries of the keywords are generated from the keyword registry (:mod:`gpujobqueue.settings.keywords`):
 one entry per keyword, with its type, documentation and default. Only the constructor's own
 parameters that are no setting (``n_workers``, ``site``, dask-jobqueue's pass-through arguments) are
 written here."""
@@ -21,7 +21,7 @@ _CONSTRUCTOR_PARAMETERS = """
         GPU workers to start at once (default 0; see :meth:`scale`). Every count here is a whole
         number, given as an integer or in the digits 0-9 (``"4"``; not ``"1_0"`` or ``"٤"``,
         which Python's ``int()`` reads as 10 and 4), within the bounds of
-        :mod:`gpujobqueue.limits`; every size and duration the same, with a unit.
+        :mod:`gpujobqueue.settings.limits`; every size and duration the same, with a unit.
     site : str or Site, optional
         A site config (``"perlmutter"``, or a path to a YAML file) whose facts fill in
         every keyword not given; ``queue`` then names one of the site's queues, and the

@@ -1,5 +1,5 @@
 """How often a cluster's own loops run, and how many times, from dask config (``gpujobqueue.*``)
-or ``adapt()``'s keywords: each bounded (:mod:`gpujobqueue.limits`) and refused naming its key
+or ``adapt()``'s keywords: each bounded (:mod:`gpujobqueue.settings.limits`) and refused naming its key
 outside the bounds, before the cluster starts (:func:`check_configured`)."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from .validation import parse_duration, parse_positive_int
 
 
 def _seconds(key: str, fewest: float, most: float) -> float:
-    """``gpujobqueue.<key>`` (:func:`gpujobqueue.config.setting`) in seconds, from ``fewest`` to ``most``."""
+    """``gpujobqueue.<key>`` (:func:`gpujobqueue.settings.config.setting`) in seconds, from ``fewest`` to ``most``."""
     return parse_duration(f"gpujobqueue.{key}", config.setting(key), fewest, most)
 
 

@@ -16,15 +16,15 @@ from typing import Any, Iterable, Mapping
 import dask.config
 import yaml
 
-from .errors import UnknownKeywordError, ValidationError, shown
+from ..errors import UnknownKeywordError, ValidationError, shown
 from .keywords import CLUSTER
 from .limits import MAX_LIST_ITEMS
 from .validation import check_bounded, path_text
 
-_DEFAULTS_FILE = Path(__file__).with_name("gpujobqueue.yaml")
+_DEFAULTS_FILE = Path(__file__).parents[1] / "gpujobqueue.yaml"
 
 # Settings of gpujobqueue.<batch> that the cluster reads beside its keywords' (BatchSystem.setting_names): the
-# cluster's own keywords that dask config sets too (gpujobqueue.keywords.CLUSTER), and a queue's per-user job
+# cluster's own keywords that dask config sets too (gpujobqueue.settings.keywords.CLUSTER), and a queue's per-user job
 # limit, which only dask config sets.
 CONFIG_ONLY_SETTINGS = ("max_jobs_per_user",)
 CLUSTER_SETTINGS = (*CLUSTER, *CONFIG_ONLY_SETTINGS)
@@ -62,7 +62,7 @@ def _section(*path: str) -> dict[str, Any]:
     ------
     ValidationError
         The section is not a mapping, one key is set in both spellings to two values, or a value is
-        past the bounds of any (:func:`~gpujobqueue.validation.check_bounded`).
+        past the bounds of any (:func:`~gpujobqueue.settings.validation.check_bounded`).
     """
     where = ".".join(("gpujobqueue", *path))
     value = _mapping(where)

@@ -6,14 +6,14 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from . import keywords
-from .declaration import read_declared
-from .errors import ValidationError
-from .keywords import DEFAULT_SHEBANG
-from .limits import MAX_CPUS_PER_NODE, MAX_MEMORY_BYTES
-from .validation import parse_positive_int, parse_queues, per_node
-from .walltimes import default_walltime_margin, format_walltime, parse_walltime, parse_walltime_margin
-from .worker_args import read_worker_args
+from ..errors import ValidationError
+from ..settings import keywords
+from ..settings.declaration import read_declared
+from ..settings.keywords import DEFAULT_SHEBANG
+from ..settings.limits import MAX_CPUS_PER_NODE, MAX_MEMORY_BYTES
+from ..settings.validation import parse_positive_int, parse_queues, per_node
+from ..settings.walltimes import default_walltime_margin, format_walltime, parse_walltime, parse_walltime_margin
+from ..settings.worker_args import read_worker_args
 
 GPU_REQUEST_STYLES = ("none",)  # without a batch system's own styles: the queue implies the GPUs
 DEFAULT_WALLTIME = "00:30:00"  # dask-jobqueue's; every job ends: an allocation nobody closes burns half an hour at most
@@ -132,7 +132,7 @@ class JobRequest:
         submit_command: str = "the batch system",
     ) -> "JobRequest":
         """The request part of resolved settings: each keyword read by its declaration
-        (:func:`~gpujobqueue.keywords.read_declared`), then the rules that read several together or ask the
+        (:func:`~gpujobqueue.settings.keywords.read_declared`), then the rules that read several together or ask the
         batch system (cores and memory per node, walltime, queue, GPU request style, the workers' lifetime).
 
         Parameters
@@ -149,7 +149,7 @@ class JobRequest:
             reading), 1 (seconds, PBS's and Grid Engine's).
         queue_separator : str or None
             How the batch system's queue option reads a list of queues (``","``, ``" "``), or None
-            where it takes one (:func:`~gpujobqueue.validation.parse_queues`).
+            where it takes one (:func:`~gpujobqueue.settings.validation.parse_queues`).
         submit_command : str
             The batch system's submit command, which a refused list names.
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import psutil
 
-from .errors import GPUJobQueueError
+from ..errors import GPUJobQueueError
 from .files import read_bounded_text
-from .security import FOLDER_FLAGS
+from .tls import FOLDER_FLAGS
 
 PREFIX = ".gpujobqueue-"
 # The random part: what Python's tempfile writes ([a-z0-9_]) or the shell's mktemp ([A-Za-z0-9]).
@@ -74,7 +74,7 @@ class ClusterFolder:
         GPUJobQueueError
             The folder at :attr:`path` is not the one made: nothing in it is read.
         FileRefusedError
-            As :func:`~gpujobqueue.files.read_bounded_text`.
+            As :func:`~gpujobqueue.security.files.read_bounded_text`.
         """
         try:
             descriptor = os.open(self.path, FOLDER_FLAGS)

@@ -1,0 +1,1 @@
+"""What a job asks for and starts: its request, its workers, their launch, its batch commands and status."""

@@ -1,0 +1,1 @@
+"""What users give: the keywords' declarations, their validation, dask config and the bounds."""
