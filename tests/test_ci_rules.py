@@ -8,6 +8,7 @@ daemon is started (no need for the batch lock)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -191,3 +192,18 @@ def test_the_long_tests_lead_each_xdist_workers_share():
         at, remaining = at + size, remaining - size
     assert starts == ["long0", "long1", "long2", "long3"]
     assert [item.name for item in ordered[:2]] == ["long0", "long4"]
+
+
+def test_every_python_line_of_the_ci_scripts_runs():
+    """The scripts of .ci/ call the package by name (``.ci/demo`` asks ``machine_extra`` for the CUDA extra): a name
+    removed or moved in the package fails here, not on a new user's first command."""
+    snippets = [
+        (path.name, code)
+        for path in sorted((REPO / ".ci").iterdir())
+        if path.is_file()
+        for code in re.findall(r"python -c '([^']*)'", path.read_text())
+    ]
+    assert any(name == "demo" for name, _ in snippets)
+    for name, code in snippets:
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+        assert result.returncode == 0, (name, code, result.stderr[-2000:])

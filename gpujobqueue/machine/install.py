@@ -108,6 +108,20 @@ def install_line(cuda_version: str | None = None, *, ucx: bool = False, python: 
     return line(min(major, max(CUDA_EXTRAS)))
 
 
+def machine_extra() -> str | None:
+    """The CUDA extra for this machine's NVIDIA driver (``cuda12``, ``cuda13``); None where there is no NVIDIA GPU.
+    ``bash .ci/demo`` installs it."""
+    from .gpus import machine_gpus
+
+    machine = machine_gpus()
+    if not machine.gpus:
+        return None
+    major = cuda_major(machine.cuda_driver_version)
+    if major is None or major < min(CUDA_EXTRAS):
+        return CUDA_EXTRAS[DEFAULT_CUDA_MAJOR]
+    return CUDA_EXTRAS[min(major, max(CUDA_EXTRAS))]
+
+
 # The probe's answer is one line of a few hundred bytes: a python that prints more, or answers later, is
 # not judged (one that printed 8 GB was read whole, then raised MemoryError; one that hung cost 60 s a render).
 PROBE_OUTPUT_LIMIT = 1 << 20  # 1 MiB
