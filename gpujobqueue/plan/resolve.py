@@ -158,15 +158,18 @@ def resolve_request(system: type[BatchSystem], given: Given, site_queue: str | N
         # as dask-jobqueue's job: a batch system without GPU resources refuses a GPU request
         settings["gpu_request"] = "none"
     workers_per_node = None
-    if processes is not None:
-        if hand_written is not None or explicit.get("gpus_per_node") is not None:
-            where = (
-                hand_written.describe() if hand_written is not None else f"gpus_per_node={settings['gpus_per_node']}"
-            )
-            gpus = parse_keyword("gpus_per_node", settings["gpus_per_node"])
-            workers_per_node = share_of_gpus(processes, gpus, where)
-        else:  # no GPU count given: processes is dask-jobqueue's workers per job, one per GPU
-            settings["gpus_per_node"] = processes
+    gpu_count_given = hand_written is not None or explicit.get("gpus_per_node") is not None
+    per_worker = None if gpu_count_given else _gpus_per_worker_resource(settings)
+    if processes is not None and gpu_count_given:
+        where = hand_written.describe() if hand_written is not None else f"gpus_per_node={settings['gpus_per_node']}"
+        gpus = parse_keyword("gpus_per_node", settings["gpus_per_node"])
+        workers_per_node = share_of_gpus(processes, gpus, where)
+    elif processes is not None or per_worker is not None:
+        # No GPU count given: dask-jobqueue's processes are the workers per job, each with the GPUs its
+        # GPU resource names (worker_extra_args=["--resources GPU=2"]), else one.
+        settings["gpus_per_node"] = (processes or 1) * (per_worker or 1)
+        if per_worker is not None and per_worker > 1:
+            workers_per_node = processes or 1
     if workers_per_node is not None and explicit.get("worker_mode") is None:
         # Workers that share the GPUs are per-device ones (dask cuda worker gives each GPU a worker),
         # whatever a batch system's default mode (the local one's dask-cuda where GPUs are).
@@ -215,6 +218,14 @@ def _gpu_count_given(settings: Mapping[str, Any], explicit: Mapping[str, Any]) -
         return True
     worker_args = settings.get("worker_extra_args")
     return bool(worker_args) and "GPU" in dict(read_worker_args("worker_extra_args", worker_args).resources)
+
+
+def _gpus_per_worker_resource(settings: Mapping[str, Any]) -> int | None:
+    """The whole number of a ``GPU`` resource in ``worker_extra_args`` (``--resources GPU=2``: 2); None for none,
+    or for a share of a GPU (``GPU=0.5``), which asks for no GPU count."""
+    worker_args = settings.get("worker_extra_args")
+    amount = dict(read_worker_args("worker_extra_args", worker_args).resources).get("GPU") if worker_args else None
+    return int(amount) if amount is not None and amount.isascii() and amount.isdigit() and int(amount) > 0 else None
 
 
 def _sources(

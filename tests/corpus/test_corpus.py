@@ -60,7 +60,7 @@ EXPECTED = {
     "slurm_dask_slurm_tutorial_gres": "same (memory rounded), GPU workers",
     "slurm_dask_slurm_tutorial_rtx4500": "same (memory rounded), GPU workers",
     "slurm_djq_304_gres_resources": "same (memory rounded), GPU workers",
-    "slurm_djq_docs_gpu_resources": "differs: GPUs per node: none → 1, GPU workers",
+    "slurm_djq_docs_gpu_resources": "differs: GPUs per node: none → 2, GPU workers",
     "slurm_djq_docs_savio_lowprio": "same (memory rounded)",
     "slurm_jean_zay_tf_mnist": "same (memory rounded), GPU workers",
     "slurm_jean_zay_xarray": "dask-jobqueue fails: ValueError: Got unexpected keyword argument 'env'. Very likely this unexpected parameter was passed in \"job_kwargs\" in the SLURMCluster constructor:",

@@ -92,8 +92,9 @@ def test_a_lifetime_and_a_walltime_margin_that_both_say_when_are_refused():
 def test_the_users_resources_are_merged_with_the_gpu_resource(mode):
     params = parsed(script_for(worker_mode=mode, worker_extra_args=["--resources", "ssdGB=200,MEM=4"]), MODULES[mode])
     assert resources(params["resources"]) == {"ssdGB": 200.0, "MEM": 4.0, "GPU": 1.0}
-    params = parsed(script_for(worker_mode=mode, worker_extra_args=["--resources=GPU=2,ssdGB=200"]), MODULES[mode])
-    assert resources(params["resources"]) == {"GPU": 2.0, "ssdGB": 200.0}  # the user's own GPU amount is kept
+    # Beside a GPU count, the user's own GPU amount is kept (alone, it is the GPUs per worker: test_their_values.py).
+    script = script_for(worker_mode=mode, gpus_per_node=1, worker_extra_args=["--resources=GPU=2,ssdGB=200"])
+    assert resources(parsed(script, MODULES[mode])["resources"]) == {"GPU": 2.0, "ssdGB": 200.0}
 
 
 @pytest.mark.parametrize(
