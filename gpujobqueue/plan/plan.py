@@ -29,7 +29,7 @@ from ..settings import config
 from ..settings.intervals import check_configured
 from ..settings.validation import check_bounded, parse_bool
 from .cpu_pool import CPUPool
-from .resolve import Given, read_keywords, resolve_launch, resolve_request, shows_queue_choice
+from .resolve import Given, job_shape, read_keywords, resolve_launch, resolve_request, shows_queue_choice
 from .route import route
 from .user_limits import UserJobLimit, cpu_pool_job_limit
 
@@ -192,26 +192,21 @@ def _naming_config_keys(batch: str, given: Mapping[str, Any]) -> Iterator[None]:
 
 
 def _routed_and_resolved(system: type[BatchSystem], given: Given, owner: str) -> Plan:
-    """The plan's settings, request and launch: the site queue routed first (:func:`~.route.route`, on the
-    request as the site's default queue resolves it), then the keywords resolved for that queue
-    (:mod:`.resolve`) and validated once."""
+    """The plan's settings, request and launch: the site queue routed once by the job's shape (:func:`~.route.route`,
+    a pure function of the site and the user's nodes and walltime), then the keywords resolved once for that queue
+    (:mod:`.resolve`) and its request checked against the queue."""
     site = given.site
     if site is not None:
         sites.warn_if_retired(site)
-    resolution = resolve_request(system, given, given.named_queue)
-    chosen = route(site, given.named_queue, resolution.request)
-    request = resolution.request
-    if chosen.why is not None:
-        logger.info("gpujobqueue: site %s chose %s", site.name, chosen.why)
-        if chosen.queue != site.data["default_queue"]:
-            # The routed queue's own settings (its partition, its node) make the job's request.
-            resolution = resolve_request(system, given, chosen.queue)
-            route(site, chosen.queue, resolution.request)
-        if chosen.queue != site.data["default_queue"] or shows_queue_choice(site, chosen.queue):
-            request = dataclasses.replace(resolution.request, queue_choice=chosen.why)
-        else:
-            request = resolution.request
-        resolution = dataclasses.replace(resolution, request=request)
+    chosen = route(site, given.named_queue, job_shape(system, given) if site is not None else None)
+    resolution = resolve_request(system, given, chosen.queue)
+    if site is not None:
+        sites.check_queue_takes(site, chosen.queue, resolution.request)
+        if chosen.why is not None:
+            logger.info("gpujobqueue: site %s chose %s", site.name, chosen.why)
+            if chosen.queue != site.data["default_queue"] or shows_queue_choice(site, chosen.queue):
+                request = dataclasses.replace(resolution.request, queue_choice=chosen.why)
+                resolution = dataclasses.replace(resolution, request=request)
     site_queue = chosen.queue
     settings, request, launch, jobs_per_user = resolve_launch(system, given, resolution, site_queue, owner)
     return Plan(

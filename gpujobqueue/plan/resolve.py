@@ -16,8 +16,9 @@ from ..handwritten import gpus as hand_written_gpus
 from ..jobs.request import JobRequest
 from ..jobs.workers import WorkerLaunch, threads_of_cores
 from ..settings import config
-from ..settings.keywords import RENAMED_KEYWORDS, UCX_TRANSPORT_KEYWORDS, parse_keyword
+from ..settings.keywords import RENAMED_KEYWORDS, UCX_TRANSPORT_KEYWORDS, default_of, parse_keyword
 from ..settings.validation import check_bounded, path_text
+from ..settings.walltimes import format_walltime
 from ..settings.worker_args import read_worker_args
 from ..sites import Site, routing
 from .user_limits import UserJobLimit
@@ -98,6 +99,41 @@ def _site_defaults(system: type[BatchSystem], given: Given, site_queue: str | No
         for name in UCX_TRANSPORT_KEYWORDS:
             defaults.pop(name, None)
     return defaults
+
+
+@dataclasses.dataclass(frozen=True)
+class JobShape:
+    """What a site routes a job by (:func:`~.route.route`): its nodes and walltime (seconds; None for none)."""
+
+    nodes: int
+    walltime: int | None
+
+    @property
+    def walltime_text(self) -> str:
+        """The walltime as SLURM writes it; ``"none"`` for a job without one."""
+        return "none" if self.walltime is None else format_walltime(self.walltime)
+
+
+def job_shape(system: type[BatchSystem], given: Given) -> JobShape:
+    """The job's nodes and walltime as the user gives them (keyword > config > a directive written by hand), else
+    the declared default and the batch system's walltime: read before any site queue is chosen, as no site's own
+    settings set them (``tests/plan/test_routing.py`` holds every shipped site to that).
+
+    Raises
+    ------
+    ValidationError
+        Naming the keyword or the directive.
+    """
+    user = config.resolve(system.name, given.keywords, ("nodes", "walltime", "job_extra_directives"))
+    lines = parse_keyword("job_extra_directives", user["job_extra_directives"])
+    written = {option.setting: option.value for option in hand_written_directives.find(system, lines)}
+    nodes = (
+        written.get("nodes", default_of("nodes")) if user["nodes"] is None else parse_keyword("nodes", user["nodes"])
+    )
+    walltime = user["walltime"] if user["walltime"] is not None else written.get("walltime", system.default_walltime)
+    if isinstance(walltime, str):
+        walltime = system.walltime_seconds(walltime)
+    return JobShape(nodes, walltime)
 
 
 @dataclasses.dataclass(frozen=True)

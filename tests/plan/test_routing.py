@@ -12,6 +12,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from site_samples import SHIPPED
 
 from gpujobqueue.errors import ValidationError
 from gpujobqueue.plan.scripts import job_script_for
@@ -290,3 +291,32 @@ def test_the_routed_script_is_accepted_by_a_pbs_server_with_polaris_queues(nodes
     if queue != "debug":
         with pytest.raises(Rejected, match="violates queue"):
             pbs_emulator.parse_submission(script.replace(f"#PBS -q {queue}\n", "#PBS -q debug\n"), (), server)
+
+
+def test_a_routed_queue_is_resolved_once(monkeypatch):
+    """Issue 41, point 3: the site queue is routed once, by the job's shape, and the keywords resolved once for it
+    (they were resolved for the default queue first, then again for the queue routing chose)."""
+    from gpujobqueue.plan import plan as plan_module
+
+    calls = []
+    resolve = plan_module.resolve_request
+    monkeypatch.setattr(plan_module, "resolve_request", lambda *args: calls.append(args[2]) or resolve(*args))
+    _settings, request, _launch = parse("polaris", nodes=10, walltime="03:00:00")
+    assert request.queue == "prod"
+    assert calls == ["prod"]
+
+
+@pytest.mark.parametrize("site_name", SHIPPED)
+def test_no_site_queue_sets_what_routing_reads(site_name):
+    """The job's shape (nodes, walltime) is read before a queue is chosen: no shipped site's queue may set them, by a
+    keyword or by a directive of its own."""
+    from gpujobqueue.batch import batch_system
+    from gpujobqueue.handwritten.directives import find
+    from gpujobqueue.sites import site_settings
+
+    site = load_site(site_name)
+    system = batch_system(site.scheduler)
+    for queue in site.data["queues"]:
+        settings = site_settings(site, queue)
+        assert settings.get("nodes") is None and settings.get("walltime") is None, queue
+        assert find(system, settings.get("job_extra_directives") or []) == [], queue
