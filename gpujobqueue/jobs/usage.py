@@ -14,7 +14,7 @@ import json
 import math
 import os
 import tempfile
-from typing import Any
+from typing import Any, Sequence
 
 from ..errors import ValidationError
 from ..security.files import read_bounded_text
@@ -239,18 +239,11 @@ class UsageReport:
 
     def table(self) -> str:
         """The jobs as a text table, one line each, and the summary below."""
-        rows = [list(_COLUMNS)] + [_cells(job, self.at) for job in self.jobs]
-        widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
-        lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
-        return "\n".join([*lines, "", self.summary()])
+        return f"{text_table(_COLUMNS, [_cells(job, self.at) for job in self.jobs])}\n\n{self.summary()}"
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th>{column}</th>" for column in _COLUMNS)
-        body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in _cells(job, self.at)) + "</tr>"
-            for job in self.jobs
-        )
-        return f"<p>{html.escape(self.summary())}</p><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        table = html_table(_COLUMNS, [_cells(job, self.at) for job in self.jobs])
+        return f"<p>{html.escape(self.summary())}</p>{table}"
 
     def __str__(self) -> str:
         return self.table()
@@ -354,6 +347,20 @@ def write_usage(report: UsageReport, directory: str | os.PathLike, name: str) ->
     with os.fdopen(descriptor, "w") as f:
         f.write(report.to_json())
     return path
+
+
+def text_table(columns: Sequence[str], rows: list[list[str]]) -> str:
+    """Rows of cells under their columns' names, each column as wide as its widest cell."""
+    rows = [list(columns), *rows]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
+
+
+def html_table(columns: Sequence[str], rows: list[list[str]]) -> str:
+    """The same as an HTML table, each cell escaped."""
+    head = "".join(f"<th>{column}</th>" for column in columns)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 _COLUMNS = ("name", "job_id", "gpus", "queued", "held", "gpu_h", "busy_gpu_h", "busy")
