@@ -20,12 +20,8 @@ logger = logging.getLogger(__name__)
 
 
 class JobScheduler(ProcessInterface):
-    """The cluster's scheduler, running in the cluster's first batch job.
-
-    :class:`~distributed.deploy.SpecCluster` starts it as it would start a scheduler in
-    this process: :meth:`start` submits the job and returns once the job's scheduler has
-    written its address to the scheduler file; :meth:`close` (the cluster's last step)
-    cancels the job.
+    """The cluster's scheduler, running in the cluster's first batch job: :meth:`start` submits the job and
+    returns once its scheduler has written its address; :meth:`close` cancels the job.
 
     Parameters
     ----------
@@ -111,19 +107,8 @@ class JobScheduler(ProcessInterface):
 
 
 class HostedWorkers(ProcessInterface):
-    """The scheduler job's own GPU workers, as one entry of the cluster's worker specs.
-
-    They start and end with the scheduler's job: closing this entry cancels nothing.
-
-    Parameters
-    ----------
-    scheduler : str
-        The scheduler's address (given by SpecCluster; the workers read the file).
-    name : str
-        The scheduler job's name in the cluster.
-    job : GPUJob
-        The scheduler's job.
-    """
+    """The scheduler ``job``'s own GPU workers, as one entry of the cluster's worker specs: they start and end
+    with that job, and closing this entry cancels nothing."""
 
     def __init__(self, scheduler: str | None = None, name: str | None = None, *, job: GPUJob):
         super().__init__()
