@@ -1,18 +1,11 @@
 """Launchers: how a job script of several nodes starts one task per node, and how a task knows its node.
 
-Each launcher is an object (Parsl's way) that knows its name, the shell lines that start the
-node part of the script once per node, and the variables that give a task its rank (= its node).
-Which launchers a batch system offers is the batch system's to say
-(:attr:`~gpujobqueue.batch.base.BatchSystem.launchers`, these objects or its own, and its
-``native_launcher`` used when a job of several nodes names none).
-
-The node part reaches the nodes as a file, ``node.sh``, that the script wrote into its private
-folder (on the file system the nodes share) after the variables the workers need: each task runs
-``"${node_task[@]}"`` (templates/launchers/launch.sh.j2), which stands in that folder, checks it is
-still the job's own (owner, mode, inode), then runs ``bash ./node.sh``; so no launcher's arguments
-hold a variable's value or the node part's text, whatever the launcher passes of the environment
-(srun, MPICH's and PALS's mpiexec, ibrun and jsrun pass it all; Open MPI's passes the names given to
-``-x``; pbsdsh, blaunch and ``qrsh -inherit`` pass none).
+Each launcher is an object (Parsl's way): its name, the shell lines that start the node part once per
+node, and the variables that give a task its rank (= its node); a batch system says which it offers
+(:attr:`~gpujobqueue.batch.base.BatchSystem.launchers`). Each task runs ``"${node_task[@]}"``
+(templates/launchers/launch.sh.j2), which runs the ``node.sh`` the script wrote into its private folder,
+once it is checked still the job's own; so no launcher's arguments hold a variable's value, whatever the
+launcher passes of the environment.
 """
 
 from __future__ import annotations

@@ -23,8 +23,7 @@ DEFAULT_WALLTIME = "00:30:00"  # dask-jobqueue's; every job ends: an allocation 
 class JobRequest:
     """What one batch job asks of the batch system.
 
-    Build it with :meth:`JobRequest.from_settings`, which parses and validates every field;
-    the fields below are already parsed.
+    Build it with :meth:`JobRequest.from_settings`, which parses and validates every field.
 
     Parameters
     ----------
@@ -131,25 +130,21 @@ class JobRequest:
         queue_separator: str | None = None,
         submit_command: str = "the batch system",
     ) -> "JobRequest":
-        """The request part of resolved settings: each keyword read by its declaration
-        (:func:`~gpujobqueue.settings.keywords.read_declared`), then the rules that read several together or ask the
-        batch system (cores and memory per node, walltime, queue, GPU request style, the workers' lifetime).
+        """The request part of resolved settings: each keyword read by its declaration, then the rules that
+        read several together or ask the batch system.
 
         Parameters
         ----------
         settings : mapping
-            Keyword names (as the cluster classes take them) to values; missing or None
-            values take the defaults.
+            Keyword names to values; missing or None values take the defaults.
         gpu_request_styles : sequence of str
-            The batch system's GPU request styles; the first is the default (without: ``none``).
+            The batch system's GPU request styles; the first is the default.
         default_walltime : str or None
             The walltime when none is given; None for none (jobs that no batch system ends).
         walltime_number_unit : int, default 60
-            The seconds a walltime given as a bare number counts: 60 (minutes, SLURM's and LSF's
-            reading), 1 (seconds, PBS's and Grid Engine's).
+            The seconds a bare number counts: 60 (SLURM's and LSF's minutes), 1 (PBS's and Grid Engine's).
         queue_separator : str or None
-            How the batch system's queue option reads a list of queues (``","``, ``" "``), or None
-            where it takes one (:func:`~gpujobqueue.settings.validation.parse_queues`).
+            How the queue option reads a list of queues (``","``, ``" "``), or None where it takes one.
         submit_command : str
             The batch system's submit command, which a refused list names.
 

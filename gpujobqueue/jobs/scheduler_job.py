@@ -89,13 +89,7 @@ def read_scheduler_address(path: str, folder: ClusterFolder | None = None) -> st
 
 
 def check_ucx_scheduler_host(scheduler_here: bool = True) -> None:
-    """Refuse UCX where it cannot run: without distributed-ucxx, or, when the scheduler runs
-    in this process, without a GPU here.
-
-    Raises
-    ------
-    ValidationError
-    """
+    """Refuse UCX (:class:`ValidationError`) without distributed-ucxx, or, for a scheduler here, a GPU here."""
     if importlib.util.find_spec("distributed_ucxx") is None:
         raise ValidationError(
             "protocol",
@@ -112,14 +106,7 @@ def check_ucx_scheduler_host(scheduler_here: bool = True) -> None:
 
 
 def check_scheduler_can_run_in_job(launch: WorkerLaunch, field_name: str, what: str) -> None:
-    """Refuse a scheduler in the job where the batch script runs on a launch node (jsrun);
-    with other launchers it runs on the job's first node.
-
-    Raises
-    ------
-    ValidationError
-        Naming ``field_name``.
-    """
+    """Refuse (naming ``field_name``) a scheduler in the job where the batch script runs on a launch node (jsrun)."""
     if launch.task_launcher.runs_on_launch_node:
         raise ValidationError(
             field_name,

@@ -169,21 +169,12 @@ class WorkerLaunch:
         ----------
         settings : mapping
             Keyword names to values; None means the default.
-        gpus_per_node : int
-            GPUs per node, from the request, shared by ``workers_per_node`` (``processes``; None: one per GPU).
-        memory_per_node : int or None
-            The request's host memory per node, shared among the workers.
-        cpus_per_node : int, optional
-            The request's cores per node; dask-cuda workers take up to
-            :data:`~gpujobqueue.settings.worker_options.DASK_CUDA_DEFAULT_THREADS` of their share as threads by default.
-        nodes : int
-            The request's nodes. A one-node job starts its workers directly whatever the
-            launcher, except ``jsrun``, whose batch script runs on a launch node.
+        gpus_per_node, memory_per_node, cpus_per_node, nodes
+            The request's, shared by ``workers_per_node`` (``processes``; None: one per GPU).
         native_launcher : str, optional
             The batch system's launcher of a job of several nodes that names none.
         launchers : sequence of Launcher
-            The batch system's launchers: those of gpujobqueue (:data:`~gpujobqueue.jobs.launchers.LAUNCHERS`)
-            are known by name anyway; one of its own is known by this.
+            The batch system's own launchers, beside gpujobqueue's (:data:`~gpujobqueue.jobs.launchers.LAUNCHERS`).
         """
         get, value = settings.get, read_declared(keywords.LAUNCH, settings)  # read when asked, as JobRequest's
         nanny, visibility = value["nanny"], value["visibility_variable"]
@@ -238,8 +229,7 @@ class WorkerLaunch:
 
     @property
     def dask_cuda_memory_args(self) -> list[str]:
-        """dask-cuda's device-memory options, one option (with its value) per item; every value
-        is a number, a fraction or a library name, so none needs quoting."""
+        """dask-cuda's device-memory options, one option (with its value, which needs no quoting) per item."""
         args = []
         for option, value in (
             ("--device-memory-limit", self.device_memory_limit),
@@ -273,9 +263,8 @@ class WorkerLaunch:
 
     @property
     def dashboard_address(self) -> str | None:
-        """Where the workers serve their dashboard, opened on purpose in ``extra_args``; None where
-        they serve no page: no dashboard, and their HTTP server (which distributed starts whatever
-        ``--no-dashboard`` says) on the loopback without a route (:mod:`gpujobqueue.security.dashboard`)."""
+        """Where the workers serve their dashboard, opened on purpose in ``extra_args``; None where they serve
+        no page (:mod:`gpujobqueue.security.dashboard`)."""
         return worker_dashboard_address(self.extra_args)
 
     @property
@@ -311,14 +300,12 @@ class WorkerLaunch:
 
     @property
     def name_suffixes(self) -> list[str]:
-        """Suffixes that turn a job's name into its workers' names, in node then device order:
-        ``-<gpu>`` on one node, ``-<node>-<gpu>`` on several (:func:`gpujobqueue.settings.naming.worker_suffixes`)."""
+        """Suffixes of a job's workers' names (:func:`gpujobqueue.settings.naming.worker_suffixes`)."""
         return worker_suffixes(self.workers_per_node, self.nodes)
 
     @property
     def rank_expression(self) -> str:
-        """Shell expansion of a launched task's rank, which numbers its node: the first of the
-        launcher's rank variables that is set, else 0."""
+        """Shell expansion of a launched task's rank, which numbers its node (:attr:`Launcher.rank_expression`)."""
         return self.task_launcher.rank_expression
 
     @property
