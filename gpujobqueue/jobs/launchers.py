@@ -53,30 +53,15 @@ _RUN_NODE_PART = f"    {NODE_TASK} &"
 
 
 class Launcher:
-    """A way of starting one task per node of a job; subclasses say how.
+    """A way of starting one task per node of a job; subclasses say how."""
 
-    Attributes
-    ----------
-    name : str
-        The ``launcher`` keyword's value.
-    rank_variables : tuple of str
-        Variables giving a launched task its rank (its node), the launcher's own first.
-    runs_on_launch_node : bool
-        The batch script runs on a launch node without the job's GPUs (jsrun): even a job of one
-        node starts its workers through the launcher, and no scheduler can run in the script.
-    command_format : str
-        The launch command with gpujobqueue's own options, before the launcher arguments: a format of
-        the :class:`LaunchContext`'s fields (``{nodes}``, ``{cpus_per_node}``, ``{gpus_per_node}``) and
-        ``{hostfile}``.
-    hostfile_option : str
-        The option that names the file of the job's hosts (``--hostfile``), given where the batch
-        system has one (``{hostfile}`` is then it and the file's variable, else empty).
-    """
-
-    name: str = ""
-    rank_variables: tuple[str, ...] = ()
+    name: str = ""  # the launcher keyword's value
+    rank_variables: tuple[str, ...] = ()  # giving a launched task its rank (its node), the launcher's own first
+    # The batch script runs on a launch node without the job's GPUs (jsrun): even a one-node job uses the launcher.
     runs_on_launch_node: bool = False
+    # The launch command before the launcher arguments: a format of LaunchContext's fields and {hostfile}.
     command_format: str = ""
+    # The option naming the file of the job's hosts, where the batch system has one ({hostfile} is then it).
     hostfile_option: str = ""
 
     def start_lines(self, context: LaunchContext) -> list[str]:
@@ -170,10 +155,8 @@ class Jsrun(Launcher):
 
 
 class PerHostLauncher(Launcher):
-    """A launcher that starts one task on one host named by the script (rsh-like, or by node index): the
-    script loops over the job's hosts, giving each task its rank in :data:`NODE_RANK_VARIABLE` (these
-    launchers pass on the job's environment, not the script's: the node part's file sets the variables
-    its workers need)."""
+    """A launcher that starts one task on one host named by the script: the script loops over the job's hosts,
+    giving each task its rank in :data:`NODE_RANK_VARIABLE`."""
 
     rank_variables = (NODE_RANK_VARIABLE,)
     #: Lines that set the array ``hosts`` to the job's distinct hosts, the script's own first.
@@ -201,12 +184,9 @@ class PerHostLauncher(Launcher):
 
 
 class Pbsdsh(PerHostLauncher):
-    """PBS's ``pbsdsh``: ``pbsdsh -n <i> -- program args`` spawns the program through the TM API on the
-    i-th node allocated (the pbsdsh(1B) man page: "-n node: the program is spawned on one node which is the
-    node-th node allocated"), without a shell. The i-th entry of ``$PBS_NODEFILE`` is that node, so the
-    first entry of each host is its index. pbsdsh sets ``PBS_NODENUM`` (the node identifier) and
-    ``PBS_TASKNUM`` (the TM task id), but the node identifier counts a host once per entry of a Torque
-    ``ppn`` job; the script gives each task its host's rank itself."""
+    """PBS's ``pbsdsh -n <i> -- program args``, which spawns the program without a shell on the i-th node
+    allocated (pbsdsh(1B)), the i-th entry of ``$PBS_NODEFILE``: a host's first entry is its index. Its
+    ``PBS_NODENUM`` counts a host once per entry of a Torque ``ppn`` job, so the script gives the rank."""
 
     name = "pbsdsh"
     host_list_lines = (
@@ -221,11 +201,8 @@ class Pbsdsh(PerHostLauncher):
 
 
 class Blaunch(PerHostLauncher):
-    """LSF's ``blaunch``: ``blaunch <host> command`` starts a task on a host of the job's allocation, as
-    ``rsh host command`` would (IBM LSF command reference, blaunch: ``blaunch [-n] [-u host_file | -z
-    host_name ... | host_name] [-use-login-shell | -no-shell] command [argument ...]``); the command is
-    run by a shell, so it goes as one quoted string. The hosts are ``$LSB_MCPU_HOSTS``'s
-    (``host1 slots1 host2 slots2 ...``, each host once, the first the script's)."""
+    """LSF's ``blaunch <host> command``, as ``rsh host command`` (a shell runs it: it goes as one quoted
+    string), on each host of ``$LSB_MCPU_HOSTS`` (``host1 slots1 host2 slots2 ...``)."""
 
     name = "blaunch"
     host_list_lines = (
@@ -237,11 +214,8 @@ class Blaunch(PerHostLauncher):
 
 
 class QrshInherit(PerHostLauncher):
-    """Grid Engine's ``qrsh -inherit <host> command``: a task of the running parallel job on one of its
-    hosts (qrsh(1): "-inherit ... the job is identified by JOB_ID ... hostname as first argument"; the
-    parallel environment needs ``control_slaves TRUE``). The hosts are the first words of
-    ``$PE_HOSTFILE``'s lines (``host slots queue processors``). The command is run by a shell on the host,
-    as rsh's is, so it goes as one quoted string."""
+    """Grid Engine's ``qrsh -inherit <host> command`` (qrsh(1); the parallel environment needs
+    ``control_slaves TRUE``), as rsh's, on each host of ``$PE_HOSTFILE`` (``host slots queue processors``)."""
 
     name = "qrsh-inherit"
     host_list_lines = (

@@ -38,8 +38,7 @@ class JobRequest:
     memory_per_node : int or None
         Bytes of host memory per node, or None to leave it to the batch system's default.
     walltime : int or None
-        Seconds; one hour unless given. None (the local batch system, unless one is given):
-        no walltime, and the workers live until the cluster stops them.
+        Seconds; None: no walltime (the local batch system's default), the cluster stops the workers.
     account, queue : str or None
         Where the job is charged and placed (``queue`` is SLURM's partition; a list of them, as the
         batch system writes one, where it takes a list: ``gpu,gpu-preempt`` on SLURM).
@@ -231,14 +230,7 @@ _READ_ALONE = (
 
 def cpus_per_node(value: Mapping[str, Any], job_cpu: Any) -> int:
     """The cores each node asks for: LSF's ``job_cpu``, dask-jobqueue's ``cores`` per job shared by the nodes, or
-    ``cpus_per_gpu`` (1 where nothing says) for each GPU.
-
-    Raises
-    ------
-    ValidationError
-        ``cores`` with ``cpus_per_gpu``, cores that the nodes cannot share evenly, or more cores per node than
-        gpujobqueue accepts.
-    """
+    ``cpus_per_gpu`` (1 where nothing says) for each GPU; both of the last two, or too many, refused."""
     cores, per_gpu = value["cores"], value["cpus_per_gpu"]
     if cores is not None and per_gpu is not None:
         raise ValidationError("cores", "give cores (per job) or cpus_per_gpu, not both")
@@ -255,13 +247,7 @@ def cpus_per_node(value: Mapping[str, Any], job_cpu: Any) -> int:
 
 def memory_per_node(value: Mapping[str, Any]) -> int | None:
     """The host memory each node asks for: ``memory`` per job shared by the nodes, or ``memory_per_gpu`` for each
-    GPU; None where neither is given.
-
-    Raises
-    ------
-    ValidationError
-        Both given, memory that the nodes cannot share evenly, or more per node than gpujobqueue accepts.
-    """
+    GPU; None where neither is given; both, or too much, refused."""
     memory, per_gpu, gpus = value["memory"], value["memory_per_gpu"], value["gpus_per_node"]
     if memory is not None and per_gpu is not None:
         raise ValidationError("memory", "give memory (per job) or memory_per_gpu, not both")

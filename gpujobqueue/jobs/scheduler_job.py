@@ -31,23 +31,9 @@ SCHEDULER_FILE_NAME = "scheduler.json"
 
 @dataclass(frozen=True)
 class SchedulerStart:
-    """How a job starts the cluster's scheduler before its workers.
-
-    Parameters
-    ----------
-    scheduler_file : str or None
-        Where the scheduler writes its address; None for a private temporary file in the
-        job (``--run``, where nobody outside the job needs it).
-    dashboard_address : str, optional
-        The scheduler's ``--dashboard-address``, where its dashboard was opened on purpose;
-        None for none: no dashboard, and no route on its HTTP server, on the loopback
-        (:mod:`gpujobqueue.security.dashboard`).
-    tls_args : tuple of str
-        The scheduler's ``--tls-*`` options.
-    worker_saturation : str, optional
-        distributed's ``worker-saturation`` for the scheduler (``inf``, ``2.0``;
-        ``gpujobqueue.worker-saturation``); None for distributed's own.
-    """
+    """How a job starts the cluster's scheduler before its workers: where it writes its address (None: a
+    private temporary file, ``--run``), its ``--dashboard-address`` where the dashboard was opened on purpose,
+    its ``--tls-*`` options and distributed's ``worker-saturation`` (None: distributed's own)."""
 
     scheduler_file: str | None
     dashboard_address: str | None = None

@@ -34,13 +34,7 @@ __all__ = ["CommandFailed", "GPUJob", "check_log_directory", "make_log_directory
 
 def check_log_directory(path: str | None) -> None:
     """Refuse a ``log_directory`` that is not a directory and cannot be made one here: a file
-    (``../../etc/passwd``), or below a file, or in a directory this user cannot write.
-
-    Raises
-    ------
-    ValidationError
-        Naming ``log_directory``.
-    """
+    (``../../etc/passwd``), or below a file, or in a directory this user cannot write."""
     if path is None:
         return
     if os.path.exists(path):
@@ -57,13 +51,7 @@ def check_log_directory(path: str | None) -> None:
 
 
 def make_log_directory(path: str | None) -> None:
-    """Make ``log_directory`` (and its parents) if it is not there yet.
-
-    Raises
-    ------
-    ValidationError
-        Naming ``log_directory``, when it cannot be made.
-    """
+    """Make ``log_directory`` (and its parents) if it is not there yet; :class:`ValidationError` if it cannot."""
     if not path:
         return
     try:
