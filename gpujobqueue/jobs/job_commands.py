@@ -23,20 +23,8 @@ SHORTEST_ARRAY = 2
 
 @dataclass(frozen=True)
 class ArrayElements:
-    """Jobs of one cluster submitted as one job array: element ``i`` (``1 .. count``) is the
-    cluster's job ``<prefix>-<offset + i>``.
-
-    Parameters
-    ----------
-    prefix : str
-        The cluster's name; its jobs are ``<prefix>-<number>``.
-    offset : int
-        The job number of element ``i`` is ``offset + i``.
-    count : int
-        Elements in the array.
-    task_variable : str
-        The variable that tells an element its index (``SLURM_ARRAY_TASK_ID``).
-    """
+    """Jobs of one cluster submitted as one job array: element ``i`` (``1 .. count``, told by ``task_variable``
+    such as ``SLURM_ARRAY_TASK_ID``) is the cluster's job ``<prefix>-<offset + i>``."""
 
     prefix: str
     offset: int

@@ -21,19 +21,8 @@ NODE_RANK_VARIABLE = "GPUJOBQUEUE_NODE_RANK"
 
 @dataclass(frozen=True)
 class LaunchContext:
-    """What a launcher's command lines need to know of the job.
-
-    Parameters
-    ----------
-    nodes : int
-        Nodes of the job: one task each.
-    cpus_per_node, gpus_per_node : int
-        The job's cores and GPUs on each node.
-    launcher_args : tuple of str
-        More launcher options (a site's ``launcher.args``), each quoted into the script.
-    node_file_variable : str or None
-        The batch system's variable naming the file of the job's hosts (``PBS_NODEFILE``), or None.
-    """
+    """What a launcher's command lines need to know of the job: its nodes (one task each), cores and GPUs per
+    node, more launcher options (a site's ``launcher.args``) and the variable naming the file of its hosts."""
 
     nodes: int
     cpus_per_node: int

@@ -36,21 +36,9 @@ CLOSE_WAIT_SECONDS = 10.0
 
 @dataclass(frozen=True)
 class Tenure:
-    """One job's time in the cluster, as far as its retirement goes.
-
-    Parameters
-    ----------
-    name : str
-        The job's name in the cluster.
-    pool : str
-        ``"gpu"`` or ``"cpu"``: retirements are spread within a pool.
-    connected : float
-        When its first worker connected (``time.monotonic()``).
-    lifetime : int
-        Seconds its workers live (the walltime less its margin).
-    stagger : int
-        Seconds by which each worker's own lifetime may end earlier (or later), at random.
-    """
+    """One job's time in the cluster: its pool (retirements are spread within one), when its first worker
+    connected (``time.monotonic()``), its workers' lifetime (s) and the stagger (s) by which each worker's own
+    lifetime may end earlier or later."""
 
     name: str
     pool: str
@@ -114,14 +102,8 @@ def retirement_spacing(startup: float, lifetime: float, jobs: int) -> float:
 
 
 class Handover:
-    """The cluster's plan of retirements, and the one retirement under way.
-
-    Parameters
-    ----------
-    poll_interval : float
-        Seconds between two looks of the job watch, which acts on the plan: a replacement is
-        submitted that much earlier, and a retirement is planned two looks ahead of the lifetime.
-    """
+    """The cluster's plan of retirements, and the one retirement under way; the job watch acts on it every
+    ``poll_interval`` seconds."""
 
     def __init__(self, poll_interval: float):
         self.poll_interval = poll_interval

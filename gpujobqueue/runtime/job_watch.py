@@ -44,15 +44,8 @@ class JobRow:
 
 
 class JobTable(list):
-    """The cluster's jobs, one :class:`JobRow` each; shown as a table.
-
-    Attributes
-    ----------
-    notice : str or None
-        What the table cannot show as rows: that the batch system cannot be reached (its
-        states are then unknown), jobs waiting to be submitted, jobs held by a per-user limit of
-        the queue, replacing stopped.
-    """
+    """The cluster's jobs, one :class:`JobRow` each; shown as a table below its ``notice``: what rows cannot
+    show (the batch system unreachable, jobs to submit or held by a per-user limit, replacing stopped)."""
 
     notice: str | None = None
 

@@ -41,23 +41,9 @@ class JobBook:
     had a worker connected, the jobs held by a queue's per-user limit, the handover's plan and the jobs
     pinned (the scheduler's own, never scaled down).
 
-    Parameters
-    ----------
-    worker_key : WorkerJobKey
-        A worker's name to its job's name.
-    new_job : callable
-        ``new_job(pool)``: a new job's name and spec in ``pool`` (``"gpu"`` or ``"cpu"``), as a
-        one-item dict.
-    apply : callable
-        Awaited: submits and cancels jobs until the jobs match the specs (SpecCluster's).
-    scheduler_workers : callable
-        The workers the scheduler has, as the cluster last heard: mappings with their ``name``.
-    closing : callable
-        Whether the cluster is closing or closed.
-    user_limits : mapping, optional
-        Each pool's queue's limit on one user's jobs (None: none known).
-    poll_interval : float
-        Seconds between two looks of the job watch (the handover submits replacements that much early).
+    ``new_job(pool)`` gives a new job's name and spec in ``pool`` as a one-item dict; ``apply()``, awaited,
+    submits and cancels jobs to match the specs (SpecCluster's); ``scheduler_workers()`` gives the workers'
+    identities the cluster last heard; ``user_limits``, each pool's queue's limit on one user's jobs.
     """
 
     def __init__(

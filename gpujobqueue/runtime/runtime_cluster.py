@@ -252,12 +252,8 @@ class RuntimeCluster(JobQueueCluster):
         maximum_gpus: int | None = None,
         **kwargs: Any,
     ):
-        """Scale with the load, counting GPU workers, in whole jobs, without churn.
-
-        The target is rounded up to whole jobs (``minimum`` up, ``maximum`` down); jobs
-        still queued count as capacity; it scales up at once and down only once the need
-        has settled below the jobs held for ``wait_count`` looks (see
-        :class:`~gpujobqueue.adaptive.GPUAdaptive`), cancelling queued jobs first.
+        """Scale with the load, counting GPU workers, in whole jobs, without churn
+        (:class:`~gpujobqueue.runtime.adaptive.GPUAdaptive` says how).
 
         Parameters
         ----------

@@ -23,23 +23,9 @@ class JobScheduler(ProcessInterface):
     """The cluster's scheduler, running in the cluster's first batch job: :meth:`start` submits the job and
     returns once its scheduler has written its address; :meth:`close` cancels the job.
 
-    Parameters
-    ----------
-    make_job : callable
-        Returns the scheduler's job, given its :class:`SchedulerStart`.
-    scheduler_file : str
-        Where the job's scheduler writes its address.
-    folder : ClusterFolder, optional
-        The cluster's folder that holds it, as made: the file is read through it (a folder swapped at its name is
-        refused, not read).
-    tls_args : tuple of str
-        The scheduler's ``--tls-*`` options.
-    dashboard, dashboard_address : bool, str
-        From ``scheduler_options`` (:func:`gpujobqueue.security.dashboard.dashboard_options`): the
-        dashboard's address where it is open, else none at all.
-    **scheduler_options
-        The rest of dask-jobqueue's scheduler options (protocol, interface, security),
-        which the job's scheduler takes from the cluster's worker settings.
+    ``make_job(start)`` makes the job of a :class:`SchedulerStart` with the other arguments; the scheduler file is
+    read through the cluster's ``folder`` as made (a folder swapped at its name is refused). The rest of
+    dask-jobqueue's ``scheduler_options`` are the workers' settings already.
     """
 
     poll_interval = 0.2
