@@ -23,20 +23,8 @@ SHORTEST_ARRAY = 2
 
 @dataclass(frozen=True)
 class ArrayElements:
-    """Jobs of one cluster submitted as one job array: element ``i`` (``1 .. count``) is the
-    cluster's job ``<prefix>-<offset + i>``.
-
-    Parameters
-    ----------
-    prefix : str
-        The cluster's name; its jobs are ``<prefix>-<number>``.
-    offset : int
-        The job number of element ``i`` is ``offset + i``.
-    count : int
-        Elements in the array.
-    task_variable : str
-        The variable that tells an element its index (``SLURM_ARRAY_TASK_ID``).
-    """
+    """Jobs of one cluster submitted as one job array: element ``i`` (``1 .. count``, told by ``task_variable``
+    such as ``SLURM_ARRAY_TASK_ID``) is the cluster's job ``<prefix>-<offset + i>``."""
 
     prefix: str
     offset: int
@@ -62,12 +50,8 @@ class ArrayElements:
 
 
 class CommandFailed(RuntimeError):
-    """A batch command that exited with an error: its exit status and what it printed.
-
-    A RuntimeError, as dask-jobqueue's own command runner raises, but whose message is what the
-    command said, once, without the command line (which names a temporary script file that is
-    deleted by the time anyone reads it).
-    """
+    """A batch command that exited with an error: a RuntimeError, as dask-jobqueue's command runner raises,
+    whose message leaves out the command's arguments (a temporary script file, deleted by then)."""
 
     def __init__(self, command: list[str], code: int | None, out: str, err: str):
         self.command, self.code, self.out, self.err = command, code, out, err
@@ -87,15 +71,8 @@ class CommandFailed(RuntimeError):
 @dataclass(frozen=True)
 class TrialAnswer:
     """A batch system's answer about a job it was asked to check, not to run
-    (:meth:`~gpujobqueue.batch.base.BatchSystem.test_submit`).
-
-    Attributes
-    ----------
-    accepted : bool or None
-        Whether it would take the job; None where it could not be asked (no such mode, no command, no answer).
-    said : str
-        What it said, on either stream; its refusal in its own words.
-    """
+    (:meth:`~gpujobqueue.batch.base.BatchSystem.test_submit`): whether it would take it (None where it could
+    not be asked), and what it said, on either stream."""
 
     accepted: bool | None
     said: str
@@ -152,8 +129,7 @@ async def run_command(command: list[str], **kwargs: Any) -> str:
 
 
 class BatchJob(Protocol):
-    """What the gatherer asks of a job: :class:`gpujobqueue.job.GPUJob` is one (and imports this module); its
-    ``batch_system`` (a :class:`~gpujobqueue.batch.base.BatchSystem`) submits, numbers and cancels it."""
+    """What the gatherer asks of a job (a :class:`~gpujobqueue.runtime.job.GPUJob`)."""
 
     name: str | None
     job_id: str | None
@@ -180,14 +156,9 @@ def consecutive_runs(jobs: list[BatchJob], longest: int) -> list[list[BatchJob]]
 
 
 class JobCommands:
-    """Gathers the submissions and cancellations that a cluster's jobs ask for in one round
-    (SpecCluster starts and stops its jobs concurrently) and runs one batch command for each.
-
-    Parameters
-    ----------
-    arrays : bool
-        Submit consecutive jobs as job arrays; otherwise each job submits itself.
-    """
+    """Gathers the submissions and cancellations a cluster's jobs ask for in one round (SpecCluster starts and
+    stops them concurrently) and runs one batch command for each; with ``arrays``, consecutive jobs go as one
+    job array, else each job submits itself."""
 
     def __init__(self, arrays: bool = False):
         self.arrays = arrays
@@ -232,18 +203,17 @@ class JobCommands:
             kinds.setdefault((type(job), job_number(str(job.name))[0]), []).append(job)
         for jobs in kinds.values():
             for run in consecutive_runs(jobs, jobs[0].batch_system.array_size_limit):
+                error = None
                 try:
                     await self._submit_run(run)
                 except asyncio.CancelledError:
                     for job in run:
                         futures[id(job)].cancel()
                     raise
-                except Exception as error:
-                    for job in run:
-                        _settle(futures[id(job)], error)
-                else:
-                    for job in run:
-                        _settle(futures[id(job)], None)
+                except Exception as failed:
+                    error = failed
+                for job in run:
+                    _settle(futures[id(job)], error)
 
     async def _submit_run(self, run: list[BatchJob]) -> None:
         first = run[0]

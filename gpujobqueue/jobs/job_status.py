@@ -61,12 +61,8 @@ def unlisted(job_id: str) -> JobStatus:
 
 
 async def run_query(command: list[str], *, required: bool = False) -> tuple[int, str, str]:
-    """Run a batch system's query; return its exit status, output and error output.
-
-    Unlike submission, a query's failure is an answer (an unknown job id), not an error;
-    a command that is not there answers 127, unless it is ``required`` (the batch system's own
-    query, not an optional one such as accounting): then :class:`FileNotFoundError`.
-    """
+    """Run a batch system's query: its exit status, output and error output. A query's failure is an answer;
+    a command that is not there answers 127, unless ``required`` (then :class:`FileNotFoundError`)."""
     timeout = query_timeout()
     try:
         done = await run_for_at_most(command, timeout)
@@ -84,16 +80,8 @@ QUERY_TIMED_OUT = 124
 
 
 def read_log_tail(paths: list[str], lines: int = LOG_TAIL_LINES) -> tuple[str | None, str]:
-    """The last lines of the first of ``paths`` that exists (and of the others that do).
-
-    Returns
-    -------
-    path : str or None
-        The log read, or None when no candidate exists (yet: PBS copies a job's output
-        back only after the job).
-    tail : str
-        Its last ``lines`` lines; several files are each headed by their path.
-    """
+    """The first of ``paths`` that exists (None where none does yet: PBS copies a job's output back after it),
+    and its last ``lines`` lines, and those of the others that exist, each headed by its path."""
     found = [path for path in paths if os.path.isfile(path)]
     if not found:
         return None, ""

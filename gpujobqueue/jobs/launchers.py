@@ -1,18 +1,11 @@
 """Launchers: how a job script of several nodes starts one task per node, and how a task knows its node.
 
-Each launcher is an object (Parsl's way) that knows its name, the shell lines that start the
-node part of the script once per node, and the variables that give a task its rank (= its node).
-Which launchers a batch system offers is the batch system's to say
-(:attr:`~gpujobqueue.batch.base.BatchSystem.launchers`, these objects or its own, and its
-``native_launcher`` used when a job of several nodes names none).
-
-The node part reaches the nodes as a file, ``node.sh``, that the script wrote into its private
-folder (on the file system the nodes share) after the variables the workers need: each task runs
-``"${node_task[@]}"`` (templates/launchers/launch.sh.j2), which stands in that folder, checks it is
-still the job's own (owner, mode, inode), then runs ``bash ./node.sh``; so no launcher's arguments
-hold a variable's value or the node part's text, whatever the launcher passes of the environment
-(srun, MPICH's and PALS's mpiexec, ibrun and jsrun pass it all; Open MPI's passes the names given to
-``-x``; pbsdsh, blaunch and ``qrsh -inherit`` pass none).
+Each launcher is an object (Parsl's way): its name, the shell lines that start the node part once per
+node, and the variables that give a task its rank (= its node); a batch system says which it offers
+(:attr:`~gpujobqueue.batch.base.BatchSystem.launchers`). Each task runs ``"${node_task[@]}"``
+(templates/launchers/launch.sh.j2), which runs the ``node.sh`` the script wrote into its private folder,
+once it is checked still the job's own; so no launcher's arguments hold a variable's value, whatever the
+launcher passes of the environment.
 """
 
 from __future__ import annotations
@@ -28,19 +21,8 @@ NODE_RANK_VARIABLE = "GPUJOBQUEUE_NODE_RANK"
 
 @dataclass(frozen=True)
 class LaunchContext:
-    """What a launcher's command lines need to know of the job.
-
-    Parameters
-    ----------
-    nodes : int
-        Nodes of the job: one task each.
-    cpus_per_node, gpus_per_node : int
-        The job's cores and GPUs on each node.
-    launcher_args : tuple of str
-        More launcher options (a site's ``launcher.args``), each quoted into the script.
-    node_file_variable : str or None
-        The batch system's variable naming the file of the job's hosts (``PBS_NODEFILE``), or None.
-    """
+    """What a launcher's command lines need to know of the job: its nodes (one task each), cores and GPUs per
+    node, more launcher options (a site's ``launcher.args``) and the variable naming the file of its hosts."""
 
     nodes: int
     cpus_per_node: int
@@ -60,30 +42,15 @@ _RUN_NODE_PART = f"    {NODE_TASK} &"
 
 
 class Launcher:
-    """A way of starting one task per node of a job; subclasses say how.
+    """A way of starting one task per node of a job; subclasses say how."""
 
-    Attributes
-    ----------
-    name : str
-        The ``launcher`` keyword's value.
-    rank_variables : tuple of str
-        Variables giving a launched task its rank (its node), the launcher's own first.
-    runs_on_launch_node : bool
-        The batch script runs on a launch node without the job's GPUs (jsrun): even a job of one
-        node starts its workers through the launcher, and no scheduler can run in the script.
-    command_format : str
-        The launch command with gpujobqueue's own options, before the launcher arguments: a format of
-        the :class:`LaunchContext`'s fields (``{nodes}``, ``{cpus_per_node}``, ``{gpus_per_node}``) and
-        ``{hostfile}``.
-    hostfile_option : str
-        The option that names the file of the job's hosts (``--hostfile``), given where the batch
-        system has one (``{hostfile}`` is then it and the file's variable, else empty).
-    """
-
-    name: str = ""
-    rank_variables: tuple[str, ...] = ()
+    name: str = ""  # the launcher keyword's value
+    rank_variables: tuple[str, ...] = ()  # giving a launched task its rank (its node), the launcher's own first
+    # The batch script runs on a launch node without the job's GPUs (jsrun): even a one-node job uses the launcher.
     runs_on_launch_node: bool = False
+    # The launch command before the launcher arguments: a format of LaunchContext's fields and {hostfile}.
     command_format: str = ""
+    # The option naming the file of the job's hosts, where the batch system has one ({hostfile} is then it).
     hostfile_option: str = ""
 
     def start_lines(self, context: LaunchContext) -> list[str]:
@@ -177,10 +144,8 @@ class Jsrun(Launcher):
 
 
 class PerHostLauncher(Launcher):
-    """A launcher that starts one task on one host named by the script (rsh-like, or by node index): the
-    script loops over the job's hosts, giving each task its rank in :data:`NODE_RANK_VARIABLE` (these
-    launchers pass on the job's environment, not the script's: the node part's file sets the variables
-    its workers need)."""
+    """A launcher that starts one task on one host named by the script: the script loops over the job's hosts,
+    giving each task its rank in :data:`NODE_RANK_VARIABLE`."""
 
     rank_variables = (NODE_RANK_VARIABLE,)
     #: Lines that set the array ``hosts`` to the job's distinct hosts, the script's own first.
@@ -208,12 +173,9 @@ class PerHostLauncher(Launcher):
 
 
 class Pbsdsh(PerHostLauncher):
-    """PBS's ``pbsdsh``: ``pbsdsh -n <i> -- program args`` spawns the program through the TM API on the
-    i-th node allocated (the pbsdsh(1B) man page: "-n node: the program is spawned on one node which is the
-    node-th node allocated"), without a shell. The i-th entry of ``$PBS_NODEFILE`` is that node, so the
-    first entry of each host is its index. pbsdsh sets ``PBS_NODENUM`` (the node identifier) and
-    ``PBS_TASKNUM`` (the TM task id), but the node identifier counts a host once per entry of a Torque
-    ``ppn`` job; the script gives each task its host's rank itself."""
+    """PBS's ``pbsdsh -n <i> -- program args``, which spawns the program without a shell on the i-th node
+    allocated (pbsdsh(1B)), the i-th entry of ``$PBS_NODEFILE``: a host's first entry is its index. Its
+    ``PBS_NODENUM`` counts a host once per entry of a Torque ``ppn`` job, so the script gives the rank."""
 
     name = "pbsdsh"
     host_list_lines = (
@@ -228,11 +190,8 @@ class Pbsdsh(PerHostLauncher):
 
 
 class Blaunch(PerHostLauncher):
-    """LSF's ``blaunch``: ``blaunch <host> command`` starts a task on a host of the job's allocation, as
-    ``rsh host command`` would (IBM LSF command reference, blaunch: ``blaunch [-n] [-u host_file | -z
-    host_name ... | host_name] [-use-login-shell | -no-shell] command [argument ...]``); the command is
-    run by a shell, so it goes as one quoted string. The hosts are ``$LSB_MCPU_HOSTS``'s
-    (``host1 slots1 host2 slots2 ...``, each host once, the first the script's)."""
+    """LSF's ``blaunch <host> command``, as ``rsh host command`` (a shell runs it: it goes as one quoted
+    string), on each host of ``$LSB_MCPU_HOSTS`` (``host1 slots1 host2 slots2 ...``)."""
 
     name = "blaunch"
     host_list_lines = (
@@ -244,11 +203,8 @@ class Blaunch(PerHostLauncher):
 
 
 class QrshInherit(PerHostLauncher):
-    """Grid Engine's ``qrsh -inherit <host> command``: a task of the running parallel job on one of its
-    hosts (qrsh(1): "-inherit ... the job is identified by JOB_ID ... hostname as first argument"; the
-    parallel environment needs ``control_slaves TRUE``). The hosts are the first words of
-    ``$PE_HOSTFILE``'s lines (``host slots queue processors``). The command is run by a shell on the host,
-    as rsh's is, so it goes as one quoted string."""
+    """Grid Engine's ``qrsh -inherit <host> command`` (qrsh(1); the parallel environment needs
+    ``control_slaves TRUE``), as rsh's, on each host of ``$PE_HOSTFILE`` (``host slots queue processors``)."""
 
     name = "qrsh-inherit"
     host_list_lines = (

@@ -23,8 +23,7 @@ DEFAULT_WALLTIME = "00:30:00"  # dask-jobqueue's; every job ends: an allocation 
 class JobRequest:
     """What one batch job asks of the batch system.
 
-    Build it with :meth:`JobRequest.from_settings`, which parses and validates every field;
-    the fields below are already parsed.
+    Build it with :meth:`JobRequest.from_settings`, which parses and validates every field.
 
     Parameters
     ----------
@@ -39,8 +38,7 @@ class JobRequest:
     memory_per_node : int or None
         Bytes of host memory per node, or None to leave it to the batch system's default.
     walltime : int or None
-        Seconds; one hour unless given. None (the local batch system, unless one is given):
-        no walltime, and the workers live until the cluster stops them.
+        Seconds; None: no walltime (the local batch system's default), the cluster stops the workers.
     account, queue : str or None
         Where the job is charged and placed (``queue`` is SLURM's partition; a list of them, as the
         batch system writes one, where it takes a list: ``gpu,gpu-preempt`` on SLURM).
@@ -131,25 +129,21 @@ class JobRequest:
         queue_separator: str | None = None,
         submit_command: str = "the batch system",
     ) -> "JobRequest":
-        """The request part of resolved settings: each keyword read by its declaration
-        (:func:`~gpujobqueue.settings.keywords.read_declared`), then the rules that read several together or ask the
-        batch system (cores and memory per node, walltime, queue, GPU request style, the workers' lifetime).
+        """The request part of resolved settings: each keyword read by its declaration, then the rules that
+        read several together or ask the batch system.
 
         Parameters
         ----------
         settings : mapping
-            Keyword names (as the cluster classes take them) to values; missing or None
-            values take the defaults.
+            Keyword names to values; missing or None values take the defaults.
         gpu_request_styles : sequence of str
-            The batch system's GPU request styles; the first is the default (without: ``none``).
+            The batch system's GPU request styles; the first is the default.
         default_walltime : str or None
             The walltime when none is given; None for none (jobs that no batch system ends).
         walltime_number_unit : int, default 60
-            The seconds a walltime given as a bare number counts: 60 (minutes, SLURM's and LSF's
-            reading), 1 (seconds, PBS's and Grid Engine's).
+            The seconds a bare number counts: 60 (SLURM's and LSF's minutes), 1 (PBS's and Grid Engine's).
         queue_separator : str or None
-            How the batch system's queue option reads a list of queues (``","``, ``" "``), or None
-            where it takes one (:func:`~gpujobqueue.settings.validation.parse_queues`).
+            How the queue option reads a list of queues (``","``, ``" "``), or None where it takes one.
         submit_command : str
             The batch system's submit command, which a refused list names.
 
@@ -236,14 +230,7 @@ _READ_ALONE = (
 
 def cpus_per_node(value: Mapping[str, Any], job_cpu: Any) -> int:
     """The cores each node asks for: LSF's ``job_cpu``, dask-jobqueue's ``cores`` per job shared by the nodes, or
-    ``cpus_per_gpu`` (1 where nothing says) for each GPU.
-
-    Raises
-    ------
-    ValidationError
-        ``cores`` with ``cpus_per_gpu``, cores that the nodes cannot share evenly, or more cores per node than
-        gpujobqueue accepts.
-    """
+    ``cpus_per_gpu`` (1 where nothing says) for each GPU; both of the last two, or too many, refused."""
     cores, per_gpu = value["cores"], value["cpus_per_gpu"]
     if cores is not None and per_gpu is not None:
         raise ValidationError("cores", "give cores (per job) or cpus_per_gpu, not both")
@@ -260,13 +247,7 @@ def cpus_per_node(value: Mapping[str, Any], job_cpu: Any) -> int:
 
 def memory_per_node(value: Mapping[str, Any]) -> int | None:
     """The host memory each node asks for: ``memory`` per job shared by the nodes, or ``memory_per_gpu`` for each
-    GPU; None where neither is given.
-
-    Raises
-    ------
-    ValidationError
-        Both given, memory that the nodes cannot share evenly, or more per node than gpujobqueue accepts.
-    """
+    GPU; None where neither is given; both, or too much, refused."""
     memory, per_gpu, gpus = value["memory"], value["memory_per_gpu"], value["gpus_per_node"]
     if memory is not None and per_gpu is not None:
         raise ValidationError("memory", "give memory (per job) or memory_per_gpu, not both")

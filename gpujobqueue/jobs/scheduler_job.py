@@ -31,23 +31,9 @@ SCHEDULER_FILE_NAME = "scheduler.json"
 
 @dataclass(frozen=True)
 class SchedulerStart:
-    """How a job starts the cluster's scheduler before its workers.
-
-    Parameters
-    ----------
-    scheduler_file : str or None
-        Where the scheduler writes its address; None for a private temporary file in the
-        job (``--run``, where nobody outside the job needs it).
-    dashboard_address : str, optional
-        The scheduler's ``--dashboard-address``, where its dashboard was opened on purpose;
-        None for none: no dashboard, and no route on its HTTP server, on the loopback
-        (:mod:`gpujobqueue.security.dashboard`).
-    tls_args : tuple of str
-        The scheduler's ``--tls-*`` options.
-    worker_saturation : str, optional
-        distributed's ``worker-saturation`` for the scheduler (``inf``, ``2.0``;
-        ``gpujobqueue.worker-saturation``); None for distributed's own.
-    """
+    """How a job starts the cluster's scheduler before its workers: where it writes its address (None: a
+    private temporary file, ``--run``), its ``--dashboard-address`` where the dashboard was opened on purpose,
+    its ``--tls-*`` options and distributed's ``worker-saturation`` (None: distributed's own)."""
 
     scheduler_file: str | None
     dashboard_address: str | None = None
@@ -89,13 +75,7 @@ def read_scheduler_address(path: str, folder: ClusterFolder | None = None) -> st
 
 
 def check_ucx_scheduler_host(scheduler_here: bool = True) -> None:
-    """Refuse UCX where it cannot run: without distributed-ucxx, or, when the scheduler runs
-    in this process, without a GPU here.
-
-    Raises
-    ------
-    ValidationError
-    """
+    """Refuse UCX (:class:`ValidationError`) without distributed-ucxx, or, for a scheduler here, a GPU here."""
     if importlib.util.find_spec("distributed_ucxx") is None:
         raise ValidationError(
             "protocol",
@@ -112,14 +92,7 @@ def check_ucx_scheduler_host(scheduler_here: bool = True) -> None:
 
 
 def check_scheduler_can_run_in_job(launch: WorkerLaunch, field_name: str, what: str) -> None:
-    """Refuse a scheduler in the job where the batch script runs on a launch node (jsrun);
-    with other launchers it runs on the job's first node.
-
-    Raises
-    ------
-    ValidationError
-        Naming ``field_name``.
-    """
+    """Refuse (naming ``field_name``) a scheduler in the job where the batch script runs on a launch node (jsrun)."""
     if launch.task_launcher.runs_on_launch_node:
         raise ValidationError(
             field_name,

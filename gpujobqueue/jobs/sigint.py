@@ -1,13 +1,9 @@
 """Ctrl-C keeps Python's meaning (``KeyboardInterrupt``, and an exit as Ctrl-C ends Python) in a
 program that imports gpujobqueue, wherever it imports dask-jobqueue.
 
-dask-jobqueue's ``runner`` module (its ``SLURMRunner`` and the like, which gpujobqueue does not
-use) sets SIGINT to ``sys.exit()`` when dask-jobqueue is imported: Ctrl-C then ends the program
-with status 0, and no ``KeyboardInterrupt`` is raised. From gpujobqueue's import on, that module is
-run without setting it (in any thread: ``signal.signal`` would raise in all but the main one), and
-where it was set before, Python's handler is given back. A handler the program set is left alone.
-A program that uses dask-jobqueue's runners beside gpujobqueue gets ``KeyboardInterrupt`` where the
-runner stops itself with SIGINT.
+dask-jobqueue's ``runner`` module sets SIGINT to ``sys.exit()`` when dask-jobqueue is imported (Ctrl-C
+then ends the program with status 0). From gpujobqueue's import on, that module is run without setting
+it, and where it was set before, Python's handler is given back; a handler the program set is left alone.
 """
 
 from __future__ import annotations

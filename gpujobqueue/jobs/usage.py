@@ -1,10 +1,5 @@
-"""What a cluster's jobs held of the allocation and how much of it did work.
-
-A :class:`UsageReport` gives, per job and in total, GPUs held, wall time held, GPU-hours
-charged, time queued, GPU-hours busy, and service units where the site states its charge
-factor; the meter that fills it is :mod:`gpujobqueue.usage_meter`. A report is written as
-JSON next to the job logs and read back by ``gpujobqueue usage``.
-"""
+"""What a cluster's jobs held of the allocation and how much of it did work (:class:`UsageReport`), written as
+JSON next to the job logs and read back by ``gpujobqueue usage``."""
 
 from __future__ import annotations
 
@@ -14,7 +9,7 @@ import json
 import math
 import os
 import tempfile
-from typing import Any
+from typing import Any, Sequence
 
 from ..errors import ValidationError
 from ..security.files import read_bounded_text
@@ -183,19 +178,19 @@ class UsageReport:
         return sum(job.node_hours(self.at) for job in self.jobs)
 
     @property
+    def _measured(self) -> list[JobUsage]:
+        return [job for job in self.gpu_jobs if job.measured_by is not None]
+
+    @property
     def busy_gpu_hours(self) -> float | None:
         """GPU-hours measured busy; None where no job was measured."""
-        measured = [job for job in self.gpu_jobs if job.measured_by is not None]
-        return sum(job.busy_gpu_hours() for job in measured) if measured else None
+        return sum(job.busy_gpu_hours() for job in self._measured) if self._measured else None
 
     @property
     def busy_fraction(self) -> float | None:
         """Busy GPU-hours over the GPU-hours charged to the measured jobs."""
-        measured = [job for job in self.gpu_jobs if job.measured_by is not None]
-        charged = sum(job.gpu_hours(self.at) for job in measured)
-        if not measured or charged <= 0:
-            return None
-        return min(1.0, sum(job.busy_gpu_hours() for job in measured) / charged)
+        charged = sum(job.gpu_hours(self.at) for job in self._measured)
+        return None if charged <= 0 else min(1.0, (self.busy_gpu_hours or 0.0) / charged)
 
     @property
     def longest_queued_seconds(self) -> float:
@@ -203,7 +198,7 @@ class UsageReport:
 
     @property
     def idle_tail_gpu_hours(self) -> float:
-        return sum(job.idle_tail_gpu_hours(self.at) for job in self.gpu_jobs if job.measured_by is not None)
+        return sum(job.idle_tail_gpu_hours(self.at) for job in self._measured)
 
     @property
     def service_units(self) -> float | None:
@@ -239,18 +234,11 @@ class UsageReport:
 
     def table(self) -> str:
         """The jobs as a text table, one line each, and the summary below."""
-        rows = [list(_COLUMNS)] + [_cells(job, self.at) for job in self.jobs]
-        widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
-        lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
-        return "\n".join([*lines, "", self.summary()])
+        return f"{text_table(_COLUMNS, [_cells(job, self.at) for job in self.jobs])}\n\n{self.summary()}"
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th>{column}</th>" for column in _COLUMNS)
-        body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in _cells(job, self.at)) + "</tr>"
-            for job in self.jobs
-        )
-        return f"<p>{html.escape(self.summary())}</p><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        table = html_table(_COLUMNS, [_cells(job, self.at) for job in self.jobs])
+        return f"<p>{html.escape(self.summary())}</p>{table}"
 
     def __str__(self) -> str:
         return self.table()
@@ -342,10 +330,8 @@ def read_usage(path: str | os.PathLike) -> UsageReport:
 
 
 def write_usage(report: UsageReport, directory: str | os.PathLike, name: str) -> str:
-    """Write a report as JSON to a new file of ``directory``, readable by its owner only (mode
-    0600): ``name.json``, or where that is taken (another cluster of the name closed in the same
-    second, or a file someone put there) ``name-<random>.json``; return its path. A file or link
-    already at a name is never opened (:func:`~gpujobqueue.security.tls.write_private_file`), so never written over."""
+    """Write a report as JSON to a new file of ``directory`` (mode 0600), ``name.json`` or, where that is taken,
+    ``name-<random>.json``, and return its path; a file or link already at a name is never written over."""
     directory = os.fspath(directory)
     try:
         return write_private_file(directory, f"{name}.json", report.to_json())
@@ -354,6 +340,20 @@ def write_usage(report: UsageReport, directory: str | os.PathLike, name: str) ->
     with os.fdopen(descriptor, "w") as f:
         f.write(report.to_json())
     return path
+
+
+def text_table(columns: Sequence[str], rows: list[list[str]]) -> str:
+    """Rows of cells under their columns' names, each column as wide as its widest cell."""
+    rows = [list(columns), *rows]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
+
+
+def html_table(columns: Sequence[str], rows: list[list[str]]) -> str:
+    """The same as an HTML table, each cell escaped."""
+    head = "".join(f"<th>{column}</th>" for column in columns)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 _COLUMNS = ("name", "job_id", "gpus", "queued", "held", "gpu_h", "busy_gpu_h", "busy")

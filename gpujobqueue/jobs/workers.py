@@ -44,13 +44,9 @@ class WorkerLaunch:
     Parameters
     ----------
     mode : str
-        ``"dask-cuda"``: one ``python -m dask_cuda.cli`` (``dask cuda worker``) per node, which starts one
-        worker per visible GPU and names them ``<name>-0 .. <name>-(N-1)``.
-        ``"per-device"``: one ``dask worker`` per allocated device, its process started with
-        the visibility variable set to that one device, named ``<name>-<i>``. A single
-        worker carries no suffix in either mode.
-        ``"cpu"`` (:data:`CPU_WORKER_MODE`): the CPU pool's ``dask worker`` processes, which
-        see no device; set by ``cpu_pool``, never by ``worker_mode``.
+        ``"dask-cuda"``: one ``dask cuda worker`` per node, starting one worker per visible GPU.
+        ``"per-device"``: one ``dask worker`` per allocated device, its process seeing that one device.
+        ``"cpu"`` (:data:`CPU_WORKER_MODE`): the CPU pool's ``dask worker`` processes, which see no device.
     gpus_per_node : int
         GPUs per node, shared by its workers (0 for the CPU pool's).
     workers_per_node : int
@@ -100,13 +96,8 @@ class WorkerLaunch:
     resources : tuple of (str, str)
         The user's ``--resources`` (``name``, ``amount``), which each worker carries beside ``GPU=1``.
     launcher : str
-        ``"direct"``: the batch script runs on the job's one node and starts the workers
-        itself; ``"srun"``, ``"mpiexec-pals"``, ``"mpiexec-openmpi"``, ``"mpiexec-mpich"``,
-        ``"ibrun"``: it starts one task per node, each starting that node's workers;
-        ``"jsrun"``: the same from a launch node without GPUs (LSF CSM); ``"pbsdsh"``,
-        ``"blaunch"``, ``"qrsh-inherit"``: the batch system's own, one task per host
-        (gpujobqueue/jobs/launchers.py); or a launcher a batch system brings of its own. A job of
-        several nodes that names none takes its batch system's native launcher.
+        ``"direct"``: the batch script runs on the job's one node and starts the workers itself; else a
+        launcher (:mod:`gpujobqueue.jobs.launchers`, or a batch system's own) that starts one task per node.
     task_launcher : Launcher
         The :class:`~gpujobqueue.jobs.launchers.Launcher` object of that name.
     launcher_args : tuple of str
@@ -169,21 +160,12 @@ class WorkerLaunch:
         ----------
         settings : mapping
             Keyword names to values; None means the default.
-        gpus_per_node : int
-            GPUs per node, from the request, shared by ``workers_per_node`` (``processes``; None: one per GPU).
-        memory_per_node : int or None
-            The request's host memory per node, shared among the workers.
-        cpus_per_node : int, optional
-            The request's cores per node; dask-cuda workers take up to
-            :data:`~gpujobqueue.settings.worker_options.DASK_CUDA_DEFAULT_THREADS` of their share as threads by default.
-        nodes : int
-            The request's nodes. A one-node job starts its workers directly whatever the
-            launcher, except ``jsrun``, whose batch script runs on a launch node.
+        gpus_per_node, memory_per_node, cpus_per_node, nodes
+            The request's, shared by ``workers_per_node`` (``processes``; None: one per GPU).
         native_launcher : str, optional
             The batch system's launcher of a job of several nodes that names none.
         launchers : sequence of Launcher
-            The batch system's launchers: those of gpujobqueue (:data:`~gpujobqueue.jobs.launchers.LAUNCHERS`)
-            are known by name anyway; one of its own is known by this.
+            The batch system's own launchers, beside gpujobqueue's (:data:`~gpujobqueue.jobs.launchers.LAUNCHERS`).
         """
         get, value = settings.get, read_declared(keywords.LAUNCH, settings)  # read when asked, as JobRequest's
         nanny, visibility = value["nanny"], value["visibility_variable"]
@@ -238,8 +220,7 @@ class WorkerLaunch:
 
     @property
     def dask_cuda_memory_args(self) -> list[str]:
-        """dask-cuda's device-memory options, one option (with its value) per item; every value
-        is a number, a fraction or a library name, so none needs quoting."""
+        """dask-cuda's device-memory options, one option (with its value, which needs no quoting) per item."""
         args = []
         for option, value in (
             ("--device-memory-limit", self.device_memory_limit),
@@ -273,9 +254,8 @@ class WorkerLaunch:
 
     @property
     def dashboard_address(self) -> str | None:
-        """Where the workers serve their dashboard, opened on purpose in ``extra_args``; None where
-        they serve no page: no dashboard, and their HTTP server (which distributed starts whatever
-        ``--no-dashboard`` says) on the loopback without a route (:mod:`gpujobqueue.security.dashboard`)."""
+        """Where the workers serve their dashboard, opened on purpose in ``extra_args``; None where they serve
+        no page (:mod:`gpujobqueue.security.dashboard`)."""
         return worker_dashboard_address(self.extra_args)
 
     @property
@@ -311,14 +291,12 @@ class WorkerLaunch:
 
     @property
     def name_suffixes(self) -> list[str]:
-        """Suffixes that turn a job's name into its workers' names, in node then device order:
-        ``-<gpu>`` on one node, ``-<node>-<gpu>`` on several (:func:`gpujobqueue.settings.naming.worker_suffixes`)."""
+        """Suffixes of a job's workers' names (:func:`gpujobqueue.settings.naming.worker_suffixes`)."""
         return worker_suffixes(self.workers_per_node, self.nodes)
 
     @property
     def rank_expression(self) -> str:
-        """Shell expansion of a launched task's rank, which numbers its node: the first of the
-        launcher's rank variables that is set, else 0."""
+        """Shell expansion of a launched task's rank, which numbers its node (:attr:`Launcher.rank_expression`)."""
         return self.task_launcher.rank_expression
 
     @property
@@ -332,14 +310,8 @@ class WorkerLaunch:
 
 
 def worker_mode(get: Any, nanny: bool, workers_per_node: int, gpus_per_node: int) -> str:
-    """The workers' mode given, else dask-cuda's where a nanny starts one worker per GPU, else per-device.
-
-    Raises
-    ------
-    ValidationError
-        A mode that is none, a dask-cuda worker on several GPUs or without a nanny, dask-cuda's options
-        beside ``nanny=False``.
-    """
+    """The workers' mode given, else dask-cuda's where a nanny starts one worker per GPU, else per-device;
+    :class:`ValidationError` for a mode that is none, or dask-cuda on several GPUs or without a nanny."""
     mode = get("worker_mode")
     if mode is None:
         # dask-jobqueue's nanny=False: dask-cuda always has nannies, so one `dask worker` per GPU without one.
@@ -361,13 +333,7 @@ def worker_mode(get: Any, nanny: bool, workers_per_node: int, gpus_per_node: int
 
 
 def worker_module(given: Any, mode: str) -> str:
-    """The module the workers run with ``python -m``: the one given, else the mode's.
-
-    Raises
-    ------
-    ValidationError
-        Naming ``worker_command``: dask-cuda's worker for another mode, or not a module.
-    """
+    """The module the workers run with ``python -m``: the one given (dask-cuda's for its mode only), else the mode's."""
     module = _DEFAULT_MODULES[mode] if given is None else given
     if module == "distributed.cli.dask_worker" and mode == "dask-cuda":
         module = _DEFAULT_MODULES[mode]  # dask-jobqueue's default keeps its meaning: a worker
@@ -386,13 +352,7 @@ def worker_module(given: Any, mode: str) -> str:
 
 def task_launcher(given: Any, known: Mapping[str, Launcher], nodes: int, native: str | None) -> str:
     """The launcher's name: ``direct`` for a one-node job (unless its launcher runs on a launch node), the one
-    given, else the batch system's ``native`` one for a job of several nodes.
-
-    Raises
-    ------
-    ValidationError
-        Naming ``launcher``: none known by that name, or none for a job of several nodes.
-    """
+    given, else the batch system's ``native`` one for a job of several nodes (refused where there is none)."""
     launcher = "direct" if given is None else given
     if not isinstance(launcher, str) or launcher not in known:
         raise ValidationError("launcher", f"{launcher!r} is not a launcher; use one of {', '.join(known)}")
@@ -410,13 +370,7 @@ def task_launcher(given: Any, known: Mapping[str, Launcher], nodes: int, native:
 
 
 def nic_affinity(wanted: bool, visibility: str, nanny: bool) -> bool:
-    """The ``nic_affinity`` keyword: off unless given; NVIDIA GPU workers under nannies only.
-
-    Raises
-    ------
-    ValidationError
-        Naming ``nic_affinity``.
-    """
+    """The ``nic_affinity`` keyword: off unless given; NVIDIA GPU workers under nannies only."""
     if not wanted:
         return False
     if visibility != "CUDA_VISIBLE_DEVICES":

@@ -53,34 +53,24 @@ def adapt_bounds(workers_per_job: int, keywords: dict[str, Any]) -> tuple[int, i
 class GPUAdaptive(Adaptive):
     """:class:`distributed.deploy.Adaptive` that counts whole jobs and does not churn.
 
-    - The target is rounded up to whole jobs, ``minimum`` up and ``maximum`` down (never
-      below ``minimum``), so a target between two job sizes cannot make it submit a job,
-      find one worker too many, cancel it and submit it again (dask-jobqueue #498).
-    - Jobs still in the queue count as capacity: a job is submitted only for need that
-      neither the running nor the queued jobs cover.
-    - It scales up at once. It scales down only once the need has settled below the
-      jobs it has: the same number of jobs for ``wait_count`` looks in a row (then to that
-      number), or below them for three times as long while varying (then to the most jobs
-      needed in the last ``wait_count`` looks). Brief dips between bursts cancel nothing.
-    - Jobs still queued are cancelled first, newest first; then running jobs in the
-      scheduler's order (idle workers and the least data first). The job running the
-      scheduler (``scheduler="job"``) is never picked.
-    - A job whose workers are retiring before its walltime (``walltime_margin``) no longer
-      counts: its replacement is submitted as its workers start to leave, not after its
-      job has ended (dask-jobqueue #691), but only within ``maximum``: jobs held, leaving
-      ones included, never exceed it. A job whose workers retire while the cluster holds
-      ``maximum`` jobs is replaced once it has ended.
-    - Jobs that end before their workers connect count towards the cluster's bound on
-      failures in a row (``gpujobqueue.replace.max-failures``); once it is reached, adapt
-      submits nothing more until ``scale()`` is called.
+    - The target is rounded up to whole jobs, ``minimum`` up and ``maximum`` down, so a target between
+      two job sizes cannot make it submit and cancel a job again and again (dask-jobqueue #498).
+    - Jobs still in the queue count as capacity.
+    - It scales up at once, and down only once the need has settled below the jobs it has: the same
+      for ``wait_count`` looks in a row, or below them for three times as long while varying.
+    - Jobs still queued are cancelled first, newest first; then running jobs in the scheduler's
+      order. The job running the scheduler (``scheduler="job"``) is never picked.
+    - A job retiring before its walltime no longer counts: its replacement is submitted as its
+      workers start to leave (dask-jobqueue #691), within ``maximum``.
+    - Once ``gpujobqueue.replace.max-failures`` jobs in a row have ended before their workers
+      connected, it submits nothing more until ``scale()`` is called.
 
     Parameters
     ----------
     cluster : GPUJobQueueCluster
         Whose workers it plans and observes, as distributed's.
     scaling : Scaling
-        The cluster's scaling (:class:`~gpujobqueue.scaling.Scaling`): its jobs' size, the jobs
-        leaving and pinned, whether failures stopped the replacing; it submits and cancels.
+        The cluster's scaling (:class:`~gpujobqueue.scaling.Scaling`), which submits and cancels.
     **kwargs
         As :class:`distributed.deploy.Adaptive` (``interval``, ``minimum``, ``maximum``,
         ``wait_count``, ``target_duration``, ``worker_key``).

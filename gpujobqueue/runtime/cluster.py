@@ -108,13 +108,8 @@ class GPUJobQueueCluster(RuntimeCluster):
         job_array: bool | None = None,
         **kwargs: Any,
     ):
-        """Make the cluster's plan and start its scheduler; no job is submitted until :meth:`scale`.
-
-        In order: dask-jobqueue's refusals, the plan (:func:`~gpujobqueue.plan.make_plan`), the probe
-        of the workers' python (run beside the start; it warns before any job is submitted), what the
-        cluster takes of its plan (:meth:`_take_plan`), the scheduler's options; then distributed's
-        cluster starts. A constructor that fails part way closes whatever it started (:meth:`_abandon`).
-        """
+        """Make the cluster's plan and start its scheduler; no job is submitted until :meth:`scale`. A constructor
+        that fails part way closes whatever it started (:meth:`_abandon`)."""
         # The constructor's own keywords, checked before anything starts, then given to distributed's cluster.
         own = dict(job_cls=job_cls, loop=loop, silence_logs=silence_logs, asynchronous=asynchronous, host=host)
         check_cluster_keywords(
@@ -261,10 +256,8 @@ class GPUJobQueueCluster(RuntimeCluster):
         return gpu_job_name(self._name, worker_number)
 
     def new_worker_spec(self) -> dict[str, Any]:
-        """A new job's name and spec. Job numbers are never reused (SpecCluster would give a
-        job that ended its number again): a job's name, its workers' names and what the job
-        watch knew of it belong to that job alone, so a replacement is not taken for the job
-        it replaces, nor refused by the scheduler for a name still held by a leaving worker."""
+        """A new job's name and spec. Job numbers are never reused (SpecCluster's would be), so a replacement is not
+        taken for the job it replaces, nor refused by the scheduler for a name a leaving worker still holds."""
         spec = super().new_worker_spec()  # distributed's: the first number from self._i whose name is free
         self._i += 1
         return spec
@@ -383,10 +376,8 @@ class GPUJobQueueCluster(RuntimeCluster):
 
     @property
     def dashboard_link(self) -> str:
-        """The dashboard's address, ``""`` where none was opened (``scheduler_options``);
-        ``http://127.0.0.1:<port>/status`` where it listens on the loopback of the scheduler's
-        host (this one, or the scheduler job's node), as an SSH tunnel to that host
-        (``ssh -L <port>:127.0.0.1:<port> HOST``) reaches it."""
+        """The dashboard's address, ``""`` where none was opened (``scheduler_options``); on the loopback of the
+        scheduler's host, ``http://127.0.0.1:<port>/status``, as an SSH tunnel to that host reaches it."""
         link = super().dashboard_link if self._dashboard_address else ""
         if not link or not is_loopback_address(self._dashboard_address):
             return link

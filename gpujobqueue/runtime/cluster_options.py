@@ -37,12 +37,7 @@ def check_cluster_keywords(
     silence_logs: Any,
     config_name: Any,
 ) -> None:
-    """Refuse, by name, a constructor keyword that distributed or dask-jobqueue could not use.
-
-    Raises
-    ------
-    ValidationError
-    """
+    """Refuse, by name (:class:`ValidationError`), a constructor keyword distributed or dask-jobqueue could not use."""
     if dashboard_address is not None:  # dask-jobqueue's rule, and its words
         raise ValidationError(
             "dashboard_address",
@@ -81,11 +76,8 @@ def shared_directory(batch: str, given: Any) -> str:
     ``gpujobqueue.<batch>.shared-temp-directory``, else the current directory."""
     if given is not None:
         return parse_path("shared_temp_directory", given)
-    configured = config.configured(batch, "shared_temp_directory")
-    if configured is not None:
-        field = config.source(batch, "shared_temp_directory") or f"gpujobqueue.{batch}.shared-temp-directory"
-        return parse_path(field, configured)
-    return os.getcwd()
+    configured, field = config.batch_settings(batch).get("shared_temp_directory", (None, None))
+    return os.getcwd() if configured is None else parse_path(field, configured)
 
 
 def keywords_taken(cls: type) -> set[str] | None:
@@ -123,8 +115,7 @@ def scheduler_options(
     or None; ``where`` names the scheduler's host."""
     field = "scheduler_options"
     if given is None:
-        given = config.configured(batch, "scheduler_options")
-        field = config.source(batch, "scheduler_options") or f"gpujobqueue.{batch}.scheduler-options"
+        given, field = config.batch_settings(batch).get("scheduler_options", (None, field))
     check_bounded(field, given)
     if given is not None and not isinstance(given, Mapping):
         raise ValidationError(field, f"expected a mapping of scheduler option to value, got {shown(given)}")

@@ -1,19 +1,12 @@
 """Jobs hand over to their replacements one at a time before their walltime.
 
-Workers retire before their job's walltime (``walltime_margin``). Jobs started together would
-retire together and leave the cluster without workers until their replacements start, losing
-the results those workers held. So the cluster plans each job's retirement: a guard ahead of the
-earliest moment its workers' own lifetime could end it (which stays only a backstop), and at least
-one job start-up time (measured: from when the job could start to its first worker connected)
-after the job before it. It retires one job at a time: the next only once the one before has
-gone, and each retirement begun has been made up for by a job connecting, or that spacing has
-passed since the last began, or the job's own latest time has come.
-A job is counted as leaving one start-up time before its planned retirement, which is when
-``scale()``'s replacement (or ``adapt()``'s, within its maximum) is submitted: where the batch
-system has room, the replacement's workers connect as the leaving ones go; where it has none, the
-replacement waits in the queue and starts as soon as the leaving job ends. At its time the job's
-workers are retired through the scheduler, as ``adapt()`` retires workers: their results move to
-the workers that stay, then they close and the job ends by itself.
+Jobs started together would retire together (``walltime_margin``) and leave the cluster without
+workers. So each job's retirement is planned a guard ahead of the earliest moment its workers' own
+lifetime could end it, and at least one measured job start-up time after the job before it; jobs
+retire one at a time (:meth:`Handover.due`). A job counts as leaving one start-up time before its
+retirement, when ``scale()``'s replacement (or ``adapt()``'s, within its maximum) is submitted. Its
+workers are retired through the scheduler, as ``adapt()`` retires them: their results move to the
+workers that stay.
 """
 
 from __future__ import annotations
@@ -43,21 +36,9 @@ CLOSE_WAIT_SECONDS = 10.0
 
 @dataclass(frozen=True)
 class Tenure:
-    """One job's time in the cluster, as far as its retirement goes.
-
-    Parameters
-    ----------
-    name : str
-        The job's name in the cluster.
-    pool : str
-        ``"gpu"`` or ``"cpu"``: retirements are spread within a pool.
-    connected : float
-        When its first worker connected (``time.monotonic()``).
-    lifetime : int
-        Seconds its workers live (the walltime less its margin).
-    stagger : int
-        Seconds by which each worker's own lifetime may end earlier (or later), at random.
-    """
+    """One job's time in the cluster: its pool (retirements are spread within one), when its first worker
+    connected (``time.monotonic()``), its workers' lifetime (s) and the stagger (s) by which each worker's own
+    lifetime may end earlier or later."""
 
     name: str
     pool: str
@@ -121,14 +102,8 @@ def retirement_spacing(startup: float, lifetime: float, jobs: int) -> float:
 
 
 class Handover:
-    """The cluster's plan of retirements, and the one retirement under way.
-
-    Parameters
-    ----------
-    poll_interval : float
-        Seconds between two looks of the job watch, which acts on the plan: a replacement is
-        submitted that much earlier, and a retirement is planned two looks ahead of the lifetime.
-    """
+    """The cluster's plan of retirements, and the one retirement under way; the job watch acts on it every
+    ``poll_interval`` seconds."""
 
     def __init__(self, poll_interval: float):
         self.poll_interval = poll_interval

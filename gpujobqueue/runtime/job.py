@@ -34,13 +34,7 @@ __all__ = ["CommandFailed", "GPUJob", "check_log_directory", "make_log_directory
 
 def check_log_directory(path: str | None) -> None:
     """Refuse a ``log_directory`` that is not a directory and cannot be made one here: a file
-    (``../../etc/passwd``), or below a file, or in a directory this user cannot write.
-
-    Raises
-    ------
-    ValidationError
-        Naming ``log_directory``.
-    """
+    (``../../etc/passwd``), or below a file, or in a directory this user cannot write."""
     if path is None:
         return
     if os.path.exists(path):
@@ -57,13 +51,7 @@ def check_log_directory(path: str | None) -> None:
 
 
 def make_log_directory(path: str | None) -> None:
-    """Make ``log_directory`` (and its parents) if it is not there yet.
-
-    Raises
-    ------
-    ValidationError
-        Naming ``log_directory``, when it cannot be made.
-    """
+    """Make ``log_directory`` (and its parents) if it is not there yet; :class:`ValidationError` if it cannot."""
     if not path:
         return
     try:
@@ -75,22 +63,12 @@ def make_log_directory(path: str | None) -> None:
 class GPUJob(Job):
     """A batch job that runs one Dask worker per GPU, of the batch system it is bound to.
 
-    One generic class: a batch system's jobs are of ``GPUJob.bound_to(system)`` (``SLURMGPUJob``), which
-    sets :attr:`batch_system` and nothing else; the :class:`~gpujobqueue.batch.base.BatchSystem` writes the
-    script, submits, asks about and cancels the job. Its settings arrive already resolved and validated,
-    so it reads no config of its own.
+    A batch system's jobs are of ``GPUJob.bound_to(system)`` (``SLURMGPUJob``), whose
+    :class:`~gpujobqueue.batch.base.BatchSystem` writes the script, submits, asks about and cancels the job.
 
-    It does not call ``Job.__init__`` (dask-jobqueue 0.9), which cannot serve: (1) whatever it
-    is given, it reads the deprecated ``jobqueue.<config_name>.extra``, ``env-extra``,
-    ``job-extra`` and ``header-skip`` (passing None reads the config, passing any other value,
-    even ``[]``, raises a FutureWarning), and warns when a user's config sets them, so settings
-    would still come from ``jobqueue.*`` config (``tests/batch/test_job_config.py`` holds that none
-    does); (2) it assigns ``self.job_header = None``, which the read-only :attr:`job_header`
-    (the directives rendered from the request) refuses; (3) it makes the log directory with a
-    bare ``os.makedirs`` and builds a ``dask-worker`` command line that the templates replace.
-    So the job calls ``ProcessInterface.__init__`` itself and sets the attributes dask-jobqueue's
-    cluster reads (``scheduler``, ``name``, ``job_id``, ``config_name``, ``job_name``,
-    ``log_directory``, ``shebang``, ``worker_processes``, ``worker_cores``, ``worker_memory``).
+    It does not call dask-jobqueue's ``Job.__init__``, which reads (and warns of) the deprecated
+    ``jobqueue.<config_name>.*`` settings and assigns the read-only :attr:`job_header`; it sets the
+    attributes dask-jobqueue's cluster reads itself (``tests/batch/test_job_config.py``).
 
     Parameters
     ----------
@@ -99,8 +77,7 @@ class GPUJob(Job):
     name : str
         The job's name in the cluster; its workers are ``<name>-<i>``.
     plan : Plan, optional
-        The cluster's plan: the job is of its ``pool``'s request and launch, and parses no keyword. Without
-        one (a job made as dask-jobqueue's are, from cluster keywords), the plan the clusters make of them.
+        The cluster's plan, of whose ``pool`` the job is; without one, the plan of ``**cluster_keywords``.
     pool : {"gpu", "cpu"}
         The plan's pool the job is of: its GPU workers, or its CPU pool's.
     security : Security, optional
@@ -111,25 +88,18 @@ class GPUJob(Job):
         This job starts the cluster's scheduler, then its workers (``scheduler="job"``).
     cluster_folder : callable, optional
         Gives the cluster's private folder (:class:`~gpujobqueue.security.owned_folders.ClusterFolder`), or None
-        while it has none: the job reads the folder's files (the ``--tls-*`` files and scheduler file
-        above) only from inside it once checked, into a copy of its own.
+        while it has none: the job reads its files (TLS, scheduler file) only from inside it once checked.
     commands : JobCommands, optional
-        The cluster's gatherer of batch commands: the job is cancelled together with the
-        others cancelled at the same time, and, with ``commands.arrays``, submitted as an
-        element of one job array with the others started at the same time.
+        The cluster's gatherer of batch commands, which cancels (and, with ``arrays``, submits) jobs together.
     batch_state : object, optional
         What the batch system keeps for all the cluster's jobs
         (:meth:`~gpujobqueue.batch.base.BatchSystem.cluster_state`: the local batch system's device pool).
     config_name : str, optional
         dask-jobqueue's cluster passes it to every job; the job keeps it (default: its batch system's name).
     interface, protocol : str, optional
-        :class:`dask_jobqueue.JobQueueCluster` passes them to every job, so the job takes them;
-        with a plan (or ``request`` and ``launch``) they are not read (the launch holds the workers'
-        interface and protocol); without, they are cluster keywords like the others.
+        :class:`dask_jobqueue.JobQueueCluster` passes them to every job; read only without a plan.
     **cluster_keywords
-        Without a plan (or ``request`` and ``launch``), the job is made as dask-jobqueue's jobs are, from
-        the keywords of its batch system's clusters (``cores=``, ``memory=``,
-        ``job_extra_directives=``, ...), resolved and validated as the cluster does.
+        Without a plan, the job is made as dask-jobqueue's are, from its batch system's cluster keywords.
     """
 
     #: The batch system that submits, asks about and cancels this class's jobs.
@@ -209,8 +179,7 @@ class GPUJob(Job):
 
     @classmethod
     def _plan_of(cls, keywords: dict[str, Any]) -> Plan:
-        """The plan that the batch system's clusters make of cluster ``keywords``, for a job made as
-        dask-jobqueue's are (``SLURMGPUJob(cores=..., memory=...)``)."""
+        """The plan the batch system's clusters make of cluster ``keywords``."""
         plan = make_plan(cls.batch_system, keywords, owner=cls.__name__)
         check_log_directory(plan.request.log_directory)
         return plan
@@ -241,8 +210,7 @@ class GPUJob(Job):
 
     @contextlib.contextmanager
     def job_file(self, array: ArrayElements | None = None) -> Iterator[str]:
-        """The job's script (with ``array``, that array's) in a temporary file, rendered
-        once (dask-jobqueue's renders it twice)."""
+        """The job's script (with ``array``, that array's) in a temporary file."""
         descriptor, path = tempfile.mkstemp(suffix=".sh", prefix="gpujobqueue-job-")
         try:
             with os.fdopen(descriptor, "w") as f:

@@ -1,8 +1,6 @@
-"""The cluster's watch over its jobs: it asks the batch system how they are at a modest rate
-(one query per batch system per interval), reports a job that ends before its workers
-connect, retires jobs one at a time before their walltime (:mod:`gpujobqueue.handover`),
-forgets jobs that have ended and has them replaced (:mod:`gpujobqueue.replacement`),
-notices when the batch system cannot be reached, and keeps what ``cluster.jobs`` shows."""
+"""The cluster's watch over its jobs: one batch system query per interval; it reports a job that ends
+before its workers connect, retires jobs before their walltime, forgets ended jobs (the replacement
+submits new ones), notices an unreachable batch system, and keeps what ``cluster.jobs`` shows."""
 
 from __future__ import annotations
 
@@ -15,6 +13,7 @@ from typing import Any, Awaitable, Callable
 
 from ..batch.base import BatchSystem
 from ..jobs.job_status import JobCannotStartError, JobFailedError, JobStatus
+from ..jobs.usage import html_table, text_table
 from .background import BackgroundLoop
 from .handover import Tenure
 from .jobbook import BookJob, JobBook, gpus_of
@@ -25,25 +24,9 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class JobRow:
-    """One job of a cluster, as :attr:`~gpujobqueue.cluster.GPUJobQueueCluster.jobs` lists it.
-
-    Parameters
-    ----------
-    name : str
-        The job's name in the cluster (its workers are ``<name>-<i>``).
-    job_id : str or None
-        The batch system's id; None until submitted.
-    state : str or None
-        The batch system's word for it, None before its first answer.
-    reason : str or None
-        Why it waits (``Priority``), as the batch system says.
-    nodes : str or None
-        Where it runs.
-    gpus : int
-        GPUs it asked for.
-    workers : int
-        Its workers connected to the scheduler now.
-    """
+    """One job of a cluster, as :attr:`~gpujobqueue.cluster.GPUJobQueueCluster.jobs` lists it: the batch
+    system's id (None until submitted), its state and reason (None before its first answer), its nodes,
+    the GPUs it asked for and its workers connected now."""
 
     name: str
     job_id: str | None
@@ -55,17 +38,14 @@ class JobRow:
 
     COLUMNS = ("name", "job_id", "state", "reason", "nodes", "gpus", "workers")
 
+    def waiting(self, unlisted: str) -> str:
+        """``name STATE (reason)``; ``unlisted`` in the place of a state not yet known."""
+        return f"{self.name} {self.state or unlisted}" + (f" ({self.reason})" if self.reason else "")
+
 
 class JobTable(list):
-    """The cluster's jobs, one :class:`JobRow` each; shown as a table.
-
-    Attributes
-    ----------
-    notice : str or None
-        What the table cannot show as rows: that the batch system cannot be reached (its
-        states are then unknown), jobs waiting to be submitted, jobs held by a per-user limit of
-        the queue, replacing stopped.
-    """
+    """The cluster's jobs, one :class:`JobRow` each; shown as a table below its ``notice``: what rows cannot
+    show (the batch system unreachable, jobs to submit or held by a per-user limit, replacing stopped)."""
 
     notice: str | None = None
 
@@ -76,37 +56,18 @@ class JobTable(list):
         ]
 
     def __repr__(self) -> str:
-        rows = [list(JobRow.COLUMNS)] + self._cells()
-        widths = [max(len(row[i]) for row in rows) for i in range(len(JobRow.COLUMNS))]
-        table = "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
+        table = text_table(JobRow.COLUMNS, self._cells())
         return f"{self.notice}\n{table}" if self.notice else table
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th>{column}</th>" for column in JobRow.COLUMNS)
-        body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in cells) + "</tr>" for cells in self._cells()
-        )
         notice = f"<p><strong>{html.escape(self.notice)}</strong></p>" if self.notice else ""
-        return f"{notice}<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        return notice + html_table(JobRow.COLUMNS, self._cells())
 
 
 class JobWatch(BackgroundLoop):
-    """Watches the jobs of one cluster.
-
-    Parameters
-    ----------
-    book : JobBook
-        The cluster's jobs; the watch records the batch system's answers and first workers in it.
-    replacement : Replacement
-        What the cluster keeps: told of failures and connections, asked to top the pools up.
-    probe : callable
-        Awaited: the batch system's error for a query of a job it never gave, None if it answered.
-    retire_workers : callable
-        ``retire_workers(names)``, awaited: the scheduler retires those workers (moving their
-        results) and closes them; returns the workers it retired.
-    interval : float
-        Seconds between two looks (``gpujobqueue.job-poll-interval``; the book's handover plans with it).
-    """
+    """Watches the jobs of one cluster's ``book`` every ``interval`` seconds, telling the ``replacement`` of
+    failures and connections. ``probe()``, awaited: the batch system's error for a query of a job it never
+    gave, None if it answered; ``retire_workers(names)``, awaited: the scheduler retires those workers."""
 
     def __init__(
         self,
@@ -205,8 +166,7 @@ class JobWatch(BackgroundLoop):
             await self.replacement.top_up(self.reachable)
 
     def tenures(self) -> list[Tenure]:
-        """The jobs whose workers retire before a walltime (the scheduler's job aside), while they have
-        workers connected or are retiring: one whose workers have all gone holds up no retirement."""
+        """The jobs whose workers retire before a walltime (not the scheduler's), while any is connected or retiring."""
         book = self.book
         tenures, present = [], set(book.connected_workers()) | book.handover.retiring
         for name, job in book.submitted().items():
@@ -232,33 +192,28 @@ class JobWatch(BackgroundLoop):
             handover.retire(name, self.retire_workers(workers))
 
     async def _ended(self, name: str, job: BookJob, status: JobStatus) -> None:
+        said = f"job {name} ({job.batch} job {job.job_id})"
         if name in self.book.pinned:
-            logger.error(
-                "gpujobqueue: the scheduler's job %s (%s job %s) has ended: %s",
-                name,
-                job.batch,
-                job.job_id,
-                status.describe(),
-            )
+            logger.error("gpujobqueue: the scheduler's %s has ended: %s", said, status.describe())
             return
         failure = None
         if name in self.book.handover.retiring:
-            logger.info("gpujobqueue: job %s (%s job %s) retired: %s", name, job.batch, job.job_id, status.describe())
+            logger.info("gpujobqueue: %s retired: %s", said, status.describe())
         elif name in self.book.connected:
-            logger.warning(
-                "gpujobqueue: job %s (%s job %s) has ended: %s", name, job.batch, job.job_id, status.describe()
-            )
+            logger.warning("gpujobqueue: %s has ended: %s", said, status.describe())
         else:
             failure = await job.failure(status)
             logger.error("gpujobqueue: %s", failure)
-        # The batch system is done with it: forget it, so that scale() and adapt() count it
-        # gone (and a job stuck in an error state is deleted from the queue); the poll then
-        # submits its replacement (Replacement.top_up), unless failures in a row stopped that.
+        # Forgotten, scale() and adapt() count it gone; the poll then submits its replacement.
+        await self._forget(name, failure)
+
+    async def _forget(self, name: str, failure: JobFailedError | None) -> None:
+        """No longer want the job (cancelled if still queued), and count its failure."""
         self.book.drop(name)
         await self.book.apply()
         if failure is not None:  # recorded once the job is gone: wait_for_workers may raise it at once
             self.failures.append(failure)
-            self.replacement.job_failed(failure)
+            self.replacement.job_failed(failure)  # a job that cannot start stops the replacing
 
     @staticmethod
     def _hopeless(job: BookJob, status: JobStatus) -> bool:
@@ -272,10 +227,7 @@ class JobWatch(BackgroundLoop):
             return
         failure = JobCannotStartError(str(name), job.batch, status)
         logger.error("gpujobqueue: %s", failure)
-        self.book.drop(name)
-        await self.book.apply()  # cancels it
-        self.failures.append(failure)
-        self.replacement.job_failed(failure)  # stops the replacing: the same request would wait for ever too
+        await self._forget(name, failure)
 
     def rows(self) -> JobTable:
         """The table of :attr:`GPUJobQueueCluster.jobs`, from the last answers."""
@@ -303,8 +255,7 @@ class JobWatch(BackgroundLoop):
         return table
 
     def notice(self) -> str | None:
-        """The outage, the jobs waiting for it to end, jobs held past a per-user limit, and a stop
-        of the replacing, in words."""
+        """:attr:`JobTable.notice`, in words."""
         kept = self.replacement
         parts = [self.unreachable] if self.unreachable else []
         waiting = sum(kept.missing(pool) for pool in kept.targets) if kept.may_replace else 0

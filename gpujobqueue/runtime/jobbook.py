@@ -1,5 +1,5 @@
-"""The cluster's jobs, in one book: what the job watch, the replacement, the scaling and the usage
-watch read and change of them, through public methods, instead of the cluster's own state."""
+"""The cluster's jobs, in one book that the job watch, the replacement, the scaling and the usage watch
+read and change through its methods."""
 
 from __future__ import annotations
 
@@ -20,8 +20,7 @@ DEFAULT_POOL = "gpu"
 
 
 class BookJob(Protocol):
-    """What the job book and its watchers read of a job: a :class:`~gpujobqueue.runtime.job.GPUJob`
-    is one, its ``__init__`` setting each of these."""
+    """What the job book and its watchers read of a job (a :class:`~gpujobqueue.runtime.job.GPUJob`)."""
 
     batch_system: ClassVar[type[BatchSystem]]
     batch: ClassVar[str]
@@ -37,32 +36,14 @@ class BookJob(Protocol):
 
 
 class JobBook:
-    """The jobs of one cluster.
+    """The jobs of one cluster: the specs of those it wants (distributed's ``worker_spec``) and the job
+    objects started from them (its ``workers``); what the batch system last said of each, when each first
+    had a worker connected, the jobs held by a queue's per-user limit, the handover's plan and the jobs
+    pinned (the scheduler's own, never scaled down).
 
-    The spec of each job (distributed's ``worker_spec``: the jobs the cluster wants, per pool,
-    which ``apply()`` submits and cancels the jobs to match) and the job objects started from them
-    (distributed's ``workers``); the cluster's ``worker_spec`` and ``workers`` are these two. Beside
-    them: what the batch system last said of each job, when each first had a worker connected, the
-    jobs held back by a queue's per-user limit, the jobs leaving before their walltime (the
-    handover's plan) and the jobs pinned (the scheduler's own, never scaled down).
-
-    Parameters
-    ----------
-    worker_key : WorkerJobKey
-        A worker's name to its job's name.
-    new_job : callable
-        ``new_job(pool)``: a new job's name and spec in ``pool`` (``"gpu"`` or ``"cpu"``), as a
-        one-item dict.
-    apply : callable
-        Awaited: submits and cancels jobs until the jobs match the specs (SpecCluster's).
-    scheduler_workers : callable
-        The workers the scheduler has, as the cluster last heard: mappings with their ``name``.
-    closing : callable
-        Whether the cluster is closing or closed.
-    user_limits : mapping, optional
-        Each pool's queue's limit on one user's jobs (None: none known).
-    poll_interval : float
-        Seconds between two looks of the job watch (the handover submits replacements that much early).
+    ``new_job(pool)`` gives a new job's name and spec in ``pool`` as a one-item dict; ``apply()``, awaited,
+    submits and cancels jobs to match the specs (SpecCluster's); ``scheduler_workers()`` gives the workers'
+    identities the cluster last heard; ``user_limits``, each pool's queue's limit on one user's jobs.
     """
 
     def __init__(
@@ -98,7 +79,6 @@ class JobBook:
         return [name for name, spec in self.specs.items() if spec.get("pool", DEFAULT_POOL) == pool]
 
     def count(self, pool: str) -> int:
-        """How many jobs the pool has (submitted, or about to be)."""
         return len(self.names(pool))
 
     def wants(self, name: str) -> bool:
@@ -130,7 +110,6 @@ class JobBook:
 
     @property
     def closing(self) -> bool:
-        """Whether the cluster is closing or closed."""
         return self._closing()
 
     # The job objects: the jobs started.
@@ -151,7 +130,6 @@ class JobBook:
     # Workers and their jobs.
 
     def job_of(self, worker_name: str) -> str:
-        """The job that runs a worker."""
         return self.worker_key.job_of(str(worker_name))
 
     def connected_workers(self) -> dict[str, list[str]]:
@@ -191,8 +169,7 @@ class JobBook:
         self.pinned.add(str(name))
 
     def leaving(self) -> set[str]:
-        """Jobs that are leaving: retiring, or due to retire within their replacement's lead time
-        (:mod:`gpujobqueue.handover`); ``scale()`` and ``adapt()`` replace them before they go."""
+        """Jobs retiring or due to (:meth:`Handover.leaving`); ``scale()`` and ``adapt()`` replace them first."""
         return self.handover.leaving() & set(self.specs)
 
 

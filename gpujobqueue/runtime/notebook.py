@@ -1,6 +1,4 @@
-"""What a notebook shows of a cluster: its site and batch system, GPUs asked for and
-connected, its jobs with their state and why they wait, and whether the batch system can be
-reached."""
+"""What a notebook shows of a cluster: site, batch system, GPUs, its jobs and why they wait."""
 
 from __future__ import annotations
 
@@ -13,22 +11,9 @@ from .job_watch import JobTable
 def cluster_status_html(
     rows: JobTable, *, site: str | None, batch: str, protocol: str | None, usage: UsageReport | None
 ) -> str:
-    """The GPU part of a cluster's HTML repr, from what the cluster already knows (no batch
-    command runs while a notebook draws it).
-
-    Parameters
-    ----------
-    rows : JobTable
-        The cluster's jobs, as :attr:`~gpujobqueue.cluster.GPUJobQueueCluster.jobs` last showed them.
-    site : str or None
-        The site's name.
-    batch : str
-        The batch system's name.
-    protocol : str or None
-        The workers' protocol (None: tcp).
-    usage : UsageReport or None
-        The usage so far.
-    """
+    """The GPU part of a cluster's HTML repr: its ``site``, ``batch`` system, workers' ``protocol`` (None: tcp),
+    its jobs as :attr:`~gpujobqueue.cluster.GPUJobQueueCluster.jobs` last showed them, and the ``usage`` so far;
+    from what the cluster already knows (no batch command runs while a notebook draws it)."""
     requested = sum(row.gpus for row in rows)
     connected = sum(row.workers for row in rows if row.gpus)
     waiting = [row for row in rows if row.workers == 0 and row.reason]

@@ -54,13 +54,9 @@ class WaitProgress:
             return
         # the oldest waiting job first, so that the line does not flit from job to job
         waiting = sorted((row for row in rows if row.workers == 0), key=lambda row: (len(row.name), row.name))
-        first = waiting[0] if waiting else None
-        if first is None:
-            note = ""
-        else:
-            note = f"{first.name} {first.state or 'submitted'}" + (f" ({first.reason})" if first.reason else "")
-            if len(waiting) > 1:
-                note += f" and {len(waiting) - 1} more"
+        note = waiting[0].waiting("submitted") if waiting else ""
+        if len(waiting) > 1:
+            note += f" and {len(waiting) - 1} more"
         self.bar.n = min(connected, self.bar.total)
         self.bar.set_postfix_str(note, refresh=False)
         self.bar.refresh()

@@ -1,12 +1,5 @@
-"""Keep n means keep n: the jobs that ``scale()`` asked for are kept until the cluster closes.
-
-A job that ends early (cancelled from outside, a node failure, its walltime) is replaced by
-a new one; a job that ends before its workers connect counts as a failure, and ``k``
-failures in a row (``gpujobqueue.replace.max-failures``, default 3) stop the replacing, so a
-broken script cannot become a submit storm; a job that can never start (its request exceeds
-what its partition allows) stops it at once. A submission refused while the batch system
-cannot be reached is tried again once it answers.
-"""
+"""Keep n means keep n: the jobs that ``scale()`` asked for are replaced until the cluster closes, unless
+failures in a row stop it (:meth:`~gpujobqueue.runtime.runtime_cluster.RuntimeCluster.scale` says how)."""
 
 from __future__ import annotations
 
@@ -125,10 +118,8 @@ class Replacement:
         return max(0, self.targets.get(pool, 0) - self.book.count(pool))
 
     def to_submit(self, pool: str) -> int:
-        """Jobs the pool lacks that a per-user limit of the queue lets it submit now (the rest are
-        held), and replacements of its leaving jobs (:mod:`gpujobqueue.handover`) where the limit
-        leaves room for them (they are not held: they go when the leaving jobs have gone).
-        Under ``adapt()``, which counts leaving jobs itself within its maximum, none ahead."""
+        """Jobs the pool lacks that a queue's per-user limit lets it submit now (the rest are held), and
+        replacements of its leaving jobs where the limit has room (none under ``adapt()``, which counts them)."""
         book = self.book
         present = {counted: book.count(counted) for counted in {pool, *book.hold.limits}}
         target = self.targets.get(pool, 0)
@@ -144,22 +135,9 @@ class Replacement:
     async def submit(
         self, pools: Iterable[str], reachable: Callable[[], Awaitable[bool]], *, closing: bool = False
     ) -> bool:
-        """Submit and cancel until the jobs are those the book wants (:meth:`JobBook.apply`), for
-        ``scale()`` and for :meth:`top_up`. A submission refused for a per-user limit of the queue
-        holds the jobs it did not submit; one refused while the batch system cannot be reached
-        (``reachable``, awaited) is deferred: the job watch submits them once it answers.
-
-        Returns
-        -------
-        bool
-            Whether every job wanted went to the batch system (False: some are held or deferred).
-
-        Raises
-        ------
-        SubmissionError
-            Refused by a batch system that answers, a batch command missing (no outage to wait out), or
-            any refusal while the cluster closes.
-        """
+        """Submit and cancel until the jobs are those the book wants; whether every job went (False: some are
+        held for a queue's per-user limit, or deferred while the batch system cannot be reached, ``reachable``).
+        :class:`SubmissionError` where a batch system that answers refused, a command is missing, or it closes."""
         before = {pool: self.book.count(pool) for pool in pools}
         try:
             await self.book.apply()
@@ -180,11 +158,8 @@ class Replacement:
         return True
 
     def _held_for_user_limit(self, error: SubmissionError, before: dict[str, int]) -> bool:
-        """Whether a refused submission was refused for a per-user job limit of the queue (the
-        batch system's ``user_limit_refusals``); if so the jobs not submitted are held, not failed.
-
-        Call it after :meth:`JobBook.forget_unsubmitted`; ``before`` holds each pool's jobs before that.
-        """
+        """Whether the submission was refused for a queue's per-user job limit; if so the jobs not submitted
+        are held, not failed. ``before``: each pool's jobs before :meth:`JobBook.forget_unsubmitted`."""
         words = refusal_line(str(error), self.user_limit_refusals)
         if words is None:
             return False
@@ -197,21 +172,9 @@ class Replacement:
         return True
 
     async def top_up(self, reachable: Callable[[], Awaitable[bool]]) -> int:
-        """Submit the jobs each pool lacks (jobs that ended, submissions deferred during an
-        outage), unless ``adapt()`` sizes the cluster, a ``scale()`` is changing the jobs, or the
-        replacing has stopped.
-
-        Parameters
-        ----------
-        reachable : callable
-            Awaited after a refused submission: whether the batch system answers now (an outage
-            defers the submission, a refusal by a batch system that answers stops the replacing).
-
-        Returns
-        -------
-        int
-            Jobs submitted.
-        """
+        """Submit the jobs each pool lacks (ended, or deferred during an outage) and return how many, unless
+        ``adapt()`` sizes the cluster, a ``scale()`` runs, or the replacing has stopped; ``reachable`` as
+        :meth:`submit`'s (a refusal by a batch system that answers stops the replacing)."""
         book = self.book
         if not self.may_replace or self.adapting or book.closing or self.scaling_now:
             return 0

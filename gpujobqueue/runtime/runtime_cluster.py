@@ -1,7 +1,5 @@
-"""The cluster at run time: distributed's SpecCluster over a :class:`~gpujobqueue.jobbook.JobBook`,
-with the parts that act on its jobs, each given the book and what else it needs (the job watch,
-what the cluster keeps, the scaling strategy, the usage watch), and the public methods that
-delegate to them. :class:`~gpujobqueue.cluster.GPUJobQueueCluster` makes it from a plan."""
+"""The cluster at run time: distributed's SpecCluster over a :class:`~gpujobqueue.jobbook.JobBook`, the
+parts that act on its jobs, and the public methods that delegate to them."""
 
 from __future__ import annotations
 
@@ -32,35 +30,15 @@ logger = logging.getLogger("gpujobqueue.cluster")
 
 
 class RuntimeCluster(JobQueueCluster):
-    """dask-jobqueue's cluster whose jobs are a job book, counted in GPU workers and whole jobs.
-
-    distributed's ``worker_spec`` and ``workers`` are the book's ``specs`` and ``jobs``:
-    SpecCluster submits and cancels the jobs to match the specs, as it does; the parts change the
-    specs through the book. ``scale()``, ``adapt()`` and ``scale_down()`` delegate to the
-    :class:`~gpujobqueue.scaling.Scaling` strategy, as distributed's ``adapt()`` delegates to its
-    ``Adaptive``; :attr:`jobs`, :attr:`job_failures` and :meth:`wait_for_workers` read the job
-    watch; :meth:`usage` the usage watch.
-    """
+    """dask-jobqueue's cluster whose jobs are a job book (distributed's ``worker_spec`` and ``workers`` are
+    its ``specs`` and ``jobs``), counted in GPU workers and whole jobs."""
 
     def _start_parts(
         self, plan: Plan, job_cls: type[GPUJob], worker_key: WorkerJobKey, new_job: Callable[[str], dict[str, Any]]
     ) -> None:
-        """Make the cluster's parts, each given what it needs: the job book (its jobs, through which
-        the others read and change them), what it keeps (:class:`Replacement`: keep n, holding the
-        jobs past the queue's per-user limit), the job watch, the scaling strategy and the usage
-        watch. Called by the constructor before distributed's, which fills the book.
-
-        Parameters
-        ----------
-        plan : Plan
-            The cluster's plan: its jobs' size, the queue's per-user limits, the site.
-        job_cls : type
-            The batch system's job class: its status probe, name, refusals for a per-user limit, log folder.
-        worker_key : WorkerJobKey
-            A worker's name to its job's name.
-        new_job : callable
-            ``new_job(pool)``: a new job's name and spec in ``pool``.
-        """
+        """Make the cluster's parts from its ``plan``: the job book, what it keeps (:class:`Replacement`),
+        the job watch, the scaling strategy and the usage watch; before distributed's constructor fills the book.
+        ``new_job(pool)`` gives a new job's name and spec in ``pool``."""
         interval = job_poll_interval()
         self._book = JobBook(
             worker_key,
@@ -104,9 +82,8 @@ class RuntimeCluster(JobQueueCluster):
         self._usage.start()
 
     async def _stop_watches(self) -> None:
-        """The job watch and the usage watch end (the cluster closes); the jobs' ends are counted after.
-        The jobs held now are noted first: one that started since the usage watch's last look would
-        otherwise be closed and forgotten before the count at close saw it."""
+        """The job watch and the usage watch end (the cluster closes); the jobs held now are noted, so that the
+        count at close sees one that started since the usage watch's last look."""
         await self._job_watch.stop()
         await self._usage.stop()
         self._usage.note_jobs()
@@ -182,8 +159,7 @@ class RuntimeCluster(JobQueueCluster):
         gpujobqueue-0   4021    RUNNING  -         nid01  4     4
         gpujobqueue-1   4022    PENDING  Priority  -      4     0
         """
-        # During an outage the watch keeps asking in the background; a query here would only
-        # wait for the batch command's own timeout to show the same notice.
+        # During an outage the watch keeps asking in the background; a query here would only wait.
         if not self.asynchronous and self.status == Status.running and self._job_watch.unreachable_since is None:
             self.sync(self._job_watch.poll)
         return self._job_watch.rows()
@@ -276,12 +252,8 @@ class RuntimeCluster(JobQueueCluster):
         maximum_gpus: int | None = None,
         **kwargs: Any,
     ):
-        """Scale with the load, counting GPU workers, in whole jobs, without churn.
-
-        The target is rounded up to whole jobs (``minimum`` up, ``maximum`` down); jobs
-        still queued count as capacity; it scales up at once and down only once the need
-        has settled below the jobs held for ``wait_count`` looks (see
-        :class:`~gpujobqueue.adaptive.GPUAdaptive`), cancelling queued jobs first.
+        """Scale with the load, counting GPU workers, in whole jobs, without churn
+        (:class:`~gpujobqueue.runtime.adaptive.GPUAdaptive` says how).
 
         Parameters
         ----------
@@ -353,7 +325,5 @@ class RuntimeCluster(JobQueueCluster):
         return self.sync(self._wait_for_workers, n_workers, timeout=timeout)
 
     async def _wait_for_workers(self, n_workers: int = 0, timeout: Any = None) -> None:
-        """distributed's own waits for workers whatever becomes of the jobs; this one raises a failed
-        job's :class:`JobFailedError` once replacing stops, and a timeout that says why the jobs wait
-        (:func:`~gpujobqueue.worker_wait.wait_for_workers`)."""
+        """:func:`~gpujobqueue.runtime.worker_wait.wait_for_workers`, in the place of distributed's."""
         await wait_for_workers(self._replacement, self._job_watch, self._scheduler_identity, n_workers, timeout)

@@ -1,6 +1,4 @@
-"""Scaling in GPU workers: the strategy the cluster delegates its scale, adapt and scale-down to, in
-whole jobs (:class:`Scaling`), as distributed's cluster delegates adaptivity to its ``Adaptive``; how
-many jobs a ``scale()`` asks for is its :meth:`~Scaling.jobs_to_scale`, pure arithmetic."""
+"""Scaling in GPU workers and whole jobs: the strategy the cluster's scale, adapt and scale-down delegate to."""
 
 from __future__ import annotations
 
@@ -21,28 +19,10 @@ logger = logging.getLogger("gpujobqueue.cluster")
 
 
 class Scaling:
-    """How a cluster of GPU workers (and of CPU workers) scales, in whole jobs: the strategy its
-    ``scale()``, ``adapt()`` and ``scale_down()`` delegate to.
-
-    Parameters
-    ----------
-    book : JobBook
-        The cluster's jobs, which it adds to and drops from.
-    replacement : Replacement
-        What the cluster keeps: the targets it sets, and the jobs held past a queue's limit.
-    watch : JobWatch
-        Asked whether the batch system answers when a submission is refused.
-    workers_per_job : int
-        GPU workers in one job.
-    memory_per_worker : int or None
-        Bytes of host memory of one GPU worker (``scale(memory=...)``).
-    nthreads : int
-        Threads of one GPU worker (``scale(cores=...)``).
-    cpu_workers_per_job : int or None
-        Workers in one CPU-pool job; None without a CPU pool.
-    gpus_per_worker : int
-        GPUs of one GPU worker (``scale(gpus=...)``): 1, or its share under dask-jobqueue's ``processes``.
-    """
+    """How a cluster's ``scale()``, ``adapt()`` and ``scale_down()`` change its ``book``: the targets it gives
+    the ``replacement``; the ``watch`` says whether the batch system answers. The sizes are one GPU
+    worker's (bytes of host memory, threads, GPUs) and a job's workers (``cpu_workers_per_job``: None
+    without a CPU pool)."""
 
     def __init__(
         self,
@@ -74,10 +54,8 @@ class Scaling:
     ) -> tuple[int | None, int | None]:
         """The GPU jobs and CPU jobs that ``scale()``'s targets ask for; None for a pool not named.
 
-        GPU workers, GPUs, memory and cores round up to whole jobs (the most of them wins); CPU
-        workers to whole CPU jobs of :attr:`cpu_workers_per_job` (None: the cluster has no CPU pool). A
-        worker holds :attr:`gpus_per_worker` GPUs (dask-jobqueue's ``processes`` sharing a node's GPUs).
-        A count is an int, as distributed's ``scale`` takes: ``scale('3')`` is refused, not read as 3.
+        Each target rounds up to whole jobs (the most of them wins). A count is an int, as distributed's
+        ``scale`` takes: ``scale('3')`` is refused, not read as 3.
 
         Raises
         ------
@@ -136,18 +114,9 @@ class Scaling:
         return gpu_jobs, cpu_jobs
 
     async def scale_jobs(self, jobs: int | None, cpu_jobs: int | None = None) -> None:
-        """Keep ``jobs`` GPU jobs and ``cpu_jobs`` CPU jobs (None: leave that pool as it is), and
-        submit or cancel until the cluster has them; while it closes, none.
-
-        Surplus jobs go queued ones first, then leaving ones; never a pinned job. Past a queue's
-        per-user limit the jobs are held (the job watch submits them as jobs end); a submission
-        refused during an outage is deferred, not raised.
-
-        Raises
-        ------
-        SubmissionError
-            The batch system refused a submission while it answered.
-        """
+        """Keep ``jobs`` GPU jobs and ``cpu_jobs`` CPU jobs (None: leave that pool as it is), none while it
+        closes; surplus jobs go queued ones first, then leaving ones, never a pinned one. Raises what
+        :meth:`Replacement.submit` raises."""
         self.replacement.scaling_now += 1
         try:
             await self._scale_jobs(jobs, cpu_jobs)

@@ -20,30 +20,12 @@ logger = logging.getLogger(__name__)
 
 
 class JobScheduler(ProcessInterface):
-    """The cluster's scheduler, running in the cluster's first batch job.
+    """The cluster's scheduler, running in the cluster's first batch job: :meth:`start` submits the job and
+    returns once its scheduler has written its address; :meth:`close` cancels the job.
 
-    :class:`~distributed.deploy.SpecCluster` starts it as it would start a scheduler in
-    this process: :meth:`start` submits the job and returns once the job's scheduler has
-    written its address to the scheduler file; :meth:`close` (the cluster's last step)
-    cancels the job.
-
-    Parameters
-    ----------
-    make_job : callable
-        Returns the scheduler's job, given its :class:`SchedulerStart`.
-    scheduler_file : str
-        Where the job's scheduler writes its address.
-    folder : ClusterFolder, optional
-        The cluster's folder that holds it, as made: the file is read through it (a folder swapped at its name is
-        refused, not read).
-    tls_args : tuple of str
-        The scheduler's ``--tls-*`` options.
-    dashboard, dashboard_address : bool, str
-        From ``scheduler_options`` (:func:`gpujobqueue.security.dashboard.dashboard_options`): the
-        dashboard's address where it is open, else none at all.
-    **scheduler_options
-        The rest of dask-jobqueue's scheduler options (protocol, interface, security),
-        which the job's scheduler takes from the cluster's worker settings.
+    ``make_job(start)`` makes the job of a :class:`SchedulerStart` with the other arguments; the scheduler file is
+    read through the cluster's ``folder`` as made (a folder swapped at its name is refused). The rest of
+    dask-jobqueue's ``scheduler_options`` are the workers' settings already.
     """
 
     poll_interval = 0.2
@@ -111,19 +93,8 @@ class JobScheduler(ProcessInterface):
 
 
 class HostedWorkers(ProcessInterface):
-    """The scheduler job's own GPU workers, as one entry of the cluster's worker specs.
-
-    They start and end with the scheduler's job: closing this entry cancels nothing.
-
-    Parameters
-    ----------
-    scheduler : str
-        The scheduler's address (given by SpecCluster; the workers read the file).
-    name : str
-        The scheduler job's name in the cluster.
-    job : GPUJob
-        The scheduler's job.
-    """
+    """The scheduler ``job``'s own GPU workers, as one entry of the cluster's worker specs: they start and end
+    with that job, and closing this entry cancels nothing."""
 
     def __init__(self, scheduler: str | None = None, name: str | None = None, *, job: GPUJob):
         super().__init__()

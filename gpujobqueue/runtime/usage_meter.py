@@ -1,7 +1,5 @@
-"""The meter of a cluster's usage: told when each job was submitted, started and ended, and
-sampling how busy each job's workers are from the metrics their heartbeats send the scheduler
-(NVML's GPU utilisation where distributed's system monitor reports it, else the share of the
-workers' threads executing tasks). Its :meth:`UsageMeter.report` is a :class:`~gpujobqueue.jobs.usage.UsageReport`."""
+"""The meter of a cluster's usage: when each job was submitted, started and ended, and how busy its workers
+were (:func:`worker_busy`); its :meth:`UsageMeter.report` is a :class:`~gpujobqueue.jobs.usage.UsageReport`."""
 
 from __future__ import annotations
 
@@ -15,16 +13,8 @@ from ..settings.limits import MAX_USAGE_JOBS
 
 
 class UsageMeter:
-    """Counts one cluster's use of the allocation as its jobs come and go.
-
-    Parameters
-    ----------
-    max_gap : float
-        Longest time (s) one sample stands for: a pause in sampling (a stalled event loop, a
-        scheduler that did not answer) is not counted as busy or idle beyond it.
-    clock : callable
-        Seconds since the epoch (``time.time``; tests pass their own).
-    """
+    """Counts one cluster's use of the allocation as its jobs come and go. ``max_gap``: the longest time (s)
+    one sample stands for (a pause in sampling is not counted beyond it); ``clock``: seconds since the epoch."""
 
     def __init__(self, max_gap: float = 10.0, clock: Any = time.time):
         self.max_gap = max_gap
@@ -54,7 +44,6 @@ class UsageMeter:
             self._jobs[name] = dataclasses.replace(job, ended=self.clock() if when is None else when)
 
     def open_jobs(self) -> set[str]:
-        """Jobs not known to have ended."""
         return {name for name, job in self._jobs.items() if job.ended is None}
 
     def end_all(self) -> None:
@@ -63,14 +52,8 @@ class UsageMeter:
             self.ended(name)
 
     def sample(self, busy: Mapping[str, tuple[float, str]]) -> None:
-        """Count how busy each running job's workers are now.
-
-        Parameters
-        ----------
-        busy : mapping
-            Job name to (GPUs busy, summed over its workers; how it was measured).
-            Running jobs not in it count as idle, measured the way they were before.
-        """
+        """Count how busy each running job's workers are now: ``busy`` maps a job to its GPUs busy (summed over
+        its workers) and how that was measured; a running job not in it counts as idle."""
         now = self.clock()
         last, self._last_sample = self._last_sample, now
         for name, job in self._jobs.items():
@@ -91,7 +74,6 @@ class UsageMeter:
     def report(
         self, *, cluster: str, batch: str, site: str | None = None, charge: Charge | None = None, adaptive: bool = False
     ) -> UsageReport:
-        """The usage so far."""
         return UsageReport(
             cluster=cluster,
             batch=batch,
@@ -104,17 +86,8 @@ class UsageMeter:
 
 
 def worker_busy(metrics: Mapping[str, Any], nthreads: int) -> tuple[float, str]:
-    """How busy one worker is from the metrics its heartbeat sent the scheduler.
-
-    NVML's utilisation of its GPU (0-100) where distributed's system monitor reports it,
-    else the share of its threads executing tasks.
-
-    Returns
-    -------
-    busy : float
-        Between 0 and 1.
-    measured_by : {"nvml", "tasks"}
-    """
+    """How busy (0 to 1) one worker is from its heartbeat's metrics, and how measured: ``"nvml"``, its GPU's
+    utilisation where distributed's system monitor reports it, else ``"tasks"``, its threads executing tasks."""
     utilisation = metrics.get("gpu_utilization")
     if isinstance(utilisation, (int, float)) and not isinstance(utilisation, bool) and math.isfinite(utilisation):
         return min(1.0, max(0.0, utilisation / 100)), "nvml"
@@ -126,15 +99,8 @@ def worker_busy(metrics: Mapping[str, Any], nthreads: int) -> tuple[float, str]:
 
 
 def busy_by_job(workers: Iterable[Mapping[str, Any]], job_of: Any) -> dict[str, tuple[float, str]]:
-    """Sum :func:`worker_busy` over each job's workers.
-
-    Parameters
-    ----------
-    workers : iterable of mapping
-        The scheduler's worker identities (``name``, ``nthreads``, ``metrics``).
-    job_of : callable
-        Worker name to job name.
-    """
+    """Sum :func:`worker_busy` over each job's workers (the scheduler's worker identities; ``job_of`` a
+    worker's name gives its job's)."""
     busy: dict[str, tuple[float, str]] = {}
     for worker in workers:
         fraction, how = worker_busy(worker.get("metrics") or {}, int(worker.get("nthreads") or 1))

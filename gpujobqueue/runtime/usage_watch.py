@@ -1,7 +1,5 @@
-"""The cluster's watch over its use of the allocation: which jobs it submitted, when each
-started and ended, and how busy their workers are (:mod:`gpujobqueue.usage_meter`), sampled
-at a modest rate (``gpujobqueue.usage.sample-interval``); at close, the summary logged and the
-report written as JSON next to the job logs."""
+"""The cluster's watch over its use of the allocation (:mod:`gpujobqueue.runtime.usage_meter`), sampled every
+``gpujobqueue.usage.sample-interval``; at close, the summary logged and the report written beside the job logs."""
 
 from __future__ import annotations
 
@@ -20,23 +18,9 @@ logger = logging.getLogger("gpujobqueue.usage")
 
 
 class UsageWatch(BackgroundLoop):
-    """Keeps one cluster's :class:`~gpujobqueue.usage_meter.UsageMeter`.
-
-    Parameters
-    ----------
-    book : JobBook
-        The cluster's jobs, their statuses and first workers.
-    identity : callable
-        Awaited: the scheduler's identity, with its workers' metrics.
-    batch : str
-        The batch system's name, for the report.
-    site : str or None
-        The site's name, for the report.
-    log_directory : callable
-        Called at close: the folder of the job logs, where the report is written.
-    charge : Charge, optional
-        The site's charge factor for the cluster's queue.
-    """
+    """Keeps the :class:`~gpujobqueue.runtime.usage_meter.UsageMeter` of a cluster's ``book``, sampling the
+    workers' metrics of the scheduler's ``identity()`` (awaited); ``batch``, ``site`` and ``charge`` go into
+    the report, written at close in ``log_directory()``."""
 
     def __init__(
         self,

@@ -1,5 +1,4 @@
-"""Waiting for a cluster's workers: a failed job's error raised rather than a wait for workers
-that will never come, and a timeout that says why the jobs wait (:class:`WorkersNotStartedError`)."""
+"""Waiting for a cluster's workers: a failed job's error raised, and a timeout that says why the jobs wait."""
 
 from __future__ import annotations
 
@@ -63,28 +62,14 @@ SHORTEST_TIMEOUT_SECONDS = 0.1
 
 
 def wait_arguments(n_workers: Any, timeout: Any, workers_per_job: int) -> tuple[int, float | None]:
-    """``wait_for_workers``' arguments, read: a count of workers from 1 to those of as many jobs
-    as a cluster holds (``workers_per_job``: a GPU job's and a CPU job's workers together), and a
-    timeout in seconds (None: no end).
-
-    Raises
-    ------
-    ValidationError
-        ``n_workers`` not a whole number of 1 or more (at most the workers of as many jobs as a
-        cluster holds), or ``timeout`` not a duration from 0.1 s to a week.
-    """
+    """``wait_for_workers``' arguments, read (:meth:`RuntimeCluster.wait_for_workers` says which are refused);
+    ``workers_per_job``: a GPU job's and a CPU job's workers together."""
     n_workers = parse_count("n_workers", n_workers, minimum=1, maximum=MAX_JOBS_PER_CLUSTER * workers_per_job)
     return n_workers, parse_timeout(timeout)
 
 
 def parse_timeout(timeout: Any) -> float | None:
-    """A method's ``timeout`` (``wait_for_workers``, ``close``) in seconds, from 0.1 s to a week; None: no end.
-
-    Raises
-    ------
-    ValidationError
-        Naming ``timeout``.
-    """
+    """A method's ``timeout`` (``wait_for_workers``, ``close``) in seconds, from 0.1 s to a week; None: no end."""
     return None if timeout is None else parse_duration("timeout", timeout, SHORTEST_TIMEOUT_SECONDS, MAX_WAIT_SECONDS)
 
 
@@ -95,20 +80,9 @@ async def wait_for_workers(
     n_workers: int = 0,
     timeout: Any = None,
 ) -> None:
-    """Wait for ``n_workers`` running workers. A job that ends before its workers connect is
-    replaced (:meth:`~gpujobqueue.cluster.GPUJobQueueCluster.scale`); once
-    ``gpujobqueue.replace.max-failures`` of them in a row have failed, raise the last one's
-    :class:`JobFailedError` rather than wait for workers that will never come.
-
-    Parameters
-    ----------
-    replacement : Replacement
-        Whose stop, once, is raised.
-    watch : JobWatch
-        The jobs' table, shown while waiting and said in the timeout.
-    identity : callable
-        Awaited: the scheduler's identity now (the cluster keeps it as its ``scheduler_info``).
-    """
+    """Wait for ``n_workers`` running workers; raise the failure that stopped the ``replacement`` rather than
+    wait for workers that will never come. The ``watch``'s table is shown while waiting and said in the
+    timeout; ``identity()``, awaited: the scheduler's identity now."""
     deadline = None if not timeout else time.monotonic() + parse_timedelta(timeout)
     last_report = time.monotonic()
     progress = WaitProgress(n_workers)  # on a terminal only
@@ -128,11 +102,7 @@ async def wait_for_workers(
                 progress.show(running, watch.rows())
             if time.monotonic() - last_report > 60:
                 last_report = time.monotonic()
-                waiting = [
-                    f"{row.name} {row.state or 'submitted'}" + (f" ({row.reason})" if row.reason else "")
-                    for row in watch.rows()
-                    if row.workers == 0
-                ]
+                waiting = [row.waiting("submitted") for row in watch.rows() if row.workers == 0]
                 logger.info(
                     "gpujobqueue: %d of %d workers running; waiting for %s",
                     running,
@@ -151,11 +121,7 @@ async def why_jobs_wait(job_watch: JobWatch) -> list[str]:
         with contextlib.suppress(Exception):  # the timeout is raised whatever the batch system says
             await asyncio.wait_for(job_watch.poll(), 30)
     rows = job_watch.rows()
-    waiting = [
-        f"{row.name} {row.state or 'not yet listed'}" + (f" ({row.reason})" if row.reason else "")
-        for row in rows
-        if row.workers < max(1, row.gpus)
-    ]
+    waiting = [row.waiting("not yet listed") for row in rows if row.workers < max(1, row.gpus)]
     if len(waiting) > MAX_JOBS_NAMED:
         waiting = waiting[:MAX_JOBS_NAMED] + [f"{len(waiting) - MAX_JOBS_NAMED} more"]
     if rows.notice:
