@@ -164,26 +164,20 @@ def batch_system(name: str) -> type[BatchSystem]:
     return systems[name]
 
 
-def gpu_request_styles() -> tuple[str, ...]:
-    """Every batch system's GPU request styles, each once."""
-    return tuple(dict.fromkeys(style for cls in _systems().values() for style in cls.gpu_request_styles))
-
-
-def launcher_names() -> tuple[str, ...]:
-    """``direct`` and every launcher some batch system offers, each once."""
-    return ("direct", *dict.fromkeys(name for cls in _systems().values() for name in cls.launcher_names()))
-
-
 def command_line_keywords() -> list[Keyword]:
     """Every keyword of every batch system that ``render`` mirrors as an option, each once; the
-    choices of ``gpu_request`` and ``launcher`` are those of the batch systems registered."""
-    choices = {"gpu_request": gpu_request_styles(), "launcher": launcher_names()}
+    choices of ``gpu_request`` and ``launcher`` are those of the batch systems registered (each once)."""
+    systems = _systems().values()
+    choices = {
+        "gpu_request": tuple(dict.fromkeys(style for cls in systems for style in cls.gpu_request_styles)),
+        "launcher": ("direct", *dict.fromkeys(name for cls in systems for name in cls.launcher_names())),
+    }
     found: dict[str, Keyword] = {}
     for keyword in command_line_base_keywords():
         found[keyword] = (
             keyword.with_facts(choices=choices[keyword]) if keyword.kind == CHOICE and keyword in choices else keyword
         )
-    for cls in _systems().values():
+    for cls in systems:
         for keyword in cls.keywords:
             found.setdefault(keyword, keyword)
     return list(found.values())

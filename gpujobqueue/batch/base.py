@@ -21,9 +21,8 @@ import subprocess
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from ..errors import BatchCommandNotFoundError, SubmissionError, ValidationError
-from ..handwritten.gpu_parsers import HandWrittenGPUs
 from ..handwritten.hooks import HandWrittenDirectives
-from ..jobs.job_commands import CANCEL_CHUNK, CommandFailed, TrialAnswer, run_command
+from ..jobs.job_commands import CANCEL_CHUNK, CommandFailed, TrialAnswer, ask_without_submitting, run_command
 from ..jobs.job_status import JobStatus, run_query
 from ..jobs.launchers import Launcher
 from ..jobs.request import DEFAULT_WALLTIME, JobRequest
@@ -89,6 +88,9 @@ class BatchSystem(HandWrittenDirectives):
     submit_command: ClassVar[str] = ""
     status_command: ClassVar[str | None] = None
     cancel_command: ClassVar[str] = ""
+    #: The submit command's options that check a job without submitting it (``gpujobqueue check --submit-test``);
+    #: None where it has no such mode.
+    test_submit_options: ClassVar[tuple[str, ...] | None] = None
     #: Commands it uses where present (a finished job's exit code); ``gpujobqueue check`` looks for them.
     optional_commands: ClassVar[tuple[str, ...]] = ()
     #: The job id in the submit command's output.
@@ -114,8 +116,6 @@ class BatchSystem(HandWrittenDirectives):
     keywords: ClassVar[tuple[Keyword, ...]] = ()
     #: Other names of keywords, in its (or dask's) vocabulary: ``{"partition": "queue"}``; all take distributed's env.
     synonyms: ClassVar[Mapping[str, str]] = {"env": "environment"}
-    #: The GPU request in one of its users' own directive lines, ``(field_name, text, nodes)``; None: it reads none.
-    gpu_directive_parser: ClassVar[Callable[[str, str, int], HandWrittenGPUs | None] | None] = None
     #: Its options (fields of its options object) that are the GPU jobs' alone: the CPU pool's jobs go without them.
     gpu_job_options: ClassVar[tuple[str, ...]] = ()
     #: How it can ask for GPUs; the first is the default.
@@ -184,13 +184,6 @@ class BatchSystem(HandWrittenDirectives):
     def launcher_names(cls) -> tuple[str, ...]:
         """The names of :attr:`launchers` (the ``launcher`` keyword's values for its jobs, beside ``direct``)."""
         return tuple(launcher.name for launcher in cls.launchers)
-
-    @classmethod
-    def parse_gpu_directive(
-        cls, field_name: str, text: str, nodes: int, settings: Mapping[str, Any]
-    ) -> HandWrittenGPUs | None:
-        """The GPU request of one of its users' own directive lines, as :attr:`gpu_directive_parser` reads it."""
-        return cls.gpu_directive_parser and cls.gpu_directive_parser(field_name, text, nodes)
 
     # --- The plan: its keywords made into its request, as plan.make_plan asks
 
@@ -315,8 +308,10 @@ class BatchSystem(HandWrittenDirectives):
     @classmethod
     async def test_submit(cls, path: str) -> TrialAnswer:
         """Ask the batch system whether it would take the job script at ``path``, submitting nothing
-        (``gpujobqueue check --submit-test``). By default it has no such mode and is not asked."""
-        return TrialAnswer(None, f"{cls.name} has no mode that checks a job without submitting it")
+        (:attr:`test_submit_options`); without such a mode it is not asked."""
+        if cls.test_submit_options is None:
+            return TrialAnswer(None, f"{cls.name} has no mode that checks a job without submitting it")
+        return await ask_without_submitting([cls.submit_command, *cls.test_submit_options, path])
 
     @classmethod
     def job_id_from_output(cls, out: str) -> str:

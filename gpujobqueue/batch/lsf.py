@@ -339,16 +339,6 @@ class LSF(BatchSystem):
         super().check_launch(request, launch)
 
     @classmethod
-    def keep_hand_written(
-        cls, found: HandWrittenGPUs, settings: dict[str, Any], style: str | None, skipped: bool
-    ) -> bool:
-        # bsub keeps the last -gpu it reads: a line with options gpujobqueue does not write is the request
-        if skipped or not found.keeps_line or style not in (None, "gpu"):
-            return False
-        settings["gpu_request"] = "none"
-        return True
-
-    @classmethod
     def gpu_line(cls, style: str, count: int, settings: Mapping[str, Any]) -> str | None:
         return f'-gpu "num={count}' if style == "gpu" else None
 

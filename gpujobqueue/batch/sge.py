@@ -11,7 +11,6 @@ from typing import Any, Callable, Mapping, Sequence
 from ..errors import SubmissionError, ValidationError
 from ..handwritten.directives import walltime_form
 from ..handwritten.gpu_parsers import HandWrittenGPUs, own_line, written_count
-from ..jobs.job_commands import TrialAnswer, ask_without_submitting
 from ..jobs.job_status import JobStatus, run_query, unlisted
 from ..jobs.launchers import LAUNCHER_OBJECTS
 from ..jobs.request import JobRequest
@@ -268,6 +267,8 @@ class SGE(BatchSystem):
     submit_command = "qsub"
     status_command = "qstat"
     cancel_command = "qdel"
+    # -w v: qmaster verifies the job against its queues, limits and complexes as though the cluster were empty.
+    test_submit_options = ("-w", "v")
     optional_commands = ("qacct",)
     job_id_variable = "JOB_ID"  # a name common enough that SGE_ROOT must be set too
     job_also_sets = ("SGE_ROOT",)
@@ -435,8 +436,3 @@ class SGE(BatchSystem):
                 raise
             # `-w e` says only "no suitable queues"; `-w v` submits nothing and says why.
             raise SubmissionError(f"{error}\nqsub -w v explains:\n{(await cls.test_submit(path)).said}") from None
-
-    @classmethod
-    async def test_submit(cls, path: str) -> TrialAnswer:
-        # -w v: qmaster verifies the job against its queues, limits and complexes as though the cluster were empty.
-        return await ask_without_submitting([cls.submit_command, "-w", "v", path])

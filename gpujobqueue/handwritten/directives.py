@@ -22,7 +22,6 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import ValidationError
 from ..settings.keywords import parse_keyword
-from ..settings.validation import parse_count
 from ..settings.walltimes import format_hours_walltime, format_walltime, parse_walltime
 
 #: What each setting is, for messages.
@@ -258,14 +257,6 @@ def drop_emptied(settings: dict[str, Any], emptied: Sequence[str]) -> None:
     for line in emptied:
         lines.remove(line)
     settings["job_extra_directives"] = lines
-
-
-def read_count(field_name: str, value: str) -> int:
-    """A count written in a directive (``--nodes=2``): digits, 1 or more."""
-    try:
-        return parse_count(field_name, value, minimum=1)
-    except ValidationError:
-        raise ValidationError(field_name, f"{value!r} is not a count gpujobqueue can plan from (1 or more)") from None
 
 
 def walltime_form(

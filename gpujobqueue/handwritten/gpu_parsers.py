@@ -44,7 +44,8 @@ class HandWrittenGPUs:
     defaults : dict
         Settings the directive suggests where nothing else sets them (Grid Engine's ``gpu_complex``).
     keeps_line : bool
-        The directive stays as written and is the job's GPU request (PBS ``resource_spec``).
+        The directive stays as written and is the job's GPU request (PBS's select line, SLURM's ``--gres`` with
+        other resources, LSF's ``-gpu`` with other options).
     """
 
     field: str
@@ -65,16 +66,17 @@ class HandWrittenGPUs:
 def written_count(
     field_name: str, text: str, value: str, what: str = "GPUs", most: int = MAX_GPUS_PER_NODE * MAX_NODES
 ) -> int:
-    """A count written in a directive: digits 0-9 (:func:`~gpujobqueue.settings.validation.parse_count`), 1 to
-    ``most`` (gpujobqueue.settings.limits)."""
+    """A count written in a directive ``text`` (its line; ``""`` where the caller names it): digits 0-9
+    (:func:`~gpujobqueue.settings.validation.parse_count`), 1 to ``most`` (gpujobqueue.settings.limits)."""
+    where = f"{text!r}: " if text else ""
     try:
         count = parse_count(field_name, value, minimum=1)
     except ValidationError:
-        raise ValidationError(field_name, f"{text!r}: {value!r} is not a number of {what} (1 or more)") from None
+        raise ValidationError(field_name, f"{where}{value!r} is not a number of {what} (1 or more)") from None
     if count > most:
         raise ValidationError(
             field_name,
-            f"{text!r}: {value} {what} is more than the {most} gpujobqueue accepts (gpujobqueue.settings.limits)",
+            f"{where}{value} {what} is more than the {most} gpujobqueue accepts (gpujobqueue.settings.limits)",
         )
     return count
 

@@ -6,7 +6,7 @@ is a class method with the default of a batch system that reads nothing by hand.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Mapping
+from typing import Any, Callable, ClassVar, Mapping
 
 from ..settings.walltimes import parse_walltime
 from .directives import DirectiveForm
@@ -20,6 +20,8 @@ class HandWrittenDirectives:
     #: The settings its directives set that users also write by hand (its walltime option; SLURM's
     #: ``--nodes``): read from ``job_extra_directives`` by :func:`gpujobqueue.handwritten.directives.adopt`.
     directive_forms: ClassVar[tuple[DirectiveForm, ...]] = ()
+    #: The GPU request in one of its users' own directive lines, ``(field_name, text, nodes)``; None: it reads none.
+    gpu_directive_parser: ClassVar[Callable[[str, str, int], HandWrittenGPUs | None] | None] = None
 
     @classmethod
     def walltime_seconds(cls, value: Any) -> int:
@@ -33,8 +35,8 @@ class HandWrittenDirectives:
     def parse_gpu_directive(
         cls, field_name: str, text: str, nodes: int, settings: Mapping[str, Any]
     ) -> HandWrittenGPUs | None:
-        """The GPU request of one of the user's own directive lines in its syntax, or None."""
-        return None
+        """The GPU request of one of the user's own directive lines in its syntax (:attr:`gpu_directive_parser`)."""
+        return cls.gpu_directive_parser and cls.gpu_directive_parser(field_name, text, nodes)
 
     @classmethod
     def parse_gpu_resource_spec(cls, text: str, settings: Mapping[str, Any]) -> HandWrittenGPUs | None:
@@ -57,5 +59,10 @@ class HandWrittenDirectives:
     ) -> bool:
         """Make the hand-written line itself the job's request where its own request could not say as much
         (in ``settings``, in place); whether it did. ``style`` is the ``gpu_request`` given (None: none);
-        ``skipped``: the generated request is left out (``gpu_request="none"`` or ``job_directives_skip``)."""
-        return False
+        ``skipped``: the generated request is left out (``gpu_request="none"`` or ``job_directives_skip``).
+        By default a line that ``keeps_line`` stays, and no GPU request is generated: the batch system keeps
+        the last of the option it reads (SLURM's ``--gres``, LSF's ``-gpu``)."""
+        if skipped or not found.keeps_line or style not in (None, found.style):
+            return False
+        settings["gpu_request"] = "none"
+        return True

@@ -206,11 +206,6 @@ class SchedulerAddress:
 
     address: str = PLACEHOLDER_SCHEDULER
 
-    @property
-    def unset(self) -> bool:
-        """Whether the address is still the placeholder."""
-        return _PLACEHOLDER_HOST in self.address
-
 
 @dataclasses.dataclass(frozen=True)
 class SchedulerFile:
