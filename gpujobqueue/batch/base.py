@@ -1,14 +1,6 @@
-"""``BatchSystem``: everything gpujobqueue knows of one batch system, declared in one class.
-
-A batch system is a subclass, one per module of ``gpujobqueue/batch/`` (or of another package,
-registered through the entry-point group ``gpujobqueue.batch_systems``): its directives and
-script, its submit, query and cancel commands and the parsing of their answers, its keywords and
-defaults, its own options, its GPU request styles, the GPU line it writes and the parser of the
-GPU lines users write by hand in its syntax, its launchers, its site hook and its template
-filters. The class is the batch system: every method is a class method, and what a job or a
-cluster keeps of it lives on the job (:class:`~gpujobqueue.job.GPUJob`) and the cluster, which are
-generic and bound to it. Each attribute's default is here, so nothing asks ``getattr`` of one.
-"""
+"""``BatchSystem``: everything gpujobqueue knows of one batch system, declared in one class: a subclass per module
+of ``gpujobqueue/batch/`` (or of another package, through the entry-point group ``gpujobqueue.batch_systems``).
+Every method is a class method; each attribute's default is here, so nothing asks ``getattr`` of one."""
 
 from __future__ import annotations
 
@@ -33,8 +25,7 @@ from ..settings.docstrings import with_shared_parameters
 from ..settings.keywords import Keyword, setting_keywords
 
 logger = logging.getLogger("gpujobqueue.job")
-# A job id no batch system has given: asked about it, a reachable batch system answers that it
-# does not know it, an unreachable one fails.
+# A job id no batch system has given: a reachable batch system answers that it does not know it.
 PROBE_ID = "999999999"
 _NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 
@@ -51,13 +42,8 @@ def binary_memory(gigabytes: str, megabytes: str) -> Callable[[int], str]:
 
 
 class BatchSystem(HandWrittenDirectives):
-    """One batch system; subclasses declare it (``SLURM``, ``PBS``, ``LSF``, ``SGE``, ``Local``).
-
-    Its cluster class is the generic :class:`~gpujobqueue.cluster.GPUJobQueueCluster` bound to it
-    (:func:`gpujobqueue.runtime.factory.bound_cluster`, named ``<class name>GPUCluster``),
-    its jobs the generic :class:`~gpujobqueue.job.GPUJob` bound to it. What it makes of the directives
-    users write by hand in its syntax is :class:`~gpujobqueue.handwritten.hooks.HandWrittenDirectives`.
-    """
+    """One batch system; subclasses declare it (``SLURM``, ``PBS``, ``LSF``, ``SGE``, ``Local``). Its cluster and
+    job classes are the generic ones bound to it (:func:`gpujobqueue.runtime.factory.bound_cluster`)."""
 
     # --- Who it is
     #: Its name: the registry's key, the dask config section ``gpujobqueue.<name>``, a site's ``scheduler``.
@@ -98,8 +84,7 @@ class BatchSystem(HandWrittenDirectives):
     #: The variable it sets inside a job (``SLURM_JOB_ID``), and those that must be set with it.
     job_id_variable: ClassVar[str | None] = None
     job_also_sets: ClassVar[tuple[str, ...]] = ()
-    #: No batch server: jobs run on this machine (``gpujobqueue check`` looks for no batch commands,
-    #: the machine sizes the jobs, the scheduler of a UCX cluster stays here).
+    #: No batch server: jobs run on this machine.
     runs_jobs_here: ClassVar[bool] = False
     #: Its submit command's refusals for a per-user job limit: the cluster holds the jobs (user_limits.py).
     user_limit_refusals: ClassVar[tuple[str, ...]] = ()
@@ -227,8 +212,7 @@ class BatchSystem(HandWrittenDirectives):
     def site_settings(
         cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any], directives: Mapping[str, Any]
     ) -> dict[str, Any]:
-        """Its own keywords from a site's queue ``entry``, its ``gpu_request`` and ``directives`` (the queue's
-        over the site's); None values are dropped by the caller."""
+        """Its own keywords from a site's queue ``entry``, ``gpu_request`` and ``directives`` (None: dropped)."""
         return {}
 
     @classmethod
@@ -244,24 +228,21 @@ class BatchSystem(HandWrittenDirectives):
 
     @classmethod
     def cluster_state(cls, settings: Mapping[str, Any], request: JobRequest) -> Any:
-        """What it keeps for all the jobs of one cluster (the local batch system's device pool), handed to each
-        job as ``batch_state``; None for nothing."""
+        """What it keeps for all the jobs of one cluster (``batch_state``: the local device pool); None for nothing."""
         return None
 
     # --- The script
 
     @classmethod
     def job_script(cls, plan: Plan, connection: Connection, *, name: str, pool: str = "gpu", **options: Any) -> str:
-        """The job that the jobs of ``pool`` of ``plan`` submit, their workers reaching the scheduler by
-        ``connection``: its templates rendered (:func:`~gpujobqueue.script.render.render`, whose ``options`` these
-        are), as :meth:`submission` gives them to the submit command."""
+        """The script the jobs of ``pool`` of ``plan`` submit (:func:`~gpujobqueue.script.render.render`'s, through
+        :meth:`submission`)."""
         return cls.submission(render(plan, connection, name=name, pool=pool, **options), plan.pool(pool)[0])
 
     @classmethod
     def submission(cls, script: str, request: JobRequest) -> str:
-        """What its submit command takes for a job whose script (rendered from its templates) is ``script``: the
-        script itself. A batch system whose jobs are not a script with directives (HTCondor's submit description)
-        writes its own here, holding the script."""
+        """What its submit command takes for the rendered ``script``: the script itself, or (HTCondor's submit
+        description) a text holding it."""
         return script
 
     @classmethod
@@ -281,13 +262,7 @@ class BatchSystem(HandWrittenDirectives):
 
     @classmethod
     async def submit_script(cls, job: Any, path: str) -> str:
-        """Submit the script at ``path`` for ``job``; the submit command's output.
-
-        Raises
-        ------
-        SubmissionError
-            Saying what the batch system said, once.
-        """
+        """Submit the script at ``path`` for ``job``; the submit command's output, or a SubmissionError."""
         try:
             return await cls.run_submit_command(job, path)
         except FileNotFoundError:
@@ -315,13 +290,7 @@ class BatchSystem(HandWrittenDirectives):
 
     @classmethod
     def job_id_from_output(cls, out: str) -> str:
-        """The job id in the submit command's output.
-
-        Raises
-        ------
-        ValueError
-            Where the output holds none (dask-jobqueue's error, in its words).
-        """
+        """The job id in the submit command's output; a ValueError in dask-jobqueue's words where it holds none."""
         match = re.search(cls.job_id_regexp, out)  # its job_id group is checked by check_declaration
         if match is None or match.group("job_id") is None:
             raise ValueError(
@@ -377,16 +346,8 @@ class BatchSystem(HandWrittenDirectives):
 
     @classmethod
     async def query_answer(cls, jobs: Sequence[Any]) -> tuple[dict[str, JobStatus] | None, str]:
-        """The statuses of several jobs, in one command, or why it gave none.
-
-        Returns
-        -------
-        statuses : dict or None
-            Job id to :class:`~gpujobqueue.jobs.job_status.JobStatus`; None when it could not be reached (its
-            query failed with an error rather than a listing).
-        error : str
-            The query's error output when ``statuses`` is None, else ``""``.
-        """
+        """The statuses of several jobs by job id, in one command, and ``""``; or None and the query's error, where
+        it could not be reached."""
         ids = [job.job_id for job in jobs if job.job_id]
         if not ids:
             return {}, ""

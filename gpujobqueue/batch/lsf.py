@@ -19,9 +19,9 @@ from ..jobs.launchers import LAUNCHER_OBJECTS
 from ..jobs.request import JobRequest
 from ..jobs.workers import WorkerLaunch
 from ..settings.declaration import read_declared
-from ..settings.keywords import INT, SWITCH, TEXT, Computed, Keyword, NoOption, default_of, parse_keyword
+from ..settings.keywords import INT, SWITCH, TEXT, Computed, Keyword, NoOption, count, default_of, parse_keyword
 from ..settings.limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_NODES
-from ..settings.validation import given_or, parse_bool, parse_positive_int, parse_size, per_node
+from ..settings.validation import given_or, parse_bool, parse_size, per_node
 from ..settings.walltimes import parse_walltime
 from .base import BatchSystem
 
@@ -83,20 +83,8 @@ PENDING_THRESHOLD = r"Pending job threshold reached"
 
 @dataclass(frozen=True)
 class LSFOptions:
-    """LSF's own settings of a job.
-
-    Parameters
-    ----------
-    gpu_mode : str
-        ``mode=`` of the ``-gpu`` request: ``exclusive_process`` (the default) or ``shared``.
-    lsf_units : str
-        The cluster's ``LSF_UNIT_FOR_LIMITS`` (``kb`` .. ``eb``), as dask-jobqueue reads it.
-    memory : str or None
-        Memory per node in ``lsf_units`` for ``-M``, as dask-jobqueue writes it.
-    use_stdin : bool
-        Submit as ``bsub < script`` (the only form in which LSF reads ``#BSUB`` lines
-        from every version's scripts) or as ``bsub script``.
-    """
+    """LSF's own settings of a job, its keywords as their declarations read them (``lsf_units`` from ``lsf.conf``
+    where not given); ``memory`` is ``-M`` per node in ``lsf_units``, as dask-jobqueue writes it."""
 
     gpu_mode: str
     lsf_units: str
@@ -172,7 +160,7 @@ def parse_hand_written_gpus(field_name: str, text: str, nodes: int) -> HandWritt
 NCPUS = Keyword(
     "ncpus",
     INT,
-    lambda field_name, value: parse_positive_int(field_name, value, MAX_CPUS_PER_NODE * MAX_NODES),
+    count(MAX_CPUS_PER_NODE * MAX_NODES),
     None,
     "LSF slots per job (-n), as dask-jobqueue's ncpus: the job's cores, instead of cores (given beside "
     "ncpus, cores is the threads of the job's workers).",

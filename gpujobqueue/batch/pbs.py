@@ -75,20 +75,8 @@ format_pbs_memory = binary_memory("gb", "mb")
 
 @dataclass(frozen=True)
 class PBSOptions:
-    """PBS's own settings of a job, its keywords as their declarations (:attr:`PBS.keywords`) read them.
-
-    Parameters
-    ----------
-    chunk_resources : tuple of (str, str)
-        More resources in the select chunk (``system=polaris``, ``mpiprocs=4``).
-    place : str or None
-        ``-l place=`` (``scatter``, ``excl``, ``scatter:excl`` ...); ``exclusive=True``
-        without it means ``excl`` (:func:`exclusive_place`).
-    filesystems : str or None
-        ``-l filesystems=`` (ALCF: ``home:eagle``).
-    resource_spec : str or None
-        dask-jobqueue's whole ``-l`` value; given, it replaces the generated select line.
-    """
+    """PBS's own settings of a job, its keywords as their declarations (:attr:`PBS.keywords`) read them; ``place``
+    is ``excl`` for an ``exclusive`` job that gives none (:func:`exclusive_place`)."""
 
     chunk_resources: tuple[tuple[str, str], ...]
     place: str | None

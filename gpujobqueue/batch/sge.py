@@ -31,28 +31,8 @@ _MAX_SLOTS_PER_HOST = 100_000
 
 @dataclass(frozen=True)
 class SGEOptions:
-    """Grid Engine's own settings of a job, its keywords as their declarations (:attr:`SGE.keywords`) read them.
-
-    Parameters
-    ----------
-    gpu_complex : str
-        The consumable complex that counts GPUs (``-l gpu=G``).
-    gpu_consumable : {"slot", "job"}
-        How the site's GPU complex counts: ``slot`` (a ``YES`` consumable, Grid Engine's
-        usual kind: ``-pe smp 2 -l gpu=1`` is two GPUs) or ``job`` (a ``JOB`` consumable).
-    resource_type : str or None
-        For ``gpu_request="resource-type"``: the complex whose one unit is a node with
-        its GPUs (ABCI's ``rt_F``, TSUBAME's ``node_f``).
-    parallel_environment : str or None
-        ``-pe NAME SLOTS``: the parallel environment that gives the job its cores.
-    allocation_rule : str, int or None
-        The parallel environment's ``allocation_rule`` where the site states it: ``$pe_slots`` (every slot
-        on one host), ``$fill_up``, ``$round_robin``, or the slots it puts on each host.
-    resource_spec : str or None
-        dask-jobqueue's extra ``-l`` value (memory complexes and the like).
-    gpu_request_value : int
-        The ``-l <gpu_complex>=`` value that gives the job its GPUs (:func:`gpu_request_value`).
-    """
+    """Grid Engine's own settings of a job, its keywords as their declarations (:attr:`SGE.keywords`) read them, and
+    the ``-l <gpu_complex>=`` value that gives the job its GPUs (:func:`gpu_request_value`)."""
 
     gpu_complex: str
     gpu_consumable: str
@@ -161,19 +141,22 @@ def expand_task_ranges(text: str) -> list[int]:
     return tasks
 
 
-def _sge_resources(
-    field_name: str, text: str, value: str, names: tuple[str, ...]
-) -> tuple[int, str, str | None] | None:
-    """The GPU count of a Grid Engine ``-l`` value, the complex's name, and the other resources."""
+def _complex_gpus(
+    field_name: str, text: str, value: str, names: tuple[str, ...], option: str = ""
+) -> HandWrittenGPUs | None:
+    """The GPU complex among the resources of a Grid Engine ``-l`` value (``gpu=2,h_vmem=8G``); the other
+    resources stay, after ``option``."""
     resources = value.split(",")
     gpus = [r for r in resources if r.partition("=")[0] in names]
     if not gpus:
         return None
     if len(gpus) > 1:
         raise ValidationError(field_name, f"{text!r} asks for GPUs twice; give one")
-    name, _, count = gpus[0].partition("=")
-    others = [r for r in resources if r is not gpus[0]]
-    return written_count(field_name, text, count, "GPUs", MAX_GPUS_PER_NODE), name, ",".join(others) or None
+    name, _, written = gpus[0].partition("=")
+    others = ",".join(r for r in resources if r is not gpus[0])
+    count = written_count(field_name, text, written, "GPUs", MAX_GPUS_PER_NODE)
+    rest = f"{option}{others}" if others else None
+    return HandWrittenGPUs(field_name, text, count, None, "complex", rest=rest, defaults={"gpu_complex": name})
 
 
 def parse_hand_written_gpus(
@@ -181,22 +164,10 @@ def parse_hand_written_gpus(
 ) -> HandWrittenGPUs | None:
     """``-l gpu=G`` (or the site's GPU complex, or ``gpus``), alone or among other resources."""
     match = re.search(r"(?<![\w-])-l\s+(\S+)", text)
-    found = _sge_resources(field_name, text, match.group(1), names) if match else None
-    if found is None:
-        return None
-    own_line(field_name, text, "-l", match)
-    count, name, others = found
-    rest = f"-l {others}" if others else None
-    return HandWrittenGPUs(field_name, text, count, None, "complex", rest=rest, defaults={"gpu_complex": name})
-
-
-def parse_resource_spec_gpus(text: str, names: tuple[str, ...]) -> HandWrittenGPUs | None:
-    """A GPU complex among ``resource_spec``'s resources (``gpu=2,h_vmem=8G``)."""
-    found = _sge_resources("resource_spec", text, text, names)
-    if found is None:
-        return None
-    count, name, others = found
-    return HandWrittenGPUs("resource_spec", text, count, None, "complex", rest=others, defaults={"gpu_complex": name})
+    found = _complex_gpus(field_name, text, match.group(1), names, "-l ") if match else None
+    if found is not None:
+        own_line(field_name, text, "-l", match)
+    return found
 
 
 CLUSTER_DOC = """A Dask cluster of GPU workers submitted to Grid Engine (SGE, Son of Grid Engine, Altair/Univa).
@@ -351,7 +322,7 @@ class SGE(BatchSystem):
 
     @classmethod
     def parse_gpu_resource_spec(cls, text: str, settings: Mapping[str, Any]) -> HandWrittenGPUs | None:
-        return parse_resource_spec_gpus(text, _gpu_complex_names(settings))
+        return _complex_gpus("resource_spec", text, text, _gpu_complex_names(settings))
 
     @classmethod
     def gpu_line(cls, style: str, count: int, settings: Mapping[str, Any]) -> str | None:

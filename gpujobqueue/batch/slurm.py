@@ -26,19 +26,8 @@ format_slurm_memory = binary_memory("G", "M")
 
 @dataclass(frozen=True)
 class SLURMOptions:
-    """SLURM's own settings of a job.
-
-    Parameters
-    ----------
-    qos : str or None
-        ``--qos``.
-    constraint : str or None
-        ``--constraint`` (node features, ``gpu&hbm80g``).
-    job_mem : str or None
-        dask-jobqueue's raw ``--mem`` value, when given instead of ``memory``.
-    clusters : str or None
-        ``--clusters``: the one of SLURM's clusters the jobs go to (a site's ``clusters``).
-    """
+    """SLURM's own settings of a job, its keywords as their declarations read them, and ``--clusters``, the one of
+    SLURM's clusters the jobs go to (a site's ``clusters``)."""
 
     qos: str | None
     constraint: str | None

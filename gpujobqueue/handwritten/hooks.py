@@ -1,8 +1,5 @@
-"""``HandWrittenDirectives``: what a batch system makes of the directives users write by hand in its
-syntax (``job_extra_directives``, ``resource_spec``): the part of
-:class:`~gpujobqueue.batch.base.BatchSystem` that :mod:`gpujobqueue.handwritten.gpu_parsers`,
-:mod:`gpujobqueue.handwritten.gpus` and :mod:`gpujobqueue.handwritten.directives` ask. Every method
-is a class method with the default of a batch system that reads nothing by hand."""
+"""``HandWrittenDirectives``: what a batch system makes of the directives users write by hand in its syntax
+(``job_extra_directives``, ``resource_spec``); each class method's default is a batch system's that reads none."""
 
 from __future__ import annotations
 
@@ -14,8 +11,7 @@ from .gpu_parsers import HandWrittenGPUs
 
 
 class HandWrittenDirectives:
-    """The hooks of a batch system for the lines its users write by hand; its subclass
-    :class:`~gpujobqueue.batch.base.BatchSystem` is the batch system."""
+    """The hooks of a batch system (:class:`~gpujobqueue.batch.base.BatchSystem`) for its users' own lines."""
 
     #: The settings its directives set that users also write by hand (its walltime option; SLURM's
     #: ``--nodes``): read from ``job_extra_directives`` by :func:`gpujobqueue.handwritten.directives.adopt`.
