@@ -30,19 +30,8 @@ LSF_UNITS = ("kb", "mb", "gb", "tb", "pb", "eb")
 
 
 def format_lsf_memory(nbytes: int, lsf_units: str) -> str:
-    """Bytes as ``-M`` in the cluster's ``LSF_UNIT_FOR_LIMITS``, as dask-jobqueue writes them
-    (:func:`dask_jobqueue.lsf.lsf_format_bytes_ceil`: divided by powers of 1000, rounded up).
-
-    LSF reads the number in its binary units (its MB is 1024 KB), so the limit is never below
-    the bytes asked for: 2.4 % above them in KB, 4.9 % in MB, 7.4 % in GB.
-
-    Examples
-    --------
-    >>> format_lsf_memory(25 * 10**9, "kb")
-    '25000000'
-    >>> format_lsf_memory(60 * 2**30, "mb")
-    '64425'
-    """
+    """Bytes as ``-M`` in the cluster's ``LSF_UNIT_FOR_LIMITS``, as dask-jobqueue writes them (divided by powers of
+    1000, rounded up: LSF reads them in binary units, so the limit is never below the bytes asked for)."""
     # dask-jobqueue (and distributed with it) imported only where an LSF script's memory is written
     from ..jobs.jobqueue_base import lsf_format_bytes_ceil
 
@@ -109,10 +98,8 @@ def parse_gpu_mode(field_name: str, value: Any) -> str:
 
 
 async def bsub_once(command: list[str], stdin: Any = None) -> str:
-    """Run bsub; its output, or :class:`~gpujobqueue.job.CommandFailed`, also when it says the
-    pending-job threshold is reached: bsub is then stopped in its wait before the next try, with
-    nothing submitted, and the cluster holds the job (``user_limit_refusals``) rather than wait
-    on bsub, by default for ever."""
+    """Run bsub; its output, or CommandFailed, also when it says the pending-job threshold is reached: bsub, which
+    would retry for ever, is stopped with nothing submitted, and the cluster holds the job (``user_limit_refusals``)."""
     process = await asyncio.create_subprocess_exec(
         *command, stdin=stdin, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
     )
@@ -137,9 +124,8 @@ LSF_GPU_KEYS = ("num", "mode", "gmodel")  # what the generated -gpu request carr
 
 
 def parse_hand_written_gpus(field_name: str, text: str, nodes: int) -> HandWrittenGPUs | None:
-    """``-gpu "num=G[:mode=M][:gmodel=T]"`` or ``-gpu -`` (one GPU). A line with other ``-gpu``
-    options (``j_exclusive``, ``mps``, ``aff``, ``gmem``, ...) says more than the generated request
-    could: it ``keeps_line``, and stays the job's request as written."""
+    """``-gpu "num=G[:mode=M][:gmodel=T]"`` or ``-gpu -`` (one GPU); a line with other ``-gpu`` options (``mps``,
+    ``gmem``, ...) says more than the generated request could: it ``keeps_line``."""
     match = _LSF_GPU.search(text)
     if match is None:
         return None
@@ -264,7 +250,6 @@ class LSF(BatchSystem):
     whole_node_styles = ("csm",)
     site_enums = {"gpu_request.gpu_mode": GPU_MODES}
     launchers = tuple(LAUNCHER_OBJECTS[name] for name in ("jsrun", "mpiexec-openmpi", "mpiexec-mpich", "blaunch"))
-    # A job of several nodes that names no launcher (nor its site): blaunch, LSF's own (jsrun on CSM).
     native_launcher = "blaunch"
 
     @classmethod

@@ -244,8 +244,8 @@ class SGE(BatchSystem):
     job_id_variable = "JOB_ID"  # a name common enough that SGE_ROOT must be set too
     job_also_sets = ("SGE_ROOT",)
     job_id_regexp = r"Your job(?:-array)? (?P<job_id>\d+)"
-    # qsub's refusal past max_u_jobs (SGE 8.1.9: "Unable to run job: job rejected: only 1 jobs are allowed per user
-    # (current job count: 1)"; other releases capitalise it): the cluster holds the jobs (user_limits.py).
+    # max_u_jobs (SGE 8.1.9: "Unable to run job: job rejected: only 1 jobs are allowed per user (current job count:
+    # 1)"; other releases capitalise it).
     user_limit_refusals = (r"(?i)\bonly \d+ jobs are allowed per user",)
     array_task_variable = "SGE_TASK_ID"
     array_size_limit = 75000  # max_aj_tasks' default
@@ -275,8 +275,7 @@ class SGE(BatchSystem):
     # -P: the project (dask-jobqueue's); -A: the account string; -g: TSUBAME's group, which it charges
     account_flags = ("-P", "-A", "-g")
     launchers = tuple(LAUNCHER_OBJECTS[name] for name in ("mpiexec-openmpi", "mpiexec-mpich", "qrsh-inherit"))
-    # A job of several nodes that names no launcher (nor its site): qrsh -inherit, tasks of the job's
-    # parallel environment (which needs control_slaves TRUE).
+    # qrsh -inherit: tasks of the job's parallel environment (which needs control_slaves TRUE).
     native_launcher = "qrsh-inherit"
 
     @classmethod

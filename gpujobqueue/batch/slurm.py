@@ -108,7 +108,6 @@ class SLURM(BatchSystem):
     directive_prefix = "#SBATCH"
     template_filters = {"slurm_memory": format_slurm_memory}  # used by slurm.sh.j2
     walltime_directives = ("#SBATCH --time", "#SBATCH -t")
-    # What users also write by hand in job_extra_directives (sbatch takes their line, written after ours).
     directive_forms = (
         walltime_form(("--time", "-t"), "#SBATCH --time=", 60),
         DirectiveForm(
@@ -205,7 +204,6 @@ class SLURM(BatchSystem):
     account_flags = ("--account",)
     clusters_option = "--clusters"
     launchers = tuple(LAUNCHER_OBJECTS[name] for name in ("srun", "ibrun", "mpiexec-openmpi", "mpiexec-mpich"))
-    # A job of several nodes that names no launcher: srun, one task per node of the allocation.
     native_launcher = "srun"
 
     @classmethod

@@ -185,8 +185,7 @@ def _check(
 
 
 def skips(settings: Mapping[str, Any], generated: str | None) -> bool:
-    """Whether ``job_directives_skip`` leaves the generated directive ``generated`` out (the user's own line
-    then stands, as the multi-node stand-in of tests/batch/test_multi_node.py writes it)."""
+    """Whether ``job_directives_skip`` leaves the generated directive ``generated`` out (the user's own line stands)."""
     skip = parse_keyword("job_directives_skip", settings.get("job_directives_skip"))
     return generated is not None and any(needle in generated for needle in skip)
 

@@ -21,11 +21,8 @@ class HandWrittenDirectives:
 
     @classmethod
     def walltime_seconds(cls, value: Any) -> int:
-        """The seconds of a ``walltime`` keyword's value, as its jobs read it (a bare number in its
-        ``walltime_number_unit``)."""
+        """The seconds of a ``walltime`` keyword's value (a bare number in its ``walltime_number_unit``)."""
         return parse_walltime("walltime", value, cls.walltime_number_unit)
-
-    # --- Hand-written GPU requests (hand_written_gpu_parsers.find, hand_written_gpus.adopt)
 
     @classmethod
     def parse_gpu_directive(
@@ -41,8 +38,7 @@ class HandWrittenDirectives:
 
     @classmethod
     def gpu_line(cls, style: str, count: int, settings: Mapping[str, Any]) -> str | None:
-        """The text of the GPU request it writes in ``style`` for ``count`` GPUs per node (a
-        ``job_directives_skip`` that matches it leaves a hand-written line as the request), or None."""
+        """The GPU request it writes in ``style`` for ``count`` GPUs per node (``job_directives_skip`` may drop it)."""
         return None
 
     @classmethod
@@ -53,11 +49,9 @@ class HandWrittenDirectives:
     def keep_hand_written(
         cls, found: HandWrittenGPUs, settings: dict[str, Any], style: str | None, skipped: bool
     ) -> bool:
-        """Make the hand-written line itself the job's request where its own request could not say as much
-        (in ``settings``, in place); whether it did. ``style`` is the ``gpu_request`` given (None: none);
-        ``skipped``: the generated request is left out (``gpu_request="none"`` or ``job_directives_skip``).
-        By default a line that ``keeps_line`` stays, and no GPU request is generated: the batch system keeps
-        the last of the option it reads (SLURM's ``--gres``, LSF's ``-gpu``)."""
+        """Make the hand-written line the job's request where the generated one could not say as much (``settings``
+        in place; ``style``: the ``gpu_request`` given; ``skipped``: the generated one is left out); whether it did.
+        By default a line that ``keeps_line`` stays and none is generated (sbatch and bsub keep the last they read)."""
         if skipped or not found.keeps_line or style not in (None, found.style):
             return False
         settings["gpu_request"] = "none"

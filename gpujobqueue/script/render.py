@@ -273,7 +273,6 @@ def _launch_values(
         "safe_path": f'"$private_dir/{standalone_file_name(SAFE_PATH)}"' if python310 else "-P",
         "request": request,
         "launch": launch,
-        # The file listing the job's hosts, for launchers that need it (mpiexec under PBS), else None.
         "launch_lines": (
             []
             if launch.launcher == "direct"
