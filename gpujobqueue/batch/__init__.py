@@ -1,15 +1,7 @@
-"""The registry of batch systems: one :class:`~gpujobqueue.batch.base.BatchSystem` per name.
-
-The batch systems are found through the entry-point group ``gpujobqueue.batch_systems``
-(gpujobqueue's own five are declared in its ``setup.cfg``; another package declares its own the
-same way, without editing this one), and :func:`register` adds a class defined at run time.
-Everything that lists the batch systems asks here: the site schema's enums, the dask config
-sections, the command line's choices, ``gpujobqueue check``.
-
-This ``__init__`` imports no batch module: the entry points are loaded the first time the
-registry is asked, once ``gpujobqueue`` is imported, so the modules below the batch modules ask
-the registry for a batch system without importing the modules that import them.
-"""
+"""The registry of batch systems: one :class:`~gpujobqueue.batch.base.BatchSystem` per name, found through the
+entry-point group ``gpujobqueue.batch_systems`` (gpujobqueue's own in its ``setup.cfg``, another package's the same
+way) or added at run time by :func:`register`. It imports no batch module: the entry points are loaded the first time
+it is asked, so the modules below the batch modules can ask it without importing the modules that import them."""
 
 from __future__ import annotations
 
@@ -38,10 +30,8 @@ _registered: dict[str, type[BatchSystem]] = {}  # register()'s
 
 
 def _installed_entry_points() -> list[importlib.metadata.EntryPoint]:
-    """The group's entry points of the distributions on ``sys.path``, but for the current directory
-    (``''``, a relative entry, or the folder itself, as ``python -m`` puts it first): a ``*.dist-info``
-    another user left in a shared folder one stands in must not run as a plugin. A site-packages
-    folder one stands in stays."""
+    """The group's entry points of the distributions on ``sys.path`` but the current directory (unless it is a
+    site-packages folder): a ``*.dist-info`` another user left in a shared folder one stands in must not run."""
     try:
         here = os.path.realpath(os.getcwd())
     except OSError:  # the current directory was removed: no entry can be it
@@ -114,16 +104,8 @@ def _systems() -> dict[str, type[BatchSystem]]:
 
 
 def register(cls: type[BatchSystem]) -> type[BatchSystem]:
-    """Add a batch system defined at run time (usable as a class decorator); one a package ships
-    is declared as an entry point of the group ``gpujobqueue.batch_systems`` instead.
-
-    Raises
-    ------
-    TypeError
-        ``cls`` is not a :class:`~gpujobqueue.batch.base.BatchSystem` that declares what it must.
-    ValueError
-        Its name is taken by another batch system.
-    """
+    """Add a batch system defined at run time (usable as a class decorator; a package's is an entry point instead).
+    A TypeError where ``cls`` is no BatchSystem that declares what it must; a ValueError where its name is taken."""
     _checked(cls)
     known = _systems().get(cls.name)
     if known is not None and known is not cls:
@@ -151,39 +133,27 @@ def names() -> tuple[str, ...]:
 
 
 def batch_system(name: str) -> type[BatchSystem]:
-    """The batch system called ``name``.
-
-    Raises
-    ------
-    ValidationError
-        Naming ``batch``, for a name no batch system has.
-    """
+    """The batch system called ``name``; a ValidationError naming ``batch`` for a name no batch system has."""
     systems = _systems()
     if not isinstance(name, str) or name not in systems:
         raise ValidationError("batch", f"{name!r} is not a batch system; use one of {', '.join(systems)}")
     return systems[name]
 
 
-def gpu_request_styles() -> tuple[str, ...]:
-    """Every batch system's GPU request styles, each once."""
-    return tuple(dict.fromkeys(style for cls in _systems().values() for style in cls.gpu_request_styles))
-
-
-def launcher_names() -> tuple[str, ...]:
-    """``direct`` and every launcher some batch system offers, each once."""
-    return ("direct", *dict.fromkeys(name for cls in _systems().values() for name in cls.launcher_names()))
-
-
 def command_line_keywords() -> list[Keyword]:
     """Every keyword of every batch system that ``render`` mirrors as an option, each once; the
-    choices of ``gpu_request`` and ``launcher`` are those of the batch systems registered."""
-    choices = {"gpu_request": gpu_request_styles(), "launcher": launcher_names()}
+    choices of ``gpu_request`` and ``launcher`` are those of the batch systems registered (each once)."""
+    systems = _systems().values()
+    choices = {
+        "gpu_request": tuple(dict.fromkeys(style for cls in systems for style in cls.gpu_request_styles)),
+        "launcher": ("direct", *dict.fromkeys(name for cls in systems for name in cls.launcher_names())),
+    }
     found: dict[str, Keyword] = {}
     for keyword in command_line_base_keywords():
         found[keyword] = (
             keyword.with_facts(choices=choices[keyword]) if keyword.kind == CHOICE and keyword in choices else keyword
         )
-    for cls in _systems().values():
+    for cls in systems:
         for keyword in cls.keywords:
             found.setdefault(keyword, keyword)
     return list(found.values())

@@ -1,14 +1,6 @@
-"""``BatchSystem``: everything gpujobqueue knows of one batch system, declared in one class.
-
-A batch system is a subclass, one per module of ``gpujobqueue/batch/`` (or of another package,
-registered through the entry-point group ``gpujobqueue.batch_systems``): its directives and
-script, its submit, query and cancel commands and the parsing of their answers, its keywords and
-defaults, its own options, its GPU request styles, the GPU line it writes and the parser of the
-GPU lines users write by hand in its syntax, its launchers, its site hook and its template
-filters. The class is the batch system: every method is a class method, and what a job or a
-cluster keeps of it lives on the job (:class:`~gpujobqueue.job.GPUJob`) and the cluster, which are
-generic and bound to it. Each attribute's default is here, so nothing asks ``getattr`` of one.
-"""
+"""``BatchSystem``: everything gpujobqueue knows of one batch system, declared in one class: a subclass per module
+of ``gpujobqueue/batch/`` (or of another package, through the entry-point group ``gpujobqueue.batch_systems``).
+Every method is a class method; each attribute's default is here, so nothing asks ``getattr`` of one."""
 
 from __future__ import annotations
 
@@ -21,9 +13,8 @@ import subprocess
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from ..errors import BatchCommandNotFoundError, SubmissionError, ValidationError
-from ..handwritten.gpu_parsers import HandWrittenGPUs
 from ..handwritten.hooks import HandWrittenDirectives
-from ..jobs.job_commands import CANCEL_CHUNK, CommandFailed, TrialAnswer, run_command
+from ..jobs.job_commands import CANCEL_CHUNK, CommandFailed, TrialAnswer, ask_without_submitting, run_command
 from ..jobs.job_status import JobStatus, run_query
 from ..jobs.launchers import Launcher
 from ..jobs.request import DEFAULT_WALLTIME, JobRequest
@@ -34,8 +25,7 @@ from ..settings.docstrings import with_shared_parameters
 from ..settings.keywords import Keyword, setting_keywords
 
 logger = logging.getLogger("gpujobqueue.job")
-# A job id no batch system has given: asked about it, a reachable batch system answers that it
-# does not know it, an unreachable one fails.
+# A job id no batch system has given: a reachable batch system answers that it does not know it.
 PROBE_ID = "999999999"
 _NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 
@@ -52,13 +42,8 @@ def binary_memory(gigabytes: str, megabytes: str) -> Callable[[int], str]:
 
 
 class BatchSystem(HandWrittenDirectives):
-    """One batch system; subclasses declare it (``SLURM``, ``PBS``, ``LSF``, ``SGE``, ``Local``).
-
-    Its cluster class is the generic :class:`~gpujobqueue.cluster.GPUJobQueueCluster` bound to it
-    (:func:`gpujobqueue.runtime.factory.bound_cluster`, named ``<class name>GPUCluster``),
-    its jobs the generic :class:`~gpujobqueue.job.GPUJob` bound to it. What it makes of the directives
-    users write by hand in its syntax is :class:`~gpujobqueue.handwritten.hooks.HandWrittenDirectives`.
-    """
+    """One batch system; subclasses declare it (``SLURM``, ``PBS``, ``LSF``, ``SGE``, ``Local``). Its cluster and
+    job classes are the generic ones bound to it (:func:`gpujobqueue.runtime.factory.bound_cluster`)."""
 
     # --- Who it is
     #: Its name: the registry's key, the dask config section ``gpujobqueue.<name>``, a site's ``scheduler``.
@@ -89,6 +74,9 @@ class BatchSystem(HandWrittenDirectives):
     submit_command: ClassVar[str] = ""
     status_command: ClassVar[str | None] = None
     cancel_command: ClassVar[str] = ""
+    #: The submit command's options that check a job without submitting it (``gpujobqueue check --submit-test``);
+    #: None where it has no such mode.
+    test_submit_options: ClassVar[tuple[str, ...] | None] = None
     #: Commands it uses where present (a finished job's exit code); ``gpujobqueue check`` looks for them.
     optional_commands: ClassVar[tuple[str, ...]] = ()
     #: The job id in the submit command's output.
@@ -96,8 +84,7 @@ class BatchSystem(HandWrittenDirectives):
     #: The variable it sets inside a job (``SLURM_JOB_ID``), and those that must be set with it.
     job_id_variable: ClassVar[str | None] = None
     job_also_sets: ClassVar[tuple[str, ...]] = ()
-    #: No batch server: jobs run on this machine (``gpujobqueue check`` looks for no batch commands,
-    #: the machine sizes the jobs, the scheduler of a UCX cluster stays here).
+    #: No batch server: jobs run on this machine.
     runs_jobs_here: ClassVar[bool] = False
     #: Its submit command's refusals for a per-user job limit: the cluster holds the jobs (user_limits.py).
     user_limit_refusals: ClassVar[tuple[str, ...]] = ()
@@ -114,8 +101,6 @@ class BatchSystem(HandWrittenDirectives):
     keywords: ClassVar[tuple[Keyword, ...]] = ()
     #: Other names of keywords, in its (or dask's) vocabulary: ``{"partition": "queue"}``; all take distributed's env.
     synonyms: ClassVar[Mapping[str, str]] = {"env": "environment"}
-    #: The GPU request in one of its users' own directive lines, ``(field_name, text, nodes)``; None: it reads none.
-    gpu_directive_parser: ClassVar[Callable[[str, str, int], HandWrittenGPUs | None] | None] = None
     #: Its options (fields of its options object) that are the GPU jobs' alone: the CPU pool's jobs go without them.
     gpu_job_options: ClassVar[tuple[str, ...]] = ()
     #: How it can ask for GPUs; the first is the default.
@@ -185,13 +170,6 @@ class BatchSystem(HandWrittenDirectives):
         """The names of :attr:`launchers` (the ``launcher`` keyword's values for its jobs, beside ``direct``)."""
         return tuple(launcher.name for launcher in cls.launchers)
 
-    @classmethod
-    def parse_gpu_directive(
-        cls, field_name: str, text: str, nodes: int, settings: Mapping[str, Any]
-    ) -> HandWrittenGPUs | None:
-        """The GPU request of one of its users' own directive lines, as :attr:`gpu_directive_parser` reads it."""
-        return cls.gpu_directive_parser and cls.gpu_directive_parser(field_name, text, nodes)
-
     # --- The plan: its keywords made into its request, as plan.make_plan asks
 
     @classmethod
@@ -234,8 +212,7 @@ class BatchSystem(HandWrittenDirectives):
     def site_settings(
         cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any], directives: Mapping[str, Any]
     ) -> dict[str, Any]:
-        """Its own keywords from a site's queue ``entry``, its ``gpu_request`` and ``directives`` (the queue's
-        over the site's); None values are dropped by the caller."""
+        """Its own keywords from a site's queue ``entry``, ``gpu_request`` and ``directives`` (None: dropped)."""
         return {}
 
     @classmethod
@@ -251,24 +228,21 @@ class BatchSystem(HandWrittenDirectives):
 
     @classmethod
     def cluster_state(cls, settings: Mapping[str, Any], request: JobRequest) -> Any:
-        """What it keeps for all the jobs of one cluster (the local batch system's device pool), handed to each
-        job as ``batch_state``; None for nothing."""
+        """What it keeps for all the jobs of one cluster (``batch_state``: the local device pool); None for nothing."""
         return None
 
     # --- The script
 
     @classmethod
     def job_script(cls, plan: Plan, connection: Connection, *, name: str, pool: str = "gpu", **options: Any) -> str:
-        """The job that the jobs of ``pool`` of ``plan`` submit, their workers reaching the scheduler by
-        ``connection``: its templates rendered (:func:`~gpujobqueue.script.render.render`, whose ``options`` these
-        are), as :meth:`submission` gives them to the submit command."""
+        """The script the jobs of ``pool`` of ``plan`` submit (:func:`~gpujobqueue.script.render.render`'s, through
+        :meth:`submission`)."""
         return cls.submission(render(plan, connection, name=name, pool=pool, **options), plan.pool(pool)[0])
 
     @classmethod
     def submission(cls, script: str, request: JobRequest) -> str:
-        """What its submit command takes for a job whose script (rendered from its templates) is ``script``: the
-        script itself. A batch system whose jobs are not a script with directives (HTCondor's submit description)
-        writes its own here, holding the script."""
+        """What its submit command takes for the rendered ``script``: the script itself, or (HTCondor's submit
+        description) a text holding it."""
         return script
 
     @classmethod
@@ -288,13 +262,7 @@ class BatchSystem(HandWrittenDirectives):
 
     @classmethod
     async def submit_script(cls, job: Any, path: str) -> str:
-        """Submit the script at ``path`` for ``job``; the submit command's output.
-
-        Raises
-        ------
-        SubmissionError
-            Saying what the batch system said, once.
-        """
+        """Submit the script at ``path`` for ``job``; the submit command's output, or a SubmissionError."""
         try:
             return await cls.run_submit_command(job, path)
         except FileNotFoundError:
@@ -315,18 +283,14 @@ class BatchSystem(HandWrittenDirectives):
     @classmethod
     async def test_submit(cls, path: str) -> TrialAnswer:
         """Ask the batch system whether it would take the job script at ``path``, submitting nothing
-        (``gpujobqueue check --submit-test``). By default it has no such mode and is not asked."""
-        return TrialAnswer(None, f"{cls.name} has no mode that checks a job without submitting it")
+        (:attr:`test_submit_options`); without such a mode it is not asked."""
+        if cls.test_submit_options is None:
+            return TrialAnswer(None, f"{cls.name} has no mode that checks a job without submitting it")
+        return await ask_without_submitting([cls.submit_command, *cls.test_submit_options, path])
 
     @classmethod
     def job_id_from_output(cls, out: str) -> str:
-        """The job id in the submit command's output.
-
-        Raises
-        ------
-        ValueError
-            Where the output holds none (dask-jobqueue's error, in its words).
-        """
+        """The job id in the submit command's output; a ValueError in dask-jobqueue's words where it holds none."""
         match = re.search(cls.job_id_regexp, out)  # its job_id group is checked by check_declaration
         if match is None or match.group("job_id") is None:
             raise ValueError(
@@ -382,16 +346,8 @@ class BatchSystem(HandWrittenDirectives):
 
     @classmethod
     async def query_answer(cls, jobs: Sequence[Any]) -> tuple[dict[str, JobStatus] | None, str]:
-        """The statuses of several jobs, in one command, or why it gave none.
-
-        Returns
-        -------
-        statuses : dict or None
-            Job id to :class:`~gpujobqueue.jobs.job_status.JobStatus`; None when it could not be reached (its
-            query failed with an error rather than a listing).
-        error : str
-            The query's error output when ``statuses`` is None, else ``""``.
-        """
+        """The statuses of several jobs by job id, in one command, and ``""``; or None and the query's error, where
+        it could not be reached."""
         ids = [job.job_id for job in jobs if job.job_id]
         if not ids:
             return {}, ""

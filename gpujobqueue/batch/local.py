@@ -27,9 +27,8 @@ from .base import BatchSystem
 
 
 def private_log_directory() -> str:
-    """Where local jobs write their output when no ``log_directory`` is given: ``logs`` in this
-    user's folder of the temporary directory, both made and checked private (mode 0700, this user's,
-    not a link) before each job writes there."""
+    """Where local jobs write their output when no ``log_directory`` is given: ``logs`` in this user's folder of the
+    temporary directory (both checked private by :func:`open_log`)."""
     return os.path.join(tempfile.gettempdir(), f"gpujobqueue-{getpass.getuser()}", "logs")
 
 
@@ -37,17 +36,9 @@ _LOG_ADVICE = "remove it (its owner or an administrator can), or give log_direct
 
 
 def open_log(log_directory: str | None, name: str) -> tuple[str, int]:
-    """The path of a job's log ``name`` and a descriptor open for writing it from its start (mode 0600).
-
-    In ``log_directory``, the user's choice, it is never written through a link; by default it goes
-    to :func:`private_log_directory`, whose two folders are opened one inside the other, each checked,
-    so that another user who made them first, or planted a link, is refused by name.
-
-    Raises
-    ------
-    ValidationError
-        Naming ``log_directory``, the folder or file, and what to do.
-    """
+    """The path of a job's log ``name`` and a descriptor open for writing it (mode 0600, never through a link): in
+    ``log_directory``, else in :func:`private_log_directory`, whose two folders are opened one inside the other,
+    each checked, so that another user who made them first, or planted a link, is refused (a ValidationError)."""
     if log_directory:
         path = os.path.join(log_directory, name)
         return path, open_private_file(path, "log_directory", _LOG_ADVICE)
@@ -65,13 +56,7 @@ def open_log(log_directory: str | None, name: str) -> tuple[str, int]:
 
 
 class DevicePool:
-    """The devices of this machine, given to local jobs so that no two jobs share one.
-
-    Parameters
-    ----------
-    devices : sequence of str
-        Device ids, e.g. ``["0", "1", "2", "3"]``.
-    """
+    """The devices of this machine (ids, ``["0", "1"]``), given to local jobs so that no two jobs share one."""
 
     def __init__(self, devices: Sequence[str]):
         self.devices = [str(d) for d in devices]
@@ -99,18 +84,8 @@ class DevicePool:
 
 @dataclasses.dataclass
 class LocalProcess:
-    """What the local batch system keeps of one job (its ``handle``): the script's process, the devices it
-    holds and its log.
-
-    Parameters
-    ----------
-    owner : str
-        The job's name, which its devices are reserved for.
-    pool : DevicePool or None
-        The cluster's device pool.
-    log_path : str
-        The job's log (stdout and stderr).
-    """
+    """What the local batch system keeps of one job (its ``handle``): the script's process, the devices it holds
+    for ``owner`` (the job's name) from the cluster's ``pool``, and its log (stdout and stderr)."""
 
     owner: str
     pool: DevicePool | None
@@ -120,9 +95,8 @@ class LocalProcess:
     orphans_told: bool = False
 
     def ask_to_stop(self) -> None:
-        """SIGTERM to the script alone: its trap passes it to the worker commands, which close their
-        workers gracefully. Signalling the whole group killed the worker processes under their nannies
-        (leaked semaphores) and cut the script's wait short (exit status 143)."""
+        """SIGTERM to the script alone: its trap passes it to the worker commands, which close their workers
+        gracefully (signalled, the whole group's worker processes would die under their nannies)."""
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.process.pid, signal.SIGTERM)
 
@@ -151,11 +125,8 @@ class LocalProcess:
 
 
 def ucx_is_the_better_default() -> bool:
-    """UCX by default on this machine: its GPUs are joined by NVLink and distributed-ucxx is installed.
-
-    Over NVLink UCX moves a worker's data hundreds of times faster than TCP (see
-    docs/benchmarks.md); without NVLink, or without distributed-ucxx, TCP stays the default.
-    """
+    """UCX by default on this machine: its GPUs are joined by NVLink (docs/benchmarks.md) and distributed-ucxx is
+    installed."""
     return (
         len(nvidia_gpu_ids()) >= 2
         and importlib.util.find_spec("distributed_ucxx") is not None
@@ -164,8 +135,7 @@ def ucx_is_the_better_default() -> bool:
 
 
 class Local(BatchSystem):
-    """local: the rendered script runs as a process group on this machine, with devices handed out like a
-    batch system would; cancelled by signalling the group."""
+    """The embedded batch system: jobs as process groups on this machine, cancelled by signalling the group."""
 
     name = "local"
     cluster_doc = """A GPU cluster whose jobs run as processes on this machine: the embedded default.
@@ -317,20 +287,18 @@ class Local(BatchSystem):
 
     @classmethod
     async def stop(cls, job: Any) -> None:
-        """End the job's group: SIGTERM to its script, SIGKILL to what is left after the grace period."""
         for pause in cls._ending([job]):
             await asyncio.sleep(pause)
 
     @classmethod
     def cancel_now(cls, jobs: Sequence[Any]) -> None:
-        """End the jobs at once: SIGTERM to each script, SIGKILL to what is left after the grace period."""
         for pause in cls._ending(jobs):
             time.sleep(pause)
 
     @classmethod
     def _ending(cls, jobs: Sequence[Any]) -> Iterator[float]:
-        """End the jobs' groups, yielding the pauses to wait (asleep or awaited) while they close; their devices
-        are given back."""
+        """End the jobs' groups (SIGTERM to each script, SIGKILL to what is left after the grace period), yielding the
+        pauses to wait (asleep or awaited) while they close; their devices are given back."""
         running = [job.handle for job in jobs if job.handle is not None and job.handle.running]
         for handle in running:
             handle.ask_to_stop()

@@ -19,9 +19,9 @@ from ..jobs.launchers import LAUNCHER_OBJECTS
 from ..jobs.request import JobRequest
 from ..jobs.workers import WorkerLaunch
 from ..settings.declaration import read_declared
-from ..settings.keywords import INT, SWITCH, TEXT, Computed, Keyword, NoOption, default_of, parse_keyword
+from ..settings.keywords import INT, SWITCH, TEXT, Computed, Keyword, NoOption, count, default_of, parse_keyword
 from ..settings.limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_NODES
-from ..settings.validation import given_or, parse_bool, parse_positive_int, parse_size, per_node
+from ..settings.validation import given_or, parse_bool, parse_size, per_node
 from ..settings.walltimes import parse_walltime
 from .base import BatchSystem
 
@@ -30,19 +30,8 @@ LSF_UNITS = ("kb", "mb", "gb", "tb", "pb", "eb")
 
 
 def format_lsf_memory(nbytes: int, lsf_units: str) -> str:
-    """Bytes as ``-M`` in the cluster's ``LSF_UNIT_FOR_LIMITS``, as dask-jobqueue writes them
-    (:func:`dask_jobqueue.lsf.lsf_format_bytes_ceil`: divided by powers of 1000, rounded up).
-
-    LSF reads the number in its binary units (its MB is 1024 KB), so the limit is never below
-    the bytes asked for: 2.4 % above them in KB, 4.9 % in MB, 7.4 % in GB.
-
-    Examples
-    --------
-    >>> format_lsf_memory(25 * 10**9, "kb")
-    '25000000'
-    >>> format_lsf_memory(60 * 2**30, "mb")
-    '64425'
-    """
+    """Bytes as ``-M`` in the cluster's ``LSF_UNIT_FOR_LIMITS``, as dask-jobqueue writes them (divided by powers of
+    1000, rounded up: LSF reads them in binary units, so the limit is never below the bytes asked for)."""
     # dask-jobqueue (and distributed with it) imported only where an LSF script's memory is written
     from ..jobs.jobqueue_base import lsf_format_bytes_ceil
 
@@ -83,20 +72,8 @@ PENDING_THRESHOLD = r"Pending job threshold reached"
 
 @dataclass(frozen=True)
 class LSFOptions:
-    """LSF's own settings of a job.
-
-    Parameters
-    ----------
-    gpu_mode : str
-        ``mode=`` of the ``-gpu`` request: ``exclusive_process`` (the default) or ``shared``.
-    lsf_units : str
-        The cluster's ``LSF_UNIT_FOR_LIMITS`` (``kb`` .. ``eb``), as dask-jobqueue reads it.
-    memory : str or None
-        Memory per node in ``lsf_units`` for ``-M``, as dask-jobqueue writes it.
-    use_stdin : bool
-        Submit as ``bsub < script`` (the only form in which LSF reads ``#BSUB`` lines
-        from every version's scripts) or as ``bsub script``.
-    """
+    """LSF's own settings of a job, its keywords as their declarations read them (``lsf_units`` from ``lsf.conf``
+    where not given); ``memory`` is ``-M`` per node in ``lsf_units``, as dask-jobqueue writes it."""
 
     gpu_mode: str
     lsf_units: str
@@ -121,10 +98,8 @@ def parse_gpu_mode(field_name: str, value: Any) -> str:
 
 
 async def bsub_once(command: list[str], stdin: Any = None) -> str:
-    """Run bsub; its output, or :class:`~gpujobqueue.job.CommandFailed`, also when it says the
-    pending-job threshold is reached: bsub is then stopped in its wait before the next try, with
-    nothing submitted, and the cluster holds the job (``user_limit_refusals``) rather than wait
-    on bsub, by default for ever."""
+    """Run bsub; its output, or CommandFailed, also when it says the pending-job threshold is reached: bsub, which
+    would retry for ever, is stopped with nothing submitted, and the cluster holds the job (``user_limit_refusals``)."""
     process = await asyncio.create_subprocess_exec(
         *command, stdin=stdin, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
     )
@@ -149,9 +124,8 @@ LSF_GPU_KEYS = ("num", "mode", "gmodel")  # what the generated -gpu request carr
 
 
 def parse_hand_written_gpus(field_name: str, text: str, nodes: int) -> HandWrittenGPUs | None:
-    """``-gpu "num=G[:mode=M][:gmodel=T]"`` or ``-gpu -`` (one GPU). A line with other ``-gpu``
-    options (``j_exclusive``, ``mps``, ``aff``, ``gmem``, ...) says more than the generated request
-    could: it ``keeps_line``, and stays the job's request as written."""
+    """``-gpu "num=G[:mode=M][:gmodel=T]"`` or ``-gpu -`` (one GPU); a line with other ``-gpu`` options (``mps``,
+    ``gmem``, ...) says more than the generated request could: it ``keeps_line``."""
     match = _LSF_GPU.search(text)
     if match is None:
         return None
@@ -172,7 +146,7 @@ def parse_hand_written_gpus(field_name: str, text: str, nodes: int) -> HandWritt
 NCPUS = Keyword(
     "ncpus",
     INT,
-    lambda field_name, value: parse_positive_int(field_name, value, MAX_CPUS_PER_NODE * MAX_NODES),
+    count(MAX_CPUS_PER_NODE * MAX_NODES),
     None,
     "LSF slots per job (-n), as dask-jobqueue's ncpus: the job's cores, instead of cores (given beside "
     "ncpus, cores is the threads of the job's workers).",
@@ -276,7 +250,6 @@ class LSF(BatchSystem):
     whole_node_styles = ("csm",)
     site_enums = {"gpu_request.gpu_mode": GPU_MODES}
     launchers = tuple(LAUNCHER_OBJECTS[name] for name in ("jsrun", "mpiexec-openmpi", "mpiexec-mpich", "blaunch"))
-    # A job of several nodes that names no launcher (nor its site): blaunch, LSF's own (jsrun on CSM).
     native_launcher = "blaunch"
 
     @classmethod
@@ -337,16 +310,6 @@ class LSF(BatchSystem):
                 "mpiexec-mpich",
             )
         super().check_launch(request, launch)
-
-    @classmethod
-    def keep_hand_written(
-        cls, found: HandWrittenGPUs, settings: dict[str, Any], style: str | None, skipped: bool
-    ) -> bool:
-        # bsub keeps the last -gpu it reads: a line with options gpujobqueue does not write is the request
-        if skipped or not found.keeps_line or style not in (None, "gpu"):
-            return False
-        settings["gpu_request"] = "none"
-        return True
 
     @classmethod
     def gpu_line(cls, style: str, count: int, settings: Mapping[str, Any]) -> str | None:

@@ -75,20 +75,8 @@ format_pbs_memory = binary_memory("gb", "mb")
 
 @dataclass(frozen=True)
 class PBSOptions:
-    """PBS's own settings of a job, its keywords as their declarations (:attr:`PBS.keywords`) read them.
-
-    Parameters
-    ----------
-    chunk_resources : tuple of (str, str)
-        More resources in the select chunk (``system=polaris``, ``mpiprocs=4``).
-    place : str or None
-        ``-l place=`` (``scatter``, ``excl``, ``scatter:excl`` ...); ``exclusive=True``
-        without it means ``excl`` (:func:`exclusive_place`).
-    filesystems : str or None
-        ``-l filesystems=`` (ALCF: ``home:eagle``).
-    resource_spec : str or None
-        dask-jobqueue's whole ``-l`` value; given, it replaces the generated select line.
-    """
+    """PBS's own settings of a job, its keywords as their declarations (:attr:`PBS.keywords`) read them; ``place``
+    is ``excl`` for an ``exclusive`` job that gives none (:func:`exclusive_place`)."""
 
     chunk_resources: tuple[tuple[str, str], ...]
     place: str | None
@@ -217,7 +205,6 @@ class PBS(BatchSystem):
     walltime_directives = ("#PBS -l walltime",)
     directive_forms = (walltime_form(("-l",), "#PBS -l walltime=", 1, resource="walltime"),)  # also by hand
     walltime_number_unit = 1  # qsub -l walltime=[[hours:]minutes:]seconds
-    # The file listing the job's hosts, which mpiexec needs to run on all of them.
     node_file_variable = "PBS_NODEFILE"
     submit_command = "qsub"
     status_command = "qstat"
@@ -225,9 +212,8 @@ class PBS(BatchSystem):
     job_id_variable = "PBS_JOBID"
     # `1234.server`: the whole id, which qdel and qstat take on every PBS.
     job_id_regexp = r"(?P<job_id>\d+(?:\[\d*\])?(?:\.[A-Za-z0-9_.-]+)?)"
-    # qsub's refusals for a per-user job limit: PBS Pro's max_queued / queued_jobs_threshold
-    # ("qsub: would exceed queue generic's per-user limit of jobs in 'Q' state", as ALCF's queues say it),
-    # and the older max_user_queuable (PBSE_MAXUSERQUED); the cluster holds the jobs (user_limits.py).
+    # PBS Pro's max_queued / queued_jobs_threshold ("qsub: would exceed queue generic's per-user limit of jobs in
+    # 'Q' state", as ALCF's queues say it), and the older max_user_queuable (PBSE_MAXUSERQUED).
     user_limit_refusals = (
         r"would exceed .*per-user limit",
         r"Maximum number of jobs already in queue for user",
@@ -277,7 +263,6 @@ class PBS(BatchSystem):
     gpu_request_styles = ("select", "torque", "none")
     account_flags = ("-A", "-P")  # -P: ABCI's group ("mandatory"), PBS Pro's project
     launchers = tuple(LAUNCHER_OBJECTS[name] for name in ("mpiexec-pals", "mpiexec-openmpi", "mpiexec-mpich", "pbsdsh"))
-    # A job of several nodes that names no launcher (nor its site): pbsdsh, PBS's own (the TM API).
     native_launcher = "pbsdsh"
 
     @classmethod

@@ -11,7 +11,6 @@ from typing import Any, Callable, Mapping, Sequence
 from ..errors import SubmissionError, ValidationError
 from ..handwritten.directives import walltime_form
 from ..handwritten.gpu_parsers import HandWrittenGPUs, own_line, written_count
-from ..jobs.job_commands import TrialAnswer, ask_without_submitting
 from ..jobs.job_status import JobStatus, run_query, unlisted
 from ..jobs.launchers import LAUNCHER_OBJECTS
 from ..jobs.request import JobRequest
@@ -32,28 +31,8 @@ _MAX_SLOTS_PER_HOST = 100_000
 
 @dataclass(frozen=True)
 class SGEOptions:
-    """Grid Engine's own settings of a job, its keywords as their declarations (:attr:`SGE.keywords`) read them.
-
-    Parameters
-    ----------
-    gpu_complex : str
-        The consumable complex that counts GPUs (``-l gpu=G``).
-    gpu_consumable : {"slot", "job"}
-        How the site's GPU complex counts: ``slot`` (a ``YES`` consumable, Grid Engine's
-        usual kind: ``-pe smp 2 -l gpu=1`` is two GPUs) or ``job`` (a ``JOB`` consumable).
-    resource_type : str or None
-        For ``gpu_request="resource-type"``: the complex whose one unit is a node with
-        its GPUs (ABCI's ``rt_F``, TSUBAME's ``node_f``).
-    parallel_environment : str or None
-        ``-pe NAME SLOTS``: the parallel environment that gives the job its cores.
-    allocation_rule : str, int or None
-        The parallel environment's ``allocation_rule`` where the site states it: ``$pe_slots`` (every slot
-        on one host), ``$fill_up``, ``$round_robin``, or the slots it puts on each host.
-    resource_spec : str or None
-        dask-jobqueue's extra ``-l`` value (memory complexes and the like).
-    gpu_request_value : int
-        The ``-l <gpu_complex>=`` value that gives the job its GPUs (:func:`gpu_request_value`).
-    """
+    """Grid Engine's own settings of a job, its keywords as their declarations (:attr:`SGE.keywords`) read them, and
+    the ``-l <gpu_complex>=`` value that gives the job its GPUs (:func:`gpu_request_value`)."""
 
     gpu_complex: str
     gpu_consumable: str
@@ -162,19 +141,22 @@ def expand_task_ranges(text: str) -> list[int]:
     return tasks
 
 
-def _sge_resources(
-    field_name: str, text: str, value: str, names: tuple[str, ...]
-) -> tuple[int, str, str | None] | None:
-    """The GPU count of a Grid Engine ``-l`` value, the complex's name, and the other resources."""
+def _complex_gpus(
+    field_name: str, text: str, value: str, names: tuple[str, ...], option: str = ""
+) -> HandWrittenGPUs | None:
+    """The GPU complex among the resources of a Grid Engine ``-l`` value (``gpu=2,h_vmem=8G``); the other
+    resources stay, after ``option``."""
     resources = value.split(",")
     gpus = [r for r in resources if r.partition("=")[0] in names]
     if not gpus:
         return None
     if len(gpus) > 1:
         raise ValidationError(field_name, f"{text!r} asks for GPUs twice; give one")
-    name, _, count = gpus[0].partition("=")
-    others = [r for r in resources if r is not gpus[0]]
-    return written_count(field_name, text, count, "GPUs", MAX_GPUS_PER_NODE), name, ",".join(others) or None
+    name, _, written = gpus[0].partition("=")
+    others = ",".join(r for r in resources if r is not gpus[0])
+    count = written_count(field_name, text, written, "GPUs", MAX_GPUS_PER_NODE)
+    rest = f"{option}{others}" if others else None
+    return HandWrittenGPUs(field_name, text, count, None, "complex", rest=rest, defaults={"gpu_complex": name})
 
 
 def parse_hand_written_gpus(
@@ -182,22 +164,10 @@ def parse_hand_written_gpus(
 ) -> HandWrittenGPUs | None:
     """``-l gpu=G`` (or the site's GPU complex, or ``gpus``), alone or among other resources."""
     match = re.search(r"(?<![\w-])-l\s+(\S+)", text)
-    found = _sge_resources(field_name, text, match.group(1), names) if match else None
-    if found is None:
-        return None
-    own_line(field_name, text, "-l", match)
-    count, name, others = found
-    rest = f"-l {others}" if others else None
-    return HandWrittenGPUs(field_name, text, count, None, "complex", rest=rest, defaults={"gpu_complex": name})
-
-
-def parse_resource_spec_gpus(text: str, names: tuple[str, ...]) -> HandWrittenGPUs | None:
-    """A GPU complex among ``resource_spec``'s resources (``gpu=2,h_vmem=8G``)."""
-    found = _sge_resources("resource_spec", text, text, names)
-    if found is None:
-        return None
-    count, name, others = found
-    return HandWrittenGPUs("resource_spec", text, count, None, "complex", rest=others, defaults={"gpu_complex": name})
+    found = _complex_gpus(field_name, text, match.group(1), names, "-l ") if match else None
+    if found is not None:
+        own_line(field_name, text, "-l", match)
+    return found
 
 
 CLUSTER_DOC = """A Dask cluster of GPU workers submitted to Grid Engine (SGE, Son of Grid Engine, Altair/Univa).
@@ -268,12 +238,14 @@ class SGE(BatchSystem):
     submit_command = "qsub"
     status_command = "qstat"
     cancel_command = "qdel"
+    # -w v: qmaster verifies the job against its queues, limits and complexes as though the cluster were empty.
+    test_submit_options = ("-w", "v")
     optional_commands = ("qacct",)
     job_id_variable = "JOB_ID"  # a name common enough that SGE_ROOT must be set too
     job_also_sets = ("SGE_ROOT",)
     job_id_regexp = r"Your job(?:-array)? (?P<job_id>\d+)"
-    # qsub's refusal past max_u_jobs (SGE 8.1.9: "Unable to run job: job rejected: only 1 jobs are allowed per user
-    # (current job count: 1)"; other releases capitalise it): the cluster holds the jobs (user_limits.py).
+    # max_u_jobs (SGE 8.1.9: "Unable to run job: job rejected: only 1 jobs are allowed per user (current job count:
+    # 1)"; other releases capitalise it).
     user_limit_refusals = (r"(?i)\bonly \d+ jobs are allowed per user",)
     array_task_variable = "SGE_TASK_ID"
     array_size_limit = 75000  # max_aj_tasks' default
@@ -303,8 +275,7 @@ class SGE(BatchSystem):
     # -P: the project (dask-jobqueue's); -A: the account string; -g: TSUBAME's group, which it charges
     account_flags = ("-P", "-A", "-g")
     launchers = tuple(LAUNCHER_OBJECTS[name] for name in ("mpiexec-openmpi", "mpiexec-mpich", "qrsh-inherit"))
-    # A job of several nodes that names no launcher (nor its site): qrsh -inherit, tasks of the job's
-    # parallel environment (which needs control_slaves TRUE).
+    # qrsh -inherit: tasks of the job's parallel environment (which needs control_slaves TRUE).
     native_launcher = "qrsh-inherit"
 
     @classmethod
@@ -350,7 +321,7 @@ class SGE(BatchSystem):
 
     @classmethod
     def parse_gpu_resource_spec(cls, text: str, settings: Mapping[str, Any]) -> HandWrittenGPUs | None:
-        return parse_resource_spec_gpus(text, _gpu_complex_names(settings))
+        return _complex_gpus("resource_spec", text, text, _gpu_complex_names(settings))
 
     @classmethod
     def gpu_line(cls, style: str, count: int, settings: Mapping[str, Any]) -> str | None:
@@ -435,8 +406,3 @@ class SGE(BatchSystem):
                 raise
             # `-w e` says only "no suitable queues"; `-w v` submits nothing and says why.
             raise SubmissionError(f"{error}\nqsub -w v explains:\n{(await cls.test_submit(path)).said}") from None
-
-    @classmethod
-    async def test_submit(cls, path: str) -> TrialAnswer:
-        # -w v: qmaster verifies the job against its queues, limits and complexes as though the cluster were empty.
-        return await ask_without_submitting([cls.submit_command, "-w", "v", path])

@@ -9,15 +9,14 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import ValidationError
-from ..handwritten.directives import DirectiveForm, read_count, walltime_form
+from ..handwritten.directives import DirectiveForm, walltime_form
 from ..handwritten.gpu_parsers import HandWrittenGPUs, own_line, written_count
-from ..jobs.job_commands import TrialAnswer, ask_without_submitting
 from ..jobs.job_status import JobStatus, run_query, unlisted
 from ..jobs.launchers import LAUNCHER_OBJECTS
 from ..jobs.request import JobRequest
 from ..settings.declaration import read_declared
 from ..settings.keywords import INT, TEXT, Keyword
-from ..settings.limits import MAX_GPUS_PER_NODE
+from ..settings.limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_NODES
 from ..settings.validation import parse_constraint, parse_slurm_memory_text, parse_word
 from .base import BatchSystem, binary_memory
 
@@ -27,19 +26,8 @@ format_slurm_memory = binary_memory("G", "M")
 
 @dataclass(frozen=True)
 class SLURMOptions:
-    """SLURM's own settings of a job.
-
-    Parameters
-    ----------
-    qos : str or None
-        ``--qos``.
-    constraint : str or None
-        ``--constraint`` (node features, ``gpu&hbm80g``).
-    job_mem : str or None
-        dask-jobqueue's raw ``--mem`` value, when given instead of ``memory``.
-    clusters : str or None
-        ``--clusters``: the one of SLURM's clusters the jobs go to (a site's ``clusters``).
-    """
+    """SLURM's own settings of a job, its keywords as their declarations read them, and ``--clusters``, the one of
+    SLURM's clusters the jobs go to (a site's ``clusters``)."""
 
     qos: str | None
     constraint: str | None
@@ -82,7 +70,8 @@ def parse_hand_written_gpus(field_name: str, text: str, nodes: int) -> HandWritt
         kind = parts[0] if parts and not parts[0].isdigit() else None
         others = [entry for entry in entries if entry is not gpus[0]]
         rest = f"--gres={','.join(others)}" if others else None
-        return HandWrittenGPUs(field_name, text, count, kind, "gres", rest=rest)
+        # sbatch keeps the last --gres it reads: the user's line, with its other resources, is the request
+        return HandWrittenGPUs(field_name, text, count, kind, "gres", rest=rest, keeps_line=rest is not None)
     own_line(field_name, text, option, match)
     kind, _, written = value.rpartition(":")  # [type:]count
     kind, count = kind or None, written_count(field_name, text, written)
@@ -119,14 +108,18 @@ class SLURM(BatchSystem):
     directive_prefix = "#SBATCH"
     template_filters = {"slurm_memory": format_slurm_memory}  # used by slurm.sh.j2
     walltime_directives = ("#SBATCH --time", "#SBATCH -t")
-    # What users also write by hand in job_extra_directives (sbatch takes their line, written after ours).
     directive_forms = (
         walltime_form(("--time", "-t"), "#SBATCH --time=", 60),
-        DirectiveForm("nodes", ("--nodes", "-N"), read_count, lambda nodes: f"#SBATCH --nodes={nodes}"),
+        DirectiveForm(
+            "nodes",
+            ("--nodes", "-N"),
+            lambda field_name, value: written_count(field_name, "", value, "nodes", MAX_NODES),
+            "#SBATCH --nodes={}".format,
+        ),
         DirectiveForm(
             "tasks_per_node",
             ("--ntasks-per-node", "--tasks-per-node"),
-            read_count,
+            lambda field_name, value: written_count(field_name, "", value, "tasks per node", MAX_CPUS_PER_NODE),
             "#SBATCH --ntasks-per-node={}".format,
         ),
     )
@@ -134,6 +127,8 @@ class SLURM(BatchSystem):
     submit_command = "sbatch"
     status_command = "squeue"
     cancel_command = "scancel"
+    # slurmctld checks the job against its partition, QoS and association and says when it would start.
+    test_submit_options = ("--test-only",)
     optional_commands = ("sacct", "scontrol")  # exit codes of ended jobs
     job_id_variable = "SLURM_JOB_ID"
     job_id_regexp = r"Submitted batch job (?P<job_id>\d+)"
@@ -209,7 +204,6 @@ class SLURM(BatchSystem):
     account_flags = ("--account",)
     clusters_option = "--clusters"
     launchers = tuple(LAUNCHER_OBJECTS[name] for name in ("srun", "ibrun", "mpiexec-openmpi", "mpiexec-mpich"))
-    # A job of several nodes that names no launcher: srun, one task per node of the allocation.
     native_launcher = "srun"
 
     @classmethod
@@ -242,21 +236,6 @@ class SLURM(BatchSystem):
             "gres": f"--gres=gpu:{count}",
             "gpus": f"--gpus={count}",
         }.get(style)
-
-    @classmethod
-    def keep_hand_written(
-        cls, found: HandWrittenGPUs, settings: dict[str, Any], style: str | None, skipped: bool
-    ) -> bool:
-        # sbatch keeps the last --gres it reads: the user's line, with its other resources, is the request
-        if skipped or found.style != "gres" or not found.rest or style not in (None, "gres"):
-            return False
-        settings["gpu_request"] = "none"
-        return True
-
-    @classmethod
-    async def test_submit(cls, path: str) -> TrialAnswer:
-        # slurmctld checks the job against its partition, QoS and association and says when it would start.
-        return await ask_without_submitting([cls.submit_command, "--test-only", path])
 
     @classmethod
     def array_element_id(cls, array_id: str, index: int) -> str:

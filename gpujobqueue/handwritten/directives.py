@@ -1,18 +1,7 @@
-"""Directives that gpujobqueue writes and dask-jobqueue users also write by hand, other than GPU requests
-(:mod:`gpujobqueue.handwritten.gpus`): the walltime (SLURM's ``--time``/``-t``, PBS's ``-l walltime=``,
-LSF's ``-W``, Grid Engine's ``-l h_rt=``) and, on SLURM, ``--nodes`` and ``--ntasks-per-node``.
-
-dask-jobqueue writes its own walltime line and the user's ``job_extra_directives`` after it, so the batch
-system takes the user's. gpujobqueue plans its workers' lifetime from the walltime, so a walltime written by
-hand is read here: with no walltime keyword (nor ``gpujobqueue.<batch>.walltime``, nor dask-jobqueue's config)
-it is the job's walltime, and one that contradicts the keyword is refused, naming both. The line is then
-written once: the hand-written option leaves the extra directives (what else its line holds stays) and the
-generated directive carries the value, unless ``job_directives_skip`` leaves the generated one out, where the
-user's line stays as written. ``--nodes`` and ``--ntasks-per-node`` are written once where the user's line
-says what the job's does, and refused where it says otherwise.
-
-Each batch system declares the forms it reads (:class:`DirectiveForm`, its ``directive_forms``).
-"""
+"""Directives gpujobqueue writes that users also write by hand, other than GPU requests: the walltime and SLURM's
+``--nodes`` and ``--ntasks-per-node``, in the forms each batch system declares (:class:`DirectiveForm`). A walltime
+written by hand is the job's where no keyword gives one; a value that contradicts the job's is refused, naming both.
+The line is then written once: by the generated directive, unless ``job_directives_skip`` leaves that out."""
 
 from __future__ import annotations
 
@@ -22,7 +11,6 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import ValidationError
 from ..settings.keywords import parse_keyword
-from ..settings.validation import parse_count
 from ..settings.walltimes import format_hours_walltime, format_walltime, parse_walltime
 
 #: What each setting is, for messages.
@@ -31,24 +19,10 @@ WHAT = {"walltime": "walltime", "nodes": "nodes", "tasks_per_node": "tasks per n
 
 @dataclass(frozen=True)
 class DirectiveForm:
-    """One setting as a batch system's directive spells it.
-
-    Parameters
-    ----------
-    setting : str
-        ``walltime``, ``nodes`` or ``tasks_per_node``.
-    options : tuple of str
-        Its options (``--time``, ``-t``); a long option takes ``=`` or a space before its value, a short one
-        a space or the value's first digit. With ``resource``, the option of a resource list (``-l``).
-    read : callable
-        ``read(field_name, value)``: the value as a whole number (seconds, a count); a
-        :class:`~gpujobqueue.errors.ValidationError` naming ``field_name`` where the batch system would read
-        something gpujobqueue cannot plan from.
-    generated : callable
-        ``generated(value)``: the directive line its template writes for the value (``#SBATCH --time=...``),
-        which ``job_directives_skip`` may leave out.
-    resource : str or None
-        The resource's name in a comma-separated list (``walltime`` of ``-l walltime=...,mem=4gb``).
+    """One setting (``walltime``, ``nodes``, ``tasks_per_node``) as a batch system's directive spells it: its
+    ``options`` (``--time=``/``--time V``, ``-t V``/``-t5``; with ``resource``, the option of a resource list such as
+    ``-l walltime=...,mem=4gb``), ``read(field_name, value)`` giving a whole number (seconds, a count) or a
+    ValidationError, and ``generated(value)``, the line its template writes (which ``job_directives_skip`` may drop).
     """
 
     setting: str
@@ -97,23 +71,9 @@ class DirectiveForm:
 
 @dataclass(frozen=True)
 class WrittenOption:
-    """A setting found in one of the user's directive lines.
-
-    Parameters
-    ----------
-    field : str
-        Where it was written (``job_extra_directives[1]``).
-    text : str
-        The line as written.
-    setting : str
-        What it sets (a :class:`DirectiveForm`'s ``setting``).
-    value : int
-        Seconds of a walltime; a count.
-    option : str
-        The option as written (``--time=12:00:00``).
-    rest : str or None
-        The line without the option; None where nothing is left.
-    """
+    """A setting found in one of the user's directive lines: where (``job_extra_directives[1]``), the line, the
+    setting and its value (seconds, a count), the option as written (``--time=12:00:00``) and the line without it
+    (None where nothing is left)."""
 
     field: str
     text: str
@@ -138,30 +98,11 @@ def find(system: Any, lines: Sequence[str]) -> list[WrittenOption]:
 
 
 def adopt(system: Any, settings: dict[str, Any], explicit: Mapping[str, Any]) -> tuple[dict[str, str], list[str]]:
-    """Take the walltime, nodes and tasks per node written by hand over into ``settings`` (in place).
+    """Take the settings written by hand in ``system``'s ``directive_forms`` over into ``settings`` (in place): each
+    option taken leaves ``job_extra_directives``; a walltime must agree with ``explicit``'s (keyword or config).
 
-    Parameters
-    ----------
-    system : BatchSystem subclass
-        The batch system, whose ``directive_forms`` say what its directives set.
-    settings : dict
-        Resolved settings: ``walltime`` is set from a hand-written one where no keyword or config gives it;
-        each option taken over leaves ``job_extra_directives``, a line with more in it keeping the rest.
-    explicit : mapping
-        The settings given by keyword or dask config: a walltime written by hand must agree with theirs.
-
-    Returns
-    -------
-    sources : dict
-        ``{"walltime": "job_extra_directives[1]"}`` for a walltime taken from a directive.
-    emptied : list of str
-        The lines that held nothing else: they stay until :func:`drop_emptied`, so that the GPU lines that
-        :func:`~gpujobqueue.handwritten.gpus.adopt` reads keep their places (and their names in messages).
-
-    Raises
-    ------
-    ValidationError
-        Naming the directive, or the keyword it contradicts, with both values.
+    Returns the sources (``{"walltime": "job_extra_directives[1]"}``) and the lines emptied, which stay until
+    :func:`drop_emptied` so that the GPU lines :func:`~gpujobqueue.handwritten.gpus.adopt` reads keep their places.
     """
     lines = list(parse_keyword("job_extra_directives", settings.get("job_extra_directives")))
     found = find(system, lines)
@@ -244,8 +185,7 @@ def _check(
 
 
 def skips(settings: Mapping[str, Any], generated: str | None) -> bool:
-    """Whether ``job_directives_skip`` leaves the generated directive ``generated`` out (the user's own line
-    then stands, as the multi-node stand-in of tests/batch/test_multi_node.py writes it)."""
+    """Whether ``job_directives_skip`` leaves the generated directive ``generated`` out (the user's own line stands)."""
     skip = parse_keyword("job_directives_skip", settings.get("job_directives_skip"))
     return generated is not None and any(needle in generated for needle in skip)
 
@@ -258,14 +198,6 @@ def drop_emptied(settings: dict[str, Any], emptied: Sequence[str]) -> None:
     for line in emptied:
         lines.remove(line)
     settings["job_extra_directives"] = lines
-
-
-def read_count(field_name: str, value: str) -> int:
-    """A count written in a directive (``--nodes=2``): digits, 1 or more."""
-    try:
-        return parse_count(field_name, value, minimum=1)
-    except ValidationError:
-        raise ValidationError(field_name, f"{value!r} is not a count gpujobqueue can plan from (1 or more)") from None
 
 
 def walltime_form(

@@ -1,11 +1,5 @@
-"""GPU requests that dask-jobqueue users write by hand, read: :class:`HandWrittenGPUs`, what one
-is; the helpers each batch system's parser uses (:func:`written_count`, :func:`own_line`); and :func:`find`,
-the one GPU request among a job's directives. The parsers of each batch system's forms (SLURM's
-``--gres=gpu:2``, ``--gpus=4``, ``-G 4``; PBS's ``select=1:ncpus=32:ngpus=4``; LSF's ``-gpu "num=2"``;
-Grid Engine's ``-l gpu=2``) are its own
-(:meth:`~gpujobqueue.batch.base.BatchSystem.parse_gpu_directive`).
-:mod:`gpujobqueue.handwritten.gpus` takes what is found over into the settings.
-"""
+"""Hand-written GPU requests read: :class:`HandWrittenGPUs`, what one is; the helpers of each batch system's own
+parser (its ``parse_gpu_directive``); and :func:`find`, the one request among a job's directives."""
 
 from __future__ import annotations
 
@@ -44,7 +38,8 @@ class HandWrittenGPUs:
     defaults : dict
         Settings the directive suggests where nothing else sets them (Grid Engine's ``gpu_complex``).
     keeps_line : bool
-        The directive stays as written and is the job's GPU request (PBS ``resource_spec``).
+        The directive stays as written and is the job's GPU request (PBS's select line, SLURM's ``--gres`` with
+        other resources, LSF's ``-gpu`` with other options).
     """
 
     field: str
@@ -65,16 +60,17 @@ class HandWrittenGPUs:
 def written_count(
     field_name: str, text: str, value: str, what: str = "GPUs", most: int = MAX_GPUS_PER_NODE * MAX_NODES
 ) -> int:
-    """A count written in a directive: digits 0-9 (:func:`~gpujobqueue.settings.validation.parse_count`), 1 to
-    ``most`` (gpujobqueue.settings.limits)."""
+    """A count written in a directive ``text`` (its line; ``""`` where the caller names it): digits 0-9
+    (:func:`~gpujobqueue.settings.validation.parse_count`), 1 to ``most`` (gpujobqueue.settings.limits)."""
+    where = f"{text!r}: " if text else ""
     try:
         count = parse_count(field_name, value, minimum=1)
     except ValidationError:
-        raise ValidationError(field_name, f"{text!r}: {value!r} is not a number of {what} (1 or more)") from None
+        raise ValidationError(field_name, f"{where}{value!r} is not a number of {what} (1 or more)") from None
     if count > most:
         raise ValidationError(
             field_name,
-            f"{text!r}: {value} {what} is more than the {most} gpujobqueue accepts (gpujobqueue.settings.limits)",
+            f"{where}{value} {what} is more than the {most} gpujobqueue accepts (gpujobqueue.settings.limits)",
         )
     return count
 
@@ -88,21 +84,8 @@ def own_line(field_name: str, text: str, option: str, match: re.Match) -> None:
 
 
 def find(system: Any, settings: Mapping[str, Any]) -> HandWrittenGPUs | None:
-    """The one GPU request written by hand in the settings' directives, or None.
-
-    Parameters
-    ----------
-    system : BatchSystem subclass
-        The batch system whose syntax the directives are in (its
-        :meth:`~gpujobqueue.batch.base.BatchSystem.parse_gpu_directive` and ``parse_gpu_resource_spec``).
-    settings : mapping
-        Resolved cluster settings.
-
-    Raises
-    ------
-    ValidationError
-        An unreadable request, or two of them (naming both).
-    """
+    """The one GPU request written by hand in the settings' directives, in ``system``'s syntax, or None; a
+    ValidationError for an unreadable request, or two of them (naming both)."""
     nodes = settings.get("nodes") or 1
     nodes = nodes if isinstance(nodes, int) and not isinstance(nodes, bool) and nodes > 0 else 1
     found = []

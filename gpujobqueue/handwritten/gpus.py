@@ -1,20 +1,7 @@
-"""GPU requests that dask-jobqueue users write by hand, read and taken over.
-
-dask-jobqueue asks for no GPU itself, so its users write the request into
-``job_extra_directives`` (``--gres=gpu:2``, ``--gpus=4``, ``-G 4``, LSF's ``-gpu "num=2"``,
-Grid Engine's ``-l gpu=2``) or PBS's ``resource_spec`` (``select=1:ncpus=32:ngpus=4``).
-gpujobqueue counts its workers from the GPUs per node, so such a request is read here:
-its count becomes ``gpus_per_node`` (one worker per GPU) when nothing else sets it, and
-it is refused, naming both, where something else says otherwise. The script then carries
-one GPU request: the hand-written directive is taken out of the extra directives and the
-generated request stands in its place, in the style the user wrote unless the site or
-``gpu_request`` names another (a GPU type written is kept). The user's own line is kept as
-the request instead where ours could not say as much: with ``gpu_request="none"``, for a
-``--gres`` that lists other resources too (sbatch keeps only the last ``--gres``), and for
-PBS, whose ``resource_spec`` (or ``-l select`` line) replaces the generated select line.
-The directives are read by the batch system's parser (found by
-:mod:`gpujobqueue.handwritten.gpu_parsers`); here they are adopted, the batch system saying what
-its own syntax makes of them (:class:`~gpujobqueue.batch.base.BatchSystem`).
+"""GPU requests that dask-jobqueue users write by hand (``--gres=gpu:2``, ``resource_spec="select=1:ngpus=4"``),
+taken over: the count becomes ``gpus_per_node`` where nothing else sets it, and is refused, naming both, where
+something else says otherwise. The script then carries one GPU request: the generated one, in the style written,
+or the user's line where ours could not say as much (``gpu_request="none"``, the batch system's ``keep_hand_written``).
 """
 
 from __future__ import annotations
@@ -41,33 +28,10 @@ def adopt(
     site: Any = None,
     node_gpus: int | None = None,
 ) -> HandWrittenGPUs | None:
-    """Take a hand-written GPU request over into ``settings`` (changed in place).
+    """Take a hand-written GPU request of ``system``'s syntax over into ``settings`` (in place); what was found.
 
-    Parameters
-    ----------
-    system : BatchSystem subclass
-        The batch system, whose syntax the directives are in.
-    settings : dict
-        Resolved settings; ``gpus_per_node``, ``gpu_type``, ``gpu_request`` (and what the
-        directive carries) are set from the directive, which leaves the extra directives
-        unless its line is kept.
-    explicit : mapping
-        The settings given by keyword or dask config (not by the site): a directive that
-        contradicts one of them is refused.
-    site : Site, optional
-        The site, whose ``gpus_per_node`` the directive replaces (within its node).
-    node_gpus : int, optional
-        The GPUs of the site's node.
-
-    Returns
-    -------
-    HandWrittenGPUs or None
-        What was found.
-
-    Raises
-    ------
-    ValidationError
-        Naming the directive and the setting it contradicts, with both values.
+    A directive that contradicts ``explicit`` (the settings given by keyword or dask config, not by the ``site``)
+    or asks for more than the site's ``node_gpus`` is refused with a ValidationError naming both.
     """
     found = find(system, settings)
     if found is None:

@@ -1,12 +1,9 @@
-"""``HandWrittenDirectives``: what a batch system makes of the directives users write by hand in its
-syntax (``job_extra_directives``, ``resource_spec``): the part of
-:class:`~gpujobqueue.batch.base.BatchSystem` that :mod:`gpujobqueue.handwritten.gpu_parsers`,
-:mod:`gpujobqueue.handwritten.gpus` and :mod:`gpujobqueue.handwritten.directives` ask. Every method
-is a class method with the default of a batch system that reads nothing by hand."""
+"""``HandWrittenDirectives``: what a batch system makes of the directives users write by hand in its syntax
+(``job_extra_directives``, ``resource_spec``); each class method's default is a batch system's that reads none."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Mapping
+from typing import Any, Callable, ClassVar, Mapping
 
 from ..settings.walltimes import parse_walltime
 from .directives import DirectiveForm
@@ -14,27 +11,25 @@ from .gpu_parsers import HandWrittenGPUs
 
 
 class HandWrittenDirectives:
-    """The hooks of a batch system for the lines its users write by hand; its subclass
-    :class:`~gpujobqueue.batch.base.BatchSystem` is the batch system."""
+    """The hooks of a batch system (:class:`~gpujobqueue.batch.base.BatchSystem`) for its users' own lines."""
 
     #: The settings its directives set that users also write by hand (its walltime option; SLURM's
     #: ``--nodes``): read from ``job_extra_directives`` by :func:`gpujobqueue.handwritten.directives.adopt`.
     directive_forms: ClassVar[tuple[DirectiveForm, ...]] = ()
+    #: The GPU request in one of its users' own directive lines, ``(field_name, text, nodes)``; None: it reads none.
+    gpu_directive_parser: ClassVar[Callable[[str, str, int], HandWrittenGPUs | None] | None] = None
 
     @classmethod
     def walltime_seconds(cls, value: Any) -> int:
-        """The seconds of a ``walltime`` keyword's value, as its jobs read it (a bare number in its
-        ``walltime_number_unit``)."""
+        """The seconds of a ``walltime`` keyword's value (a bare number in its ``walltime_number_unit``)."""
         return parse_walltime("walltime", value, cls.walltime_number_unit)
-
-    # --- Hand-written GPU requests (hand_written_gpu_parsers.find, hand_written_gpus.adopt)
 
     @classmethod
     def parse_gpu_directive(
         cls, field_name: str, text: str, nodes: int, settings: Mapping[str, Any]
     ) -> HandWrittenGPUs | None:
-        """The GPU request of one of the user's own directive lines in its syntax, or None."""
-        return None
+        """The GPU request of one of the user's own directive lines in its syntax (:attr:`gpu_directive_parser`)."""
+        return cls.gpu_directive_parser and cls.gpu_directive_parser(field_name, text, nodes)
 
     @classmethod
     def parse_gpu_resource_spec(cls, text: str, settings: Mapping[str, Any]) -> HandWrittenGPUs | None:
@@ -43,8 +38,7 @@ class HandWrittenDirectives:
 
     @classmethod
     def gpu_line(cls, style: str, count: int, settings: Mapping[str, Any]) -> str | None:
-        """The text of the GPU request it writes in ``style`` for ``count`` GPUs per node (a
-        ``job_directives_skip`` that matches it leaves a hand-written line as the request), or None."""
+        """The GPU request it writes in ``style`` for ``count`` GPUs per node (``job_directives_skip`` may drop it)."""
         return None
 
     @classmethod
@@ -55,7 +49,10 @@ class HandWrittenDirectives:
     def keep_hand_written(
         cls, found: HandWrittenGPUs, settings: dict[str, Any], style: str | None, skipped: bool
     ) -> bool:
-        """Make the hand-written line itself the job's request where its own request could not say as much
-        (in ``settings``, in place); whether it did. ``style`` is the ``gpu_request`` given (None: none);
-        ``skipped``: the generated request is left out (``gpu_request="none"`` or ``job_directives_skip``)."""
-        return False
+        """Make the hand-written line the job's request where the generated one could not say as much (``settings``
+        in place; ``style``: the ``gpu_request`` given; ``skipped``: the generated one is left out); whether it did.
+        By default a line that ``keeps_line`` stays and none is generated (sbatch and bsub keep the last they read)."""
+        if skipped or not found.keeps_line or style not in (None, found.style):
+            return False
+        settings["gpu_request"] = "none"
+        return True

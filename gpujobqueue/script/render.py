@@ -1,6 +1,5 @@
-"""The Jinja environment that turns a request and a worker launch into a job script: a batch
-system's header template (``templates/<name>.sh.j2``, or its own text) over the shared body
-(``templates/job.sh.j2``)."""
+"""The Jinja environment that turns a plan into a job script: a batch system's header template
+(``templates/<name>.sh.j2``, or its own text) over the shared body (``templates/job.sh.j2``)."""
 
 from __future__ import annotations
 
@@ -55,16 +54,8 @@ def _option_lines(words: Sequence[str]) -> list[str]:
 
 
 def check_walltime_kept(directives: Sequence[str], script: str, request: JobRequest) -> None:
-    """Refuse a script whose header lost its walltime to ``job_directives_skip``: none of the batch
-    system's walltime ``directives`` is left.
-
-    Raises
-    ------
-    ValidationError
-        Naming ``job_directives_skip``.
-    """
-    # job_directives_skip may drop the generated walltime directive only where an extra directive
-    # gives one, or the job would run unlimited. A batch system that ends no job at a walltime has none.
+    """Refuse (naming ``job_directives_skip``) a script whose header lost all the batch system's walltime
+    ``directives``, unless an extra directive gives one: the job would run unlimited."""
     directives = tuple(directives)
     if not directives or not request.job_directives_skip:
         return
@@ -82,15 +73,8 @@ class _MacroLines(str):
 
 
 def _refuse_line_breaks(value: object) -> object:
-    """Jinja's ``finalize``: every ``{{ }}`` value, whatever field it came from, must stay on its
-    line. A line break (or NUL, or another control character) in a value would let it write
-    lines of its own: a command in a comment, a directive in a value.
-
-    Raises
-    ------
-    ValidationError
-        Naming the value (the keyword that carried it is checked earlier, by name, where known).
-    """
+    """Jinja's ``finalize``: every ``{{ }}`` value must stay on its line; a ValidationError for one with a line
+    break or another control character, which could write lines of its own (a command, a directive)."""
     if isinstance(value, str) and not isinstance(value, _MacroLines) and _UNSAFE_IN_LINE.search(value):
         raise ValidationError(
             "script",
@@ -174,10 +158,8 @@ class PrivateFolder:
 def private_folder(
     launch: WorkerLaunch, run: bool, standalone_preloads: Sequence[str], cluster: bool = False
 ) -> PrivateFolder | None:
-    """The job's private folder where its script needs one: a ``--run`` job's credentials and scheduler
-    file, the ``--standalone`` preloads, its copy of the files of its ``cluster``'s folder, the node part
-    that a launcher's tasks run; else None. With a launcher, the node part and a copy of its files go to a
-    second folder in the submit directory, which the job's other nodes read too (templates/private_dir.sh.j2)."""
+    """The job's private folder where its script needs one (templates/private_dir.sh.j2), saying what it holds;
+    else None."""
     holds = [
         *(["its scheduler's TLS credentials and address"] if run else []),
         *(["the preloads"] if set(standalone_preloads) - {SAFE_PATH} else []),
@@ -197,19 +179,10 @@ _PLACEHOLDER_HOST = "<insert-scheduler-address-here>"
 
 @dataclasses.dataclass(frozen=True)
 class SchedulerAddress:
-    """The workers connect to the scheduler at ``address`` (``tls://10.0.0.1:8786``).
-
-    Without one (:data:`PLACEHOLDER_SCHEDULER`, what ``gpujobqueue render`` writes without
-    ``--scheduler-address``), the script says so and ends with status 2 before starting anything,
-    until the placeholder is replaced.
-    """
+    """The workers connect to the scheduler at ``address`` (``tls://10.0.0.1:8786``); a script with the
+    :data:`PLACEHOLDER_SCHEDULER` ends with status 2 before starting anything, until it is replaced."""
 
     address: str = PLACEHOLDER_SCHEDULER
-
-    @property
-    def unset(self) -> bool:
-        """Whether the address is still the placeholder."""
-        return _PLACEHOLDER_HOST in self.address
 
 
 @dataclasses.dataclass(frozen=True)
@@ -226,9 +199,8 @@ class SchedulerFile:
 
 @dataclasses.dataclass(frozen=True)
 class SchedulerInJob:
-    """The scheduler is started in this job, before its workers: the cluster's (``start``,
-    ``scheduler='job'``), or the job's own for its client script (``run``, ``render --run``).
-    Exactly one is given."""
+    """The scheduler is started in this job, before its workers: the cluster's (``start``, ``scheduler='job'``), or
+    the job's own for its client script (``run``, ``render --run``); exactly one is given."""
 
     start: SchedulerStart | None = None
     run: ClientRun | None = None
@@ -291,9 +263,7 @@ def _launch_values(
     script_tls: ScriptTLS | None,
     cluster: bool,
 ) -> dict[str, Any]:
-    """The template's values of the job's request and launch: the launcher's lines, the variables every
-    node's workers need, the preloads' words, the private folder and the files it carries, and how the
-    package's pythons start with the current directory off their module path (``safe_path``)."""
+    """The template's values of the job's request and launch."""
     # Python 3.11+ takes -P (so do the Pythons multiprocessing starts from it); 3.10 runs a file of the
     # private folder that does the same. A python this machine cannot run is taken for 3.11+.
     version = python_version(launch.python)
@@ -303,7 +273,6 @@ def _launch_values(
         "safe_path": f'"$private_dir/{standalone_file_name(SAFE_PATH)}"' if python310 else "-P",
         "request": request,
         "launch": launch,
-        # The file listing the job's hosts, for launchers that need it (mpiexec under PBS), else None.
         "launch_lines": (
             []
             if launch.launcher == "direct"
@@ -350,18 +319,13 @@ def render(
     standalone: bool = False,
     cluster_folder: ClusterFolder | None = None,
 ) -> str:
-    """The job script of the jobs of ``pool`` of a :class:`~gpujobqueue.plan.Plan`, whose workers reach their
-    scheduler by ``connection``: its batch system's header template over the shared body, the templates reading
-    the plan (:meth:`BatchSystem.job_script <gpujobqueue.batch.base.BatchSystem.job_script>` submits it).
+    """The job script of the jobs of ``pool`` of a :class:`~gpujobqueue.plan.Plan` (nothing is parsed again), whose
+    workers reach their scheduler by ``connection``.
 
     Parameters
     ----------
     plan : Plan
-        The plan (its batch system, request and launch); nothing is parsed again.
     connection : SchedulerAddress, SchedulerFile or SchedulerInJob
-        How the workers reach the scheduler: at an address (without one, a placeholder the script refuses to
-        run with), through a scheduler file, or a scheduler the job starts first (the cluster's; or, with a
-        ``--run`` client, the job's own: the script is then self-contained and ends with the client's exit code).
     name : str
         The job's worker-name prefix.
     pool : {"gpu", "cpu"}

@@ -39,14 +39,8 @@ class ClientRun:
     def from_command_line(
         cls, script: str, args: Sequence[str] = (), *, workers_timeout: Any = DEFAULT_WORKERS_TIMEOUT
     ) -> "ClientRun":
-        """Check the script exists and every argument is one line; resolve the script's path.
-
-        ``workers_timeout`` is a duration (seconds, ``"10m"``), rounded up to whole seconds.
-
-        Raises
-        ------
-        ValidationError
-        """
+        """Check the script exists and every argument is one line (else a ValidationError); resolve the script's path.
+        ``workers_timeout`` is a duration (seconds, ``"10m"``), rounded up to whole seconds."""
         path = Path(path_text("run", script)).expanduser()
         try:
             is_file = path.is_file()
