@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
 import math
+import operator
 import re
 import warnings
 from pathlib import Path
@@ -290,12 +292,7 @@ def setting(key: str) -> Any:
     spelling; the package's default (gpujobqueue/gpujobqueue.yaml) where it is unset or null."""
     *path, name = key.split(".")
     value = _section(*path).get(name)
-    if value is None:
-        default: Any = _DEFAULTS
-        for part in (*path, name):
-            default = default[part]
-        value = default
-    return value
+    return functools.reduce(operator.getitem, (*path, name), _DEFAULTS) if value is None else value
 
 
 WORKER_SATURATION_KEY = "gpujobqueue.worker-saturation"
@@ -345,16 +342,6 @@ def worker_saturation_text(value: float | None) -> str | None:
     return "inf" if math.isinf(value) else repr(value)
 
 
-def scheduler_worker_saturation(value: float | None) -> contextlib.AbstractContextManager:
-    """While a cluster starts its scheduler in this process: distributed's worker saturation set to
-    ``value`` (:func:`worker_saturation`, read when the cluster was made; distributed reads its own
-    once, when the scheduler is made); scoped, so that other schedulers of this process keep the
-    user's setting. None: distributed's own."""
-    if value is None:
-        return contextlib.nullcontext()
-    return dask.config.set({"distributed.scheduler.worker-saturation": value})
-
-
 def default_batch() -> str:
     """``gpujobqueue.batch``: the batch system ``GPUCluster()`` uses when none is given."""
     return path_text("gpujobqueue.batch", setting("batch"))
@@ -367,21 +354,25 @@ def default_site() -> str | None:
     return None if site is None else path_text("gpujobqueue.site", site)
 
 
+def _set_while(key: str, value: Any, on: bool) -> contextlib.AbstractContextManager:
+    """``dask.config.set({key: value})`` where ``on``, else nothing; for the settings that distributed reads once,
+    as a cluster's start makes its scheduler or first UCX connection, scoped so that the rest of the process keeps
+    the user's."""
+    return dask.config.set({key: value}) if on else contextlib.nullcontext()
+
+
+def scheduler_worker_saturation(value: float | None) -> contextlib.AbstractContextManager:
+    """While a cluster starts its scheduler here: distributed's worker saturation set to ``value``
+    (:func:`worker_saturation`, read when the cluster was made); None: distributed's own."""
+    return _set_while("distributed.scheduler.worker-saturation", value, value is not None)
+
+
 def ucx_cuda_context(needed: bool) -> contextlib.AbstractContextManager:
-    """While a cluster starts: ``distributed-ucxx.create-cuda-context`` on where ``needed`` (UCX
-    with a GPU here). distributed-ucxx reads it once, at this process's first UCX listener or
-    connection (``init_once``), which the cluster's start makes; scoped, so it does not stay
-    set for the rest of the process."""
-    if not needed:
-        return contextlib.nullcontext()
-    return dask.config.set({"distributed-ucxx.create-cuda-context": True})
+    """While a cluster starts: ``distributed-ucxx.create-cuda-context`` on where ``needed`` (UCX with a GPU here)."""
+    return _set_while("distributed-ucxx.create-cuda-context", True, needed)
 
 
 def no_scheduler_http_routes(closed: bool) -> contextlib.AbstractContextManager:
-    """While a cluster starts its scheduler in this process: no route in the scheduler's HTTP
-    server (``distributed.scheduler.http.routes``, read once, when the scheduler is made), which
-    distributed starts whatever ``dashboard=False`` says, where ``closed`` (no dashboard opened);
-    scoped, so that other schedulers of this process keep the user's routes."""
-    if not closed:
-        return contextlib.nullcontext()
-    return dask.config.set({"distributed.scheduler.http.routes": []})
+    """While a cluster starts its scheduler here: no route in the scheduler's HTTP server (which distributed starts
+    whatever ``dashboard=False`` says), where ``closed`` (no dashboard opened)."""
+    return _set_while("distributed.scheduler.http.routes", [], closed)

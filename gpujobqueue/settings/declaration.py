@@ -164,18 +164,7 @@ class Keyword(str):
         return f"Default ``{self.default!r}``."
 
 
-_FIELDS = (
-    "kind",
-    "parse",
-    "default",
-    "doc",
-    "site_key",
-    "option",
-    "type_doc",
-    "choices",
-    "site_schema",
-    "jobqueue_key",
-)
+_FIELDS = tuple(Keyword.__annotations__)  # the facts, in the order __new__ takes them
 
 
 def read_declared(keywords: Iterable[Keyword], settings: Mapping[str, Any], within: str = "") -> dict[str, Any]:

@@ -97,23 +97,15 @@ def matching(field_name: str, value: Any, pattern: re.Pattern, accepted: str) ->
     return value
 
 
-def parse_constraint(field_name: str, value: Any) -> str:
-    """A SLURM ``--constraint``: feature names joined by ``& | ,``, with counts and brackets."""
-    return matching(
-        field_name, value, _CONSTRAINT, "SLURM feature names joined by & | , (no spaces or shell characters)"
-    )
+def matching_parser(pattern: re.Pattern, accepted: str) -> Callable[[str, Any], str]:
+    """The parser ``(field_name, value)`` of one line that ``pattern`` matches whole (:func:`matching`)."""
+    return lambda field_name, value: matching(field_name, value, pattern, accepted)
 
 
-def parse_name(field_name: str, value: Any) -> str:
-    """A job or worker name: letters, digits and ``_ . + -``, starting with a letter or digit."""
-    return matching(
-        field_name, value, _SAFE_NAME, "letters, digits and _ . + - (at most 128, no spaces or shell characters)"
-    )
-
-
-def parse_word(field_name: str, value: Any) -> str:
-    """An account, partition or QoS name."""
-    return matching(field_name, value, _SAFE_WORD, "letters, digits and _ . + - (no spaces or shell characters)")
+# A SLURM --constraint; a job or worker name; an account, partition or QoS name.
+parse_constraint = matching_parser(_CONSTRAINT, "SLURM feature names joined by & | , (no spaces or shell characters)")
+parse_name = matching_parser(_SAFE_NAME, "letters, digits and _ . + - (at most 128, no spaces or shell characters)")
+parse_word = matching_parser(_SAFE_WORD, "letters, digits and _ . + - (no spaces or shell characters)")
 
 
 _LIST_SPELLING = {",": "separated by commas", " ": "separated by spaces"}
@@ -416,16 +408,11 @@ def parse_environment(field_name: str, value: Any) -> tuple[tuple[str, str], ...
     return tuple(out)
 
 
-def parse_slurm_memory_text(field_name: str, value: Any) -> str:
-    """A raw SLURM memory value, as ``job_mem`` takes it and ``sbatch --mem`` reads it: a whole number of
-    MB (``4000``), or of ``K``, ``M``, ``G`` or ``T`` in either case, with a ``B`` after the unit or not
-    (``60G``, ``120GB``, ``64g``: binary units)."""
-    return matching(
-        field_name,
-        value,
-        re.compile(r"[0-9]{1,20}(?:[KMGTkmgt][Bb]?)?"),
-        "a SLURM memory value such as '4000', '512M' or '60G'",
-    )
+# A raw SLURM memory value, as job_mem takes it and sbatch --mem reads it: a whole number of MB (4000), or of K, M,
+# G or T in either case, with a B after the unit or not (60G, 120GB, 64g: binary units).
+parse_slurm_memory_text = matching_parser(
+    re.compile(r"[0-9]{1,20}(?:[KMGTkmgt][Bb]?)?"), "a SLURM memory value such as '4000', '512M' or '60G'"
+)
 
 
 def per_node(field_name: str, per_job: int, nodes: int) -> int:

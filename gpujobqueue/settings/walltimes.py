@@ -112,42 +112,29 @@ def parse_walltime(field_name: str, value: Any, number_unit: int = 60) -> int:
     1500000
     """
     if isinstance(value, datetime.timedelta):
-        seconds = int(value.total_seconds())
-        if seconds < 1:
-            raise ValidationError(field_name, f"{value!r} is not a positive duration")
-        return _bounded_walltime(field_name, value, seconds)
+        return _bounded_walltime(field_name, value, int(value.total_seconds()))
     text = one_line(field_name, value).strip()
     match = re.fullmatch(r"(?:([0-9]{1,12})-)?([0-9]{1,12})(?::([0-9]{1,12}))?(?::([0-9]{1,12}))?", text)
     if not match:
         raise ValidationError(field_name, f"{value!r} is not a walltime; use {_WALLTIME_FORMS}")
-    days, first, second, third = match.groups()
-    numbers = [int(x) for x in (first, second, third) if x is not None]
-    if days is not None:  # D-HH[:MM[:SS]]
-        hours, minutes, seconds = (numbers + [0, 0])[:3]
-        bounds_ok = hours < 24 and minutes < 60 and seconds < 60
-        total = int(days) * 86400 + hours * 3600 + minutes * 60 + seconds
-    elif len(numbers) == 3:  # HH:MM:SS
-        hours, minutes, seconds = numbers
-        bounds_ok = minutes < 60 and seconds < 60
-        total = hours * 3600 + minutes * 60 + seconds
-    elif len(numbers) == 2:  # MM:SS
-        minutes, seconds = numbers
-        bounds_ok = seconds < 60
-        total = minutes * 60 + seconds
-    else:  # a bare number: minutes or seconds, as the batch system reads it
-        bounds_ok = True
+    days, *clock = match.groups()
+    numbers = [int(x) for x in clock if x is not None]
+    if days is None and len(numbers) == 1:  # a bare number: minutes or seconds, as the batch system reads it
         total = numbers[0] * number_unit
-    if not bounds_ok:
-        raise ValidationError(
-            field_name,
-            f"{value!r} has a field out of range; use {_WALLTIME_FORMS} with minutes and seconds below 60",
-        )
-    if total < 1:
-        raise ValidationError(field_name, f"{value!r} is not a positive duration")
+    else:  # D-HH[:MM[:SS]], HH:MM:SS or MM:SS: each field after the first below 60, a day's hours below 24
+        fields = (numbers + [0, 0])[:3] if days is not None else numbers
+        if any(field >= 60 for field in fields[1:]) or (days is not None and fields[0] >= 24):
+            raise ValidationError(
+                field_name,
+                f"{value!r} has a field out of range; use {_WALLTIME_FORMS} with minutes and seconds below 60",
+            )
+        total = int(days or 0) * 86400 + sum(field * 60**i for i, field in enumerate(reversed(fields)))
     return _bounded_walltime(field_name, value, total)
 
 
 def _bounded_walltime(field_name: str, value: Any, seconds: int) -> int:
+    if seconds < 1:
+        raise ValidationError(field_name, f"{value!r} is not a positive duration")
     if seconds > MAX_WALLTIME_SECONDS:
         raise ValidationError(
             field_name,
@@ -159,10 +146,7 @@ def _bounded_walltime(field_name: str, value: Any, seconds: int) -> int:
 def format_walltime(seconds: int) -> str:
     """Seconds as ``HH:MM:SS``, or ``D-HH:MM:SS`` from one day on."""
     days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    clock = f"{hours:02d}:{minutes:02d}:{secs:02d}"
-    return f"{days}-{clock}" if days else clock
+    return f"{days}-{format_hours_walltime(rest)}" if days else format_hours_walltime(rest)
 
 
 def format_hours_walltime(seconds: int) -> str:
