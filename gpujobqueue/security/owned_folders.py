@@ -129,9 +129,8 @@ def judge_folder(path: str) -> FolderVerdict | None:
     now_started = process_start(pid)
     if now_started is not None and abs(now_started - started) <= 1:
         return FolderVerdict(path, False, f"its owner, process {pid}, is running")
-    if now_started is None:
-        return FolderVerdict(path, True, f"its owner, process {pid} on {host}, has ended")
-    return FolderVerdict(path, True, f"its owner, process {pid} on {host}, has ended (that pid is now another process)")
+    reused = "" if now_started is None else " (that pid is now another process)"
+    return FolderVerdict(path, True, f"its owner, process {pid} on {host}, has ended{reused}")
 
 
 def remove_stale_private_directories(directory: str) -> tuple[list[FolderVerdict], list[FolderVerdict]]:

@@ -114,30 +114,29 @@ def resolve_security(security: Any, launch: WorkerLaunch) -> tuple[Security | No
     return security, dataclasses.replace(launch, protocol="tls")
 
 
-def scheduler_tls_args(security: Security | None, directory: str) -> tuple[str, ...]:
-    """The scheduler's ``--tls-*`` options; certificates held in memory are written to 0600 files in ``directory``."""
+def tls_args(role: str, security: Security | None, directory: str | None = None) -> tuple[str, ...]:
+    """The ``--tls-*`` options of ``role``'s command (``dask scheduler``, ``dask worker``); with ``directory``,
+    certificates held in memory are written to 0600 files there."""
     if not security:
         return ()
-    options = {"ca_file": "--tls-ca-file", "cert": "--tls-cert", "key": "--tls-key"}
     args: list[str] = []
-    for key, value in security.get_tls_config_for_role("scheduler").items():
-        if key not in options or not value:
+    for key, value in security.get_tls_config_for_role(role).items():
+        if key == "ciphers" or not value:  # ciphers has no command-line option
             continue
-        if "\n" in value:  # a PEM in memory (Security.temporary()): the job reads it from a file
-            value = write_private_file(directory, f"scheduler-{key.replace('_', '-')}.pem", value)
-        args += [options[key], value]
+        if "\n" in value and directory is not None:  # a PEM in memory (Security.temporary()): the job reads a file
+            value = write_private_file(directory, f"{role}-{key.replace('_', '-')}.pem", value)
+        args += ["--tls-" + key.replace("_", "-"), value]
     return tuple(args)
 
 
-def worker_tls_args(security: Security | None) -> list[str]:
-    """The ``--tls-*`` options that give a worker the cluster's certificates."""
-    if not security:
-        return []
-    args = []
-    for key, value in security.get_tls_config_for_role("worker").items():
-        if key != "ciphers" and value:  # ciphers has no command-line option
-            args += ["--tls-" + key.replace("_", "-"), value]
-    return args
+def scheduler_tls_args(security: Security | None, directory: str) -> tuple[str, ...]:
+    """The scheduler's :func:`tls_args`."""
+    return tls_args("scheduler", security, directory)
+
+
+def worker_tls_args(security: Security | None) -> tuple[str, ...]:
+    """The workers' :func:`tls_args`."""
+    return tls_args("worker", security)
 
 
 def worker_security_with_files(security: Security | None, folder: Callable[[], str]) -> Security | None:
@@ -217,24 +216,9 @@ class ScriptTLS:
 def resolve_script_security(
     launch: WorkerLaunch, *, run: bool, tls: bool, tls_directory: str | None
 ) -> tuple[ScriptTLS | None, WorkerLaunch]:
-    """A rendered script's TLS and its launch with the protocol that goes with it.
-
-    Parameters
-    ----------
-    launch : WorkerLaunch
-        Its ``protocol`` is None, ``tcp``, ``tls`` or ``ucx``.
-    run : bool
-        A ``--run`` script, which makes its credentials in the job.
-    tls : bool
-        False: plain TCP, with an :class:`InsecureScriptWarning`.
-    tls_directory : str, optional
-        The credentials' folder as the job's shell writes it.
-
-    Raises
-    ------
-    ValidationError
-        ``tls_directory`` with UCX or without TLS, or ``protocol="tls"`` without TLS.
-    """
+    """A rendered script's TLS (:meth:`ScriptTLS.for_script`) and its launch with the protocol that goes with it,
+    as :func:`resolve_security` for a cluster; ``tls`` False is plain TCP, with an :class:`InsecureScriptWarning`.
+    A ValidationError for ``tls_directory`` with UCX or without TLS, or ``protocol="tls"`` without TLS."""
     if launch.protocol == "ucx":
         if tls_directory is not None:
             raise ValidationError("tls_directory", "UCX has no TLS: leave out --tls-directory with --protocol ucx")
@@ -250,20 +234,9 @@ def resolve_script_security(
 
 
 def make_credentials(directory: str | os.PathLike) -> tuple[Path, bool]:
-    """Make a private CA, certificate and key in ``directory`` (0700; files 0600), or keep
-    the set already there, so that scripts rendered earlier go on working.
-
-    Returns
-    -------
-    directory : Path
-    made : bool
-        False when a complete set was already there.
-
-    Raises
-    ------
-    ValidationError
-        The folder is not private to this user, or holds part of a set.
-    """
+    """Make a private CA, certificate and key in ``directory`` (0700; files 0600), or keep the set already there,
+    so that scripts rendered earlier go on working; return the folder and whether they were made. A
+    ValidationError where the folder is not private to this user, or holds part of a set."""
     path = Path(os.path.expanduser(os.path.expandvars(os.fspath(directory)))).resolve()
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     info = path.stat()

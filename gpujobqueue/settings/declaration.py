@@ -150,11 +150,6 @@ class Keyword(str):
         return line[:-1] + "; repeatable." if self.kind in (LIST, PAIRS) and line.endswith(".") else line
 
     @property
-    def config_key(self) -> str:
-        """Its key in ``gpujobqueue.<batch>`` (``gpus-per-node``)."""
-        return self.replace("_", "-")
-
-    @property
     def default_doc(self) -> str:
         """The default as the docstring says it."""
         if isinstance(self.default, Computed):
