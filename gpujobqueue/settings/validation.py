@@ -70,7 +70,7 @@ def check_bounded(field_name: str, value: Any) -> None:
 
 
 def given_or(value: Any, default: Any) -> Any:
-    """``value`` unless it was not given (None): ``0`` and ``""`` are given, and checked."""
+    """``value`` unless it is None: ``0`` and ``""`` are given, and checked."""
     return default if value is None else value
 
 
@@ -112,33 +112,12 @@ _LIST_SPELLING = {",": "separated by commas", " ": "separated by spaces"}
 
 
 def parse_queues(field_name: str, value: Any, separator: str | None, command: str = "the batch system") -> str:
-    """A queue (partition) name, or a list of them where the batch system takes one.
-
-    Parameters
-    ----------
-    field_name : str
-        The field an error names (``queue``).
-    value : str
-        One name, or names joined by ``separator``.
-    separator : str or None
-        How the batch system's queue option reads a list: ``","`` (sbatch's ``--partition``,
-        Grid Engine's ``qsub -q``), ``" "`` (LSF's ``bsub -q "short long"``, whose surrounding
-        quotes may be given too, as dask-jobqueue writes the value as given), or None where it
-        takes one queue (PBS's ``qsub -q destination``).
-    command : str
-        The batch system's submit command (``sbatch``), for messages.
-
-    Returns
-    -------
-    str
-        The names joined by ``separator``, each checked as :func:`parse_word` checks one.
-
-    Raises
-    ------
-    ValidationError
-        Naming ``field_name``: a name not accepted, an empty name, a list where the batch
-        system takes one queue or in another separator.
-    """
+    """A queue (partition) name, or names joined by ``separator`` where the batch system takes a list, each
+    checked as :func:`parse_word` checks one. ``separator`` is how the queue option of ``command`` (the submit
+    command, for messages) reads a list: ``","`` (sbatch's ``--partition``, Grid Engine's ``qsub -q``), ``" "``
+    (LSF's ``bsub -q "short long"``, whose surrounding quotes may be given too, as dask-jobqueue writes the value
+    as given), or None where it takes one queue (PBS's ``qsub -q destination``). A ValidationError for a name not
+    accepted, an empty name, a list where the batch system takes one queue or in another separator."""
     text = one_line(field_name, value)
     if separator == " " and len(text) > 1 and text[0] == text[-1] == '"':
         text = text[1:-1]
@@ -220,13 +199,8 @@ def _amount(field_name: str, value: Any, parse: Callable[[str], float], accepted
 def parse_duration(field_name: str, value: Any, fewest: float, most: float, unit: str = "seconds") -> float:
     """A duration in seconds from ``fewest`` to ``most``: a number (of ``unit``), dask's text of one
     in the digits 0-9 (``"90s"``, ``"2m"``, ``"500ms"``; not ``"1_0s"`` or ``"٤s"``, which dask reads
-    through ``float()`` as 10 s and 4 s) or a :class:`datetime.timedelta`; ``True``/``False`` refused.
-
-    Raises
-    ------
-    ValidationError
-        Naming ``field_name``: not a duration, or outside the bounds (nan, a 30-digit number).
-    """
+    through ``float()`` as 10 s and 4 s) or a :class:`datetime.timedelta`; ``True``/``False``, nan and
+    values outside the bounds refused."""
     if isinstance(value, datetime.timedelta):
         seconds = value.total_seconds()
     else:

@@ -17,20 +17,15 @@ _WALLTIME_FORMS = (
     "Grid Engine, as each reads one)"
 )
 
-
-# The automatic walltime margin: 5 % of the walltime, within these bounds (seconds), and
-# never more than a quarter of the walltime, so short jobs spend most of it working.
 MARGIN_FRACTION = 20  # 1/20 = 5 %
 MARGIN_FEWEST_SECONDS = 20
 MARGIN_MOST_SECONDS = 600
 
 
 def default_walltime_margin(walltime: int) -> int:
-    """Seconds before the walltime at which workers retire: 5 % of the walltime, at least 20 s
-    and at most 10 minutes, and never more than a quarter of the walltime.
+    """Seconds before the walltime at which workers retire: 5 % of the walltime, at least 20 s and at most 10
+    minutes, and never more than a quarter of the walltime, so that short jobs spend most of it working:
 
-    Examples
-    --------
     >>> [default_walltime_margin(w) for w in (60, 120, 600, 3600, 86400)]
     [15, 20, 30, 180, 600]
     """
@@ -75,41 +70,15 @@ def parse_walltime_margin(field_name: str, value: Any, walltime: int | None) -> 
 
 
 def parse_walltime(field_name: str, value: Any, number_unit: int = 60) -> int:
-    """Parse a batch walltime into seconds.
+    """A batch walltime in seconds (at most a year), in SLURM's forms (``HH:MM:SS``, ``D-HH:MM:SS``, ``D-HH:MM``,
+    ``D-HH``, ``MM:SS``, a bare number) or a :class:`datetime.timedelta`; a ValidationError naming ``field_name``
+    and the forms. A bare number counts ``number_unit`` seconds: 60 where the batch system reads minutes (SLURM's
+    ``--time``, LSF's ``-W``), 1 where it reads seconds (PBS's ``walltime``, Grid Engine's ``h_rt``).
 
-    Accepts SLURM's forms: ``HH:MM:SS``, ``D-HH:MM:SS``, ``D-HH:MM``, ``D-HH``, ``MM:SS``
-    and a bare number, or a :class:`datetime.timedelta`.
-
-    Parameters
-    ----------
-    field_name : str
-        The field an error names.
-    value : str or datetime.timedelta
-        The walltime.
-    number_unit : int, default 60
-        The seconds a bare number counts: 60 where the batch system reads one as minutes (SLURM's
-        ``--time``, LSF's ``-W``), 1 where it reads seconds (PBS's ``walltime``, Grid Engine's ``h_rt``).
-
-    Returns
-    -------
-    int
-        Seconds, at most a year.
-
-    Raises
-    ------
-    ValidationError
-        Naming ``field_name`` and the accepted forms.
-
-    Examples
-    --------
-    >>> parse_walltime("walltime", "01:30:00")
-    5400
-    >>> parse_walltime("walltime", "1-00:00:00")
-    86400
-    >>> parse_walltime("walltime", "45")
-    2700
-    >>> parse_walltime("walltime", "1500000", number_unit=1)
-    1500000
+    >>> parse_walltime("walltime", "01:30:00"), parse_walltime("walltime", "1-00:00:00")
+    (5400, 86400)
+    >>> parse_walltime("walltime", "45"), parse_walltime("walltime", "1500000", number_unit=1)
+    (2700, 1500000)
     """
     if isinstance(value, datetime.timedelta):
         return _bounded_walltime(field_name, value, int(value.total_seconds()))
