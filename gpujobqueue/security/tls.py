@@ -187,13 +187,8 @@ class ScriptTLS:
 
     @classmethod
     def for_script(cls, *, run: bool, directory: str | None = None) -> "ScriptTLS":
-        """The TLS of a ``--run`` script (made in the job) or of a script joining your scheduler.
-
-        Raises
-        ------
-        ValidationError
-            ``directory`` given with ``run``, or not a path the job's shell can expand safely.
-        """
+        """The TLS of a ``--run`` script (made in the job) or of a script joining your scheduler; a ValidationError
+        for ``directory`` given with ``run``, or not a path the job's shell can expand safely."""
         if run:
             if directory is not None:
                 raise ValidationError(
@@ -298,12 +293,8 @@ def open_private_folder(path: str, field: str, advice: str, parent: int | None =
     descriptor. It is never a link followed, nor another user's; this user's, it is made 0700.
 
     ``parent``: a descriptor of the folder ``path`` is in, itself opened so (then no one can swap a
-    folder of the path between the checks). ``advice`` ends the error: what the user may do.
-
-    Raises
-    ------
-    ValidationError
-        Naming ``field`` and the folder: a link, not a folder, another user's, or not to be made.
+    folder of the path between the checks). A ValidationError naming ``field`` and the folder (a link, not a
+    folder, another user's, or not to be made) ends with ``advice``: what the user may do.
     """
     name = path if parent is None else os.path.basename(path)
     try:
@@ -326,12 +317,7 @@ def open_private_folder(path: str, field: str, advice: str, parent: int | None =
 def open_private_file(path: str, field: str, advice: str, parent: int | None = None) -> int:
     """Open the file ``path`` for writing from its start, mode 0600: made, or an earlier one of this
     user's emptied; return its descriptor. Never through a link, nor into another user's file or one
-    with a second name (a hard link); ``parent`` and ``advice`` as for :func:`open_private_folder`.
-
-    Raises
-    ------
-    ValidationError
-        Naming ``field`` and the file.
+    with a second name (a hard link); ``field``, ``parent`` and ``advice`` as for :func:`open_private_folder`.
     """
     name = path if parent is None else os.path.basename(path)
     flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # O_NONBLOCK: a FIFO fails
@@ -374,13 +360,8 @@ def make_private_directory(shared_directory: str, prefix: str) -> tuple[str, str
     """A new private folder (mode 0700) in ``shared_directory``, its name starting with ``prefix`` (this
     process's: :func:`~gpujobqueue.security.owned_folders.owner_prefix`), for the scheduler file and the TLS
     credentials, which the jobs read on the compute nodes. Returns its path, and its owner, mode and inode
-    as it was made (``"1000 700 4242"``, as ``stat -c '%u %a %i'`` writes them), which the jobs check.
-
-    Raises
-    ------
-    ValidationError
-        The shared directory does not exist or cannot be written, or the folder was swapped at once.
-    """
+    as it was made (``"1000 700 4242"``, as ``stat -c '%u %a %i'`` writes them), which the jobs check. A
+    ValidationError where the shared directory does not exist or cannot be written, or the folder was swapped."""
     base = os.path.abspath(os.path.expanduser(os.path.expandvars(shared_directory)))
     try:
         path = tempfile.mkdtemp(prefix=prefix, dir=base)  # mkdtemp makes it 0700

@@ -169,14 +169,8 @@ def _shell_words(text: str) -> list[str]:
 
 
 def split_words(field_name: str, value: Any) -> list[str]:
-    """The shell words of a list of arguments joined with spaces, as dask-jobqueue joins them.
-
-    Raises
-    ------
-    ValidationError
-        Naming ``field_name``: not a list of one-line strings, a quote left open, more than
-        :data:`~gpujobqueue.settings.limits.MAX_LIST_ITEMS` words.
-    """
+    """The shell words of a list of arguments joined with spaces, as dask-jobqueue joins them; a ValidationError
+    for a list that is not of one-line strings, a quote left open, more than ``MAX_LIST_ITEMS`` words."""
     words = []
     for item in parse_lines(field_name, value):
         try:
@@ -192,14 +186,9 @@ def read_worker_args(field_name: str, value: Any, command: str | None = None) ->
     """Read ``worker_extra_args`` (``field_name``) for the worker ``command`` (``python -m`` module).
 
     With ``command`` one of :data:`WORKER_CLI_OPTIONS`, an option that command does not take, or a
-    word that is no option's value, is refused, saying what to give instead; with another command
-    (a ``worker_command`` of the user's) the words are only split. An unknown option after a
-    ``--preload`` is left to that preload, which the worker CLI hands them to.
-
-    Raises
-    ------
-    ValidationError
-        Naming ``field_name``.
+    word that is no option's value, is refused (a ValidationError), saying what to give instead; with
+    another command (a ``worker_command`` of the user's) the words are only split. An unknown option
+    after a ``--preload`` is left to that preload, which the worker CLI hands them to.
     """
     words = split_words(field_name, value)
     options = WORKER_CLI_OPTIONS.get(command or "")
@@ -322,13 +311,8 @@ _PREFIX_WORD = re.compile(r"[A-Za-z0-9_./+@%=,:-]+")
 
 
 def parse_python(value: Any, launcher: str) -> tuple[tuple[str, ...], str]:
-    """dask-jobqueue's ``python``: the interpreter, after a launcher prefix (``srun -n 1 -c 8 python``).
-
-    Raises
-    ------
-    ValidationError
-        Naming ``python``: shell characters, or a prefix beside a ``launcher`` that starts the workers already.
-    """
+    """dask-jobqueue's ``python``: the interpreter, after a launcher prefix (``srun -n 1 -c 8 python``); a
+    ValidationError for shell characters, or a prefix beside a ``launcher`` that starts the workers already."""
     words = split_words("python", [path_text("python", value)])
     if not words:
         raise ValidationError("python", "no interpreter given")
