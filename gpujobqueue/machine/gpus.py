@@ -12,10 +12,7 @@ from typing import Any
 
 
 def nvidia_gpu_ids() -> list[str]:
-    """Indices of the NVIDIA GPUs visible here, honouring CUDA_VISIBLE_DEVICES.
-
-    Returns an empty list on a machine without NVIDIA GPUs or drivers.
-    """
+    """Indices of the NVIDIA GPUs visible here, honouring CUDA_VISIBLE_DEVICES; none without NVIDIA GPUs or drivers."""
     count = len(machine_gpus().gpus)
     if not count:
         return []
@@ -48,10 +45,8 @@ class MachineGPUs:
 
 @functools.lru_cache(maxsize=1)
 def machine_gpus() -> MachineGPUs:
-    """The machine's NVIDIA GPUs, looked up once per process: NVML, else ``nvidia-smi``.
-
-    CUDA_VISIBLE_DEVICES is not applied here (see :func:`nvidia_gpu_ids`).
-    """
+    """The machine's NVIDIA GPUs, looked up once per process: NVML, else ``nvidia-smi``; CUDA_VISIBLE_DEVICES is
+    not applied here (:func:`nvidia_gpu_ids` applies it)."""
     try:
         import pynvml
     except ImportError:

@@ -192,22 +192,11 @@ def _read_bounded(fd: int, limit: int, timeout: float) -> tuple[bytes, str | Non
 
 
 def worker_python_problems(python: str, *, dask_cuda: bool, gpujobqueue: bool, thorough: bool = False) -> list[str]:
-    """What the workers' ``python`` lacks, each a phrase after "the workers' python P": dask_cuda (for
-    dask-cuda workers), gpujobqueue's preloads, or gpujobqueue of this version; [] where it has all or
-    this cannot tell.
-
-    Parameters
-    ----------
-    python : str
-        The interpreter the job script runs the workers with.
-    dask_cuda : bool
-        The workers are dask-cuda's.
-    gpujobqueue : bool
-        The workers preload :mod:`gpujobqueue.preloads` by module name (not ``--standalone``).
-    thorough : bool
-        Import dask_cuda too (``gpujobqueue check``), not only find it (a cluster's start, ``render``):
-        ``FOUND_NOT_IMPORTED``.
-    """
+    """What the workers' ``python`` (the interpreter the job script runs them with) lacks, each a phrase after
+    "the workers' python P": dask_cuda (where ``dask_cuda``: the workers are dask-cuda's), gpujobqueue's preloads
+    or gpujobqueue of this version (where ``gpujobqueue``: they preload :mod:`gpujobqueue.preloads` by module
+    name, not ``--standalone``); [] where it has all or this cannot tell. ``thorough`` imports dask_cuda too
+    (``gpujobqueue check``), where a cluster's start and ``render`` only find it (``FOUND_NOT_IMPORTED``)."""
     modules = (("dask_cuda",) if dask_cuda else ()) + (PRELOAD_MODULES + ("gpujobqueue",) if gpujobqueue else ())
     found = probe_imports(python, modules, () if thorough else FOUND_NOT_IMPORTED) if modules else None
     if found is None:

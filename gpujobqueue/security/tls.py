@@ -59,23 +59,11 @@ class InsecureClusterWarning(UserWarning):
 
 
 def resolve_security(security: Any, launch: WorkerLaunch) -> tuple[Security | None, WorkerLaunch]:
-    """The cluster's security and its launch with the protocol that goes with it.
-
-    Parameters
-    ----------
-    security : None, bool or Security
-        ``None`` or ``True``: temporary credentials (a new CA, certificate and key for this
-        cluster) and ``tls://``; a :class:`~distributed.security.Security`: those
-        credentials and ``tls://``; ``False``: plain TCP, with an
-        :class:`InsecureClusterWarning`.
-    launch : WorkerLaunch
-        Its ``protocol`` is None, ``tcp``, ``tls`` or ``ucx``.
-
-    Raises
-    ------
-    ValidationError
-        TLS asked for with UCX, or ``protocol="tls"`` with ``security=False``.
-    """
+    """The cluster's security and its launch (whose ``protocol`` is None, ``tcp``, ``tls`` or ``ucx``) with the
+    protocol that goes with it. ``security`` None or True: temporary credentials (a new CA, certificate and key for
+    this cluster) and ``tls://``; a :class:`~distributed.security.Security`: those credentials and ``tls://``;
+    False: plain TCP, with an :class:`InsecureClusterWarning`. A ValidationError for TLS asked for with UCX, or
+    ``protocol="tls"`` with ``security=False``."""
     if launch.protocol == "ucx":
         if security not in (None, False):
             raise ValidationError(
@@ -169,18 +157,11 @@ class InsecureScriptWarning(UserWarning):
 
 @dataclass(frozen=True)
 class ScriptTLS:
-    """Where a job script's TLS credentials come from.
+    """Where a job script's TLS credentials come from."""
 
-    Parameters
-    ----------
-    in_job : bool
-        True: the script makes them (``--run``); False: it reads them from ``directory``.
-    directory : str
-        The folder of ``ca.pem``, ``cert.pem`` and ``key.pem`` as the job's shell writes
-        it (``$HOME`` and other variables expand on the node); unused with ``in_job``.
-    """
-
-    in_job: bool = False
+    in_job: bool = False  # True: the script makes them (--run); False: it reads them from directory
+    # The folder of ca.pem, cert.pem and key.pem as the job's shell writes it ($HOME and other variables expand on
+    # the node); unused with in_job.
     directory: str = DEFAULT_TLS_DIRECTORY
     #: The shell variable that holds the credentials' folder in the job.
     variable: ClassVar[str] = "GPUJOBQUEUE_TLS_DIR"

@@ -36,14 +36,9 @@ class UnknownSettingWarning(UserWarning):
     """A key in one of gpujobqueue's dask config sections that gpujobqueue does not read (a typo)."""
 
 
-def _load_defaults() -> dict[str, Any]:
-    with _DEFAULTS_FILE.open() as f:
-        defaults = yaml.safe_load(f)
-    dask.config.update_defaults(defaults)
-    return defaults["gpujobqueue"]
-
-
-_DEFAULTS = _load_defaults()
+_PACKAGE_DEFAULTS = yaml.safe_load(_DEFAULTS_FILE.read_text())
+dask.config.update_defaults(_PACKAGE_DEFAULTS)
+_DEFAULTS = _PACKAGE_DEFAULTS["gpujobqueue"]
 
 # Per batch system: dask-jobqueue's key (its spelling, ``-``) to the setting it sets; the batch registry's.
 _JOBQUEUE_KEYS: dict[str, dict[str, str]] = {}

@@ -69,7 +69,7 @@ class Keyword(str):
         The value's JSON schema in the site file, where the kind's is not enough.
     jobqueue_key : str, optional
         dask-jobqueue's config key of the same meaning (``jobqueue.<batch>.<key>``, in the sections of
-        the batch systems that have it), which issue 31 reads under gpujobqueue's own; None where
+        the batch systems that have it), read under gpujobqueue's own; None where
         dask-jobqueue has none.
     """
 

@@ -40,12 +40,10 @@ _AMOUNT_TEXT = re.compile(r"\s*((?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9
 
 
 def check_bounded(field_name: str, value: Any) -> None:
-    """Refuse, naming ``field_name``, a value past what any keyword takes, before a parser reads it:
-    more than :data:`~gpujobqueue.settings.limits.MAX_VALUE_CHARACTERS` characters of text, lists and mappings
-    more than :data:`~gpujobqueue.settings.limits.MAX_VALUE_DEPTH` deep or of more than
-    :data:`~gpujobqueue.settings.limits.MAX_VALUE_ITEMS` items, a whole number of more than
-    :data:`~gpujobqueue.settings.limits.MAX_NUMBER_DIGITS` digits. Walked without recursion, each list's
-    length read before its items."""
+    """Refuse, naming ``field_name``, a value past what any keyword takes (:mod:`~gpujobqueue.settings.limits`),
+    before a parser reads it: more than ``MAX_VALUE_CHARACTERS`` characters of text, lists and mappings more than
+    ``MAX_VALUE_DEPTH`` deep or of more than ``MAX_VALUE_ITEMS`` items, a whole number of more than
+    ``MAX_NUMBER_DIGITS`` digits. Walked without recursion, each list's length read before its items."""
     pending, items, characters = [(value, 0)], 0, 0
     while pending:
         item, depth = pending.pop()

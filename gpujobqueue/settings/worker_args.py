@@ -117,25 +117,13 @@ _RESOURCE = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]{0,63})=([0-9]{1,12}(?:\.[0-9]{
 
 @dataclass(frozen=True)
 class WorkerArguments:
-    """``worker_extra_args`` read as dask-jobqueue's worker line reads them.
+    """``worker_extra_args`` read as dask-jobqueue's worker line reads them; None where not given."""
 
-    Parameters
-    ----------
-    args : tuple of str
-        The words the worker line carries, one shell word each, in the user's order.
-    resources : tuple of (str, str)
-        The last ``--resources``' ``name=amount`` pairs (the worker CLIs keep the last).
-    lifetime, lifetime_stagger : int or None
-        ``--lifetime`` and ``--lifetime-stagger`` in whole seconds (rounded up), None where not given.
-    lifetime_restart : bool or None
-        ``--lifetime-restart`` (True) or ``--no-lifetime-restart`` (False), None where not given.
-    """
-
-    args: tuple[str, ...] = ()
-    resources: tuple[tuple[str, str], ...] = ()
-    lifetime: int | None = None
+    args: tuple[str, ...] = ()  # the words the worker line carries, one shell word each, in the user's order
+    resources: tuple[tuple[str, str], ...] = ()  # the last --resources' name=amount pairs (the worker CLIs keep it)
+    lifetime: int | None = None  # --lifetime and --lifetime-stagger in whole seconds, rounded up
     lifetime_stagger: int | None = None
-    lifetime_restart: bool | None = None
+    lifetime_restart: bool | None = None  # --lifetime-restart (True) or --no-lifetime-restart (False)
 
 
 # The parts of shell words as shlex.split reads them (POSIX): blanks between words, a single-quoted
