@@ -12,10 +12,7 @@ from typing import Any
 
 
 def nvidia_gpu_ids() -> list[str]:
-    """Indices of the NVIDIA GPUs visible here, honouring CUDA_VISIBLE_DEVICES.
-
-    Returns an empty list on a machine without NVIDIA GPUs or drivers.
-    """
+    """Indices of the NVIDIA GPUs visible here, honouring CUDA_VISIBLE_DEVICES; none without NVIDIA GPUs or drivers."""
     count = len(machine_gpus().gpus)
     if not count:
         return []
@@ -48,10 +45,8 @@ class MachineGPUs:
 
 @functools.lru_cache(maxsize=1)
 def machine_gpus() -> MachineGPUs:
-    """The machine's NVIDIA GPUs, looked up once per process: NVML, else ``nvidia-smi``.
-
-    CUDA_VISIBLE_DEVICES is not applied here (see :func:`nvidia_gpu_ids`).
-    """
+    """The machine's NVIDIA GPUs, looked up once per process: NVML, else ``nvidia-smi``; CUDA_VISIBLE_DEVICES is
+    not applied here (:func:`nvidia_gpu_ids` applies it)."""
     try:
         import pynvml
     except ImportError:
@@ -97,39 +92,33 @@ def _nvml_gpus(pynvml: Any) -> MachineGPUs:
 def _nvidia_smi_gpus(error: str | None) -> MachineGPUs:
     if shutil.which("nvidia-smi") is None:
         return MachineGPUs((), None, error, None, None)
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=index,name,memory.total,driver_version", "--format=csv,noheader,nounits"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.SubprocessError) as smi_error:
+    out, smi_error = _smi("--query-gpu=index,name,memory.total,driver_version", "--format=csv,noheader,nounits")
+    if smi_error is not None:
         return MachineGPUs((), None, f"{error}; nvidia-smi: {smi_error}", None, None)
     rows = [[cell.strip() for cell in line.split(",")] for line in out.splitlines() if line.strip()]
     gpus = tuple(GPU(int(index), name, int(float(memory)) * 2**20) for index, name, memory, _ in rows)
     return MachineGPUs(gpus, "nvidia-smi", None, rows[0][3] if rows else None, _smi_cuda_version() if rows else None)
 
 
-def _smi(*args: str) -> str:
-    """What ``nvidia-smi`` with ``args`` prints; "" where it cannot run or fails."""
+def _smi(*args: str) -> tuple[str, str | None]:
+    """What ``nvidia-smi`` with ``args`` prints, and why it could not run or failed ("" and why)."""
     try:
-        return subprocess.run(["nvidia-smi", *args], capture_output=True, text=True, timeout=30, check=True).stdout
-    except (OSError, subprocess.SubprocessError):
-        return ""
+        done = subprocess.run(["nvidia-smi", *args], capture_output=True, text=True, timeout=30, check=True)
+    except (OSError, subprocess.SubprocessError) as error:
+        return "", str(error)
+    return done.stdout, None
 
 
 def _smi_cuda_version() -> str | None:
     """The driver's CUDA version from ``nvidia-smi``'s banner (``CUDA Version: 13.0``)."""
-    found = re.search(r"CUDA Version:\s*(\d+\.\d+)", _smi())
+    found = re.search(r"CUDA Version:\s*(\d+\.\d+)", _smi()[0])
     return found.group(1) if found else None
 
 
 @functools.lru_cache(maxsize=1)
 def nvlink_between_gpus() -> bool:
     """Whether this machine's NVIDIA GPUs are joined by NVLink (``nvidia-smi topo -m`` shows NV#)."""
-    out = _smi("topo", "-m") if len(machine_gpus().gpus) > 1 else ""
+    out = _smi("topo", "-m")[0] if len(machine_gpus().gpus) > 1 else ""
     return any(
         re.fullmatch(r"NV\d+", cell) for line in out.splitlines() if line.startswith("GPU") for cell in line.split()[1:]
     )

@@ -75,22 +75,9 @@ def cuda_major(cuda_version: str | None) -> int | None:
 
 
 def install_line(cuda_version: str | None = None, *, ucx: bool = False, python: str | None = None) -> str:
-    """The ``pip install`` command of the stack for a driver of ``cuda_version``.
-
-    Parameters
-    ----------
-    cuda_version : str, optional
-        The driver's CUDA version (``"12.4"``, ``"13.0"``). Unknown: the line for each major
-        version, and where to read the driver's.
-    ucx : bool
-        Add the matching ``ucx`` extra (distributed-ucxx).
-    python : str, optional
-        Install with ``python -m pip`` of this interpreter instead of ``pip``.
-
-    Returns
-    -------
-    str
-    """
+    """The ``pip install`` command of the stack for a driver of ``cuda_version`` (``"12.4"``; None: the line for
+    each major version, and where to read the driver's), with the ``ucx`` extra (distributed-ucxx) where ``ucx``,
+    through ``python -m pip`` where ``python`` is given."""
     pip = f"{python} -m pip" if python else "pip"
     major = cuda_major(cuda_version)
     if major is not None and major < min(CUDA_EXTRAS):
@@ -219,22 +206,11 @@ def _read_bounded(fd: int, limit: int, timeout: float) -> tuple[bytes, str | Non
 
 
 def worker_python_problems(python: str, *, dask_cuda: bool, gpujobqueue: bool, thorough: bool = False) -> list[str]:
-    """What the workers' ``python`` lacks, each a phrase after "the workers' python P": dask_cuda (for
-    dask-cuda workers), gpujobqueue's preloads, or gpujobqueue of this version; [] where it has all or
-    this cannot tell.
-
-    Parameters
-    ----------
-    python : str
-        The interpreter the job script runs the workers with.
-    dask_cuda : bool
-        The workers are dask-cuda's.
-    gpujobqueue : bool
-        The workers preload :mod:`gpujobqueue.preloads` by module name (not ``--standalone``).
-    thorough : bool
-        Import dask_cuda too (``gpujobqueue check``), not only find it (a cluster's start, ``render``):
-        ``FOUND_NOT_IMPORTED``.
-    """
+    """What the workers' ``python`` (the interpreter the job script runs them with) lacks, each a phrase after
+    "the workers' python P": dask_cuda (where ``dask_cuda``: the workers are dask-cuda's), gpujobqueue's preloads
+    or gpujobqueue of this version (where ``gpujobqueue``: they preload :mod:`gpujobqueue.preloads` by module
+    name, not ``--standalone``); [] where it has all or this cannot tell. ``thorough`` imports dask_cuda too
+    (``gpujobqueue check``), where a cluster's start and ``render`` only find it (``FOUND_NOT_IMPORTED``)."""
     modules = (("dask_cuda",) if dask_cuda else ()) + (PRELOAD_MODULES + ("gpujobqueue",) if gpujobqueue else ())
     found = probe_imports(python, modules, () if thorough else FOUND_NOT_IMPORTED) if modules else None
     if found is None:
@@ -259,20 +235,9 @@ def _last_line(text: str) -> str:
 def warn_if_worker_python_lacks(
     python: str, *, dask_cuda: bool, gpujobqueue: bool, cuda_version: str | None = None, stacklevel: int = 3
 ) -> bool:
-    """Warn at once where the workers' ``python`` cannot run them (:func:`worker_python_problems`),
-    naming that python and how to install what it lacks; say whether it warned.
-
-    Parameters
-    ----------
-    python : str
-        The interpreter the job script runs the workers with.
-    dask_cuda, gpujobqueue : bool
-        What the workers need of it (:func:`worker_python_problems`).
-    cuda_version : str, optional
-        This machine's driver CUDA version, for the install line.
-    stacklevel : int
-        The warning's, as :func:`warnings.warn` takes it (3: the caller's caller).
-    """
+    """Warn at once where the workers' ``python`` cannot run them (:func:`worker_python_problems`, whose
+    arguments it takes), naming that python and how to install what it lacks (for a driver of ``cuda_version``,
+    by default this machine's); say whether it warned."""
     problems = worker_python_problems(python, dask_cuda=dask_cuda, gpujobqueue=gpujobqueue)
     if not problems and python in _PROBE_FAILURES:
         warnings.warn(
@@ -304,16 +269,9 @@ def warn_if_worker_python_lacks(
 
 
 class WorkerPythonCheck:
-    """:func:`warn_if_worker_python_lacks`, its probe run in a thread from when this is made, so that
-    what starts meanwhile (a cluster's scheduler) need not wait for it; :meth:`warn` waits for it and warns.
-
-    Parameters
-    ----------
-    python : str
-        The interpreter the job script runs the workers with.
-    dask_cuda, gpujobqueue : bool
-        What the workers need of it (:func:`worker_python_problems`).
-    """
+    """:func:`warn_if_worker_python_lacks` of ``python``, ``dask_cuda`` and ``gpujobqueue``, its probe run in a
+    thread from when this is made, so that what starts meanwhile (a cluster's scheduler) need not wait for it;
+    :meth:`warn` waits for it and warns."""
 
     def __init__(self, python: str, *, dask_cuda: bool, gpujobqueue: bool):
         self._python, self._needs = python, {"dask_cuda": dask_cuda, "gpujobqueue": gpujobqueue}

@@ -27,24 +27,12 @@ def usable_interfaces(interfaces: dict[str, list[str]]) -> list[str]:
 
 
 def check_scheduler_interface(interface: str | None, field: str, site: Any = None) -> None:
-    """Refuse a scheduler that would listen, in this process, on an interface this host lacks.
+    """Refuse (:class:`~gpujobqueue.errors.InterfaceNotFoundError`) a scheduler that would listen, in this
+    process, on an ``interface`` this host lacks (None, distributed's choice, always works).
 
-    distributed would fail with a RuntimeError of its own once the scheduler starts; this says
-    which setting named the interface (a site's ``network.interface`` is the interface of
-    that site's nodes) and what to do, before anything starts.
-
-    Parameters
-    ----------
-    interface : str or None
-        The scheduler's interface; None is distributed's choice and always works.
-    field : {"interface", "scheduler_options"}
-        The keyword that named it.
-    site : Site, optional
-        The cluster's site, whose ``network.interface`` it may be.
-
-    Raises
-    ------
-    InterfaceNotFoundError
+    distributed would fail with a RuntimeError of its own once the scheduler starts; this says which keyword
+    named the interface (``field``: ``interface`` or ``scheduler_options``; with ``interface``, it may be the
+    ``site``'s ``network.interface``, the interface of that site's nodes) and what to do, before anything starts.
     """
     available = host_interfaces()
     if interface is None or available.get(interface):

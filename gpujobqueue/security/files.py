@@ -36,8 +36,8 @@ def _size(count: int) -> str:
     return f"{count} bytes"
 
 
-def read_bounded_bytes(path: str | os.PathLike[str], limit: int, what: str, dir_fd: int | None = None) -> bytes:
-    """The file's bytes, if it is a regular file of at most ``limit`` bytes.
+def read_bounded_text(path: str | os.PathLike[str], limit: int, what: str, dir_fd: int | None = None) -> str:
+    """The file's text, if it is a regular file of at most ``limit`` bytes of UTF-8.
 
     Parameters
     ----------
@@ -53,7 +53,8 @@ def read_bounded_bytes(path: str | os.PathLike[str], limit: int, what: str, dir_
     Raises
     ------
     FileRefusedError
-        It cannot be read, is not a regular file, or holds more than ``limit`` bytes.
+        It cannot be read, is not a regular file, holds more than ``limit`` bytes, or a byte is not UTF-8 (its
+        line named).
     """
     path = os.fspath(path)
     try:
@@ -75,18 +76,6 @@ def read_bounded_bytes(path: str | os.PathLike[str], limit: int, what: str, dir_
         raise FileRefusedError(path, f"not a regular file but {kind}")
     if len(data) > limit:  # it grew since it was looked at, or its size is not known (/proc)
         raise FileRefusedError(path, f"over {_size(limit)}; {what} is at most that (gpujobqueue.settings.limits)")
-    return data
-
-
-def read_bounded_text(path: str | os.PathLike[str], limit: int, what: str, dir_fd: int | None = None) -> str:
-    """The file's text, if it is a regular file of at most ``limit`` bytes of UTF-8.
-
-    Raises
-    ------
-    FileRefusedError
-        As :func:`read_bounded_bytes`, or a byte is not UTF-8 (its line named).
-    """
-    data = read_bounded_bytes(path, limit, what, dir_fd)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:

@@ -48,15 +48,9 @@ def owner_prefix() -> str:
 
 @dataclass(frozen=True)
 class ClusterFolder:
-    """A cluster's private folder, as its jobs check it before they read it (templates/private_dir.sh.j2).
-
-    Parameters
-    ----------
-    path : str
-        Where the cluster made it.
-    identity : str
-        Its owner, mode and inode when it was made, as ``stat -c '%u %a %i'`` writes them (``"1000 700 4242"``).
-    """
+    """A cluster's private folder at ``path``, as its jobs check it before they read it (templates/private_dir.sh.j2):
+    its ``identity``, owner, mode and inode when it was made, as ``stat -c '%u %a %i'`` writes them (``"1000 700
+    4242"``)."""
 
     path: str
     identity: str
@@ -67,14 +61,8 @@ class ClusterFolder:
 
     def read(self, name: str, limit: int, what: str) -> str:
         """The text of its file ``name``, read through the folder as it is at :attr:`path` (no link followed, no
-        FIFO waited on) once that is checked to be the folder made (:attr:`identity`).
-
-        Raises
-        ------
-        GPUJobQueueError
-            The folder at :attr:`path` is not the one made: nothing in it is read.
-        FileRefusedError
-            As :func:`~gpujobqueue.security.files.read_bounded_text`.
+        FIFO waited on) once that is checked to be the folder made (:attr:`identity`): else a GPUJobQueueError, and
+        nothing in it is read; a FileRefusedError as :func:`~gpujobqueue.security.files.read_bounded_text` raises.
         """
         try:
             descriptor = os.open(self.path, FOLDER_FLAGS)
@@ -129,9 +117,8 @@ def judge_folder(path: str) -> FolderVerdict | None:
     now_started = process_start(pid)
     if now_started is not None and abs(now_started - started) <= 1:
         return FolderVerdict(path, False, f"its owner, process {pid}, is running")
-    if now_started is None:
-        return FolderVerdict(path, True, f"its owner, process {pid} on {host}, has ended")
-    return FolderVerdict(path, True, f"its owner, process {pid} on {host}, has ended (that pid is now another process)")
+    reused = "" if now_started is None else " (that pid is now another process)"
+    return FolderVerdict(path, True, f"its owner, process {pid} on {host}, has ended{reused}")
 
 
 def remove_stale_private_directories(directory: str) -> tuple[list[FolderVerdict], list[FolderVerdict]]:
@@ -165,12 +152,8 @@ def remove_owned_folder(path: str) -> bool:
 
     What is at that name is opened as a folder without following a link or waiting on a FIFO (shutil.rmtree
     opens it to read and waits for a writer), and removed only where it is this user's: in a group-writable
-    folder another user may have renamed it and put something of his own there, which is left as it is.
-
-    Raises
-    ------
-    OSError
-        The folder is this user's but could not be emptied or removed.
+    folder another user may have renamed it and put something of his own there, which is left as it is. An
+    OSError where the folder is this user's but could not be emptied or removed.
     """
     try:
         descriptor = os.open(path, FOLDER_FLAGS)
@@ -194,7 +177,6 @@ def remove_owned_folder(path: str) -> bool:
 
 def _empty_folder(descriptor: int) -> None:
     """Remove what the open folder ``descriptor`` holds, by names relative to it, its folders first emptied."""
-
     for entry in os.scandir(descriptor):
         if entry.is_dir(follow_symlinks=False):
             inner = os.open(entry.name, FOLDER_FLAGS, dir_fd=descriptor)

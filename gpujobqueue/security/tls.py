@@ -59,23 +59,11 @@ class InsecureClusterWarning(UserWarning):
 
 
 def resolve_security(security: Any, launch: WorkerLaunch) -> tuple[Security | None, WorkerLaunch]:
-    """The cluster's security and its launch with the protocol that goes with it.
-
-    Parameters
-    ----------
-    security : None, bool or Security
-        ``None`` or ``True``: temporary credentials (a new CA, certificate and key for this
-        cluster) and ``tls://``; a :class:`~distributed.security.Security`: those
-        credentials and ``tls://``; ``False``: plain TCP, with an
-        :class:`InsecureClusterWarning`.
-    launch : WorkerLaunch
-        Its ``protocol`` is None, ``tcp``, ``tls`` or ``ucx``.
-
-    Raises
-    ------
-    ValidationError
-        TLS asked for with UCX, or ``protocol="tls"`` with ``security=False``.
-    """
+    """The cluster's security and its launch (whose ``protocol`` is None, ``tcp``, ``tls`` or ``ucx``) with the
+    protocol that goes with it. ``security`` None or True: temporary credentials (a new CA, certificate and key for
+    this cluster) and ``tls://``; a :class:`~distributed.security.Security`: those credentials and ``tls://``;
+    False: plain TCP, with an :class:`InsecureClusterWarning`. A ValidationError for TLS asked for with UCX, or
+    ``protocol="tls"`` with ``security=False``."""
     if launch.protocol == "ucx":
         if security not in (None, False):
             raise ValidationError(
@@ -114,30 +102,29 @@ def resolve_security(security: Any, launch: WorkerLaunch) -> tuple[Security | No
     return security, dataclasses.replace(launch, protocol="tls")
 
 
-def scheduler_tls_args(security: Security | None, directory: str) -> tuple[str, ...]:
-    """The scheduler's ``--tls-*`` options; certificates held in memory are written to 0600 files in ``directory``."""
+def tls_args(role: str, security: Security | None, directory: str | None = None) -> tuple[str, ...]:
+    """The ``--tls-*`` options of ``role``'s command (``dask scheduler``, ``dask worker``); with ``directory``,
+    certificates held in memory are written to 0600 files there."""
     if not security:
         return ()
-    options = {"ca_file": "--tls-ca-file", "cert": "--tls-cert", "key": "--tls-key"}
     args: list[str] = []
-    for key, value in security.get_tls_config_for_role("scheduler").items():
-        if key not in options or not value:
+    for key, value in security.get_tls_config_for_role(role).items():
+        if key == "ciphers" or not value:  # ciphers has no command-line option
             continue
-        if "\n" in value:  # a PEM in memory (Security.temporary()): the job reads it from a file
-            value = write_private_file(directory, f"scheduler-{key.replace('_', '-')}.pem", value)
-        args += [options[key], value]
+        if "\n" in value and directory is not None:  # a PEM in memory (Security.temporary()): the job reads a file
+            value = write_private_file(directory, f"{role}-{key.replace('_', '-')}.pem", value)
+        args += ["--tls-" + key.replace("_", "-"), value]
     return tuple(args)
 
 
-def worker_tls_args(security: Security | None) -> list[str]:
-    """The ``--tls-*`` options that give a worker the cluster's certificates."""
-    if not security:
-        return []
-    args = []
-    for key, value in security.get_tls_config_for_role("worker").items():
-        if key != "ciphers" and value:  # ciphers has no command-line option
-            args += ["--tls-" + key.replace("_", "-"), value]
-    return args
+def scheduler_tls_args(security: Security | None, directory: str) -> tuple[str, ...]:
+    """The scheduler's :func:`tls_args`."""
+    return tls_args("scheduler", security, directory)
+
+
+def worker_tls_args(security: Security | None) -> tuple[str, ...]:
+    """The workers' :func:`tls_args`."""
+    return tls_args("worker", security)
 
 
 def worker_security_with_files(security: Security | None, folder: Callable[[], str]) -> Security | None:
@@ -170,31 +157,19 @@ class InsecureScriptWarning(UserWarning):
 
 @dataclass(frozen=True)
 class ScriptTLS:
-    """Where a job script's TLS credentials come from.
+    """Where a job script's TLS credentials come from."""
 
-    Parameters
-    ----------
-    in_job : bool
-        True: the script makes them (``--run``); False: it reads them from ``directory``.
-    directory : str
-        The folder of ``ca.pem``, ``cert.pem`` and ``key.pem`` as the job's shell writes
-        it (``$HOME`` and other variables expand on the node); unused with ``in_job``.
-    """
-
-    in_job: bool = False
+    in_job: bool = False  # True: the script makes them (--run); False: it reads them from directory
+    # The folder of ca.pem, cert.pem and key.pem as the job's shell writes it ($HOME and other variables expand on
+    # the node); unused with in_job.
     directory: str = DEFAULT_TLS_DIRECTORY
     #: The shell variable that holds the credentials' folder in the job.
     variable: ClassVar[str] = "GPUJOBQUEUE_TLS_DIR"
 
     @classmethod
     def for_script(cls, *, run: bool, directory: str | None = None) -> "ScriptTLS":
-        """The TLS of a ``--run`` script (made in the job) or of a script joining your scheduler.
-
-        Raises
-        ------
-        ValidationError
-            ``directory`` given with ``run``, or not a path the job's shell can expand safely.
-        """
+        """The TLS of a ``--run`` script (made in the job) or of a script joining your scheduler; a ValidationError
+        for ``directory`` given with ``run``, or not a path the job's shell can expand safely."""
         if run:
             if directory is not None:
                 raise ValidationError(
@@ -217,24 +192,9 @@ class ScriptTLS:
 def resolve_script_security(
     launch: WorkerLaunch, *, run: bool, tls: bool, tls_directory: str | None
 ) -> tuple[ScriptTLS | None, WorkerLaunch]:
-    """A rendered script's TLS and its launch with the protocol that goes with it.
-
-    Parameters
-    ----------
-    launch : WorkerLaunch
-        Its ``protocol`` is None, ``tcp``, ``tls`` or ``ucx``.
-    run : bool
-        A ``--run`` script, which makes its credentials in the job.
-    tls : bool
-        False: plain TCP, with an :class:`InsecureScriptWarning`.
-    tls_directory : str, optional
-        The credentials' folder as the job's shell writes it.
-
-    Raises
-    ------
-    ValidationError
-        ``tls_directory`` with UCX or without TLS, or ``protocol="tls"`` without TLS.
-    """
+    """A rendered script's TLS (:meth:`ScriptTLS.for_script`) and its launch with the protocol that goes with it,
+    as :func:`resolve_security` for a cluster; ``tls`` False is plain TCP, with an :class:`InsecureScriptWarning`.
+    A ValidationError for ``tls_directory`` with UCX or without TLS, or ``protocol="tls"`` without TLS."""
     if launch.protocol == "ucx":
         if tls_directory is not None:
             raise ValidationError("tls_directory", "UCX has no TLS: leave out --tls-directory with --protocol ucx")
@@ -250,20 +210,9 @@ def resolve_script_security(
 
 
 def make_credentials(directory: str | os.PathLike) -> tuple[Path, bool]:
-    """Make a private CA, certificate and key in ``directory`` (0700; files 0600), or keep
-    the set already there, so that scripts rendered earlier go on working.
-
-    Returns
-    -------
-    directory : Path
-    made : bool
-        False when a complete set was already there.
-
-    Raises
-    ------
-    ValidationError
-        The folder is not private to this user, or holds part of a set.
-    """
+    """Make a private CA, certificate and key in ``directory`` (0700; files 0600), or keep the set already there,
+    so that scripts rendered earlier go on working; return the folder and whether they were made. A
+    ValidationError where the folder is not private to this user, or holds part of a set."""
     path = Path(os.path.expanduser(os.path.expandvars(os.fspath(directory)))).resolve()
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     info = path.stat()
@@ -325,12 +274,8 @@ def open_private_folder(path: str, field: str, advice: str, parent: int | None =
     descriptor. It is never a link followed, nor another user's; this user's, it is made 0700.
 
     ``parent``: a descriptor of the folder ``path`` is in, itself opened so (then no one can swap a
-    folder of the path between the checks). ``advice`` ends the error: what the user may do.
-
-    Raises
-    ------
-    ValidationError
-        Naming ``field`` and the folder: a link, not a folder, another user's, or not to be made.
+    folder of the path between the checks). A ValidationError naming ``field`` and the folder (a link, not a
+    folder, another user's, or not to be made) ends with ``advice``: what the user may do.
     """
     name = path if parent is None else os.path.basename(path)
     try:
@@ -353,12 +298,7 @@ def open_private_folder(path: str, field: str, advice: str, parent: int | None =
 def open_private_file(path: str, field: str, advice: str, parent: int | None = None) -> int:
     """Open the file ``path`` for writing from its start, mode 0600: made, or an earlier one of this
     user's emptied; return its descriptor. Never through a link, nor into another user's file or one
-    with a second name (a hard link); ``parent`` and ``advice`` as for :func:`open_private_folder`.
-
-    Raises
-    ------
-    ValidationError
-        Naming ``field`` and the file.
+    with a second name (a hard link); ``field``, ``parent`` and ``advice`` as for :func:`open_private_folder`.
     """
     name = path if parent is None else os.path.basename(path)
     flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # O_NONBLOCK: a FIFO fails
@@ -401,13 +341,8 @@ def make_private_directory(shared_directory: str, prefix: str) -> tuple[str, str
     """A new private folder (mode 0700) in ``shared_directory``, its name starting with ``prefix`` (this
     process's: :func:`~gpujobqueue.security.owned_folders.owner_prefix`), for the scheduler file and the TLS
     credentials, which the jobs read on the compute nodes. Returns its path, and its owner, mode and inode
-    as it was made (``"1000 700 4242"``, as ``stat -c '%u %a %i'`` writes them), which the jobs check.
-
-    Raises
-    ------
-    ValidationError
-        The shared directory does not exist or cannot be written, or the folder was swapped at once.
-    """
+    as it was made (``"1000 700 4242"``, as ``stat -c '%u %a %i'`` writes them), which the jobs check. A
+    ValidationError where the shared directory does not exist or cannot be written, or the folder was swapped."""
     base = os.path.abspath(os.path.expanduser(os.path.expandvars(shared_directory)))
     try:
         path = tempfile.mkdtemp(prefix=prefix, dir=base)  # mkdtemp makes it 0700

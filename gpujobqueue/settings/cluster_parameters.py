@@ -1,11 +1,8 @@
 """The keywords every gpujobqueue cluster class takes, documented once (as dask-jobqueue keeps
-``cluster_parameters``): :class:`~gpujobqueue.cluster.GPUJobQueueCluster`'s docstring and each
-batch system's class's are composed from it (:func:`gpujobqueue.settings.docstrings.with_shared_parameters`).
-
-The entries of the keywords are generated from the keyword registry (:mod:`gpujobqueue.settings.keywords`):
-one entry per keyword, with its type, documentation and default. Only the constructor's own
-parameters that are no setting (``n_workers``, ``site``, dask-jobqueue's pass-through arguments) are
-written here."""
+``cluster_parameters``): one entry per keyword of the registry (:mod:`~gpujobqueue.settings.keywords`), with its
+type, documentation and default; only the constructor's parameters that are no setting (``n_workers``, ``site``,
+dask-jobqueue's pass-through arguments) are written here. Each cluster class's docstring is composed from it
+(:func:`~gpujobqueue.settings.docstrings.with_shared_parameters`)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
 import math
+import operator
 import re
 import warnings
 from pathlib import Path
@@ -34,14 +36,9 @@ class UnknownSettingWarning(UserWarning):
     """A key in one of gpujobqueue's dask config sections that gpujobqueue does not read (a typo)."""
 
 
-def _load_defaults() -> dict[str, Any]:
-    with _DEFAULTS_FILE.open() as f:
-        defaults = yaml.safe_load(f)
-    dask.config.update_defaults(defaults)
-    return defaults["gpujobqueue"]
-
-
-_DEFAULTS = _load_defaults()
+_PACKAGE_DEFAULTS = yaml.safe_load(_DEFAULTS_FILE.read_text())
+dask.config.update_defaults(_PACKAGE_DEFAULTS)
+_DEFAULTS = _PACKAGE_DEFAULTS["gpujobqueue"]
 
 # Per batch system: dask-jobqueue's key (its spelling, ``-``) to the setting it sets; the batch registry's.
 _JOBQUEUE_KEYS: dict[str, dict[str, str]] = {}
@@ -55,15 +52,9 @@ def _spelling(name: str) -> str:
 
 
 def _section(*path: str) -> dict[str, Any]:
-    """``gpujobqueue[.<path>]`` from dask config, each key in gpujobqueue.yaml's spelling
-    (the values, a setting's own mappings among them, as given); empty where unset.
-
-    Raises
-    ------
-    ValidationError
-        The section is not a mapping, one key is set in both spellings to two values, or a value is
-        past the bounds of any (:func:`~gpujobqueue.settings.validation.check_bounded`).
-    """
+    """``gpujobqueue[.<path>]`` from dask config, each key in gpujobqueue.yaml's spelling (the values, a setting's
+    own mappings among them, as given); empty where unset. A ValidationError where the section is not a mapping,
+    one key is set in both spellings to two values, or a value is past the bounds of any (:func:`check_bounded`)."""
     where = ".".join(("gpujobqueue", *path))
     value = _mapping(where)
     section: dict[str, Any] = {}
@@ -99,15 +90,9 @@ def _mapping(where: str) -> Mapping[str, Any]:
 
 
 def add_batch_sections(settings_by_batch: Mapping[str, Iterable[str]]) -> None:
-    """Register the section ``gpujobqueue.<batch>`` of each batch system (the registry's, as it
-    learns of them) in dask config's defaults: every setting its clusters read, null, so that
-    ``dask config get gpujobqueue.<batch>`` lists them.
-
-    Parameters
-    ----------
-    settings_by_batch : mapping
-        A batch system's name to its setting names (keyword spelling); :data:`CLUSTER_SETTINGS` are added.
-    """
+    """Register the section ``gpujobqueue.<batch>`` of each batch system of ``settings_by_batch`` (the registry's,
+    as it learns of them) in dask config's defaults: every setting its clusters read (its setting names and
+    :data:`CLUSTER_SETTINGS`), null, so that ``dask config get gpujobqueue.<batch>`` lists them."""
     sections = {
         batch: {_spelling(name): None for name in (*names, *CLUSTER_SETTINGS)}
         for batch, names in settings_by_batch.items()
@@ -133,18 +118,12 @@ def _shipped_jobqueue_defaults(batch: str) -> dict[str, Any]:
 
 
 def jobqueue_settings(batch: str) -> dict[str, tuple[Any, str]]:
-    """dask-jobqueue's ``jobqueue.<batch>.*`` as the user set it (a file such as a centre's
-    jobqueue.yaml, a ``DASK_JOBQUEUE__*`` variable, ``dask.config.set``): setting name to its value
-    and its key. Left out: a value equal to the default dask-jobqueue ships (its jobqueue.yaml in
-    ``dask.config.defaults``: centres hand out whole copies of that file, whose untouched lines
-    are no choice; gpujobqueue's default stands for them), null, an empty list or mapping
-    (dask-jobqueue's "unset"), and a key that no setting of ``batch`` reads.
-
-    Raises
-    ------
-    ValidationError
-        ``jobqueue`` or ``jobqueue.<batch>`` is not a mapping, or a value read is past the bounds of any.
-    """
+    """dask-jobqueue's ``jobqueue.<batch>.*`` as the user set it (a file such as a centre's jobqueue.yaml, a
+    ``DASK_JOBQUEUE__*`` variable, ``dask.config.set``): setting name to its value and its key. Left out: a value
+    equal to the default dask-jobqueue ships (centres hand out whole copies of its jobqueue.yaml, whose untouched
+    lines are no choice; gpujobqueue's default stands for them), null, an empty list or mapping (dask-jobqueue's
+    "unset"), and a key that no setting of ``batch`` reads. A ValidationError where ``jobqueue`` or
+    ``jobqueue.<batch>`` is not a mapping, or a value read is past the bounds of any."""
     where = f"jobqueue.{batch}"
     current = _mapping(where)
     keys, shipped = _JOBQUEUE_KEYS.get(batch, {}), _shipped_jobqueue_defaults(batch)
@@ -191,19 +170,10 @@ def remove_batch_section(batch: str) -> None:
 
 
 def warn_unknown_keys(batch: str, settings: Iterable[str], batch_sections: Iterable[str]) -> None:
-    """Warn (:class:`UnknownSettingWarning`) of each key that gpujobqueue does not read in its
-    own sections, ``gpujobqueue``, ``gpujobqueue.adapt`` and the like, and in
-    ``gpujobqueue.<batch>``, naming it and the keys it may have meant: a typo is never silent.
-
-    Parameters
-    ----------
-    batch : str
-        The batch system whose section a cluster reads.
-    settings : iterable of str
-        Its cluster class's setting names (keyword spelling); :data:`CLUSTER_SETTINGS` are added.
-    batch_sections : iterable of str
-        Every batch system's section name (the others are checked by their own clusters).
-    """
+    """Warn (:class:`UnknownSettingWarning`) of each key that gpujobqueue does not read in its own sections
+    (``gpujobqueue``, ``gpujobqueue.adapt`` and the like) and in ``gpujobqueue.<batch>``, whose cluster class reads
+    ``settings`` and :data:`CLUSTER_SETTINGS`, naming it and the keys it may have meant: a typo is never silent.
+    ``batch_sections``: every batch system's section, each checked by its own clusters."""
     sections = set(batch_sections)
     _warn_unknown("gpujobqueue", _section(), {*_DEFAULTS, *sections})
     for name, default in _DEFAULTS.items():
@@ -250,28 +220,10 @@ def resolve(
     site_defaults: Mapping[str, Any] | None = None,
     configured_now: Mapping[str, tuple[Any, str]] | None = None,
 ) -> dict[str, Any]:
-    """Settings for one cluster: each name from the keywords, else ``gpujobqueue.<batch>.<name>``
-    (either spelling), else what the user set in dask-jobqueue's ``jobqueue.<batch>``, else the
-    site's value.
-
-    Parameters
-    ----------
-    batch : str
-        Batch system whose config section applies (``slurm``, ``local``).
-    keywords : mapping
-        The keyword arguments the user gave; None counts as not given.
-    names : iterable of str
-        Every setting name to resolve (keyword spelling, with underscores).
-    site_defaults : mapping, optional
-        The site config's values (see :func:`gpujobqueue.sites.site_settings`).
-    configured_now : mapping, optional
-        :func:`batch_settings` of ``batch``, where the caller read it already.
-
-    Returns
-    -------
-    dict
-        Name to value, None where nothing sets it (the parsers then apply defaults).
-    """
+    """Each of the setting ``names`` (keyword spelling) for one cluster: from the ``keywords`` given (None is not
+    given), else dask config (:func:`batch_settings` of ``batch``, or ``configured_now`` where the caller read it
+    already), else the site's value (``site_defaults``); None where nothing sets it (the parsers then apply
+    defaults)."""
     configured_here = batch_settings(batch) if configured_now is None else configured_now
     site_defaults = site_defaults or {}
     settings = {}
@@ -290,12 +242,7 @@ def setting(key: str) -> Any:
     spelling; the package's default (gpujobqueue/gpujobqueue.yaml) where it is unset or null."""
     *path, name = key.split(".")
     value = _section(*path).get(name)
-    if value is None:
-        default: Any = _DEFAULTS
-        for part in (*path, name):
-            default = default[part]
-        value = default
-    return value
+    return functools.reduce(operator.getitem, (*path, name), _DEFAULTS) if value is None else value
 
 
 WORKER_SATURATION_KEY = "gpujobqueue.worker-saturation"
@@ -304,14 +251,8 @@ _DECIMAL = re.compile(r"[0-9]+(\.[0-9]*)?|\.[0-9]+", re.ASCII)
 
 
 def parse_worker_saturation(value: Any) -> float | None:
-    """A worker saturation (distributed's ``worker-saturation``): a number in (0, 1000] or ``inf``;
-    None for ``"distributed"`` (distributed's own setting is left alone).
-
-    Raises
-    ------
-    ValidationError
-        Anything else, naming ``gpujobqueue.worker-saturation``.
-    """
+    """A worker saturation (distributed's ``worker-saturation``): a number in (0, 1000] or ``inf``; None for
+    ``"distributed"`` (distributed's own setting is left alone); anything else a ValidationError."""
     text = value.strip().lower() if isinstance(value, str) else None
     if text == "distributed":
         return None
@@ -345,16 +286,6 @@ def worker_saturation_text(value: float | None) -> str | None:
     return "inf" if math.isinf(value) else repr(value)
 
 
-def scheduler_worker_saturation(value: float | None) -> contextlib.AbstractContextManager:
-    """While a cluster starts its scheduler in this process: distributed's worker saturation set to
-    ``value`` (:func:`worker_saturation`, read when the cluster was made; distributed reads its own
-    once, when the scheduler is made); scoped, so that other schedulers of this process keep the
-    user's setting. None: distributed's own."""
-    if value is None:
-        return contextlib.nullcontext()
-    return dask.config.set({"distributed.scheduler.worker-saturation": value})
-
-
 def default_batch() -> str:
     """``gpujobqueue.batch``: the batch system ``GPUCluster()`` uses when none is given."""
     return path_text("gpujobqueue.batch", setting("batch"))
@@ -367,21 +298,25 @@ def default_site() -> str | None:
     return None if site is None else path_text("gpujobqueue.site", site)
 
 
+def _set_while(key: str, value: Any, on: bool) -> contextlib.AbstractContextManager:
+    """``dask.config.set({key: value})`` where ``on``, else nothing; for the settings that distributed reads once,
+    as a cluster's start makes its scheduler or first UCX connection, scoped so that the rest of the process keeps
+    the user's."""
+    return dask.config.set({key: value}) if on else contextlib.nullcontext()
+
+
+def scheduler_worker_saturation(value: float | None) -> contextlib.AbstractContextManager:
+    """While a cluster starts its scheduler here: distributed's worker saturation set to ``value``
+    (:func:`worker_saturation`, read when the cluster was made); None: distributed's own."""
+    return _set_while("distributed.scheduler.worker-saturation", value, value is not None)
+
+
 def ucx_cuda_context(needed: bool) -> contextlib.AbstractContextManager:
-    """While a cluster starts: ``distributed-ucxx.create-cuda-context`` on where ``needed`` (UCX
-    with a GPU here). distributed-ucxx reads it once, at this process's first UCX listener or
-    connection (``init_once``), which the cluster's start makes; scoped, so it does not stay
-    set for the rest of the process."""
-    if not needed:
-        return contextlib.nullcontext()
-    return dask.config.set({"distributed-ucxx.create-cuda-context": True})
+    """While a cluster starts: ``distributed-ucxx.create-cuda-context`` on where ``needed`` (UCX with a GPU here)."""
+    return _set_while("distributed-ucxx.create-cuda-context", True, needed)
 
 
 def no_scheduler_http_routes(closed: bool) -> contextlib.AbstractContextManager:
-    """While a cluster starts its scheduler in this process: no route in the scheduler's HTTP
-    server (``distributed.scheduler.http.routes``, read once, when the scheduler is made), which
-    distributed starts whatever ``dashboard=False`` says, where ``closed`` (no dashboard opened);
-    scoped, so that other schedulers of this process keep the user's routes."""
-    if not closed:
-        return contextlib.nullcontext()
-    return dask.config.set({"distributed.scheduler.http.routes": []})
+    """While a cluster starts its scheduler here: no route in the scheduler's HTTP server (which distributed starts
+    whatever ``dashboard=False`` says), where ``closed`` (no dashboard opened)."""
+    return _set_while("distributed.scheduler.http.routes", [], closed)

@@ -69,7 +69,7 @@ class Keyword(str):
         The value's JSON schema in the site file, where the kind's is not enough.
     jobqueue_key : str, optional
         dask-jobqueue's config key of the same meaning (``jobqueue.<batch>.<key>``, in the sections of
-        the batch systems that have it), which issue 31 reads under gpujobqueue's own; None where
+        the batch systems that have it), read under gpujobqueue's own; None where
         dask-jobqueue has none.
     """
 
@@ -150,11 +150,6 @@ class Keyword(str):
         return line[:-1] + "; repeatable." if self.kind in (LIST, PAIRS) and line.endswith(".") else line
 
     @property
-    def config_key(self) -> str:
-        """Its key in ``gpujobqueue.<batch>`` (``gpus-per-node``)."""
-        return self.replace("_", "-")
-
-    @property
     def default_doc(self) -> str:
         """The default as the docstring says it."""
         if isinstance(self.default, Computed):
@@ -164,18 +159,7 @@ class Keyword(str):
         return f"Default ``{self.default!r}``."
 
 
-_FIELDS = (
-    "kind",
-    "parse",
-    "default",
-    "doc",
-    "site_key",
-    "option",
-    "type_doc",
-    "choices",
-    "site_schema",
-    "jobqueue_key",
-)
+_FIELDS = tuple(Keyword.__annotations__)  # the facts, in the order __new__ takes them
 
 
 def read_declared(keywords: Iterable[Keyword], settings: Mapping[str, Any], within: str = "") -> dict[str, Any]:

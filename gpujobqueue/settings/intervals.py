@@ -70,13 +70,8 @@ def adapt_wait_count(value: Any = None, field: str = "wait_count") -> int:
 
 
 def check_configured() -> None:
-    """Read every one of these from dask config, so that a bad value is refused (naming its key)
-    when a cluster is planned, not when its loop first runs.
-
-    Raises
-    ------
-    ValidationError
-    """
+    """Read every one of these from dask config, so that a bad value is refused (a ValidationError naming its key)
+    when a cluster is planned, not when its loop first runs."""
     job_poll_interval()
     query_timeout()
     usage_sample_interval()

@@ -1,14 +1,12 @@
-"""The keyword registry, the one source of every fact about a keyword the cluster classes take.
-
-A :class:`Keyword` holds its name, kind, parser, default, documentation, site-file key and
-command-line option; from the registry are generated the ``gpujobqueue.<batch>`` sections of dask
-config (:func:`gpujobqueue.settings.config.add_batch_sections`), the shared docstring of every cluster class
-(:mod:`gpujobqueue.settings.cluster_parameters`), ``gpujobqueue render``'s options
-(:func:`gpujobqueue.cli_render.keyword_options`) and the site schema's keyword properties
-(:func:`site_schema_fragment`). Each batch system declares its own keywords
-(:attr:`~gpujobqueue.batch.base.BatchSystem.keywords`) with the same :class:`Keyword`; the batch
-registry (:func:`gpujobqueue.batch.command_line_keywords`) adds them. Adding a keyword is one line
-here (or in its batch system), the template line that writes it and a test.
+"""The keyword registry, the one source of every fact about a keyword the cluster classes take (each a
+:class:`~gpujobqueue.settings.declaration.Keyword`). From it are generated the ``gpujobqueue.<batch>`` sections of
+dask config (:func:`~gpujobqueue.settings.config.add_batch_sections`), the shared docstring of every cluster class
+(:mod:`~gpujobqueue.settings.cluster_parameters`), ``gpujobqueue render``'s options
+(:func:`gpujobqueue.cli.render.keyword_options`) and the site schema's keyword properties
+(:func:`site_schema_fragment`).
+Each batch system declares its own keywords (:attr:`~gpujobqueue.batch.base.BatchSystem.keywords`), which the batch
+registry (:func:`gpujobqueue.batch.command_line_keywords`) adds. Adding a keyword is one line here (or in its batch
+system), the template line that writes it and a test.
 """
 
 from __future__ import annotations
@@ -21,7 +19,7 @@ from ..jobs.launchers import LAUNCHERS
 from .declaration import CHOICE, INT, LIST, PAIRS, SWITCH, TEXT, Computed, Keyword, NoOption
 from .limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_MEMORY_BYTES, MAX_NODES, MAX_THREADS_PER_WORKER
 from .validation import (
-    matching,
+    matching_parser,
     parse_bool,
     parse_environment,
     parse_job_path,
@@ -33,7 +31,7 @@ from .validation import (
     parse_size,
     parse_word,
 )
-from .worker_options import parse_seconds
+from .worker_options import UCX_TRANSPORTS, parse_seconds
 
 
 def count(maximum: int) -> Callable[[str, Any], int]:
@@ -46,18 +44,8 @@ def size(maximum: int) -> Callable[[str, Any], int]:
     return lambda field, value: parse_size(field, value, maximum)
 
 
-def matching_parser(pattern: re.Pattern, accepted: str) -> Callable[[str, Any], str]:
-    """The parser of one line that ``pattern`` matches whole, else a ValidationError naming the keyword and
-    saying ``accepted``."""
-    return lambda field_name, value: matching(field_name, value, pattern, accepted)
-
-
-def _shebang(field: str, value: Any) -> str:
-    return matching(field, value, re.compile(r"#![^\n]+"), "a line starting with #!")
-
-
-def _interface(field: str, value: Any) -> str:
-    return matching(field, value, re.compile(r"(?!-)[A-Za-z0-9_.:-]{1,32}"), "a network interface name (ib0, hsn0)")
+_shebang = matching_parser(re.compile(r"#![^\n]+"), "a line starting with #!")
+_interface = matching_parser(re.compile(r"(?!-)[A-Za-z0-9_.:-]{1,32}"), "a network interface name (ib0, hsn0)")
 
 
 def _visibility(field: str, value: Any) -> str:
@@ -272,7 +260,7 @@ CLUSTER: tuple[Keyword, ...] = (
 )
 # fmt: on
 # The UCX transport switches, which mean something only with protocol="ucx".
-UCX_TRANSPORT_KEYWORDS: tuple[str, ...] = ("enable_tcp_over_ucx", "enable_infiniband", "enable_nvlink", "enable_rdmacm")
+UCX_TRANSPORT_KEYWORDS: tuple[str, ...] = tuple(UCX_TRANSPORTS)
 
 REQUEST_KEYWORDS: tuple[str, ...] = tuple(REQUEST)
 LAUNCH_KEYWORDS: tuple[str, ...] = tuple(LAUNCH)

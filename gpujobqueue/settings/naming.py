@@ -53,17 +53,9 @@ def job_number(job_name: str) -> tuple[str, int] | None:
 
 
 def worker_suffixes(gpus: int, nodes: int) -> list[str]:
-    """Suffixes that turn a job's name into its workers' names, in node then device order:
-    none for a lone worker, ``-<gpu>`` on one node, ``-<node>-<gpu>`` on several.
-
-    Parameters
-    ----------
-    gpus : int
-        Workers per node.
-    nodes : int
-        Nodes of the job.
-    """
-    per_node = [""] if gpus == 1 else [f"{SEPARATOR}{i}" for i in range(gpus)]  # a lone worker gets no suffix
+    """Suffixes that turn the name of a job of ``nodes`` nodes and ``gpus`` workers per node into its workers'
+    names, in node then device order: none for a lone worker, ``-<gpu>`` on one node, ``-<node>-<gpu>`` on several."""
+    per_node = [""] if gpus == 1 else [f"{SEPARATOR}{i}" for i in range(gpus)]
     if nodes == 1:
         return per_node
     return [f"{SEPARATOR}{node}{suffix}" for node in range(nodes) for suffix in per_node]
@@ -83,14 +75,9 @@ def gpu_index(worker_name: str) -> int:
 class WorkerJobKey:
     """Maps a scheduler's worker to the job that runs it, so whole jobs are retired together.
 
-    Picklable: adapt sends it to the scheduler as the ``key`` of ``workers_to_close``.
-
-    Parameters
-    ----------
-    suffixes : list of str
-        The suffixes that worker names add to their job's name (:func:`worker_suffixes`).
-    cpu_suffixes : list of str, optional
-        The same for the CPU pool's jobs, whose names hold :data:`CPU_JOB_INFIX`.
+    Picklable: adapt sends it to the scheduler as the ``key`` of ``workers_to_close``. ``suffixes``: those that
+    worker names add to their job's name (:func:`worker_suffixes`); ``cpu_suffixes``: the same for the CPU pool's
+    jobs, whose names hold :data:`CPU_JOB_INFIX`.
     """
 
     def __init__(self, suffixes: list[str], cpu_suffixes: list[str] | None = None):

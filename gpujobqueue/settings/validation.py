@@ -40,12 +40,10 @@ _AMOUNT_TEXT = re.compile(r"\s*((?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9
 
 
 def check_bounded(field_name: str, value: Any) -> None:
-    """Refuse, naming ``field_name``, a value past what any keyword takes, before a parser reads it:
-    more than :data:`~gpujobqueue.settings.limits.MAX_VALUE_CHARACTERS` characters of text, lists and mappings
-    more than :data:`~gpujobqueue.settings.limits.MAX_VALUE_DEPTH` deep or of more than
-    :data:`~gpujobqueue.settings.limits.MAX_VALUE_ITEMS` items, a whole number of more than
-    :data:`~gpujobqueue.settings.limits.MAX_NUMBER_DIGITS` digits. Walked without recursion, each list's
-    length read before its items."""
+    """Refuse, naming ``field_name``, a value past what any keyword takes (:mod:`~gpujobqueue.settings.limits`),
+    before a parser reads it: more than ``MAX_VALUE_CHARACTERS`` characters of text, lists and mappings more than
+    ``MAX_VALUE_DEPTH`` deep or of more than ``MAX_VALUE_ITEMS`` items, a whole number of more than
+    ``MAX_NUMBER_DIGITS`` digits. Walked without recursion, each list's length read before its items."""
     pending, items, characters = [(value, 0)], 0, 0
     while pending:
         item, depth = pending.pop()
@@ -70,7 +68,7 @@ def check_bounded(field_name: str, value: Any) -> None:
 
 
 def given_or(value: Any, default: Any) -> Any:
-    """``value`` unless it was not given (None): ``0`` and ``""`` are given, and checked."""
+    """``value`` unless it is None: ``0`` and ``""`` are given, and checked."""
     return default if value is None else value
 
 
@@ -97,56 +95,27 @@ def matching(field_name: str, value: Any, pattern: re.Pattern, accepted: str) ->
     return value
 
 
-def parse_constraint(field_name: str, value: Any) -> str:
-    """A SLURM ``--constraint``: feature names joined by ``& | ,``, with counts and brackets."""
-    return matching(
-        field_name, value, _CONSTRAINT, "SLURM feature names joined by & | , (no spaces or shell characters)"
-    )
+def matching_parser(pattern: re.Pattern, accepted: str) -> Callable[[str, Any], str]:
+    """The parser ``(field_name, value)`` of one line that ``pattern`` matches whole (:func:`matching`)."""
+    return lambda field_name, value: matching(field_name, value, pattern, accepted)
 
 
-def parse_name(field_name: str, value: Any) -> str:
-    """A job or worker name: letters, digits and ``_ . + -``, starting with a letter or digit."""
-    return matching(
-        field_name, value, _SAFE_NAME, "letters, digits and _ . + - (at most 128, no spaces or shell characters)"
-    )
-
-
-def parse_word(field_name: str, value: Any) -> str:
-    """An account, partition or QoS name."""
-    return matching(field_name, value, _SAFE_WORD, "letters, digits and _ . + - (no spaces or shell characters)")
+# A SLURM --constraint; a job or worker name; an account, partition or QoS name.
+parse_constraint = matching_parser(_CONSTRAINT, "SLURM feature names joined by & | , (no spaces or shell characters)")
+parse_name = matching_parser(_SAFE_NAME, "letters, digits and _ . + - (at most 128, no spaces or shell characters)")
+parse_word = matching_parser(_SAFE_WORD, "letters, digits and _ . + - (no spaces or shell characters)")
 
 
 _LIST_SPELLING = {",": "separated by commas", " ": "separated by spaces"}
 
 
 def parse_queues(field_name: str, value: Any, separator: str | None, command: str = "the batch system") -> str:
-    """A queue (partition) name, or a list of them where the batch system takes one.
-
-    Parameters
-    ----------
-    field_name : str
-        The field an error names (``queue``).
-    value : str
-        One name, or names joined by ``separator``.
-    separator : str or None
-        How the batch system's queue option reads a list: ``","`` (sbatch's ``--partition``,
-        Grid Engine's ``qsub -q``), ``" "`` (LSF's ``bsub -q "short long"``, whose surrounding
-        quotes may be given too, as dask-jobqueue writes the value as given), or None where it
-        takes one queue (PBS's ``qsub -q destination``).
-    command : str
-        The batch system's submit command (``sbatch``), for messages.
-
-    Returns
-    -------
-    str
-        The names joined by ``separator``, each checked as :func:`parse_word` checks one.
-
-    Raises
-    ------
-    ValidationError
-        Naming ``field_name``: a name not accepted, an empty name, a list where the batch
-        system takes one queue or in another separator.
-    """
+    """A queue (partition) name, or names joined by ``separator`` where the batch system takes a list, each
+    checked as :func:`parse_word` checks one. ``separator`` is how the queue option of ``command`` (the submit
+    command, for messages) reads a list: ``","`` (sbatch's ``--partition``, Grid Engine's ``qsub -q``), ``" "``
+    (LSF's ``bsub -q "short long"``, whose surrounding quotes may be given too, as dask-jobqueue writes the value
+    as given), or None where it takes one queue (PBS's ``qsub -q destination``). A ValidationError for a name not
+    accepted, an empty name, a list where the batch system takes one queue or in another separator."""
     text = one_line(field_name, value)
     if separator == " " and len(text) > 1 and text[0] == text[-1] == '"':
         text = text[1:-1]
@@ -228,13 +197,8 @@ def _amount(field_name: str, value: Any, parse: Callable[[str], float], accepted
 def parse_duration(field_name: str, value: Any, fewest: float, most: float, unit: str = "seconds") -> float:
     """A duration in seconds from ``fewest`` to ``most``: a number (of ``unit``), dask's text of one
     in the digits 0-9 (``"90s"``, ``"2m"``, ``"500ms"``; not ``"1_0s"`` or ``"٤s"``, which dask reads
-    through ``float()`` as 10 s and 4 s) or a :class:`datetime.timedelta`; ``True``/``False`` refused.
-
-    Raises
-    ------
-    ValidationError
-        Naming ``field_name``: not a duration, or outside the bounds (nan, a 30-digit number).
-    """
+    through ``float()`` as 10 s and 4 s) or a :class:`datetime.timedelta`; ``True``/``False``, nan and
+    values outside the bounds refused."""
     if isinstance(value, datetime.timedelta):
         seconds = value.total_seconds()
     else:
@@ -416,16 +380,11 @@ def parse_environment(field_name: str, value: Any) -> tuple[tuple[str, str], ...
     return tuple(out)
 
 
-def parse_slurm_memory_text(field_name: str, value: Any) -> str:
-    """A raw SLURM memory value, as ``job_mem`` takes it and ``sbatch --mem`` reads it: a whole number of
-    MB (``4000``), or of ``K``, ``M``, ``G`` or ``T`` in either case, with a ``B`` after the unit or not
-    (``60G``, ``120GB``, ``64g``: binary units)."""
-    return matching(
-        field_name,
-        value,
-        re.compile(r"[0-9]{1,20}(?:[KMGTkmgt][Bb]?)?"),
-        "a SLURM memory value such as '4000', '512M' or '60G'",
-    )
+# A raw SLURM memory value, as job_mem takes it and sbatch --mem reads it: a whole number of MB (4000), or of K, M,
+# G or T in either case, with a B after the unit or not (60G, 120GB, 64g: binary units).
+parse_slurm_memory_text = matching_parser(
+    re.compile(r"[0-9]{1,20}(?:[KMGTkmgt][Bb]?)?"), "a SLURM memory value such as '4000', '512M' or '60G'"
+)
 
 
 def per_node(field_name: str, per_job: int, nodes: int) -> int:

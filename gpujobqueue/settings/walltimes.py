@@ -17,20 +17,15 @@ _WALLTIME_FORMS = (
     "Grid Engine, as each reads one)"
 )
 
-
-# The automatic walltime margin: 5 % of the walltime, within these bounds (seconds), and
-# never more than a quarter of the walltime, so short jobs spend most of it working.
 MARGIN_FRACTION = 20  # 1/20 = 5 %
 MARGIN_FEWEST_SECONDS = 20
 MARGIN_MOST_SECONDS = 600
 
 
 def default_walltime_margin(walltime: int) -> int:
-    """Seconds before the walltime at which workers retire: 5 % of the walltime, at least 20 s
-    and at most 10 minutes, and never more than a quarter of the walltime.
+    """Seconds before the walltime at which workers retire: 5 % of the walltime, at least 20 s and at most 10
+    minutes, and never more than a quarter of the walltime, so that short jobs spend most of it working:
 
-    Examples
-    --------
     >>> [default_walltime_margin(w) for w in (60, 120, 600, 3600, 86400)]
     [15, 20, 30, 180, 600]
     """
@@ -75,79 +70,40 @@ def parse_walltime_margin(field_name: str, value: Any, walltime: int | None) -> 
 
 
 def parse_walltime(field_name: str, value: Any, number_unit: int = 60) -> int:
-    """Parse a batch walltime into seconds.
+    """A batch walltime in seconds (at most a year), in SLURM's forms (``HH:MM:SS``, ``D-HH:MM:SS``, ``D-HH:MM``,
+    ``D-HH``, ``MM:SS``, a bare number) or a :class:`datetime.timedelta`; a ValidationError naming ``field_name``
+    and the forms. A bare number counts ``number_unit`` seconds: 60 where the batch system reads minutes (SLURM's
+    ``--time``, LSF's ``-W``), 1 where it reads seconds (PBS's ``walltime``, Grid Engine's ``h_rt``).
 
-    Accepts SLURM's forms: ``HH:MM:SS``, ``D-HH:MM:SS``, ``D-HH:MM``, ``D-HH``, ``MM:SS``
-    and a bare number, or a :class:`datetime.timedelta`.
-
-    Parameters
-    ----------
-    field_name : str
-        The field an error names.
-    value : str or datetime.timedelta
-        The walltime.
-    number_unit : int, default 60
-        The seconds a bare number counts: 60 where the batch system reads one as minutes (SLURM's
-        ``--time``, LSF's ``-W``), 1 where it reads seconds (PBS's ``walltime``, Grid Engine's ``h_rt``).
-
-    Returns
-    -------
-    int
-        Seconds, at most a year.
-
-    Raises
-    ------
-    ValidationError
-        Naming ``field_name`` and the accepted forms.
-
-    Examples
-    --------
-    >>> parse_walltime("walltime", "01:30:00")
-    5400
-    >>> parse_walltime("walltime", "1-00:00:00")
-    86400
-    >>> parse_walltime("walltime", "45")
-    2700
-    >>> parse_walltime("walltime", "1500000", number_unit=1)
-    1500000
+    >>> parse_walltime("walltime", "01:30:00"), parse_walltime("walltime", "1-00:00:00")
+    (5400, 86400)
+    >>> parse_walltime("walltime", "45"), parse_walltime("walltime", "1500000", number_unit=1)
+    (2700, 1500000)
     """
     if isinstance(value, datetime.timedelta):
-        seconds = int(value.total_seconds())
-        if seconds < 1:
-            raise ValidationError(field_name, f"{value!r} is not a positive duration")
-        return _bounded_walltime(field_name, value, seconds)
+        return _bounded_walltime(field_name, value, int(value.total_seconds()))
     text = one_line(field_name, value).strip()
     match = re.fullmatch(r"(?:([0-9]{1,12})-)?([0-9]{1,12})(?::([0-9]{1,12}))?(?::([0-9]{1,12}))?", text)
     if not match:
         raise ValidationError(field_name, f"{value!r} is not a walltime; use {_WALLTIME_FORMS}")
-    days, first, second, third = match.groups()
-    numbers = [int(x) for x in (first, second, third) if x is not None]
-    if days is not None:  # D-HH[:MM[:SS]]
-        hours, minutes, seconds = (numbers + [0, 0])[:3]
-        bounds_ok = hours < 24 and minutes < 60 and seconds < 60
-        total = int(days) * 86400 + hours * 3600 + minutes * 60 + seconds
-    elif len(numbers) == 3:  # HH:MM:SS
-        hours, minutes, seconds = numbers
-        bounds_ok = minutes < 60 and seconds < 60
-        total = hours * 3600 + minutes * 60 + seconds
-    elif len(numbers) == 2:  # MM:SS
-        minutes, seconds = numbers
-        bounds_ok = seconds < 60
-        total = minutes * 60 + seconds
-    else:  # a bare number: minutes or seconds, as the batch system reads it
-        bounds_ok = True
+    days, *clock = match.groups()
+    numbers = [int(x) for x in clock if x is not None]
+    if days is None and len(numbers) == 1:  # a bare number: minutes or seconds, as the batch system reads it
         total = numbers[0] * number_unit
-    if not bounds_ok:
-        raise ValidationError(
-            field_name,
-            f"{value!r} has a field out of range; use {_WALLTIME_FORMS} with minutes and seconds below 60",
-        )
-    if total < 1:
-        raise ValidationError(field_name, f"{value!r} is not a positive duration")
+    else:  # D-HH[:MM[:SS]], HH:MM:SS or MM:SS: each field after the first below 60, a day's hours below 24
+        fields = (numbers + [0, 0])[:3] if days is not None else numbers
+        if any(field >= 60 for field in fields[1:]) or (days is not None and fields[0] >= 24):
+            raise ValidationError(
+                field_name,
+                f"{value!r} has a field out of range; use {_WALLTIME_FORMS} with minutes and seconds below 60",
+            )
+        total = int(days or 0) * 86400 + sum(field * 60**i for i, field in enumerate(reversed(fields)))
     return _bounded_walltime(field_name, value, total)
 
 
 def _bounded_walltime(field_name: str, value: Any, seconds: int) -> int:
+    if seconds < 1:
+        raise ValidationError(field_name, f"{value!r} is not a positive duration")
     if seconds > MAX_WALLTIME_SECONDS:
         raise ValidationError(
             field_name,
@@ -159,10 +115,7 @@ def _bounded_walltime(field_name: str, value: Any, seconds: int) -> int:
 def format_walltime(seconds: int) -> str:
     """Seconds as ``HH:MM:SS``, or ``D-HH:MM:SS`` from one day on."""
     days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    clock = f"{hours:02d}:{minutes:02d}:{secs:02d}"
-    return f"{days}-{clock}" if days else clock
+    return f"{days}-{format_hours_walltime(rest)}" if days else format_hours_walltime(rest)
 
 
 def format_hours_walltime(seconds: int) -> str:

@@ -117,25 +117,13 @@ _RESOURCE = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]{0,63})=([0-9]{1,12}(?:\.[0-9]{
 
 @dataclass(frozen=True)
 class WorkerArguments:
-    """``worker_extra_args`` read as dask-jobqueue's worker line reads them.
+    """``worker_extra_args`` read as dask-jobqueue's worker line reads them; None where not given."""
 
-    Parameters
-    ----------
-    args : tuple of str
-        The words the worker line carries, one shell word each, in the user's order.
-    resources : tuple of (str, str)
-        The last ``--resources``' ``name=amount`` pairs (the worker CLIs keep the last).
-    lifetime, lifetime_stagger : int or None
-        ``--lifetime`` and ``--lifetime-stagger`` in whole seconds (rounded up), None where not given.
-    lifetime_restart : bool or None
-        ``--lifetime-restart`` (True) or ``--no-lifetime-restart`` (False), None where not given.
-    """
-
-    args: tuple[str, ...] = ()
-    resources: tuple[tuple[str, str], ...] = ()
-    lifetime: int | None = None
+    args: tuple[str, ...] = ()  # the words the worker line carries, one shell word each, in the user's order
+    resources: tuple[tuple[str, str], ...] = ()  # the last --resources' name=amount pairs (the worker CLIs keep it)
+    lifetime: int | None = None  # --lifetime and --lifetime-stagger in whole seconds, rounded up
     lifetime_stagger: int | None = None
-    lifetime_restart: bool | None = None
+    lifetime_restart: bool | None = None  # --lifetime-restart (True) or --no-lifetime-restart (False)
 
 
 # The parts of shell words as shlex.split reads them (POSIX): blanks between words, a single-quoted
@@ -169,14 +157,8 @@ def _shell_words(text: str) -> list[str]:
 
 
 def split_words(field_name: str, value: Any) -> list[str]:
-    """The shell words of a list of arguments joined with spaces, as dask-jobqueue joins them.
-
-    Raises
-    ------
-    ValidationError
-        Naming ``field_name``: not a list of one-line strings, a quote left open, more than
-        :data:`~gpujobqueue.settings.limits.MAX_LIST_ITEMS` words.
-    """
+    """The shell words of a list of arguments joined with spaces, as dask-jobqueue joins them; a ValidationError
+    for a list that is not of one-line strings, a quote left open, more than ``MAX_LIST_ITEMS`` words."""
     words = []
     for item in parse_lines(field_name, value):
         try:
@@ -192,14 +174,9 @@ def read_worker_args(field_name: str, value: Any, command: str | None = None) ->
     """Read ``worker_extra_args`` (``field_name``) for the worker ``command`` (``python -m`` module).
 
     With ``command`` one of :data:`WORKER_CLI_OPTIONS`, an option that command does not take, or a
-    word that is no option's value, is refused, saying what to give instead; with another command
-    (a ``worker_command`` of the user's) the words are only split. An unknown option after a
-    ``--preload`` is left to that preload, which the worker CLI hands them to.
-
-    Raises
-    ------
-    ValidationError
-        Naming ``field_name``.
+    word that is no option's value, is refused (a ValidationError), saying what to give instead; with
+    another command (a ``worker_command`` of the user's) the words are only split. An unknown option
+    after a ``--preload`` is left to that preload, which the worker CLI hands them to.
     """
     words = split_words(field_name, value)
     options = WORKER_CLI_OPTIONS.get(command or "")
@@ -322,13 +299,8 @@ _PREFIX_WORD = re.compile(r"[A-Za-z0-9_./+@%=,:-]+")
 
 
 def parse_python(value: Any, launcher: str) -> tuple[tuple[str, ...], str]:
-    """dask-jobqueue's ``python``: the interpreter, after a launcher prefix (``srun -n 1 -c 8 python``).
-
-    Raises
-    ------
-    ValidationError
-        Naming ``python``: shell characters, or a prefix beside a ``launcher`` that starts the workers already.
-    """
+    """dask-jobqueue's ``python``: the interpreter, after a launcher prefix (``srun -n 1 -c 8 python``); a
+    ValidationError for shell characters, or a prefix beside a ``launcher`` that starts the workers already."""
     words = split_words("python", [path_text("python", value)])
     if not words:
         raise ValidationError("python", "no interpreter given")

@@ -13,8 +13,7 @@ from .limits import MAX_WAIT_SECONDS
 from .validation import one_line, parse_bool, parse_duration, parse_lines, parse_size
 
 # The protocols gpujobqueue sets up for a batch job's workers; ucxx is distributed-ucxx's name for its
-# UCX, which serves ucx:// too. distributed's other comms are refused by name, saying why (before,
-# the cluster's TLS silently took their place).
+# UCX, which serves ucx:// too. distributed's other comms are refused by name, saying why.
 PROTOCOLS = ("tcp", "tls", "ucx")
 PROTOCOL_SPELLINGS = {"ucxx": "ucx"}
 _OTHER_PROTOCOLS = {
@@ -56,14 +55,8 @@ DASK_CUDA_DEFAULT_THREADS = 4
 
 
 def check_one_device_per_dask_cuda_worker(mode: str, workers: int, gpus: int) -> None:
-    """Refuse dask-cuda's mode for workers that share a node's ``gpus`` as ``workers`` (dask-jobqueue's
-    ``processes``): ``dask cuda worker`` starts one worker per visible GPU.
-
-    Raises
-    ------
-    ValidationError
-        Naming ``worker_mode``, and ``processes`` in its message.
-    """
+    """Refuse (naming ``worker_mode``) dask-cuda's mode for workers that share a node's ``gpus`` as ``workers``
+    (dask-jobqueue's ``processes``): ``dask cuda worker`` starts one worker per visible GPU."""
     if mode == "dask-cuda" and workers != gpus:
         share = gpus // workers
         raise ValidationError(
@@ -83,15 +76,9 @@ def default_threads(mode: str, gpus: int, cpus_per_node: int | None) -> int:
 
 
 def threads_of_cores(cores_per_node: int, workers_per_node: int) -> int:
-    """Threads per worker when dask-jobqueue's ``cores`` (per job) is given: the node's cores
-    shared evenly by its workers, so that none is left idle; a node with fewer cores than
-    workers gives each one thread.
-
-    Raises
-    ------
-    ValidationError
-        When the cores cannot be shared evenly, naming ``cores`` and ``gpus_per_node``.
-    """
+    """Threads per worker when dask-jobqueue's ``cores`` (per job) is given: the node's cores shared evenly by
+    its workers, so that none is left idle (else a ValidationError naming ``cores``); a node with fewer cores than
+    workers gives each one thread."""
     if cores_per_node <= workers_per_node:
         return 1
     if cores_per_node % workers_per_node:

@@ -73,7 +73,7 @@ def test_every_keyword_has_one_docstring_entry_with_its_default(batch):
 def test_every_keyword_has_one_config_key_and_the_section_no_other(batch):
     system = batch_systems()[batch]
     section = dask.config.get(f"gpujobqueue.{batch}")
-    expected = {keyword.config_key for keyword in system.setting_names()} | {
+    expected = {keyword.replace("_", "-") for keyword in system.setting_names()} | {
         name.replace("_", "-") for name in config.CLUSTER_SETTINGS
     }
     assert set(section) == expected
