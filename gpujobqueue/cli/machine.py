@@ -61,6 +61,7 @@ def check(
             raise click.UsageError("FILES are validated on their own; leave out the machine options")
         sys.exit(_check_site_files(files))
     import json
+    from dataclasses import asdict
 
     from ..diagnostics import gather_facts, judge, report
 
@@ -71,7 +72,7 @@ def check(
     )
     findings = judge(facts)
     if as_json:
-        click.echo(json.dumps({"facts": facts.as_dict(), "findings": [vars(f) for f in findings]}, indent=2))
+        click.echo(json.dumps({"facts": asdict(facts), "findings": [asdict(f) for f in findings]}, indent=2))
     else:
         click.echo(report(findings, facts))
     if any(f.status == "fail" for f in findings):

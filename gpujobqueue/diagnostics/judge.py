@@ -1,5 +1,6 @@
-"""The judgement of ``gpujobqueue check``: :func:`judge` turns :class:`~.facts.MachineFacts`
-into :class:`Finding` lines, ``fail`` where something the workers need is missing, each with its fix."""
+"""The judgement of ``gpujobqueue check``: :func:`judge` turns :class:`~.facts.MachineFacts` into
+:class:`Finding` lines, ``fail`` where something the workers need is missing, each with its fix, and
+:func:`report` writes them as text."""
 
 from __future__ import annotations
 
@@ -30,17 +31,7 @@ class Finding:
 
 
 def judge(facts: MachineFacts) -> list[Finding]:
-    """The findings of a check, in the order they are printed.
-
-    Parameters
-    ----------
-    facts : MachineFacts
-
-    Returns
-    -------
-    list of Finding
-        ``fail`` where something the workers need is missing, each with its fix.
-    """
+    """The findings of a check, in the order they are printed."""
     findings = [_site_finding(facts), *_freshness_findings(facts)]
     findings.append(Finding("ok", "python", f"{facts.python}; gpujobqueue {facts.gpujobqueue}"))
     findings += _gpu_findings(facts)
@@ -62,6 +53,23 @@ def judge(facts: MachineFacts) -> list[Finding]:
     if not facts.site_file_errors:
         findings.append(Finding("ok", "site files", f"{facts.site_files_checked} known site files valid"))
     return findings + _submit_test_findings(facts)
+
+
+def report(findings: list[Finding], facts: MachineFacts) -> str:
+    """The check as text: one line per finding, its fix under it, and a last line that sums up."""
+    width = max(len(f.topic) for f in findings)
+    lines = [f"gpujobqueue check on {facts.hostname}"]
+    for finding in findings:
+        lines.append(f"  {finding.status.upper():<5} {finding.topic:<{width}}  {finding.detail}")
+        if finding.fix:
+            lines.append(f"  {'':<5} {'':<{width}}  fix: {finding.fix}")
+    failed = sum(f.status == "fail" for f in findings)
+    warned = sum(f.status == "warn" for f in findings)
+    if failed:
+        lines.append(f"{failed} problem(s) stop GPU workers here; each fix is named above")
+    else:
+        lines.append("nothing missing" + (f" ({warned} warning(s))" if warned else ""))
+    return "\n".join(lines)
 
 
 def _site_finding(facts: MachineFacts) -> Finding:
