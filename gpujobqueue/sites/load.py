@@ -23,26 +23,9 @@ from .yaml_text import line_index, load_site_yaml
 
 
 def read_site_file(path: str | os.PathLike[str], *, partial: bool = False) -> tuple[dict, dict[tuple, int]]:
-    """Read and check one site file against the schema.
-
-    Parameters
-    ----------
-    path : path
-        The YAML file.
-    partial : bool
-        An override file: every key is checked but none is required.
-
-    Returns
-    -------
-    data : dict
-    lines : dict
-        Key path (tuple) to its line in the file.
-
-    Raises
-    ------
-    SiteConfigError
-        The first problem (all of them are in ``.errors`` of the exception).
-    """
+    """One site file's data and each key path's line, checked against the schema (``partial``: an override file,
+    every key checked but none required) and, whole, for what a schema cannot say. Raises the first problem as a
+    SiteConfigError, all of them in its ``errors``."""
     path = Path(path)
     data, node = load_site_yaml(path)
     if not isinstance(data, dict):
@@ -209,16 +192,10 @@ def _leaf_keys(value: Any, path: tuple = ()) -> Iterator[tuple]:
 
 
 def load_files(name: str, paths: list[Path]) -> Site:
-    """The site ``name`` from its files, lowest precedence first: the first read whole (or, with
-    overrides after it, each key checked), each next one merged over it, and the result checked whole.
-
-    Raises
-    ------
-    SiteConfigError
-        A file, or the merged result, does not validate.
-    """
+    """The site ``name`` from its files, lowest precedence first: the first read whole (or, with overrides after
+    it, each key checked), each next one merged over it, and the result checked whole (a SiteConfigError)."""
     data: dict = {}
-    origins: dict[tuple, str] = {}
+    origins: dict[tuple, tuple[str, int]] = {}
     all_lines = {}
     for path in paths:
         part, lines = read_site_file(path, partial=len(paths) > 1)
@@ -226,7 +203,7 @@ def load_files(name: str, paths: list[Path]) -> Site:
         data = _merge(data, part)
         for key in _leaf_keys(part):  # the file that gave each value last, at the value's line
             origins.pop(key, None)
-            origins[key] = f"{path}:{lines.get(key, 1)}"
+            origins[key] = (str(path), lines.get(key, 1))
     leaves = set(_leaf_keys(data))
     origins = {key: where for key, where in origins.items() if key in leaves}
     if len(paths) > 1:  # the merged whole must be a complete, valid site
