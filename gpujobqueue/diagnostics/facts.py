@@ -15,7 +15,9 @@ from typing import Any
 
 from .. import sites
 from .._version import __version__
+from ..batch import batch_system
 from ..errors import GPUJobQueueError
+from ..jobs.scheduler_job import parse_scheduler_placement
 from ..machine.gpus import GPU, machine_gpus
 from ..machine.install import probe_imports, worker_python_problems
 from ..machine.interfaces import host_interfaces
@@ -165,12 +167,9 @@ def _submit_tests(loaded: sites.Site | None, account: str | None) -> list[dict[s
 
 def _scheduler_placement(batch: str, protocol: str | None) -> str | None:
     """Where a cluster made here would run its scheduler (``gpujobqueue.<batch>.scheduler``)."""
-    from ..batch import batch_system
-    from ..jobs.scheduler_job import parse_scheduler_placement
-    from ..settings.config import configured
-
     try:
-        return parse_scheduler_placement(configured(batch, "scheduler"), batch_system(batch).runs_jobs_here, protocol)
+        placement = config.configured(batch, "scheduler")
+        return parse_scheduler_placement(placement, batch_system(batch).runs_jobs_here, protocol)
     except GPUJobQueueError:
         return None
 

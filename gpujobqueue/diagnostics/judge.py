@@ -14,7 +14,7 @@ from ..jobs.scheduler_job import SCHEDULER_HERE
 from ..machine.install import cuda_major, install_line
 from ..sites import FRESH_MONTHS, oldest_source
 from .facts import MachineFacts
-from .probes import commands, runs_jobs_here, submitting
+from .probes import commands, submitting
 
 NVLINK_TRANSPORTS = {"cuda_ipc"}
 INFINIBAND_TRANSPORTS = {"rc", "rc_verbs", "rc_mlx5", "ud", "ud_verbs", "ud_mlx5", "dc", "dc_mlx5"}
@@ -185,7 +185,7 @@ def _gpu_findings(facts: MachineFacts) -> list[Finding]:
                 "not empty",
             )
         ]
-    if runs_jobs_here(facts.batch):
+    if batch_system(facts.batch).runs_jobs_here:
         return [
             Finding(
                 "warn",
@@ -234,7 +234,7 @@ def _built_for(distribution: str | None) -> int | None:
 def _workers_run_dask_cuda(facts: MachineFacts) -> bool:
     # worker_mode's default: dask-cuda, but CPU workers where the local batch system finds no GPU.
     return facts.worker_mode == "dask-cuda" or (
-        facts.worker_mode is None and (bool(facts.gpus) or not runs_jobs_here(facts.batch))
+        facts.worker_mode is None and (bool(facts.gpus) or not batch_system(facts.batch).runs_jobs_here)
     )
 
 
@@ -363,7 +363,7 @@ def _network_findings(facts: MachineFacts) -> list[Finding]:
         return findings
     choices = ", ".join(name for name, addrs in facts.interfaces.items() if addrs and name != "lo") or "lo"
     fix = f"pass interface= one of {choices} (or correct the site's network.interface)"
-    if facts.job_of or runs_jobs_here(facts.batch):
+    if facts.job_of or batch_system(facts.batch).runs_jobs_here:
         findings.append(
             Finding(
                 "fail",
@@ -405,7 +405,7 @@ def _batch_findings(facts: MachineFacts) -> list[Finding]:
         for batch in submitting()
         if all(facts.batch_commands.get(c) for c in commands(batch)) and batch in facts.batch_versions
     ]
-    if runs_jobs_here(facts.batch):
+    if batch_system(facts.batch).runs_jobs_here:
         also = (
             "; on PATH: " + ", ".join(facts.batch_versions[b] for b in present) + " (pass site= or batch= to use it)"
             if present
