@@ -97,12 +97,6 @@ def _print_table(outcomes: list[Outcome], backend: str) -> None:
         print("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)))
 
 
-def _tail(path: str | None, lines: int = 25) -> str:
-    """The last lines of a job's log (its last 64 KiB read, however long it grew)."""
-    found, tail = read_log_tail([path], lines) if path else (None, "")
-    return tail if found else "(no log)"
-
-
 def one_line(error: BaseException) -> str:
     """An exception as one line: its type and the first line of its message."""
     message = str(error).strip().splitlines()
@@ -168,22 +162,10 @@ def _dashboard_line(link: str) -> str:
 
 
 def run_demo(size: str = "medium", gpus: int | None = None, dashboard: bool = False) -> int:
-    """Start a LocalGPUCluster, run the seed workloads, print a table; return an exit code.
-
-    A failure of a workload (cupy's OutOfMemoryError, a worker that died) is reported on
-    one line, with the job's log, and the exit code is 1; nothing ends in a traceback.
-
-    Parameters
-    ----------
-    size : {"small", "medium", "large"}
-        Problem sizes, fitted to the memory of the GPUs used (see
-        :func:`gpujobqueue.cli.demo_sizes.demo_sizes`), or CPU sizes without GPUs.
-    gpus : int, optional
-        Workers to start; default every GPU here, or two CPU workers without GPUs.
-    dashboard : bool
-        Open the scheduler's dashboard on this host's loopback (which every user of this host
-        can read); by default the cluster serves no web page.
-    """
+    """Start a LocalGPUCluster of ``gpus`` workers (:func:`_demo_workers`), with the scheduler's dashboard on this
+    host's loopback where asked, run the seed workloads at ``size`` (:func:`~.demo_sizes.demo_sizes`) and print a
+    table; return an exit code. A failure of a workload (cupy's OutOfMemoryError, a worker that died) is one line,
+    with the job's log, and exit code 1, never a traceback."""
     gpu_ids = nvidia_gpu_ids()
     workers, mode, backend, memories = _demo_workers(gpu_ids, gpus)
     sizes = demo_sizes(size, memories)
@@ -273,8 +255,9 @@ def _wait_for_workers(client: Client, cluster: LocalGPUCluster, workers: int) ->
     try:
         client.wait_for_workers(workers, timeout=120)
     except TimeoutError:
-        for job in cluster.workers.values():
-            print(f"--- end of the log of job {job.name} ({_log_path(job)}):\n{_tail(_log_path(job))}")
+        for job in cluster.workers.values():  # the last 25 lines of each log (its last 64 KiB read)
+            found, tail = read_log_tail([_log_path(job)], 25) if _log_path(job) else (None, "")
+            print(f"--- end of the log of job {job.name} ({_log_path(job)}):\n{tail if found else '(no log)'}")
         raise GPUJobQueueError(f"{workers} worker(s) did not connect within 120 s; the job logs are above") from None
 
 

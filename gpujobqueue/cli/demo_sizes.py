@@ -1,9 +1,5 @@
-"""The demo's problem sizes, fitted to the memory of the GPUs it runs on.
-
-A pure function of the size asked for and the GPUs' memories, so that it can be checked
-without a GPU. The nominal sizes are those of docs/benchmarks.md (two H200s); on smaller
-or fewer GPUs they shrink until the largest piece of the computation fits with margin.
-"""
+"""The demo's problem sizes, fitted to the memory of the GPUs it runs on: a pure function, checked without a GPU.
+The nominal sizes are those of docs/benchmarks.md (two H200s)."""
 
 from __future__ import annotations
 
@@ -46,17 +42,8 @@ ROUND = 1_000
 
 @dataclass(frozen=True)
 class DemoSizes:
-    """The demo's problem sizes.
-
-    Attributes
-    ----------
-    side, chunk : int
-        The random array's side and its chunks' side.
-    rows, cols, row_chunk : int
-        The tall-skinny SVD's shape and its row chunks.
-    fitted : str
-        Why the sizes differ from the nominal ones ("" when they do not).
-    """
+    """The demo's problem sizes: the random array's side and its chunks' side, the tall-skinny SVD's shape and its
+    row chunks, and why they differ from the nominal ones ("" when they do not)."""
 
     side: int
     chunk: int
@@ -85,29 +72,9 @@ def _round_down(value: float, step: int, least: int) -> int:
 
 
 def demo_sizes(size: str, gpu_memories: Sequence[int]) -> DemoSizes:
-    """The demo's sizes for ``size`` on GPUs with these memories (bytes), or on CPUs.
-
-    Parameters
-    ----------
-    size : {"small", "medium", "large"}
-    gpu_memories : sequence of int
-        Each GPU's memory in bytes, one per worker; empty where there is no GPU (the CPU
-        sizes, which are small enough for any machine).
-
-    Returns
-    -------
-    DemoSizes
-        The nominal sizes where they fit; else chunks, then the SVD's rows and the sum's
-        side, shrunk until every GPU's planned peak is at most ``MEMORY_SHARE`` of the
-        smallest GPU's memory.
-
-    Examples
-    --------
-    >>> demo_sizes("large", [141 * 10**9]).rows < 10_000_000
-    True
-    >>> demo_sizes("small", [80 * 10**9]).fitted
-    ''
-    """
+    """The demo's sizes for ``size`` on GPUs with these memories in bytes, one per worker (none: the CPU sizes,
+    small enough for any machine): the nominal sizes where they fit; else chunks, then the SVD's rows and the sum's
+    side, shrunk until every GPU's planned peak is at most ``MEMORY_SHARE`` of the smallest GPU's memory."""
     if size not in SIZE_NAMES:
         raise ValueError(f"size must be one of {', '.join(SIZE_NAMES)}, got {size!r}")
     if not gpu_memories:

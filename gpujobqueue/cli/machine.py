@@ -8,23 +8,17 @@ import sys
 import click
 
 from ..batch import names
-from ..errors import GPUJobQueueError
 from ..settings.worker_options import PROTOCOLS
 
 
 @click.command()
 @click.argument("files", nargs=-1, type=click.Path())
-@click.option(
-    "--site", default=None, help="Check against this site (name or file) instead of the one GPUCluster() would pick."
-)
-@click.option(
-    "--batch", type=click.Choice(list(names())), default=None, help="The batch system, where no site is used."
-)
-@click.option("--interface", default=None, help="The interface keyword: check it exists here (default: the site's).")
+@click.option("--site", help="Check against this site (name or file) instead of the one GPUCluster() would pick.")
+@click.option("--batch", type=click.Choice(list(names())), help="The batch system, where no site is used.")
+@click.option("--interface", help="The interface keyword: check it exists here (default: the site's).")
 @click.option(
     "--protocol",
     type=click.Choice(PROTOCOLS),
-    default=None,
     help="The protocol keyword (default: the site's).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the facts and findings as JSON.")
@@ -34,7 +28,7 @@ from ..settings.worker_options import PROTOCOLS
     help="Ask the site's batch system whether it would take the site's default job and one job per routing bin "
     "(sbatch --test-only, qsub -w v); nothing is submitted. Exit 1 where it refuses one.",
 )
-@click.option("--account", default=None, help="The account the --submit-test jobs are rendered with.")
+@click.option("--account", help="The account the --submit-test jobs are rendered with.")
 def check(
     files: tuple[str, ...],
     site: str | None,
@@ -61,6 +55,7 @@ def check(
             raise click.UsageError("FILES are validated on their own; leave out the machine options")
         sys.exit(_check_site_files(files))
     import json
+    from dataclasses import asdict
 
     from ..diagnostics import gather_facts, judge, report
 
@@ -71,7 +66,7 @@ def check(
     )
     findings = judge(facts)
     if as_json:
-        click.echo(json.dumps({"facts": facts.as_dict(), "findings": [vars(f) for f in findings]}, indent=2))
+        click.echo(json.dumps({"facts": asdict(facts), "findings": [asdict(f) for f in findings]}, indent=2))
     else:
         click.echo(report(findings, facts))
     if any(f.status == "fail" for f in findings):
@@ -121,9 +116,7 @@ def clean(directory: str) -> None:
     show_default=True,
     help="Problem sizes.",
 )
-@click.option(
-    "--gpus", type=int, default=None, help="GPU workers to start (default: every GPU, or 2 CPU workers without GPUs)."
-)
+@click.option("--gpus", type=int, help="GPU workers to start (default: every GPU, or 2 CPU workers without GPUs).")
 @click.option(
     "--dashboard",
     is_flag=True,
@@ -133,7 +126,4 @@ def demo(size: str, gpus: int | None, dashboard: bool) -> None:
     """Start a LocalGPUCluster here, run the seed workloads, print sizes and timings."""
     from .demo import run_demo
 
-    try:
-        sys.exit(run_demo(size=size, gpus=gpus, dashboard=dashboard))
-    except GPUJobQueueError as error:
-        raise click.ClickException(str(error)) from None
+    sys.exit(run_demo(size=size, gpus=gpus, dashboard=dashboard))

@@ -1,7 +1,5 @@
-"""The ``gpujobqueue`` command (also ``dask gpujobqueue``): the click group, and its commands by
-family: ``render`` and ``credentials`` (:mod:`.cli_render`), ``sites`` and ``show``
-(:mod:`.cli_sites`), ``check``, ``clean`` and ``demo`` (:mod:`.cli_machine`), ``usage``
-(:mod:`.cli_usage`)."""
+"""The ``gpujobqueue`` command (also ``dask gpujobqueue``): the click group of the commands of :mod:`.render`,
+:mod:`.sites`, :mod:`.machine` and :mod:`.usage`."""
 
 from __future__ import annotations
 
@@ -10,6 +8,7 @@ from typing import Any
 
 import click
 
+from ..errors import GPUJobQueueError
 from .machine import check, clean, demo
 from .render import credentials, render
 from .sites import show, sites
@@ -17,12 +16,15 @@ from .usage import usage
 
 
 class _Commands(click.Group):
-    """The commands; Ctrl-C ends one with a line and status 130 (128 + SIGINT, as a shell reports a
-    program that Ctrl-C ended), not click's "Aborted!" and 1."""
+    """The commands; a GPUJobQueueError a command does not say itself is click's one-line error (status 1), not a
+    traceback; Ctrl-C ends one with a line and status 130 (128 + SIGINT, as a shell reports a program that Ctrl-C
+    ended), not click's "Aborted!" and 1."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except GPUJobQueueError as error:
+            raise click.ClickException(str(error)) from None
         except KeyboardInterrupt:
             click.echo("gpujobqueue: interrupted (Ctrl-C)", err=True)
             sys.exit(130)

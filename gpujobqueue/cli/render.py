@@ -12,26 +12,30 @@ import click
 
 from ..batch import command_line_keywords, names
 from ..errors import GPUJobQueueError, JobSizeMissingError, UnknownKeywordError, ValidationError
-from ..script.run import DEFAULT_WORKERS_TIMEOUT
+from ..script.run import DEFAULT_WORKERS_TIMEOUT, ClientRun
 from ..security.tls import InsecureScriptWarning
 from ..settings.keywords import CHOICE, INT, LIST, PAIRS, SWITCH, Keyword
-from ..settings.validation import parse_count
+from ..settings.limits import MAX_WAIT_SECONDS
+from ..settings.validation import parse_count, parse_duration
 
 
-class WholeNumber(click.ParamType):
-    """An option's whole number in the digits 0-9 (:func:`~gpujobqueue.settings.validation.parse_count`):
-    click's own ``int`` reads ``1_0`` as 10 and ``٤`` as 4. The keyword's parser then bounds it."""
+class Parsed(click.ParamType):
+    """An option's value read by a :mod:`~gpujobqueue.settings.validation` parser and refused as click refuses bad
+    usage: a whole number in the digits 0-9 (:func:`~gpujobqueue.settings.validation.parse_count`; click's own
+    ``int`` reads ``1_0`` as 10 and ``٤`` as 4), which the keyword's parser then bounds, or a duration."""
 
-    name = "integer"
+    def __init__(self, name: str, parse: Callable[[str, Any], Any]):
+        self.name, self.parse = name, parse
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         try:
-            return parse_count(param.name if param is not None else "value", value)
+            return self.parse(param.name if param is not None else "value", value)
         except ValidationError as error:
             self.fail(error.message, param, ctx)
 
 
-WHOLE_NUMBER = WholeNumber()
+WHOLE_NUMBER = Parsed("integer", parse_count)
+DURATION = Parsed("duration", lambda field, value: parse_duration(field, value, 1, MAX_WAIT_SECONDS))
 
 
 def _keyword_option(keyword: Keyword) -> Callable:
@@ -45,8 +49,8 @@ def _keyword_option(keyword: Keyword) -> Callable:
         )
     if keyword.kind == CHOICE:
         choices = keyword.choices() if callable(keyword.choices) else keyword.choices
-        return click.option(*decls, type=click.Choice(list(choices)), default=None, help=keyword.help)
-    return click.option(*decls, type=WHOLE_NUMBER if keyword.kind == INT else str, default=None, help=keyword.help)
+        return click.option(*decls, type=click.Choice(list(choices)), help=keyword.help)
+    return click.option(*decls, type=WHOLE_NUMBER if keyword.kind == INT else str, help=keyword.help)
 
 
 def keyword_options(command: Callable, keywords: Sequence[Keyword] | None = None) -> Callable:
@@ -99,13 +103,11 @@ def _in_option_terms(error: GPUJobQueueError, command: click.Command) -> str:
 @click.option(
     "--scheduler-address",
     "scheduler",
-    default=None,
     help="Scheduler the workers connect to (without it or --scheduler-file: a placeholder, which the script "
     "refuses to run with until it is filled in).",
 )
 @click.option(
     "--scheduler-file",
-    default=None,
     metavar="FILE",
     help="The workers find the scheduler through this file, as `dask scheduler --scheduler-file FILE` writes it "
     "(a path the compute nodes read).",
@@ -118,13 +120,13 @@ def _in_option_terms(error: GPUJobQueueError, command: click.Command) -> str:
 )
 @click.option(
     "--run",
-    default=None,
     metavar="SCRIPT.py",
     help="Write a self-contained script: it starts a scheduler and the GPU workers in the job, runs SCRIPT.py "
     "(with SCRIPT_ARGS) as the client once the workers are up, and ends the job with its exit code.",
 )
 @click.option(
     "--workers-timeout",
+    type=DURATION,
     default=str(DEFAULT_WORKERS_TIMEOUT),
     show_default=True,
     help="With --run: how long to wait for the workers before the job fails (seconds, or '10m').",
@@ -132,7 +134,6 @@ def _in_option_terms(error: GPUJobQueueError, command: click.Command) -> str:
 @click.option(
     "--job-array",
     type=WHOLE_NUMBER,
-    default=None,
     metavar="K",
     help=(
         "Write the job array of K jobs (NAME-0 .. NAME-<K-1>) that a cluster with job_array=True submits in one "
@@ -141,14 +142,11 @@ def _in_option_terms(error: GPUJobQueueError, command: click.Command) -> str:
 )
 @click.option(
     "--no-tls",
-    "no_tls",
     is_flag=True,
-    default=False,
     help="Plain TCP instead of TLS (warns: anyone who reaches the scheduler's or workers' ports can run code as you).",
 )
 @click.option(
     "--tls-directory",
-    default=None,
     metavar="DIR",
     help="Without --run: the folder of the TLS credentials that the workers and your scheduler share, as the "
     "job's shell writes it (default $HOME/.config/gpujobqueue/tls; `gpujobqueue credentials` makes them).",
@@ -156,7 +154,6 @@ def _in_option_terms(error: GPUJobQueueError, command: click.Command) -> str:
 @click.option(
     "--standalone",
     is_flag=True,
-    default=False,
     help="For nodes without gpujobqueue installed: the script writes gpujobqueue's preloads into its private "
     "folder and the workers preload them by path (by default, by module name: the workers' python imports "
     "gpujobqueue).",
@@ -164,7 +161,6 @@ def _in_option_terms(error: GPUJobQueueError, command: click.Command) -> str:
 @click.option(
     "--explain",
     is_flag=True,
-    default=False,
     help="Also say on stderr where each setting came from: a keyword (option), gpujobqueue's dask config, "
     "dask-jobqueue's (jobqueue.<batch>.*, a jobqueue.yaml), the site, or the default.",
 )
@@ -176,7 +172,7 @@ def render(
     scheduler_file: str | None,
     name: str,
     run: str | None,
-    workers_timeout: str,
+    workers_timeout: float,
     environment: tuple[str, ...],
     job_array: int | None,
     no_tls: bool,
@@ -208,7 +204,7 @@ def render(
     _check_arguments(batch, client_args, run, scheduler, scheduler_file, name)
     keywords = _keywords(options, environment)
     try:
-        client = _client_run(run, client_args, workers_timeout)
+        client = None if run is None else ClientRun.from_command_line(run, client_args, workers_timeout=workers_timeout)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", InsecureScriptWarning)
             text = job_script_for(
@@ -253,19 +249,6 @@ def _explained(batch: str, keywords: dict[str, Any]) -> str:
         if value is not None and name != "site"
     ]
     return "".join(lines)
-
-
-def _client_run(client_script: str | None, client_args: tuple[str, ...], workers_timeout: str) -> Any:
-    """The ``--run`` client (a :class:`~gpujobqueue.run.ClientRun`), or None; ``--workers-timeout`` is read
-    with --run only, and checked always: a wrong value is not left for the day --run is added."""
-    from ..script.run import ClientRun
-    from ..settings.limits import MAX_WAIT_SECONDS
-    from ..settings.validation import parse_duration
-
-    workers_wait = parse_duration("workers_timeout", workers_timeout, 1, MAX_WAIT_SECONDS)
-    if client_script is None:
-        return None
-    return ClientRun.from_command_line(client_script, client_args, workers_timeout=workers_wait)
 
 
 def _check_arguments(
@@ -327,10 +310,7 @@ def credentials(directory: str) -> None:
     a complete set already there is kept. Prints how to start that scheduler and its client."""
     from ..security.tls import make_credentials
 
-    try:
-        path, made = make_credentials(directory)
-    except GPUJobQueueError as error:
-        raise click.ClickException(str(error)) from None
+    path, made = make_credentials(directory)
     click.echo(f"{'made' if made else 'kept'} TLS credentials in {path} (folder 0700, files 0600)")
     click.echo("start your scheduler with them:")
     click.echo(

@@ -11,16 +11,10 @@ import click
 
 from ..errors import GPUJobQueueError
 
-# The `sites` table: key -> heading; the centre and GPU columns are shortened to fit the terminal.
+# The `sites` table: each row's key -> its heading; the centre and GPU columns are shortened to fit the terminal.
 _SITE_COLUMNS = {
-    "name": "SITE",
-    "centre": "CENTRE",
-    "scheduler": "BATCH",
-    "gpus": "GPUS",
-    "gpu": "GPU",
-    "protocol": "PROTOCOL",
-    "status": "STATUS",
-    "unconfirmed": "UNCONFIRMED",
+    key: {"name": "SITE", "scheduler": "BATCH"}.get(key, key.upper())
+    for key in ("name", "centre", "scheduler", "gpus", "gpu", "protocol", "status", "unconfirmed")
 }
 _SHORTENED = ("centre", "gpu")
 
@@ -38,10 +32,7 @@ def sites() -> None:
     broken, and its error printed after the table."""
     from ..sites import site_table
 
-    try:
-        rows = site_table()
-    except GPUJobQueueError as error:
-        raise click.ClickException(str(error)) from None
+    rows = site_table()
     broken = {row["name"]: row["status"].partition(": ")[2] for row in rows if str(row["status"]).startswith("broken")}
     cells = [{key: str(row[key]) for key in _SITE_COLUMNS} for row in rows]
     for cell, row in zip(cells, rows):
@@ -99,6 +90,16 @@ def show(site: str) -> None:
             return ""
         return f"line {line}" if len(files) == 1 else f"file {files.get(file, '?')}, line {line}"
 
+    class ShowDumper(yaml.SafeDumper):
+        """The safe dumper, writing text of several lines as a YAML block (``|``), as site files write notes."""
+
+    ShowDumper.add_representer(
+        str,
+        lambda dumper, text: dumper.represent_scalar(
+            "tag:yaml.org,2002:str", text, style="|" if "\n" in text else None
+        ),
+    )
+
     def walk(value: dict, path: tuple, indent: str) -> None:
         for key, item in value.items():
             if isinstance(item, dict) and item:
@@ -107,7 +108,7 @@ def show(site: str) -> None:
                 continue
             text = yaml.dump(
                 {key: item},
-                Dumper=_show_dumper(),
+                Dumper=ShowDumper,
                 sort_keys=False,
                 allow_unicode=True,
                 default_flow_style=False,
@@ -121,19 +122,3 @@ def show(site: str) -> None:
 
     walk(loaded.data, (), "")
     click.echo(sources_text(loaded, listed=False))  # the sources and unconfirmed facts are in the YAML
-
-
-def _block_text(dumper, text: str):
-    """Text of several lines as a YAML block (``|``), as site files write notes."""
-    style = "|" if "\n" in text else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
-
-
-def _show_dumper():
-    import yaml
-
-    class ShowDumper(yaml.SafeDumper):
-        """The safe dumper, writing text of several lines as a block."""
-
-    ShowDumper.add_representer(str, _block_text)
-    return ShowDumper

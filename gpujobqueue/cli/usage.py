@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import click
 
-from ..errors import GPUJobQueueError
-
 
 @click.command()
 @click.argument("file", type=click.Path(dir_okay=False))
@@ -16,8 +14,5 @@ def usage(file: str, as_json: bool) -> None:
     cluster wrote beside its job logs when it closed."""
     from ..jobs.usage import read_usage
 
-    try:
-        report = read_usage(file)
-    except GPUJobQueueError as error:
-        raise click.ClickException(str(error)) from None
+    report = read_usage(file)
     click.echo(report.to_json() if as_json else report.table())

@@ -1,15 +1,9 @@
-"""``gpujobqueue check``: what this machine has for GPU workers, and what is missing.
-
-:func:`gather_facts` (:mod:`.facts`, reading the machine through :mod:`.probes`) reads the
-machine (NVML, packages, UCX, network, batch commands, the site) without judging;
-:func:`judge` (:mod:`.judge`) turns the facts into findings, each with the fix where something
-needed is missing; :func:`report` (:mod:`.report`) writes them as text. Keeping the facts and
-the judgement apart lets the judgement be tested on any facts.
-"""
+"""``gpujobqueue check``: :func:`gather_facts` reads the machine without judging (:mod:`.facts`,
+:mod:`.probes`); :func:`judge` and :func:`report` (:mod:`.judge`) judge any facts, so that the judgement
+is tested without the machine."""
 
 from .facts import MachineFacts, gather_facts
-from .judge import Finding, judge
+from .judge import Finding, judge, report
 from .probes import Package
-from .report import report
 
 __all__ = ["Finding", "MachineFacts", "Package", "gather_facts", "judge", "report"]

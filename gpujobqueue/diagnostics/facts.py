@@ -15,7 +15,9 @@ from typing import Any
 
 from .. import sites
 from .._version import __version__
+from ..batch import batch_system
 from ..errors import GPUJobQueueError
+from ..jobs.scheduler_job import parse_scheduler_placement
 from ..machine.gpus import GPU, machine_gpus
 from ..machine.install import probe_imports, worker_python_problems
 from ..machine.interfaces import host_interfaces
@@ -73,15 +75,12 @@ class MachineFacts:
     # The site's source checked longest ago ({"url", "checked"}), and the day the check ran, which judges its age.
     site_oldest_source: dict[str, str] | None = None
     today: str = field(default_factory=lambda: datetime.date.today().isoformat())
-    # With --submit-test: each trial job and the batch system's answer (TrialJob.as_dict); None when not asked.
+    # With --submit-test: each trial job and the batch system's answer (a TrialJob as a dict); None when not asked.
     submit_tests: list[dict[str, Any]] | None = None
     # gpujobqueue.<batch>.python where it names another interpreter than this one, and what it lacks
     # (each phrase of install.worker_python_problems; None: not found here, or not a python, so not probed).
     worker_python: str | None = None
     worker_python_problems: list[str] | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def gather_facts(
@@ -92,27 +91,10 @@ def gather_facts(
     submit_test: bool = False,
     account: str | None = None,
 ) -> MachineFacts:
-    """Read what this machine has for GPU workers.
-
-    Parameters
-    ----------
-    site : str, optional
-        The site to check against (a name or a file); default the one ``GPUCluster()``
-        would pick: ``gpujobqueue.site`` in dask config, else the site the host name matches.
-    batch : {"slurm", "pbs", "lsf", "sge", "local"}, optional
-        The batch system when no site is used (default ``gpujobqueue.batch``, ``local``).
-    interface, protocol : str, optional
-        The network interface and protocol the workers will use, if not the site's.
-    submit_test : bool
-        Render the site's default job and one job per routing bin and ask its batch system whether it
-        would take each, submitting nothing (:func:`~.submit_test.submit_tests`).
-    account : str, optional
-        The account the submit test's jobs are rendered with.
-
-    Returns
-    -------
-    MachineFacts
-    """
+    """Read what this machine has for GPU workers, against ``site`` (default: the one ``GPUCluster()`` would
+    pick) or, without a site, ``batch``; ``interface`` and ``protocol`` where not the site's; with
+    ``submit_test``, the batch system's answers on the site's jobs (:func:`~.submit_test.submit_tests`),
+    rendered with ``account``."""
     machine = machine_gpus()
     loaded, site_source, site_error = _the_site(site, batch)
     site_defaults = sites.site_settings(loaded, None) if loaded else {}  # the site's keywords, as a cluster reads them
@@ -180,17 +162,14 @@ def _configured_worker_python(batch: str) -> tuple[str | None, list[str] | None]
 def _submit_tests(loaded: sites.Site | None, account: str | None) -> list[dict[str, Any]]:
     from .submit_test import submit_tests
 
-    return [trial.as_dict() for trial in submit_tests(loaded, account)] if loaded else []
+    return [asdict(trial) for trial in submit_tests(loaded, account)] if loaded else []
 
 
 def _scheduler_placement(batch: str, protocol: str | None) -> str | None:
     """Where a cluster made here would run its scheduler (``gpujobqueue.<batch>.scheduler``)."""
-    from ..batch import batch_system
-    from ..jobs.scheduler_job import parse_scheduler_placement
-    from ..settings.config import configured
-
     try:
-        return parse_scheduler_placement(configured(batch, "scheduler"), batch_system(batch).runs_jobs_here, protocol)
+        placement = config.configured(batch, "scheduler")
+        return parse_scheduler_placement(placement, batch_system(batch).runs_jobs_here, protocol)
     except GPUJobQueueError:
         return None
 

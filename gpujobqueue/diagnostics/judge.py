@@ -1,5 +1,6 @@
-"""The judgement of ``gpujobqueue check``: :func:`judge` turns :class:`~.facts.MachineFacts`
-into :class:`Finding` lines, ``fail`` where something the workers need is missing, each with its fix."""
+"""The judgement of ``gpujobqueue check``: :func:`judge` turns :class:`~.facts.MachineFacts` into
+:class:`Finding` lines, ``fail`` where something the workers need is missing, each with its fix, and
+:func:`report` writes them as text."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from ..jobs.scheduler_job import SCHEDULER_HERE
 from ..machine.install import cuda_major, install_line
 from ..sites import FRESH_MONTHS, oldest_source
 from .facts import MachineFacts
-from .probes import commands, runs_jobs_here, submitting
+from .probes import commands, submitting
 
 NVLINK_TRANSPORTS = {"cuda_ipc"}
 INFINIBAND_TRANSPORTS = {"rc", "rc_verbs", "rc_mlx5", "ud", "ud_verbs", "ud_mlx5", "dc", "dc_mlx5"}
@@ -30,17 +31,7 @@ class Finding:
 
 
 def judge(facts: MachineFacts) -> list[Finding]:
-    """The findings of a check, in the order they are printed.
-
-    Parameters
-    ----------
-    facts : MachineFacts
-
-    Returns
-    -------
-    list of Finding
-        ``fail`` where something the workers need is missing, each with its fix.
-    """
+    """The findings of a check, in the order they are printed."""
     findings = [_site_finding(facts), *_freshness_findings(facts)]
     findings.append(Finding("ok", "python", f"{facts.python}; gpujobqueue {facts.gpujobqueue}"))
     findings += _gpu_findings(facts)
@@ -62,6 +53,23 @@ def judge(facts: MachineFacts) -> list[Finding]:
     if not facts.site_file_errors:
         findings.append(Finding("ok", "site files", f"{facts.site_files_checked} known site files valid"))
     return findings + _submit_test_findings(facts)
+
+
+def report(findings: list[Finding], facts: MachineFacts) -> str:
+    """The check as text: one line per finding, its fix under it, and a last line that sums up."""
+    width = max(len(f.topic) for f in findings)
+    lines = [f"gpujobqueue check on {facts.hostname}"]
+    for finding in findings:
+        lines.append(f"  {finding.status.upper():<5} {finding.topic:<{width}}  {finding.detail}")
+        if finding.fix:
+            lines.append(f"  {'':<5} {'':<{width}}  fix: {finding.fix}")
+    failed = sum(f.status == "fail" for f in findings)
+    warned = sum(f.status == "warn" for f in findings)
+    if failed:
+        lines.append(f"{failed} problem(s) stop GPU workers here; each fix is named above")
+    else:
+        lines.append("nothing missing" + (f" ({warned} warning(s))" if warned else ""))
+    return "\n".join(lines)
 
 
 def _site_finding(facts: MachineFacts) -> Finding:
@@ -177,7 +185,7 @@ def _gpu_findings(facts: MachineFacts) -> list[Finding]:
                 "not empty",
             )
         ]
-    if runs_jobs_here(facts.batch):
+    if batch_system(facts.batch).runs_jobs_here:
         return [
             Finding(
                 "warn",
@@ -226,7 +234,7 @@ def _built_for(distribution: str | None) -> int | None:
 def _workers_run_dask_cuda(facts: MachineFacts) -> bool:
     # worker_mode's default: dask-cuda, but CPU workers where the local batch system finds no GPU.
     return facts.worker_mode == "dask-cuda" or (
-        facts.worker_mode is None and (bool(facts.gpus) or not runs_jobs_here(facts.batch))
+        facts.worker_mode is None and (bool(facts.gpus) or not batch_system(facts.batch).runs_jobs_here)
     )
 
 
@@ -355,7 +363,7 @@ def _network_findings(facts: MachineFacts) -> list[Finding]:
         return findings
     choices = ", ".join(name for name, addrs in facts.interfaces.items() if addrs and name != "lo") or "lo"
     fix = f"pass interface= one of {choices} (or correct the site's network.interface)"
-    if facts.job_of or runs_jobs_here(facts.batch):
+    if facts.job_of or batch_system(facts.batch).runs_jobs_here:
         findings.append(
             Finding(
                 "fail",
@@ -397,7 +405,7 @@ def _batch_findings(facts: MachineFacts) -> list[Finding]:
         for batch in submitting()
         if all(facts.batch_commands.get(c) for c in commands(batch)) and batch in facts.batch_versions
     ]
-    if runs_jobs_here(facts.batch):
+    if batch_system(facts.batch).runs_jobs_here:
         also = (
             "; on PATH: " + ", ".join(facts.batch_versions[b] for b in present) + " (pass site= or batch= to use it)"
             if present

@@ -62,11 +62,6 @@ class Package:
         return f"{self.version} installed but does not import: {self.import_error}" if self.import_error else None
 
 
-def runs_jobs_here(batch: str) -> bool:
-    """Whether the batch system runs its jobs on this host, needing no batch commands (the local one)."""
-    return batch_system(batch).runs_jobs_here
-
-
 def submitting() -> list[str]:
     """The batch systems that submit to a batch server, in the registry's order."""
     return [name for name, system in batch_systems().items() if not system.runs_jobs_here]

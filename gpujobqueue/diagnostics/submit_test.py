@@ -8,7 +8,7 @@ import asyncio
 import os
 import tempfile
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from ..batch import batch_system
@@ -21,21 +21,10 @@ from ..sites.routing import has_gpus, nodes_text, walltime_bins
 
 @dataclass(frozen=True)
 class TrialJob:
-    """One job of the submit test: what it is, the keywords it is rendered with, and the batch system's answer.
-
-    Attributes
-    ----------
-    label : str
-        The default job, or the queue, nodes and walltime of a routing bin's job.
-    keywords : dict
-        The cluster keywords its script is rendered with (besides the site).
-    accepted : bool or None
-        Whether the batch system would take it; None where it could not be asked or the job not rendered.
-    said : str
-        The batch system's own words (its refusal), or why nothing was asked.
-    rendered : bool
-        Whether its script was rendered (False: ``said`` is gpujobqueue's refusal of the keywords).
-    """
+    """One job of the submit test: its label (the default job, or a routing bin's queue, nodes and walltime), the
+    keywords its script is rendered with (besides the site), and the batch system's answer: ``accepted`` (None where
+    it was not asked) and ``said``, its own words (or why nothing was asked); ``rendered`` is False where gpujobqueue
+    refused the keywords, which ``said`` then gives."""
 
     label: str
     keywords: dict[str, Any]
@@ -43,22 +32,13 @@ class TrialJob:
     said: str
     rendered: bool = True
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 def trial_keywords(site: Site) -> list[tuple[str, dict[str, Any]]]:
     """The submit test's jobs: the site's default job (no keywords), then, for each queue with GPUs that the
     centre has not withdrawn, one job per walltime bin at the bin's edge (its most nodes for its longest
     walltime) or, for a queue without bins, its most nodes for its longest walltime: a limit the centre
-    lowered since the site file was written is refused.
-
-    Raises
-    ------
-    SiteConfigError
-        Naming ``queues``, where they would make more than
-        :data:`~gpujobqueue.settings.limits.MAX_SUBMIT_TEST_JOBS` jobs.
-    """
+    lowered since the site file was written is refused. A :class:`SiteConfigError` naming ``queues`` where they
+    would make more than :data:`~gpujobqueue.settings.limits.MAX_SUBMIT_TEST_JOBS` jobs."""
     jobs: list[tuple[str, dict[str, Any]]] = [("default job", {})]
     for name, entry in site.open_queues.items():
         if not has_gpus(entry):

@@ -44,27 +44,10 @@ def _asked_per_node(settings: Any, per_job: str, per_gpu: str, request: Any, tex
 
 
 def check_request(site: Site, queue: str | None, request: Any, settings: Any = None) -> None:
-    """Refuse a job request the site cannot run, naming the site file and key.
-
-    The queue's GPUs, cores and memory per node, the account and the GPU request form; whether
-    the queue takes the job's nodes and walltime is :func:`check_queue_takes`'s, asked before
-    the batch options are read.
-
-    Parameters
-    ----------
-    site : Site
-    queue : str or None
-        The site queue the job goes to (None: the default).
-    request : JobRequest
-        The parsed request.
-    settings : mapping, optional
-        The settings it was parsed from: a refusal then names the keyword that asked too
-        much (``memory`` or ``memory_per_gpu``), as the error's ``field``.
-
-    Raises
-    ------
-    SiteConfigError
-    """
+    """Refuse, naming the site file and key, a request that ``queue`` (None: the default) cannot run: its GPUs,
+    cores and memory per node, the account and the GPU request form (the job's nodes and walltime are
+    :func:`check_queue_takes`'s). With the ``settings`` the request was parsed from, the error's ``field`` is the
+    keyword that asked too much (``memory`` or ``memory_per_gpu``)."""
     data = site.data
     queue_name = queue or data["default_queue"]
     entry = site.queue(queue_name)
@@ -102,11 +85,10 @@ def check_request(site: Site, queue: str | None, request: Any, settings: Any = N
             field=_given_field(settings, "memory", "memory_per_gpu"),
         )
     account = data.get("account", {})
+    hint = ": " + account["hint"] if account.get("hint") else ""
     if account.get("required") and not request.account:
-        hint = ": " + account["hint"] if account.get("hint") else ""
         refuse(("account", "required"), f"jobs need an account (account=...){hint}")
     if request.account and account.get("pattern") and not pattern_matches(account["pattern"], request.account):
-        hint = ": " + account["hint"] if account.get("hint") else ""
         refuse(("account", "pattern"), f"account {request.account!r} does not match {account['pattern']!r}{hint}")
     if request.gpu_request in data["gpu_request"].get("rejects", []):
         refuse(
@@ -116,12 +98,8 @@ def check_request(site: Site, queue: str | None, request: Any, settings: Any = N
 
 
 def check_queue_takes(site: Site, queue: str, request: Any) -> None:
-    """Refuse a job whose nodes or walltime the site's ``queue`` does not take, naming the queue that does.
-
-    Raises
-    ------
-    QueueRefusedError
-    """
+    """Refuse (:class:`QueueRefusedError`) a job whose nodes or walltime the site's ``queue`` does not take, naming
+    the queue that does."""
     data = site.data
     queue_name, entry = queue, site.queue(queue)
     refused = routing.refusal(queue_name, entry, request.nodes, request.walltime, request.walltime_text)
@@ -145,23 +123,9 @@ def check_queue_takes(site: Site, queue: str, request: Any) -> None:
 
 
 def route_queue(site: Site, request: Any) -> tuple[str, str]:
-    """The queue a site picks for a job that names none, and why (one line).
-
-    The first of :func:`~gpujobqueue.routing.routing_order` (the default queue, then the
-    others in file order but those with ``routing: false``) that takes the job's nodes and walltime.
-
-    Parameters
-    ----------
-    site : Site
-    request : JobRequest
-        The parsed request (its ``nodes`` and ``walltime`` count).
-
-    Raises
-    ------
-    QueueRefusedError
-        No queue the site picks takes the job: the default queue's refusal, naming a queue
-        the user may name (a debug one) where one takes it.
-    """
+    """The queue a site picks for a job that names none, and why (one line): the first of
+    :func:`~gpujobqueue.sites.routing.routing_order` that takes the job's nodes and walltime. Where none does, a
+    :class:`QueueRefusedError` naming a queue the user may name (a debug one) where one takes it."""
     data, queues = site.data, site.open_queues
     taking = routing.queues_taking(
         queues, data["default_queue"], request.nodes, request.walltime, request.walltime_text

@@ -22,8 +22,8 @@ def charge_key(data: dict, queue: str) -> tuple | None:
     return None
 
 
-def _names(named: str, key: str) -> bool:
-    """Whether a dotted key a source covers (or an unconfirmed line names) is ``key`` or a key inside it."""
+def within(named: str, key: str) -> bool:
+    """Whether a dotted key (one a source covers, or an unconfirmed line names) is ``key`` or a key inside it."""
     return named == key or named.startswith(key + ".")
 
 
@@ -34,10 +34,10 @@ def charge_source(data: dict, key: tuple) -> str:
     found = [
         f"{source['url']} (checked {source['checked']})"
         for source in data.get("sources") or []
-        if isinstance(source, dict) and any(_names(str(named), dotted) for named in source.get("covers") or [])
+        if isinstance(source, dict) and any(within(str(named), dotted) for named in source.get("covers") or [])
     ]
     for line in data.get("unconfirmed") or []:
-        if any(_names(named, dotted) for named in unconfirmed_keys(str(line))):
+        if any(within(named, dotted) for named in unconfirmed_keys(str(line))):
             found.append(f"unconfirmed: {line}")
     return "; ".join(found)
 

@@ -26,33 +26,23 @@ class SiteConfigError(GPUJobQueueError):
 
     def __init__(self, path: str | os.PathLike[str], key: str, line: int | None, message: str):
         self.path, self.key, self.line, self.message = str(path), key, line, message
-        super().__init__(_one_line(path, key, line, message))
+        # file:line: key: message on one line: an unprintable character of a file's name or a key ("a\nb": 1)
+        # is written as its escape
+        text = f"{path}:{line}: {key or '(file)'}: {message}" if line else f"{path}: {key or '(file)'}: {message}"
+        GPUJobQueueError.__init__(
+            self, text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+        )
 
 
 class QueueRefusedError(SiteConfigError, ValidationError):
     """A job the queue cannot take (too many or too few nodes, too long, no GPUs): a
     :class:`SiteConfigError` naming the site key whose limit it breaks, and a
     :class:`~gpujobqueue.errors.ValidationError` whose ``field`` is the keyword to change
-    (``queue`` when the user named a queue and another one takes the job).
-
-    Parameters
-    ----------
-    path, key, line, message
-        As :class:`SiteConfigError`.
-    field : str
-        The keyword to change.
-    """
+    (``queue`` when the user named a queue and another one takes the job)."""
 
     def __init__(self, path: str | os.PathLike[str], key: str, line: int | None, message: str, field: str):
-        self.path, self.key, self.line, self.message, self.field = str(path), key, line, message, field
-        Exception.__init__(self, _one_line(path, key, line, message))
-
-
-def _one_line(path: str | os.PathLike[str], key: str, line: int | None, message: str) -> str:
-    """``file:line: key: message`` on one line: a line break or other unprintable character in a
-    file's name or a key (``"a\\nb": 1``) is written as its escape, so each error is one line of output."""
-    text = f"{path}:{line}: {key or '(file)'}: {message}" if line else f"{path}: {key or '(file)'}: {message}"
-    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+        super().__init__(path, key, line, message)
+        self.field = field
 
 
 def dotted_key(path: Iterable) -> str:

@@ -12,37 +12,30 @@ from .errors import QueueRefusedError, SiteConfigError
 
 @dataclass
 class Site:
-    """One machine's facts, merged from its files.
-
-    Attributes
-    ----------
-    name : str
-    data : dict
-        The merged config.
-    files : list of str
-        The files it was merged from, first the base.
-    origins : dict
-        Key path (tuple) to the ``file:line`` its value came from.
-    """
+    """One machine's facts: ``data``, merged from ``files`` (first the base); ``origins``, each key path's file and
+    line; ``lines``, each file's key paths' lines."""
 
     name: str
     data: dict
     files: list[str]
-    origins: dict[tuple, str] = field(default_factory=dict)
+    origins: dict[tuple, tuple[str, int]] = field(default_factory=dict)
     lines: dict[str, dict[tuple, int]] = field(default_factory=dict)
 
-    def where(self, *key: str) -> str:
-        """``file:line`` of a key (for error messages), or the base file."""
+    def location(self, *key: str) -> tuple[str, int | None]:
+        """(file, line) of a key, or of the mapping that holds it (the file of its first value, at the mapping's own
+        line); else the base file."""
         for length in range(len(key), 0, -1):
             if key[:length] in self.origins:
                 return self.origins[key[:length]]
-            # a mapping: the file that holds its first value, at the mapping's own line
-            for path, source in self.origins.items():
+            for path, (file, _) in self.origins.items():
                 if path[:length] == key[:length]:
-                    file = source.rpartition(":")[0]
-                    line = self.lines.get(file, {}).get(key[:length])
-                    return f"{file}:{line}" if line else file
-        return self.files[0]
+                    return file, self.lines.get(file, {}).get(key[:length])
+        return self.files[0], None
+
+    def where(self, *key: str) -> str:
+        """``file:line`` of a key (for error messages), or the file alone."""
+        file, line = self.location(*key)
+        return f"{file}:{line}" if line else file
 
     @property
     def scheduler(self) -> str:
@@ -87,20 +80,8 @@ class Site:
         return {**self.data["worker"], **self.queue(queue).get("worker", {})}
 
     def charge(self, queue: str) -> Charge | None:
-        """How a job in ``queue`` is charged: the queue's ``charge``, else the site's, else None.
-
-        Parameters
-        ----------
-        queue : str
-            One of the site's queues (raises :class:`SiteConfigError` naming the file otherwise).
-
-        Returns
-        -------
-        Charge or None
-            Service units per node-hour or GPU-hour, with the source that states it (its address and
-            the day it was checked) or the ``unconfirmed`` line that names it; None where the site file
-            records no charge.
-        """
+        """How a job in one of the site's queues is charged (service units per node- or GPU-hour, with the source
+        or ``unconfirmed`` line that states it): the queue's ``charge``, else the site's, else None."""
         self.queue(queue)
         return queue_charge(self.data, queue)
 
@@ -109,9 +90,3 @@ class Site:
         if key in self.queue(queue).get(section, {}):
             return ("queues", queue, section, key)
         return (section, key)
-
-    def location(self, *key: str) -> tuple[str, int | None]:
-        """(file, line) of a key, as :meth:`where` gives it."""
-        where = self.where(*key)
-        path, _, line = where.rpartition(":")
-        return (path, int(line)) if path and line.isdigit() else (where, None)

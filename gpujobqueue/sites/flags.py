@@ -21,24 +21,10 @@ _MEMORY_DIRECTIVE = re.compile(r"\s*--mem(-per-(cpu|gpu))?(=|\s|$)")
 
 
 def apply_site_flags(site: Site, queue: str | None, request: JobRequest, explicit: Mapping[str, Any]) -> JobRequest:
-    """The request as the site's batch system must receive it.
-
-    Parameters
-    ----------
-    site : Site
-    queue : str or None
-        The site's queue the job goes to (None: its default).
-    request : JobRequest
-        The request the keywords made.
-    explicit : mapping
-        The keywords the user (or dask config) gave, over the site's defaults.
-
-    Raises
-    ------
-    ValidationError
-        A memory keyword, or a ``--mem`` line of ``job_extra_directives``, given on a site whose
-        scheduler refuses a memory request, naming it and the centre's reason.
-    """
+    """The request that the keywords made for ``site``'s ``queue`` (None: its default), as the site's batch system
+    must receive it. A ValidationError where ``explicit`` (the keywords the user or dask config gave, over the
+    site's defaults) asks for memory, or ``job_extra_directives`` has a ``--mem`` line, on a site whose scheduler
+    refuses a memory request."""
     data = site.data
     node = site.node(queue or data["default_queue"])
     if node.get("memory_request") is False:

@@ -10,7 +10,7 @@ from typing import Any, Iterable, Iterator
 
 from ..batch import batch_systems
 from ..errors import ValidationError
-from ..settings.keywords import PAIRS, Keyword, default_of, setting_keywords
+from ..settings.keywords import PAIRS, Keyword, default_of
 from ..settings.walltimes import parse_walltime
 from . import routing
 from .charges import charge_problems
@@ -23,26 +23,9 @@ from .yaml_text import line_index, load_site_yaml
 
 
 def read_site_file(path: str | os.PathLike[str], *, partial: bool = False) -> tuple[dict, dict[tuple, int]]:
-    """Read and check one site file against the schema.
-
-    Parameters
-    ----------
-    path : path
-        The YAML file.
-    partial : bool
-        An override file: every key is checked but none is required.
-
-    Returns
-    -------
-    data : dict
-    lines : dict
-        Key path (tuple) to its line in the file.
-
-    Raises
-    ------
-    SiteConfigError
-        The first problem (all of them are in ``.errors`` of the exception).
-    """
+    """One site file's data and each key path's line, checked against the schema (``partial``: an override file,
+    every key checked but none required) and, whole, for what a schema cannot say. Raises the first problem as a
+    SiteConfigError, all of them in its ``errors``."""
     path = Path(path)
     data, node = load_site_yaml(path)
     if not isinstance(data, dict):
@@ -66,12 +49,7 @@ def read_site_file(path: str | os.PathLike[str], *, partial: bool = False) -> tu
 
 def _semantic_errors(data: dict, path: str, lines: dict[tuple, int]) -> list[SiteConfigError]:
     """What a schema cannot say: names that must agree, expressions that must compile."""
-    scheduler = data.get("scheduler")
-    # The schema refuses any other scheduler, and a batch system that takes no sites (local).
-    batch_cls = batch_systems().get(scheduler) if isinstance(scheduler, str) else None
-    if batch_cls is not None and not batch_cls.takes_sites:
-        batch_cls = None
-
+    batch_cls = batch_systems()[data["scheduler"]]  # the schema took only a batch system that takes sites
     problems = [
         *_naming_problems(data, Path(path).stem, batch_cls),
         *_value_problems(data, batch_cls),
@@ -94,7 +72,7 @@ def _naming_problems(data: dict, stem: str, batch_cls: Any) -> Iterator[tuple[tu
     if data.get("name") != stem and not stem.startswith("_"):  # _template.yaml and the like are not sites
         yield ("name",), f"{data.get('name')!r} must be the file's name without .yaml ({stem!r})"
     scheduler, style = data.get("scheduler"), data.get("gpu_request", {}).get("style")
-    if batch_cls is not None and style not in batch_cls.gpu_request_styles:
+    if style not in batch_cls.gpu_request_styles:
         accepted = ", ".join(batch_cls.gpu_request_styles)
         yield ("gpu_request", "style"), f"{style!r} is not a {scheduler} GPU request style; use one of {accepted}"
     if data.get("default_queue") not in data.get("queues", {}):
@@ -110,12 +88,12 @@ def _naming_problems(data: dict, stem: str, batch_cls: Any) -> Iterator[tuple[tu
         if problem := pattern_problem(pattern):
             yield ("hostnames", i), problem
     flag = data.get("account", {}).get("flag")
-    if batch_cls is not None and flag is not None and flag not in batch_cls.account_flags:
+    if flag is not None and flag not in batch_cls.account_flags:
         yield (
             ("account", "flag"),
             f"{scheduler} names an account with {' or '.join(batch_cls.account_flags)}, not {flag}",
         )
-    if batch_cls is not None and "clusters" in data and batch_cls.clusters_option is None:
+    if "clusters" in data and batch_cls.clusters_option is None:
         yield ("clusters",), f"{scheduler} has no clusters to send jobs to (SLURM's --clusters)"
     pattern = data.get("account", {}).get("pattern")
     if pattern is not None and (problem := pattern_problem(pattern)):
@@ -149,7 +127,7 @@ def _launch_problems(data: dict, batch_cls: Any) -> Iterator[tuple[tuple, str]]:
     if "ucx" in network and network.get("protocol") != "ucx":
         yield ("network", "ucx"), "UCX transports are given but the protocol is not ucx"
     launcher, style = data.get("launcher", {}).get("name"), data.get("gpu_request", {}).get("style")
-    accepted = ("direct", *(batch_cls.launcher_names() if batch_cls else ()))
+    accepted = ("direct", *batch_cls.launcher_names())
     if (launcher == "jsrun") != (style == "csm"):
         yield ("launcher", "name"), "jsrun goes with LSF's CSM style (gpu_request.style: csm) and only with it"
     elif launcher not in (None, *accepted):
@@ -179,8 +157,7 @@ def _keyword_values(data: dict, keywords: Iterable[Keyword]) -> Iterator[tuple[t
 def _value_problems(data: dict, batch_cls: Any) -> Iterator[tuple[tuple, str]]:
     """The values a cluster parses from the site, each parsed here by its keyword's declaration (each queue's
     ``max_walltime`` as a walltime), so that a file ``gpujobqueue check FILE`` passes is not refused when used."""
-    keywords = batch_cls.setting_names() if batch_cls is not None else setting_keywords()
-    checks = [(key, keyword.parse, value) for key, keyword, value in _keyword_values(data, keywords)]
+    checks = [(key, keyword.parse, value) for key, keyword, value in _keyword_values(data, batch_cls.setting_names())]
     for queue_name, queue in (data.get("queues") or {}).items():
         if isinstance(queue, dict) and queue.get("max_walltime") is not None:
             checks.append((("queues", queue_name, "max_walltime"), parse_walltime, queue["max_walltime"]))
@@ -209,16 +186,10 @@ def _leaf_keys(value: Any, path: tuple = ()) -> Iterator[tuple]:
 
 
 def load_files(name: str, paths: list[Path]) -> Site:
-    """The site ``name`` from its files, lowest precedence first: the first read whole (or, with
-    overrides after it, each key checked), each next one merged over it, and the result checked whole.
-
-    Raises
-    ------
-    SiteConfigError
-        A file, or the merged result, does not validate.
-    """
+    """The site ``name`` from its files, lowest precedence first: the first read whole (or, with overrides after
+    it, each key checked), each next one merged over it, and the result checked whole (a SiteConfigError)."""
     data: dict = {}
-    origins: dict[tuple, str] = {}
+    origins: dict[tuple, tuple[str, int]] = {}
     all_lines = {}
     for path in paths:
         part, lines = read_site_file(path, partial=len(paths) > 1)
@@ -226,7 +197,7 @@ def load_files(name: str, paths: list[Path]) -> Site:
         data = _merge(data, part)
         for key in _leaf_keys(part):  # the file that gave each value last, at the value's line
             origins.pop(key, None)
-            origins[key] = f"{path}:{lines.get(key, 1)}"
+            origins[key] = (str(path), lines.get(key, 1))
     leaves = set(_leaf_keys(data))
     origins = {key: where for key, where in origins.items() if key in leaves}
     if len(paths) > 1:  # the merged whole must be a complete, valid site

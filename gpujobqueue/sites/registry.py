@@ -37,13 +37,8 @@ def site_directories() -> list[Path]:
 
 
 def site_files() -> dict[str, list[Path]]:
-    """Site name -> its files, lowest precedence first (files named ``_*.yaml`` are not sites).
-
-    Raises
-    ------
-    SiteConfigError
-        Naming a folder of more than :data:`~gpujobqueue.settings.limits.MAX_SITE_FILES` site files.
-    """
+    """Site name -> its files, lowest precedence first (files named ``_*.yaml`` are not sites); a SiteConfigError
+    naming a folder of more than :data:`~gpujobqueue.settings.limits.MAX_SITE_FILES` site files."""
     found: dict[str, list[Path]] = {}
     for directory in site_directories():
         try:
@@ -70,13 +65,8 @@ def names_a_file(text: str) -> bool:
 
 
 def load_site(name_or_path: str | os.PathLike[str]) -> Site:
-    """Load a site by name (merging every file of that name) or from one file.
-
-    Raises
-    ------
-    SiteConfigError
-        No such site, or a file (or the merged result) does not validate.
-    """
+    """Load a site by name (merging every file of that name) or from one file; a SiteConfigError where there is no
+    such site, or a file (or the merged result) does not validate."""
     text = os.fspath(name_or_path)
     if names_a_file(text):
         paths = [Path(text)]
@@ -115,16 +105,9 @@ DETECTED = "matched by the host name"
 
 
 def choose_site(site: "str | os.PathLike[str] | Site | None", batch: str | None) -> tuple[Site | None, str]:
-    """The site a cluster uses, and how it was chosen.
-
-    ``site`` if given; else, without ``batch`` either, ``gpujobqueue.site`` of dask config,
-    else the site whose ``hostnames`` match this machine (:data:`DETECTED`); else none.
-
-    Raises
-    ------
-    SiteConfigError, GPUJobQueueError
-        The chosen site does not load.
-    """
+    """The site a cluster uses, and how it was chosen: ``site`` if given; else, without ``batch`` either,
+    ``gpujobqueue.site`` of dask config, else the site whose ``hostnames`` match this machine (:data:`DETECTED`);
+    else none. Raises where the chosen site does not load."""
     from ..settings import config
 
     how = "given"

@@ -4,10 +4,6 @@ the queue a site picks when the user names none, and the queue to name when the 
 A queue takes a job when it has GPUs (``gpus`` is not false), the job's nodes are within
 ``min_nodes``..``max_nodes``, and its walltime within ``max_walltime`` or, where the queue has
 ``walltime_by_nodes``, within the limit of the bin its node count falls in (a count in no bin is refused).
-
-With no queue named, the site picks the first that takes the job, in :func:`routing_order`: its
-``default_queue``, then its other queues in file order, leaving out those with ``routing: false``
-(by default the queues whose name holds ``debug``: they are for tests, not for work).
 """
 
 from __future__ import annotations
@@ -47,13 +43,7 @@ class Refusal:
 
 
 def parse_node_range(text: Any) -> tuple[int, int]:
-    """``"10-24"`` -> (10, 24); ``"7"`` -> (7, 7).
-
-    Raises
-    ------
-    ValueError
-        Not ``N`` or ``N-M`` with 1 <= N <= M.
-    """
+    """``"10-24"`` -> (10, 24); ``"7"`` -> (7, 7); a ValueError where not ``N`` or ``N-M`` with 1 <= N <= M."""
     match = _NODE_RANGE.match(str(text))
     if match is None:
         raise ValueError(f"{text!r} is not a node range; write N-M (10-24) or N")
@@ -85,7 +75,8 @@ def has_gpus(entry: dict) -> bool:
 
 
 def routable(name: str, entry: dict) -> bool:
-    """Whether the site may pick this queue for a job that names none."""
+    """Whether the site may pick this queue (of GPU nodes) for a job that names none: its ``routing``, by default
+    false for the queues whose name holds ``debug`` (they are for tests, not for work)."""
     return bool(entry.get("routing", "debug" not in name.lower())) and has_gpus(entry)
 
 

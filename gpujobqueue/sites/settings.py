@@ -10,19 +10,8 @@ from .facts import Site
 
 
 def site_settings(site: Site, queue: str | None) -> dict[str, Any]:
-    """Cluster keyword defaults from a site, for one of its queues.
-
-    Parameters
-    ----------
-    site : Site
-    queue : str or None
-        The site's queue name (``debug``); None means the site's ``default_queue``.
-
-    Returns
-    -------
-    dict
-        Keyword name to value; the batch system's keyword names only.
-    """
+    """Cluster keyword defaults (the batch system's keyword names only) from a site, for one of its queues
+    (None: the site's ``default_queue``)."""
     data = site.data
     queue_name = queue or data["default_queue"]
     entry = site.queue(queue_name)

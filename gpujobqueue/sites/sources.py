@@ -10,7 +10,7 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from .charges import charges_text
+from .charges import charges_text, within
 from .errors import value_at
 from .facts import Site
 from .schema import unconfirmed_keys
@@ -148,9 +148,7 @@ def unsourced_groups(data: dict) -> list[str]:
     """
     named = {key for source in data.get("sources", []) for key in source.get("covers", [])}
     named |= {key for line in data.get("unconfirmed", []) for key in unconfirmed_keys(line)}
-    return [
-        group for group in fact_groups(data) if not any(group == key or group.startswith(key + ".") for key in named)
-    ]
+    return [group for group in fact_groups(data) if not any(within(group, key) for key in named)]
 
 
 def source_problems(data: dict, whole: bool = True) -> Iterator[tuple[tuple, str]]:

@@ -36,13 +36,7 @@ _warned_unconfirmed: set[str] = set()
 
 
 def unconfirmed_facts(data: dict) -> list[str]:
-    """The facts a site file lists as not confirmed by the centre's documentation.
-
-    Parameters
-    ----------
-    data : dict
-        A site's merged config (:attr:`Site.data`).
-    """
+    """The facts a site's merged config (:attr:`Site.data`) lists as not confirmed by the centre's documentation."""
     return [str(fact) for fact in data.get("unconfirmed") or []]
 
 

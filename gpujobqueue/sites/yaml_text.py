@@ -112,14 +112,9 @@ SiteLoader.yaml_implicit_resolvers = {
 
 
 def _printable(path: Path, text: str) -> str:
-    """``text`` if it holds only printable characters, tabs and line ends (``\\n``, ``\\r\\n``): a control
-    character (an escape sequence, a bidirectional override) has no place in a site and would reach a terminal.
-
-    Raises
-    ------
-    FileRefusedError
-        Naming the line and the character.
-    """
+    """``text`` if it holds only printable characters, tabs and line ends (``\\n``, ``\\r\\n``), else a
+    FileRefusedError naming the line and the character: a control character (an escape sequence, a bidirectional
+    override) has no place in a site and would reach a terminal."""
     for number, line in enumerate(text.removeprefix("\ufeff").split("\n"), 1):  # a byte-order mark YAML allows
         line = line.removesuffix("\r").replace("\t", " ")
         if not line.isprintable():
@@ -135,16 +130,9 @@ def _printable(path: Path, text: str) -> str:
 
 
 def load_site_yaml(path: Path) -> tuple[Any, yaml.Node | None]:
-    """The file's data and its composed node tree (None for an empty file), read and parsed
-    once, within the bounds of ``gpujobqueue.settings.limits``.
-
-    Raises
-    ------
-    SiteConfigError
-        The file is refused (unreadable, not a regular file, too big, not UTF-8 printable text), or its YAML
-        is not valid or holds what a site file may not, naming the line and, where the tree
-        was composed, the key on it.
-    """
+    """The file's data and its composed node tree (None for an empty file), read and parsed once, within the bounds
+    of ``gpujobqueue.settings.limits``; else a SiteConfigError naming the line (and, where the tree was composed, the
+    key on it) of what a site file may not hold, or why the file is refused."""
     try:
         text = _printable(path, read_bounded_text(path, MAX_SITE_FILE_BYTES, "a site file"))
     except FileRefusedError as error:
