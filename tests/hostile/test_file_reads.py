@@ -122,8 +122,10 @@ def test_a_bad_site_file_is_one_line_of_sites_while_the_others_are_listed(site_p
     result = measured([*CLI, "sites"], timeout=60, env=env)
     assert not result.timed_out, f"gpujobqueue sites ran past 60 s with {label}"
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-3000:]
-    rows = {line.split()[0]: line for line in result.stdout.splitlines()[1:]}
-    assert rows["good"].split()[2] == "slurm" and "perlmutter" in rows
+    header, *lines = result.stdout.splitlines()
+    rows = {line.split()[0]: line for line in lines}
+    # The columns by the header's places: a centre's name has spaces (and is whole where no terminal or COLUMNS is).
+    assert rows["good"][header.index("BATCH") :].split()[0] == "slurm" and "perlmutter" in rows
     assert rows[label].split()[-2:] == ["broken", "-"], rows[label]
     broken = [text for text in result.stderr.splitlines() if "broken" in text]
     assert len(broken) == 1 and f"site {label} is broken: {where(label, path)}" in broken[0] and words in broken[0], (
