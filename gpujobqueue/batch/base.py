@@ -20,8 +20,7 @@ from ..jobs.launchers import Launcher
 from ..jobs.request import DEFAULT_WALLTIME, JobRequest
 from ..jobs.workers import WorkerLaunch
 from ..script.render import Connection, Plan, render
-from ..settings.cluster_parameters import parameters_section
-from ..settings.docstrings import with_shared_parameters
+from ..settings.cluster_parameters import parameters_section, with_shared_parameters
 from ..settings.keywords import Keyword, setting_keywords
 
 logger = logging.getLogger("gpujobqueue.job")

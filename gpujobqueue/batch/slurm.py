@@ -15,7 +15,7 @@ from ..jobs.job_status import JobStatus, run_query, unlisted
 from ..jobs.launchers import LAUNCHER_OBJECTS
 from ..jobs.request import JobRequest
 from ..settings.declaration import read_declared
-from ..settings.keywords import INT, TEXT, Keyword
+from ..settings.keywords import INT, TEXT, Keyword, count
 from ..settings.limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_NODES
 from ..settings.validation import parse_constraint, parse_slurm_memory_text, parse_word
 from .base import BatchSystem, binary_memory
@@ -181,7 +181,7 @@ class SLURM(BatchSystem):
         Keyword(
             "job_cpu",
             INT,
-            None,
+            count(MAX_CPUS_PER_NODE),
             None,
             "SLURM --cpus-per-task as written, as dask-jobqueue's job_cpu: the job's cores, instead of cores.",
             jobqueue_key="job-cpu",

@@ -11,7 +11,7 @@ from ..settings import keywords
 from ..settings.declaration import read_declared
 from ..settings.keywords import DEFAULT_SHEBANG
 from ..settings.limits import MAX_CPUS_PER_NODE, MAX_MEMORY_BYTES
-from ..settings.validation import parse_positive_int, parse_queues, per_node
+from ..settings.validation import parse_queues, per_node
 from ..settings.walltimes import default_walltime_margin, format_walltime, parse_walltime, parse_walltime_margin
 from ..settings.worker_args import read_worker_args
 
@@ -228,14 +228,14 @@ _READ_ALONE = (
 )
 
 
-def cpus_per_node(value: Mapping[str, Any], job_cpu: Any) -> int:
+def cpus_per_node(value: Mapping[str, Any], job_cpu: int | None) -> int:
     """The cores each node asks for: LSF's ``job_cpu``, dask-jobqueue's ``cores`` per job shared by the nodes, or
     ``cpus_per_gpu`` (1 where nothing says) for each GPU; both of the last two, or too many, refused."""
     cores, per_gpu = value["cores"], value["cpus_per_gpu"]
     if cores is not None and per_gpu is not None:
         raise ValidationError("cores", "give cores (per job) or cpus_per_gpu, not both")
     if job_cpu is not None:
-        field, cpus = "job_cpu", parse_positive_int("job_cpu", job_cpu, MAX_CPUS_PER_NODE)
+        field, cpus = "job_cpu", job_cpu  # read by the batch system's declaration (SLURM), or LSF's ncpus rule
     elif cores is not None:
         field, cpus = "cores", per_node("cores", cores, value["nodes"])
     else:

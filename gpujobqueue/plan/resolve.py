@@ -16,7 +16,15 @@ from ..handwritten import gpus as hand_written_gpus
 from ..jobs.request import JobRequest
 from ..jobs.workers import WorkerLaunch, threads_of_cores
 from ..settings import config
-from ..settings.keywords import RENAMED_KEYWORDS, UCX_TRANSPORT_KEYWORDS, default_of, parse_keyword
+from ..settings.declaration import read_declared
+from ..settings.keywords import (
+    CORE_KEYWORDS,
+    MEMORY_KEYWORDS,
+    RENAMED_KEYWORDS,
+    UCX_TRANSPORT_KEYWORDS,
+    default_of,
+    parse_keyword,
+)
 from ..settings.validation import check_bounded, path_text
 from ..settings.walltimes import format_walltime
 from ..settings.worker_args import read_worker_args
@@ -117,13 +125,8 @@ class JobShape:
 def job_shape(system: type[BatchSystem], given: Given) -> JobShape:
     """The job's nodes and walltime as the user gives them (keyword > config > a directive written by hand), else
     the declared default and the batch system's walltime: read before any site queue is chosen, as no site's own
-    settings set them (``tests/plan/test_routing.py`` holds every shipped site to that).
-
-    Raises
-    ------
-    ValidationError
-        Naming the keyword or the directive.
-    """
+    settings set them (``tests/plan/test_routing.py`` holds every shipped site to that). A value refused raises
+    :class:`~gpujobqueue.errors.ValidationError` naming the keyword or the directive."""
     user = config.resolve(system.name, given.keywords, ("nodes", "walltime", "job_extra_directives"))
     lines = parse_keyword("job_extra_directives", user["job_extra_directives"])
     written = {option.setting: option.value for option in hand_written_directives.find(system, lines)}
@@ -211,6 +214,8 @@ def resolve_request(system: type[BatchSystem], given: Given, site_queue: str | N
         # whatever a batch system's default mode (the local one's dask-cuda where GPUs are).
         settings["worker_mode"] = "per-device"
     system.apply_defaults(settings)
+    # The batch system's own keyword that the request's rule of cores reads (SLURM's job_cpu), by its declaration.
+    settings.update(read_declared([keyword for keyword in system.keywords if keyword == "job_cpu"], settings))
     request = JobRequest.from_settings(
         settings,
         gpu_request_styles=system.gpu_request_styles,
@@ -364,10 +369,6 @@ def take_keywords(kwargs: dict[str, Any], synonyms: dict[str, str]) -> dict[str,
                 raise ValidationError(synonym, f"{synonym}={value!r} contradicts {name}={given[name]!r}; give one")
             given[name] = given.get(name) if value is None else value
     return given
-
-
-CORE_KEYWORDS = ("cores", "cpus_per_gpu", "job_cpu", "ncpus")
-MEMORY_KEYWORDS = ("memory", "memory_per_gpu", "job_mem", "mem")
 
 
 def require_job_size(owner: str, batch: str, settings: dict[str, Any]) -> None:

@@ -34,10 +34,9 @@ from ..plan import Plan, make_plan
 from ..preloads.watchdog import CLUSTER_ALIVE_HANDLER, probe_interval
 from ..security.dashboard import OpenDashboardWarning, is_loopback_address
 from ..security.owned_folders import ClusterFolder, owner_prefix, remove_owned_folder, remove_stale_private_directories
-from ..security.tls import make_private_directory, scheduler_tls_args, worker_security_with_files
+from ..security.tls import make_private_directory, tls_args, worker_security_with_files
 from ..settings import config
-from ..settings.cluster_parameters import CLUSTER_PARAMETERS
-from ..settings.docstrings import with_shared_parameters
+from ..settings.cluster_parameters import CLUSTER_PARAMETERS, with_shared_parameters
 from ..settings.limits import MAX_JOBS_PER_CLUSTER
 from ..settings.naming import WorkerJobKey, cpu_job_name, gpu_job_name
 from ..settings.validation import parse_count, parse_name
@@ -193,7 +192,7 @@ class GPUJobQueueCluster(RuntimeCluster):
                 make_job=self._make_scheduler_job,
                 scheduler_file=scheduler_file,
                 folder=self._made_folder(),
-                tls_args=scheduler_tls_args(plan.security, self._private_folder()) if plan.security else (),
+                tls_args=tls_args("scheduler", plan.security, self._private_folder()) if plan.security else (),
                 worker_saturation=config.worker_saturation_text(self._worker_saturation),
             )
         return job_kwargs, scheduler_cls

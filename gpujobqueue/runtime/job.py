@@ -24,7 +24,7 @@ from ..jobs.scheduler_job import SchedulerStart
 from ..plan import Plan, make_plan
 from ..script.render import SchedulerAddress, SchedulerFile, SchedulerInJob
 from ..security.owned_folders import ClusterFolder
-from ..security.tls import worker_tls_args
+from ..security.tls import tls_args
 from ..settings import config
 
 logger = logging.getLogger(__name__)
@@ -166,7 +166,7 @@ class GPUJob(Job):
         self.worker_processes = launch.workers_per_node * request.nodes
         self.worker_cores = launch.nthreads * self.worker_processes
         self.worker_memory = launch.memory_limit * self.worker_processes if launch.memory_limit else None
-        self._tls_args = worker_tls_args(security)
+        self._tls_args = tls_args("worker", security)
         self.scheduler_file = scheduler_file
         self.start_scheduler = start_scheduler
         self.cluster_folder = cluster_folder

@@ -117,16 +117,6 @@ def tls_args(role: str, security: Security | None, directory: str | None = None)
     return tuple(args)
 
 
-def scheduler_tls_args(security: Security | None, directory: str) -> tuple[str, ...]:
-    """The scheduler's :func:`tls_args`."""
-    return tls_args("scheduler", security, directory)
-
-
-def worker_tls_args(security: Security | None) -> tuple[str, ...]:
-    """The workers' :func:`tls_args`."""
-    return tls_args("worker", security)
-
-
 def worker_security_with_files(security: Security | None, folder: Callable[[], str]) -> Security | None:
     """``security`` with its worker credentials held in memory written to 0600 files.
 

@@ -293,6 +293,12 @@ def documented_keywords() -> tuple[Keyword, ...]:
     return (*setting_keywords(), PROCESSES, *CLUSTER)
 
 
+# The keywords that give a job's cores and its memory (shared ones and the batch systems' own, as dask-jobqueue's
+# cores and memory): dask-jobqueue requires one of each, and a site's per-GPU value gives way to a user's per-job one.
+CORE_KEYWORDS = ("cores", "cpus_per_gpu", "job_cpu", "ncpus")
+MEMORY_KEYWORDS = ("memory", "memory_per_gpu", "job_mem", "mem")
+
+
 def parse_keyword(name: str, value: Any) -> Any:
     """``value`` read by the declaration of the shared keyword ``name``: its parser, with its bounds."""
     return next(keyword for keyword in documented_keywords() if keyword == name).parse(name, value)

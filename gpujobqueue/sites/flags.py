@@ -12,10 +12,9 @@ from typing import Any, Mapping
 
 from ..errors import ValidationError
 from ..jobs.request import JobRequest
+from ..settings.keywords import MEMORY_KEYWORDS
 from .facts import Site
 
-# The keywords that ask the batch system for memory.
-MEMORY_KEYWORDS = ("memory", "memory_per_gpu", "job_mem", "mem")
 # A directive line that asks SLURM for memory (--mem, --mem-per-cpu, --mem-per-gpu; not --mem-bind).
 _MEMORY_DIRECTIVE = re.compile(r"\s*--mem(-per-(cpu|gpu))?(=|\s|$)")
 

@@ -20,7 +20,7 @@ import pytest
 from fixtures.measured import measured
 
 from gpujobqueue.jobs.usage import UsageReport, read_usage
-from gpujobqueue.runtime.usage_meter import UsageMeter
+from gpujobqueue.runtime.usage_watch import UsageMeter
 from gpujobqueue.settings.limits import MAX_SITE_FILE_BYTES, MAX_SITE_VALUES, MAX_USAGE_JOBS, MAX_USAGE_JSON_VALUES
 
 MINIMAL = (Path(__file__).parents[1] / "sites" / "good" / "minimal.yaml").read_text()

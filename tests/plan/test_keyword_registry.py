@@ -23,8 +23,7 @@ from gpujobqueue.errors import ValidationError
 from gpujobqueue.plan import make_plan
 from gpujobqueue.runtime.factory import cluster_class
 from gpujobqueue.settings import config
-from gpujobqueue.settings.cluster_parameters import shared_parameters
-from gpujobqueue.settings.docstrings import with_shared_parameters
+from gpujobqueue.settings.cluster_parameters import shared_parameters, with_shared_parameters
 from gpujobqueue.settings.keywords import CLUSTER, INT, PROCESSES, Computed, Keyword, documented_keywords
 from gpujobqueue.sites import schema as site_schema
 

@@ -19,7 +19,7 @@ def test_cpus_per_node_shares_cores_by_nodes_or_counts_per_gpu():
     assert cpus_per_node(declared(cores=32, nodes=2), None) == 16
     assert cpus_per_node(declared(cpus_per_gpu=8, gpus_per_node=4), None) == 32
     assert cpus_per_node(declared(gpus_per_node=4), None) == 4  # one per GPU where nothing says
-    assert cpus_per_node(declared(cores=4), "12") == 12  # LSF's -n beside cores: job_cpu
+    assert cpus_per_node(declared(cores=4), 12) == 12  # job_cpu, read by its declaration (SLURM) or LSF's -n rule
     with pytest.raises(ValidationError, match="^cores: give cores"):
         cpus_per_node(declared(cores=4, cpus_per_gpu=2), None)
     with pytest.raises(ValidationError, match="^cores: 33 per job cannot be shared evenly by 2 nodes"):

@@ -9,7 +9,7 @@ import pytest
 
 from gpujobqueue.errors import ValidationError
 from gpujobqueue.jobs.usage import Charge, UsageReport, read_usage, write_usage
-from gpujobqueue.runtime.usage_meter import UsageMeter, busy_by_job, worker_busy
+from gpujobqueue.runtime.usage_watch import UsageMeter, busy_by_job, worker_busy
 from gpujobqueue.settings.limits import MAX_USAGE_FILE_BYTES
 
 
