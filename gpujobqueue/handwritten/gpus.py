@@ -27,8 +27,10 @@ def adopt(
     *,
     site: Any = None,
     node_gpus: int | None = None,
+    processes: int | None = None,
 ) -> HandWrittenGPUs | None:
     """Take a hand-written GPU request of ``system``'s syntax over into ``settings`` (in place); what was found.
+    dask-jobqueue's ``processes``, where given, are the workers each node starts on those GPUs (the log says so).
 
     A directive that contradicts ``explicit`` (the settings given by keyword or dask config, not by the ``site``)
     or asks for more than the site's ``node_gpus`` is refused with a ValidationError naming both.
@@ -73,7 +75,7 @@ def adopt(
         count,
         "s" if count > 1 else "",
         found.text.strip(),
-        count * nodes,
+        (processes or count) * nodes,  # processes=2 on 4 GPUs: 2 workers, each on 2
     )
     return found
 

@@ -75,6 +75,8 @@ async def run_query(command: list[str], *, required: bool = False) -> tuple[int,
     return done
 
 
+# What the job script writes of a prologue line that failed (templates/job.sh.j2).
+PROLOGUE_FAILED = "gpujobqueue: prologue command failed"
 # The exit status a stopped query answers with (timeout(1)'s).
 QUERY_TIMED_OUT = 124
 
@@ -94,7 +96,10 @@ def read_log_tail(paths: list[str], lines: int = LOG_TAIL_LINES) -> tuple[str | 
                 text = f.read().decode(errors="replace")
         except OSError:
             continue
-        tail = "\n".join(text.splitlines()[-lines:])
+        read = text.splitlines()
+        # A prologue line that failed (the job went on, as in dask-jobqueue) is kept above the tail: it is often why.
+        earlier = [line for line in read[:-lines] if line.startswith(PROLOGUE_FAILED)][-5:]
+        tail = "\n".join(([*earlier, "..."] if earlier else []) + read[-lines:])
         parts.append(tail if len(found) == 1 else f"==> {path} <==\n{tail}")
     return found[0], "\n".join(parts)
 

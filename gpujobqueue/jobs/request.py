@@ -58,6 +58,8 @@ class JobRequest:
         Generated directive lines containing any of these strings are left out.
     job_script_prologue, job_script_epilogue : tuple of str
         Shell lines run before the workers start and after they stop.
+    prologue_errors : str
+        ``continue`` (a failing prologue line is logged and the job goes on, as in dask-jobqueue) or ``stop``.
     environment : tuple of (str, str)
         Variables exported in the job.
     shebang : str
@@ -95,6 +97,7 @@ class JobRequest:
     job_extra_directives: tuple[str, ...]
     job_directives_skip: tuple[str, ...]
     job_script_prologue: tuple[str, ...]
+    prologue_errors: str
     job_script_epilogue: tuple[str, ...]
     environment: tuple[tuple[str, str], ...]
     shebang: str
@@ -222,6 +225,7 @@ _READ_ALONE = (
     "job_extra_directives",
     "job_directives_skip",
     "job_script_prologue",
+    "prologue_errors",
     "job_script_epilogue",
     "environment",
     "shebang",

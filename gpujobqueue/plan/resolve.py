@@ -27,7 +27,7 @@ from ..settings.keywords import (
 )
 from ..settings.validation import check_bounded, path_text
 from ..settings.walltimes import format_walltime
-from ..settings.worker_args import read_worker_args
+from ..settings.worker_args import read_worker_args, take_worker_spellings
 from ..sites import Site, routing
 from .user_limits import UserJobLimit
 
@@ -127,7 +127,8 @@ def job_shape(system: type[BatchSystem], given: Given) -> JobShape:
     the declared default and the batch system's walltime: read before any site queue is chosen, as no site's own
     settings set them (``tests/plan/test_routing.py`` holds every shipped site to that). A value refused raises
     :class:`~gpujobqueue.errors.ValidationError` naming the keyword or the directive."""
-    user = config.resolve(system.name, given.keywords, ("nodes", "walltime", "job_extra_directives"))
+    read = [name for name in system.setting_names() if name in ("nodes", "walltime", "job_extra_directives")]
+    user = config.resolve(system.name, given.keywords, read)
     lines = parse_keyword("job_extra_directives", user["job_extra_directives"])
     written = {option.setting: option.value for option in hand_written_directives.find(system, lines)}
     nodes = (
@@ -190,12 +191,22 @@ def resolve_request(system: type[BatchSystem], given: Given, site_queue: str | N
     }
     node_gpus = site_defaults.get("gpus_per_node") if site is not None else None
     # The walltime (and SLURM's nodes, tasks) written by hand, then the GPUs, each line read where the user put it.
+    take_worker_spellings(settings, explicit)
     written, emptied = hand_written_directives.adopt(system, settings, explicit)
-    hand_written = hand_written_gpus.adopt(system, settings, explicit, site=site, node_gpus=node_gpus)
+    hand_written = hand_written_gpus.adopt(
+        system, settings, explicit, site=site, node_gpus=node_gpus, processes=processes
+    )
     hand_written_directives.drop_emptied(settings, emptied)
     if not (system.runs_jobs_here or hand_written or site or _gpu_count_given(settings, explicit)):
         # as dask-jobqueue's job: a batch system without GPU resources refuses a GPU request
         settings["gpu_request"] = "none"
+        warnings.warn(
+            f"{system.name}: no GPU count given (gpus_per_node, a GPU directive in job_extra_directives or a GPU "
+            "resource in worker_extra_args), so the jobs ask for no GPU, as dask-jobqueue's would: give "
+            "gpus_per_node=N for N GPUs per node",
+            UserWarning,
+            stacklevel=5,
+        )
     workers_per_node = None
     gpu_count_given = hand_written is not None or explicit.get("gpus_per_node") is not None
     per_worker = None if gpu_count_given else _gpus_per_worker_resource(settings)

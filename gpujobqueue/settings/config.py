@@ -19,6 +19,7 @@ import dask.config
 import yaml
 
 from ..errors import UnknownKeywordError, ValidationError, shown
+from .declaration import Keyword
 from .keywords import CLUSTER
 from .limits import MAX_LIST_ITEMS
 from .validation import check_bounded, path_text
@@ -233,7 +234,7 @@ def resolve(
             value = configured_here.get(name, (None, None))[0]
         if value is None:
             value = site_defaults.get(name)
-        settings[name] = value
+        settings[name] = name.taken(value) if isinstance(name, Keyword) else value
     return settings
 
 

@@ -5,6 +5,7 @@ command-line option, and :func:`read_declared`, the one reading of keywords' val
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -71,6 +72,11 @@ class Keyword(str):
         dask-jobqueue's config key of the same meaning (``jobqueue.<batch>.<key>``, in the sections of
         the batch systems that have it), read under gpujobqueue's own; None where
         dask-jobqueue has none.
+    numbers_as_text : bool, optional
+        A text keyword that dask-jobqueue writes into the script as it is given: a whole number (``account=123456``;
+        YAML 1.1 reads an unquoted ``30:00`` as 1800) is taken as its digits (:meth:`taken`).
+    number_warning : callable, optional
+        ``number_warning(number)``: what a warning says of a number so taken (the walltime's YAML 1.1 reading).
     """
 
     kind: str
@@ -83,6 +89,8 @@ class Keyword(str):
     choices: Sequence[str] | Callable[[], Sequence[str]]
     site_schema: dict[str, Any]
     jobqueue_key: str | None
+    numbers_as_text: bool
+    number_warning: Callable[[int], str] | None
 
     def __new__(
         cls,
@@ -98,6 +106,8 @@ class Keyword(str):
         choices: Sequence[str] | Callable[[], Sequence[str]] = (),
         site_schema: dict[str, Any] | None = None,
         jobqueue_key: str | None = None,
+        numbers_as_text: bool = False,
+        number_warning: Callable[[int], str] | None = None,
     ) -> "Keyword":
         if parse is not None and not callable(parse):
             raise TypeError(f"keyword {name}: parse must be a parser, (field, value) -> value, not {parse!r}")
@@ -116,10 +126,20 @@ class Keyword(str):
             else _TYPE_DOCS[kind]
         )
         keyword.choices, keyword.jobqueue_key = choices, jobqueue_key
+        keyword.numbers_as_text, keyword.number_warning = numbers_as_text, number_warning
         keyword.site_schema = site_schema or (
             {"enum": list(choices)} if kind == CHOICE and not callable(choices) else _SCHEMAS.get(kind, {})
         )
         return keyword
+
+    def taken(self, value: Any) -> Any:
+        """``value`` as dask-jobqueue takes it: where :attr:`numbers_as_text`, a whole number (not a bool) is its
+        digits, which dask-jobqueue writes into the script as they are."""
+        if not self.numbers_as_text or not isinstance(value, int) or isinstance(value, bool):
+            return value
+        if self.number_warning is not None:
+            warnings.warn(f"{self}={value} is a number: {self.number_warning(value)}", UserWarning, stacklevel=2)
+        return str(value)
 
     def with_facts(self, **changes: Any) -> "Keyword":
         """This keyword with some facts changed (``choices``: a ``choice``'s, as the batch systems registered give

@@ -28,10 +28,21 @@ from .validation import (
     parse_needles,
     parse_path,
     parse_positive_int,
+    parse_shell_lines,
     parse_size,
     parse_word,
 )
 from .worker_options import UCX_TRANSPORTS, parse_seconds
+
+
+def sexagesimal_walltime(number: int) -> str:
+    """What a whole-number walltime likely is: YAML 1.1's reading of an unquoted ``30:00`` (minutes and seconds, or
+    hours and minutes) as one number, 1800."""
+    return (
+        f"the batch system reads it in its unit for a bare number (minutes on SLURM and LSF, seconds on PBS and Grid "
+        f"Engine); if a YAML file said walltime: {number // 60}:{number % 60:02d}, YAML 1.1 read that as {number}: "
+        f"quote it ('{number // 60}:{number % 60:02d}', or write '00:{number // 60:02d}:{number % 60:02d}')"
+    )
 
 
 def count(maximum: int) -> Callable[[str, Any], int]:
@@ -106,14 +117,16 @@ REQUEST: tuple[Keyword, ...] = (
     Keyword("walltime", TEXT, None, Computed("the batch system's, ``00:30:00`` as dask-jobqueue's (none "
                                                        "on the local one)"),
             "Walltime of each job, HH:MM:SS; also D-HH:MM:SS, or a bare number in the batch system's unit: "
-            "minutes on SLURM and LSF, seconds on PBS and Grid Engine.", jobqueue_key="walltime"),
-    Keyword("account", TEXT, parse_word, None, "Account (project) charged.", jobqueue_key="account"),
+            "minutes on SLURM and LSF, seconds on PBS and Grid Engine.", jobqueue_key="walltime",
+            numbers_as_text=True, number_warning=sexagesimal_walltime),
+    Keyword("account", TEXT, parse_word, None, "Account (project) charged.", jobqueue_key="account",
+            numbers_as_text=True),
     Keyword("queue", TEXT, None, None, "Queue (partition), or the site's queue name, which the site maps to its "
-            "partition and QoS.", jobqueue_key="queue"),
+            "partition and QoS.", jobqueue_key="queue", numbers_as_text=True),
     Keyword("exclusive", SWITCH, parse_bool, False, "Ask for whole nodes.", option="--exclusive/--shared",
             site_key="directives.exclusive"),
     Keyword("job_name", TEXT, parse_name, "dask-worker", "The job's name in the queue (dask-jobqueue's default).",
-            jobqueue_key="name"),
+            jobqueue_key="name", numbers_as_text=True),
     Keyword("log_directory", TEXT, parse_path, None, "Folder of the jobs' output files.",
             jobqueue_key="log-directory"),
     Keyword("job_extra_directives", LIST, parse_lines, None, "Extra directive (without its #SBATCH prefix). A GPU "
@@ -123,10 +136,15 @@ REQUEST: tuple[Keyword, ...] = (
     Keyword("job_directives_skip", LIST, parse_needles, None, "Leave out generated directives containing this "
             "text.",
             jobqueue_key="job-directives-skip"),
-    Keyword("job_script_prologue", LIST, parse_lines, None, "Shell line run before the workers (such as 'module "
-            "load cuda').",
+    Keyword("job_script_prologue", LIST, parse_shell_lines, None, "Shell line run before the workers (such as "
+            "'module load cuda'). As in dask-jobqueue, a line that fails is written to the job's log with its status "
+            "and the job goes on (see prologue_errors).",
             site_key="prologue", jobqueue_key="job-script-prologue"),
-    Keyword("job_script_epilogue", LIST, parse_lines, None, "Shell line run after the workers stop."),
+    Keyword("prologue_errors", CHOICE, matching_parser(re.compile("continue|stop"), "'continue' or 'stop'"),
+            "continue", "What a failing prologue line does: continue (as dask-jobqueue's scripts, the failure in the "
+            "job's log) or stop the job.",
+            site_key="prologue_errors", choices=("continue", "stop")),
+    Keyword("job_script_epilogue", LIST, parse_shell_lines, None, "Shell line run after the workers stop."),
     Keyword("environment", PAIRS, parse_environment, None, "Variable exported in the job. Each value is a string or "
             "a number (None, True/False, lists and mappings are refused, not written as Python spells them).",
             site_key="environment", option="--env", site_schema={

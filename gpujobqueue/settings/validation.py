@@ -250,6 +250,11 @@ def parse_size(field_name: str, value: Any, maximum: int = MAX_MEMORY_BYTES) -> 
     number = math.ceil(number)
     if number < 1:
         raise ValidationError(field_name, f"{shown(value)} is not a positive size")
+    if not isinstance(value, str) and number < 2**20:  # dask reads a number as bytes: memory=240 is 240 bytes
+        raise ValidationError(
+            field_name,
+            f'{value} is {number} bytes, less than a MiB; give the unit you mean: "{value}GB" or "{value}GiB"',
+        )
     if number > maximum:
         raise ValidationError(
             field_name, f"{shown(value)} is more than {maximum // 2**40} TiB, the largest size gpujobqueue accepts here"
@@ -304,8 +309,23 @@ def parse_job_path(field_name: str, value: Any) -> str:
     )
 
 
-def parse_lines(field_name: str, value: Any) -> tuple[str, ...]:
-    """A list of single-line strings (a lone string is one line).
+def shell_text(field_name: str, value: Any) -> str:
+    """Shell code of one line or more (a prologue's item, which dask-jobqueue writes as it is given): each of its
+    lines printable, as :func:`one_line` takes it."""
+    if isinstance(value, str):
+        for line in value.split("\n"):
+            one_line(field_name, line)
+        return value
+    return one_line(field_name, value)
+
+
+def parse_shell_lines(field_name: str, value: Any) -> tuple[str, ...]:
+    """The user's shell lines (:func:`parse_lines`), an item of several lines taken whole (:func:`shell_text`)."""
+    return parse_lines(field_name, value, shell_text)
+
+
+def parse_lines(field_name: str, value: Any, line: Callable[[str, Any], str] = one_line) -> tuple[str, ...]:
+    """A list of single-line strings (a lone string is one line; ``line`` reads each).
 
     A set of lines is taken too, as dask-jobqueue takes it (it writes each item it iterates over): a
     mapping whose values are all null, YAML's set (``job-extra: {'-C h20'}`` in a jobqueue.yaml), in
@@ -331,7 +351,7 @@ def parse_lines(field_name: str, value: Any) -> tuple[str, ...]:
         value = sorted(value, key=str)
     if not isinstance(value, Sequence):
         raise ValidationError(field_name, f"expected a list of strings, got {shown(value)}")
-    return tuple(one_line(f"{field_name}[{i}]", line) for i, line in enumerate(value))
+    return tuple(line(f"{field_name}[{i}]", item) for i, item in enumerate(value))
 
 
 def parse_needles(field_name: str, value: Any) -> tuple[str, ...]:

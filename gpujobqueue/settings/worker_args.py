@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import math
 import re
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ValidationError, shown
-from .keywords import LAUNCH
+from .keywords import LAUNCH, parse_keyword
 from .limits import MAX_LIST_ITEMS, MAX_WALLTIME_SECONDS
 from .validation import SAFE_PATH, matching, parse_duration, parse_lines, path_text
 
@@ -168,6 +169,44 @@ def split_words(field_name: str, value: Any) -> list[str]:
         if len(words) > MAX_LIST_ITEMS:
             raise ValidationError(field_name, f"more than {MAX_LIST_ITEMS} words; gpujobqueue accepts at most that")
     return words
+
+
+# Options of the batch systems' submit commands that users put among the worker arguments by mistake.
+_BATCH_DIRECTIVE_OPTIONS = frozenset(
+    "--gres --gpus --gpus-per-node --gpus-per-task --gpu --time --partition --account --qos --constraint --nodes "
+    "--ntasks --ntasks-per-node --cpus-per-task --cpus-per-gpu --mem --mem-per-cpu --mem-per-gpu --exclusive "
+    "--job-name --output --error --array --reservation --exclude --nodelist -l -q -A -P -W -R -pe -gpu -N".split()
+)
+
+
+def take_worker_spellings(settings: dict[str, Any], explicit: Any) -> None:
+    """The worker CLI's spellings that have one meaning here, taken out of ``worker_extra_args`` (in place), as
+    dask-jobqueue users write them: ``--no-nanny`` is ``nanny=False`` (refused beside ``nanny=True``), ``--nanny``
+    what the workers do anyway, ``--nanny-port`` asks for the per-device mode (a nanny per worker: distributed's
+    ``dask worker``); a batch directive there is refused, naming ``job_extra_directives``."""
+    given = settings.get("worker_extra_args")
+    if not given:
+        return
+    kept = []
+    for word in split_words("worker_extra_args", given):
+        name = word.partition("=")[0]
+        if name in ("--nanny", "--no-nanny"):
+            wanted = name == "--nanny"
+            if explicit.get("nanny") is not None and parse_keyword("nanny", explicit["nanny"]) != wanted:
+                raise ValidationError(
+                    "worker_extra_args", f"{name} and nanny={explicit['nanny']!r} say two things; give one"
+                )
+            settings["nanny"] = wanted
+            continue
+        if name in _BATCH_DIRECTIVE_OPTIONS:
+            raise ValidationError(
+                "worker_extra_args",
+                f"{shown(word)} is a batch directive, not a worker option: give it in job_extra_directives",
+            )
+        if name == "--nanny-port" and explicit.get("worker_mode") is None:
+            settings["worker_mode"] = "per-device"
+        kept.append(shlex.quote(word))
+    settings["worker_extra_args"] = kept or None
 
 
 def read_worker_args(field_name: str, value: Any, command: str | None = None) -> WorkerArguments:

@@ -274,9 +274,9 @@ FAULTS = {
         3,
         "network interface nosuchif0 does not exist",
     ),
-    # a bad module load in the prologue: `module` is not there, so 127, and the line is named
+    # a bad module load in a prologue that stops on errors: `module` is not there, so 127, and the line is named
     "prologue": (
-        {"job_script_prologue": ["echo preparing", "module load cuda/99"]},
+        {"job_script_prologue": ["echo preparing", "module load cuda/99"], "prologue_errors": "stop"},
         127,
         "prologue command failed with status 127: module load cuda/99",
     ),

@@ -128,7 +128,9 @@ def test_an_array_element_that_fails_is_reported_with_its_own_log(array_backend)
     # max-failures 1: the first element's failure is raised, and nothing replaced (a replacement is no element)
     with (
         dask.config.set({"gpujobqueue.replace.max-failures": 1}),
-        backend.cluster(job_array=True, gpus_per_node=1, job_script_prologue=["module load cuda/99"]) as cluster,
+        backend.cluster(
+            job_array=True, gpus_per_node=1, job_script_prologue=["module load cuda/99"], prologue_errors="stop"
+        ) as cluster,
     ):
         cluster.scale(gpus=2)
         with Client(cluster) as client, pytest.raises(JobFailedError) as raised:

@@ -78,7 +78,7 @@ def options(text: str) -> list[tuple[str, str | None]]:
     return [(name, value) for name, value in found]
 
 
-def seconds(text: str | None, lsf: bool = False) -> int | None:
+def seconds(text: str | None, lsf: bool = False, bare_minutes: bool = False) -> int | None:
     """A walltime in seconds: SLURM/PBS/SGE ``HH:MM:SS``, ``MM:SS``, bare minutes (SLURM) or seconds, and
     SLURM's ``D-HH``, ``D-HH:MM``, ``D-HH:MM:SS`` (after the days, hours come first)."""
     if text is None:
@@ -97,8 +97,8 @@ def seconds(text: str | None, lsf: bool = False) -> int | None:
     days = 0
     if lsf:
         total = parts[0] * 60 if len(parts) == 1 else parts[0] * 3600 + parts[1] * 60
-    elif len(parts) == 1:
-        total = parts[0]
+    elif len(parts) == 1:  # sbatch -t 1800 is 1800 minutes; PBS's and SGE's bare number seconds
+        total = parts[0] * 60 if bare_minutes else parts[0]
     elif len(parts) == 2:
         total = parts[0] * 60 + parts[1]
     else:
@@ -161,7 +161,7 @@ def slurm_request(directives: list[str]) -> tuple[dict[str, Any], dict[str, str]
         if key in given:
             request[key] = size_bytes(given.pop(key), "M")
     if "time" in given:
-        request["time"] = seconds(given.pop("time"))
+        request["time"] = seconds(given.pop("time"), bare_minutes=True)
     for key, value in given.items():
         if key not in NAMING["slurm"]:
             request[key] = value if value is not None else "(flag)"

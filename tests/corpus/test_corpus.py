@@ -38,7 +38,7 @@ EXPECTED = {
     "lsf_djq_352_csm": "same",
     "lsf_djq_docs_examples": "same",
     "lsf_openff_evaluator_gpu": "same, GPU workers",
-    "lsf_openff_evaluator_no_nanny": "refused: ValidationError: worker_extra_args",  # issue 42
+    "lsf_openff_evaluator_no_nanny": "same, GPU workers",  # issue 42
     "lsf_summit_blog": "same",
     "lsf_summit_blog_config": "same",
     "pbs_cheyenne_config": "same",
@@ -63,8 +63,8 @@ EXPECTED = {
     "slurm_djq_304_gres_resources": "same (memory rounded), GPU workers",
     "slurm_djq_docs_gpu_resources": "differs: GPUs per node: none → 2, GPU workers",
     "slurm_djq_docs_savio_lowprio": "same (memory rounded)",
-    "slurm_espnet3_parallel_gpu_config": "refused: ValidationError: walltime",  # issue 42
-    "slurm_holowizard_pipe_gpu": "refused: ValidationError: job_script_prologue[6]",  # issue 42
+    "slurm_espnet3_parallel_gpu_config": "same (memory rounded), GPU workers",  # issue 42
+    "slurm_holowizard_pipe_gpu": "workers refused: `distributed.cli.dask_worker`: ModuleNotFoundError: No module named 'holowizard'",  # issue 42
     "slurm_jean_zay_tf_mnist": "same (memory rounded), GPU workers",
     "slurm_jean_zay_xarray": "dask-jobqueue fails: ValueError: Got unexpected keyword argument 'env'. Very likely this unexpected parameter was passed in \"job_kwargs\" in the SLURMCluster constructor:",
     "slurm_juqueue_jureca_dc_gpu": "same (memory rounded), GPU workers",
