@@ -74,3 +74,23 @@ def test_the_pages_python_blocks_run_as_written_and_ask_for_their_gpus(page, tmp
     for index, (script, promised) in enumerate(zip(scripts, PROMISED[page])):
         gpu_lines = [line for line in (script or "").splitlines() if line.startswith("#SBATCH") and "gpu" in line]
         assert f"#SBATCH {promised}" in gpu_lines, (page, index, gpu_lines)
+
+
+def test_the_readmes_gpujobqueue_commands_run_as_written(tmp_path):
+    """Issue 43, point 3: every ``gpujobqueue`` line of README's shell blocks runs as written, in a fresh home; the
+    batch commands they feed (sbatch, qsub) are not run. A placeholder is given a value (``my-site.yaml``: a copy of
+    a shipped site file; ``NAME``: that site); ``check`` gives its verdict (0 or 1, no traceback), the others 0."""
+    text = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"^```bash\n(.*?)^```", text, re.DOTALL | re.MULTILINE)
+    lines = [line for block in blocks for line in block.replace("\\\n", " ").splitlines()]
+    commands = [line for line in lines if line.startswith("gpujobqueue ")]
+    assert any(" render sge " in command for command in commands) and len(commands) >= 10, commands
+    (tmp_path / "analysis.py").write_text("print('analysis')\n")
+    (tmp_path / "my-site.yaml").write_text((ROOT / "site-configs" / "generic-slurm.yaml").read_text())
+    venv_bin = Path(sys.executable).parent
+    env = {**os.environ, "HOME": str(tmp_path), "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}"}
+    for command in commands:
+        run = command.replace("--site NAME", "--site my-site.yaml")
+        done = subprocess.run(["bash", "-c", run], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=99)
+        verdicts = (0, 1) if command.startswith("gpujobqueue check") else (0,)
+        assert done.returncode in verdicts and "Traceback" not in done.stderr, (command, done.stderr[-2000:])

@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.metadata
 import json
 import os
 import selectors
+import shlex
 import shutil
 import signal
 import subprocess
 import threading
 import time
+import urllib.parse
 import warnings
+from pathlib import Path
 
 from .._version import __version__
 from ..preloads import PRELOADS, module_name
@@ -74,11 +78,27 @@ def cuda_major(cuda_version: str | None) -> int | None:
         return None
 
 
+def install_source() -> str:
+    """Where this gpujobqueue came from, as ``pip install`` takes it: the checkout it runs from (a source tree with
+    setup.cfg), else the folder or wheel its install records (PEP 610's ``direct_url.json``), else the package
+    index's name."""
+    checkout = Path(__file__).resolve().parents[2]
+    if (checkout / "setup.cfg").is_file():
+        return str(checkout)
+    try:
+        recorded = json.loads(importlib.metadata.distribution("gpujobqueue").read_text("direct_url.json") or "{}")
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        recorded = {}
+    url = recorded.get("url", "")
+    return urllib.parse.unquote(url.removeprefix("file://")) if url.startswith("file://") else "gpujobqueue"
+
+
 def install_line(cuda_version: str | None = None, *, ucx: bool = False, python: str | None = None) -> str:
     """The ``pip install`` command of the stack for a driver of ``cuda_version`` (``"12.4"``; None: the line for
     each major version, and where to read the driver's), with the ``ucx`` extra (distributed-ucxx) where ``ucx``,
-    through ``python -m pip`` where ``python`` is given."""
+    through ``python -m pip`` where ``python`` is given; from where this gpujobqueue came (:func:`install_source`)."""
     pip = f"{python} -m pip" if python else "pip"
+    source = install_source()
     major = cuda_major(cuda_version)
     if major is not None and major < min(CUDA_EXTRAS):
         return (
@@ -88,7 +108,7 @@ def install_line(cuda_version: str | None = None, *, ucx: bool = False, python: 
 
     def line(m: int) -> str:
         extras = CUDA_EXTRAS[m] + (f",ucx{m}" if ucx else "")
-        return f"{pip} install 'gpujobqueue[{extras}]'"
+        return f"{pip} install {shlex.quote(f'{source}[{extras}]')}"
 
     if major is None:
         return f"{line(12)} (CUDA 12 driver; {line(13)} for CUDA 13: nvidia-smi shows the driver's CUDA version)"

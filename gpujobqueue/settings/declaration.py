@@ -9,6 +9,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from ..errors import ValidationError
+
 # The kinds of value a keyword takes, and so the form of its command-line option.
 INT, TEXT, LIST, PAIRS, SWITCH, CHOICE = "int", "text", "list", "pairs", "switch", "choice"
 _TYPE_DOCS = {INT: "int", TEXT: "str", LIST: "list of str", PAIRS: "dict", SWITCH: "bool", CHOICE: "str"}
@@ -137,6 +139,8 @@ class Keyword(str):
         digits, which dask-jobqueue writes into the script as they are."""
         if not self.numbers_as_text or not isinstance(value, int) or isinstance(value, bool):
             return value
+        if abs(value) >= 10**18:
+            raise ValidationError(str(self), f"{value} is a whole number of more than 18 digits; give {self} as text")
         if self.number_warning is not None:
             warnings.warn(f"{self}={value} is a number: {self.number_warning(value)}", UserWarning, stacklevel=2)
         return str(value)

@@ -166,13 +166,35 @@ def test_the_readmes_login_node_install_is_what_the_workers_python_check_asks_fo
     import re
     from pathlib import Path
 
-    from gpujobqueue.machine.install import install_line
+    from gpujobqueue.machine.install import install_line, install_source
 
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     row = next(line for line in readme.splitlines() if line.startswith("| no GPU here (a login node)"))
     advised = re.findall(r"`(pip install [^`]+)`", row)
-    asked = re.findall(r"pip install '[^']+'", install_line(None))  # what the warning and check print
+    # What the warning and check print, from the checkout these tests run: the README's '.' is its top folder.
+    asked = re.findall(r"pip install '[^']+'", install_line(None).replace(install_source(), "."))
     assert advised and set(advised) <= set(asked), (advised, asked)
+
+
+def test_no_line_of_the_docs_installs_gpujobqueue_from_the_package_index():
+    """Issue 43, point 2: gpujobqueue is not on the package index; an install line names the checkout or a wheel."""
+    from pathlib import Path
+
+    root = Path(__file__).parents[2]
+    pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    found = [
+        f"{page.name}: {line}" for page in pages for line in page.read_text().splitlines() if "'gpujobqueue[" in line
+    ]
+    assert not found, found
+
+
+def test_the_install_line_names_where_this_gpujobqueue_came_from():
+    from pathlib import Path
+
+    from gpujobqueue.machine.install import install_line
+
+    checkout = Path(__file__).resolve().parents[2]
+    assert install_line("12.8") == f"pip install '{checkout}[cuda12]'"
 
 
 def _starter_held(holder: str, pid: int) -> bool:

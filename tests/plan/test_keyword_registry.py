@@ -193,7 +193,7 @@ def test_a_keywords_parser_refuses_what_the_plan_refuses_with_the_same_words(sys
         if value is None:
             continue
         try:
-            keyword.parse(keyword, value)
+            keyword.parse(keyword, keyword.taken(value))  # the declaration's reading: a number as text where declared
         except ValidationError as refused:
             with pytest.raises(ValidationError) as plan_refused:
                 make_plan(system, {**base, keyword: value})

@@ -44,7 +44,7 @@ def test_bad_walltime_names_field_and_forms(text):
 
 
 @pytest.mark.parametrize(
-    "text, nbytes", [("60GiB", 60 * 2**30), ("512 MB", 512 * 10**6), ("2TB", 2 * 10**12), (1024, 1024)]
+    "text, nbytes", [("60GiB", 60 * 2**30), ("512 MB", 512 * 10**6), ("2TB", 2 * 10**12), (2**20, 2**20)]
 )
 def test_sizes(text, nbytes):
     assert parse_size("memory", text) == nbytes

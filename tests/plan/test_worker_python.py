@@ -40,7 +40,8 @@ def runs(python: str) -> int:
         return 0
 
 
-def test_render_warns_at_once_naming_the_python_and_the_install_line(python_without_dask_cuda):
+def test_render_warns_at_once_naming_the_python_and_the_install_line(python_without_dask_cuda, monkeypatch):
+    monkeypatch.setattr("gpujobqueue.machine.install.install_source", lambda: "gpujobqueue")
     with pytest.warns(UserWarning) as caught:
         script = job_script_for(
             "slurm",

@@ -101,7 +101,6 @@ def test_the_users_resources_are_merged_with_the_gpu_resource(mode):
     "args, instead",
     [
         (["--nworkers", "2"], "gpus_per_node"),
-        (["--no-nanny"], "nanny=False"),
         (["--preload-nanny", "mymodule"], "DASK_DISTRIBUTED__NANNY__PRELOAD"),
         (["--scheduler-sni", "x"], "worker_mode='per-device'"),
         (["--resoures GPU=1"], "its options are"),

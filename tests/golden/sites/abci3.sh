@@ -17,12 +17,10 @@ export DASK_DISTRIBUTED__WORKER__LIFETIME__DURATION=1710s
 export DASK_DISTRIBUTED__WORKER__LIFETIME__STAGGER=22s
 export DASK_DISTRIBUTED__WORKER__LIFETIME__RESTART=False
 
-# prologue: a line that fails ends the job, saying which (workers without their environment would fail later, less clearly)
+# prologue: a line that fails is written to the job's log with its status, and the job goes on (as in dask-jobqueue)
 trap 'echo "gpujobqueue: prologue command failed with status $?: $BASH_COMMAND" >&2' ERR
-set -e
 source /etc/profile.d/modules.sh
 module load cuda/12.6/12.6.1
-set +e
 trap - ERR
 
 # The devices this job may use: $CUDA_VISIBLE_DEVICES as the batch system set it,

@@ -28,11 +28,9 @@ for file in ca.pem cert.pem key.pem; do
     fi
 done
 
-# prologue: a line that fails ends the job, saying which (workers without their environment would fail later, less clearly)
+# prologue: a line that fails is written to the job's log with its status, and the job goes on (as in dask-jobqueue)
 trap 'echo "gpujobqueue: prologue command failed with status $?: $BASH_COMMAND" >&2' ERR
-set -e
 module load modtree/gpu
-set +e
 trap - ERR
 
 if [ ! -e /sys/class/net/ib0 ]; then

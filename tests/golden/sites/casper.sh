@@ -27,12 +27,10 @@ for file in ca.pem cert.pem key.pem; do
     fi
 done
 
-# prologue: a line that fails ends the job, saying which (workers without their environment would fail later, less clearly)
+# prologue: a line that fails is written to the job's log with its status, and the job goes on (as in dask-jobqueue)
 trap 'echo "gpujobqueue: prologue command failed with status $?: $BASH_COMMAND" >&2' ERR
-set -e
 export TMPDIR=$SCRATCH/temp && mkdir -p $TMPDIR
 module load conda cuda
-set +e
 trap - ERR
 
 # The devices this job may use: $CUDA_VISIBLE_DEVICES as the batch system set it,

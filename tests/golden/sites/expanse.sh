@@ -19,13 +19,11 @@ export DASK_DISTRIBUTED__WORKER__LIFETIME__DURATION=1710s
 export DASK_DISTRIBUTED__WORKER__LIFETIME__STAGGER=22s
 export DASK_DISTRIBUTED__WORKER__LIFETIME__RESTART=False
 
-# prologue: a line that fails ends the job, saying which (workers without their environment would fail later, less clearly)
+# prologue: a line that fails is written to the job's log with its status, and the job goes on (as in dask-jobqueue)
 trap 'echo "gpujobqueue: prologue command failed with status $?: $BASH_COMMAND" >&2' ERR
-set -e
 module load slurm
 module load gpu
 module load cuda
-set +e
 trap - ERR
 
 if [ ! -e /sys/class/net/ib0 ]; then

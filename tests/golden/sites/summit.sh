@@ -27,12 +27,10 @@ for file in ca.pem cert.pem key.pem; do
     fi
 done
 
-# prologue: a line that fails ends the job, saying which (workers without their environment would fail later, less clearly)
+# prologue: a line that fails is written to the job's log with its status, and the job goes on (as in dask-jobqueue)
 trap 'echo "gpujobqueue: prologue command failed with status $?: $BASH_COMMAND" >&2' ERR
-set -e
 module load miniforge3/23.11.0
 module load cuda
-set +e
 trap - ERR
 
 # The job's private folder (mode 0700) on this node: the node part, in a second folder of the submit directory.
