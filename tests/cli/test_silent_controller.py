@@ -1,7 +1,7 @@
 """Issue 43, point 4: a batch system whose commands exist but whose controller does not answer (sbatch
 installed, no slurm.conf or slurmctld down, as on a workstation or a broken login node). ``check`` asks it
 once and says so in its own words; ``check --submit-test`` reports its jobs once as not asked, without
-blaming the site file.
+blaming the site file; ``wait_for_workers`` says why nothing comes and raises after a few unanswered asks.
 
 The SLURM here has no daemon: Debian's client commands given a slurm.conf whose controller port has no
 listener (auth/none: no munge either), or no slurm.conf at all (as on a workstation); stand-ins that print SLURM's own
@@ -18,9 +18,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import dask.config
 import pytest
+from dask.distributed import Client
 
+from gpujobqueue import SLURMGPUCluster
 from gpujobqueue.diagnostics.submit_test import submit_tests
+from gpujobqueue.errors import BatchSystemUnreachableError
 from gpujobqueue.sites import load_site
 
 # A slurm.conf that SLURM's commands read, naming a controller that is not there.
@@ -45,6 +49,7 @@ STAND_INS = {
     "squeue": f'echo "slurm_load_jobs error: {UNREACHABLE}" >&2; exit 1\n',
     "scancel": f'echo "scancel: error: Kill job error on job id 1: {UNREACHABLE}" >&2; exit 1\n',
 }
+KEYWORDS = {"gpus_per_node": 2, "worker_mode": "per-device", "memory_per_gpu": "512MiB", "cpus_per_gpu": 1}
 
 
 def _free_port() -> int:
@@ -132,6 +137,25 @@ def test_the_submit_test_of_a_silent_batch_system_is_could_not_ask_once_never_a_
     assert "refused" not in line["detail"] and "site file" not in line["fix"], line
     assert "login node" in line["fix"], line
     assert status == 1  # the batch system line fails
+
+
+@pytest.mark.timeout(120)
+def test_wait_for_workers_says_the_batch_system_does_not_answer_and_raises_after_bounded_asks(
+    silent_slurm, capsys, caplog
+):
+    config = {"gpujobqueue.job-poll-interval": "1s", "gpujobqueue.progress": True}
+    with dask.config.set(config), SLURMGPUCluster(**KEYWORDS) as cluster, Client(cluster) as client:
+        cluster.scale(gpus=2)  # deferred: the README's snippet returns
+        with pytest.raises(BatchSystemUnreachableError) as raised:
+            client.wait_for_workers(2)  # no timeout: it must not wait without end
+        message = str(raised.value)
+        assert message.startswith("slurm does not answer") and silent_slurm in message, message
+        assert "gpujobqueue check" in message and "asked again every 1 s" in message, message
+        assert raised.value.batch == "slurm"
+    progress = capsys.readouterr().err
+    assert "slurm does not answer: " in progress and silent_slurm in progress, progress[-2000:]
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "cannot be reached" in r.msg]
+    assert warned and silent_slurm in warned[0], caplog.text[-2000:]
 
 
 def test_a_test_submission_the_batch_system_does_not_answer_is_not_asked_nor_are_the_jobs_after_it(
