@@ -19,6 +19,7 @@ keep_python_sigint()  # importing dask-jobqueue, before or after, would make Ctr
 # Each public name and the module that defines it.
 _PUBLIC = {
     "BatchCommandNotFoundError": ".errors",
+    "BatchSystemUnreachableError": ".errors",
     "GPUJobQueueError": ".errors",
     "InterfaceNotFoundError": ".errors",
     "JobSizeMissingError": ".errors",
@@ -62,6 +63,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from .errors import (
         BatchCommandNotFoundError,
+        BatchSystemUnreachableError,
         GPUJobQueueError,
         InterfaceNotFoundError,
         JobSizeMissingError,

@@ -146,6 +146,34 @@ class BatchCommandNotFoundError(SubmissionError):
         )
 
 
+class BatchSystemUnreachableError(SubmissionError):
+    """A batch system whose commands are here but that has answered none of a cluster's asks since it started:
+    its controller is down, or this host is not its client (no configuration for its commands). Raised by
+    ``wait_for_workers`` after ``gpujobqueue.replace.max-failures`` asks in a row went unanswered, rather than a
+    wait without end; the cluster keeps asking, and submits its jobs when it answers.
+
+    Parameters
+    ----------
+    batch : str
+        The batch system.
+    error : str
+        Its last error, in its own words.
+    asks : int
+        The asks in a row it left unanswered.
+    interval : float
+        Seconds between two asks (``gpujobqueue.job-poll-interval``).
+    """
+
+    def __init__(self, batch: str, error: str, asks: int, interval: float):
+        self.batch, self.error, self.asks = batch, error, asks
+        super().__init__(
+            f"{batch} does not answer: {error}\nIt answered none of the cluster's {asks} asks: its controller is "
+            f"down, or this host is not a {batch} client (no configuration for its commands); `gpujobqueue check` "
+            f"asks it once. Run on a login node of the {batch} machine. The cluster's jobs are submitted when it "
+            f"answers (asked again every {interval:g} s)."
+        )
+
+
 class InterfaceNotFoundError(ValidationError):
     """The scheduler would listen on a network interface that this host does not have: a
     site's interface off that site (a laptop, another centre), or a name mistyped.

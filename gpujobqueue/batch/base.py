@@ -282,10 +282,19 @@ class BatchSystem(HandWrittenDirectives):
     @classmethod
     async def test_submit(cls, path: str) -> TrialAnswer:
         """Ask the batch system whether it would take the job script at ``path``, submitting nothing
-        (:attr:`test_submit_options`); without such a mode it is not asked."""
+        (:attr:`test_submit_options`); without such a mode it is not asked. A refusal is one where it answers
+        :meth:`probe` after: else it could not be asked (its controller unreachable, or no configuration here)."""
         if cls.test_submit_options is None:
             return TrialAnswer(None, f"{cls.name} has no mode that checks a job without submitting it")
-        return await ask_without_submitting([cls.submit_command, *cls.test_submit_options, path])
+        answer = await ask_without_submitting([cls.submit_command, *cls.test_submit_options, path])
+        try:
+            silent = answer.accepted is False and await cls.probe() is not None
+        except BatchCommandNotFoundError:  # no status command to tell: the refusal stands
+            silent = False
+        if silent:
+            last = [line.strip() for line in answer.said.splitlines() if line.strip()][-1]
+            return TrialAnswer(None, f"{cls.name} does not answer: {last}")
+        return answer
 
     @classmethod
     def job_id_from_output(cls, out: str) -> str:

@@ -3,6 +3,7 @@ through :mod:`.probes` and the site, with no judgement in them."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import os
 import platform
@@ -81,6 +82,10 @@ class MachineFacts:
     # (each phrase of install.worker_python_problems; None: not found here, or not a python, so not probed).
     worker_python: str | None = None
     worker_python_problems: list[str] | None = None
+    # Whether the batch system was asked a status query (where its commands are all on PATH), and its error
+    # where it did not answer (None: it answered, or was not asked).
+    batch_asked: bool = False
+    batch_error: str | None = None
 
 
 def gather_facts(
@@ -104,6 +109,7 @@ def gather_facts(
     target_batch = loaded.scheduler if loaded else batch or config.default_batch()
     oldest = sites.oldest_source(loaded.data) if loaded else None
     worker_python, worker_python_lacks = _configured_worker_python(target_batch)
+    asked, batch_error = _batch_answer(target_batch)
     return MachineFacts(
         hostname=socket.gethostname(),
         python=platform.python_version(),
@@ -138,9 +144,11 @@ def gather_facts(
         scheduler_placement=_scheduler_placement(target_batch, protocol),
         nic_map=map_lines() if machine.gpus else [],
         site_oldest_source={"url": oldest.url, "checked": oldest.checked.isoformat()} if oldest else None,
-        submit_tests=_submit_tests(loaded, account) if submit_test else None,
+        submit_tests=_submit_tests(loaded, account, batch_error) if submit_test else None,
         worker_python=worker_python,
         worker_python_problems=worker_python_lacks,
+        batch_asked=asked,
+        batch_error=batch_error,
     )
 
 
@@ -159,10 +167,24 @@ def _configured_worker_python(batch: str) -> tuple[str | None, list[str] | None]
     return python, worker_python_problems(python, dask_cuda=True, gpujobqueue=True, thorough=True)
 
 
-def _submit_tests(loaded: sites.Site | None, account: str | None) -> list[dict[str, Any]]:
+def _batch_answer(batch: str) -> tuple[bool, str | None]:
+    """Whether the batch system was asked about a job it never gave (its status command, within
+    ``gpujobqueue.query-timeout``: not where it has no server or its commands are not all on PATH), and its
+    error where it did not answer."""
+    system = batch_system(batch)
+    if system.runs_jobs_here or not all(shutil.which(command) for command in commands(batch)):
+        return False, None
+    try:
+        return True, asyncio.run(system.probe())
+    except GPUJobQueueError as refused:  # a command gone since, or a query-timeout the cluster would refuse
+        return True, str(refused)
+
+
+def _submit_tests(loaded: sites.Site | None, account: str | None, silent: str | None) -> list[dict[str, Any]]:
     from .submit_test import submit_tests
 
-    return [asdict(trial) for trial in submit_tests(loaded, account)] if loaded else []
+    # A batch system that did not answer is not asked again, job after job.
+    return [asdict(trial) for trial in submit_tests(loaded, account, does_not_answer=silent)] if loaded else []
 
 
 def _scheduler_placement(batch: str, protocol: str | None) -> str | None:

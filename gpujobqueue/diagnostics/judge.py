@@ -101,7 +101,8 @@ def _freshness_findings(facts: MachineFacts) -> list[Finding]:
 
 
 def _submit_test_findings(facts: MachineFacts) -> list[Finding]:
-    """One line per job of ``--submit-test``: accepted, or refused in the batch system's words (a failure)."""
+    """One line per job of ``--submit-test``: accepted, or refused in the batch system's words (a failure); the
+    jobs not asked (no test mode, or no answer) in one line per reason."""
     if facts.submit_tests is None:
         return []
     if facts.site is None or facts.site_error:
@@ -134,11 +135,14 @@ def _submit_test_findings(facts: MachineFacts) -> list[Finding]:
                     f"(`gpujobqueue show {facts.site}` gives each value's line)",
                 )
             )
-    findings += [
-        Finding("warn", "submit test", f"{len(labels)} job(s) not asked: {said}", "submit one job and cancel it")
+    # Not asked: a batch system without a test mode, or one that does not answer (never a site file's fault).
+    fix = "submit one job and cancel it"
+    if batch_system(facts.batch).test_submit_options is not None:
+        fix = f"run it on a login node where {facts.batch} answers (the batch system line says whether it does here)"
+    return findings + [
+        Finding("warn", "submit test", f"{len(labels)} job(s) not asked: {said}", fix)
         for said, labels in not_asked.items()
     ]
-    return findings
 
 
 def _gpu_findings(facts: MachineFacts) -> list[Finding]:
@@ -344,34 +348,18 @@ def _network_findings(facts: MachineFacts) -> list[Finding]:
     ]
     if facts.interface is None:
         return findings
-    if facts.interface in facts.interfaces:
-        if facts.interfaces[facts.interface]:
-            findings.append(
-                Finding(
-                    "ok", "site interface", f"{facts.interface} is here ({' '.join(facts.interfaces[facts.interface])})"
-                )
-            )
-        else:
-            findings.append(
-                Finding(
-                    "fail",
-                    "site interface",
-                    f"{facts.interface} is here but has no IPv4 address for dask to listen on",
-                    f"pass interface= one of {', '.join(n for n, a in facts.interfaces.items() if a)}",
-                )
-            )
-        return findings
+    own = facts.interfaces.get(facts.interface)
+    if own:
+        return [*findings, Finding("ok", "site interface", f"{facts.interface} is here ({' '.join(own)})")]
+    if own is not None:
+        no_ipv4 = f"{facts.interface} is here but has no IPv4 address for dask to listen on"
+        usable = ", ".join(name for name, addrs in facts.interfaces.items() if addrs)
+        return [*findings, Finding("fail", "site interface", no_ipv4, f"pass interface= one of {usable}")]
     choices = ", ".join(name for name, addrs in facts.interfaces.items() if addrs and name != "lo") or "lo"
     fix = f"pass interface= one of {choices} (or correct the site's network.interface)"
     if facts.job_of or batch_system(facts.batch).runs_jobs_here:
-        findings.append(
-            Finding(
-                "fail",
-                "site interface",
-                f"{facts.interface} is not an interface of this host, where the workers run",
-                fix,
-            )
-        )
+        missing = f"{facts.interface} is not an interface of this host, where the workers run"
+        findings.append(Finding("fail", "site interface", missing, fix))
     elif facts.scheduler_placement == SCHEDULER_HERE:
         # The workers' interface is on the compute nodes; the scheduler's is here, on the login node.
         first = choices.split(", ")[0]
@@ -441,4 +429,18 @@ def _batch_findings(facts: MachineFacts) -> list[Finding]:
     version = f"{facts.batch_versions[facts.batch]}: " if facts.batch in facts.batch_versions else ""
     job_id = os.environ.get(batch_system(facts.job_of).job_id_variable, "") if facts.job_of else ""
     inside = f"; inside {facts.job_of} job {job_id}" if facts.job_of else ""
-    return [Finding("ok", "batch commands", version + "; ".join(found) + inside)]
+    return [Finding("ok", "batch commands", version + "; ".join(found) + inside), *_answer_findings(facts)]
+
+
+def _answer_findings(facts: MachineFacts) -> list[Finding]:
+    """Whether the batch system answered check's one status query: its commands alone submit nothing."""
+    query = batch_system(facts.batch).status_command
+    if not facts.batch_asked:
+        return []
+    if facts.batch_error is None:
+        return [Finding("ok", "batch system", f"{facts.batch} answers ({query} about a job it never gave)")]
+    fix = (
+        f"run on a login node of the {facts.batch} machine: this host is not its client (its commands find no "
+        "configuration or no controller), or the controller is down there (ask the centre)"
+    )
+    return [Finding("fail", "batch system", f"{facts.batch} does not answer ({query}): {facts.batch_error}", fix)]

@@ -62,9 +62,10 @@ def trial_keywords(site: Site) -> list[tuple[str, dict[str, Any]]]:
     return jobs
 
 
-def submit_tests(site: Site, account: str | None = None) -> list[TrialJob]:
+def submit_tests(site: Site, account: str | None = None, does_not_answer: str | None = None) -> list[TrialJob]:
     """Render each of :func:`trial_keywords`' jobs for ``site`` (with ``account`` where given) and ask the
-    site's batch system whether it would take it; nothing is submitted."""
+    site's batch system whether it would take it; nothing is submitted. Where it could not be asked (its error
+    in ``does_not_answer``, or the first job's answer), the jobs are rendered but not asked."""
     system = batch_system(site.scheduler)
     extra = {"account": account} if account else {}
     try:
@@ -72,13 +73,19 @@ def submit_tests(site: Site, account: str | None = None) -> list[TrialJob]:
     except SiteConfigError as error:  # too many: a failure of the test, that asks nothing
         return [TrialJob("the site's jobs", {}, None, str(error), rendered=False)]
     with tempfile.TemporaryDirectory(prefix="gpujobqueue-submit-test-") as folder:
-        return asyncio.run(_ask_all(system, site, jobs, extra, folder))
+        return asyncio.run(_ask_all(system, site, jobs, extra, folder, does_not_answer))
 
 
 async def _ask_all(
-    system: Any, site: Site, jobs: list[tuple[str, dict[str, Any]]], extra: dict[str, Any], folder: str
+    system: Any,
+    site: Site,
+    jobs: list[tuple[str, dict[str, Any]]],
+    extra: dict[str, Any],
+    folder: str,
+    does_not_answer: str | None,
 ) -> list[TrialJob]:
     trials = []
+    unasked = f"{system.name} does not answer: {does_not_answer}" if does_not_answer else None
     for number, (label, keywords) in enumerate(jobs):
         keywords = {**keywords, **extra}
         try:
@@ -88,9 +95,14 @@ async def _ask_all(
         except GPUJobQueueError as error:
             trials.append(TrialJob(label, keywords, None, str(error), rendered=False))
             continue
+        if unasked:
+            trials.append(TrialJob(label, keywords, None, unasked))
+            continue
         path = os.path.join(folder, f"job-{number}.sh")
         with open(path, "w", encoding="utf-8") as file:
             file.write(script)
         answer = await system.test_submit(path)
         trials.append(TrialJob(label, keywords, answer.accepted, answer.said))
+        if answer.accepted is None and system.test_submit_options is not None:  # no answer: the rest not asked
+            unasked = answer.said
     return trials

@@ -67,7 +67,8 @@ class JobTable(list):
 class JobWatch(BackgroundLoop):
     """Watches the jobs of one cluster's ``book`` every ``interval`` seconds, telling the ``replacement`` of
     failures and connections. ``probe()``, awaited: the batch system's error for a query of a job it never
-    gave, None if it answered; ``retire_workers(names)``, awaited: the scheduler retires those workers."""
+    gave, None if it answered; ``retire_workers(names)``, awaited: the scheduler retires those workers; ``batch``:
+    the batch system's name, in what the watch says."""
 
     def __init__(
         self,
@@ -77,14 +78,17 @@ class JobWatch(BackgroundLoop):
         probe: Callable[[], Awaitable[str | None]],
         retire_workers: Callable[[list[str]], Awaitable[Any]],
         interval: float,
+        batch: str,
     ):
-        self.book, self.replacement = book, replacement
+        self.book, self.replacement, self.batch = book, replacement, batch
         self.probe, self.retire_workers = probe, retire_workers
         self.interval = interval
         self.failures: list[JobFailedError] = []  # every job that ended before its workers connected
         self._polling = asyncio.Lock()  # the periodic look and cluster.jobs must not act on one ending twice
         self.unreachable_since: float | None = None  # time.time() of the first failed query of this outage
         self.unreachable_error: str | None = None  # the batch system's last error then
+        self.answered_once = False  # since the cluster started
+        self.unanswered_in_a_row = 0
 
     def note_worker(self, worker_name: str) -> None:
         """A worker connected: its job has started workers."""
@@ -99,8 +103,20 @@ class JobWatch(BackgroundLoop):
         since = time.strftime("%H:%M:%S", time.localtime(self.unreachable_since))
         return f"batch system unreachable since {since}: {self.unreachable_error}"
 
+    def silence(self) -> str | None:
+        """``"slurm does not answer: <its error>; asking again every 5 s"`` during an outage, else None."""
+        if self.unreachable_since is None:
+            return None
+        return f"{self.batch} does not answer: {self.unreachable_error}; asking again every {self.interval:g} s"
+
+    def never_answered(self, asks: int) -> bool:
+        """Whether the batch system has answered none of the cluster's asks, and left the last ``asks`` unanswered."""
+        return not self.answered_once and self.unanswered_in_a_row >= asks
+
     def _answered(self, error: str | None) -> None:
         """Record whether the batch system answered (error None) or not."""
+        self.answered_once = self.answered_once or error is None
+        self.unanswered_in_a_row = 0 if error is None else self.unanswered_in_a_row + 1
         if error is None:
             if self.unreachable_since is not None:
                 logger.warning(

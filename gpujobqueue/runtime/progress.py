@@ -49,7 +49,9 @@ class WaitProgress:
         """Whether there is a display to update."""
         return self.bar is not None
 
-    def show(self, connected: int, rows: list) -> None:
+    def show(self, connected: int, rows: list, cause: str | None = None) -> None:
+        """Show ``connected`` GPUs, and why the jobs wait: ``cause`` where given (the batch system does not
+        answer), else the oldest waiting job of ``rows``."""
         if self.bar is None:
             return
         # the oldest waiting job first, so that the line does not flit from job to job
@@ -57,6 +59,7 @@ class WaitProgress:
         note = waiting[0].waiting("submitted") if waiting else ""
         if len(waiting) > 1:
             note += f" and {len(waiting) - 1} more"
+        note = cause or note
         self.bar.n = min(connected, self.bar.total)
         self.bar.set_postfix_str(note, refresh=False)
         self.bar.refresh()

@@ -52,7 +52,12 @@ class RuntimeCluster(JobQueueCluster):
         system = job_cls.batch_system
         self._replacement = Replacement(self._book, user_limit_refusals=system.user_limit_refusals)
         self._job_watch = JobWatch(
-            self._book, self._replacement, probe=system.probe, retire_workers=self._retire, interval=interval
+            self._book,
+            self._replacement,
+            probe=system.probe,
+            retire_workers=self._retire,
+            interval=interval,
+            batch=system.name,
         )
         cpu_workers_per_job = plan.cpu_launch.workers_per_node if plan.cpu_launch is not None else None
         self._scaling = Scaling(
@@ -314,11 +319,18 @@ class RuntimeCluster(JobQueueCluster):
             Seconds (or ``"10m"``) after which :class:`WorkersNotStartedError` says why the jobs
             wait; None waits without end.
 
+        While the batch system does not answer, the progress line (on a terminal) says so with
+        its error; one that has answered none of the cluster's asks since it started is raised
+        after ``gpujobqueue.replace.max-failures`` of them, unanswered in a row.
+
         Raises
         ------
         ValidationError
             ``n_workers`` not a whole number of 1 or more (at most the workers of as many jobs as a
             cluster holds), or ``timeout`` not a duration from 0.1 s to a week.
+        BatchSystemUnreachableError
+            The batch system's commands are here but it has answered none of the cluster's asks (its
+            controller down, or this host not its client); the cluster keeps asking.
         """
         pools = self.workers_per_job + (self._scaling.cpu_workers_per_job or 0)
         n_workers, timeout = wait_arguments(n_workers, timeout, pools)

@@ -11,7 +11,7 @@ from typing import Any, Awaitable, Callable, Mapping
 from dask.utils import parse_timedelta
 from distributed.core import Status
 
-from ..errors import GPUJobQueueError
+from ..errors import BatchSystemUnreachableError, GPUJobQueueError
 from ..settings.limits import MAX_JOBS_PER_CLUSTER, MAX_WAIT_SECONDS
 from ..settings.validation import parse_count, parse_duration
 from .job_watch import JobWatch
@@ -80,9 +80,10 @@ async def wait_for_workers(
     n_workers: int = 0,
     timeout: Any = None,
 ) -> None:
-    """Wait for ``n_workers`` running workers; raise the failure that stopped the ``replacement`` rather than
-    wait for workers that will never come. The ``watch``'s table is shown while waiting and said in the
-    timeout; ``identity()``, awaited: the scheduler's identity now."""
+    """Wait for ``n_workers`` running workers; raise the failure that stopped the ``replacement``, or a batch
+    system that has answered none of the ``watch``'s asks (:class:`BatchSystemUnreachableError`, after
+    ``replacement.limit`` of them), rather than wait for workers that will never come. The ``watch``'s table
+    is shown while waiting and said in the timeout; ``identity()``, awaited: the scheduler's identity now."""
     deadline = None if not timeout else time.monotonic() + parse_timedelta(timeout)
     last_report = time.monotonic()
     progress = WaitProgress(n_workers)  # on a terminal only
@@ -98,8 +99,11 @@ async def wait_for_workers(
                 return
             if deadline is not None and time.monotonic() > deadline:
                 raise WorkersNotStartedError(running, n_workers, timeout, await why_jobs_wait(watch))
+            if replacement.deferred_since is not None and watch.never_answered(replacement.limit):
+                error = str(watch.unreachable_error)
+                raise BatchSystemUnreachableError(watch.batch, error, watch.unanswered_in_a_row, watch.interval)
             if progress.shown:
-                progress.show(running, watch.rows())
+                progress.show(running, watch.rows(), watch.silence())
             if time.monotonic() - last_report > 60:
                 last_report = time.monotonic()
                 waiting = [row.waiting("submitted") for row in watch.rows() if row.workers == 0]
@@ -107,7 +111,7 @@ async def wait_for_workers(
                     "gpujobqueue: %d of %d workers running; waiting for %s",
                     running,
                     n_workers,
-                    ", ".join(waiting) or "jobs to be submitted",
+                    ", ".join(waiting) or watch.silence() or "jobs to be submitted",
                 )
             await asyncio.sleep(0.2)
     finally:

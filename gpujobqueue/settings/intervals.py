@@ -46,7 +46,8 @@ def usage_sample_interval() -> float | None:
 
 
 def max_failures() -> int:
-    """Jobs in a row that may end before their workers connect before the replacing stops
+    """Jobs in a row that may end before their workers connect before the replacing stops, and unanswered
+    asks in a row of a batch system that never answered before ``wait_for_workers`` raises
     (``gpujobqueue.replace.max-failures``, 1 to 100)."""
     return parse_positive_int(
         "gpujobqueue.replace.max-failures", config.setting("replace.max-failures"), MAX_REPLACE_FAILURES
