@@ -1,0 +1,60 @@
+"""Issue 43: what the commands print for a user to run is safe as printed, and says how it fits
+the terminal: `credentials`' scheduler command (points 5), `sites` (6), `demo --gpus` (7), `render`
+without TLS credentials here (10)."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import time
+
+from click.testing import CliRunner
+from distributed import Client
+from distributed.security import Security
+
+from gpujobqueue.cli import main
+
+
+def cli(*args, env=None):
+    return CliRunner().invoke(main, list(args), env=env)
+
+
+def test_the_printed_scheduler_command_serves_no_dashboard_and_says_how_to_open_one(tmp_path):
+    # Before: `dask scheduler --protocol tls ...` alone, whose dashboard (the workers' logs and
+    # call stacks, no password) listens on every interface at port 8787.
+    done = cli("credentials", str(tmp_path / "tls"))
+    assert done.exit_code == 0, done.output
+    command = next(line.strip() for line in done.stdout.splitlines() if " dask scheduler " in f" {line} ")
+    words = shlex.split(command)
+    assert words[words.index("--dashboard-address") + 1] == "127.0.0.1:0" and "--no-dashboard" in words
+    assert words[0] == "DASK_DISTRIBUTED__SCHEDULER__HTTP__ROUTES=[]"  # no /metrics, no /info on its HTTP server
+    opening = [line for line in done.stdout.splitlines() if "127.0.0.1:8787" in line]
+    assert opening and "every user of this host" in opening[0] and "no password" in opening[0], done.stdout
+    # It runs as printed (here on a free port, writing its address to a file).
+    scheduler_file = tmp_path / "scheduler.json"
+    process = subprocess.Popen(
+        ["bash", "-c", f"{command} --host 127.0.0.1 --port 0 --scheduler-file {scheduler_file}"],
+        env=dict(os.environ, PATH=f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not scheduler_file.exists() or not scheduler_file.read_text():
+            assert time.monotonic() < deadline and process.poll() is None, "the printed scheduler did not start"
+            time.sleep(0.2)
+        tls = tmp_path / "tls"
+        security = Security(
+            tls_ca_file=str(tls / "ca.pem"),
+            tls_client_cert=str(tls / "cert.pem"),
+            tls_client_key=str(tls / "key.pem"),
+            require_encryption=True,
+        )
+        with Client(scheduler_file=str(scheduler_file), security=security, timeout=30) as client:
+            routes = client.run_on_scheduler(lambda: __import__("dask").config.get("distributed.scheduler.http.routes"))
+            assert routes == []
+    finally:
+        process.terminate()
+        process.wait(30)
