@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from click.testing import CliRunner
 from distributed import Client
 from distributed.security import Security
@@ -58,3 +59,15 @@ def test_the_printed_scheduler_command_serves_no_dashboard_and_says_how_to_open_
     finally:
         process.terminate()
         process.wait(30)
+
+
+def test_demo_refuses_fewer_than_one_gpu_naming_the_option(monkeypatch):
+    # Before: --gpus 0 started 2 workers; --gpus -1 printed "starting -1 CPU worker(s)", then an
+    # error naming gpus_per_node.
+    from gpujobqueue.cli import demo
+
+    monkeypatch.setattr(demo, "run_demo", lambda **kwargs: pytest.fail(f"the demo ran with {kwargs}"))
+    for count in ("0", "-1"):
+        done = cli("demo", "--gpus", count)
+        assert done.exit_code == 2, done.output
+        assert "'--gpus'" in done.stderr and "x>=1" in done.stderr and "starting" not in done.output, done.output
