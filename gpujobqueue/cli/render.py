@@ -226,6 +226,7 @@ def render(
         raise click.ClickException(_in_option_terms(error, click.get_current_context().command)) from None
     for warning in caught:
         click.echo(f"gpujobqueue: warning: {warning.message}", err=True)
+    _warn_of_missing_credentials(text, run is None and not no_tls, tls_directory)
     if explain:
         click.echo(_explained(batch, keywords), err=True, nl=False)
     if client is None and scheduler is None and scheduler_file is None:
@@ -235,6 +236,19 @@ def render(
             err=True,
         )
     click.echo(text, nl=False)
+
+
+def _warn_of_missing_credentials(text: str, reads_credentials: bool, tls_directory: str | None) -> None:
+    """Say now, not after the job's queue wait, where the script reads TLS credentials that this host lacks (the
+    script's own line that exports their folder; UCX has none)."""
+    from ..security.tls import ScriptTLS, missing_credentials_here
+
+    script_tls = ScriptTLS.for_script(run=False, directory=tls_directory)
+    if not reads_credentials or f'export {script_tls.variable}="{script_tls.directory}"' not in text:
+        return
+    missing = missing_credentials_here(script_tls)
+    if missing:
+        click.echo(f"gpujobqueue: warning: {missing}", err=True)
 
 
 def _explained(batch: str, keywords: dict[str, Any]) -> str:

@@ -71,3 +71,35 @@ def test_demo_refuses_fewer_than_one_gpu_naming_the_option(monkeypatch):
         done = cli("demo", "--gpus", count)
         assert done.exit_code == 2, done.output
         assert "'--gpus'" in done.stderr and "x>=1" in done.stderr and "starting" not in done.output, done.output
+
+
+RENDER = (
+    "render",
+    "slurm",
+    "--gpus-per-node",
+    "1",
+    "--cpus-per-gpu",
+    "1",
+    "--memory-per-gpu",
+    "512MiB",
+    "--scheduler-address",
+    "tls://h:8786",
+)
+
+
+def test_render_says_at_once_that_this_host_has_no_tls_credentials_for_the_script(tmp_path):
+    # Before: the script was written silently, and its job ended after the queue wait with
+    # "the TLS credential .../ca.pem is missing".
+    home = {"HOME": str(tmp_path)}
+    done = cli(*RENDER, env=home)
+    assert done.exit_code == 0, done.output
+    folder = tmp_path / ".config" / "gpujobqueue" / "tls"
+    warning = f"gpujobqueue: warning: this host has no TLS credentials in {folder}"
+    assert warning in done.stderr and "make them with: gpujobqueue credentials" in done.stderr, done.stderr
+    assert "#!/" in done.stdout  # the script is still written: the nodes may read another home
+    elsewhere = tmp_path / "elsewhere"
+    done = cli(*RENDER, "--tls-directory", str(elsewhere), env=home)
+    assert f"in {elsewhere} " in done.stderr and f"gpujobqueue credentials {elsewhere}" in done.stderr, done.stderr
+    assert "TLS credentials" not in cli(*RENDER, "--no-tls", env=home).stderr
+    assert cli("credentials", env=home).exit_code == 0
+    assert "TLS credentials" not in cli(*RENDER, env=home).stderr
