@@ -5,6 +5,7 @@ without TLS credentials here (10)."""
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -103,3 +104,41 @@ def test_render_says_at_once_that_this_host_has_no_tls_credentials_for_the_scrip
     assert "TLS credentials" not in cli(*RENDER, "--no-tls", env=home).stderr
     assert cli("credentials", env=home).exit_code == 0
     assert "TLS credentials" not in cli(*RENDER, env=home).stderr
+
+
+def table(output: str) -> dict[str, dict[str, str]]:
+    """The sites table's rows by site name, each cell read at its heading's place."""
+    header, *lines = output.splitlines()
+    headings = list(re.finditer(r"\S+", header))
+    names, starts = [m.group() for m in headings], [m.start() for m in headings]
+    return {
+        line.split()[0]: {
+            name: line[start : (starts[i + 1] if i + 1 < len(starts) else None)].strip()
+            for i, (name, start) in enumerate(zip(names, starts))
+        }
+        for line in lines
+    }
+
+
+def test_sites_fits_an_80_column_terminal_and_wide_lists_every_column_whole():
+    # Before: 92 columns at COLUMNS=80 (204 whole), the centres cut to "NationaM…".
+    for columns in (80, 100, 120):
+        done = cli("sites", env={"COLUMNS": str(columns)})
+        lines = done.stdout.splitlines()
+        assert max(map(len, lines)) <= columns, (columns, done.stdout)
+        rows = table(done.stdout)
+        assert rows["perlmutter"]["SITE"] == "perlmutter" and rows["perlmutter"]["GPU"] == "A100"
+        assert rows["aurora"]["GPU"] == "Max 1550" and rows["frontera"]["GPU"] == "RTX 5000"
+        assert rows["perlmutter"]["STATUS"] == "production" and rows["summit"]["STATUS"] == "retired 2024-11-15"
+        if "CENTRE" in rows["perlmutter"]:
+            assert rows["perlmutter"]["CENTRE"] == "NERSC" and rows["alps"]["CENTRE"] == "CSCS"
+            assert rows["abci3"]["CENTRE"] == "AIST" and rows["setonix"]["CENTRE"] == "Pawsey"
+        if columns == 80:
+            assert "CENTRE" in rows["perlmutter"] and "left out" in done.stderr and "--wide" in done.stderr
+        else:
+            assert "UNCONFIRMED" in rows["perlmutter"]
+    wide = cli("sites", "--wide", env={"COLUMNS": "80"})
+    rows = table(wide.stdout)
+    assert rows["perlmutter"]["CENTRE"] == "NERSC (National Energy Research Scientific Computing Center)"
+    assert rows["aurora"]["GPU"] == "Data Center GPU Max 1550 (one tile)" and rows["perlmutter"]["PROTOCOL"] == "tcp"
+    assert "left out" not in wide.stderr
