@@ -3,7 +3,8 @@
 The public names are imported when first used (PEP 562): a worker that preloads
 ``gpujobqueue.preloads.*`` by module name, or a job's ``gpujobqueue.preloads.watchdog``, imports
 that module alone, not the clusters, dask-jobqueue and the sites (about half a second of every
-worker process's start).
+worker process's start). Importing it registers the package's dask config defaults (``gpujobqueue.*``), as
+dask-jobqueue and dask-cuda do, and nothing more.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._version import __version__ as __version__
 from .jobs.sigint import keep_python_sigint
+from .settings import defaults as _defaults  # noqa: F401  (registers gpujobqueue's dask config, as dask-jobqueue does)
 
 keep_python_sigint()  # importing dask-jobqueue, before or after, would make Ctrl-C exit 0
 

@@ -116,7 +116,12 @@ def clean(directory: str) -> None:
     show_default=True,
     help="Problem sizes.",
 )
-@click.option("--gpus", type=int, help="GPU workers to start (default: every GPU, or 2 CPU workers without GPUs).")
+@click.option(
+    "--gpus",
+    type=click.IntRange(min=1),
+    help="Workers to start, 1 or more: one per GPU (default: every GPU here), or CPU workers where there is "
+    "no GPU (default 2).",
+)
 @click.option(
     "--dashboard",
     is_flag=True,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import shlex
 import warnings
 from typing import Any, Callable, Sequence
 
@@ -225,6 +226,7 @@ def render(
         raise click.ClickException(_in_option_terms(error, click.get_current_context().command)) from None
     for warning in caught:
         click.echo(f"gpujobqueue: warning: {warning.message}", err=True)
+    _warn_of_missing_credentials(text, run is None and not no_tls, tls_directory)
     if explain:
         click.echo(_explained(batch, keywords), err=True, nl=False)
     if client is None and scheduler is None and scheduler_file is None:
@@ -234,6 +236,19 @@ def render(
             err=True,
         )
     click.echo(text, nl=False)
+
+
+def _warn_of_missing_credentials(text: str, reads_credentials: bool, tls_directory: str | None) -> None:
+    """Say now, not after the job's queue wait, where the script reads TLS credentials that this host lacks (the
+    script's own line that exports their folder; UCX has none)."""
+    from ..security.tls import ScriptTLS, missing_credentials_here
+
+    script_tls = ScriptTLS.for_script(run=False, directory=tls_directory)
+    if not reads_credentials or f'export {script_tls.variable}="{script_tls.directory}"' not in text:
+        return
+    missing = missing_credentials_here(script_tls)
+    if missing:
+        click.echo(f"gpujobqueue: warning: {missing}", err=True)
 
 
 def _explained(batch: str, keywords: dict[str, Any]) -> str:
@@ -308,14 +323,25 @@ def credentials(directory: str) -> None:
     """Make TLS credentials (a new CA, certificate and key, private to you) in DIR, default
     ~/.config/gpujobqueue/tls, for the workers of rendered scripts and the scheduler you run;
     a complete set already there is kept. Prints how to start that scheduler and its client."""
+    from ..security.dashboard import CLOSED_HTTP_ADDRESS, DEFAULT_DASHBOARD_ADDRESS, who_can_reach
     from ..security.tls import make_credentials
 
     path, made = make_credentials(directory)
     click.echo(f"{'made' if made else 'kept'} TLS credentials in {path} (folder 0700, files 0600)")
-    click.echo("start your scheduler with them:")
+    files = (
+        f"{option} {shlex.quote(f'{path}/{name}.pem')}"
+        for option, name in (("--tls-ca-file", "ca"), ("--tls-cert", "cert"), ("--tls-key", "key"))
+    )
+    # Closed as the package's own schedulers are: no dashboard, no route on its HTTP server, on the loopback.
+    click.echo("start your scheduler with them (no dashboard: nothing on its HTTP server, on the loopback):")
     click.echo(
-        f"  dask scheduler --protocol tls --tls-ca-file {path}/ca.pem --tls-cert {path}/cert.pem --tls-key "
-        f"{path}/key.pem"
+        f"  DASK_DISTRIBUTED__SCHEDULER__HTTP__ROUTES='[]' dask scheduler --protocol tls {' '.join(files)} "
+        f"--no-dashboard --dashboard-address {CLOSED_HTTP_ADDRESS}"
+    )
+    click.echo(
+        f"for a dashboard, which {who_can_reach(DEFAULT_DASHBOARD_ADDRESS, 'this host')} can read with no password: "
+        f"leave out DASK_DISTRIBUTED__SCHEDULER__HTTP__ROUTES='[]' and --no-dashboard, and give "
+        f"--dashboard-address {DEFAULT_DASHBOARD_ADDRESS}"
     )
     click.echo("and connect your client:")
     click.echo(

@@ -4,6 +4,7 @@ resolved config, each value with the line it came from)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 
@@ -11,25 +12,63 @@ import click
 
 from ..errors import GPUJobQueueError
 
-# The `sites` table: each row's key -> its heading; the centre and GPU columns are shortened to fit the terminal.
+# The `sites` table: each row's key -> its heading. On a terminal, the centre and GPU are short (_SHORT) and the
+# columns of _LEFT_OUT_FIRST go, in that order, until the table fits; --wide and a pipe get every column whole.
 _SITE_COLUMNS = {
     key: {"name": "SITE", "scheduler": "BATCH"}.get(key, key.upper())
     for key in ("name", "centre", "scheduler", "gpus", "gpu", "protocol", "status", "unconfirmed")
 }
+_LEFT_OUT_FIRST = ("protocol", "unconfirmed", "centre")
 _SHORTENED = ("centre", "gpu")
+
+
+def _short_centre(centre: str) -> str:
+    """A centre's acronym: the first word in its brackets with two capitals (``... (NERSC)`` -> ``CSCS``), else
+    its first word (``NERSC (National ...)`` -> ``NERSC``, ``Pawsey Supercomputing ...`` -> ``Pawsey``)."""
+    inside = re.findall(r"\(([^,;)\s]+)", centre)
+    acronyms = [word for word in inside if sum(c.isupper() for c in word) >= 2]
+    return acronyms[0] if acronyms else (centre.split() or ["-"])[0].rstrip(",")
+
+
+def _short_gpu(gpu: str) -> str:
+    """The GPU model alone: no remark in brackets, and its last two words where longer (``Quadro RTX 5000`` ->
+    ``RTX 5000``, ``Data Center GPU Max 1550 (one tile)`` -> ``Max 1550``)."""
+    model = gpu.partition(" (")[0]
+    return model if len(model) <= 12 else " ".join(model.split()[-2:])
 
 
 def _shorten(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(width - 1, 0)].rstrip() + "…"
 
 
+def _fitted(cells: list[dict[str, str]], room: int) -> tuple[dict[str, int], list[str]]:
+    """The columns' widths within ``room`` characters and the columns left out (:data:`_LEFT_OUT_FIRST`); the
+    centre and GPU cut with an ellipsis where the table is still too wide."""
+    widths = {key: max([len(title)] + [len(cell[key]) for cell in cells]) for key, title in _SITE_COLUMNS.items()}
+    left_out: list[str] = []
+    for key in _LEFT_OUT_FIRST:
+        if sum(widths.values()) + 2 * (len(widths) - 1) <= room:
+            break
+        left_out.append(key)
+        del widths[key]
+    shortened = [key for key in _SHORTENED if key in widths]
+    fixed = sum(width for key, width in widths.items() if key not in shortened) + 2 * (len(widths) - 1)
+    while shortened and sum(widths[key] for key in shortened) > room - fixed and max(map(widths.get, shortened)) > 8:
+        longest = max(shortened, key=lambda key: widths[key])
+        widths[longest] -= 1
+    return widths, left_out
+
+
 @click.command()
-def sites() -> None:
+@click.option("--wide", is_flag=True, help="Every column, each value whole, whatever the terminal's width.")
+def sites(wide: bool) -> None:
     """List the known site configs: name, centre, batch system, GPUs per node, GPU model,
     protocol, status (`stale` where the site's oldest source was checked more than six months
     ago), and how many of the site's facts its centre's documentation did not confirm
     (`gpujobqueue show SITE` lists them, and the sources with their dates). A site file that does not load is listed as
-    broken, and its error printed after the table."""
+    broken, and its error printed after the table. On a terminal the table fits its width (the
+    centre's acronym, the GPU model alone, the protocol and the unconfirmed count left out where
+    needed); --wide, and a pipe or a file, get every column whole."""
     from ..sites import site_table
 
     rows = site_table()
@@ -42,18 +81,18 @@ def sites() -> None:
             cell["status"] = f"retired {row['retired']}"
         elif row["stale"]:
             cell["status"] += ", stale"
-    widths = {key: max([len(title)] + [len(cell[key]) for cell in cells]) for key, title in _SITE_COLUMNS.items()}
-    # On a terminal (or COLUMNS wide), shorten the centre and GPU columns, the longer first, until
-    # the table fits; into a pipe or a file, the whole table.
-    fixed = sum(width for key, width in widths.items() if key not in _SHORTENED) + 2 * (len(widths) - 1)
-    shorten = sys.stdout.isatty() or os.environ.get("COLUMNS")
-    room = shutil.get_terminal_size().columns - fixed if shorten else sum(widths.values())
-    while sum(widths[key] for key in _SHORTENED) > room and max(widths[key] for key in _SHORTENED) > 8:
-        longest = max(_SHORTENED, key=lambda key: widths[key])
-        widths[longest] -= 1
-    click.echo("  ".join(title.ljust(widths[key]) for key, title in _SITE_COLUMNS.items()).rstrip())
+    columns, left_out = {key: max(len(c[key]) for c in cells) for key in _SITE_COLUMNS}, []
+    if not wide and (sys.stdout.isatty() or os.environ.get("COLUMNS")):
+        for cell in cells:
+            cell.update(centre=_short_centre(cell["centre"]), gpu=_short_gpu(cell["gpu"]))
+        columns, left_out = _fitted(cells, shutil.get_terminal_size().columns)
+    widths = {key: max(len(_SITE_COLUMNS[key]), columns[key]) for key in columns}
+    click.echo("  ".join(_SITE_COLUMNS[key].ljust(width) for key, width in widths.items()).rstrip())
     for cell in cells:
-        click.echo("  ".join(_shorten(cell[key], widths[key]).ljust(widths[key]) for key in _SITE_COLUMNS).rstrip())
+        click.echo("  ".join(_shorten(cell[key], width).ljust(width) for key, width in widths.items()).rstrip())
+    if left_out:
+        names = ", ".join(_SITE_COLUMNS[key] for key in left_out)
+        click.echo(f"{names} left out to fit the terminal: `gpujobqueue sites --wide` lists every column", err=True)
     if any(row["stale"] for row in rows):
         click.echo(
             "stale: the site's oldest source was checked more than 6 months ago; `gpujobqueue show SITE` names it",

@@ -14,7 +14,14 @@ from typing import Any, Sequence
 from ..errors import ValidationError
 from ..security.files import read_bounded_text
 from ..security.tls import write_private_file
-from ..settings.limits import MAX_GPUS_PER_NODE, MAX_NODES, MAX_USAGE_FILE_BYTES, MAX_USAGE_JOBS, MAX_USAGE_JSON_VALUES
+from ..settings.limits import (
+    MAX_CPUS_PER_NODE,
+    MAX_GPUS_PER_NODE,
+    MAX_NODES,
+    MAX_USAGE_FILE_BYTES,
+    MAX_USAGE_JOBS,
+    MAX_USAGE_JSON_VALUES,
+)
 from ..settings.validation import parse_count
 
 SCHEMA = "gpujobqueue-usage/1"
@@ -81,6 +88,8 @@ class JobUsage:
     measured_by : {"nvml", "tasks"} or None
         How busy was measured: NVML's GPU utilisation, the share of the workers' threads
         executing tasks, or not at all.
+    cores : int
+        Cores the job held (0 where not recorded, as in reports written before it was).
     """
 
     name: str
@@ -94,6 +103,7 @@ class JobUsage:
     busy_gpu_seconds: float = 0.0
     last_busy: float | None = None
     measured_by: str | None = None
+    cores: int = 0
 
     def held_seconds(self, now: float) -> float:
         """Wall time the job held its nodes (0 if it never started)."""
@@ -111,6 +121,10 @@ class JobUsage:
     def gpu_hours(self, now: float) -> float:
         """GPU-hours charged: GPUs held times the wall time held."""
         return self.gpus * self.held_seconds(now) / 3600
+
+    def core_hours(self, now: float) -> float:
+        """Core-hours held: cores times the wall time held."""
+        return self.cores * self.held_seconds(now) / 3600
 
     def node_hours(self, now: float) -> float:
         """Node-hours held."""
@@ -209,15 +223,19 @@ class UsageReport:
         return hours * self.charge.factor
 
     def summary(self) -> str:
-        """One paragraph: jobs, GPUs, GPU-hours charged, busy share, queue wait, idle at the end."""
+        """One paragraph: jobs, GPUs, GPU-hours charged, busy share, the CPU workers' cores and core-hours (jobs
+        that held no GPU), queue wait, idle at the end."""
         jobs = len(self.jobs)
-        parts = [
-            f"{jobs} job{'s' if jobs != 1 else ''}",
-            f"{self.gpus} GPU{'s' if self.gpus != 1 else ''}",
-            f"{_hours(self.gpu_hours)} GPU-h charged",
-        ]
-        busy = self.busy_fraction
-        parts.append(f"{busy:.0%} busy".replace("%", " %") if busy is not None else "busy not measured")
+        parts = [f"{jobs} job{'s' if jobs != 1 else ''}"]
+        cpu_jobs = [job for job in self.jobs if not job.gpus]
+        if len(cpu_jobs) < jobs:
+            busy = self.busy_fraction
+            parts += [f"{self.gpus} GPU{'s' if self.gpus != 1 else ''}", f"{_hours(self.gpu_hours)} GPU-h charged"]
+            parts.append(f"{busy:.0%} busy".replace("%", " %") if busy is not None else "busy not measured")
+        if cpu_jobs:
+            cores = sum(job.cores for job in cpu_jobs if job.started is not None)
+            core_hours = sum(job.core_hours(self.at) for job in cpu_jobs)
+            parts.append(f"CPU workers on {cores} core{'s' if cores != 1 else ''}, {_hours(core_hours)} core-h")
         parts.append(f"{_duration(self.longest_queued_seconds)} queued at most")
         text = ", ".join(parts)
         if self.service_units is not None and self.charge is not None:
@@ -258,6 +276,7 @@ class UsageReport:
                 "jobs": len(self.jobs),
                 "gpus": self.gpus,
                 "gpu_hours": self.gpu_hours,
+                "core_hours": sum(job.core_hours(self.at) for job in self.jobs),
                 "busy_gpu_hours": self.busy_gpu_hours,
                 "busy_fraction": self.busy_fraction,
                 "longest_queued_seconds": self.longest_queued_seconds,
@@ -426,4 +445,5 @@ def _job_from_dict(data: Any, field: str) -> JobUsage:
         busy_gpu_seconds=float(busy),
         last_busy=_time(data.get("last_busy"), f"{field}.last_busy", optional=True),
         measured_by=data.get("measured_by"),
+        cores=parse_count(f"{field}.cores", data.get("cores", 0), maximum=MAX_NODES * MAX_CPUS_PER_NODE, text=False),
     )

@@ -32,13 +32,23 @@ class UsageMeter:
         self._last_sample: float | None = None
 
     def submitted(
-        self, name: str, job_id: str | None, *, nodes: int, gpus: int, pool: str = "gpu", when: float | None = None
+        self,
+        name: str,
+        job_id: str | None,
+        *,
+        nodes: int,
+        gpus: int,
+        cores: int = 0,
+        pool: str = "gpu",
+        when: float | None = None,
     ) -> None:
         """A job was submitted (``when``, default now); a name seen before keeps its first record."""
         if name in self._jobs or len(self._jobs) >= MAX_USAGE_JOBS:
             return
         submitted = self.clock() if when is None else when
-        self._jobs[name] = JobUsage(name=name, job_id=job_id, pool=pool, nodes=nodes, gpus=gpus, submitted=submitted)
+        self._jobs[name] = JobUsage(
+            name=name, job_id=job_id, pool=pool, nodes=nodes, gpus=gpus, cores=cores, submitted=submitted
+        )
 
     def started(self, name: str) -> None:
         """The job runs (the first notice counts)."""
@@ -166,6 +176,7 @@ class UsageWatch(BackgroundLoop):
                 job.job_id,
                 nodes=job.request.nodes,
                 gpus=gpus_of(job),
+                cores=job.request.cpus_per_node * job.request.nodes,
                 pool="cpu" if job.launch.cpu_workers else "gpu",
                 when=job.submitted_at,
             )

@@ -25,6 +25,7 @@ import dataclasses
 import importlib.util
 import logging
 import os
+import shlex
 import socket
 import stat
 import tempfile
@@ -177,6 +178,24 @@ class ScriptTLS:
         return [
             word for option, name in zip(options, CREDENTIAL_FILES) for word in (option, f'"${self.variable}/{name}"')
         ]
+
+
+def missing_credentials_here(script_tls: ScriptTLS) -> str | None:
+    """Where a script reads its credentials from a folder that, as this host expands it, lacks some: what to say
+    (the job would end at once, after its queue wait) and the command that makes them; None where they are all
+    there, the job makes its own, or the folder names a variable this host does not set."""
+    folder = os.path.expanduser(os.path.expandvars(script_tls.directory))
+    if script_tls.in_job or "$" in folder:
+        return None
+    missing = [name for name in CREDENTIAL_FILES if not os.path.isfile(os.path.join(folder, name))]
+    if not missing:
+        return None
+    where = "" if script_tls.directory == DEFAULT_TLS_DIRECTORY else f" {shlex.quote(script_tls.directory)}"
+    return (
+        f"this host has no TLS credentials in {folder} ({', '.join(missing)} missing), which the script's workers "
+        f"read: where the nodes see this folder, the job would end at once after its queue wait; make them with: "
+        f"gpujobqueue credentials{where}"
+    )
 
 
 def resolve_script_security(

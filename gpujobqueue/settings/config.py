@@ -12,19 +12,16 @@ import math
 import operator
 import re
 import warnings
-from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import dask.config
-import yaml
 
 from ..errors import UnknownKeywordError, ValidationError, shown
 from .declaration import Keyword
+from .defaults import PACKAGE_DEFAULTS
 from .keywords import CLUSTER
 from .limits import MAX_LIST_ITEMS
 from .validation import check_bounded, path_text
-
-_DEFAULTS_FILE = Path(__file__).parents[1] / "gpujobqueue.yaml"
 
 # Settings of gpujobqueue.<batch> that the cluster reads beside its keywords' (BatchSystem.setting_names): the
 # cluster's own keywords that dask config sets too (gpujobqueue.settings.keywords.CLUSTER), and a queue's per-user job
@@ -37,9 +34,7 @@ class UnknownSettingWarning(UserWarning):
     """A key in one of gpujobqueue's dask config sections that gpujobqueue does not read (a typo)."""
 
 
-_PACKAGE_DEFAULTS = yaml.safe_load(_DEFAULTS_FILE.read_text())
-dask.config.update_defaults(_PACKAGE_DEFAULTS)
-_DEFAULTS = _PACKAGE_DEFAULTS["gpujobqueue"]
+_DEFAULTS = PACKAGE_DEFAULTS["gpujobqueue"]  # registered with dask by .defaults
 
 # Per batch system: dask-jobqueue's key (its spelling, ``-``) to the setting it sets; the batch registry's.
 _JOBQUEUE_KEYS: dict[str, dict[str, str]] = {}

@@ -170,4 +170,4 @@ def test_the_usage_summary_of_cpu_workers_counts_no_gpu(monkeypatch):
     monkeypatch.setattr(usage_watch.UsageWatch, "close", kept_close)
     assert demo.run_demo(size="small", gpus=2) == 0
     summary = reports[-1].summary()
-    assert "1 job, 0 GPUs, 0.00 GPU-h charged" in summary, summary
+    assert summary.startswith("1 job, CPU workers on ") and "GPU" not in summary, summary

@@ -187,3 +187,16 @@ def test_no_key_of_the_packages_own_yaml_is_taken_for_a_typo(batch):
         warnings.simplefilter("always")
         make_plan(cluster_class(batch), SIZED)
     assert [str(w.message) for w in seen if "gpujobqueue." in str(w.message)] == []
+
+
+def test_importing_the_package_registers_its_dask_config_and_nothing_heavy():
+    # Issue 43, point 9: before, dask.config.get("gpujobqueue") was None until a class was used; dask-jobqueue's
+    # and dask-cuda's sections are there once imported. The workers' preloads import the package too: cheaply.
+    code = (
+        "import sys, gpujobqueue, dask.config\n"
+        "print(dask.config.get('gpujobqueue.usage.sample-interval', None) is not None)\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('dask_jobqueue', 'distributed', 'gpujobqueue.settings.c',"
+        " 'gpujobqueue.runtime', 'gpujobqueue.sites', 'gpujobqueue.batch'))))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines() == ["True", "[]"], done.stdout + done.stderr

@@ -22,7 +22,7 @@ from gpujobqueue.cli.render import keyword_options
 from gpujobqueue.errors import ValidationError
 from gpujobqueue.plan import make_plan
 from gpujobqueue.runtime.factory import cluster_class
-from gpujobqueue.settings import config
+from gpujobqueue.settings import config, defaults
 from gpujobqueue.settings.cluster_parameters import shared_parameters, with_shared_parameters
 from gpujobqueue.settings.keywords import CLUSTER, INT, PROCESSES, Computed, Keyword, documented_keywords
 from gpujobqueue.sites import schema as site_schema
@@ -76,7 +76,7 @@ def test_every_keyword_has_one_config_key_and_the_section_no_other(batch):
         name.replace("_", "-") for name in config.CLUSTER_SETTINGS
     }
     assert set(section) == expected
-    packaged = yaml.safe_load(config._DEFAULTS_FILE.read_text())["gpujobqueue"]
+    packaged = yaml.safe_load(defaults.DEFAULTS_FILE.read_text())["gpujobqueue"]
     assert batch not in packaged, "a batch system's section is generated, not written in gpujobqueue.yaml"
 
 

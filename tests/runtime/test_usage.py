@@ -215,3 +215,27 @@ def test_a_sites_charge_for_the_clusters_queue_reaches_the_report():
     assert site_charge(None, "rtx") is None and site_charge(load_site("frontera"), None) is None
     report = run_two_jobs(Clock()).report(cluster="c", batch="slurm", site="frontera", charge=charge)
     assert report.service_units == pytest.approx(3.0)  # one node-hour held, 3 SU each
+
+
+def test_cpu_workers_are_counted_in_core_hours_not_gpu_hours():
+    # Issue 43, point 8: before, a CPU pool's (or a GPU-less machine's) workers were "0 GPUs, 0.00 GPU-h charged",
+    # and examples/cupy_arrays.py's CPU form "2 GPUs, 0.02 GPU-h charged".
+    clock = Clock()
+    meter = UsageMeter(max_gap=10, clock=clock)
+    meter.submitted("c-0", "101", nodes=1, gpus=0, cores=8, pool="cpu")
+    meter.started("c-0")
+    clock.tick(1800)
+    meter.ended("c-0")
+    summary = meter.report(cluster="c", batch="local").summary()
+    assert summary.startswith("1 job, CPU workers on 8 cores, 4.00 core-h"), summary
+    assert "GPU" not in summary, summary
+    meter.submitted("c-1", "102", nodes=1, gpus=4, cores=32)
+    meter.started("c-1")
+    clock.tick(3600)
+    meter.ended("c-1")
+    report = meter.report(cluster="c", batch="slurm")
+    summary = report.summary()
+    assert summary.startswith("2 jobs, 4 GPUs, 4.00 GPU-h charged, busy not measured, CPU workers on 8 cores, "), (
+        summary
+    )
+    assert UsageReport.from_json(report.to_json()).jobs[0].cores == 8
