@@ -26,7 +26,10 @@ SIZE = {"cpus_per_gpu": 1, "memory_per_gpu": "512MiB", "gpus_per_node": 1, "secu
 SIZED = {"cpus_per_gpu": 2, "memory_per_gpu": "8GB"}
 QUIET = {"dashboard_address": "127.0.0.1:0"}
 # Modules that set dask's own config, not gpujobqueue's, with the reason.
-ALLOWED = {"gpujobqueue/cli/demo.py": "sets dask's array.backend for the length of one demo run"}
+ALLOWED = {
+    "gpujobqueue/cli/demo.py": "sets dask's array.backend for the length of one demo run",
+    "gpujobqueue/settings/defaults.py": "registers the package's defaults at import, lighter than config.py (issue 43)",
+}
 
 
 def test_dask_jobqueues_shared_directory_and_scheduler_options_reach_the_cluster_under_gpujobqueues(tmp_path):
