@@ -24,6 +24,15 @@ from packaging.version import Version
 from gpujobqueue.machine.install import CUDA_EXTRAS, DEFAULT_CUDA_MAJOR, install_line
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def install_lines_as_from_the_index(monkeypatch):
+    """The install lines name the package index here, to compare them whole (where this checkout's lines come
+    from is tests/cli/test_first_hour.py's test)."""
+    monkeypatch.setattr("gpujobqueue.machine.install.install_source", lambda: "gpujobqueue")
+
+
 # The extras users install (as install_line prints them with ucx=True) and the test extra,
 # with the CUDA major version each stack is built for (None: no CUDA stack of its own).
 # `cuda` and `ucx` are the same lines as `cuda12` and `ucx12` (checked below), so they

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 from .. import sites
 from ..batch.base import BatchSystem
-from ..errors import JobSizeMissingError, ValidationError
+from ..errors import JobSizeMissingError, ValidationError, shown
 from ..handwritten import directives as hand_written_directives
 from ..handwritten import gpus as hand_written_gpus
 from ..jobs.request import JobRequest
@@ -192,6 +192,7 @@ def resolve_request(system: type[BatchSystem], given: Given, site_queue: str | N
     node_gpus = site_defaults.get("gpus_per_node") if site is not None else None
     # The walltime (and SLURM's nodes, tasks) written by hand, then the GPUs, each line read where the user put it.
     take_worker_spellings(settings, explicit)
+    _refuse_directives_in_shell_lines(system, settings)
     written, emptied = hand_written_directives.adopt(system, settings, explicit)
     hand_written = hand_written_gpus.adopt(
         system, settings, explicit, site=site, node_gpus=node_gpus, processes=processes
@@ -270,6 +271,20 @@ def _gpu_count_given(settings: Mapping[str, Any], explicit: Mapping[str, Any]) -
         return True
     worker_args = settings.get("worker_extra_args")
     return bool(worker_args) and "GPU" in dict(read_worker_args("worker_extra_args", worker_args).resources)
+
+
+def _refuse_directives_in_shell_lines(system: type[BatchSystem], settings: Mapping[str, Any]) -> None:
+    """A prologue or epilogue line is the user's shell (an item may hold several, as dask-jobqueue writes it), but
+    one that starts with the batch system's directive prefix (``#SBATCH``) could be read as a directive: refused."""
+    prefix = system.directive_prefix
+    for name in ("job_script_prologue", "job_script_epilogue"):
+        for index, item in enumerate(parse_keyword(name, settings.get(name)) if prefix != "#" else ()):
+            if any(line.lstrip().startswith(prefix) for line in item.split("\n")):
+                raise ValidationError(
+                    f"{name}[{index}]",
+                    f"{shown(item)}: a line starting {prefix} could be read as a batch directive; give it in "
+                    "job_extra_directives",
+                )
 
 
 def _gpus_per_worker_resource(settings: Mapping[str, Any]) -> int | None:

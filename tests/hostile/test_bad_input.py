@@ -44,7 +44,9 @@ BAD_KEYWORDS = [
     ({"constraint": "gpu;reboot"}, "constraint"),
     ({"job_extra_directives": ["--comment=x" + INJECTION]}, "job_extra_directives[0]"),
     ({"job_directives_skip": ["--time\n"]}, "job_directives_skip[0]"),
-    ({"job_script_prologue": ["module load cuda\nrm -rf ~"]}, "job_script_prologue[0]"),
+    # A prologue item may hold several lines, as dask-jobqueue writes it (issue 42; a `;` was always taken): a
+    # carriage return or another control character is what no line of the user's shell holds.
+    ({"job_script_prologue": ["module load cuda\rrm -rf ~"]}, "job_script_prologue[0]"),
     ({"job_script_epilogue": ["echo done" + INJECTION]}, "job_script_epilogue[0]"),
     ({"environment": {"TWO WORDS": "1"}}, "environment"),
     ({"environment": {"A;B": "1"}}, "environment"),

@@ -214,3 +214,10 @@ def test_an_int_walltime_routes_as_the_batch_system_reads_it():
             keywords = {"site": "polaris", "account": "abc123", "nodes": 2, "walltime": walltime}
             plan = PBSGPUCluster.parse_keywords(keywords)
         assert plan.request.queue == queue, walltime
+
+
+@pytest.mark.parametrize(("cls", "prefix"), [(SLURMGPUCluster, "#SBATCH"), (SGEGPUCluster, "#$")])
+def test_a_shell_line_that_would_read_as_a_batch_directive_is_refused(cls, prefix):
+    """A prologue item may hold several lines, but none may start with the batch system's directive prefix."""
+    with pytest.raises(ValidationError, match=r"job_script_epilogue\[0\].*batch directive.*job_extra_directives"):
+        plan_of(cls, job_script_epilogue=[f"echo done\n{prefix} --qos=high"])
