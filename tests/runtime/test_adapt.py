@@ -63,6 +63,8 @@ def ramp_to_eight_gpus(client, cluster, counted, expected_sbatch, expected_scanc
         90,
         what=lambda: f"adapt back to 0: spec {list(cluster.worker_spec)}",
     )
+    # The jobs are cancelled as their spec entries close, the command a moment after the spec is empty.
+    wait_until(lambda: counted.count("scancel") >= expected_scancel, 30, what=lambda: "the ramp down's cancel")
     assert counted.count("scancel") == expected_scancel, "the ramp down is one cancel command"
 
 
