@@ -192,13 +192,17 @@ def resolve_request(system: type[BatchSystem], given: Given, site_queue: str | N
     node_gpus = site_defaults.get("gpus_per_node") if site is not None else None
     # The walltime (and SLURM's nodes, tasks) written by hand, then the GPUs, each line read where the user put it.
     take_worker_spellings(settings, explicit)
-    _refuse_directives_in_shell_lines(system, settings)
+    # The workers' GPU resource (--resources GPU=2), read once: a GPU count where it is the only one.
+    worker_args = settings.get("worker_extra_args")
+    gpu_resource = (
+        dict(read_worker_args("worker_extra_args", worker_args).resources).get("GPU") if worker_args else None
+    )
     written, emptied = hand_written_directives.adopt(system, settings, explicit)
     hand_written = hand_written_gpus.adopt(
         system, settings, explicit, site=site, node_gpus=node_gpus, processes=processes
     )
     hand_written_directives.drop_emptied(settings, emptied)
-    if not (system.runs_jobs_here or hand_written or site or _gpu_count_given(settings, explicit)):
+    if not (system.runs_jobs_here or hand_written or site or _gpu_count_given(explicit, gpu_resource)):
         # as dask-jobqueue's job: a batch system without GPU resources refuses a GPU request
         settings["gpu_request"] = "none"
         warnings.warn(
@@ -210,7 +214,7 @@ def resolve_request(system: type[BatchSystem], given: Given, site_queue: str | N
         )
     workers_per_node = None
     gpu_count_given = hand_written is not None or explicit.get("gpus_per_node") is not None
-    per_worker = None if gpu_count_given else _gpus_per_worker_resource(settings)
+    per_worker = None if gpu_count_given else _whole_gpus(gpu_resource)
     if processes is not None and gpu_count_given:
         where = hand_written.describe() if hand_written is not None else f"gpus_per_node={settings['gpus_per_node']}"
         gpus = parse_keyword("gpus_per_node", settings["gpus_per_node"])
@@ -236,6 +240,7 @@ def resolve_request(system: type[BatchSystem], given: Given, site_queue: str | N
         queue_separator=system.queue_list_separator,
         submit_command=system.submit_command,
     )
+    _refuse_directives_in_shell_lines(system, request)
     sources = {**_sources(system, given, settings, site_defaults, configured), **written}
     return Resolution(settings, request, explicit, workers_per_node, sources)
 
@@ -264,21 +269,20 @@ def share_of_gpus(processes: int, gpus: int, where: str) -> int | None:
     return processes
 
 
-def _gpu_count_given(settings: Mapping[str, Any], explicit: Mapping[str, Any]) -> bool:
+def _gpu_count_given(explicit: Mapping[str, Any], gpu_resource: str | None) -> bool:
     """Whether the user asked for GPUs: by keyword or config (``gpus_per_node``, ``gpu_type``,
     ``gpu_request``), or by a ``GPU`` resource in ``worker_extra_args``."""
-    if any(explicit.get(name) is not None for name in ("gpus_per_node", "gpu_type", "gpu_request")):
-        return True
-    worker_args = settings.get("worker_extra_args")
-    return bool(worker_args) and "GPU" in dict(read_worker_args("worker_extra_args", worker_args).resources)
+    return gpu_resource is not None or any(
+        explicit.get(n) is not None for n in ("gpus_per_node", "gpu_type", "gpu_request")
+    )
 
 
-def _refuse_directives_in_shell_lines(system: type[BatchSystem], settings: Mapping[str, Any]) -> None:
+def _refuse_directives_in_shell_lines(system: type[BatchSystem], request: JobRequest) -> None:
     """A prologue or epilogue line is the user's shell (an item may hold several, as dask-jobqueue writes it), but
     one that starts with the batch system's directive prefix (``#SBATCH``) could be read as a directive: refused."""
     prefix = system.directive_prefix
-    for name in ("job_script_prologue", "job_script_epilogue"):
-        for index, item in enumerate(parse_keyword(name, settings.get(name)) if prefix != "#" else ()):
+    for name in ("job_script_prologue", "job_script_epilogue") if prefix != "#" else ():
+        for index, item in enumerate(getattr(request, name)):
             if any(line.lstrip().startswith(prefix) for line in item.split("\n")):
                 raise ValidationError(
                     f"{name}[{index}]",
@@ -287,11 +291,9 @@ def _refuse_directives_in_shell_lines(system: type[BatchSystem], settings: Mappi
                 )
 
 
-def _gpus_per_worker_resource(settings: Mapping[str, Any]) -> int | None:
-    """The whole number of a ``GPU`` resource in ``worker_extra_args`` (``--resources GPU=2``: 2); None for none,
-    or for a share of a GPU (``GPU=0.5``), which asks for no GPU count."""
-    worker_args = settings.get("worker_extra_args")
-    amount = dict(read_worker_args("worker_extra_args", worker_args).resources).get("GPU") if worker_args else None
+def _whole_gpus(amount: str | None) -> int | None:
+    """A ``GPU`` resource's whole number (``--resources GPU=2``: 2); None for none, or for a share of a GPU
+    (``GPU=0.5``), which asks for no GPU count."""
     return int(amount) if amount is not None and amount.isascii() and amount.isdigit() and int(amount) > 0 else None
 
 
