@@ -94,6 +94,12 @@ class BatchSystem(HandWrittenDirectives):
     #: Job arrays: the variable of an element's index (None: no arrays), and the most elements (its default limit).
     array_task_variable: ClassVar[str | None] = None
     array_size_limit: ClassVar[int] = 1000
+    #: Where its queries' start estimates of waiting jobs come from, in words (None: it gives none), and what a
+    #: wait says where it gives none.
+    start_estimates: ClassVar[str | None] = None
+    no_start_estimates: ClassVar[str] = "the batch system gives no start estimate"
+    #: Variables set for its queries and test submissions (a time format the parsers read).
+    query_environment: ClassVar[Mapping[str, str]] = {}
 
     # --- Its keywords
     #: Its own keywords, beside those every batch system takes.
@@ -286,7 +292,9 @@ class BatchSystem(HandWrittenDirectives):
         :meth:`probe` after: else it could not be asked (its controller unreachable, or no configuration here)."""
         if cls.test_submit_options is None:
             return TrialAnswer(None, f"{cls.name} has no mode that checks a job without submitting it")
-        answer = await ask_without_submitting([cls.submit_command, *cls.test_submit_options, path])
+        answer = await ask_without_submitting(
+            [cls.submit_command, *cls.test_submit_options, path], environment=cls.query_environment
+        )
         try:
             silent = answer.accepted is False and await cls.probe() is not None
         except BatchCommandNotFoundError:  # no status command to tell: the refusal stands
@@ -295,6 +303,11 @@ class BatchSystem(HandWrittenDirectives):
             last = [line.strip() for line in answer.said.splitlines() if line.strip()][-1]
             return TrialAnswer(None, f"{cls.name} does not answer: {last}")
         return answer
+
+    @classmethod
+    def trial_start(cls, said: str) -> float | None:
+        """When :meth:`test_submit`'s answer says the job would start (seconds since the epoch), where it says."""
+        return None
 
     @classmethod
     def job_id_from_output(cls, out: str) -> str:
@@ -365,7 +378,7 @@ class BatchSystem(HandWrittenDirectives):
     async def _ask(cls, ids: list[str], jobs: Sequence[Any]) -> tuple[dict[str, JobStatus] | None, str]:
         command = cls.query_command(ids, jobs)
         try:
-            code, out, err = await run_query(command, required=True)
+            code, out, err = await run_query(command, required=True, environment=cls.query_environment)
         except FileNotFoundError:
             raise BatchCommandNotFoundError(command[0], cls.name) from None
         statuses = cls.interpret_statuses(ids, code, out, err)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import math
 import re
 import shutil
@@ -14,7 +15,7 @@ from ..errors import ValidationError
 from ..handwritten.directives import DirectiveForm
 from ..handwritten.gpu_parsers import HandWrittenGPUs, own_line, written_count
 from ..jobs.job_commands import CommandFailed
-from ..jobs.job_status import JobStatus, unlisted
+from ..jobs.job_status import JobStatus, local_epoch, unlisted
 from ..jobs.launchers import LAUNCHER_OBJECTS
 from ..jobs.request import JobRequest
 from ..jobs.workers import WorkerLaunch
@@ -68,6 +69,21 @@ def read_run_limit(field_name: str, value: str) -> int:
 # bsub's line past the user's pending-job threshold: "User <name>: Pending job threshold reached. Retrying in 60
 # seconds..." (or "Group <name>: ..."); IBM LSF 10.1, "About job states": "Maximum pending job threshold".
 PENDING_THRESHOLD = r"Pending job threshold reached"
+
+
+def lsf_time(text: str) -> float | None:
+    """An LSF time of bjobs -o (``Dec  6 14:32``, a year after it where LSB_DISPLAY_YEAR is set, and ``E`` or
+    ``L`` where estimated) as seconds since the epoch: the next such moment within half a year; None for ``-``."""
+    match = re.fullmatch(r"([A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2})(?::\d{2})?(?: (\d{4}))?(?: [A-Z])?", text.strip()[:40])
+    if match is None:
+        return None
+    now = datetime.datetime.now()
+    year = int(match.group(2)) if match.group(2) else now.year
+    for candidate in (year, year + 1) if not match.group(2) else (year,):
+        epoch = local_epoch(f"{match.group(1)} {candidate}", "%b %d %H:%M %Y")
+        if epoch is not None and (match.group(2) or epoch > now.timestamp() - 183 * 86400):
+            return epoch
+    return None
 
 
 @dataclass(frozen=True)
@@ -198,6 +214,10 @@ class LSF(BatchSystem):
     job_id_variable = "LSB_JOBID"
     job_id_regexp = r"Job <(?P<job_id>\d+)>"
     ended_states = frozenset({"DONE", "EXIT"})
+    # bjobs -o esstart_time, where LSF's estimator runs (LSB_ENABLE_ESTIMATION=Y); a bjobs without the field
+    # refuses the whole query, which is then asked again without it (for the rest of this process)
+    start_estimates = "LSF estimate"
+    estimates_field = True
     array_task_variable = "LSB_JOBINDEX"
     array_size_limit = 1000  # MAX_JOB_ARRAY_SIZE's default
     # Past the user's pending-job threshold (MAX_PEND_JOBS) mbatchd rejects the job and bsub says this,
@@ -332,7 +352,8 @@ class LSF(BatchSystem):
             "bjobs",
             "-noheader",
             "-o",
-            "jobid jobindex stat exit_code exec_host pend_reason delimiter='|'",
+            f"jobid jobindex stat exit_code exec_host {'esstart_time ' if cls.estimates_field else ''}pend_reason "
+            "delimiter='|'",
             *job_ids,
         ]
 
@@ -341,13 +362,14 @@ class LSF(BatchSystem):
         if code != 0 and "is not found" not in err:
             return None
         listed = {}
+        first = 6 if cls.estimates_field else 5
         for line in out.splitlines():
             fields = [field.strip() for field in line.split("|")]
-            if len(fields) >= 6:
+            if len(fields) >= first + 1:
                 job_id, index, state, exit_code, hosts = fields[:5]
                 if index not in ("0", "-", ""):
                     job_id = f"{job_id}[{index}]"
-                reason = "|".join(fields[5:])  # a pending reason may hold the delimiter
+                reason = "|".join(fields[first:])  # a pending reason may hold the delimiter
                 listed[job_id] = JobStatus(
                     job_id,
                     state,
@@ -356,8 +378,17 @@ class LSF(BatchSystem):
                     nodes=hosts if hosts not in ("-", "") else None,
                     # bjobs shows "-" for a DONE job's exit code: it is 0
                     exit_code=int(exit_code) if exit_code.isdigit() else (0 if state == "DONE" else None),
+                    expected_start=lsf_time(fields[5]) if first == 6 and state == "PEND" else None,
                 )
         return {job_id: listed.get(job_id) or unlisted(job_id) for job_id in job_ids}
+
+    @classmethod
+    async def _ask(cls, ids: list[str], jobs: Sequence[Any]) -> tuple[dict[str, JobStatus] | None, str]:
+        statuses, error = await super()._ask(ids, jobs)
+        if statuses is None and cls.estimates_field and ("esstart_time" in error or "Illegal field" in error):
+            cls.estimates_field = False  # this LSF has no estimator's field: asked again without it
+            return await super()._ask(ids, jobs)
+        return statuses, error
 
     @classmethod
     def log_paths(cls, job: Any) -> list[str]:

@@ -12,7 +12,7 @@ from ..errors import ValidationError
 from ..handwritten.directives import walltime_form
 from ..handwritten.gpu_parsers import HandWrittenGPUs, written_count
 from ..handwritten.gpus import drop_line
-from ..jobs.job_status import JobStatus, unlisted
+from ..jobs.job_status import JobStatus, local_epoch, unlisted
 from ..jobs.launchers import LAUNCHER_OBJECTS
 from ..jobs.request import JobRequest
 from ..settings.declaration import read_declared
@@ -220,6 +220,8 @@ class PBS(BatchSystem):
         r"Maximum number of jobs for user",
     )
     ended_states = frozenset({"F", "X", "C"})  # finished, subjob finished, Torque's completed
+    # qstat -f's estimated.start_time (ctime form), set by the scheduler for the jobs it calendars (top jobs)
+    start_estimates = "PBS estimated.start_time"
     array_task_variable = "PBS_ARRAY_INDEX"
     array_size_limit = 10000  # the server's max_array_size default
     keywords = (
@@ -357,6 +359,9 @@ class PBS(BatchSystem):
                 reason=attributes.get("comment") if state in ("Q", "H", "W", "T") else None,  # why it waits
                 nodes=attributes.get("exec_host"),
                 exit_code=int(exit_status) if exit_status and exit_status.lstrip("-").isdigit() else None,
+                expected_start=local_epoch(attributes.get("estimated.start_time", ""), "%a %b %d %H:%M:%S %Y")
+                if state == "Q"
+                else None,
             )
         statuses = {}
         for job_id in job_ids:

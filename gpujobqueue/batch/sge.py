@@ -240,6 +240,8 @@ class SGE(BatchSystem):
     cancel_command = "qdel"
     # -w v: qmaster verifies the job against its queues, limits and complexes as though the cluster were empty.
     test_submit_options = ("-w", "v")
+    # neither qstat nor qsub -w gives a time; only resource reservations write one, to the scheduler's own log
+    no_start_estimates = "Grid Engine gives no start estimate"
     optional_commands = ("qacct",)
     job_id_variable = "JOB_ID"  # a name common enough that SGE_ROOT must be set too
     job_also_sets = ("SGE_ROOT",)

@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping, Sequence
 from ..errors import ValidationError
 from ..handwritten.directives import DirectiveForm, walltime_form
 from ..handwritten.gpu_parsers import HandWrittenGPUs, own_line, written_count
-from ..jobs.job_status import JobStatus, run_query, unlisted
+from ..jobs.job_status import JobStatus, local_epoch, run_query, unlisted
 from ..jobs.launchers import LAUNCHER_OBJECTS
 from ..jobs.request import JobRequest
 from ..settings.declaration import read_declared
@@ -129,6 +129,9 @@ class SLURM(BatchSystem):
     cancel_command = "scancel"
     # slurmctld checks the job against its partition, QoS and association and says when it would start.
     test_submit_options = ("--test-only",)
+    start_estimates = "SLURM backfill estimate"
+    # squeue's %S and sbatch --test-only's start in the form the parsers read, whatever the user's own setting
+    query_environment = {"SLURM_TIME_FORMAT": "standard"}
     optional_commands = ("sacct", "scontrol")  # exit codes of ended jobs
     job_id_variable = "SLURM_JOB_ID"
     job_id_regexp = r"Submitted batch job (?P<job_id>\d+)"
@@ -238,6 +241,12 @@ class SLURM(BatchSystem):
         }.get(style)
 
     @classmethod
+    def trial_start(cls, said: str) -> float | None:
+        # "sbatch: Job 1234 to start at 2026-12-06T14:32:00 using 4 processors on nodes n1 in partition gpu"
+        found = re.search(r"\bJob \d+ to start at (\S{19}) ", said[:4000])
+        return local_epoch(found.group(1), "%Y-%m-%dT%H:%M:%S") if found else None
+
+    @classmethod
     def array_element_id(cls, array_id: str, index: int) -> str:
         return f"{array_id}_{index}"
 
@@ -260,7 +269,7 @@ class SLURM(BatchSystem):
             "--array",
             "--states=all",
             f"--jobs={','.join(job_ids)}",
-            "--format=%i|%T|%r|%N",
+            "--format=%i|%T|%r|%N|%S",  # %S: a pending job's expected start, where backfill estimated one
         ]
 
     @classmethod
@@ -270,10 +279,15 @@ class SLURM(BatchSystem):
         listed = {}
         for line in out.splitlines():
             fields = line.strip().split("|")
-            if len(fields) == 4:
-                job_id, state, reason, nodes = fields
+            if len(fields) in (4, 5):
+                job_id, state, reason, nodes, start = [*fields, ""][:5]
                 listed[job_id] = JobStatus(
-                    job_id, state, ended=state in cls.ended_states, reason=reason, nodes=nodes or None
+                    job_id,
+                    state,
+                    ended=state in cls.ended_states,
+                    reason=reason,
+                    nodes=nodes or None,
+                    expected_start=local_epoch(start, "%Y-%m-%dT%H:%M:%S") if state == "PENDING" else None,
                 )
         return {job_id: listed.get(job_id) or unlisted(job_id) for job_id in job_ids}
 

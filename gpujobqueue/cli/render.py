@@ -39,6 +39,45 @@ WHOLE_NUMBER = Parsed("integer", parse_count)
 DURATION = Parsed("duration", lambda field, value: parse_duration(field, value, 1, MAX_WAIT_SECONDS))
 
 
+def _starts(batch: str, keywords: dict[str, Any]) -> str:
+    """``render --when``: a line per queue of the site that takes the job, with the batch system's estimate."""
+    from ..batch import batch_system
+    from ..jobs.usage import text_table
+    from ..plan.scripts import job_script_for
+    from ..plan.soonest import queue_starts, start_text
+    from ..sites import load_site
+
+    if batch in names():
+        raise click.UsageError("--when asks a SITE's queues: give a site's name or file, not a batch system")
+    try:
+        site = load_site(batch)
+        job_script_for(site.scheduler, {**keywords, "site": site}, name="when")  # the keywords refused first
+        starts = queue_starts(
+            site, lambda queue: job_script_for(site.scheduler, {**keywords, "site": site, "queue": queue}, name="when")
+        )
+    except (ValidationError, UnknownKeywordError) as error:
+        raise RefusedInput(_in_option_terms(error, click.get_current_context().command)) from None
+    except GPUJobQueueError as error:
+        raise click.ClickException(str(error)) from None
+    system = batch_system(site.scheduler)
+    rows = [
+        [start.queue + ("" if start.routed else " *"), start_text(start), start.said.splitlines()[-1][:100]]
+        for start in starts
+    ]
+    source = system.start_estimates or f"{system.name} gives no start estimate"
+    head = f"When the job would start on {site.name}, if submitted now ({source}; nothing was submitted):"
+    foot = (
+        "\n* only by request (queue=...): not chosen by routing nor by queue='soonest'"
+        if any(not s.routed for s in starts)
+        else ""
+    )
+    return (
+        f"{head}\n{text_table(['queue', 'start', 'batch system said'], rows)}{foot}"
+        if rows
+        else (f"{site.name}: no queue takes the job")
+    )
+
+
 def _keyword_option(keyword: Keyword) -> Callable:
     """The click option that mirrors one keyword (``gpus_per_node`` is ``--gpus-per-node``)."""
     if keyword.kind == SWITCH:
@@ -165,6 +204,12 @@ def _in_option_terms(error: GPUJobQueueError, command: click.Command) -> str:
     help="Also say on stderr where each setting came from: a keyword (option), gpujobqueue's dask config, "
     "dask-jobqueue's (jobqueue.<batch>.*, a jobqueue.yaml), the site, or the default.",
 )
+@click.option(
+    "--when",
+    is_flag=True,
+    help="Instead of the script: for each of SITE's queues that takes the job, when its batch system would start "
+    "it if submitted now (SLURM's sbatch --test-only); nothing is submitted.",
+)
 @keyword_options
 def render(
     batch: str,
@@ -180,6 +225,7 @@ def render(
     tls_directory: str | None,
     standalone: bool,
     explain: bool,
+    when: bool,
     **options,
 ) -> None:
     """Print the job script for BATCH (slurm, pbs, lsf, sge, local) or SITE (a site config's
@@ -204,6 +250,9 @@ def render(
 
     _check_arguments(batch, client_args, run, scheduler, scheduler_file, name)
     keywords = _keywords(options, environment)
+    if when:
+        click.echo(_starts(batch, keywords))
+        return
     try:
         client = None if run is None else ClientRun.from_command_line(run, client_args, workers_timeout=workers_timeout)
         with warnings.catch_warnings(record=True) as caught:

@@ -8,7 +8,7 @@ import contextlib
 import logging
 import os
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, ContextManager, Protocol
+from typing import Any, Awaitable, Callable, ContextManager, Mapping, Protocol
 
 from ..settings.naming import job_number, shell_array_job_name
 
@@ -82,12 +82,18 @@ class TrialAnswer:
 TRIAL_TIMEOUT = 120.0
 
 
-async def run_for_at_most(command: list[str], timeout: float) -> tuple[int, str, str] | None:
+async def run_for_at_most(
+    command: list[str], timeout: float, environment: Mapping[str, str] | None = None
+) -> tuple[int, str, str] | None:
     """Run a command that changes nothing (a query, a check; never a submission, which may have gone through
-    when stopped): its exit status, output and error output, or None where it was stopped after ``timeout``
-    seconds. OSError where it cannot start."""
+    when stopped), with ``environment``'s variables besides this process's: its exit status, output and error
+    output, or None where it was stopped after ``timeout`` seconds. OSError where it cannot start."""
     process = await asyncio.create_subprocess_exec(
-        *command, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        *command,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **environment} if environment else None,
     )
     try:
         out, err = await asyncio.wait_for(process.communicate(), timeout)
@@ -99,12 +105,12 @@ async def run_for_at_most(command: list[str], timeout: float) -> tuple[int, str,
     return process.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
 
 
-async def ask_without_submitting(command: list[str]) -> TrialAnswer:
+async def ask_without_submitting(command: list[str], environment: Mapping[str, str] | None = None) -> TrialAnswer:
     """Run a command that checks a job and submits nothing (``sbatch --test-only``, ``qsub -w v``):
     accepted where it exits 0, with all it printed (sbatch says when the job would start on its error stream)."""
     logger.debug("gpujobqueue: asking %s", " ".join(command))
     try:
-        done = await run_for_at_most(command, TRIAL_TIMEOUT)
+        done = await run_for_at_most(command, TRIAL_TIMEOUT, environment)
     except FileNotFoundError:
         return TrialAnswer(None, f"{command[0]} is not on PATH")
     if done is None:

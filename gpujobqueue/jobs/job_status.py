@@ -3,9 +3,12 @@ job that ended before its workers connected."""
 
 from __future__ import annotations
 
+import datetime
 import os
 import re
+import time
 from dataclasses import dataclass
+from typing import Mapping
 
 from ..errors import GPUJobQueueError
 from ..settings.intervals import query_timeout
@@ -36,6 +39,8 @@ class JobStatus:
         Where it runs.
     exit_code : int, optional
         The job script's exit status, once known; a job killed by a signal has 128 + the signal.
+    expected_start : float, optional
+        When the batch system expects a waiting job to start (seconds since the epoch), where it estimates one.
     """
 
     job_id: str
@@ -44,6 +49,7 @@ class JobStatus:
     reason: str | None = None
     nodes: str | None = None
     exit_code: int | None = None
+    expected_start: float | None = None
 
     def describe(self) -> str:
         """``"PENDING (Priority)"``, ``"FAILED, exit code 3"``, ``"no longer listed"``."""
@@ -55,17 +61,42 @@ class JobStatus:
         return text
 
 
+def expected_words(expected_start: float, now: float | None = None) -> str:
+    """``"expected 14:32, in 11 min"``; another day's time with its weekday, a time past as ``"expected now"``."""
+    now = time.time() if now is None else now
+    if expected_start <= now + 30:
+        return "expected now"
+    when = datetime.datetime.fromtimestamp(expected_start)
+    clock = when.strftime("%H:%M") if when.date() == datetime.date.fromtimestamp(now) else when.strftime("%a %H:%M")
+    minutes = round((expected_start - now) / 60)
+    wait = f"{minutes} min" if minutes < 90 else f"{minutes // 60} h {minutes % 60} min" if minutes < 48 * 60 else ""
+    return f"expected {clock}, in {wait or f'{minutes // 1440} days'}"
+
+
+def local_epoch(text: str, layout: str) -> float | None:
+    """A batch system's local time (``2026-12-06T14:32:00`` for ``%Y-%m-%dT%H:%M:%S``) as seconds since the epoch;
+    None where it is no such time (``N/A``, ``Unknown``, ``UNKNOWN``, ``-``) or lies more than a year away."""
+    try:
+        epoch = datetime.datetime.strptime(text.strip()[:40], layout).timestamp()
+    except (ValueError, OverflowError):
+        return None
+    return epoch if abs(epoch - time.time()) < 366 * 86400 else None
+
+
 def unlisted(job_id: str) -> JobStatus:
     """The status of a job its batch system no longer lists: it has ended."""
     return JobStatus(job_id, None, ended=True)
 
 
-async def run_query(command: list[str], *, required: bool = False) -> tuple[int, str, str]:
-    """Run a batch system's query: its exit status, output and error output. A query's failure is an answer;
-    a command that is not there answers 127, unless ``required`` (then :class:`FileNotFoundError`)."""
+async def run_query(
+    command: list[str], *, required: bool = False, environment: Mapping[str, str] | None = None
+) -> tuple[int, str, str]:
+    """Run a batch system's query (with ``environment``'s variables): its exit status, output and error output.
+    A query's failure is an answer; a command that is not there answers 127, unless ``required`` (then
+    :class:`FileNotFoundError`)."""
     timeout = query_timeout()
     try:
-        done = await run_for_at_most(command, timeout)
+        done = await run_for_at_most(command, timeout, environment)
     except OSError as error:
         if required and isinstance(error, FileNotFoundError):
             raise

@@ -9,6 +9,7 @@ import contextlib
 import dataclasses
 import logging
 import re
+import warnings
 from typing import Any, Iterator, Mapping
 
 from .. import sites
@@ -23,6 +24,7 @@ from ..jobs.scheduler_job import (
     parse_scheduler_placement,
 )
 from ..jobs.workers import WorkerLaunch
+from ..script.render import SchedulerAddress
 from ..security.dashboard import warn_if_workers_serve_dashboards
 from ..security.tls import resolve_security
 from ..settings import config
@@ -30,7 +32,8 @@ from ..settings.intervals import check_configured
 from ..settings.validation import check_bounded, parse_bool
 from .cpu_pool import CPUPool
 from .resolve import Given, job_shape, read_keywords, resolve_launch, resolve_request, shows_queue_choice
-from .route import route
+from .route import Route, route
+from .soonest import SOONEST, queue_starts, soonest, start_text
 from .user_limits import UserJobLimit, cpu_pool_job_limit
 
 logger = logging.getLogger("gpujobqueue.cluster")
@@ -198,7 +201,10 @@ def _routed_and_resolved(system: type[BatchSystem], given: Given, owner: str) ->
     site = given.site
     if site is not None:
         sites.warn_if_retired(site)
-    chosen = route(site, given.named_queue, job_shape(system, given) if site is not None else None)
+    if given.named_queue == SOONEST:
+        chosen = _soonest_route(system, given)
+    else:
+        chosen = route(site, given.named_queue, job_shape(system, given) if site is not None else None)
     resolution = resolve_request(system, given, chosen.queue)
     if site is not None:
         sites.check_queue_takes(site, chosen.queue, resolution.request)
@@ -219,6 +225,30 @@ def _routed_and_resolved(system: type[BatchSystem], given: Given, owner: str) ->
         jobs_per_user=jobs_per_user,
         system=system,
     )
+
+
+def _soonest_route(system: type[BatchSystem], given: Given) -> Route:
+    """``queue="soonest"``: the site's routed queue where the batch system would start the job first if it were
+    submitted now (each queue asked with the script of a cluster naming it); where none would take it, or the batch
+    system cannot be asked, a warning, and the site's routing by the job's nodes and walltime."""
+    site = given.site
+
+    def script_of(queue: str) -> str:
+        return system.job_script(make_plan(system, {**given.original, "queue": queue}), SchedulerAddress(), name="when")
+
+    starts = queue_starts(site, script_of)
+    best = soonest(starts)
+    if best is None:
+        said = "; ".join(f"{start.queue}: {start_text(start)}, {start.said.splitlines()[-1]}" for start in starts)
+        warnings.warn(
+            f"queue='soonest': no queue of {site.name} says when it would start the job ({said or 'none asked'}); "
+            "the site chooses by the job's nodes and walltime",
+            stacklevel=5,
+        )
+        return route(site, None, job_shape(system, given))
+    others = "; ".join(f"{start.queue} {start_text(start)}" for start in starts if start is not best)
+    source = f"{system.start_estimates or system.name}, if submitted now; {others or 'no other queue'}"
+    return Route(best.queue, f"soonest start: queue {best.queue}, {start_text(best)} ({source})")
 
 
 def _with_cluster_decisions(

@@ -29,6 +29,7 @@ from ..settings.validation import check_bounded, path_text
 from ..settings.walltimes import format_walltime
 from ..settings.worker_args import read_worker_args, take_worker_spellings
 from ..sites import Site, routing
+from .soonest import SOONEST
 from .user_limits import UserJobLimit
 
 # A per-job keyword given by the user replaces the site's per-GPU one.
@@ -91,6 +92,10 @@ def read_keywords(system: type[BatchSystem], kwargs: Mapping[str, Any], owner: s
             )
         # A queue named by the user is the site's queue name; the site maps it to its partition and QoS.
         named_queue = given.pop("queue", None) or config.configured(system.name, "queue")
+    elif (given.get("queue") or config.configured(system.name, "queue")) == SOONEST:
+        raise ValidationError(
+            "queue", "'soonest' chooses among a site's queues where the job would start first: give site=, or a queue"
+        )
     return Given(given, original, processes, site, named_queue)
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
 from ..batch.base import BatchSystem
-from ..jobs.job_status import JobCannotStartError, JobFailedError, JobStatus
+from ..jobs.job_status import JobCannotStartError, JobFailedError, JobStatus, expected_words
 from ..jobs.usage import html_table, text_table
 from .background import BackgroundLoop
 from .handover import Tenure
@@ -26,21 +26,24 @@ logger = logging.getLogger(__name__)
 class JobRow:
     """One job of a cluster, as :attr:`~gpujobqueue.cluster.GPUJobQueueCluster.jobs` lists it: the batch
     system's id (None until submitted), its state and reason (None before its first answer), its nodes,
-    the GPUs it asked for and its workers connected now."""
+    the batch system's estimate of when a waiting job starts (``expected 14:32, in 11 min``), the GPUs it asked for
+    and its workers connected now."""
 
     name: str
     job_id: str | None
     state: str | None
     reason: str | None
+    expected: str | None
     nodes: str | None
     gpus: int
     workers: int
 
-    COLUMNS = ("name", "job_id", "state", "reason", "nodes", "gpus", "workers")
+    COLUMNS = ("name", "job_id", "state", "reason", "expected", "nodes", "gpus", "workers")
 
     def waiting(self, unlisted: str) -> str:
-        """``name STATE (reason)``; ``unlisted`` in the place of a state not yet known."""
-        return f"{self.name} {self.state or unlisted}" + (f" ({self.reason})" if self.reason else "")
+        """``name STATE (reason), expected 14:32, in 11 min``; ``unlisted`` in the place of a state not yet known."""
+        text = f"{self.name} {self.state or unlisted}" + (f" ({self.reason})" if self.reason else "")
+        return text + (f", {self.expected}" if self.expected else "")
 
 
 class JobTable(list):
@@ -79,8 +82,11 @@ class JobWatch(BackgroundLoop):
         retire_workers: Callable[[list[str]], Awaitable[Any]],
         interval: float,
         batch: str,
+        start_estimates: str | None = None,
+        no_start_estimates: str = "",
     ):
         self.book, self.replacement, self.batch = book, replacement, batch
+        self.start_estimates, self.no_start_estimates = start_estimates, no_start_estimates
         self.probe, self.retire_workers = probe, retire_workers
         self.interval = interval
         self.failures: list[JobFailedError] = []  # every job that ended before its workers connected
@@ -254,14 +260,16 @@ class JobWatch(BackgroundLoop):
             status = self.book.statuses.get(name)
             state = status.state if status else None
             reason = status.reason if status and status.reason not in ("None", "-") else None
+            expected = expected_words(status.expected_start) if status and status.expected_start else None
             if outage:  # the last answer is stale: say so rather than show it as now
-                state, reason = "unknown", f"last seen {state}" if state else None
+                state, reason, expected = "unknown", f"last seen {state}" if state else None, None
             table.append(
                 JobRow(
                     name=name,
                     job_id=job.job_id,
                     state=state,
                     reason=reason,
+                    expected=expected,
                     nodes=status.nodes if status else None,
                     gpus=gpus_of(job),
                     workers=connected.get(name, 0),
@@ -269,6 +277,16 @@ class JobWatch(BackgroundLoop):
             )
         table.notice = self.notice()
         return table
+
+    def estimates_note(self, rows: list[JobRow]) -> str | None:
+        """Where the waiting jobs' start estimates come from (``SLURM backfill estimate``), or that the batch system
+        gives none; None while no job waits in its queue."""
+        queued = [row for row in rows if row.workers == 0 and row.state and row.state != "unknown"]
+        if not queued:
+            return None
+        if self.start_estimates is None:
+            return self.no_start_estimates
+        return self.start_estimates if any(row.expected for row in queued) else f"no {self.start_estimates} yet"
 
     def notice(self) -> str | None:
         """:attr:`JobTable.notice`, in words."""

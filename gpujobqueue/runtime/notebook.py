@@ -24,7 +24,7 @@ def cluster_status_html(
         ("Protocol", protocol or "tcp"),
     ]
     if waiting:
-        facts.append(("Waiting", "; ".join(f"{row.name}: {row.state} ({row.reason})" for row in waiting)))
+        facts.append(("Waiting", "; ".join(row.waiting("submitted") for row in waiting)))
     if rows.notice:  # the batch system unreachable (states unknown), jobs to submit, replacing stopped
         facts.append(("Attention", rows.notice))
         rows.notice = None  # said once, above the table

@@ -49,9 +49,10 @@ class WaitProgress:
         """Whether there is a display to update."""
         return self.bar is not None
 
-    def show(self, connected: int, rows: list, cause: str | None = None) -> None:
+    def show(self, connected: int, rows: list, cause: str | None = None, estimates: str | None = None) -> None:
         """Show ``connected`` GPUs, and why the jobs wait: ``cause`` where given (the batch system does not
-        answer), else the oldest waiting job of ``rows``."""
+        answer), else the oldest waiting job of ``rows`` (and its expected start), and where ``estimates`` come
+        from."""
         if self.bar is None:
             return
         # the oldest waiting job first, so that the line does not flit from job to job
@@ -59,7 +60,7 @@ class WaitProgress:
         note = waiting[0].waiting("submitted") if waiting else ""
         if len(waiting) > 1:
             note += f" and {len(waiting) - 1} more"
-        note = cause or note
+        note = cause or "; ".join(filter(None, [note, estimates]))
         self.bar.n = min(connected, self.bar.total)
         self.bar.set_postfix_str(note, refresh=False)
         self.bar.refresh()

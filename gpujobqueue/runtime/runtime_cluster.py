@@ -58,6 +58,8 @@ class RuntimeCluster(JobQueueCluster):
             retire_workers=self._retire,
             interval=interval,
             batch=system.name,
+            start_estimates=system.start_estimates,
+            no_start_estimates=system.no_start_estimates,
         )
         cpu_workers_per_job = plan.cpu_launch.workers_per_node if plan.cpu_launch is not None else None
         self._scaling = Scaling(
@@ -171,8 +173,12 @@ class RuntimeCluster(JobQueueCluster):
 
     def __repr__(self) -> str:
         text = super().__repr__()
-        notice = self._job_watch.notice() if hasattr(self, "_job_watch") else None
-        return f"{text[:-1]}, {notice})" if notice else text
+        if not hasattr(self, "_job_watch"):
+            return text
+        waiting = [row.expected for row in self._job_watch.rows() if row.expected and not row.workers]
+        parts = [self._job_watch.notice(), f"a waiting job {waiting[0]}" if waiting else None]
+        shown = ", ".join(part for part in parts if part)
+        return f"{text[:-1]}, {shown})" if shown else text
 
     def _repr_html_(self, cluster_status: str | None = None) -> str:
         usage = self.usage() if hasattr(self, "_usage") else None

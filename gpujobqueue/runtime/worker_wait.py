@@ -87,6 +87,7 @@ async def wait_for_workers(
     deadline = None if not timeout else time.monotonic() + parse_timedelta(timeout)
     last_report = time.monotonic()
     progress = WaitProgress(n_workers)  # on a terminal only
+    said_no_estimates = False
     try:
         while True:
             # Each failed job is logged and replaced; the one that stopped the replacing is raised.
@@ -102,11 +103,16 @@ async def wait_for_workers(
             if replacement.deferred_since is not None and watch.never_answered(replacement.limit):
                 error = str(watch.unreachable_error)
                 raise BatchSystemUnreachableError(watch.batch, error, watch.unanswered_in_a_row, watch.interval)
+            rows = watch.rows()
+            estimates = watch.estimates_note(rows)
             if progress.shown:
-                progress.show(running, watch.rows(), watch.silence())
+                progress.show(running, rows, watch.silence(), estimates)
+            if estimates and watch.start_estimates is None and not said_no_estimates:
+                said_no_estimates = True  # once; the progress line and the jobs table show each estimate
+                logger.info("gpujobqueue: %s", estimates)
             if time.monotonic() - last_report > 60:
                 last_report = time.monotonic()
-                waiting = [row.waiting("submitted") for row in watch.rows() if row.workers == 0]
+                waiting = [row.waiting("submitted") for row in rows if row.workers == 0]
                 logger.info(
                     "gpujobqueue: %d of %d workers running; waiting for %s",
                     running,

@@ -321,7 +321,16 @@ def test_jobs_view_lists_each_job_with_its_state_gpus_and_workers(backend):
             assert (row.gpus, row.workers) == (2, 2), row
             assert row.nodes, row
         table = repr(rows)
-        assert table.splitlines()[0].split() == ["name", "job_id", "state", "reason", "nodes", "gpus", "workers"]
+        assert table.splitlines()[0].split() == [
+            "name",
+            "job_id",
+            "state",
+            "reason",
+            "expected",
+            "nodes",
+            "gpus",
+            "workers",
+        ]
         assert all(str(row.job_id) in table for row in rows)
         assert "<table>" in rows._repr_html_()
 

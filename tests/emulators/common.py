@@ -622,6 +622,24 @@ class JobStore:
                 self._update_array_parent(job.id)
         return started
 
+    def estimated_start(self, job: JobRecord) -> float | None:
+        """When a queued ``job`` would start, where the configuration asks for estimates (``extra["estimates"]``
+        true): the end (start + walltime) of the running jobs, earliest first, until enough is free for it;
+        None where it is not queued, estimates are off, or a job it waits for has no walltime."""
+        if not self.config.extra.get("estimates") or job.state != "queued":
+            return None
+        ncpus, ngpus, mem, _ = self.free()
+        if job.ncpus <= ncpus and job.ngpus <= ngpus and job.mem_bytes <= mem:
+            return time.time()
+        running = [other for other in self.jobs() if other.state == "running" and not other.is_array_parent]
+        for other in sorted(running, key=lambda other: other.start_time + (other.walltime_s or 10**9)):
+            if other.walltime_s is None:
+                return None
+            ncpus, ngpus, mem = ncpus + other.ncpus, ngpus + other.ngpus, mem + other.mem_bytes
+            if job.ncpus <= ncpus and job.ngpus <= ngpus and job.mem_bytes <= mem:
+                return other.start_time + other.walltime_s
+        return None
+
     def _update_holds(self) -> None:
         """Drop dependency holds that are satisfied, delete jobs whose never will be,
         and keep ``state`` in line with ``holds`` for waiting jobs."""

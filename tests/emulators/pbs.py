@@ -1581,6 +1581,10 @@ def job_attributes(job: JobRecord, store: JobStore) -> list[tuple[str, Any]]:
     if comment:
         attrs.append(("comment", comment))
     attrs.append(("etime", _ctime(job.submit_time)))
+    estimate = store.estimated_start(job)
+    if estimate is not None and not torque:  # set by the scheduler for jobs it calendars [openpbs qstat.c]
+        attrs.append(("estimated.exec_vnode", f"({config.host}:ncpus={job.ncpus}:ngpus={job.ngpus})"))
+        attrs.append(("estimated.start_time", _ctime(estimate)))
     if job.start_time is not None and not job.is_array_parent:
         attrs.append(("run_count", 1))
     if job.is_array_parent:
@@ -1635,7 +1639,7 @@ def _format_full(job: JobRecord, store: JobStore) -> str:
 def _json_job(job: JobRecord, store: JobStore) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, value in job_attributes(job, store):
-        if "." in name and name.split(".", 1)[0] in ("Resource_List", "resources_used"):
+        if "." in name and name.split(".", 1)[0] in ("Resource_List", "resources_used", "estimated"):
             group, key = name.split(".", 1)
             if isinstance(value, str) and re.fullmatch(r"\d+", value):
                 value = int(value)
