@@ -30,10 +30,12 @@ SAMPLE_ACCOUNTS = {
     "frontier": "abc123",
     "gautschi": "mygroup",
     "juwels-booster": "mybudget",
+    "jupiter-booster": "mybudget",  # JSC: a budget, as on JUWELS
     "kestrel": "abc123",
     "leibniz": "ap_medchem",  # UAntwerp: project accounts mandatory since 1 March 2024, all start with ap_
     "leonardo-booster": "EUHPC_A01_001",
     "lumi-g": "project_465000123",
+    "marenostrum5-acc": "ehpc123",  # a EuroHPC project, as users' scripts give it
     "mindwell": "lp_myproject",
     "olivia": "nn9999k",
     "perlmutter": "m1234_g",

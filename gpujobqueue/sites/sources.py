@@ -160,7 +160,7 @@ def source_problems(data: dict, whole: bool = True) -> Iterator[tuple[tuple, str
         url = urllib.parse.urlsplit(str(source.get("url", "")))
         if url.scheme not in ("http", "https") or "." not in (url.hostname or ""):
             yield ("sources", i, "url"), f"{source.get('url')!r} is not the address of a page (https://host/...)"
-        for field_name, past in (("checked", True), ("shows", False)):
+        for field_name, past in (("checked", True), ("version_date", True), ("shows", False)):
             if field_name in source and (problem := _iso_date_problem(source[field_name], past=past)):
                 yield ("sources", i, field_name), problem
         for j, key in enumerate(source.get("covers") or []):

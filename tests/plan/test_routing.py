@@ -89,6 +89,14 @@ EDGES = [
     ("aurora", 10624, "24:00:00", "prod"),
     ("aurora", 10624, "24:01:00", ("refused", "walltime", "over the prod queue's limit of 24:00:00")),
     ("aurora", 10625, "01:00:00", ("refused", "nodes", "the prod queue allows 10624")),
+    # Snellius (SURF, issue 44): default gpu_a100, 63 nodes; gpu_h100 (88 nodes) never chosen; the GPU queue 120 h.
+    ("snellius", 63, "120:00:00", "gpu_a100"),
+    ("snellius", 63, "120:01:00", ("refused", "walltime", "over the gpu_a100 queue's limit of 120:00:00")),
+    ("snellius", 64, "01:00:00", ("refused", "queue", "name queue='gpu_h100'")),
+    # JUPITER Booster (JSC, issue 44): booster, the machine's ~6000 nodes (25 groups of 240); 24 h unconfirmed.
+    ("jupiter-booster", 6000, "24:00:00", "booster"),
+    ("jupiter-booster", 6000, "24:01:00", ("refused", "walltime", "over the booster queue's limit of 24:00:00")),
+    ("jupiter-booster", 6001, "01:00:00", ("refused", "nodes", "the booster queue allows 6000")),
 ]
 
 

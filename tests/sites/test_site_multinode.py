@@ -183,6 +183,9 @@ def two_host_server(site, hosts=2):
 def script_queue(text, name):
     site = load_site(name)
     queue = re.search(r"^#(?:PBS|BSUB) -q (\S+)$", text, re.M)
+    default = site.data["default_queue"]
+    if not queue and site.data["queues"][default].get("partition", default) is None:
+        return default  # no -q: the server's default queue (HLRS' routing queue), which the emulator is given
     assert queue, f"{name}: no queue in the script"
     names = {entry.get("partition") or key for key, entry in site.data["queues"].items()}
     assert queue.group(1) in names, f"{name}: {queue.group(1)} is not one of {sorted(names)}"

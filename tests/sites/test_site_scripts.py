@@ -146,7 +146,7 @@ def pbs_server_of(site):
         limits = {"walltime": queue["max_walltime"]} if queue.get("max_walltime") else {}
         queues[queue.get("partition") or name] = {"resources_max": limits}
     default = site.queue(site.data["default_queue"])
-    return pbs_emulator.default_config(
+    config = pbs_emulator.default_config(
         "pbspro",
         ncpus=node["cpus"],
         ngpus=node["gpus"],
@@ -154,6 +154,15 @@ def pbs_server_of(site):
         queues=queues,
         default_queue=default.get("partition") or site.data["default_queue"],
     )
+    # The chunk resources the site's select lines carry (HLRS' node_type), as its server defines them
+    known = {resource["name"] for resource in config.custom_resources}
+    chunk = dict(site.data.get("directives", {}).get("chunk_resources", {}))
+    for queue in site.data["queues"].values():
+        chunk.update(queue.get("chunk_resources", {}))
+    config.custom_resources += [
+        {"name": name, "type": "string", "level": "chunk"} for name in chunk if name not in known
+    ]
+    return config
 
 
 def lsf_server_of(site):
