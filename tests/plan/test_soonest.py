@@ -33,7 +33,7 @@ gpu_request: {style: gpus-per-node}
 account: {required: false}
 queues:
   busy: {description: the default partition, max_walltime: "24:00:00"}
-  free: {description: a partition with idle nodes, max_walltime: "24:00:00"}
+  free: {description: a partition with idle nodes, max_walltime: "24:00:00", max_jobs_per_user: {running: 1}}
   short: {description: a partition of short jobs, max_walltime: "01:00:00"}
   closed: {description: a partition this user may not use, max_walltime: "24:00:00"}
   gpu-debug: {description: by request only, max_walltime: "00:30:00"}
@@ -91,6 +91,7 @@ def test_soonest_routes_to_the_queue_that_starts_first_never_a_refused_one(stand
     asked = (stand_in / "calls.log").read_text()
     assert "--partition=short" not in asked and "submitted" not in asked
     assert "TIME_FORMAT=standard" in asked  # the time in the form the parser reads, whatever the user's own
+    assert plan.jobs_per_user.running == 1  # the chosen queue's per-user limit holds the cluster's jobs there
     short = make_plan(SLURMGPUCluster, {"site": site, "queue": "soonest", "walltime": "00:20:00"})
     assert short.request.queue == "short"  # now, and routed; gpu-debug (now too) is by request only
 
