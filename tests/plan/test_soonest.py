@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 
+import dask
 import pytest
 
 from gpujobqueue import SLURMGPUCluster, ValidationError
@@ -94,6 +95,12 @@ def test_soonest_routes_to_the_queue_that_starts_first_never_a_refused_one(stand
     assert plan.jobs_per_user.running == 1  # the chosen queue's per-user limit holds the cluster's jobs there
     short = make_plan(SLURMGPUCluster, {"site": site, "queue": "soonest", "walltime": "00:20:00"})
     assert short.request.queue == "short"  # now, and routed; gpu-debug (now too) is by request only
+
+
+def test_soonest_as_the_configured_default_queue(stand_in):
+    with dask.config.set({"gpujobqueue.slurm.queue": "soonest"}):
+        plan = make_plan(SLURMGPUCluster, {"site": str(stand_in / "three-queues.yaml"), "walltime": "02:00:00"})
+    assert plan.request.queue == "free"
 
 
 def test_soonest_without_a_site_is_refused_naming_queue():
