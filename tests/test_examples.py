@@ -67,6 +67,14 @@ def test_cpu_form(example, tmp_path):
     assert "FAILED" not in done.stdout, report
     assert len(re.findall(r"^ok: ", done.stdout, re.M)) == CHECKS[example], report
     assert f"RESULT: ok ({CHECKS[example]} checks passed)" in done.stdout, report
+    if example != "mixed_pool.py":  # its GPU pool's workers stand in for GPU workers: routing to them is its point
+        # Issue 43: a CPU run on this machine holds no GPU. Its workers are a CPU pool's, counted as CPU workers, with
+        # no GPU resource, and the usage summary at close counts cores and core-hours, not GPUs and GPU-hours.
+        assert re.search(r"^\d+ CPU worker\(s\) connected", done.stdout, re.M), report
+        assert "GPU=" not in done.stdout, report
+        usage = re.findall(r"^gpujobqueue: LocalGPUCluster: .*", done.stderr, re.M)
+        assert len(usage) == 1 and "core-h" in usage[0], report
+        assert not re.search(r"\bGPUs?\b|GPU-h", usage[0]), report
     # The cluster's private folder (TLS files) and the examples' data folders are gone.
     assert not list(tmp_path.glob(".gpujobqueue-*")) and not list(tmp_path.glob("gpujobqueue-example-*")), list(
         tmp_path.iterdir()
