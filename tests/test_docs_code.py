@@ -16,6 +16,7 @@ machine without GPUs and a batch system, in ``CANNOT_RUN_HERE`` with the reason.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import subprocess
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import pytest
 from docs_pages import PAGES, ROOT, Block, blocks, shell_lines
+from docs_samples import SAMPLE_PAGES, regenerate, run_line, samples, sandbox
 from fixtures.made_once import made_once
 
 sys.path.insert(0, str(ROOT / "tests" / "corpus"))
@@ -45,6 +47,33 @@ NOT_RUN = {
     "docs/quickstart.md": {"session": 2, "cannot run here": 1},
     "docs/networking.md": {"cannot run here": 1},
     "docs/troubleshooting.md": {"not run": 3, "session": 1, "cannot run here": 1},
+}
+
+# Samples copied from a machine not at hand: (page, WHERE, as its marker ``<!-- recorded: WHERE -->`` says) -> why.
+RECORDED = {
+    ("docs/check.md", "tests/sites/test_submit_test.py, against the tests' SLURM, 2026-11-27"): "needs the "
+    "tests' real SLURM, which the slurm-marked tests start",
+    ("docs/check.md", "tests/sites/test_submit_test.py, against the tests' Grid Engine, 2026-11-27"): "needs the "
+    "tests' real Grid Engine, which the sge-marked tests start",
+    ("docs/check.md", "tests/cli/test_silent_controller.py, with Debian's SLURM 22.05 client commands, 2026-12-06"): (
+        "needs SLURM's client commands, which the samples' sandbox leaves out"
+    ),
+    (
+        "docs/check.md",
+        "the device machine of docs/benchmarks.md (4 H200s), 2026-11-21, when 22 site files were known",
+    ): "needs 4 NVIDIA GPUs with NVLink and the GPU stack",
+}
+
+# The shell lines run: gpujobqueue's commands and dask's config commands. The others are skipped by a rule: what the
+# line begins with -> why.
+RUN = ("gpujobqueue ", "dask config ")
+SKIPPED_BY_RULE = {
+    "bash .ci/": "installs the venv (and SLURM and Grid Engine) and runs the demo or the whole suite: CI's own run",
+    "pip install ": "installs packages",
+    "sbatch ": "submits a job to a real batch system",
+    "ssh ": "opens a tunnel to another host",
+    "PYTHONPATH=tests/dask_jobqueue_suite python -m pytest": "dask-jobqueue's own tests (tests/dask_jobqueue_suite)",
+    "DASK_DISTRIBUTED__SCHEDULER__HTTP__ROUTES='[]' dask scheduler": "a scheduler: it serves until stopped",
 }
 
 # Per page, each run block that makes a cluster, in order: a line its job script must hold (the GPU request its
@@ -142,6 +171,9 @@ def test_every_page_is_read_and_its_not_run_blocks_are_counted():
     assert {page: kinds for page, kinds in counted.items() if kinds} == NOT_RUN
     pages_run = {page for page in PAGES if python_blocks(page)[0]}
     assert pages_run == set(PROMISED), "each page whose python blocks run is in PROMISED"
+    for page in ("docs/check.md", "docs/quickstart.md"):  # what a command prints there is made or recorded, never typed
+        typed = [block.where for block in blocks(page) if block.language in ("", "text") and not block.marker]
+        assert not typed, f"output blocks without an output-of or recorded marker: {typed}"
     for (page, holds), why in CANNOT_RUN_HERE.items():
         assert sum(holds in block.text for block in blocks(page)) == 1, (page, holds, why)
 
@@ -157,19 +189,59 @@ def test_the_pages_python_blocks_run_as_written_and_ask_for_their_gpus(page, mad
         assert cluster["jobs"] == jobs, (page, index, cluster["jobs"])
 
 
-def test_the_readmes_gpujobqueue_commands_run_as_written(tmp_path):
-    """Issue 43, point 3: every ``gpujobqueue`` line of README's shell blocks runs as written, in a fresh home; the
-    batch commands they feed (sbatch, qsub) are not run. A placeholder is given a value (``my-site.yaml``: a copy of
-    a shipped site file; ``NAME``: that site); ``check`` gives its verdict (0 or 1, no traceback), the others 0."""
-    lines = [line for block in blocks("README.md") if block.language == "bash" for line in shell_lines(block)]
-    commands = [line for line in lines if line.startswith("gpujobqueue ")]
-    assert any(" render sge " in command for command in commands) and len(commands) >= 10, commands
-    (tmp_path / "analysis.py").write_text("print('analysis')\n")
-    (tmp_path / "my-site.yaml").write_text((ROOT / "site-configs" / "generic-slurm.yaml").read_text())
-    venv_bin = Path(sys.executable).parent
-    env = {**os.environ, "HOME": str(tmp_path), "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}"}
-    for command in commands:
-        run = command.replace("--site NAME", "--site my-site.yaml")
-        done = subprocess.run(["bash", "-c", run], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=99)
-        verdicts = (0, 1) if command.startswith("gpujobqueue check") else (0,)
-        assert done.returncode in verdicts and "Traceback" not in done.stderr, (command, done.stderr[-2000:])
+def shell_commands() -> dict[str, list[str]]:
+    """Every line of every page's bash blocks, each once, with the pages that show it."""
+    found: dict[str, list[str]] = {}
+    for page in PAGES:
+        for block in blocks(page):
+            if block.language == "bash":
+                for line in shell_lines(block):
+                    found.setdefault(line.split("  #")[0].strip(), []).append(page)
+    return found
+
+
+def sampled_commands() -> set[str]:
+    """The commands whose output a page shows (``<!-- output of: COMMAND -->``): run by the samples' test."""
+    return {block.marker[1] for page in SAMPLE_PAGES for block in samples(page)}
+
+
+def test_every_shell_line_is_run_or_skipped_by_a_rule():
+    lines = shell_commands()
+    ruled = {line: [rule for rule in SKIPPED_BY_RULE if line.startswith(rule)] for line in lines}
+    run = [line for line in lines if line.startswith(RUN)]
+    assert all(bool(ruled[line]) != line.startswith(RUN) for line in lines), {
+        line: pages for line, pages in lines.items() if bool(ruled[line]) == line.startswith(RUN)
+    }
+    assert all(any(line.startswith(rule) for line in lines) for rule in SKIPPED_BY_RULE), "a rule that skips nothing"
+    assert len(run) >= 20 and any(" render sge " in line for line in run), run
+
+
+def test_every_gpujobqueue_command_of_the_pages_runs_as_written(tmp_path):
+    """Issue 43: every ``gpujobqueue`` (and ``dask config``) line of the pages' bash blocks runs as written, one after
+    another in one folder (its HOME too), with no batch system on PATH (tests/docs_samples.py's sandbox): the batch
+    commands they feed (sbatch, qsub) are not run. A placeholder is given a value (``NAME``: a copy of a shipped site
+    file, ``[DIRECTORY]``: none). ``check`` gives its verdict (0 or 1), the others 0; none prints a traceback. The
+    commands whose output a page shows are run by test_the_sample_outputs_are_what_the_commands_print."""
+    env = sandbox(tmp_path)
+    sampled = sampled_commands()
+    for line, pages in shell_commands().items():
+        if not line.startswith(RUN) or line in sampled:
+            continue
+        status, output = run_line(line, tmp_path, env, timeout=120)
+        verdicts = (0, 1) if line.startswith("gpujobqueue check") else (0,)
+        assert status in verdicts and "Traceback" not in output, (pages, line, status, output[-3000:])
+
+
+@pytest.mark.parametrize("page", [page for page in SAMPLE_PAGES if samples(page)])
+def test_the_sample_outputs_are_what_the_commands_print(page, tmp_path):
+    """Issue 43: a page's sample outputs are what their commands print now (tests/docs_samples.py wrote them; the
+    examples' own are compared by tests/test_examples.py, which runs them), and a block copied from a machine not
+    at hand is in RECORDED."""
+    recorded = [block for block in blocks(page) if block.marker and block.marker[0] == "recorded"]
+    assert sorted(block.marker[1] for block in recorded) == sorted(
+        where for (listed, where) in RECORDED if listed == page
+    ), "RECORDED lists each recorded sample"
+    new = regenerate(page, tmp_path, skip=lambda block: block.marker[1].startswith("python examples/"))
+    old = (ROOT / page).read_text()
+    diff = "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), page, "what it prints now"))
+    assert new == old, f"{diff}\nthe page's samples are stale: python tests/docs_samples.py {page} rewrites them"

@@ -16,9 +16,11 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from docs_samples import normalise, samples
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -30,6 +32,10 @@ CHECKS = {
     "torch_ddp.py": 4,
     "mixed_pool.py": 4,
 }
+
+
+# The example whose CPU form's output examples/README.md shows ("What a run prints").
+SHOWN = "delayed_model_fits.py"
 
 
 def run_example(cwd: Path, *argv: str, code: str | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
@@ -75,6 +81,12 @@ def test_cpu_form(example, tmp_path):
         usage = re.findall(r"^gpujobqueue: LocalGPUCluster: .*", done.stderr, re.M)
         assert len(usage) == 1 and "core-h" in usage[0], report
         assert not re.search(r"\bGPUs?\b|GPU-h", usage[0]), report
+    if example == SHOWN:  # examples/README.md shows this run's output, made by tests/docs_samples.py
+        shown = next(block for block in samples("examples/README.md") if example in block.marker[1])
+        printed = normalise(done.stdout + done.stderr, tmp_path, Path(os.environ.get("TMPDIR", tempfile.gettempdir())))
+        assert printed == shown.text, (
+            f"{report}\n--- examples/README.md shows\n{shown.text}--- this run, normalised\n{printed}"
+        )
     # The cluster's private folder (TLS files) and the examples' data folders are gone.
     assert not list(tmp_path.glob(".gpujobqueue-*")) and not list(tmp_path.glob("gpujobqueue-example-*")), list(
         tmp_path.iterdir()
