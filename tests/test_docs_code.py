@@ -12,6 +12,14 @@ Not run, each counted (``NOT_RUN``): a block marked ``<!-- not run: REASON -->``
 for the rest of a call); a ``>>>`` session, marked ``<!-- output of: ... -->``, whose output tests/docs_samples.py
 makes and test_the_sample_outputs_are_what_the_commands_print compares; and the few blocks that cannot run on a
 machine without GPUs and a batch system, in ``CANNOT_RUN_HERE`` with the reason.
+
+Shell lines. Every ``gpujobqueue`` and ``dask config`` line of the pages' bash blocks runs as written, in the
+sandbox of tests/docs_samples.py (no batch system on PATH); every other line is skipped by a rule of
+``SKIPPED_BY_RULE``, which says why.
+
+Samples. A block that shows what a command prints is made by running it (tests/docs_samples.py, ``<!-- output of:
+COMMAND -->``) and compared here with what it prints now; one copied from a machine not at hand (``<!-- recorded:
+WHERE -->``) is listed in ``RECORDED`` with the reason.
 """
 
 from __future__ import annotations
@@ -171,6 +179,10 @@ def test_every_page_is_read_and_its_not_run_blocks_are_counted():
     assert {page: kinds for page, kinds in counted.items() if kinds} == NOT_RUN
     pages_run = {page for page in PAGES if python_blocks(page)[0]}
     assert pages_run == set(PROMISED), "each page whose python blocks run is in PROMISED"
+    recorded = {
+        (page, b.marker[1]) for page in SAMPLE_PAGES for b in blocks(page) if b.marker and b.marker[0] == "recorded"
+    }
+    assert recorded == set(RECORDED), "RECORDED lists each sample copied from a machine not at hand"
     for page in ("docs/check.md", "docs/quickstart.md"):  # what a command prints there is made or recorded, never typed
         typed = [block.where for block in blocks(page) if block.language in ("", "text") and not block.marker]
         assert not typed, f"output blocks without an output-of or recorded marker: {typed}"
@@ -235,12 +247,7 @@ def test_every_gpujobqueue_command_of_the_pages_runs_as_written(tmp_path):
 @pytest.mark.parametrize("page", [page for page in SAMPLE_PAGES if samples(page)])
 def test_the_sample_outputs_are_what_the_commands_print(page, tmp_path):
     """Issue 43: a page's sample outputs are what their commands print now (tests/docs_samples.py wrote them; the
-    examples' own are compared by tests/test_examples.py, which runs them), and a block copied from a machine not
-    at hand is in RECORDED."""
-    recorded = [block for block in blocks(page) if block.marker and block.marker[0] == "recorded"]
-    assert sorted(block.marker[1] for block in recorded) == sorted(
-        where for (listed, where) in RECORDED if listed == page
-    ), "RECORDED lists each recorded sample"
+    examples' own are compared by tests/test_examples.py, which runs them)."""
     new = regenerate(page, tmp_path, skip=lambda block: block.marker[1].startswith("python examples/"))
     old = (ROOT / page).read_text()
     diff = "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), page, "what it prints now"))
