@@ -112,6 +112,18 @@ def cluster_keywords(args: argparse.Namespace) -> dict:
     return {key: value for key, value in given.items() if value is not None}
 
 
+def cpu_pool(args: argparse.Namespace, form: str, **pool) -> dict | None:
+    """The ``cpu_pool`` keyword of the CPU form on this machine (local batch system), else None.
+
+    Such a run holds no GPU, so its workers are a CPU pool's (``--gpus`` of them, ``pool`` adds keys), as
+    `gpujobqueue demo` starts them without GPUs: they carry no ``GPU`` resource and the usage summary counts them
+    in cores and core-hours. On a batch system the CPU form runs on the GPU jobs' workers: those hold, and are
+    charged for, their GPUs."""
+    if form != "cpu" or not args.local:
+        return None
+    return {"processes": args.gpus, **pool}
+
+
 def inside_job() -> bool:
     """True inside `gpujobqueue render ... --run examples/X.py`: the job started the scheduler and
     the GPU workers, and `Client()` finds them through DASK_SCHEDULER_ADDRESS."""

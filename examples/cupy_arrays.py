@@ -16,8 +16,8 @@ What it shows, on a cluster started by gpujobqueue:
    match their closed forms.
 
 The GPU form (cupy) runs where cupy is importable and there are NVIDIA GPUs. Elsewhere
-the CPU form runs the same code with numpy chunks on per-device CPU workers. It prints
-which form it runs.
+the CPU form runs the same code with numpy chunks on CPU workers (on this machine a CPU
+pool's, which hold no GPU and are counted in core-hours). It prints which form it runs.
 
 Run it:
 
@@ -43,7 +43,7 @@ import time
 import _common
 import dask
 import dask.array as da
-from dask.utils import format_bytes
+from dask.utils import format_bytes, parse_bytes
 from distributed import Client, wait
 
 from gpujobqueue import GPUCluster
@@ -225,23 +225,27 @@ def main(argv=None):
             return run(client, args, form)
 
     sizes = SIZES[form][args.size]
+    cpu_pool = None
     if form == "gpu":
         # dask-cuda moves device memory to host memory past this limit, per worker.
         spill_keywords = {"device_memory_limit": sizes["device_memory_limit"]}
     else:
-        # Plain dask workers (one per device where there are GPUs): dask moves their host
-        # memory to disk past memory_limit x distributed.worker.memory.target.
-        spill_keywords = {
-            "worker_mode": "per-device",
-            "memory_limit": sizes["memory_limit"],
-            "environment": {"DASK_DISTRIBUTED__WORKER__MEMORY__TARGET": CPU_MEMORY_TARGET},
-        }
-    with GPUCluster(site=args.site, batch=args.batch, **_common.cluster_keywords(args), **spill_keywords) as cluster:
-        gpus = args.gpus or cluster.workers_per_job
-        cluster.scale(gpus=gpus)
+        # Plain dask workers: dask moves their host memory to disk past memory_limit x
+        # distributed.worker.memory.target. On this machine they are a CPU pool's, which hold no GPU
+        # (the pool's memory is shared among its workers); on a batch system, per-device workers of the GPU jobs.
+        environment = {"DASK_DISTRIBUTED__WORKER__MEMORY__TARGET": CPU_MEMORY_TARGET}
+        cpu_pool = _common.cpu_pool(args, form, memory=parse_bytes(sizes["memory_limit"]) * (args.gpus or 1))
+        spill_keywords = {"environment": environment}
+        if cpu_pool is None:
+            spill_keywords.update(worker_mode="per-device", memory_limit=sizes["memory_limit"])
+    keywords = {**_common.cluster_keywords(args), **spill_keywords}
+    with GPUCluster(site=args.site, batch=args.batch, cpu_pool=cpu_pool, **keywords) as cluster:
+        workers = args.gpus or cluster.workers_per_job
+        cluster.scale(cpu_workers=workers) if cpu_pool else cluster.scale(gpus=workers)
         with Client(cluster) as client:
-            client.wait_for_workers(gpus, timeout=args.timeout)
-            print(f"{gpus} worker(s) connected; dashboard: {cluster.dashboard_link or 'none'}")
+            client.wait_for_workers(workers, timeout=args.timeout)
+            kind = "CPU" if cpu_pool else "GPU"
+            print(f"{workers} {kind} worker(s) connected; dashboard: {cluster.dashboard_link or 'none'}")
             return run(client, args, form)
 
 

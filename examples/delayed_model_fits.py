@@ -21,7 +21,8 @@ Checks, on the gathered results:
   guarantees.
 
 The GPU form (cupy) runs where cupy is importable and there are NVIDIA GPUs. Elsewhere
-the CPU form uses numpy on per-device CPU workers. It prints which form it runs.
+the CPU form uses numpy on CPU workers (on this machine a CPU pool's, which hold no GPU and
+are counted in core-hours). It prints which form it runs.
 
 Run it:
 
@@ -168,12 +169,14 @@ def main(argv=None):
         with Client() as client:
             return run(client, args, form)
 
-    with GPUCluster(site=args.site, batch=args.batch, **_common.cluster_keywords(args)) as cluster:
-        gpus = args.gpus or cluster.workers_per_job
-        cluster.scale(gpus=gpus)
+    cpu_pool = _common.cpu_pool(args, form)  # no GPU to hold: CPU workers, counted in core-hours
+    with GPUCluster(site=args.site, batch=args.batch, cpu_pool=cpu_pool, **_common.cluster_keywords(args)) as cluster:
+        workers = args.gpus or cluster.workers_per_job
+        cluster.scale(cpu_workers=workers) if cpu_pool else cluster.scale(gpus=workers)
         with Client(cluster) as client:
-            client.wait_for_workers(gpus, timeout=args.timeout)
-            print(f"{gpus} worker(s) connected; dashboard: {cluster.dashboard_link or 'none'}")
+            client.wait_for_workers(workers, timeout=args.timeout)
+            kind = "CPU" if cpu_pool else "GPU"
+            print(f"{workers} {kind} worker(s) connected; dashboard: {cluster.dashboard_link or 'none'}")
             return run(client, args, form)
 
 

@@ -19,7 +19,8 @@ weights are identical on every rank.
 
 The GPU form (CUDA build of torch, nccl, one GPU per worker) runs where torch with CUDA
 is importable and there are NVIDIA GPUs. Elsewhere the CPU form runs the same code with
-gloo on per-device CPU workers. It prints which form it runs.
+gloo on CPU workers (on this machine a CPU pool's, which hold no GPU and are counted in
+core-hours). It prints which form it runs.
 
 Run it:
 
@@ -269,12 +270,14 @@ def main(argv=None):
         with Client() as client:
             return run(client, args, form)
 
-    with GPUCluster(site=args.site, batch=args.batch, **_common.cluster_keywords(args)) as cluster:
-        gpus = args.gpus or cluster.workers_per_job
-        cluster.scale(gpus=gpus)
+    cpu_pool = _common.cpu_pool(args, form)  # no GPU to hold: CPU workers, counted in core-hours
+    with GPUCluster(site=args.site, batch=args.batch, cpu_pool=cpu_pool, **_common.cluster_keywords(args)) as cluster:
+        workers = args.gpus or cluster.workers_per_job
+        cluster.scale(cpu_workers=workers) if cpu_pool else cluster.scale(gpus=workers)
         with Client(cluster) as client:
-            client.wait_for_workers(gpus, timeout=args.timeout)
-            print(f"{gpus} worker(s) connected; dashboard: {cluster.dashboard_link or 'none'}")
+            client.wait_for_workers(workers, timeout=args.timeout)
+            kind = "CPU" if cpu_pool else "GPU"
+            print(f"{workers} {kind} worker(s) connected; dashboard: {cluster.dashboard_link or 'none'}")
             return run(client, args, form)
 
 

@@ -16,9 +16,11 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from docs_samples import normalise, samples
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -30,6 +32,10 @@ CHECKS = {
     "torch_ddp.py": 4,
     "mixed_pool.py": 4,
 }
+
+
+# The example whose CPU form's output examples/README.md shows ("What a run prints").
+SHOWN = "delayed_model_fits.py"
 
 
 def run_example(cwd: Path, *argv: str, code: str | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
@@ -67,6 +73,20 @@ def test_cpu_form(example, tmp_path):
     assert "FAILED" not in done.stdout, report
     assert len(re.findall(r"^ok: ", done.stdout, re.M)) == CHECKS[example], report
     assert f"RESULT: ok ({CHECKS[example]} checks passed)" in done.stdout, report
+    if example != "mixed_pool.py":  # its GPU pool's workers stand in for GPU workers: routing to them is its point
+        # Issue 43: a CPU run on this machine holds no GPU. Its workers are a CPU pool's, counted as CPU workers, with
+        # no GPU resource, and the usage summary at close counts cores and core-hours, not GPUs and GPU-hours.
+        assert re.search(r"^\d+ CPU worker\(s\) connected", done.stdout, re.M), report
+        assert "GPU=" not in done.stdout, report
+        usage = re.findall(r"^gpujobqueue: LocalGPUCluster: .*", done.stderr, re.M)
+        assert len(usage) == 1 and "core-h" in usage[0], report
+        assert not re.search(r"\bGPUs?\b|GPU-h", usage[0]), report
+    if example == SHOWN:  # examples/README.md shows this run's output, made by tests/docs_samples.py
+        shown = next(block for block in samples("examples/README.md") if example in block.marker[1])
+        printed = normalise(done.stdout + done.stderr, tmp_path, Path(os.environ.get("TMPDIR", tempfile.gettempdir())))
+        assert printed == shown.text, (
+            f"{report}\n--- examples/README.md shows\n{shown.text}--- this run, normalised\n{printed}"
+        )
     # The cluster's private folder (TLS files) and the examples' data folders are gone.
     assert not list(tmp_path.glob(".gpujobqueue-*")) and not list(tmp_path.glob("gpujobqueue-example-*")), list(
         tmp_path.iterdir()
