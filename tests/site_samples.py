@@ -22,6 +22,7 @@ SAMPLE_ACCOUNTS = {
     "bristen": "g123",
     "betzy": "nn9999k",
     "casper": "UABC0001",
+    "dardel": "naiss2026-5-123",  # PDC: "-A naissYYYY-X-XX", "The -A flag must be specified"
     "clariden": "g123",
     "delta": "bbka-delta-gpu",
     "deltaai": "bbka-dtai-gh",

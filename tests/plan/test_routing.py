@@ -97,6 +97,10 @@ EDGES = [
     ("jupiter-booster", 6000, "24:00:00", "booster"),
     ("jupiter-booster", 6000, "24:01:00", ("refused", "walltime", "over the booster queue's limit of 24:00:00")),
     ("jupiter-booster", 6001, "01:00:00", ("refused", "nodes", "the booster queue allows 6000")),
+    # Dardel (PDC, issue 44): gpu, its 62 GPU nodes, whole nodes for at most 24 hours.
+    ("dardel", 62, "24:00:00", "gpu"),
+    ("dardel", 62, "24:01:00", ("refused", "walltime", "over the gpu queue's limit of 24:00:00")),
+    ("dardel", 63, "01:00:00", ("refused", "nodes", "the gpu queue allows 62")),
 ]
 
 

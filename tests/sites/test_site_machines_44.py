@@ -1,6 +1,7 @@
-"""Issue 44, point 5: the five machines a GPU user expects, JUPITER Booster, Jean Zay, Snellius, MareNostrum 5 ACC
-and Hunter, each rendering what its centre (or, where no centre page was read, the material listed as
-unconfirmed) says: GPUs per node, the GPU request, the queues' limits and node counts.
+"""Issue 44, point 5: the machines a GPU user expects, JUPITER Booster, Jean Zay, Snellius, MareNostrum 5 ACC
+and Hunter, then PDC's Dardel (the 46th real machine), each rendering what its centre (or, where no centre page
+was read, the material listed as unconfirmed) says: GPUs per node, the GPU request, the queues' limits and node
+counts.
 
 Edges written out by hand from the pages cited in the site files, not computed from the files."""
 
@@ -18,7 +19,8 @@ from gpujobqueue.sites import QueueRefusedError, SiteConfigError, fact_groups, l
 from gpujobqueue.sites.schema import unconfirmed_keys
 
 FIVE = ("jupiter-booster", "jean-zay", "snellius", "marenostrum5-acc", "hunter")
-ACCOUNTS = {"jupiter-booster": "mybudget", "marenostrum5-acc": "ehpc123"}
+MACHINES = (*FIVE, "dardel")
+ACCOUNTS = {"jupiter-booster": "mybudget", "marenostrum5-acc": "ehpc123", "dardel": "naiss2026-5-123"}
 
 
 @pytest.fixture(autouse=True)
@@ -45,10 +47,10 @@ def queue_of(name: str, **more) -> str:
     return plan.site_queue
 
 
-def test_the_five_ship_as_real_machines():
-    # 40 real machines before them (the issue's "at least 46" counts one more than the 45 these make)
+def test_the_machines_of_issue_44_ship_as_real_machines():
+    # 40 real machines before the five, 45 with them; Dardel makes the issue's "at least 46"
     real = [name for name in SHIPPED if load_site(name).data["status"] != "generic"]
-    assert set(FIVE) <= set(real) and len(real) >= 45, sorted(real)
+    assert set(MACHINES) <= set(real) and len(real) >= 46, sorted(real)
 
 
 @pytest.mark.parametrize(
@@ -59,6 +61,7 @@ def test_the_five_ship_as_real_machines():
         ("snellius", "slurm", 4, "A100", "nvidia", "dask-cuda"),
         ("marenostrum5-acc", "slurm", 4, "H100", "nvidia", "dask-cuda"),
         ("hunter", "pbs", 4, "MI300A", "amd", "per-device"),
+        ("dardel", "slurm", 8, "MI250X GCD", "amd", "per-device"),  # PDC: four MI250X, two GCDs each
     ],
 )
 def test_each_machine_has_its_gpus_per_node_and_worker_mode(name, scheduler, gpus, model, vendor, mode):
@@ -73,7 +76,7 @@ def test_each_machine_has_its_gpus_per_node_and_worker_mode(name, scheduler, gpu
     )
 
 
-@pytest.mark.parametrize("name", FIVE)
+@pytest.mark.parametrize("name", MACHINES)
 def test_each_source_gives_the_day_read_and_the_date_of_its_content(name):
     for source in load_site(name).data["sources"]:
         assert source["checked"] == "2026-12-07", source["url"]
@@ -208,6 +211,44 @@ def test_hunter_refuses_a_job_past_24_hours_and_keeps_the_test_queue_to_25_minut
         queue_of("hunter", queue="test", walltime="00:26:00")
     with pytest.raises(QueueRefusedError, match="allows 188"):
         queue_of("hunter", nodes=189, walltime="01:00:00")
+
+
+# -- Dardel (PDC, KTH) -------------------------------------------------------------------------
+
+
+def test_dardel_asks_partition_gpu_with_its_naiss_allocation_and_no_gpu_request():
+    # PDC's GPU example: -A naissYYYY-X-XX, -p gpu, --nodes=1, no --gres/--gpus; one 64-core EPYC per node
+    text = script("dardel", walltime="01:00:00")
+    assert "#SBATCH --partition=gpu\n#SBATCH --account=naiss2026-5-123\n" in text
+    assert "#SBATCH --cpus-per-task=64\n" in text
+    assert "--gres" not in text and "--gpus" not in text and "#SBATCH --mem" not in text
+    assert "module load rocm\nmodule load craype-accel-amd-gfx90a\n" in text
+
+
+def test_dardel_starts_one_rocm_worker_per_gcd():
+    text = script("dardel", walltime="01:00:00")
+    assert "ROCR_VISIBLE_DEVICES" in text and "CUDA_VISIBLE_DEVICES" not in text and "dask_cuda" not in text
+    assert "--nworkers 8" in text and "--preload-nanny gpujobqueue.preloads.pin_device" in text
+
+
+def test_dardel_refuses_a_job_without_an_allocation():
+    # PDC: "The -A flag must be specified, or the submission will fail"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(SiteConfigError, match="Invalid partition or qos specification"):
+            job_script_for(
+                "dardel", {"python": "python3", "walltime": "01:00:00"}, name="w", scheduler="tls://10.0.0.1:8786"
+            )
+
+
+def test_dardel_refuses_a_job_past_24_hours_or_past_its_62_gpu_nodes():
+    # PDC: "GPU node | 62 | 512 GB | gpu", partition gpu "Maximum job time 24 hours", whole nodes
+    assert queue_of("dardel", nodes=62, walltime="24:00:00") == "gpu"
+    with pytest.raises(QueueRefusedError, match="24:00:00"):
+        queue_of("dardel", walltime="24:01:00")
+    with pytest.raises(QueueRefusedError, match="allows 62"):
+        queue_of("dardel", nodes=63, walltime="01:00:00")
+    assert load_site("dardel").data["queues"]["gpu"]["whole_node"] is True
 
 
 @pytest.mark.parametrize(("date", "problem"), [("2026-02-30", "is not a date"), ("2999-01-01", "is in the future")])
