@@ -206,8 +206,8 @@ def made_up_cluster(now: float = 1_780_000_000.0):
     report = UsageReport(cluster="SLURMGPUCluster", batch="slurm", site=None, jobs=jobs, at=now)
     table = JobTable(
         [
-            JobRow("SLURMGPUCluster-0", "4021", "RUNNING", None, "nid01", 4, 4),
-            JobRow("SLURMGPUCluster-1", "4022", "PENDING", "Priority", None, 4, 0),
+            JobRow("SLURMGPUCluster-0", "4021", "RUNNING", None, None, "nid01", 4, 4),
+            JobRow("SLURMGPUCluster-1", "4022", "PENDING", "Priority", "expected 14:32, in 11 min", None, 4, 0),
         ]
     )
     return SimpleNamespace(jobs=table, usage=lambda: report)

@@ -51,7 +51,11 @@ def _starts(batch: str, keywords: dict[str, Any]) -> str:
         raise click.UsageError("--when asks a SITE's queues: give a site's name or file, not a batch system")
     try:
         site = load_site(batch)
-        job_script_for(site.scheduler, {**keywords, "site": site}, name="when")  # the keywords refused first
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            job_script_for(site.scheduler, {**keywords, "site": site}, name="when")  # the keywords refused first
+        for warning in caught:
+            click.echo(f"gpujobqueue: warning: {warning.message}", err=True)
         starts = queue_starts(
             site, lambda queue: job_script_for(site.scheduler, {**keywords, "site": site, "queue": queue}, name="when")
         )
@@ -64,7 +68,9 @@ def _starts(batch: str, keywords: dict[str, Any]) -> str:
         [start.queue + ("" if start.routed else " *"), start_text(start), start.said.splitlines()[-1][:100]]
         for start in starts
     ]
-    source = system.start_estimates or f"{system.name} gives no start estimate"
+    source = system.start_estimates or system.no_start_estimates
+    if starts and all(start.accepted is None for start in starts):
+        source = f"{system.name} could not be asked"
     head = f"When the job would start on {site.name}, if submitted now ({source}; nothing was submitted):"
     foot = (
         "\n* only by request (queue=...): not chosen by routing nor by queue='soonest'"

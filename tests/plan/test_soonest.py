@@ -20,7 +20,6 @@ from gpujobqueue import SLURMGPUCluster, ValidationError
 from gpujobqueue.batch.slurm import SLURM
 from gpujobqueue.plan import make_plan
 
-NOW = datetime.datetime.now().replace(microsecond=0)
 SITE = """\
 schema: 1
 name: three-queues
@@ -48,7 +47,9 @@ unconfirmed:
 
 
 def at(minutes: int) -> str:
-    return (NOW + datetime.timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%S")
+    """A time ``minutes`` from now (a few seconds ahead: the time the answer is read comes later)."""
+    later = datetime.datetime.now() + datetime.timedelta(minutes=minutes, seconds=20)
+    return later.strftime("%Y-%m-%dT%H:%M:%S")
 
 
 @pytest.fixture
@@ -79,8 +80,9 @@ def stand_in(tmp_path, monkeypatch):
 
 
 def test_sbatch_test_onlys_start_is_read_in_its_words():
-    said = f"sbatch: Job 1234 to start at {at(11)} using 4 processors on nodes n1 in partition gpu"
-    assert SLURM.trial_start(said) == (NOW + datetime.timedelta(minutes=11)).timestamp()
+    when = at(11)
+    said = f"sbatch: Job 1234 to start at {when} using 4 processors on nodes n1 in partition gpu"
+    assert SLURM.trial_start(said) == datetime.datetime.strptime(when, "%Y-%m-%dT%H:%M:%S").timestamp()
     assert SLURM.trial_start("sbatch: error: Requested time limit is invalid") is None
 
 
