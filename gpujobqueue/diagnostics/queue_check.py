@@ -101,7 +101,8 @@ def _listing(system: Any, command: list[str]) -> tuple[dict[str, ListedQueue] | 
     """The listing, or None and why not."""
     name = os.path.basename(command[0])
     try:
-        done = asyncio.run(run_for_at_most(command, query_timeout(), MAX_QUEUE_LISTING_BYTES))
+        environment, most = system.query_environment, MAX_QUEUE_LISTING_BYTES
+        done = asyncio.run(run_for_at_most(command, query_timeout(), environment, most_bytes=most))
     except OSError as error:
         return None, f"{name} cannot run: {error.strerror or error}"
     if done is None:
