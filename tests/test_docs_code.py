@@ -59,11 +59,11 @@ NOT_RUN = {
 
 # Samples copied from a machine not at hand: (page, WHERE, as its marker ``<!-- recorded: WHERE -->`` says) -> why.
 RECORDED = {
-    ("docs/check.md", "tests/sites/test_submit_test.py, against the tests' SLURM, 2026-11-27"): "needs the "
+    ("docs/check.md", "tests/sites/test_submit_test.py, against the tests' SLURM, 2026-12-07"): "needs the "
     "tests' real SLURM, which the slurm-marked tests start",
-    ("docs/check.md", "tests/sites/test_submit_test.py, against the tests' Grid Engine, 2026-11-27"): "needs the "
+    ("docs/check.md", "tests/sites/test_submit_test.py, against the tests' Grid Engine, 2026-12-07"): "needs the "
     "tests' real Grid Engine, which the sge-marked tests start",
-    ("docs/check.md", "tests/cli/test_silent_controller.py, with Debian's SLURM 22.05 client commands, 2026-12-06"): (
+    ("docs/check.md", "tests/cli/test_silent_controller.py, with Debian's SLURM 22.05 client commands, 2026-12-07"): (
         "needs SLURM's client commands, which the samples' sandbox leaves out"
     ),
     (

@@ -17,6 +17,7 @@ from ..handwritten.hooks import HandWrittenDirectives
 from ..jobs.job_commands import CANCEL_CHUNK, CommandFailed, TrialAnswer, ask_without_submitting, run_command
 from ..jobs.job_status import JobStatus, run_query
 from ..jobs.launchers import Launcher
+from ..jobs.queue_listing import ListedQueue
 from ..jobs.request import DEFAULT_WALLTIME, JobRequest
 from ..jobs.workers import WorkerLaunch
 from ..script.render import Connection, Plan, render
@@ -76,6 +77,9 @@ class BatchSystem(HandWrittenDirectives):
     #: The submit command's options that check a job without submitting it (``gpujobqueue check --submit-test``);
     #: None where it has no such mode.
     test_submit_options: ClassVar[tuple[str, ...] | None] = None
+    #: The command that lists its queues and their limits, which ``check --submit-test`` compares with the site
+    #: file (:meth:`queue_listing`, :meth:`parse_queue_listing`); None where it has none.
+    queue_listing_command: ClassVar[tuple[str, ...] | None] = None
     #: Commands it uses where present (a finished job's exit code); ``gpujobqueue check`` looks for them.
     optional_commands: ClassVar[tuple[str, ...]] = ()
     #: The job id in the submit command's output.
@@ -308,6 +312,17 @@ class BatchSystem(HandWrittenDirectives):
     def trial_start(cls, said: str) -> float | None:
         """When :meth:`test_submit`'s answer says the job would start (seconds since the epoch), where it says."""
         return None
+
+    @classmethod
+    def queue_listing(cls, site_data: Mapping[str, Any]) -> list[str] | None:
+        """:attr:`queue_listing_command` as a site's queues are listed (SLURM's names the site's clusters)."""
+        return list(cls.queue_listing_command) if cls.queue_listing_command else None
+
+    @classmethod
+    def parse_queue_listing(cls, text: str) -> dict[str, ListedQueue]:
+        """Each queue's limits in :meth:`queue_listing`'s output, by name; a ListingError naming what it cannot
+        read (:mod:`~gpujobqueue.jobs.queue_listing`)."""
+        raise NotImplementedError(f"{cls.__name__} cannot read {cls.name}'s queue listing")
 
     @classmethod
     def job_id_from_output(cls, out: str) -> str:

@@ -17,6 +17,7 @@ from ..handwritten.gpu_parsers import HandWrittenGPUs, own_line, written_count
 from ..jobs.job_commands import CommandFailed
 from ..jobs.job_status import JobStatus, local_epoch, unlisted
 from ..jobs.launchers import LAUNCHER_OBJECTS
+from ..jobs.queue_listing import ListedQueue, ListingError, blocks, listed_queues, listed_walltime
 from ..jobs.request import JobRequest
 from ..jobs.workers import WorkerLaunch
 from ..settings.declaration import read_declared
@@ -170,6 +171,37 @@ NCPUS = Keyword(
 )
 
 
+_QUEUE_LINE = re.compile(r"QUEUE: (.*)$")
+_MINUTES = re.compile(r" *([0-9]{1,9}(?:\.[0-9]{1,3})?) min\b")
+_HOST = re.compile(r"(?!(?:all|others|none)$)[A-Za-z0-9][A-Za-z0-9_.-]{0,254}")  # not a group (group/), nor all
+
+
+def _limit_header(line: str) -> bool:
+    """A line of limit names holding RUNLIMIT (" CPULIMIT    RUNLIMIT"), not a description that names it."""
+    words = line.split()
+    return "RUNLIMIT" in words and all(word.endswith("LIMIT") and word.isupper() for word in words)
+
+
+def _lsf_queue(name: str, first: int, lines: list[str]) -> ListedQueue:
+    """A queue of ``bqueues -l``: its RUNLIMIT, under MAXIMUM LIMITS (not DEFAULT LIMITS), in the 25-character
+    column its header line names (" %-24s" headers over " %.1f min[ of HOST]" values, as LSF prints them), and
+    its hosts where HOSTS names each one."""
+    run_limit, hosts, section = None, None, ""
+    for index, line in enumerate(lines):
+        if line.strip() in ("DEFAULT LIMITS:", "MAXIMUM LIMITS:"):
+            section = line.strip()
+        elif _limit_header(line) and section != "DEFAULT LIMITS:" and run_limit is None:
+            column, where = line.index("RUNLIMIT") - 1, f"bqueues -l line {first + index + 2}"
+            found = _MINUTES.match(lines[index + 1][column : column + 25] if index + 1 < len(lines) else "")
+            if found is None:
+                raise ListingError(where, f"no run limit in minutes under RUNLIMIT (queue {name})")
+            run_limit = listed_walltime(where, str(round(float(found.group(1)) * 60)))
+        elif line.startswith("HOSTS:"):
+            names = line[6:].split()
+            hosts = len(names) if names and all(_HOST.fullmatch(host) for host in names) else None
+    return ListedQueue(name, nodes=hosts, max_walltime=run_limit)
+
+
 class LSF(BatchSystem):
     """IBM Spectrum LSF: jobs submitted with ``bsub < script``, watched with ``bjobs``, cancelled with ``bkill``."""
 
@@ -211,6 +243,8 @@ class LSF(BatchSystem):
     submit_command = "bsub"
     status_command = "bjobs"
     cancel_command = "bkill"
+    # Each queue's long form: "QUEUE: NAME", its limits (MAXIMUM LIMITS: RUNLIMIT) and HOSTS (bqueues(1) -l).
+    queue_listing_command = ("bqueues", "-l")
     job_id_variable = "LSB_JOBID"
     job_id_regexp = r"Job <(?P<job_id>\d+)>"
     ended_states = frozenset({"DONE", "EXIT"})
@@ -340,6 +374,11 @@ class LSF(BatchSystem):
         if not shutil.which("bsub"):
             return None
         return (first_line(["lsid"]) if shutil.which("lsid") else None) or "LSF"
+
+    @classmethod
+    def parse_queue_listing(cls, text: str) -> dict[str, ListedQueue]:
+        found = {name: _lsf_queue(name, first, lines) for name, first, lines in blocks("bqueues -l", text, _QUEUE_LINE)}
+        return listed_queues("bqueues -l", found)
 
     @classmethod
     def array_element_id(cls, array_id: str, index: int) -> str:

@@ -14,6 +14,7 @@ from ..handwritten.gpu_parsers import HandWrittenGPUs, written_count
 from ..handwritten.gpus import drop_line
 from ..jobs.job_status import JobStatus, local_epoch, unlisted
 from ..jobs.launchers import LAUNCHER_OBJECTS
+from ..jobs.queue_listing import ListedQueue, checked_size, listed_count, listed_queues, listed_walltime, queue_name
 from ..jobs.request import JobRequest
 from ..settings.declaration import read_declared
 from ..settings.keywords import PAIRS, TEXT, Keyword, matching_parser
@@ -99,14 +100,14 @@ def check_torque_options(request: JobRequest, chunk: tuple[tuple[str, str], ...]
         )
 
 
-def parse_full_status(text: str) -> dict[str, dict[str, str]]:
+def parse_full_status(text: str, header: str = "Job Id:") -> dict[str, dict[str, str]]:
     """``qstat -f`` output: each ``Job Id:`` block's attributes (long values are folded
-    onto lines that start with a tab)."""
+    onto lines that start with a tab); with ``header`` ``Queue:``, ``qstat -Qf``'s queues."""
     jobs: dict[str, dict[str, str]] = {}
     attributes: dict[str, str] = {}
     key = None
     for line in text.splitlines():
-        if line.startswith("Job Id:"):
+        if line.startswith(header):
             attributes = jobs.setdefault(line.split(":", 1)[1].strip(), {})
             key = None
         elif line.startswith("\t") and key is not None:
@@ -118,6 +119,22 @@ def parse_full_status(text: str) -> dict[str, dict[str, str]]:
 
 
 _PBS_UNITS = {"b": 0, "kb": 1, "mb": 2, "gb": 3, "tb": 4, "pb": 5}
+
+
+def _listed_queue(name: str, attributes: Mapping[str, str]) -> ListedQueue:
+    """A queue of ``qstat -Qf``: its ``resources_max`` walltime, node count (``nodect``; Torque's ``nodes`` where
+    it is a number) and GPUs of one job (``ngpus``)."""
+    where, limit = (
+        f"qstat -Qf queue {name}",
+        {k[14:]: v for k, v in attributes.items() if k.startswith("resources_max.")},
+    )
+    nodes = limit.get("nodect", limit.get("nodes") if limit.get("nodes", "").isdigit() else None)
+    return ListedQueue(
+        queue_name(where, name),
+        max_nodes=listed_count(where, nodes) if nodes is not None else None,
+        max_walltime=listed_walltime(where, limit["walltime"]) if "walltime" in limit else None,
+        job_gpus=listed_count(where, limit["ngpus"], MAX_NODES * MAX_GPUS_PER_NODE) if "ngpus" in limit else None,
+    )
 
 
 def _pbs_size(field_name: str, text: str, value: str) -> int:
@@ -209,6 +226,8 @@ class PBS(BatchSystem):
     submit_command = "qsub"
     status_command = "qstat"
     cancel_command = "qdel"
+    # Every queue's attributes, "Queue: NAME" and "    resources_max.walltime = 24:00:00" lines (qstat(1B) -Q -f).
+    queue_listing_command = ("qstat", "-Qf")
     job_id_variable = "PBS_JOBID"
     # `1234.server`: the whole id, which qdel and qstat take on every PBS.
     job_id_regexp = r"(?P<job_id>\d+(?:\[\d*\])?(?:\.[A-Za-z0-9_.-]+)?)"
@@ -331,6 +350,11 @@ class PBS(BatchSystem):
         if "pbs_version" in line:
             return "PBS " + line.split("=")[-1].strip()
         return f"Torque {line.split(':', 1)[1].strip()}" if line.startswith("Version:") else None
+
+    @classmethod
+    def parse_queue_listing(cls, text: str) -> dict[str, ListedQueue]:
+        queues = parse_full_status(checked_size("qstat -Qf", text), "Queue:")
+        return listed_queues("qstat -Qf", {name: _listed_queue(name, values) for name, values in queues.items()})
 
     @classmethod
     def array_element_id(cls, array_id: str, index: int) -> str:

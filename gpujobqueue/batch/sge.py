@@ -13,6 +13,7 @@ from ..handwritten.directives import walltime_form
 from ..handwritten.gpu_parsers import HandWrittenGPUs, own_line, written_count
 from ..jobs.job_status import JobStatus, run_query, unlisted
 from ..jobs.launchers import LAUNCHER_OBJECTS
+from ..jobs.queue_listing import ListedQueue, blocks, listed_queues, listed_walltime
 from ..jobs.request import JobRequest
 from ..jobs.workers import WorkerLaunch
 from ..settings.declaration import read_declared
@@ -225,6 +226,28 @@ def _gpu_complex_names(settings: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(dict.fromkeys([_gpu_complex(settings), "gpu", "gpus"]))
 
 
+_QNAME = re.compile(r"qname\s+(\S+)\s*$")
+_HOST_VALUE = re.compile(r",\[[^=\]]+=([^\]]*)\]")  # ",[@hostgroup=value]": a value for those hosts
+
+
+def _sge_queue(name: str, first: int, lines: list[str]) -> ListedQueue:
+    """A cluster queue of ``qconf -sq``: its ``h_rt`` (the longest of its hosts' values, queue_conf(5)'s
+    ``default,[host=value]``) and its hosts, where ``hostlist`` names each (not a @hostgroup)."""
+    values, logical = {}, ""
+    for line in lines:  # a line ending in a backslash goes on on the next
+        logical += line.strip()
+        if logical.endswith("\\"):
+            logical = logical[:-1] + " "
+            continue
+        key, _, values[key] = logical.partition(" ")
+        logical = ""
+    where, h_rt = f"qconf -sq queue {name} (line {first})", values.get("h_rt", "INFINITY").strip()
+    times = [listed_walltime(where, text) for text in [h_rt.split(",[")[0], *_HOST_VALUE.findall(h_rt)]]
+    hosts = [host for host in re.split(r"[\s,]+", values.get("hostlist", "").strip()) if host]
+    listed = hosts and "NONE" not in hosts and not any(host.startswith("@") for host in hosts)
+    return ListedQueue(name, nodes=len(hosts) if listed else None, max_walltime=None if None in times else max(times))
+
+
 class SGE(BatchSystem):
     """Grid Engine: jobs submitted with ``qsub``, watched with ``qstat``, cancelled with ``qdel``."""
 
@@ -242,6 +265,8 @@ class SGE(BatchSystem):
     test_submit_options = ("-w", "v")
     # neither qstat nor qsub -w gives a time; only resource reservations write one, to the scheduler's own log
     no_start_estimates = "Grid Engine gives no start estimate"
+    # Every cluster queue's configuration ('*' matches each), a "qname NAME" line opening each (queue_conf(5)).
+    queue_listing_command = ("qconf", "-sq", "*")
     optional_commands = ("qacct",)
     job_id_variable = "JOB_ID"  # a name common enough that SGE_ROOT must be set too
     job_also_sets = ("SGE_ROOT",)
@@ -349,6 +374,11 @@ class SGE(BatchSystem):
         # Grid Engine has no --version and prints its usage, headed "SGE 8.1.9" (PBS answers with its version).
         line = first_line(["qstat", "--version"]) or ""
         return line if re.match(r"(SGE|GE|OGS|UGE|AGE|Univa|Son of Grid Engine)\b", line) else None
+
+    @classmethod
+    def parse_queue_listing(cls, text: str) -> dict[str, ListedQueue]:
+        found = {name: _sge_queue(name, first, lines) for name, first, lines in blocks("qconf -sq", text, _QNAME)}
+        return listed_queues("qconf -sq", found)
 
     @classmethod
     def array_element_id(cls, array_id: str, index: int) -> str:

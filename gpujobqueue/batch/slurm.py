@@ -13,6 +13,15 @@ from ..handwritten.directives import DirectiveForm, walltime_form
 from ..handwritten.gpu_parsers import HandWrittenGPUs, own_line, written_count
 from ..jobs.job_status import JobStatus, local_epoch, run_query, unlisted
 from ..jobs.launchers import LAUNCHER_OBJECTS
+from ..jobs.queue_listing import (
+    ListedQueue,
+    ListingError,
+    checked_size,
+    listed_count,
+    listed_queues,
+    listed_walltime,
+    queue_name,
+)
 from ..jobs.request import JobRequest
 from ..settings.declaration import read_declared
 from ..settings.keywords import INT, TEXT, Keyword, count
@@ -86,6 +95,27 @@ def parse_hand_written_gpus(field_name: str, text: str, nodes: int) -> HandWritt
     return HandWrittenGPUs(field_name, text, count, kind, "gpus-per-node")
 
 
+_GRES = re.compile(r"[A-Za-z0-9_.:,()/=+-]{0,512}")
+_GRES_GPUS = re.compile(r"(?:^|,)gpu(?::[A-Za-z0-9_.-]+)?:([0-9]+)")
+
+
+def _gres_gpus(where: str, gres: str) -> int:
+    """The GPUs of a node's GRES as sinfo's %G writes it: ``gpu:h200:4``, ``gpu:4(S:0-1)``, ``(null)``."""
+    if not _GRES.fullmatch(gres):
+        raise ListingError(where, f"{gres[:80]!r} is not a node's GRES")
+    return sum(listed_count(where, found, MAX_GPUS_PER_NODE) or 0 for found in _GRES_GPUS.findall(gres))
+
+
+def _partition(name: str, rows: list[tuple[int | None, int | None, int | None, int]]) -> ListedQueue:
+    """One partition from its sinfo lines: a job's nodes at most its size limit and its nodes together."""
+    times, sizes, counts, gpus = zip(*rows)
+    nodes = None if None in counts else sum(counts)
+    known = [n for n in (nodes, None if None in sizes else max(sizes)) if n is not None]
+    spread = f"{min(gpus)} to {max(gpus)}" if min(gpus) != max(gpus) else None
+    walltime = None if None in times else max(times)
+    return ListedQueue(name, min(known, default=None), nodes, walltime, max(gpus), spread)
+
+
 class SLURM(BatchSystem):
     """SLURM: jobs submitted with ``sbatch``, watched with ``squeue``, cancelled with ``scancel``."""
 
@@ -132,6 +162,9 @@ class SLURM(BatchSystem):
     start_estimates = "SLURM backfill estimate"
     # squeue's %S and sbatch --test-only's start in the form the parsers read, whatever the user's own setting
     query_environment = {"SLURM_TIME_FORMAT": "standard"}
+    # Every partition (hidden ones too), a line per group of alike nodes: name, MaxTime, job size in nodes
+    # (MIN-MAX, "infinite" for none), node count, each node's GRES (sinfo(1)'s %R, %l, %s, %D, %G).
+    queue_listing_command = ("sinfo", "--all", "--noheader", "--format=%R|%l|%s|%D|%G")
     optional_commands = ("sacct", "scontrol")  # exit codes of ended jobs
     job_id_variable = "SLURM_JOB_ID"
     job_id_regexp = r"Submitted batch job (?P<job_id>\d+)"
@@ -256,6 +289,31 @@ class SLURM(BatchSystem):
             return None
         line = first_line(["sbatch", "--version"]) or ""
         return line if re.match(r"slurm \S+$", line) else "slurm"
+
+    @classmethod
+    def queue_listing(cls, site_data: Mapping[str, Any]) -> list[str] | None:
+        clusters = [f"--clusters={site_data['clusters']}"] if site_data.get("clusters") else []
+        return ["sinfo", *clusters, *cls.queue_listing_command[1:]]
+
+    @classmethod
+    def parse_queue_listing(cls, text: str) -> dict[str, ListedQueue]:
+        rows: dict[str, list[tuple[int | None, int | None, int | None, int]]] = {}
+        for number, line in enumerate(checked_size("sinfo", text).splitlines(), 1):
+            where, fields = f"sinfo line {number}", line.strip().split("|")
+            if not line.strip() or line.startswith("CLUSTER: "):  # --clusters heads each cluster's lines so
+                continue
+            if len(fields) != 5:
+                raise ListingError(where, f"{line.strip()[:80]!r} is not partition|time|size|nodes|gres")
+            name, time, size, nodes, gres = fields
+            rows.setdefault(queue_name(where, name), []).append(
+                (
+                    listed_walltime(where, time, 60),
+                    listed_count(where, size.rpartition("-")[2]),
+                    listed_count(where, nodes),
+                    _gres_gpus(where, gres),
+                )
+            )
+        return listed_queues("sinfo", {name: _partition(name, parts) for name, parts in rows.items()})
 
     @classmethod
     def query_command(cls, job_ids: list[str], jobs: Sequence[Any]) -> list[str]:

@@ -26,7 +26,8 @@ from ..settings.worker_options import PROTOCOLS
     "--submit-test",
     is_flag=True,
     help="Ask the site's batch system whether it would take the site's default job and one job per routing bin "
-    "(sbatch --test-only, qsub -w v); nothing is submitted. Exit 1 where it refuses one.",
+    "(sbatch --test-only, qsub -w v), and one job past each limit, which it should refuse; compare its queue "
+    "listing with the site file. Nothing is submitted. Exit 1 where it refuses one or is stricter than the file.",
 )
 @click.option("--account", help="The account the --submit-test jobs are rendered with.")
 def check(
@@ -46,7 +47,10 @@ def check(
 
     With --submit-test, render the site's default job and one job per routing bin (each queue's
     node and walltime limits) and ask the batch system whether it would take each, submitting
-    nothing: accepted, or its own refusal (a failure). Batch systems without such a mode say so.
+    nothing: accepted, or its own refusal (a failure). One job more per limit asks one step past it: taken,
+    the machine is looser than the file (a warning). The batch system's queue listing (sinfo, qstat -Qf,
+    bqueues -l, qconf -sq) is compared with the file, each difference with its line. Batch systems without a
+    test mode say so.
 
     With FILES, validate those site config files instead; exit 1 listing file:line: key: problem.
     """

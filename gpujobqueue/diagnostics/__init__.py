@@ -3,7 +3,8 @@
 is tested without the machine."""
 
 from .facts import MachineFacts, gather_facts
-from .judge import Finding, judge, report
+from .findings import Finding
+from .judge import judge, report
 from .probes import Package
 
 __all__ = ["Finding", "MachineFacts", "Package", "gather_facts", "judge", "report"]

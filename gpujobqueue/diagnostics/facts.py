@@ -36,6 +36,7 @@ from .probes import (
     submitting,
     ucx_resources,
 )
+from .queue_check import compare_queues
 
 
 @dataclass
@@ -78,6 +79,8 @@ class MachineFacts:
     today: str = field(default_factory=lambda: datetime.date.today().isoformat())
     # With --submit-test: each trial job and the batch system's answer (a TrialJob as a dict); None when not asked.
     submit_tests: list[dict[str, Any]] | None = None
+    # With --submit-test: the batch system's queue listing against the site file (queue_check.compare_queues).
+    queue_listing: dict[str, Any] | None = None
     # gpujobqueue.<batch>.python where it names another interpreter than this one, and what it lacks
     # (each phrase of install.worker_python_problems; None: not found here, or not a python, so not probed).
     worker_python: str | None = None
@@ -145,6 +148,7 @@ def gather_facts(
         nic_map=map_lines() if machine.gpus else [],
         site_oldest_source={"url": oldest.url, "checked": oldest.checked.isoformat()} if oldest else None,
         submit_tests=_submit_tests(loaded, account, batch_error) if submit_test else None,
+        queue_listing=compare_queues(loaded, batch_error) if submit_test and loaded else None,
         worker_python=worker_python,
         worker_python_problems=worker_python_lacks,
         batch_asked=asked,

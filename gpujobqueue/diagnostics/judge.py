@@ -7,27 +7,17 @@ from __future__ import annotations
 import datetime
 import os
 import re
-from dataclasses import dataclass
 
 from ..batch import batch_system
 from ..jobs.scheduler_job import SCHEDULER_HERE
 from ..machine.install import cuda_major, install_line
 from ..sites import FRESH_MONTHS, oldest_source
 from .facts import MachineFacts
+from .findings import Finding, submit_test_findings
 from .probes import commands, submitting
 
 NVLINK_TRANSPORTS = {"cuda_ipc"}
 INFINIBAND_TRANSPORTS = {"rc", "rc_verbs", "rc_mlx5", "ud", "ud_verbs", "ud_mlx5", "dc", "dc_mlx5"}
-
-
-@dataclass
-class Finding:
-    """One line of the check: ``ok``, ``info``, ``warn`` or ``fail``, and the fix for a fail or warn."""
-
-    status: str
-    topic: str
-    detail: str
-    fix: str | None = None
 
 
 def judge(facts: MachineFacts) -> list[Finding]:
@@ -52,7 +42,7 @@ def judge(facts: MachineFacts) -> list[Finding]:
     ]
     if not facts.site_file_errors:
         findings.append(Finding("ok", "site files", f"{facts.site_files_checked} known site files valid"))
-    return findings + _submit_test_findings(facts)
+    return findings + submit_test_findings(facts)
 
 
 def report(findings: list[Finding], facts: MachineFacts) -> str:
@@ -97,51 +87,6 @@ def _freshness_findings(facts: MachineFacts) -> list[Finding]:
             f"the centre may have changed a queue or limit since: compare its pages now with `gpujobqueue show "
             f"{facts.site}` and correct the site file (its facts are more than {FRESH_MONTHS} months old)",
         )
-    ]
-
-
-def _submit_test_findings(facts: MachineFacts) -> list[Finding]:
-    """One line per job of ``--submit-test``: accepted, or refused in the batch system's words (a failure); the
-    jobs not asked (no test mode, or no answer) in one line per reason."""
-    if facts.submit_tests is None:
-        return []
-    if facts.site is None or facts.site_error:
-        return [
-            Finding("fail", "submit test", "no site to test", "name one: gpujobqueue check --site NAME --submit-test")
-        ]
-    findings, not_asked = [], {}
-    for trial in facts.submit_tests:
-        said = "; ".join(line.strip() for line in trial["said"].splitlines() if line.strip())
-        if not trial["rendered"]:
-            findings.append(
-                Finding(
-                    "fail",
-                    "submit test",
-                    f"{trial['label']}: not rendered: {said}",
-                    "give the keyword it names (--account for an account the site requires)",
-                )
-            )
-        elif trial["accepted"] is None:
-            not_asked.setdefault(said, []).append(trial["label"])
-        elif trial["accepted"]:
-            findings.append(Finding("ok", "submit test", f"{trial['label']}: accepted: {said}"))
-        else:
-            findings.append(
-                Finding(
-                    "fail",
-                    "submit test",
-                    f"{trial['label']}: refused: {said}",
-                    f"where the batch system's limit is not the site file's, correct {facts.site}'s file "
-                    f"(`gpujobqueue show {facts.site}` gives each value's line)",
-                )
-            )
-    # Not asked: a batch system without a test mode, or one that does not answer (never a site file's fault).
-    fix = "submit one job and cancel it"
-    if batch_system(facts.batch).test_submit_options is not None:
-        fix = f"run it on a login node where {facts.batch} answers (the batch system line says whether it does here)"
-    return findings + [
-        Finding("warn", "submit test", f"{len(labels)} job(s) not asked: {said}", fix)
-        for said, labels in not_asked.items()
     ]
 
 

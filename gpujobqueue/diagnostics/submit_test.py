@@ -1,10 +1,15 @@
 """``gpujobqueue check --submit-test``: the site's default job and one job per routing bin, rendered and
 shown to the batch system itself, which says whether it would take each (its ``test_submit``); nothing
-is submitted."""
+is submitted. Where it has such a test mode, one job more per limit the file states asks one step past it (a
+node more than ``max_nodes``, a minute more than a walltime limit, a GPU more than the nodes have) and expects a
+refusal: a limit the machine does not enforce is looser than the file says, as a job at a limit that is refused
+shows one stricter."""
 
 from __future__ import annotations
 
 import asyncio
+import copy
+import dataclasses
 import os
 import tempfile
 import warnings
@@ -14,9 +19,18 @@ from typing import Any
 from ..batch import batch_system
 from ..errors import GPUJobQueueError
 from ..plan.scripts import job_script_for
-from ..settings.limits import MAX_SUBMIT_TEST_JOBS
-from ..sites import Site, SiteConfigError
+from ..settings.limits import MAX_GPUS_PER_NODE, MAX_NODES, MAX_SUBMIT_TEST_JOBS, MAX_WALLTIME_SECONDS
+from ..settings.walltimes import format_hours_walltime
+from ..sites import Site, SiteConfigError, node_memory_bytes
+from ..sites.errors import dotted_key
 from ..sites.routing import has_gpus, nodes_text, walltime_bins
+from .queue_check import Limit, file_limits
+
+# How far past a walltime limit a job asks: a minute, the unit SLURM's and LSF's limits count in.
+WALLTIME_STEP = 60
+# The walltime of the jobs past another limit: an hour, or the queue's shortest limit where it is shorter (a walltime
+# within every limit, wrong ones too, so that the limit tested is the only one asked past).
+SHORT_WALLTIME = 3600
 
 
 @dataclass(frozen=True)
@@ -24,85 +38,173 @@ class TrialJob:
     """One job of the submit test: its label (the default job, or a routing bin's queue, nodes and walltime), the
     keywords its script is rendered with (besides the site), and the batch system's answer: ``accepted`` (None where
     it was not asked) and ``said``, its own words (or why nothing was asked); ``rendered`` is False where gpujobqueue
-    refused the keywords, which ``said`` then gives."""
+    refused the keywords, which ``said`` then gives. ``limits``: the file's limits the job sits at (``key = value at
+    file:line``); ``past``: the one limit it asks one step past (a refusal expected), None for a job within them."""
 
     label: str
     keywords: dict[str, Any]
     accepted: bool | None
     said: str
     rendered: bool = True
+    limits: str | None = None
+    past: str | None = None
+
+
+@dataclass(frozen=True)
+class Trial:
+    """A job to show the batch system: its label, keywords, the site it is rendered with (for a job past a limit, a
+    copy of the site without that limit), the limits it sits at and the one it steps past."""
+
+    label: str
+    keywords: dict[str, Any]
+    site: Site
+    limits: str | None = None
+    past: str | None = None
+    fallback: dict[str, Any] | None = None  # the keywords to render with where gpujobqueue refuses ``keywords``
 
 
 def trial_keywords(site: Site) -> list[tuple[str, dict[str, Any]]]:
-    """The submit test's jobs: the site's default job (no keywords), then, for each queue with GPUs that the
-    centre has not withdrawn, one job per walltime bin at the bin's edge (its most nodes for its longest
-    walltime) or, for a queue without bins, its most nodes for its longest walltime: a limit the centre
-    lowered since the site file was written is refused. A :class:`SiteConfigError` naming ``queues`` where they
-    would make more than :data:`~gpujobqueue.settings.limits.MAX_SUBMIT_TEST_JOBS` jobs."""
-    jobs: list[tuple[str, dict[str, Any]]] = [("default job", {})]
+    """The submit test's jobs within the file's limits: the site's default job (no keywords), then, for each queue
+    with GPUs that the centre has not withdrawn, one job per walltime bin at the bin's edge (its most nodes for its
+    longest walltime) or, for a queue without bins, its most nodes for its longest walltime: a limit the centre
+    lowered since the site file was written is refused."""
+    return [(trial.label, trial.keywords) for trial in _within(site)]
+
+
+def _within(site: Site) -> list[Trial]:
+    jobs = [Trial("default job", {}, site)]
     for name, entry in site.open_queues.items():
         if not has_gpus(entry):
             continue
-        bins = walltime_bins(entry)
-        edges = [(b.high, b.max_walltime, b.name) for b in bins] or [
-            (entry.get("max_nodes") or entry.get("min_nodes") or 1, entry.get("max_walltime"), None)
+        bins, key = walltime_bins(entry), ("queues", name)
+        edges = [(b.high, b.max_walltime, b.name, f"{b.nodes_text} nodes for {b.max_walltime}") for b in bins] or [
+            (entry.get("max_nodes") or entry.get("min_nodes") or 1, entry.get("max_walltime"), None, None)
         ]
-        for nodes, walltime, bin_name in edges:
+        for index, (nodes, walltime, bin_name, bin_text) in enumerate(edges):
             keywords = {"queue": name, "nodes": nodes, **({"walltime": str(walltime)} if walltime else {})}
             label = f"{name}, {nodes_text(nodes)}, {walltime or 'default walltime'}"
-            jobs.append((label + (f" ({bin_name})" if bin_name else ""), keywords))
-    if len(jobs) > MAX_SUBMIT_TEST_JOBS:  # each is a command run on the batch system's controller, in a row
-        raise SiteConfigError(
-            ", ".join(site.files),
-            "queues",
-            None,
-            f"the submit test would show the batch system {len(jobs)} jobs (the default and one per queue and "
-            f"walltime bin); it shows at most {MAX_SUBMIT_TEST_JOBS} (gpujobqueue.settings.limits)",
-        )
+            at = [(key + ("walltime_by_nodes", index), bin_text)] if bins else []
+            at += [(key + (n,), entry[n]) for n in ("max_nodes", "max_walltime") if not bins and n in entry]
+            limits = ", ".join(f"{dotted_key(k)} = {v} at {site.where(*k)}" for k, v in at)
+            jobs.append(Trial(label + (f" ({bin_name})" if bin_name else ""), keywords, site, limits or None))
     return jobs
 
 
+def past_trials(site: Site) -> list[Trial]:
+    """For each open queue with GPUs, a job one step past each limit the file states: a node past its most nodes,
+    a minute past each walltime limit, a GPU past its nodes' GPUs (where the site's GPU request writes a count).
+    Each asks for the file's least nodes and a short walltime (:data:`SHORT_WALLTIME`) but in the one limit it tests,
+    and is rendered with a copy of the site that lacks that limit (gpujobqueue would refuse it otherwise)."""
+    system, style = batch_system(site.scheduler), site.data["gpu_request"].get("style")
+    counted = style not in (*system.whole_node_styles, "none")
+    trials = []
+    for name, entry in site.open_queues.items():
+        if not has_gpus(entry):
+            continue
+        limits = file_limits(site, name)
+        short = {"walltime": format_hours_walltime(min(limits.shortest, SHORT_WALLTIME))} if limits.shortest else {}
+        base = {"queue": name, "nodes": limits.min_nodes, **short}
+        if limits.max_nodes and limits.max_nodes.value < MAX_NODES:
+            nodes = limits.max_nodes.value + 1
+            lifted = _lifted(site, name, max_nodes=nodes, walltime_by_nodes=None)
+            trials.append(_past(site, {**base, "nodes": nodes}, lifted, limits.max_nodes))
+        for low, limit in limits.walltimes:
+            if limit.value + WALLTIME_STEP <= MAX_WALLTIME_SECONDS:
+                longer = format_hours_walltime(limit.value + WALLTIME_STEP)
+                lifted = _lifted(site, name, max_walltime=longer, walltime_by_nodes=None)
+                trials.append(_past(site, {**base, "nodes": low, "walltime": longer}, lifted, limit))
+        if counted and limits.gpus and limits.gpus.value < MAX_GPUS_PER_NODE:
+            trials.append(_gpu_past(site, name, limits.gpus, base))
+    return trials
+
+
+def _past(site: Site, keywords: dict[str, Any], lifted: Site, limit: Limit, gpus: str = "") -> Trial:
+    short = dotted_key(limit.key[2:] if limit.key[0] == "queues" else limit.key)
+    walltime = keywords.get("walltime", "default walltime")
+    label = f"{keywords['queue']}, {nodes_text(keywords['nodes'])}, {gpus}{walltime}, past {short}"
+    return Trial(label, keywords, lifted, past=f"{dotted_key(limit.key)} = {limit.text} at {site.where(*limit.key)}")
+
+
+def _gpu_past(site: Site, queue: str, limit: Limit, base: dict[str, Any]) -> Trial:
+    """A job of a GPU more a node than ``limit``, asking nothing else more than a job at the limit: the node's cores,
+    shared by its workers as evenly as they go, or, where gpujobqueue cannot write that (Grid Engine's GPUs counted
+    per slot), a core a GPU; the site copy gives its nodes the GPU and the memory its per-GPU amounts take."""
+    gpus, node = limit.value + 1, site.node(queue)
+    facts = {**site.queue(queue).get("node", {}), "cpus": max(node["cpus"], gpus)}
+    if node.get("memory") is not None:
+        facts["memory"] = f"{node_memory_bytes(node['memory']) * gpus // limit.value}B"
+    keywords = {**base, "gpus_per_node": gpus, "cores": node["cpus"] * base["nodes"]}
+    trial = _past(site, {**keywords, "nthreads": max(1, node["cpus"] // gpus)}, site, limit, f"{gpus} GPUs a node, ")
+    fallback = {**keywords, "cores": gpus * base["nodes"]}
+    return dataclasses.replace(trial, site=_lifted(site, queue, gpus_per_node=gpus, node=facts), fallback=fallback)
+
+
+def _lifted(site: Site, queue: str, **changes: Any) -> Site:
+    """A copy of ``site`` whose ``queue`` has ``changes`` (None: the key dropped)."""
+    data = copy.deepcopy(site.data)
+    entry = data["queues"][queue]
+    for key, value in changes.items():
+        if value is None:
+            entry.pop(key, None)
+        else:
+            entry[key] = value
+    return dataclasses.replace(site, data=data)
+
+
 def submit_tests(site: Site, account: str | None = None, does_not_answer: str | None = None) -> list[TrialJob]:
-    """Render each of :func:`trial_keywords`' jobs for ``site`` (with ``account`` where given) and ask the
-    site's batch system whether it would take it; nothing is submitted. Where it could not be asked (its error
-    in ``does_not_answer``, or the first job's answer), the jobs are rendered but not asked."""
+    """Render each job of the submit test for ``site`` (with ``account`` where given): those within the file's
+    limits and, where the batch system has a test mode, those one step past them (:func:`past_trials`); ask it
+    whether it would take each; nothing is submitted. Where it could not be asked (its error in
+    ``does_not_answer``, or the first job's answer), the jobs are rendered but not asked."""
     system = batch_system(site.scheduler)
     extra = {"account": account} if account else {}
-    try:
-        jobs = trial_keywords(site)
-    except SiteConfigError as error:  # too many: a failure of the test, that asks nothing
+    jobs = _within(site) + (past_trials(site) if system.test_submit_options is not None else [])
+    if len(jobs) > MAX_SUBMIT_TEST_JOBS:  # each is a command run on the batch system's controller, in a row
+        error = SiteConfigError(
+            ", ".join(site.files),
+            "queues",
+            None,
+            f"the submit test would show the batch system {len(jobs)} jobs (the default, one per queue and walltime "
+            f"bin, and one past each limit); it shows at most {MAX_SUBMIT_TEST_JOBS} (gpujobqueue.settings.limits)",
+        )
         return [TrialJob("the site's jobs", {}, None, str(error), rendered=False)]
     with tempfile.TemporaryDirectory(prefix="gpujobqueue-submit-test-") as folder:
-        return asyncio.run(_ask_all(system, site, jobs, extra, folder, does_not_answer))
+        return asyncio.run(_ask_all(system, jobs, extra, folder, does_not_answer))
 
 
 async def _ask_all(
-    system: Any,
-    site: Site,
-    jobs: list[tuple[str, dict[str, Any]]],
-    extra: dict[str, Any],
-    folder: str,
-    does_not_answer: str | None,
+    system: Any, jobs: list[Trial], extra: dict[str, Any], folder: str, does_not_answer: str | None
 ) -> list[TrialJob]:
     trials = []
     unasked = f"{system.name} does not answer: {does_not_answer}" if does_not_answer else None
-    for number, (label, keywords) in enumerate(jobs):
-        keywords = {**keywords, **extra}
+    for number, job in enumerate(jobs):
+        keywords = {**job.keywords, **extra}
         try:
-            with warnings.catch_warnings():  # the site's unconfirmed facts: said once by `check`'s site lines
-                warnings.simplefilter("ignore")
-                script = job_script_for(site.scheduler, {**keywords, "site": site}, name=f"submit-test-{number}")
+            keywords, script = _rendered(job, keywords, {**(job.fallback or {}), **extra}, f"trial-{number}")
         except GPUJobQueueError as error:
-            trials.append(TrialJob(label, keywords, None, str(error), rendered=False))
+            trials.append(TrialJob(job.label, keywords, None, str(error), False, job.limits, job.past))
             continue
+        shown = TrialJob(job.label, keywords, None, "", limits=job.limits, past=job.past)
         if unasked:
-            trials.append(TrialJob(label, keywords, None, unasked))
+            trials.append(dataclasses.replace(shown, said=unasked))
             continue
         path = os.path.join(folder, f"job-{number}.sh")
         with open(path, "w", encoding="utf-8") as file:
             file.write(script)
         answer = await system.test_submit(path)
-        trials.append(TrialJob(label, keywords, answer.accepted, answer.said))
+        trials.append(dataclasses.replace(shown, accepted=answer.accepted, said=answer.said))
         if answer.accepted is None and system.test_submit_options is not None:  # no answer: the rest not asked
             unasked = answer.said
     return trials
+
+
+def _rendered(job: Trial, keywords: dict[str, Any], fallback: dict[str, Any], name: str) -> tuple[dict, str]:
+    """The keywords a job is rendered with and its script: its own, else its fallback's where it has one."""
+    with warnings.catch_warnings():  # the site's unconfirmed facts: said once by `check`'s site lines
+        warnings.simplefilter("ignore")
+        try:
+            return keywords, job_script_for(job.site.scheduler, {**keywords, "site": job.site}, name=name)
+        except GPUJobQueueError:
+            if job.fallback is None:
+                raise
+        return fallback, job_script_for(job.site.scheduler, {**fallback, "site": job.site}, name=name)

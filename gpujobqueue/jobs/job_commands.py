@@ -83,11 +83,13 @@ TRIAL_TIMEOUT = 120.0
 
 
 async def run_for_at_most(
-    command: list[str], timeout: float, environment: Mapping[str, str] | None = None
+    command: list[str], timeout: float, environment: Mapping[str, str] | None = None, *, most_bytes: int | None = None
 ) -> tuple[int, str, str] | None:
     """Run a command that changes nothing (a query, a check; never a submission, which may have gone through
     when stopped), with ``environment``'s variables besides this process's: its exit status, output and error
-    output, or None where it was stopped after ``timeout`` seconds. OSError where it cannot start."""
+    output, or None where it was stopped after ``timeout`` seconds. With ``most_bytes``, each stream is kept up to
+    one byte past it and the command stopped there (the caller refuses an output that long). OSError where it
+    cannot start."""
     process = await asyncio.create_subprocess_exec(
         *command,
         stdin=asyncio.subprocess.DEVNULL,
@@ -95,14 +97,36 @@ async def run_for_at_most(
         stderr=asyncio.subprocess.PIPE,
         env={**os.environ, **environment} if environment else None,
     )
+    reading = process.communicate() if most_bytes is None else _read_both(process, most_bytes)
     try:
-        out, err = await asyncio.wait_for(process.communicate(), timeout)
+        out, err = await asyncio.wait_for(reading, timeout)
     except asyncio.TimeoutError:
         with contextlib.suppress(ProcessLookupError):  # it may have ended meanwhile
             process.kill()
         await process.wait()
         return None
     return process.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+async def _read_both(process: asyncio.subprocess.Process, most_bytes: int) -> tuple[bytes, bytes]:
+    """``process``'s output and error output, each kept up to ``most_bytes`` + 1 bytes, once it has ended: past
+    that it is stopped, and what its children still write is read and dropped (a wrapper script's command keeps
+    the pipes open; unread, it would wait for ever)."""
+
+    async def read(stream: asyncio.StreamReader) -> bytes:
+        chunks, size = [], 0
+        while chunk := await stream.read(1 << 16):
+            if size <= most_bytes:
+                chunks.append(chunk[: most_bytes + 1 - size])
+                size += len(chunks[-1])
+                if size > most_bytes:
+                    with contextlib.suppress(ProcessLookupError):
+                        process.kill()
+        return b"".join(chunks)
+
+    out, err = await asyncio.gather(read(process.stdout), read(process.stderr))
+    await process.wait()
+    return out, err
 
 
 async def ask_without_submitting(command: list[str], environment: Mapping[str, str] | None = None) -> TrialAnswer:

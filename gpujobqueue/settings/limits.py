@@ -50,6 +50,10 @@ MAX_SITE_NUMBER_CHARS = 20  # characters of a whole number; the largest a site s
 MAX_SITE_ITEMS = 100  # keys of one mapping or items of one list (queues, hostnames, bins); the most shipped is 23
 MAX_SITE_FILES = 500  # site files in one folder of the site path; the package ships 46
 MAX_SUBMIT_TEST_JOBS = 64  # jobs `check --submit-test` shows the batch system, each a command; delta has 11
+# A batch system's listing of its queues (sinfo, qstat -Qf, bqueues -l, qconf -sq) that `check --submit-test` reads:
+# some 2 KB a queue (Grid Engine's qconf -sq, the longest), so 8 MiB holds thousands.
+MAX_QUEUE_LISTING_BYTES = 8 << 20
+MAX_LISTED_QUEUES = 10_000
 MAX_PATTERN_INPUT = 128  # characters of an account or host name matched against a site pattern
 # The ways a site pattern can try to match (sites/patterns.py): those of three unbounded repeats on 128 characters.
 MAX_PATTERN_CHOICES = (MAX_PATTERN_INPUT + 1) ** 3

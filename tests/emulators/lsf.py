@@ -111,6 +111,7 @@ __all__ = [
     "flavor",
     "bsub_main",
     "bjobs_main",
+    "bqueues_main",
     "bkill_main",
     "jsrun_main",
 ]
@@ -2265,6 +2266,88 @@ def bjobs_main(argv: Sequence[str] | None = None) -> int:
     return _main(bjobs, "bjobs", argv)
 
 
+# -- bqueues -------------------------------------------------------------------------------
+# The long form as openlava's lsbatch/cmd/bqueues.c prtQueuesLong prints it [OL]: queues after the first behind a
+# line of 79 dashes; "QUEUE: name", "  -- description" (with "  This is the default queue."), PARAMETERS/STATISTICS
+# (prtWord columns: PRIO 4, NICE 4, STATUS 14, MAX JL/U JL/P JL/H 4 each, NJOBS PEND RUN SSUSP USUSP 5, RSV 4);
+# the limits as lsbatch/lib/lib.prtjob.c (cmd.prt.c) prtResourceLimit/prtLimit print them: a header line of
+# " %-24s" names, then the values, each " %.1f min" in 25 columns; USERS and HOSTS ("all hosts used by the
+# scheduler system" where the queue names none). A queue's config ``hosts`` (a list of host names) is its HOSTS line
+# [its layout as bqueues.c; which hosts a job may use is not enforced by bsub here]. The SCHEDULING PARAMETERS
+# thresholds table is printed with every index "-" [UNCONFIRMED layout: no thresholds are emulated].
+BQUEUES_USAGE = "Usage: bqueues [-h] [-V] [-w | -l] [-m host_name | -m cluster_name] [-u user_name] [queue_name ...]"
+_DASHES = "-" * 79
+
+
+def _queue_counts(store: JobStore, name: str) -> dict[str, int]:
+    states = [lsf_state(job) for job in store.jobs() if job.queue == name and not job.is_array_parent]
+    live = [state for state in states if state not in ("DONE", "EXIT")]
+    return {"NJOBS": len(live), "PEND": live.count("PEND"), "RUN": live.count("RUN"), "SUSP": live.count("PSUSP")}
+
+
+def _queue_long(name: str, qconf: dict[str, Any], counts: dict[str, int], default: bool) -> str:
+    lines = [f"QUEUE: {name}"]
+    lines.append(f"  -- {qconf.get('description', name)}" + ("  This is the default queue.\n" if default else "\n"))
+    lines.append("PARAMETERS/STATISTICS")
+    lines.append("PRIO NICE STATUS          MAX JL/U JL/P JL/H NJOBS  PEND   RUN SSUSP USUSP  RSV")
+    prio, nice = qconf.get("priority", 30), qconf.get("nice", 0)
+    lines.append(
+        f"{prio:>3}  {nice:>3}  {'Open:Active':<14}{'-':>4}{'-':>5}{'-':>5}{'-':>5}"
+        f"{counts['NJOBS']:>6}{counts['PEND']:>6}{counts['RUN']:>6}{counts['SUSP']:>6}{0:>6}{0:>5}"
+    )
+    if qconf.get("run_limit_min") is not None:
+        lines += ["", f" {'RUNLIMIT':<24}", f" {float(qconf['run_limit_min']):.1f} min".ljust(25)]
+    lines += ["", "SCHEDULING PARAMETERS"]
+    lines.append("           r15s   r1m  r15m   ut      pg    io   ls    it    tmp    swp    mem")
+    lines += [
+        f" {row:<9}   -     -     -     -       -     -    -     -     -      -      -"
+        for row in ("loadSched", "loadStop")
+    ]
+    if qconf.get("exclusive"):
+        lines += ["", "SCHEDULING POLICIES:  EXCLUSIVE"]
+    hosts = " ".join(qconf["hosts"]) if qconf.get("hosts") else "all hosts used by the scheduler system"
+    lines += ["", "USERS:  all users", f"HOSTS:  {hosts}", ""]
+    return "\n".join(lines) + "\n"
+
+
+def bqueues(argv: list[str]) -> int:
+    store = JobStore(emulator_home(prog="bqueues"))
+    flags = [arg for arg in argv if arg.startswith("-")]
+    names = [arg for arg in argv if not arg.startswith("-")]
+    for flag in flags:
+        if flag in ("-h", "-V"):
+            sys.stderr.write(
+                (BQUEUES_USAGE if flag == "-h" else "IBM Spectrum LSF 10.1.0.0 (gpujobqueue emulator)") + "\n"
+            )
+            return 0
+        if flag not in ("-l", "-w"):
+            raise Rejected(f"bqueues: illegal option -- {flag[1:]}\n{BQUEUES_USAGE}", 255)  # [OL my_getopt style]
+    config = store.config
+    unknown = [name for name in names if name not in config.queues]
+    if unknown:
+        raise Rejected(f"{unknown[0]}: No such queue", 255)  # [OL lsb.err.c 18]
+    chosen = names or list(config.queues)
+    if "-l" in flags:
+        blocks = [
+            _queue_long(name, config.queues[name], _queue_counts(store, name), name == config.default_queue)
+            for name in chosen
+        ]
+        sys.stdout.write(f"{_DASHES}\n\n".join(blocks) + "\n")
+        return 0
+    sys.stdout.write("QUEUE_NAME      PRIO STATUS          MAX JL/U JL/P JL/H NJOBS  PEND   RUN  SUSP\n")
+    for name in chosen:
+        counts, prio = _queue_counts(store, name), config.queues[name].get("priority", 30)
+        sys.stdout.write(
+            f"{name[:15]:<15} {prio:>4} {'Open:Active':<14}{'-':>5}{'-':>5}{'-':>5}{'-':>5}"
+            f"{counts['NJOBS']:>6}{counts['PEND']:>6}{counts['RUN']:>6}{counts['SUSP']:>6}\n"
+        )
+    return 0
+
+
+def bqueues_main(argv: Sequence[str] | None = None) -> int:
+    return _main(bqueues, "bqueues", argv)
+
+
 # -- bkill ----------------------------------------------------------------------------------
 
 BKILL_USAGE = """\
@@ -2606,5 +2689,5 @@ def jsrun_main(argv: Sequence[str] | None = None) -> int:
 
 
 def bin_dir() -> Path:
-    """The folder of the executables ``bsub``, ``bjobs``, ``bkill``, ``jsrun``."""
+    """The folder of the executables ``bsub``, ``bjobs``, ``bqueues``, ``bkill``, ``jsrun``."""
     return Path(__file__).resolve().parent / "bin" / "lsf"

@@ -1741,7 +1741,7 @@ def qstat(argv: list[str], environ: dict[str, str] | None = None) -> int:
     if fmt is not None and fmt not in ("json", "dsv"):
         raise Rejected("qstat: invalid -F value", 2)  # [unconfirmed text]
     if {"Q", "q", "B"} & flags:
-        return _qstat_queues(store, flags)
+        return _qstat_queues(store, flags, operands)
     store.schedule()  # no daemon: every command is a schedule pass
     history = "x" in flags or "H" in flags
     full = "f" in flags
@@ -1829,12 +1829,20 @@ def qstat(argv: list[str], environ: dict[str, str] | None = None) -> int:
     return status
 
 
-def _qstat_queues(store: JobStore, flags: set[str]) -> int:
-    """``qstat -Q``: one line per queue (enough for a glance; layout as PBS Pro)."""
+def _qstat_queues(store: JobStore, flags: set[str], names: list[str] | None = None) -> int:
+    """``qstat -Q``: one line per queue (enough for a glance; layout as PBS Pro); ``qstat -Qf``: each queue's
+    attributes, as ``qstat -f`` shows a job's."""
+    unknown = [name for name in names or [] if name not in store.config.queues]
+    if unknown:
+        raise Rejected(f"qstat: Unknown queue {unknown[0]}", _status(PBSE_UNKQUE))  # [unconfirmed: text after it]
+    chosen = names or list(store.config.queues)
+    jobs = [j for j in store.jobs() if j.array_index is None]
+    if "f" in flags:
+        sys.stdout.write("".join(_queue_full(name, store, jobs) for name in chosen))
+        return 0
     print("Queue              Max   Tot Ena Str   Que   Run   Hld   Wat   Trn   Ext Type")
     print("---------------- ----- ----- --- --- ----- ----- ----- ----- ----- ----- ----")
-    jobs = [j for j in store.jobs() if j.array_index is None]
-    for name in store.config.queues:
+    for name in chosen:
         mine = [j for j in jobs if j.queue == name and j.state != "finished"]
         count = {s: sum(1 for j in mine if j.state == s) for s in ("queued", "running", "held", "exiting")}
         print(
@@ -1843,6 +1851,31 @@ def _qstat_queues(store: JobStore, flags: set[str]) -> int:
             "Exec"
         )
     return 0
+
+
+def _queue_full(name: str, store: JobStore, jobs: list[JobRecord]) -> str:
+    """One queue of ``qstat -Qf`` as PBS Pro prints it ([openpbs] src/cmds/qstat.c: display_statque with -f prints
+    "Queue: NAME", then prt_attr's "    attribute[.resource] = value" line per attribute (a value past 78 columns
+    folded at a comma onto a line that starts with a tab), then a blank line; [seen] MetaCentrum's ``qstat -Q -f
+    default@meta-pbs.metacentrum.cz`` in its documentation, ``resources_max.walltime = 720:00:00``): queue_type,
+    total_jobs, state_count, the queue's resources_max / resources_min / resources_default (a walltime in the
+    server's HH:MM:SS), enabled, started."""
+    qconf = store.config.queues[name] or {}
+    mine = [j for j in jobs if j.queue == name and j.state != "finished"]
+    count = {s: sum(1 for j in mine if j.state == s) for s in ("queued", "running", "held", "exiting")}
+    lines = [
+        f"Queue: {name}",
+        "    queue_type = Execution",
+        f"    total_jobs = {len(mine)}",
+        f"    state_count = Transit:0 Queued:{count['queued']} Held:{count['held']} Waiting:0 "
+        f"Running:{count['running']} Exiting:{count['exiting']} Begun:0 ",
+    ]
+    for table in ("resources_max", "resources_min", "resources_default"):
+        for res, value in (qconf.get(table) or {}).items():
+            shown = format_hms(parse_time(str(value))) if res == "walltime" else value
+            lines.append(f"    {table}.{res} = {shown}")
+    lines += ["    enabled = True", "    started = True", "", ""]
+    return "\n".join(lines)
 
 
 # -- qdel -----------------------------------------------------------------------------------
