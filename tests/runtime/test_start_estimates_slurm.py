@@ -104,7 +104,13 @@ def test_soonest_picks_the_partition_whose_node_is_free(slurm_two_partitions, tm
         monkeypatch.setenv(name, value)
     site = tmp_path / "two-partitions.yaml"
     site.write_text(SITE)
-    keywords = {"site": str(site), "queue": "soonest", "walltime": "00:10:00", "memory_per_gpu": "100MB"}
+    keywords = {
+        "site": str(site),
+        "queue": "soonest",
+        "walltime": "00:10:00",
+        "gpus_per_node": 1,
+        "memory_per_gpu": "100MB",
+    }
     held = blocker(cluster, 4, "--partition=gpu")
     try:
         plan = make_plan(SLURMGPUCluster, keywords)
