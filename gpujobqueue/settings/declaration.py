@@ -187,16 +187,11 @@ _FIELDS = tuple(Keyword.__annotations__)  # the facts, in the order __new__ take
 
 
 def read_declared(keywords: Iterable[Keyword], settings: Mapping[str, Any], within: str = "") -> dict[str, Any]:
-    """Each keyword's value read alone, by its declaration and nothing else: its ``parse`` of the value given,
-    else its default (None where the default is :class:`Computed`: the plan's rules work it out); a list or
-    mapping that nothing gives is empty. The keywords of a mapping keyword (``cpu_pool``) are named ``within`` it
-    (``cpu_pool.processes``).
+    """Each keyword's value read alone, by its declaration and nothing else: its ``parse`` of the value given
+    (a ValidationError names the keyword), else its default (None where the default is :class:`Computed`: the
+    plan's rules work it out); a list or mapping that nothing gives is empty. The keywords of a mapping keyword
+    (``cpu_pool``) are named ``within`` it (``cpu_pool.processes``)."""
 
-    Raises
-    ------
-    ValidationError
-        Naming the keyword whose value its parser refused.
-    """
     values = {}
     for keyword in keywords:
         value = settings.get(keyword)
