@@ -151,7 +151,6 @@ class BatchSystemUnreachableError(SubmissionError):
     (its controller down, or this host not its client): raised by ``wait_for_workers`` after
     ``gpujobqueue.replace.max-failures`` asks in a row; the cluster keeps asking, and submits when it answers.
 
-
     Parameters
     ----------
     batch : str

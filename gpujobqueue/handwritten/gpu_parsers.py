@@ -29,7 +29,6 @@ class HandWrittenGPUs:
     defaults: Mapping[str, Any] = field(default_factory=dict)  # what it suggests where nothing sets it (gpu_complex)
     # It stays as written and is the job's GPU request (PBS's select line, SLURM's --gres with other resources,
     # LSF's -gpu with other options).
-
     keeps_line: bool = False
 
     def describe(self) -> str:

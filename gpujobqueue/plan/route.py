@@ -23,7 +23,6 @@ def route(site: Site | None, named: str | None, request: Any) -> Route:
     """The queue of a job of ``request`` (its nodes and walltime) on ``site`` (None: nothing is routed): the one
     ``named`` (keyword or config), else the one the site routes it to; a :class:`QueueRefusedError` where the
     named queue, or every queue the site routes to, does not take the job."""
-
     if site is None:
         return Route(None)
     if named is not None:

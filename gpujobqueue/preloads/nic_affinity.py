@@ -13,14 +13,9 @@ GPU is the first of its ``CUDA_VISIBLE_DEVICES`` (dask-cuda rotates the list so 
 worker's own device comes first; per-device workers see one, pinned by ``pin_device``, which
 the script preloads first). Standard library only (and pynvml where it imports).
 
-The node's topology is read at run time: the GPUs' PCI bus ids (NVML, else ``nvidia-smi``),
-the InfiniBand cards with an ACTIVE port (``/sys/class/infiniband``), else the network
-interfaces named in ``GPUJOBQUEUE_NIC_NAMES``, and the PCI tree in ``/sys``. Where ``/sys``
-cannot place a device, the ``nvidia-smi topo -m`` matrix is used. A card in the same PCIe
-switch beats one on the same root complex, then the same NUMA node, then any; cards equally
-near are shared out in turn. One card or none: UCX is left alone. ``GPUJOBQUEUE_NIC_MAP``
-(``0=mlx5_0:1,1=mlx5_3:1``; keys are GPU indices, UUIDs or PCI bus ids) pins the map, and a
-``UCX_NET_DEVICES`` set by the user is never changed.
+The node's topology (its GPUs, its cards, the PCI tree in ``/sys``) is read at run time: a card in the same PCIe
+switch beats one on the same root complex, then the same NUMA node, then any. One card or none: UCX is left
+alone. ``GPUJOBQUEUE_NIC_MAP`` pins the map, and a ``UCX_NET_DEVICES`` set by the user is never changed.
 """
 
 from __future__ import annotations

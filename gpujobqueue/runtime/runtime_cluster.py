@@ -327,7 +327,6 @@ class RuntimeCluster(JobQueueCluster):
         BatchSystemUnreachableError
             The batch system's commands are here but it has answered none of the cluster's asks, after
             ``gpujobqueue.replace.max-failures`` in a row (its controller down, or this host not its client).
-
         """
         pools = self.workers_per_job + (self._scaling.cpu_workers_per_job or 0)
         n_workers, timeout = wait_arguments(n_workers, timeout, pools)

@@ -158,7 +158,6 @@ class Scaling:
         ValidationError names a bound, interval, wait count or target duration out of its range, or ``cpu_pool``
         (adapt counts one kind of worker).
         """
-
         if self.cpu_workers_per_job is not None:
             raise ValidationError(
                 "cpu_pool",

@@ -1,8 +1,7 @@
-"""Reading a file that users control (a site file, a usage report, the scheduler file) within a
-bound: only a regular file is opened (a FIFO, which would wait for a writer, a device or a
-directory is refused by its kind), never more than its bound is read, and its text is UTF-8.
-
-A link is followed: a site folder may link to a shared config; what it points to is judged.
+"""Reading a file that users control (a site file, a usage report, the scheduler file) within a bound: only a
+regular file is opened (a FIFO, which would wait for a writer, a device or a directory is refused by its kind),
+never more than its bound is read, and its text is UTF-8. A link is followed (a site folder may link to a shared
+config): what it points to is judged.
 """
 
 from __future__ import annotations

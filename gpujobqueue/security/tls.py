@@ -289,7 +289,6 @@ def open_private_file(path: str, field: str, advice: str, parent: int | None = N
     """Open the file ``path`` for writing from its start, mode 0600: made, or an earlier one of this
     user's emptied; return its descriptor. Never through a link, nor into another user's file or one
     with a second name (a hard link); ``field``, ``parent`` and ``advice`` as for :func:`open_private_folder`."""
-
     name = path if parent is None else os.path.basename(path)
     flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # O_NONBLOCK: a FIFO fails
     try:
