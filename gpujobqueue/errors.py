@@ -147,10 +147,9 @@ class BatchCommandNotFoundError(SubmissionError):
 
 
 class BatchSystemUnreachableError(SubmissionError):
-    """A batch system whose commands are here but that has answered none of a cluster's asks since it started:
-    its controller is down, or this host is not its client (no configuration for its commands). Raised by
-    ``wait_for_workers`` after ``gpujobqueue.replace.max-failures`` asks in a row went unanswered, rather than a
-    wait without end; the cluster keeps asking, and submits its jobs when it answers.
+    """A batch system whose commands are here but that has answered none of a cluster's asks since it started
+    (its controller down, or this host not its client): raised by ``wait_for_workers`` after
+    ``gpujobqueue.replace.max-failures`` asks in a row; the cluster keeps asking, and submits when it answers.
 
     Parameters
     ----------

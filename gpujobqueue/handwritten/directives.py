@@ -100,10 +100,8 @@ def find(system: Any, lines: Sequence[str]) -> list[WrittenOption]:
 def adopt(system: Any, settings: dict[str, Any], explicit: Mapping[str, Any]) -> tuple[dict[str, str], list[str]]:
     """Take the settings written by hand in ``system``'s ``directive_forms`` over into ``settings`` (in place): each
     option taken leaves ``job_extra_directives``; a walltime must agree with ``explicit``'s (keyword or config).
-
     Returns the sources (``{"walltime": "job_extra_directives[1]"}``) and the lines emptied, which stay until
-    :func:`drop_emptied` so that the GPU lines :func:`~gpujobqueue.handwritten.gpus.adopt` reads keep their places.
-    """
+    :func:`drop_emptied` so that the GPU lines :func:`~gpujobqueue.handwritten.gpus.adopt` reads keep their places."""
     lines = list(parse_keyword("job_extra_directives", settings.get("job_extra_directives")))
     found = find(system, lines)
     sources: dict[str, str] = {}

@@ -15,41 +15,20 @@ from ..settings.validation import parse_count
 
 @dataclass(frozen=True)
 class HandWrittenGPUs:
-    """A GPU request found in the user's own directives.
+    """A GPU request found in the user's own directives."""
 
-    Parameters
-    ----------
-    field : str
-        Where it was written: ``job_extra_directives[2]`` or ``resource_spec``.
-    text : str
-        The directive (or value) as written.
-    gpus_per_node : int
-        GPUs it asks for on each node.
-    gpu_type : str or None
-        The GPU model it names (``a100`` in ``--gres=gpu:a100:2``), if any.
-    style : str
-        The batch system's ``gpu_request`` style of the form written (``gres``, ``select``).
-    rest : str or None
-        What the directive holds besides the GPU request (``--gres=nvme:1`` of
-        ``--gres=gpu:2,nvme:1``), kept in its place; None when nothing is left.
-    settings : dict
-        Other settings the directive carries (LSF's ``gpu_mode``; PBS's ``cores`` and
-        ``memory`` from ``ncpus`` and ``mem``): one given otherwise must agree.
-    defaults : dict
-        Settings the directive suggests where nothing else sets them (Grid Engine's ``gpu_complex``).
-    keeps_line : bool
-        The directive stays as written and is the job's GPU request (PBS's select line, SLURM's ``--gres`` with
-        other resources, LSF's ``-gpu`` with other options).
-    """
-
-    field: str
-    text: str
+    field: str  # where it was written: job_extra_directives[2] or resource_spec
+    text: str  # the directive (or value) as written
     gpus_per_node: int
-    gpu_type: str | None = None
-    style: str = "none"
+    gpu_type: str | None = None  # the GPU model it names (a100 in --gres=gpu:a100:2)
+    style: str = "none"  # the batch system's gpu_request style of the form written (gres, select)
+    # What the directive holds besides the GPU request (--gres=nvme:1 of --gres=gpu:2,nvme:1), kept in its place.
     rest: str | None = None
+    # Other settings it carries (LSF's gpu_mode; PBS's cores and memory from ncpus and mem): one given must agree.
     settings: Mapping[str, Any] = field(default_factory=dict)
-    defaults: Mapping[str, Any] = field(default_factory=dict)
+    defaults: Mapping[str, Any] = field(default_factory=dict)  # what it suggests where nothing sets it (gpu_complex)
+    # It stays as written and is the job's GPU request (PBS's select line, SLURM's --gres with other resources,
+    # LSF's -gpu with other options).
     keeps_line: bool = False
 
     def describe(self) -> str:

@@ -31,10 +31,9 @@ def adopt(
 ) -> HandWrittenGPUs | None:
     """Take a hand-written GPU request of ``system``'s syntax over into ``settings`` (in place); what was found.
     dask-jobqueue's ``processes``, where given, are the workers each node starts on those GPUs (the log says so).
+    A directive that contradicts ``explicit`` (keyword or dask config, not the ``site``) or asks for more than the
+    site's ``node_gpus`` is refused with a ValidationError naming both."""
 
-    A directive that contradicts ``explicit`` (the settings given by keyword or dask config, not by the ``site``)
-    or asks for more than the site's ``node_gpus`` is refused with a ValidationError naming both.
-    """
     found = find(system, settings)
     if found is None:
         return None

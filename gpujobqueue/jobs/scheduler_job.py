@@ -42,13 +42,10 @@ class SchedulerStart:
 
 
 def parse_scheduler_placement(value: Any, runs_jobs_here: bool = True, protocol: str | None = None) -> str:
-    """``"local"`` (the scheduler runs in this process, dask-jobqueue's way) or ``"job"``.
+    """``"local"`` (the scheduler runs in this process, dask-jobqueue's way) or ``"job"``. Unset, it is ``"job"``
+    for UCX on a batch system whose jobs do not run here (``runs_jobs_here``): UCX has no TLS, so the scheduler
+    runs on the compute nodes' own network rather than open on a shared login node; otherwise ``"local"``."""
 
-    Unset, it is ``"job"`` for UCX on a batch system whose jobs do not run here
-    (``runs_jobs_here``: the local batch system's do): UCX has no TLS, so the scheduler runs
-    in the job, on the compute nodes' own network, rather than open on a shared login node;
-    otherwise ``"local"``.
-    """
     if value is None:
         return SCHEDULER_IN_JOB if protocol == "ucx" and not runs_jobs_here else SCHEDULER_HERE
     if value not in SCHEDULER_PLACEMENTS:

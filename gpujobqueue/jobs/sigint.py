@@ -1,9 +1,7 @@
-"""Ctrl-C keeps Python's meaning (``KeyboardInterrupt``, and an exit as Ctrl-C ends Python) in a
-program that imports gpujobqueue, wherever it imports dask-jobqueue.
-
-dask-jobqueue's ``runner`` module sets SIGINT to ``sys.exit()`` when dask-jobqueue is imported (Ctrl-C
-then ends the program with status 0). From gpujobqueue's import on, that module is run without setting
-it, and where it was set before, Python's handler is given back; a handler the program set is left alone.
+"""Ctrl-C keeps Python's meaning (``KeyboardInterrupt``, and an exit as Ctrl-C ends Python) in a program that
+imports gpujobqueue, wherever it imports dask-jobqueue, whose ``runner`` module sets SIGINT to ``sys.exit()``
+(status 0). From gpujobqueue's import on, that module is run without setting it, and where it was set before,
+Python's handler is given back; a handler the program set is left alone.
 """
 
 from __future__ import annotations

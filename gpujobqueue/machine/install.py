@@ -145,13 +145,11 @@ def probe_imports(
 ) -> dict[str, tuple[str | None, str | None]] | None:
     """What ``python`` makes of importing each of ``modules`` (of finding it, for those also in
     ``find_only``): ``{module: (error or None, its __version__ or None)}``; None where this cannot tell.
-
     Runs ``python`` once per interpreter and modules (per process), in ``/``: a python reading code on
     stdin imports from its current directory first, where anybody may have put a ``gpujobqueue``. A
     ``python`` not found on this machine (a compute node's path), one that is not Python, one that prints
     more than :data:`PROBE_OUTPUT_LIMIT` or answers after :data:`PROBE_TIMEOUT` seconds is not judged
-    (the last two are noted for :func:`warn_if_worker_python_lacks`).
-    """
+    (the last two are noted for :func:`warn_if_worker_python_lacks`)."""
     executable = shutil.which(python)
     if executable is None or not os.access(executable, os.X_OK):
         return None

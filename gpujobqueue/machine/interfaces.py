@@ -28,12 +28,10 @@ def usable_interfaces(interfaces: dict[str, list[str]]) -> list[str]:
 
 def check_scheduler_interface(interface: str | None, field: str, site: Any = None) -> None:
     """Refuse (:class:`~gpujobqueue.errors.InterfaceNotFoundError`) a scheduler that would listen, in this
-    process, on an ``interface`` this host lacks (None, distributed's choice, always works).
+    process, on an ``interface`` this host lacks (None, distributed's choice, always works), before anything
+    starts, naming the keyword (``field``: ``interface``, maybe the ``site``'s ``network.interface``, or
+    ``scheduler_options``) and what to do: distributed would fail with a RuntimeError of its own."""
 
-    distributed would fail with a RuntimeError of its own once the scheduler starts; this says which keyword
-    named the interface (``field``: ``interface`` or ``scheduler_options``; with ``interface``, it may be the
-    ``site``'s ``network.interface``, the interface of that site's nodes) and what to do, before anything starts.
-    """
     available = host_interfaces()
     if interface is None or available.get(interface):
         return

@@ -7,11 +7,9 @@ from pathlib import Path
 
 
 def package_data_dir(name: str) -> Path:
-    """Folder of data shipped with the package (``templates`` or ``site-configs``).
+    """Folder of data shipped with the package (``templates`` or ``site-configs``): ``gpujobqueue/templates``,
+    ``gpujobqueue/site_configs`` in an installed package, at its top level in a source checkout."""
 
-    An installed package carries them as ``gpujobqueue/templates`` and
-    ``gpujobqueue/site_configs``; a source checkout has them at its top level.
-    """
     installed = importlib.resources.files("gpujobqueue") / name.replace("-", "_")
     if installed.is_dir():
         return Path(str(installed))

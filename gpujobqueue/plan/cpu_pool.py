@@ -39,34 +39,11 @@ CPU_POOL_KEYS = tuple(str(keyword) for keyword in CPU_POOL_KEYWORDS)
 
 @dataclass(frozen=True)
 class CPUPool:
-    """The shape of the cluster's CPU-only jobs (``cpu_pool={...}``).
-
-    Anything not given here is the GPU jobs' setting: account, walltime, queue, python,
-    environment, prologue, log directory, protocol, interface, death timeout.
-
-    Parameters
-    ----------
-    processes : int
-        CPU workers per job (default 1).
-    cores : int
-        CPU cores per job (default: one per worker thread).
-    nthreads : int
-        Threads per CPU worker (default: the job's cores shared among its workers, else 1; set by
-        :meth:`from_keyword`).
-    memory : int or None
-        Host memory per job in bytes, shared among its workers.
-    queue, account, qos, job_name : str or None
-        Where the CPU jobs run, if not where the GPU jobs do. With a site, a queue the
-        site lists is its partition and QoS, as for the GPU jobs; another name is the
-        batch system's own queue (partition).
-    constraint : str or None
-        SLURM's ``--constraint`` of the CPU jobs, instead of the GPU jobs' one (on
-        Perlmutter ``cpu``, where the GPU jobs carry ``gpu``).
-    walltime : int or None
-        Seconds.
-    job_extra_directives : tuple of str
-        Directive lines for the CPU jobs, instead of the GPU jobs' ones.
-    """
+    """The shape of the cluster's CPU-only jobs (``cpu_pool={...}``), each field as :data:`CPU_POOL_KEYWORDS`
+    declares it (``memory`` in bytes, ``walltime`` in seconds). Anything not given is the GPU jobs' setting:
+    account, walltime, queue, python, environment, prologue, log directory, protocol, interface, death timeout.
+    With a site, a ``queue`` the site lists is its partition and QoS, as for the GPU jobs; another name is the
+    batch system's own queue (partition)."""
 
     processes: int
     cores: int | None
@@ -86,21 +63,9 @@ class CPUPool:
 
     @classmethod
     def from_keyword(cls, value: Any, system: Any, site: Any = None) -> "CPUPool | None":
-        """Parse ``cpu_pool``: a mapping of :data:`CPU_POOL_KEYS`, or None for no CPU pool.
-
-        Parameters
-        ----------
-        value : mapping or None
-        system : BatchSystem subclass
-            The cluster's batch system (``constraint`` is taken where its keywords have one: SLURM's).
-        site : Site, optional
-            The cluster's site, whose queue table maps ``queue``.
-
-        Raises
-        ------
-        ValidationError
-            Naming ``cpu_pool.<key>``.
-        """
+        """Parse ``cpu_pool``: a mapping of :data:`CPU_POOL_KEYS`, or None for no CPU pool; ``constraint`` where
+        the batch ``system``'s keywords have one (SLURM's), ``queue`` mapped by the ``site``'s queue table. A
+        ValidationError names ``cpu_pool.<key>``."""
         if value is None:
             return None
         if not isinstance(value, Mapping):
@@ -149,13 +114,9 @@ class CPUPool:
         self, gpu_request: JobRequest, gpu_launch: WorkerLaunch, system: Any
     ) -> tuple[JobRequest, WorkerLaunch]:
         """The CPU jobs' request and worker launch, derived from the GPU jobs' ones (the options by the batch
-        ``system``); what the pool changes is validated again, by the parsers that validate the GPU jobs' values.
+        ``system``); what the pool changes is validated again by the GPU jobs' parsers (a ValidationError names
+        ``cpu_pool.<key>``, or ``walltime_margin``, too long for the pool's walltime)."""
 
-        Raises
-        ------
-        ValidationError
-            Naming ``cpu_pool.<key>`` (or ``walltime_margin``, too long for the pool's walltime).
-        """
         if gpu_launch.launcher != "direct":
             raise ValidationError(
                 "cpu_pool",

@@ -41,60 +41,30 @@ logger = logging.getLogger("gpujobqueue.cluster")
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
-    """What one cluster class makes of its keywords.
+    """What one cluster class makes of its keywords."""
 
-    Parameters
-    ----------
-    settings : dict
-        Every setting after keyword > dask config > site > default precedence, and ``site``.
-    request : JobRequest
-        The job's request to the batch system.
-    launch : WorkerLaunch
-        How the job's workers start.
-    site : Site or None
-        The site whose facts filled in the keywords not given.
-    security : Security or None
-        The cluster's TLS credentials (held in memory; the cluster writes them to its private
-        folder when it starts), None for none (``security=False``, UCX, or a plan made without
-        the cluster's security, as ``render``'s, whose scripts have their own).
-    scheduler_placement : {"local", "job"}
-        Where the scheduler runs.
-    job_array : bool
-        Whether jobs started together go as one job array.
-    cpu_pool : CPUPool or None
-        The CPU-only pool's shape.
-    cpu_request, cpu_launch : JobRequest, WorkerLaunch or None
-        The CPU pool's jobs, validated as the GPU jobs are.
-    site_queue : str or None
-        The site's name of the queue the jobs go to (given, configured or routed).
-    sources : dict
-        Where each setting that something set came from: ``keyword``, ``gpujobqueue.<batch>.<key>``,
-        ``jobqueue.<batch>.<key>`` (dask-jobqueue's config) or ``site <name>``; a setting not in it has
-        its default.
-    jobs_per_user : UserJobLimit or None
-        The GPU jobs' queue's limits on one user's jobs (its site queue's ``max_jobs_per_user``,
-        or ``gpujobqueue.<batch>.max-jobs-per-user``): ``scale()`` holds jobs past them.
-    cpu_jobs_per_user : UserJobLimit or None
-        The CPU pool's queue's: the GPU jobs' limit itself where both pools' jobs go to one queue.
-    system : BatchSystem subclass or None
-        The batch system that writes, submits and watches the jobs.
-    """
-
-    settings: dict[str, Any]
+    settings: dict[str, Any]  # every setting after keyword > dask config > site > default, and site
     request: JobRequest
     launch: WorkerLaunch
-    site: Any = None
+    site: Any = None  # the site whose facts filled in the keywords not given
+    # The cluster's TLS credentials (in memory; the cluster writes them to its private folder when it starts); None
+    # for none (security=False, UCX, or a plan made without the cluster's security: render's scripts have their own).
     security: Any = None
     scheduler_placement: str = SCHEDULER_HERE
-    job_array: bool = False
+    job_array: bool = False  # jobs started together go as one job array
     cpu_pool: CPUPool | None = None
-    cpu_request: JobRequest | None = None
+    cpu_request: JobRequest | None = None  # the CPU pool's jobs, validated as the GPU jobs are
     cpu_launch: WorkerLaunch | None = None
-    site_queue: str | None = None  # the site's name of the queue the jobs go to
+    site_queue: str | None = None  # the site's name of the queue the jobs go to (given, configured or routed)
+    # Where each setting that something set came from: keyword, gpujobqueue.<batch>.<key>, jobqueue.<batch>.<key>
+    # (dask-jobqueue's config) or site <name>; a setting not in it has its default.
     sources: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    # The GPU jobs' queue's limits on one user's jobs (its site queue's max_jobs_per_user, or
+    # gpujobqueue.<batch>.max-jobs-per-user): scale() holds jobs past them; the CPU pool's queue's (the GPU jobs'
+    # limit itself where both pools' jobs go to one queue).
     jobs_per_user: UserJobLimit | None = None
     cpu_jobs_per_user: UserJobLimit | None = None
-    system: type[BatchSystem] | None = None
+    system: type[BatchSystem] | None = None  # the batch system that writes, submits and watches the jobs
 
     def pool(self, pool: str = "gpu") -> tuple[JobRequest, WorkerLaunch]:
         """The request and launch of the jobs of ``pool``: ``"gpu"``, or ``"cpu"`` (the CPU pool's)."""
@@ -134,31 +104,14 @@ def make_plan(
     cpu_pool: Mapping[str, Any] | None = None,
     job_array: bool | None = None,
 ) -> Plan:
-    """Check, route, resolve and validate one cluster class's keywords into its plan; start nothing
-    (no process, no file: the workers' python is probed where a cluster starts or a script is rendered).
+    """Check, route, resolve and validate the keywords ``kwargs`` (``site`` among them picks a site file) of one
+    cluster class ``cls`` (or of a :class:`~gpujobqueue.batch.base.BatchSystem`) into its plan; start nothing (no
+    process, no file: the workers' python is probed where a cluster starts or a script is rendered).
 
-    Parameters
-    ----------
-    cls : type
-        The batch system (a :class:`~gpujobqueue.batch.base.BatchSystem`) whose keywords and
-        hooks apply, or a cluster class bound to one.
-    kwargs : mapping
-        The keywords given; ``site`` among them picks a site file.
-    owner : str, optional
-        The name an unknown keyword's error gives (default: the cluster class's, ``SLURMGPUCluster``).
-    security : None, bool or Security, optional
-        The cluster's ``security`` (:func:`~gpujobqueue.security.tls.resolve_security`: TLS unless
-        False, the protocol ``tls``); left out, the plan has none and its protocol is as given.
-    scheduler, cpu_pool, job_array
-        The cluster's keywords of those names (else ``gpujobqueue.<batch>.*``).
-
-    Returns
-    -------
-    Plan
-
-    Raises
-    ------
-    UnknownKeywordError, ValidationError, SiteConfigError
+    ``owner``: the name an unknown keyword's error gives (default: the cluster class's, ``SLURMGPUCluster``);
+    ``security``: the cluster's (:func:`~gpujobqueue.security.tls.resolve_security`: TLS unless False), left out
+    for a plan without one, its protocol as given; ``scheduler``, ``cpu_pool``, ``job_array``: the cluster's
+    keywords (else ``gpujobqueue.<batch>.*``). Raises UnknownKeywordError, ValidationError, SiteConfigError.
     """
     system = batch_system_of(cls)
     owner = owner or (cls.__name__ if system is not cls else system.class_name("GPUCluster"))

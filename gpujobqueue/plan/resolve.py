@@ -43,20 +43,9 @@ _PER_JOB_OVER_PER_GPU = (
 
 @dataclasses.dataclass(frozen=True)
 class Given:
-    """The keywords as given, read once: synonyms and dask-jobqueue's renamed keywords applied.
-
-    Parameters
-    ----------
-    keywords : dict
-        The settings given (without ``site`` and ``processes``; without ``queue`` where a site names it).
-    original : dict
-        The keywords as passed.
-    processes : object
-        dask-jobqueue's ``processes`` as given (read in :func:`resolve_request`), or None.
-    site : Site or None
-    named_queue : str or None
-        The site queue the user named, by keyword or config.
-    """
+    """The keywords as given, read once, synonyms and dask-jobqueue's renamed keywords applied: the settings
+    (without ``site``, ``processes``, and ``queue`` where a site names it), the ``original`` keywords,
+    dask-jobqueue's ``processes`` as given, the site and the site queue the user named (keyword or config)."""
 
     keywords: dict[str, Any]
     original: dict[str, Any]
@@ -147,21 +136,10 @@ def job_shape(system: type[BatchSystem], given: Given) -> JobShape:
 
 @dataclasses.dataclass(frozen=True)
 class Resolution:
-    """The settings and the job's request for one site queue (:func:`resolve_request`).
-
-    Parameters
-    ----------
-    settings : dict
-        Every setting after keyword > config > site > default.
-    request : JobRequest
-        The job's request, its batch system's options not yet parsed.
-    explicit : dict
-        The settings the user gave (keyword or config), as site flags and hand-written GPUs weigh them.
-    workers_per_node : int or None
-        dask-jobqueue's ``processes`` where it divides the GPUs per node; None: one worker per GPU.
-    sources : dict
-        Where each setting that something set came from (:attr:`~gpujobqueue.plan.Plan.sources`).
-    """
+    """The settings (keyword > config > site > default) and the job's request (its batch system's options not yet
+    parsed) for one site queue; the settings the user gave (keyword or config), as site flags and hand-written GPUs
+    weigh them; dask-jobqueue's ``processes`` where it divides the GPUs per node (None: one worker per GPU); where
+    each setting came from (:attr:`~gpujobqueue.plan.Plan.sources`)."""
 
     settings: dict[str, Any]
     request: JobRequest
@@ -172,14 +150,8 @@ class Resolution:
 
 def resolve_request(system: type[BatchSystem], given: Given, site_queue: str | None) -> Resolution:
     """Resolve the settings for the site queue ``site_queue`` (None: the site's default queue, or no site)
-    and validate the job's request; the GPUs, walltime, nodes and tasks users write by hand are adopted or
-    refused here.
-
-    Raises
-    ------
-    ValidationError
-        Naming the keyword.
-    """
+    and validate the job's request (a ValidationError names the keyword); the GPUs, walltime, nodes and tasks
+    users write by hand are adopted or refused here."""
     batch, names, site = system.name, system.setting_names(), given.site
     site_defaults = _site_defaults(system, given, site_queue) if site is not None else {}
     configured = config.batch_settings(batch)  # dask config read once for this resolution
@@ -251,15 +223,9 @@ def resolve_request(system: type[BatchSystem], given: Given, site_queue: str | N
 
 
 def share_of_gpus(processes: int, gpus: int, where: str) -> int | None:
-    """The workers per node of dask-jobqueue's ``processes`` on ``gpus`` GPUs per node (``where`` says
-    who asked for them): None for one worker per GPU, else ``processes``, each worker seeing
-    ``gpus // processes`` devices.
-
-    Raises
-    ------
-    ValidationError
-        Naming ``processes``, where it does not divide the GPUs, with the values that would.
-    """
+    """The workers per node of dask-jobqueue's ``processes`` on ``gpus`` GPUs per node (``where`` says who asked
+    for them): None for one worker per GPU, else ``processes``, each seeing ``gpus // processes`` devices; a
+    ValidationError where it does not divide the GPUs, with the values that would."""
     if processes == gpus:
         return None
     if gpus % processes:
@@ -328,18 +294,9 @@ def _sources(
 def resolve_launch(
     system: type[BatchSystem], given: Given, resolution: Resolution, site_queue: str | None, owner: str
 ) -> tuple[dict[str, Any], JobRequest, WorkerLaunch, UserJobLimit | None]:
-    """The rest of the plan of a resolved request: its batch system's options, the workers' launch,
-    the site's flags and admission (or, without a site, the job's size required), the site queue's
-    limit on one user's jobs.
-
-    Returns
-    -------
-    settings : dict
-        With ``site``.
-    request : JobRequest
-    launch : WorkerLaunch
-    jobs_per_user : UserJobLimit or None
-    """
+    """The rest of the plan of a resolved request: the settings (with ``site``), the request with its batch
+    system's options and the site's flags and admission (or, without a site, the job's size required), the
+    workers' launch, and the site queue's limit on one user's jobs."""
     settings, request, site = resolution.settings, resolution.request, given.site
     request = dataclasses.replace(request, options=system.parse_options(settings, request))
     if settings.get("cores") is not None and settings.get("nthreads") is None:
@@ -405,12 +362,10 @@ def take_keywords(kwargs: dict[str, Any], synonyms: dict[str, str]) -> dict[str,
 
 
 def require_job_size(owner: str, batch: str, settings: dict[str, Any]) -> None:
-    """Refuse a job whose cores or memory nothing says, as dask-jobqueue refuses one.
+    """Refuse a job whose cores or memory nothing says, as dask-jobqueue refuses one: with no site describing
+    the node, it would get the batch system's default (often one core and a few GB) while its worker would size
+    its memory limit and spilling for the whole node."""
 
-    With no site describing the node, such a job gets the batch system's default (often one
-    core and a few GB) while its worker would size its memory limit and spilling for the
-    whole node.
-    """
     has_cores = any(settings.get(name) is not None for name in CORE_KEYWORDS)
     has_memory = any(settings.get(name) is not None for name in MEMORY_KEYWORDS)
     if has_cores and has_memory:

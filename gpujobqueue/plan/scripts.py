@@ -68,38 +68,18 @@ def job_script_for(
     tls_directory: str | None = None,
     standalone: bool = False,
 ) -> str:
-    """Render the script a cluster of ``batch`` would submit for ``keywords`` (``gpujobqueue render``):
-    its plan made, the workers' python probed (a warning names what it lacks), then its batch system's
-    :meth:`~gpujobqueue.batch.base.BatchSystem.job_script`.
+    """Render the script a cluster of ``batch`` (as :func:`plan_for` takes it) would submit for ``keywords``
+    (``gpujobqueue render``): its plan made, the workers' python probed (a warning names what it lacks), then its
+    batch system's :meth:`~gpujobqueue.batch.base.BatchSystem.job_script`, its workers named after ``name``.
 
-    Parameters
-    ----------
-    batch : str
-        A batch system's name (``slurm``, ``pbs``, ``lsf``, ``sge``, ``local``, or another registered one);
-        or a site's name or YAML file, whose facts fill in the keywords not given.
-    keywords : mapping
-        Cluster keywords (as :class:`~gpujobqueue.cluster.GPUJobQueueCluster` takes them).
-    name : str
-        Worker name prefix.
-    scheduler, scheduler_file : str, optional
-        The scheduler's address, or its scheduler file, that the workers connect through; neither:
-        a placeholder the script refuses to run with until it is filled in.
-    run : ClientRun, optional
-        A self-contained script instead: its own scheduler, the workers, then this client.
-    array_jobs : int, optional
-        The script of ``array_jobs`` jobs ``<name>-0 .. <name>-<K-1>`` submitted as one job array,
-        as a cluster with ``job_array=True`` submits them.
-    tls : bool
-        TLS (default): a ``run`` script makes its credentials in the job; other scripts read the set
-        ``gpujobqueue credentials`` made in ``tls_directory`` (default ``$HOME/.config/gpujobqueue/tls``,
-        as the job's shell writes it). False: plain TCP, with an ``InsecureScriptWarning``. UCX has no TLS.
-    standalone : bool
-        For nodes without gpujobqueue: the script writes :mod:`gpujobqueue.preloads` into its private
-        folder and the workers preload them by path (by default, by module name).
-
-    Raises
-    ------
-    UnknownKeywordError, ValidationError, SiteConfigError
+    The workers connect through ``scheduler`` (an address) or ``scheduler_file``; neither: a placeholder the script
+    refuses to run with. ``run``: a self-contained script instead (its own scheduler, the workers, then this
+    client). ``array_jobs``: the script of that many jobs ``<name>-0 .. <name>-<K-1>`` as one job array. ``tls``
+    (default): a ``run`` script makes its credentials in the job, other scripts read those ``gpujobqueue
+    credentials`` made in ``tls_directory`` (default ``$HOME/.config/gpujobqueue/tls``, as the job's shell writes
+    it); False: plain TCP, with an ``InsecureScriptWarning``; UCX has no TLS. ``standalone``: for nodes without
+    gpujobqueue, the script writes :mod:`gpujobqueue.preloads` into its private folder and the workers preload
+    them by path. Raises UnknownKeywordError, ValidationError, SiteConfigError.
     """
     name = parse_name("name", name)
     plan = plan_for(batch, keywords)
@@ -124,13 +104,10 @@ def job_script_for(
 
 
 def plan_for(batch: str, keywords: Mapping[str, Any]) -> Plan:
-    """The plan of a cluster of ``batch`` (a batch system's name, or a site's name or file, whose
-    facts fill in the keywords not given) for ``keywords``, as :func:`job_script_for` renders it.
+    """The plan of a cluster of ``batch`` (a batch system's name, or a site's name or file, whose facts fill in
+    the keywords not given) for ``keywords``, as :func:`job_script_for` renders it (UnknownKeywordError,
+    ValidationError, SiteConfigError for keywords refused)."""
 
-    Raises
-    ------
-    UnknownKeywordError, ValidationError, SiteConfigError
-    """
     keywords = dict(keywords)
     if batch not in names():  # a site's name or file
         site = load_site(batch)

@@ -1,16 +1,9 @@
-"""Per-user job limits of a queue: how many of a user's jobs a queue takes (queued and running
-together) and runs at once, where the centre states them (a site queue's ``max_jobs_per_user``,
-or ``gpujobqueue.<batch>.max-jobs-per-user``), and what a cluster does past them: it holds the
-jobs it may not submit yet, says so, and submits them as its own jobs end.
-
-A cluster's jobs are all alike, so a job past the running limit could only wait in the queue for
-one of the cluster's own jobs to end: the cluster holds it itself instead (the bound is the
-smaller of the two limits), which leaves the user's submit limit to the user's other work.
-
-A CPU pool's jobs in the GPU jobs' queue count towards its limit with them. Only the cluster's
-own jobs are counted: the user's other jobs in the same queue are unknown to it. A batch
-system that refuses a submission for such a limit (its words are in each batch module,
-``user_limit_refusals``) is taken as a limit of the jobs the cluster has then.
+"""Per-user job limits of a queue (a site queue's ``max_jobs_per_user``, or
+``gpujobqueue.<batch>.max-jobs-per-user``): a cluster holds the jobs it may not submit yet, says so, and
+submits them as its own jobs end. A job past the running limit could only wait for one of the cluster's own
+(alike) jobs to end, so the bound is the smaller of the two limits. Only the cluster's own jobs are counted (a CPU
+pool's in the GPU jobs' queue with them); a batch system's refusal for such a limit (``user_limit_refusals``) is
+taken as a limit of the jobs the cluster has then.
 """
 
 from __future__ import annotations
@@ -34,20 +27,8 @@ REFUSAL_RETRY_SECONDS = 60.0
 
 @dataclasses.dataclass(frozen=True)
 class UserJobLimit:
-    """A queue's limits on one user's jobs.
-
-    Parameters
-    ----------
-    queue : str
-        The queue (as the site or the batch system names it).
-    submitted : int or None
-        Jobs queued and running together (what centres call "submitted"); the cluster never
-        has more in the queue.
-    running : int or None
-        Jobs running at once; the batch system would queue more, to wait, but the cluster holds them.
-    source : str
-        Where the limit comes from (``site polaris``, a dask config key), for messages.
-    """
+    """A ``queue``'s limits on one user's jobs: ``submitted`` (queued and running together) and ``running`` (at
+    once), None where unstated; ``source``: where they come from (``site polaris``, a dask config key)."""
 
     queue: str
     submitted: int | None
@@ -56,14 +37,8 @@ class UserJobLimit:
 
     @classmethod
     def parse(cls, field: str, value: Any, *, queue: str, source: str) -> "UserJobLimit | None":
-        """A limit from ``N`` (jobs submitted) or ``{submitted: N, running: M}``; None for none.
-
-        Raises
-        ------
-        ValidationError
-            Naming ``field``: not a mapping of those keys to whole numbers from 1 to
-            :data:`~gpujobqueue.settings.limits.MAX_JOBS_PER_CLUSTER`, or more running than submitted.
-        """
+        """A limit from ``N`` (jobs submitted) or ``{submitted: N, running: M}``, each from 1 to
+        :data:`~gpujobqueue.settings.limits.MAX_JOBS_PER_CLUSTER`; None for none; a ValidationError names ``field``."""
         if value is None:
             return None
         if not isinstance(value, Mapping):
@@ -100,21 +75,10 @@ class UserJobLimit:
 def cpu_pool_job_limit(
     pool: Any, site: Any, gpu_site_queue: str | None, gpu_queue: str | None, gpu_limit: UserJobLimit | None
 ) -> UserJobLimit | None:
-    """The limit on one user's jobs of the queue that a CPU pool's jobs go to.
-
-    Where they go to the GPU jobs' queue (the pool names no queue of its own, or the same one),
-    it is the GPU jobs' limit itself, which the two pools' jobs count towards together; a site
-    queue of its own brings its ``max_jobs_per_user``; of another batch queue nothing is known.
-
-    Parameters
-    ----------
-    pool : CPUPool or None
-    site : Site or None
-    gpu_site_queue, gpu_queue : str or None
-        The GPU jobs' queue: the site's name of it, and the batch system's.
-    gpu_limit : UserJobLimit or None
-        The GPU jobs' queue's limit.
-    """
+    """The limit on one user's jobs of the queue that a CPU ``pool``'s jobs go to: in the GPU jobs' queue
+    (``gpu_site_queue``, the site's name of it, or ``gpu_queue``, the batch system's) the GPU jobs' ``gpu_limit``
+    itself, which both pools' jobs count towards; a site queue of its own brings its ``max_jobs_per_user``; of
+    another batch queue nothing is known."""
     if pool is None:
         return None
     if pool.site_queue is not None:
@@ -138,15 +102,9 @@ def refusal_line(text: str, patterns: tuple[str, ...]) -> str | None:
 
 
 class JobHold:
-    """The jobs a cluster holds back per pool, and why: a queue's stated limit, or the batch
-    system's refusal (a limit learnt at the jobs the cluster had then).
-
-    Parameters
-    ----------
-    limits : mapping, optional
-        Each pool's queue's limit (``"gpu"``, ``"cpu"``); pools that share one limit (the same
-        object: their jobs go to one queue) count their jobs towards it together.
-    """
+    """The jobs a cluster holds back per pool, and why: a queue's stated limit (``limits``, per pool; pools that
+    share one limit object count their jobs towards it together), or the batch system's refusal (a limit learnt
+    at the jobs the cluster had then)."""
 
     def __init__(self, limits: Mapping[str, UserJobLimit] | None = None):
         self.limits = dict(limits or {})

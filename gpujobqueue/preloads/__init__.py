@@ -1,18 +1,9 @@
-"""The code that job scripts load into the workers (and into a job's scheduler) with distributed's
-preloads, by module name, as dask-cuda preloads its own plugins:
-
-- :mod:`~gpujobqueue.preloads.watchdog` (``--preload``): a worker closes when its scheduler stops
-  answering, and a job's scheduler when the cluster that owns it stops calling;
-- :mod:`~gpujobqueue.preloads.pin_device` (``--preload-nanny`` of per-device workers under nannies):
-  each nanny starts its worker with that worker's device alone visible;
-- :mod:`~gpujobqueue.preloads.nic_affinity` (a nanny preload, with ``nic_affinity=True`` only): each
-  worker's ``UCX_NET_DEVICES`` is the network card nearest its GPU.
-
-The workers' python must therefore import gpujobqueue; the plan checks that it does
-(:func:`gpujobqueue.machine.install.worker_python_problems`). Each module uses the standard library (and
-distributed) alone and imports nothing of gpujobqueue, so that ``gpujobqueue render --standalone``
-can write it whole into the job's private folder, for nodes without the package, and preload it by
-path. This ``__init__`` imports none of them.
+"""The code that job scripts load into the workers (and into a job's scheduler) with distributed's preloads, by
+module name, as dask-cuda preloads its own plugins (:mod:`.watchdog`, :mod:`.pin_device`, :mod:`.nic_affinity`):
+the workers' python must import gpujobqueue (:func:`gpujobqueue.machine.install.worker_python_problems`). Each
+module uses the standard library (and distributed) alone and imports nothing of gpujobqueue, so that
+``gpujobqueue render --standalone`` can write it whole into the job's private folder and preload it by path.
+This ``__init__`` imports none of them.
 """
 
 from __future__ import annotations

@@ -13,14 +13,9 @@ GPU is the first of its ``CUDA_VISIBLE_DEVICES`` (dask-cuda rotates the list so 
 worker's own device comes first; per-device workers see one, pinned by ``pin_device``, which
 the script preloads first). Standard library only (and pynvml where it imports).
 
-The node's topology is read at run time: the GPUs' PCI bus ids (NVML, else ``nvidia-smi``),
-the InfiniBand cards with an ACTIVE port (``/sys/class/infiniband``), else the network
-interfaces named in ``GPUJOBQUEUE_NIC_NAMES``, and the PCI tree in ``/sys``. Where ``/sys``
-cannot place a device, the ``nvidia-smi topo -m`` matrix is used. A card in the same PCIe
-switch beats one on the same root complex, then the same NUMA node, then any; cards equally
-near are shared out in turn. One card or none: UCX is left alone. ``GPUJOBQUEUE_NIC_MAP``
-(``0=mlx5_0:1,1=mlx5_3:1``; keys are GPU indices, UUIDs or PCI bus ids) pins the map, and a
-``UCX_NET_DEVICES`` set by the user is never changed.
+The node's topology (its GPUs, its cards, the PCI tree in ``/sys``) is read at run time: a card in the same PCIe
+switch beats one on the same root complex, then the same NUMA node, then any. One card or none: UCX is left
+alone. ``GPUJOBQUEUE_NIC_MAP`` pins the map, and a ``UCX_NET_DEVICES`` set by the user is never changed.
 """
 
 from __future__ import annotations
@@ -252,19 +247,9 @@ def _find_gpu(gpus, visible):
 
 
 def node_map(gpus, environ, sysfs="/sys", topo_text=None):
-    """The whole node's map, {GPU bus id: Choice}, and the cards considered.
-
-    Parameters
-    ----------
-    gpus : list of Gpu
-        The node's GPUs.
-    environ : mapping
-        The worker's environment (for ``GPUJOBQUEUE_NIC_MAP`` and ``GPUJOBQUEUE_NIC_NAMES``).
-    sysfs : str
-        Where ``/sys`` is.
-    topo_text : str or None
-        ``nvidia-smi topo -m`` output, used where /sys cannot place a device; None runs it when needed.
-    """
+    """The node's map of its ``gpus``, {GPU bus id: Choice}, and the cards considered; ``environ``: the worker's
+    environment (``GPUJOBQUEUE_NIC_MAP``, ``GPUJOBQUEUE_NIC_NAMES``); ``topo_text``: ``nvidia-smi topo -m``'s
+    output, for a device /sys cannot place (None runs it when needed)."""
     pinned = parse_pinned_map(environ.get(MAP_VARIABLE, ""))
     if pinned:
         choices = {}
@@ -296,14 +281,9 @@ def node_map(gpus, environ, sysfs="/sys", topo_text=None):
 
 def choose(environ, gpus=None, sysfs="/sys", topo_text=None):
     """This worker's card: ``(card or None, log text)``, the text to follow ``worker <name>``; never raises.
+    ``environ``'s ``CUDA_VISIBLE_DEVICES`` names its GPU first; ``gpus`` None reads the node's (NVML,
+    nvidia-smi) once /sys shows two cards or more."""
 
-    Parameters
-    ----------
-    environ : mapping
-        The worker's environment: ``CUDA_VISIBLE_DEVICES`` names its GPU first.
-    gpus : list of Gpu, optional
-        The node's GPUs; None reads them (NVML, nvidia-smi) once /sys shows two cards or more.
-    """
     try:
         if environ.get(NET_DEVICES):
             return None, f": UCX_NET_DEVICES={environ[NET_DEVICES]} was set for this job and is kept"

@@ -19,13 +19,8 @@ VISIBILITY_VARIABLE = "GPUJOBQUEUE_VISIBILITY_VARIABLE"
 
 def device_of(worker_name, pairs):
     """The devices of ``worker_name`` in ``pairs`` (``name=device,name=device+device``), as the
-    visibility variable lists them (comma-separated).
+    visibility variable lists them (comma-separated); a LookupError where the worker has none."""
 
-    Raises
-    ------
-    LookupError
-        Naming the worker and the pairs, where the worker has none.
-    """
     for pair in pairs.split(","):
         name, _, device = pair.partition("=")
         if name == str(worker_name) and device:

@@ -34,13 +34,8 @@ def _bound(bound: str, workers_per_job: int, given: dict[str, Any]) -> tuple[str
 def adapt_bounds(workers_per_job: int, keywords: dict[str, Any]) -> tuple[int, int | float]:
     """``adapt()``'s least and most GPU workers, taken out of its ``keywords``: ``minimum`` or
     ``minimum_gpus`` (workers), or ``minimum_jobs`` (whole jobs), and the same of ``maximum``
-    (``math.inf`` or None: no most).
-
-    Raises
-    ------
-    ValidationError
-        Naming the bound: not a whole number from 0 to the workers of as many jobs as a cluster
-        holds, two spellings of one bound that differ, or a most below the least.
+    (``math.inf`` or None: no most). A ValidationError names a bound that is not a whole number from 0 to the
+    workers of as many jobs as a cluster holds, two spellings of one bound that differ, or a most below the least.
     """
     spellings = [f"{bound}{unit}" for bound in ("minimum", "maximum") for unit in ("", "_gpus", "_jobs")]
     given = {field: keywords.pop(field, None) for field in spellings}
@@ -65,15 +60,8 @@ class GPUAdaptive(Adaptive):
     - Once ``gpujobqueue.replace.max-failures`` jobs in a row have ended before their workers
       connected, it submits nothing more until ``scale()`` is called.
 
-    Parameters
-    ----------
-    cluster : GPUJobQueueCluster
-        Whose workers it plans and observes, as distributed's.
-    scaling : Scaling
-        The cluster's scaling (:class:`~gpujobqueue.scaling.Scaling`), which submits and cancels.
-    **kwargs
-        As :class:`distributed.deploy.Adaptive` (``interval``, ``minimum``, ``maximum``,
-        ``wait_count``, ``target_duration``, ``worker_key``).
+    ``scaling``: the cluster's :class:`~gpujobqueue.scaling.Scaling`, which submits and cancels; the rest as
+    :class:`distributed.deploy.Adaptive`'s.
     """
 
     def __init__(self, cluster: Any = None, *args: Any, scaling: Any, **kwargs: Any):

@@ -211,9 +211,8 @@ class GPUJobQueueCluster(RuntimeCluster):
         return options
 
     def _abandon(self) -> None:
-        """Undo a constructor that failed half way: the caller never gets the cluster, so close
-        what it started (scheduler, job watch, any job submitted) and stop its event loop's
-        thread; nothing of it is left running, nor closed at exit."""
+        """Undo a constructor that failed half way (the caller never gets the cluster): close what it started
+        (scheduler, job watch, any job submitted) and stop its event loop's thread; nothing is left to close at exit."""
         if not getattr(self, "asynchronous", True):
             if getattr(self, "status", None) == Status.running:
                 with contextlib.suppress(Exception):

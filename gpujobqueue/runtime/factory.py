@@ -52,14 +52,9 @@ LocalGPUCluster = bound_cluster(Local)
 
 
 def cluster_class(batch: str) -> type[GPUJobQueueCluster]:
-    """The cluster class of a batch system's name (``slurm``, ``pbs``, ``lsf``, ``sge``, ``local``, or
-    another registered one): :class:`~gpujobqueue.cluster.GPUJobQueueCluster` bound to it.
+    """The cluster class of a batch system's name (``slurm``, ``pbs``, ``lsf``, ``sge``, ``local``, or another
+    registered one): :class:`~gpujobqueue.cluster.GPUJobQueueCluster` bound to it; a ValidationError for another."""
 
-    Raises
-    ------
-    ValidationError
-        Naming ``batch``, for a name no batch system has.
-    """
     return bound_cluster(batch_system(batch))
 
 

@@ -210,11 +210,9 @@ class _NoCancellations(logging.Filter):
 
 @contextlib.contextmanager
 def quiet_cancellations() -> Iterator[None]:
-    """Leave out of the scheduler's log, while the block runs (the cluster's close), the cancellations it
-    reports as errors. A worker retired just before the close (by the handover, or by its own lifetime) is
-    no longer the scheduler's, but its connection may still be open: the scheduler's close then cancels
-    the task reading it, and distributed's ``log_errors`` on ``Scheduler.add_worker`` logs that
-    ``CancelledError`` with its traceback, though nothing failed."""
+    """Leave out of the scheduler's log, while the block runs (the cluster's close), the cancellations it reports
+    as errors: the close cancels the task reading a worker retired just before, whose connection may still be open,
+    and ``log_errors`` on ``Scheduler.add_worker`` logs that ``CancelledError`` though nothing failed."""
     scheduler_log, quiet = logging.getLogger("distributed.scheduler"), _NoCancellations()
     scheduler_log.addFilter(quiet)
     try:

@@ -24,10 +24,8 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class JobRow:
-    """One job of a cluster, as :attr:`~gpujobqueue.cluster.GPUJobQueueCluster.jobs` lists it: the batch
-    system's id (None until submitted), its state and reason (None before its first answer), its nodes,
-    the batch system's estimate of when a waiting job starts (``expected 14:32, in 11 min``), the GPUs it asked for
-    and its workers connected now."""
+    """One job of a cluster, as :attr:`~gpujobqueue.cluster.GPUJobQueueCluster.jobs` lists it (its id None until
+    submitted, its state and reason None before the batch system's first answer)."""
 
     name: str
     job_id: str | None
@@ -47,8 +45,7 @@ class JobRow:
 
 
 class JobTable(list):
-    """The cluster's jobs, one :class:`JobRow` each; shown as a table below its ``notice``: what rows cannot
-    show (the batch system unreachable, jobs to submit or held by a per-user limit, replacing stopped)."""
+    """The cluster's jobs, one :class:`JobRow` each; shown as a table below its ``notice`` (:meth:`JobWatch.notice`)."""
 
     notice: str | None = None
 
@@ -70,8 +67,7 @@ class JobTable(list):
 class JobWatch(BackgroundLoop):
     """Watches the jobs of one cluster's ``book`` every ``interval`` seconds, telling the ``replacement`` of
     failures and connections. ``probe()``, awaited: the batch system's error for a query of a job it never
-    gave, None if it answered; ``retire_workers(names)``, awaited: the scheduler retires those workers; ``batch``:
-    the batch system's name, in what the watch says."""
+    gave, None if it answered; ``retire_workers(names)``, awaited: the scheduler retires those workers."""
 
     def __init__(
         self,
@@ -289,7 +285,7 @@ class JobWatch(BackgroundLoop):
         return self.start_estimates if any(row.expected for row in queued) else f"no {self.start_estimates} yet"
 
     def notice(self) -> str | None:
-        """:attr:`JobTable.notice`, in words."""
+        """:attr:`JobTable.notice`: the batch system unreachable, jobs to submit or held, replacing stopped."""
         kept = self.replacement
         parts = [self.unreachable] if self.unreachable else []
         waiting = sum(kept.missing(pool) for pool in kept.targets) if kept.may_replace else 0

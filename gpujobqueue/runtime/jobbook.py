@@ -39,12 +39,9 @@ class JobBook:
     """The jobs of one cluster: the specs of those it wants (distributed's ``worker_spec``) and the job
     objects started from them (its ``workers``); what the batch system last said of each, when each first
     had a worker connected, the jobs held by a queue's per-user limit, the handover's plan and the jobs
-    pinned (the scheduler's own, never scaled down).
-
-    ``new_job(pool)`` gives a new job's name and spec in ``pool`` as a one-item dict; ``apply()``, awaited,
-    submits and cancels jobs to match the specs (SpecCluster's); ``scheduler_workers()`` gives the workers'
-    identities the cluster last heard; ``user_limits``, each pool's queue's limit on one user's jobs.
-    """
+    pinned (the scheduler's own, never scaled down). ``new_job(pool)`` gives a new job's name and spec in ``pool``
+    as a one-item dict; ``apply()``, awaited, submits and cancels jobs to match the specs (SpecCluster's);
+    ``scheduler_workers()`` gives the workers' identities the cluster last heard."""
 
     def __init__(
         self,

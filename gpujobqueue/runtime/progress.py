@@ -19,15 +19,8 @@ def progress_wanted() -> bool:
 
 
 class WaitProgress:
-    """GPUs connected / requested, and the first waiting job's state and reason.
-
-    Parameters
-    ----------
-    requested : int
-        GPU workers waited for.
-    enabled : bool, optional
-        Show it (default :func:`progress_wanted`).
-    """
+    """GPUs connected / ``requested``, and the first waiting job's state and reason; shown where ``enabled``
+    (default :func:`progress_wanted`)."""
 
     def __init__(self, requested: int, enabled: bool | None = None):
         self.bar: Any = None

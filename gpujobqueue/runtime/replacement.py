@@ -17,43 +17,22 @@ logger = logging.getLogger(__name__)
 
 
 class Replacement:
-    """What the cluster keeps: a number of jobs per pool, and whether replacing goes on.
-
-    Parameters
-    ----------
-    book : JobBook
-        The cluster's jobs.
-    limit : int, optional
-        Failures in a row that stop the replacing (default :func:`~gpujobqueue.settings.intervals.max_failures`).
-    user_limit_refusals : sequence of str, optional
-        The batch system's words when it refuses a job for a per-user limit of the queue: such a
-        refusal holds the jobs (``book.hold``) rather than failing them.
-
-    Attributes
-    ----------
-    targets : dict
-        Jobs to keep per pool (``"gpu"``, ``"cpu"``), as the last ``scale()`` set them.
-    failures_in_a_row : int
-        Jobs that ended before their workers connected since a job's workers last connected.
-    stopped : GPUJobQueueError or None
-        The failure that stopped the replacing (a :class:`JobFailedError`, or the
-        :class:`SubmissionError` of a retried submission refused by a reachable batch system).
-    deferred_since : float or None
-        Since when (``time.time()``) a submission refused during an outage waits to be retried.
-    adaptive : distributed.deploy.Adaptive or None
-        What ``adapt()`` started, if it was called: while it runs, it sizes the cluster.
-    """
+    """What the cluster keeps of its ``book``'s jobs: a number of jobs per pool, and whether replacing goes on,
+    until ``limit`` failures in a row (default :func:`~gpujobqueue.settings.intervals.max_failures`). A refusal in
+    the batch system's ``user_limit_refusals`` words (a queue's per-user limit) holds the jobs (``book.hold``)
+    rather than failing them."""
 
     def __init__(self, book: JobBook, limit: int | None = None, user_limit_refusals: Sequence[str] = ()):
         self.book = book
         self.limit = max_failures() if limit is None else limit
         self.user_limit_refusals = tuple(user_limit_refusals)
-        self.targets: dict[str, int] = {}
-        self.failures_in_a_row = 0
+        self.targets: dict[str, int] = {}  # jobs to keep per pool, as the last scale() set them
+        self.failures_in_a_row = 0  # jobs that ended before their workers connected, since a job's last did
+        # What stopped the replacing: a JobFailedError, or a retried submission's refusal by a reachable batch system.
         self.stopped: GPUJobQueueError | None = None
         self._stop_raised = False
-        self.deferred_since: float | None = None
-        self.adaptive: Any = None
+        self.deferred_since: float | None = None  # time.time() since a submission refused in an outage waits
+        self.adaptive: Any = None  # what adapt() started, which then sizes the cluster
         # scale() calls changing the jobs now: the watch submits nothing meanwhile (a refusal that
         # scale() is about to report must not be submitted again behind its back).
         self.scaling_now = 0

@@ -209,24 +209,17 @@ class RuntimeCluster(JobQueueCluster):
     ):
         """Scale to a number of GPU workers, GPUs, jobs, memory or cores, and CPU workers.
 
-        Rounds up to whole jobs; submits (or cancels) and returns once the batch system
-        has answered, raising :class:`SubmissionError` with its message if it refused.
-        Jobs still queued are cancelled before running ones when scaling down.
-
-        The cluster then keeps that many jobs until it closes: a job that ends early
-        (cancelled from outside, a failed node, its walltime) is replaced within one
-        job poll (``gpujobqueue.job-poll-interval``). A job that ends before its workers
-        connect counts as a failure; after ``gpujobqueue.replace.max-failures`` (default 3)
-        of them in a row no more jobs are submitted and :meth:`wait_for_workers` raises the
-        last :class:`JobFailedError`; calling ``scale()`` again resumes. A submission refused
-        while the batch system cannot be reached (its status query fails too) is not
-        raised: it is logged, shown by :attr:`jobs` and the repr, and submitted again once
-        the batch system answers. Past a queue's limit on one user's jobs (its site's
-        ``max_jobs_per_user``, ``gpujobqueue.<batch>.max-jobs-per-user``, or the batch system's
-        refusal for such a limit) the jobs are held, not submitted: logged, shown by :attr:`jobs`
-        and the repr, and submitted as the cluster's own jobs end. The GPU
-        pool and the CPU pool are scaled separately: ``scale(cpu_workers=8)`` leaves the
-        GPU workers as they are, ``scale(gpus=4)`` the CPU workers.
+        Rounds up to whole jobs; submits (or cancels, queued jobs first) and returns once the batch system has
+        answered, raising :class:`SubmissionError` with its message if it refused. The cluster then keeps that
+        many jobs until it closes: a job that ends early is replaced within one job poll
+        (``gpujobqueue.job-poll-interval``). After ``gpujobqueue.replace.max-failures`` (default 3) jobs in a row
+        ended before their workers connected, no more are submitted and :meth:`wait_for_workers` raises the last
+        :class:`JobFailedError`; ``scale()`` again resumes. A submission refused while the batch system cannot be
+        reached, or past a queue's limit on one user's jobs (the site's ``max_jobs_per_user``,
+        ``gpujobqueue.<batch>.max-jobs-per-user``, or the batch system's refusal for one), is not raised: it is
+        logged, shown by :attr:`jobs` and the repr, and submitted once the batch system answers or the cluster's
+        own jobs end. The GPU and CPU pools scale separately: ``scale(cpu_workers=8)`` leaves the GPU workers as
+        they are, ``scale(gpus=4)`` the CPU workers.
 
         Parameters
         ----------
@@ -315,7 +308,8 @@ class RuntimeCluster(JobQueueCluster):
 
     def wait_for_workers(self, n_workers: int, timeout: Any = None) -> None:
         """Wait for ``n_workers`` running workers, as distributed's does; a job that failed before
-        its workers connected is raised (:class:`JobFailedError`) once replacing stops.
+        its workers connected is raised (:class:`JobFailedError`) once replacing stops. While the batch system
+        does not answer, the progress line (on a terminal) says so with its error.
 
         Parameters
         ----------
@@ -325,18 +319,14 @@ class RuntimeCluster(JobQueueCluster):
             Seconds (or ``"10m"``) after which :class:`WorkersNotStartedError` says why the jobs
             wait; None waits without end.
 
-        While the batch system does not answer, the progress line (on a terminal) says so with
-        its error; one that has answered none of the cluster's asks since it started is raised
-        after ``gpujobqueue.replace.max-failures`` of them, unanswered in a row.
-
         Raises
         ------
         ValidationError
             ``n_workers`` not a whole number of 1 or more (at most the workers of as many jobs as a
             cluster holds), or ``timeout`` not a duration from 0.1 s to a week.
         BatchSystemUnreachableError
-            The batch system's commands are here but it has answered none of the cluster's asks (its
-            controller down, or this host not its client); the cluster keeps asking.
+            The batch system's commands are here but it has answered none of the cluster's asks, after
+            ``gpujobqueue.replace.max-failures`` in a row (its controller down, or this host not its client).
         """
         pools = self.workers_per_job + (self._scaling.cpu_workers_per_job or 0)
         n_workers, timeout = wait_arguments(n_workers, timeout, pools)

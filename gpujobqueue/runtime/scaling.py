@@ -55,12 +55,8 @@ class Scaling:
         """The GPU jobs and CPU jobs that ``scale()``'s targets ask for; None for a pool not named.
 
         Each target rounds up to whole jobs (the most of them wins). A count is an int, as distributed's
-        ``scale`` takes: ``scale('3')`` is refused, not read as 3.
-
-        Raises
-        ------
-        ValidationError
-            Naming the target: a count that is not one, or more jobs than a cluster holds.
+        ``scale`` takes: ``scale('3')`` is refused, not read as 3. A ValidationError names a target that is not a
+        count, or asks for more jobs than a cluster holds.
         """
         gpu_pool_named = cpu_workers is None or any(v is not None for v in (n, gpus, memory, cores)) or jobs
         jobs, counted = parse_count("jobs", jobs, text=False), "jobs"  # counted: the target that sets the jobs
@@ -158,13 +154,9 @@ class Scaling:
     def adapt_options(self, **kwargs: Any) -> dict[str, Any]:
         """The keywords of distributed's ``Cluster.adapt`` for an ``adapt()``'s: the bounds in workers
         (:func:`~gpujobqueue.adaptive.adapt_bounds`), whole jobs retired together (``worker_key``),
-        :class:`GPUAdaptive` (given this strategy) unless another is named, the looks' interval and count.
-
-        Raises
-        ------
-        ValidationError
-            Naming the keyword: a bound, interval, wait count or target duration out of its range,
-            or ``cpu_pool`` (adapt counts one kind of worker).
+        :class:`GPUAdaptive` (given this strategy) unless another is named, the looks' interval and count. A
+        ValidationError names a bound, interval, wait count or target duration out of its range, or ``cpu_pool``
+        (adapt counts one kind of worker).
         """
         if self.cpu_workers_per_job is not None:
             raise ValidationError(

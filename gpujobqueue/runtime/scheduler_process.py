@@ -22,11 +22,9 @@ logger = logging.getLogger(__name__)
 class JobScheduler(ProcessInterface):
     """The cluster's scheduler, running in the cluster's first batch job: :meth:`start` submits the job and
     returns once its scheduler has written its address; :meth:`close` cancels the job.
-
     ``make_job(start)`` makes the job of a :class:`SchedulerStart` with the other arguments; the scheduler file is
     read through the cluster's ``folder`` as made (a folder swapped at its name is refused). The rest of
-    dask-jobqueue's ``scheduler_options`` are the workers' settings already.
-    """
+    dask-jobqueue's ``scheduler_options`` are the workers' settings already."""
 
     poll_interval = 0.2
     state_interval = 5.0

@@ -319,35 +319,16 @@ def render(
     standalone: bool = False,
     cluster_folder: ClusterFolder | None = None,
 ) -> str:
-    """The job script of the jobs of ``pool`` of a :class:`~gpujobqueue.plan.Plan` (nothing is parsed again), whose
-    workers reach their scheduler by ``connection``.
+    """The job script of the jobs of ``pool`` (``"gpu"``, ``"cpu"``) of a :class:`~gpujobqueue.plan.Plan` (nothing is
+    parsed again), whose workers, named after ``name``, reach their scheduler by ``connection``.
 
-    Parameters
-    ----------
-    plan : Plan
-    connection : SchedulerAddress, SchedulerFile or SchedulerInJob
-    name : str
-        The job's worker-name prefix.
-    pool : {"gpu", "cpu"}
-        The jobs of the GPU workers, or of the plan's CPU pool.
-    tls_args : sequence of str
-        A cluster's ``--tls-*`` worker options.
-    script_tls : ScriptTLS, optional
-        The credentials a rendered script makes (``--run``) or reads; not with ``tls_args``.
-    plain_tcp : bool
-        Say in a comment that the script has no TLS.
-    array : ArrayElements, optional
-        The script of a job array (element ``i`` is the job ``<array.prefix>-<array.offset + i>``).
-    standalone : bool
-        Write :mod:`gpujobqueue.preloads` into the job's private folder, preloaded by path.
-    cluster_folder : ClusterFolder, optional
-        The cluster's private folder, whose files the job reads only from inside it once checked, from a copy.
-
-    Raises
-    ------
-    ValidationError
-        A scheduler in a job whose script runs on a launch node; an array of multi-node jobs; a header
-        without its walltime (``job_directives_skip``).
+    ``tls_args``: a cluster's ``--tls-*`` worker options, or ``script_tls``: the credentials a rendered script makes
+    (``--run``) or reads; ``plain_tcp``: say in a comment that the script has no TLS; ``array``: the script of a job
+    array (element ``i`` is the job ``<array.prefix>-<array.offset + i>``); ``standalone``: write
+    :mod:`gpujobqueue.preloads` into the job's private folder, preloaded by path; ``cluster_folder``: the cluster's
+    private folder, whose files the job reads only from inside it once checked, from a copy. A ValidationError for a
+    scheduler in a job whose script runs on a launch node, an array of multi-node jobs, or a header without its
+    walltime (``job_directives_skip``).
     """
     request, launch = plan.pool(pool)
     scheduler, scheduler_file, start_scheduler, run = _connection_parts(connection)

@@ -17,19 +17,9 @@ DEFAULT_WORKERS_TIMEOUT = 300
 
 @dataclass(frozen=True)
 class ClientRun:
-    """The user's script that runs as the job's client, once the job's workers are up.
-
-    Parameters
-    ----------
-    script : str
-        Absolute path of the Python script; it finds the scheduler through
-        ``DASK_SCHEDULER_ADDRESS`` (``Client()`` with no address).
-    args : tuple of str
-        Its arguments, each shell-quoted into the job script.
-    workers_timeout : int
-        Seconds to wait for all of the job's GPU workers before the client starts; past
-        it the job fails, saying how many registered.
-    """
+    """The user's Python ``script`` (an absolute path) that runs as the job's client, with its ``args``, once the
+    job's GPU workers are up (past ``workers_timeout`` seconds the job fails, saying how many registered); it
+    finds the scheduler through ``DASK_SCHEDULER_ADDRESS`` (``Client()`` with no address)."""
 
     script: str
     args: tuple[str, ...] = ()

@@ -39,13 +39,11 @@ def who_can_reach(address: str, where: str) -> str:
 
 
 def dashboard_options(scheduler_options: dict | None, where: str = "this host") -> tuple[dict[str, Any], str | None]:
-    """The scheduler's options with its HTTP server closed, unless they open the dashboard; and
-    the address it is open at, else None.
+    """The scheduler's options with its HTTP server closed, unless they open the dashboard; and the address it is
+    open at, else None. ``dashboard_address`` opens it there, ``dashboard=True`` alone at
+    :data:`DEFAULT_DASHBOARD_ADDRESS`, with an :class:`OpenDashboardWarning` saying who (``where``: the scheduler's
+    host) can read it; ``dashboard=False`` keeps it closed whatever the address."""
 
-    ``dashboard_address`` opens it there, ``dashboard=True`` alone at
-    :data:`DEFAULT_DASHBOARD_ADDRESS`, with an :class:`OpenDashboardWarning` saying who can read it;
-    ``dashboard=False`` keeps it closed whatever the address. ``where`` names the scheduler's host.
-    """
     options = dict(scheduler_options or {})
     address, asked = options.get("dashboard_address"), options.get("dashboard")
     if asked is False or (address in (None, False) and asked is not True):

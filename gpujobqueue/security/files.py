@@ -1,8 +1,7 @@
-"""Reading a file that users control (a site file, a usage report, the scheduler file) within a
-bound: only a regular file is opened (a FIFO, which would wait for a writer, a device or a
-directory is refused by its kind), never more than its bound is read, and its text is UTF-8.
-
-A link is followed: a site folder may link to a shared config; what it points to is judged.
+"""Reading a file that users control (a site file, a usage report, the scheduler file) within a bound: only a
+regular file is opened (a FIFO, which would wait for a writer, a device or a directory is refused by its kind),
+never more than its bound is read, and its text is UTF-8. A link is followed (a site folder may link to a shared
+config): what it points to is judged.
 """
 
 from __future__ import annotations
@@ -37,25 +36,10 @@ def _size(count: int) -> str:
 
 
 def read_bounded_text(path: str | os.PathLike[str], limit: int, what: str, dir_fd: int | None = None) -> str:
-    """The file's text, if it is a regular file of at most ``limit`` bytes of UTF-8.
+    """The text of ``path`` (relative to the folder ``dir_fd`` where given), a regular file of at most ``limit``
+    bytes of UTF-8; else a FileRefusedError that says ``what`` the file is (``"a site file"``) and names the
+    line of a byte that is not UTF-8."""
 
-    Parameters
-    ----------
-    path : path
-        The file.
-    limit : int
-        The most bytes it may hold (``gpujobqueue.settings.limits``).
-    what : str
-        What the file is, for the error (``"a site file"``).
-    dir_fd : int, optional
-        A folder's descriptor that ``path`` is relative to (a folder checked as it was opened).
-
-    Raises
-    ------
-    FileRefusedError
-        It cannot be read, is not a regular file, holds more than ``limit`` bytes, or a byte is not UTF-8 (its
-        line named).
-    """
     path = os.fspath(path)
     try:
         kind = _not_regular(os.stat(path, dir_fd=dir_fd).st_mode)

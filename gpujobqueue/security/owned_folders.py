@@ -149,7 +149,6 @@ def remove_stale_private_directories(directory: str) -> tuple[list[FolderVerdict
 
 def remove_owned_folder(path: str) -> bool:
     """Remove this user's folder at ``path`` and what it holds, through descriptors; say whether it did.
-
     What is at that name is opened as a folder without following a link or waiting on a FIFO (shutil.rmtree
     opens it to read and waits for a writer), and removed only where it is this user's: in a group-writable
     folder another user may have renamed it and put something of his own there, which is left as it is. An

@@ -1,20 +1,10 @@
 """Security in one place: TLS for clusters and rendered scripts, credentials, private files.
 
-TLS is the default over TCP. A cluster encrypts and authenticates with temporary credentials, so
-that no one else on a shared login node (or compute node) can reach its scheduler or workers; plain
-TCP must be asked for, and warns. UCX has no TLS. Rendered job scripts (``gpujobqueue render``)
-have TLS as Python clusters do: the workers and the scheduler prove who they are with certificates
-of one private CA.
-
-- ``--run`` scripts make their credentials in the job, in a private folder (0700, files 0600) on
-  the job's node, or in the submit directory for a job of several nodes.
-- Scripts whose workers join a scheduler you run read the credentials from a private folder made
-  by ``gpujobqueue credentials`` (by default ``$HOME/.config/gpujobqueue/tls``), which your
-  scheduler and client use too.
-- ``--no-tls`` (``tls=False``) is plain TCP, and warns.
-
-A cluster's scheduler file and credentials go to a private folder of a shared directory, named
-after the process that owns it (:mod:`gpujobqueue.security.owned_folders`), which removes it when it closes.
+TLS is the default over TCP: a cluster encrypts and authenticates with temporary credentials, so that no one
+else on a shared login node (or compute node) can reach its scheduler or workers; plain TCP must be asked for,
+and warns; UCX has no TLS. Rendered job scripts have TLS as Python clusters do, with certificates of one private
+CA (:class:`ScriptTLS`). A cluster's scheduler file and credentials go to a private folder of a shared directory
+(:mod:`gpujobqueue.security.owned_folders`), which it removes when it closes.
 """
 
 from __future__ import annotations
@@ -119,12 +109,8 @@ def tls_args(role: str, security: Security | None, directory: str | None = None)
 
 
 def worker_security_with_files(security: Security | None, folder: Callable[[], str]) -> Security | None:
-    """``security`` with its worker credentials held in memory written to 0600 files.
-
-    dask-jobqueue writes such credentials straight into the shared directory; here they go to
-    the cluster's private folder, which ``folder()`` gives (made on first use, so a cluster whose
-    credentials are files already makes none), and leave with the cluster.
-    """
+    """``security`` with its worker credentials held in memory written to 0600 files in the cluster's private
+    folder, which ``folder()`` gives (made on first use), not into the shared directory as dask-jobqueue's."""
     if security is None:
         return None
     in_memory = {
@@ -254,10 +240,8 @@ def make_credentials(directory: str | os.PathLike) -> tuple[Path, bool]:
 
 
 def write_private_file(directory: str, name: str, text: str) -> str:
-    """Write ``text`` to a new file of mode 0600 in ``directory``; return its path.
-
-    The file must not exist: ``O_EXCL`` refuses any name already there, a link planted at it too.
-    """
+    """Write ``text`` to a new file of mode 0600 in ``directory``; return its path. ``O_EXCL`` refuses any name
+    already there, a link planted at it too."""
     path = os.path.join(directory, name)
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(descriptor, "w") as f:
@@ -279,13 +263,10 @@ FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os
 
 
 def open_private_folder(path: str, field: str, advice: str, parent: int | None = None) -> int:
-    """Open the folder ``path`` as this user's own, made (mode 0700) if it is not there; return its
-    descriptor. It is never a link followed, nor another user's; this user's, it is made 0700.
-
-    ``parent``: a descriptor of the folder ``path`` is in, itself opened so (then no one can swap a
-    folder of the path between the checks). A ValidationError naming ``field`` and the folder (a link, not a
-    folder, another user's, or not to be made) ends with ``advice``: what the user may do.
-    """
+    """Open the folder ``path`` as this user's own, made if it is not there, never through a link, nor another
+    user's; made 0700; return its descriptor. ``parent``: a descriptor of the folder ``path`` is in, itself opened
+    so (no one can swap a folder of the path between the checks). A ValidationError naming ``field`` and the folder
+    ends with ``advice``: what the user may do."""
     name = path if parent is None else os.path.basename(path)
     try:
         with contextlib.suppress(FileExistsError):
@@ -307,8 +288,7 @@ def open_private_folder(path: str, field: str, advice: str, parent: int | None =
 def open_private_file(path: str, field: str, advice: str, parent: int | None = None) -> int:
     """Open the file ``path`` for writing from its start, mode 0600: made, or an earlier one of this
     user's emptied; return its descriptor. Never through a link, nor into another user's file or one
-    with a second name (a hard link); ``field``, ``parent`` and ``advice`` as for :func:`open_private_folder`.
-    """
+    with a second name (a hard link); ``field``, ``parent`` and ``advice`` as for :func:`open_private_folder`."""
     name = path if parent is None else os.path.basename(path)
     flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # O_NONBLOCK: a FIFO fails
     try:

@@ -41,9 +41,8 @@ _JOBQUEUE_KEYS: dict[str, dict[str, str]] = {}
 
 
 def _spelling(name: str) -> str:
-    """A setting's key as gpujobqueue.yaml spells it (``gpus-per-node``): dask takes ``_`` and
-    ``-`` for one character, and keeps whichever spelling came first (an environment variable,
-    read before gpujobqueue's defaults are registered, keeps its underscores)."""
+    """A setting's key as gpujobqueue.yaml spells it (``gpus-per-node``): dask takes ``_`` and ``-`` for one
+    character, and keeps whichever spelling came first (an environment variable's underscores)."""
     return str(name).replace("_", "-")
 
 
@@ -114,12 +113,11 @@ def _shipped_jobqueue_defaults(batch: str) -> dict[str, Any]:
 
 
 def jobqueue_settings(batch: str) -> dict[str, tuple[Any, str]]:
-    """dask-jobqueue's ``jobqueue.<batch>.*`` as the user set it (a file such as a centre's jobqueue.yaml, a
-    ``DASK_JOBQUEUE__*`` variable, ``dask.config.set``): setting name to its value and its key. Left out: a value
-    equal to the default dask-jobqueue ships (centres hand out whole copies of its jobqueue.yaml, whose untouched
-    lines are no choice; gpujobqueue's default stands for them), null, an empty list or mapping (dask-jobqueue's
-    "unset"), and a key that no setting of ``batch`` reads. A ValidationError where ``jobqueue`` or
-    ``jobqueue.<batch>`` is not a mapping, or a value read is past the bounds of any."""
+    """dask-jobqueue's ``jobqueue.<batch>.*`` as the user set it (a file, a ``DASK_JOBQUEUE__*`` variable,
+    ``dask.config.set``): setting name to its value and its key. Left out: a value equal to the default
+    dask-jobqueue ships (centres hand out whole copies of its jobqueue.yaml, whose untouched lines are no choice),
+    null, an empty list or mapping (dask-jobqueue's "unset"), a key that no setting of ``batch`` reads. A
+    ValidationError where a section is not a mapping, or a value is past the bounds of any."""
     where = f"jobqueue.{batch}"
     current = _mapping(where)
     keys, shipped = _JOBQUEUE_KEYS.get(batch, {}), _shipped_jobqueue_defaults(batch)

@@ -39,58 +39,25 @@ class Computed:
 
 
 class Keyword(str):
-    """A keyword's name (it is the name, as a string) with every fact the package derives from it.
+    """A keyword's name (it is the name, as a string: ``gpus_per_node``, whose dask config key is
+    ``gpujobqueue.<batch>.gpus-per-node``) with every fact the package derives from it."""
 
-    Parameters
-    ----------
-    name : str
-        The keyword, as the cluster classes take it (``gpus_per_node``); its dask config key is
-        ``gpujobqueue.<batch>.<name with dashes>``.
-    kind : str
-        ``int``, ``text``, ``list`` (a repeatable option), ``pairs`` (repeatable ``NAME=VALUE``),
-        ``switch`` (an on/off pair of options) or ``choice``.
-    parse : callable, optional
-        ``parse(field, value)``: the value read alone (a :mod:`~gpujobqueue.settings.validation` parser with
-        the plan's bounds), raising :class:`~gpujobqueue.errors.ValidationError` naming ``field``;
-        None where the plan reads the value together with others.
-    default : object, optional
-        The value the plan uses where nothing sets it; a :class:`Computed` where the plan works it
-        out; None for unset.
-    doc : str
-        The docstring entry's text; its first sentence is ``--help``'s line.
-    site_key : str, optional
-        The site file's key that sets it, dotted (``worker.cpus_per_gpu``), for the keys whose
-        schema is generated here (:func:`site_schema_fragment`).
-    option : str, sequence of str or NoOption, optional
-        The option's click declarations where they are not ``--<name with dashes>`` (``--<name>/--no-<name>``
-        for a switch), or why there is none.
-    type_doc : str, optional
-        The docstring's type where the kind's is not enough (``str, int or False``).
-    choices : sequence of str or callable, optional
-        The accepted values of a ``choice`` (a callable is asked when the command is built).
-    site_schema : dict, optional
-        The value's JSON schema in the site file, where the kind's is not enough.
-    jobqueue_key : str, optional
-        dask-jobqueue's config key of the same meaning (``jobqueue.<batch>.<key>``, in the sections of
-        the batch systems that have it), read under gpujobqueue's own; None where
-        dask-jobqueue has none.
-    numbers_as_text : bool, optional
-        A text keyword that dask-jobqueue writes into the script as it is given: a whole number (``account=123456``;
-        YAML 1.1 reads an unquoted ``30:00`` as 1800) is taken as its digits (:meth:`taken`).
-    number_warning : callable, optional
-        ``number_warning(number)``: what a warning says of a number so taken (the walltime's YAML 1.1 reading).
-    """
-
-    kind: str
+    kind: str  # int, text, list (a repeatable option), pairs (repeatable NAME=VALUE), switch (on/off) or choice
+    # parse(field, value): the value read alone (a settings.validation parser with the plan's bounds), a
+    # ValidationError naming field; None where the plan reads the value together with others.
     parse: Callable[[str, Any], Any] | None
-    default: Any
-    doc: str
-    site_key: str | None
+    default: Any  # where nothing sets it; a Computed where the plan works it out; None for unset
+    doc: str  # the docstring entry's text; its first sentence is --help's line
+    site_key: str | None  # the site file's dotted key that sets it, whose schema site_schema_fragment generates
+    # The option's click declarations (--<name with dashes>, --<name>/--no-<name> for a switch), or why there is none.
     option: tuple[str, ...] | NoOption
-    type_doc: str
-    choices: Sequence[str] | Callable[[], Sequence[str]]
-    site_schema: dict[str, Any]
+    type_doc: str  # the docstring's type, where the kind's is not enough (str, int or False)
+    choices: Sequence[str] | Callable[[], Sequence[str]]  # a choice's values (a callable is asked when needed)
+    site_schema: dict[str, Any]  # the value's JSON schema in the site file, where the kind's is not enough
+    # dask-jobqueue's config key of the same meaning (jobqueue.<batch>.<key>), read under gpujobqueue's own.
     jobqueue_key: str | None
+    # A text keyword that dask-jobqueue writes as given: a whole number (account=123456; YAML 1.1 reads an
+    # unquoted 30:00 as 1800) is taken as its digits (taken()); number_warning(number) says what a warning says.
     numbers_as_text: bool
     number_warning: Callable[[int], str] | None
 
@@ -187,16 +154,10 @@ _FIELDS = tuple(Keyword.__annotations__)  # the facts, in the order __new__ take
 
 
 def read_declared(keywords: Iterable[Keyword], settings: Mapping[str, Any], within: str = "") -> dict[str, Any]:
-    """Each keyword's value read alone, by its declaration and nothing else: its ``parse`` of the value given,
-    else its default (None where the default is :class:`Computed`: the plan's rules work it out); a list or
-    mapping that nothing gives is empty. The keywords of a mapping keyword (``cpu_pool``) are named ``within`` it
-    (``cpu_pool.processes``).
-
-    Raises
-    ------
-    ValidationError
-        Naming the keyword whose value its parser refused.
-    """
+    """Each keyword's value read alone, by its declaration and nothing else: its ``parse`` of the value given
+    (a ValidationError names the keyword), else its default (None where the default is :class:`Computed`: the
+    plan's rules work it out); a list or mapping that nothing gives is empty. The keywords of a mapping keyword
+    (``cpu_pool``) are named ``within`` it (``cpu_pool.processes``)."""
     values = {}
     for keyword in keywords:
         value = settings.get(keyword)

@@ -1,12 +1,8 @@
 """The keyword registry, the one source of every fact about a keyword the cluster classes take (each a
-:class:`~gpujobqueue.settings.declaration.Keyword`). From it are generated the ``gpujobqueue.<batch>`` sections of
-dask config (:func:`~gpujobqueue.settings.config.add_batch_sections`), the shared docstring of every cluster class
-(:mod:`~gpujobqueue.settings.cluster_parameters`), ``gpujobqueue render``'s options
-(:func:`gpujobqueue.cli.render.keyword_options`) and the site schema's keyword properties
-(:func:`site_schema_fragment`).
-Each batch system declares its own keywords (:attr:`~gpujobqueue.batch.base.BatchSystem.keywords`), which the batch
-registry (:func:`gpujobqueue.batch.command_line_keywords`) adds. Adding a keyword is one line here (or in its batch
-system), the template line that writes it and a test.
+:class:`~gpujobqueue.settings.declaration.Keyword`), from which dask config's ``gpujobqueue.<batch>`` sections, the
+cluster classes' shared docstring, ``gpujobqueue render``'s options and the site schema's keyword properties are
+generated. Each batch system declares its own keywords (:attr:`~gpujobqueue.batch.base.BatchSystem.keywords`).
+Adding a keyword is one line here (or in its batch system), the template line that writes it and a test.
 """
 
 from __future__ import annotations

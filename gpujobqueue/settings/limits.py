@@ -1,10 +1,7 @@
-"""Bounds on every size a keyword, option or site file can ask for, and on every interval and
-count of a cluster's own loops (below).
-
-Each is far above what a real machine offers, and low enough that nothing gpujobqueue builds
-for it (a worker name per GPU, a device list, a job per array element) can exhaust the host
-that renders the script. A value past a bound is refused, naming its keyword, before anything
-is allocated for it.
+"""Bounds on every size a keyword, option or site file can ask for, and on every interval and count of a
+cluster's own loops (below): each far above what a real machine offers, and low enough that nothing gpujobqueue
+builds for it (a worker name per GPU, a device list, a job per array element) can exhaust the host that renders
+the script. A value past a bound is refused, naming its keyword, before anything is allocated for it.
 """
 
 from __future__ import annotations

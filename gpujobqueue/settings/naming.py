@@ -73,12 +73,9 @@ def gpu_index(worker_name: str) -> int:
 
 
 class WorkerJobKey:
-    """Maps a scheduler's worker to the job that runs it, so whole jobs are retired together.
-
-    Picklable: adapt sends it to the scheduler as the ``key`` of ``workers_to_close``. ``suffixes``: those that
-    worker names add to their job's name (:func:`worker_suffixes`); ``cpu_suffixes``: the same for the CPU pool's
-    jobs, whose names hold :data:`CPU_JOB_INFIX`.
-    """
+    """Maps a scheduler's worker to the job that runs it, so whole jobs are retired together. Picklable: adapt
+    sends it to the scheduler as the ``key`` of ``workers_to_close``. ``suffixes``: those that worker names add to
+    their job's name (:func:`worker_suffixes`); ``cpu_suffixes``: the same for the CPU pool's jobs."""
 
     def __init__(self, suffixes: list[str], cpu_suffixes: list[str] | None = None):
         self.suffixes = sorted(suffixes, key=len, reverse=True)

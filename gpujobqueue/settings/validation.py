@@ -40,10 +40,8 @@ _AMOUNT_TEXT = re.compile(r"\s*((?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9
 
 
 def check_bounded(field_name: str, value: Any) -> None:
-    """Refuse, naming ``field_name``, a value past what any keyword takes (:mod:`~gpujobqueue.settings.limits`),
-    before a parser reads it: more than ``MAX_VALUE_CHARACTERS`` characters of text, lists and mappings more than
-    ``MAX_VALUE_DEPTH`` deep or of more than ``MAX_VALUE_ITEMS`` items, a whole number of more than
-    ``MAX_NUMBER_DIGITS`` digits. Walked without recursion, each list's length read before its items."""
+    """Refuse, naming ``field_name``, a value past what any keyword takes (:mod:`~gpujobqueue.settings.limits`:
+    text, depth, items, digits) before a parser reads it; walked without recursion, each list's length first."""
     pending, items, characters = [(value, 0)], 0, 0
     while pending:
         item, depth = pending.pop()
@@ -295,12 +293,9 @@ _JOB_PATH = re.compile(r"(?!-)(?:\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-
 
 
 def parse_job_path(field_name: str, value: Any) -> str:
-    """A path the job's shell expands, such as ``$TMPDIR/dask`` or ``/scratch/${USER}``.
-
-    Variable references (``$NAME``, ``${NAME}``) are kept for the compute node to expand;
-    a path without them is made absolute as :func:`parse_path` does. No other shell
-    character is accepted, so the value is safe inside double quotes.
-    """
+    """A path the job's shell expands, such as ``$TMPDIR/dask`` or ``/scratch/${USER}``: its ``$NAME`` and
+    ``${NAME}`` kept for the compute node, a path without them made absolute as :func:`parse_path` does; no other
+    shell character, so that it is safe inside double quotes."""
     text = path_text(field_name, value)
     if "$" not in text:
         return parse_path(field_name, text)
@@ -325,13 +320,10 @@ def parse_shell_lines(field_name: str, value: Any) -> tuple[str, ...]:
 
 
 def parse_lines(field_name: str, value: Any, line: Callable[[str, Any], str] = one_line) -> tuple[str, ...]:
-    """A list of single-line strings (a lone string is one line; ``line`` reads each).
-
-    A set of lines is taken too, as dask-jobqueue takes it (it writes each item it iterates over): a
-    mapping whose values are all null, YAML's set (``job-extra: {'-C h20'}`` in a jobqueue.yaml), in
-    its order, and a Python set, sorted. A mapping with a value is refused: dask-jobqueue would drop
-    the value and write the key alone.
-    """
+    """A list of single-line strings (a lone string is one line; ``line`` reads each). A set of lines is taken
+    too, as dask-jobqueue writes each item it iterates over: YAML's set (a mapping whose values are all null:
+    ``job-extra: {'-C h20'}``), in its order, and a Python set, sorted; a mapping with a value is refused
+    (dask-jobqueue would drop the value and write the key alone)."""
     if value is None:
         return ()
     if isinstance(value, str):
@@ -355,8 +347,8 @@ def parse_lines(field_name: str, value: Any, line: Callable[[str, Any], str] = o
 
 
 def parse_needles(field_name: str, value: Any) -> tuple[str, ...]:
-    """``job_directives_skip``: strings to look for in directive lines; an empty or blank one
-    would match every line, so it is refused."""
+    """``job_directives_skip``: strings to look for in directive lines; a blank one (it would match every line)
+    refused."""
     needles = parse_lines(field_name, value)
     for i, needle in enumerate(needles):
         if not needle.strip():

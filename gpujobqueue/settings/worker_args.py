@@ -1,12 +1,7 @@
-"""The worker arguments users write (``worker_extra_args``, dask-jobqueue's ``extra``), read as
-dask-jobqueue reads them: it joins the list with spaces into the worker's shell line, so
-``["--resources GPU=1"]`` and ``["--resources", "GPU=1"]`` are the same two words.
-
-The words are checked against the options of the worker command that runs them (dask-cuda's
-``dask cuda worker`` or distributed's ``dask worker``), so that no script is rendered whose workers
-refuse their own arguments; the worker lifetime (``--lifetime``, ``--lifetime-stagger``,
-``--lifetime-restart``), which ``dask cuda worker`` does not take, becomes the lifetime config
-that every job script sets, and the user's ``--resources`` is merged with the GPU resource.
+"""The worker arguments users write (``worker_extra_args``, dask-jobqueue's ``extra``), split as dask-jobqueue
+joins them (``["--resources GPU=1"]`` is two words) and checked against the options of the worker command that
+runs them; the worker lifetime options, which ``dask cuda worker`` does not take, become the lifetime config that
+every job script sets, and ``--resources`` is merged with the GPU resource.
 """
 
 from __future__ import annotations
@@ -101,11 +96,10 @@ _DASK_CUDA_KEYWORDS = {
     for option in declared.split("/")
     if option in WORKER_CLI_OPTIONS[DASK_CUDA_WORKER] and option not in WORKER_CLI_OPTIONS[DASK_WORKER]
 }
-# What to give instead of a dask worker option that dask cuda worker does not take.
+# What to give instead of a dask worker option that dask cuda worker does not take (--nanny and --no-nanny never
+# reach it: take_worker_spellings takes them out).
 _INSTEAD_OF_DASK_WORKER_OPTIONS = {
     "--nworkers": "dask-cuda starts one worker per GPU: the GPUs per node (gpus_per_node, or processes) set them",
-    "--nanny": "dask-cuda's workers always have nannies: leave it out",
-    "--no-nanny": "give nanny=False (one `dask worker` per GPU, without a nanny)",
     "--preload-nanny": "dask cuda worker's nannies take their preloads from dask config: give "
     "environment={'DASK_DISTRIBUTED__NANNY__PRELOAD': ...}, or worker_mode='per-device'",
     "--nanny-port": "worker_mode='per-device' (distributed's dask worker) takes it",

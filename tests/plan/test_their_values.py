@@ -96,6 +96,14 @@ def test_nanny_in_the_worker_arguments_is_what_the_worker_does_anyway():
     assert "--nanny" not in plan.launch.extra_args
 
 
+def test_nanny_spellings_never_reach_dask_cudas_worker_line_check():
+    # take_worker_spellings takes them out first: dask cuda worker's option check has no hint for them.
+    plan = plan_of(SLURMGPUCluster, worker_extra_args=["--nanny=true"], worker_mode="dask-cuda")
+    assert plan.launch.mode == "dask-cuda" and plan.launch.extra_args == ()
+    with pytest.raises(ValidationError, match="dask-cuda always starts its workers under a nanny"):
+        plan_of(SLURMGPUCluster, worker_extra_args=["--no-nanny"], worker_mode="dask-cuda")
+
+
 def test_a_nanny_port_asks_for_per_device_workers():
     plan = plan_of(SLURMGPUCluster, worker_extra_args=["--nanny-port", "40000:40100"])
     assert plan.launch.mode == "per-device"
