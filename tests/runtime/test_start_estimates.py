@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import os
 import re
 from types import SimpleNamespace
 
@@ -155,4 +156,28 @@ def test_a_wait_on_a_batch_system_without_estimates_says_so_once(pbs, in_tmp, ca
             cluster.wait_for_workers(8, timeout=6)
         said = [r.message for r in caplog.records if "gives no start estimate" in r.message]
         assert said == ["gpujobqueue: Grid Engine gives no start estimate"], said
+    pbs.wait_queue_empty(30)
+
+
+def test_an_estimate_is_not_shown_while_the_batch_system_does_not_answer(pbs, in_tmp, monkeypatch):  # noqa: F811
+    pbs.config.extra["estimates"] = True
+    pbs.config.write(pbs.home)
+    with dask.config.set(FAST), PBSGPUCluster(**{**COMMON, "gpus_per_node": 4}, queue="workq") as cluster:
+        _second_job_waits_with_its_estimate(cluster, pbs)
+        silent = in_tmp / "silent"
+        silent.mkdir()
+        (silent / "qstat").write_text(
+            "#!/bin/sh\necho 'Connection refused' >&2\necho 'qstat: cannot connect to server' >&2\nexit 2\n"
+        )
+        (silent / "qstat").chmod(0o755)
+        path = os.environ["PATH"]
+        monkeypatch.setenv("PATH", f"{silent}{os.pathsep}{path}")
+        rows = wait_until(
+            lambda: [row for row in cluster._job_watch.rows() if row.state == "unknown"] or None,
+            30,
+            what="the outage shown",
+        )
+        assert all(row.expected is None for row in cluster._job_watch.rows()), repr(cluster._job_watch.rows())
+        assert rows and "a waiting job expected" not in repr(cluster)
+        monkeypatch.setenv("PATH", path)
     pbs.wait_queue_empty(30)
