@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import warnings
 
+import pytest
+
+from gpujobqueue.errors import ValidationError
 from gpujobqueue.plan.scripts import job_script_for
+from gpujobqueue.runtime.factory import cluster_class
+from gpujobqueue.sites import load_site
 
 
 def script(site_name: str, **keywords) -> str:
@@ -23,3 +28,65 @@ def test_betzy_accel_jobs_ask_for_their_memory_at_most_what_a_gpu_pays_for():
     assert "#SBATCH --gpus=4\n" in whole and "#SBATCH --mem=492G\n" in whole  # 4 x 123 GiB (Slurm's G is GiB)
     one = script("betzy", account="nn9999k", gpus_per_node=1)
     assert "#SBATCH --gpus=1\n" in one and "#SBATCH --mem=123G\n" in one
+
+
+def parse(site_name: str, **keywords):
+    site = load_site(site_name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plan = cluster_class(site.scheduler).parse_keywords({"site": site, "walltime": "01:00:00", **keywords})
+        return plan.request
+
+
+ACCOUNTS = {"deltaai": "bbka-dtai-gh", "setonix": "pawsey0001-gpu", "perlmutter": "m1234_g", "bridges2": "abc123456p"}
+
+
+@pytest.mark.parametrize(
+    ("site", "queue", "count", "source", "field"),
+    [
+        # RCAC queues.md @062d438f: the ai partition "is made up of 20 Gautschi-H nodes"
+        ("gautschi", None, 20, "RCAC-Docs/blob/062d438f", "nodes"),
+        ("gautschi", "ai-preemptible", 20, "RCAC-Docs/blob/062d438f", "nodes"),
+        # NCSA DeltaAI architecture: "Number of nodes 114"
+        ("deltaai", None, 114, "deltaai/en/latest/user-guide/architecture.html", "nodes"),
+        # Pawsey: gpu 134 nodes, gpu-dev at most 2 per job (a copy of its partition table: unconfirmed); Setonix User
+        # Guide v39: "GPU high memory 38" nodes
+        ("setonix", None, 134, "unconfirmed: queues.gpu.max_nodes", "nodes"),
+        ("setonix", "gpu-highmem", 38, "selectedPageVersions=39", "queue"),
+        ("setonix", "gpu-dev", 2, "unconfirmed: queues.gpu.max_nodes, queues.gpu-dev.max_nodes", "queue"),
+        # NREL Kestrel Running @1cd92fb7: gpu-h100 65 nodes per user, gpu-h100l 13
+        ("kestrel", None, 65, "NREL/HPC/blob/1cd92fb7aa5e", "nodes"),
+        ("kestrel", "gpu-h100l", 13, "NREL/HPC/blob/1cd92fb7aa5e", "queue"),
+        # NERSC Perlmutter architecture: "1,792 GPU-accelerated nodes"
+        ("perlmutter", None, 1792, "docs.nersc.gov/systems/perlmutter/architecture", "nodes"),
+        # KU Leuven wICE quick start @04329bff: gpu_a100 / gpu 4 nodes, gpu_h100 5 nodes
+        ("wice", None, 4, "wice_quick_start.rst", "queue"),
+        ("wice", "gpu_h100", 5, "wice_quick_start.rst", "nodes"),
+        # CSCS: Bristen's 32 A100 nodes; Santis' 302 GH200 nodes
+        ("bristen", None, 32, "cscs-docs/blob/414e89d47dfb/clusters/bristen", "nodes"),
+        ("santis", None, 302, "cscs-docs/blob/414e89d47dfb/clusters/santis", "nodes"),
+        # PSC: "24 nodes of 8 x V100-32GB"
+        ("bridges2", None, 24, "psc.edu", "nodes"),
+        # NCAR Casper node types @664e4b82: V100 nodes 4 (4-way) + 6 (8-way), H100 2 nodes, A100 80GB 8 nodes
+        ("casper", None, 10, "casper-node-types.md", "nodes"),
+        ("casper", "casper-h100", 2, "casper-node-types.md", "queue"),
+        ("casper", "casper-a100-80gb", 8, "casper-node-types.md", "queue"),
+    ],
+)
+def test_a_job_larger_than_the_queue_s_nodes_is_refused_naming_the_count_and_its_source(
+    site, queue, count, source, field
+):
+    named = {"queue": queue} if queue else {}
+    account = ACCOUNTS.get(site, "abc123")
+    assert parse(site, account=account, nodes=count, **named).nodes == count
+    with pytest.raises(ValidationError) as refused:
+        parse(site, account=account, nodes=count + 1, **named)
+    text = str(refused.value)
+    assert f"{count + 1} nodes" in text and f"queue allows {count}" in text
+    assert "max_nodes from " in text and source in text
+    assert refused.value.field == field
+
+
+def test_setonix_refuses_193_gpu_nodes_it_has_192():
+    with pytest.raises(ValidationError, match="193 nodes per job but the gpu queue allows 134"):
+        parse("setonix", account="pawsey0001-gpu", nodes=193)
