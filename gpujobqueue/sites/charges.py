@@ -28,17 +28,17 @@ def within(named: str, key: str) -> bool:
 
 
 def key_source(data: dict, key: tuple, held: bool = False) -> str:
-    """Where the fact at ``key`` comes from: the sources that name it or a key inside it (address and day
-    checked), with ``held``, where none does, those that name the nearest key holding it (``queues.gpu``, then
-    ``queues`` for ``queues.gpu.max_nodes``); then the unconfirmed lines about it (``unconfirmed: ...``); ``""``
-    where there is none."""
+    """Where the fact at ``key`` comes from: the sources that name it or a key inside it (address and the date
+    of the version read), with ``held``, where none does, those that name the nearest key holding it
+    (``queues.gpu``, then ``queues`` for ``queues.gpu.max_nodes``); then the unconfirmed lines about it
+    (``unconfirmed: ...``); ``""`` where there is none."""
     dotted = dotted_key(key)
     holders = [dotted_key(key[:n]) for n in range(len(key) - 1, 0, -1)] if held else []
     sources = [source for source in data.get("sources") or [] if isinstance(source, dict)]
     found: list[str] = []
     for level in [dotted, *holders]:
         found = [
-            f"{source['url']} (checked {source['checked']})"
+            f"{source['url']} (version of {source['version_date']})"
             for source in sources
             if any(
                 within(str(named), dotted) if level == dotted else named == level

@@ -283,7 +283,7 @@ def test_a_machine_issue_33_adds_ships_with_dated_sources_and_its_gpus(name, mon
     assert name in SHIPPED
     site = load_site(name)
     assert site.data["status"] == "production" and site.data["node"]["gpu_model"] == ISSUE_33_MACHINES[name]
-    assert all(source["checked"] <= "2026-11-27" for source in site.data["sources"])
+    assert all(source["version_date"] <= "2026-11-27" for source in site.data["sources"])
     notes = Path(__file__).parents[2] / "docs" / "site-research" / f"{name}.md"
     assert f"site-configs/{name}.yaml" in notes.read_text()
 
