@@ -1,5 +1,5 @@
-"""Where a site's facts come from: its ``sources`` (address, the date of the version read and the day read,
-the keys each covers), the fact
+"""Where a site's facts come from: its ``sources`` (address, the version read and its date, the day read, the
+keys each covers), the fact
 groups no source covers, its ``unconfirmed`` lines and the keys they name, a retired machine's
 date; the checks of these, and the text ``gpujobqueue show`` prints."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import calendar
 import datetime
+import re
 import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Iterator
@@ -19,6 +20,14 @@ from .schema import unconfirmed_keys
 # A site whose oldest source is a version of more than this many months before today is marked stale:
 # centres change limits and queues (issue 33), so its facts are to be read again.
 FRESH_MONTHS = 6
+
+# A source's URL pins the version read: a commit (.../blob/<commit>/...), a pull request, a page revision or a
+# dated snapshot; a source whose URL pins none names it in ``version``, or an unconfirmed line names its URL.
+_PINNED = re.compile(
+    r"/(?:blob|tree|raw|commit)/[0-9a-f]{7,40}(?:/|$)|/pull/[0-9]+$"
+    r"|[?&](?:pageVersion|selectedPageVersions|originalId|originalVersion|oldid)=[0-9]+"
+    r"|//web\.archive\.org/web/[0-9]{8,14}/"
+)
 
 
 @dataclass(frozen=True)
@@ -156,14 +165,23 @@ def unsourced_groups(data: dict) -> list[str]:
 
 
 def source_problems(data: dict, whole: bool = True) -> Iterator[tuple[tuple, str]]:
-    """Sources' URLs and dates, removed queues' dates, the keys sources cover, and a retired machine's
-    date (the last two only for a ``whole`` site file, not an override), as (key, problem)."""
+    """Sources' URLs, the versions they pin and their dates, removed queues' dates, the keys sources cover, and a
+    retired machine's date (the pins and the last two only for a ``whole`` site file, not an override), as (key,
+    problem)."""
+    said = " ".join(str(line) for line in data.get("unconfirmed") or [])
     for i, source in enumerate(data.get("sources") or []):
         if not isinstance(source, dict):
             continue
         url = urllib.parse.urlsplit(str(source.get("url", "")))
         if url.scheme not in ("http", "https") or "." not in (url.hostname or ""):
             yield ("sources", i, "url"), f"{source.get('url')!r} is not the address of a page (https://host/...)"
+        elif whole and not (_PINNED.search(str(source["url"])) or source.get("version") or source["url"] in said):
+            yield (
+                ("sources", i, "url"),
+                "pins no version: cite the page at a commit (.../blob/<commit>/...), a revision or a dated snapshot, "
+                "name the version read in version, or say in an unconfirmed line, naming this URL, that no "
+                "versioned copy exists",
+            )
         for field_name in ("checked", "version_date"):
             if field_name in source and (problem := _iso_date_problem(source[field_name], past=True)):
                 yield ("sources", i, field_name), problem

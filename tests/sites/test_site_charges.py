@@ -72,7 +72,7 @@ def test_a_charge_no_source_names_is_refused_and_an_unconfirmed_line_may_name_it
         unsourced(data)
         data["sources"].append(
             {
-                "url": "https://docs.olcf.ornl.gov/",
+                "url": "https://github.com/olcf/olcf-user-docs/blob/000387a901a5/index.rst",
                 "checked": "2026-11-24",
                 "version_date": "2026-11-24",
                 "covers": ["queues"],

@@ -158,3 +158,31 @@ def test_show_prints_each_source_s_version_date_and_the_day_read():
     sources = load_site("lonestar6").data["sources"]
     dates = re.findall(r"^ +version_date: '?([0-9-]+)'?", result.stdout, re.M)
     assert dates == [str(source["version_date"]) for source in sources] and "2025-10-20" in dates, result.stdout
+
+
+def test_a_source_pins_the_version_read_or_says_that_none_exists(tmp_path):
+    # issue 44: bridges2, deltaai, perlmutter and tsubame4 cited pages as served, with no version
+    text = (Path(__file__).parents[2] / "site-configs" / "gautschi.yaml").read_text()
+    pinned = "https://github.com/PurdueRCAC/RCAC-Docs/blob/062d438f02ff3d164dee45715a6522ec8603620c/docs/userguides/gautschi/run_jobs/queues.md"
+    unpinned = "https://www.rcac.purdue.edu/knowledge/gautschi/run/"
+    assert pinned in text
+    path = tmp_path / "gautschi.yaml"
+    path.write_text(text.replace(pinned, unpinned, 1))
+    with pytest.raises(SiteConfigError, match=r"gautschi.yaml:\d+: sources\.0\.url: pins no version"):
+        load_site(path)
+    path.write_text(
+        text.replace(pinned, unpinned, 1).replace("    version_date:", "    version: revision 7\n    version_date:", 1)
+    )
+    assert load_site(path).data["sources"][0]["version"] == "revision 7"
+    said = f'  - "sources: {unpinned} was read as served; no versioned copy exists"\nsources:\n'
+    path.write_text(text.replace(pinned, unpinned, 1).replace("\nsources:\n", f"\n{said}", 1))
+    assert load_site(path).data["sources"][0]["url"] == unpinned
+
+
+@pytest.mark.parametrize("name", ["bridges2", "deltaai", "perlmutter", "tsubame4"])
+def test_every_source_of_the_four_unpinned_sites_is_pinned_or_listed_unconfirmed(name):
+    data = load_site(name).data
+    said = " ".join(data["unconfirmed"])
+    for source in data["sources"]:
+        assert "/blob/" in source["url"] or source.get("version") or source["url"] in said, source["url"]
+    assert any(line.startswith("sources: ") for line in data["unconfirmed"])

@@ -352,7 +352,7 @@ def test_a_site_with_unconfirmed_facts_warns_once_at_render_naming_them(monkeypa
         warnings.simplefilter("error")
         job_script_for("generic-slurm", {}, name="w")
     expected = (
-        r"^perlmutter: 10 facts unconfirmed .*: queues; account; .* and \d+ more; "
+        r"^perlmutter: 11 facts unconfirmed .*: queues; account; .* and \d+ more; "
         r"see gpujobqueue show perlmutter$"
     )
     with pytest.warns(UnconfirmedSiteFactsWarning, match=expected):
