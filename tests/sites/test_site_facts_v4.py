@@ -10,7 +10,7 @@ import pytest
 from gpujobqueue.errors import ValidationError
 from gpujobqueue.plan.scripts import job_script_for
 from gpujobqueue.runtime.factory import cluster_class
-from gpujobqueue.sites import load_site
+from gpujobqueue.sites import SiteConfigError, load_site
 
 
 def script(site_name: str, **keywords) -> str:
@@ -90,3 +90,20 @@ def test_a_job_larger_than_the_queue_s_nodes_is_refused_naming_the_count_and_its
 def test_setonix_refuses_193_gpu_nodes_it_has_192():
     with pytest.raises(ValidationError, match="193 nodes per job but the gpu queue allows 134"):
         parse("setonix", account="pawsey0001-gpu", nodes=193)
+
+
+def test_mindwell_nodes_hold_8000_mib_per_core_as_the_production_pages_say():
+    # KU Leuven, mindwell_hardware.rst @0ad5c240 and the version worded for production: "default memory per core is
+    # 8000 MiB" on the 192-core GPU nodes (192 x 8000 = 1536000 MiB), "maximum memory per core is 4000 MiB" on the
+    # interactive nodes (8 cores x 4000 = 32000 MiB); the 8100 and 3900 MiB were a pre-production draft's (0aacf721)
+    account = {"account": "lp_myproject"}
+    assert parse("mindwell", memory_per_gpu="192000MiB", **account).memory_per_node == 1536000 * 2**20
+    with pytest.raises(SiteConfigError, match=r"1536000MiB") as refused:
+        parse("mindwell", memory_per_gpu="194400MiB", **account)  # 24 x 8100: the draft's per-GPU figure
+    assert refused.value.field == "memory_per_gpu"
+    interactive = {"queue": "interactive", "gpus_per_node": 1, **account}
+    assert parse("mindwell", memory="32000MiB", **interactive).memory_per_node == 32000 * 2**20
+    with pytest.raises(SiteConfigError, match=r"32000MiB"):
+        parse("mindwell", memory="32001MiB", **interactive)
+    sources = {source["url"].split("/blob/")[1][:8]: source for source in load_site("mindwell").data["sources"]}
+    assert "0aacf721" not in sources and "0ad5c240" in sources
