@@ -3,6 +3,8 @@ not computed from the site files."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -107,3 +109,33 @@ def test_mindwell_nodes_hold_8000_mib_per_core_as_the_production_pages_say():
         parse("mindwell", memory="32001MiB", **interactive)
     sources = {source["url"].split("/blob/")[1][:8]: source for source in load_site("mindwell").data["sources"]}
     assert "0aacf721" not in sources and "0ad5c240" in sources
+
+
+def show(site_name: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "gpujobqueue.cli", "show", site_name], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_what_no_centre_page_confirmed_of_leonardo_setonix_and_deltaai_is_printed_by_show():
+    # Leonardo: CINECA's QOS table was not readable; users' scripts name boost_qos_lprod, which the file lacks
+    assert "boost_qos_lprod" in show("leonardo-booster")
+    # Setonix: the partitions and the rule on CPU and memory options come from a copy of Pawsey's pages
+    setonix = show("setonix")
+    assert "should not indicate" in setonix and "--cpus-per-task" in setonix and "Running Jobs on Setonix" in setonix
+    # DeltaAI: its partitions (ghx4, ghx4-interactive) are not on NCSA's pages read
+    assert "ghx4-interactive" in show("deltaai")
+
+
+def test_setonix_holds_jobs_past_its_partitions_per_user_limits():
+    # Pawsey "Running Jobs on Setonix" (a copy, listed unconfirmed): gpu 64 running / 1024 submitted per user,
+    # gpu-highmem 8 / 256, gpu-dev 1 / 4
+    site = load_site("setonix")
+    limits = {name: site.queue(name)["max_jobs_per_user"] for name in ("gpu", "gpu-highmem", "gpu-dev")}
+    assert limits == {
+        "gpu": {"running": 64, "submitted": 1024},
+        "gpu-highmem": {"running": 8, "submitted": 256},
+        "gpu-dev": {"running": 1, "submitted": 4},
+    }
