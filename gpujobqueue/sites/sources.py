@@ -134,15 +134,15 @@ def _has_key(data: Any, dotted: str) -> bool:
     return value_at(data, dotted.split("."), _has_key) is not _has_key
 
 
-def _iso_date_problem(text: Any, *, past: bool) -> str | None:
-    """Why ``text`` is not a YYYY-MM-DD date (that has come, with ``past``), or None."""
+def _iso_date_problem(text: Any) -> str | None:
+    """Why ``text`` is not a YYYY-MM-DD date that has come, or None."""
     try:
         day = datetime.date.fromisoformat(str(text))
     except ValueError:
         return f"{text!r} is not a date; write YYYY-MM-DD"
     if len(str(text)) != 10:
         return f"{text!r}: write the date as YYYY-MM-DD"
-    if past and day > datetime.date.today():
+    if day > datetime.date.today():
         return f"{text} is in the future"
     return None
 
@@ -183,7 +183,7 @@ def source_problems(data: dict, whole: bool = True) -> Iterator[tuple[tuple, str
                 "versioned copy exists",
             )
         for field_name in ("checked", "version_date"):
-            if field_name in source and (problem := _iso_date_problem(source[field_name], past=True)):
+            if field_name in source and (problem := _iso_date_problem(source[field_name])):
                 yield ("sources", i, field_name), problem
         if str(source.get("version_date", "")) > str(source.get("checked", "9")):
             yield (
@@ -197,11 +197,7 @@ def source_problems(data: dict, whole: bool = True) -> Iterator[tuple[tuple, str
                     f"{key!r} is not a key of this file; a source covers keys the file sets",
                 )
     for name, removed in (data.get("removed_queues") or {}).items():
-        if (
-            isinstance(removed, dict)
-            and "date" in removed
-            and (problem := _iso_date_problem(removed["date"], past=True))
-        ):
+        if isinstance(removed, dict) and "date" in removed and (problem := _iso_date_problem(removed["date"])):
             yield ("removed_queues", name, "date"), problem
     if not whole:
         return
@@ -214,7 +210,7 @@ def source_problems(data: dict, whole: bool = True) -> Iterator[tuple[tuple, str
                 )
     retired = data.get("retired")
     if retired is not None:
-        if problem := _iso_date_problem(retired, past=True):
+        if problem := _iso_date_problem(retired):
             yield ("retired",), problem
         if data.get("status") != "retired":
             status = data.get("status", "production")
