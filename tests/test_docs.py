@@ -101,7 +101,8 @@ def test_each_site_s_section_shows_its_sources_with_their_dates_and_its_queues_c
         section = text[start : text.find('<section id="site-', start + 1)]
         for source in site.data.get("sources") or []:
             assert f'href="{source["url"]}"' in section, (path.stem, source["url"])
-            assert f"checked {source['checked']}" in section, (path.stem, source["url"])
+            assert f"version of {source['version_date']}" in section, (path.stem, source["url"])
+            assert f"read {source['checked']}" in section, (path.stem, source["url"])
         for queue in site.data["queues"]:
             charge = site.charge(queue)
             if charge is not None:

@@ -124,12 +124,12 @@ def _charge_text(site, queue: str) -> str:
 
 
 def _source_paragraph(source: dict) -> nodes.paragraph:
-    """One source: its address, the date of the version read (and the page's own date), the keys it covers, its note."""
+    """One source: its address, the date of the version read (and the version, where the address does not pin it),
+    the day read, the keys it covers, its note."""
     text = nodes.paragraph()
     text += nodes.reference(source["url"], source["url"], refuri=source["url"])
-    text += nodes.Text(f", checked {source['checked']}")
-    if source.get("shows"):
-        text += nodes.Text(f" (the page shows {source['shows']})")
+    version = f" ({source['version']})" if source.get("version") else ""
+    text += nodes.Text(f", version of {source['version_date']}{version}, read {source['checked']}")
     text += nodes.Text("; covers ")
     for i, key in enumerate(source["covers"]):
         text += nodes.Text(", " if i else "")

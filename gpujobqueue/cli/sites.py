@@ -13,10 +13,11 @@ import click
 from ..errors import GPUJobQueueError
 
 # The `sites` table: each row's key -> its heading. On a terminal, the centre and GPU are short (_SHORT) and the
-# columns of _LEFT_OUT_FIRST go, in that order, until the table fits; --wide and a pipe get every column whole.
+# columns of _LEFT_OUT_FIRST go, in that order, until the table fits with the centre and GPU cut to 8 characters at
+# most; --wide and a pipe get every column whole.
 _SITE_COLUMNS = {
-    key: {"name": "SITE", "scheduler": "BATCH"}.get(key, key.upper())
-    for key in ("name", "centre", "scheduler", "gpus", "gpu", "protocol", "status", "unconfirmed")
+    key: {"name": "SITE", "scheduler": "BATCH", "version_date": "VERSION"}.get(key, key.upper())
+    for key in ("name", "centre", "scheduler", "gpus", "gpu", "protocol", "status", "version_date", "unconfirmed")
 }
 _LEFT_OUT_FIRST = ("protocol", "unconfirmed", "centre")
 _SHORTENED = ("centre", "gpu")
@@ -46,8 +47,8 @@ def _fitted(cells: list[dict[str, str]], room: int) -> tuple[dict[str, int], lis
     centre and GPU cut with an ellipsis where the table is still too wide."""
     widths = {key: max([len(title)] + [len(cell[key]) for cell in cells]) for key, title in _SITE_COLUMNS.items()}
     left_out: list[str] = []
-    for key in _LEFT_OUT_FIRST:
-        if sum(widths.values()) + 2 * (len(widths) - 1) <= room:
+    for key in _LEFT_OUT_FIRST:  # a column goes only where cutting the centre and GPU to 8 would not make room
+        if sum(min(w, 8) if k in _SHORTENED else w for k, w in widths.items()) + 2 * (len(widths) - 1) <= room:
             break
         left_out.append(key)
         del widths[key]
@@ -63,8 +64,9 @@ def _fitted(cells: list[dict[str, str]], room: int) -> tuple[dict[str, int], lis
 @click.option("--wide", is_flag=True, help="Every column, each value whole, whatever the terminal's width.")
 def sites(wide: bool) -> None:
     """List the known site configs: name, centre, batch system, GPUs per node, GPU model,
-    protocol, status (`stale` where the site's oldest source was checked more than six months
-    ago), and how many of the site's facts its centre's documentation did not confirm
+    protocol, status (`stale` where the site's oldest source read is a version of more than six
+    months ago), the date of that oldest version (VERSION), and how many of the site's facts its
+    centre's documentation did not confirm
     (`gpujobqueue show SITE` lists them, and the sources with their dates). A site file that does not load is listed as
     broken, and its error printed after the table. On a terminal the table fits its width (the
     centre's acronym, the GPU model alone, the protocol and the unconfirmed count left out where
@@ -95,7 +97,8 @@ def sites(wide: bool) -> None:
         click.echo(f"{names} left out to fit the terminal: `gpujobqueue sites --wide` lists every column", err=True)
     if any(row["stale"] for row in rows):
         click.echo(
-            "stale: the site's oldest source was checked more than 6 months ago; `gpujobqueue show SITE` names it",
+            "stale: the site's oldest source read is a version of more than 6 months ago; `gpujobqueue show SITE` "
+            "names it",
             err=True,
         )
     for name, error in broken.items():

@@ -74,7 +74,8 @@ class MachineFacts:
     scheduler_placement: str | None = None
     site_file_errors: list[str] = field(default_factory=list)
     nic_map: list[str] = field(default_factory=list)  # the GPU <-> network card map workers of nic_affinity=True use
-    # The site's source checked longest ago ({"url", "checked"}), and the day the check ran, which judges its age.
+    # The site's source whose version is the oldest ({"url", "version_date"}), and the day the check ran, which
+    # judges its age.
     site_oldest_source: dict[str, str] | None = None
     today: str = field(default_factory=lambda: datetime.date.today().isoformat())
     # With --submit-test: each trial job and the batch system's answer (a TrialJob as a dict); None when not asked.
@@ -146,7 +147,7 @@ def gather_facts(
         site_file_errors=file_errors,
         scheduler_placement=_scheduler_placement(target_batch, protocol),
         nic_map=map_lines() if machine.gpus else [],
-        site_oldest_source={"url": oldest.url, "checked": oldest.checked.isoformat()} if oldest else None,
+        site_oldest_source={"url": oldest.url, "version_date": oldest.version_date.isoformat()} if oldest else None,
         submit_tests=_submit_tests(loaded, account, batch_error) if submit_test else None,
         queue_listing=compare_queues(loaded, batch_error) if submit_test and loaded else None,
         worker_python=worker_python,

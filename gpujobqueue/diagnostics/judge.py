@@ -73,12 +73,14 @@ def _site_finding(facts: MachineFacts) -> Finding:
 
 
 def _freshness_findings(facts: MachineFacts) -> list[Finding]:
-    """A warning where the site's oldest source was checked more than six months before the check's day."""
+    """A warning where the site's oldest source is a version of more than six months before the check's day."""
     if facts.site_oldest_source is None:
         return []
     oldest = oldest_source({"sources": [facts.site_oldest_source]}, datetime.date.fromisoformat(facts.today))
     if not oldest.stale:
-        return [Finding("ok", "site sources", f"oldest checked on {oldest.checked.isoformat()} ({oldest.url})")]
+        return [
+            Finding("ok", "site sources", f"oldest version read of {oldest.version_date.isoformat()} ({oldest.url})")
+        ]
     return [
         Finding(
             "warn",

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..settings.validation import parse_size
 from . import routing
+from .charges import key_source
 from .errors import QueueRefusedError, SiteConfigError, dotted_key
 from .facts import Site
 from .patterns import pattern_matches
@@ -119,7 +120,14 @@ def check_queue_takes(site: Site, queue: str, request: Any) -> None:
             hint = f"; no queue of {site.name} takes {routing.nodes_text(request.nodes)} for {request.walltime_text}"
             field = refused.field
         path, line = site.location(*refused.key)
-        raise QueueRefusedError(path, dotted_key(refused.key), line, f"{site.name}: {refused.message}{hint}", field)
+        message = f"{site.name}: {refused.message}{hint}{_limit_source(site, refused.key)}"
+        raise QueueRefusedError(path, dotted_key(refused.key), line, message, field)
+
+
+def _limit_source(site: Site, key: tuple) -> str:
+    """Where the limit at ``key`` comes from, for a refusal: ``; queues.ai.max_nodes from URL (checked DAY)``."""
+    found = key_source(site.data, key, held=True)
+    return f"; {dotted_key(key)} from {found}" if found else ""
 
 
 def route_queue(site: Site, request: Any) -> tuple[str, str]:
@@ -156,6 +164,6 @@ def route_queue(site: Site, request: Any) -> tuple[str, str]:
         dotted_key(blamed.key),
         line,
         f"{site.name}: no queue it chooses takes {routing.nodes_text(request.nodes)} for "
-        f"{request.walltime_text} ({why}){hint}",
+        f"{request.walltime_text} ({why}){hint}{_limit_source(site, blamed.key)}",
         "queue" if others else blamed.field,
     )

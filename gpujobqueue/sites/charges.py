@@ -27,15 +27,26 @@ def within(named: str, key: str) -> bool:
     return named == key or named.startswith(key + ".")
 
 
-def charge_source(data: dict, key: tuple) -> str:
-    """Where the charge at ``key`` comes from: the sources that name it or a key inside it (address and
-    day checked), then the unconfirmed lines about it (``unconfirmed: ...``); ``""`` where there is none."""
+def key_source(data: dict, key: tuple, held: bool = False) -> str:
+    """Where the fact at ``key`` comes from: the sources that name it or a key inside it (address and the date
+    of the version read), with ``held``, where none does, those that name the nearest key holding it
+    (``queues.gpu``, then ``queues`` for ``queues.gpu.max_nodes``); then the unconfirmed lines about it
+    (``unconfirmed: ...``); ``""`` where there is none."""
     dotted = dotted_key(key)
-    found = [
-        f"{source['url']} (checked {source['checked']})"
-        for source in data.get("sources") or []
-        if isinstance(source, dict) and any(within(str(named), dotted) for named in source.get("covers") or [])
-    ]
+    holders = [dotted_key(key[:n]) for n in range(len(key) - 1, 0, -1)] if held else []
+    sources = [source for source in data.get("sources") or [] if isinstance(source, dict)]
+    found: list[str] = []
+    for level in [dotted, *holders]:
+        found = [
+            f"{source['url']} (version of {source['version_date']})"
+            for source in sources
+            if any(
+                within(str(named), dotted) if level == dotted else named == level
+                for named in source.get("covers") or []
+            )
+        ]
+        if found:
+            break
     for line in data.get("unconfirmed") or []:
         if any(within(named, dotted) for named in unconfirmed_keys(str(line))):
             found.append(f"unconfirmed: {line}")
@@ -48,7 +59,7 @@ def queue_charge(data: dict, queue: str) -> Charge | None:
     if key is None:
         return None
     value = value_at(data, key)
-    return Charge(value["unit"], value["factor"], charge_source(data, key))
+    return Charge(value["unit"], value["factor"], key_source(data, key))
 
 
 def charge_problems(data: dict, whole: bool = True) -> Iterator[tuple[tuple, str]]:
@@ -59,7 +70,7 @@ def charge_problems(data: dict, whole: bool = True) -> Iterator[tuple[tuple, str
         factor = value_at(data, key + ("factor",))
         if isinstance(factor, float) and not math.isfinite(factor):
             yield key + ("factor",), f"{factor} is not a finite number; give service units per unit (0 or more)"
-        if whole and not charge_source(data, key):
+        if whole and not key_source(data, key):
             yield (
                 key,
                 f"no source names {dotted_key(key)}; add it to the covers of the page that states the charge, "

@@ -124,7 +124,7 @@ def choose_site(site: "str | os.PathLike[str] | Site | None", batch: str | None)
 def site_table(today: datetime.date | None = None) -> list[dict[str, Any]]:
     """One row per known site: name, centre, scheduler, GPUs per node, GPU model, protocol, status
     and the number of unconfirmed facts, ``retired`` (the date a retired machine stopped, else empty),
-    ``checked`` (the date its oldest source was checked, else ``-``) and ``stale`` (that date is more
+    ``version_date`` (the date of its oldest source's version, else ``-``) and ``stale`` (that date is more
     than six months before ``today``, default the real today); a site whose files do not load gets a
     row saying why, and the others are listed as usual."""
     rows = []
@@ -132,7 +132,9 @@ def site_table(today: datetime.date | None = None) -> list[dict[str, Any]]:
         try:
             data = load_files(name, paths).data
         except SiteConfigError as error:
-            unknown = dict.fromkeys(("centre", "scheduler", "gpus", "gpu", "protocol", "unconfirmed", "checked"), "-")
+            unknown = dict.fromkeys(
+                ("centre", "scheduler", "gpus", "gpu", "protocol", "unconfirmed", "version_date"), "-"
+            )
             rows.append({"name": name, **unknown, "status": f"broken: {error}", "retired": "", "stale": False})
             continue
         oldest = oldest_source(data, today)
@@ -147,7 +149,7 @@ def site_table(today: datetime.date | None = None) -> list[dict[str, Any]]:
                 "status": data.get("status", "production"),
                 "retired": data.get("retired", ""),
                 "unconfirmed": len(unconfirmed_facts(data)),
-                "checked": oldest.checked.isoformat() if oldest else "-",
+                "version_date": oldest.version_date.isoformat() if oldest else "-",
                 "stale": bool(oldest and oldest.stale),
             }
         )

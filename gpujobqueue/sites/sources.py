@@ -1,4 +1,5 @@
-"""Where a site's facts come from: its ``sources`` (address, dates, the keys each covers), the fact
+"""Where a site's facts come from: its ``sources`` (address, the version read and its date, the day read, the
+keys each covers), the fact
 groups no source covers, its ``unconfirmed`` lines and the keys they name, a retired machine's
 date; the checks of these, and the text ``gpujobqueue show`` prints."""
 
@@ -6,6 +7,7 @@ from __future__ import annotations
 
 import calendar
 import datetime
+import re
 import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Iterator
@@ -15,25 +17,33 @@ from .errors import value_at
 from .facts import Site
 from .schema import unconfirmed_keys
 
-# A site whose oldest source was checked more than this many months before today is marked stale:
+# A site whose oldest source is a version of more than this many months before today is marked stale:
 # centres change limits and queues (issue 33), so its facts are to be read again.
 FRESH_MONTHS = 6
+
+# A source's URL pins the version read: a commit (.../blob/<commit>/...), a pull request, a page revision or a
+# dated snapshot; a source whose URL pins none names it in ``version``, or an unconfirmed line names its URL.
+_PINNED = re.compile(
+    r"/(?:blob|tree|raw|commit)/[0-9a-f]{7,40}(?:/|$)|/pull/[0-9]+$"
+    r"|[?&](?:pageVersion|selectedPageVersions|originalId|originalVersion|oldid)=[0-9]+"
+    r"|//web\.archive\.org/web/[0-9]{8,14}/"
+)
 
 
 @dataclass(frozen=True)
 class OldestSource:
-    """The source of a site checked longest ago, and whether that was more than :data:`FRESH_MONTHS`
-    calendar months before ``today``."""
+    """The site's source whose version is the oldest, and whether that version is of more than
+    :data:`FRESH_MONTHS` calendar months before ``today``."""
 
     url: str
-    checked: datetime.date
+    version_date: datetime.date
     stale: bool
 
     def stale_text(self) -> str:
         """The words ``show`` and ``check`` say of a stale site."""
         return (
-            f"the oldest source was checked on {self.checked.isoformat()}, more than {FRESH_MONTHS} months ago: "
-            f"{self.url}"
+            f"the oldest source read is a version of {self.version_date.isoformat()}, more than {FRESH_MONTHS} "
+            f"months old: {self.url}"
         )
 
 
@@ -44,25 +54,25 @@ def months_before(day: datetime.date, months: int) -> datetime.date:
 
 
 def oldest_source(data: dict, today: datetime.date | None = None) -> OldestSource | None:
-    """The site's source checked longest ago, stale when checked before :data:`FRESH_MONTHS` months
-    before ``today`` (default: the real today); None for a site that cites no source."""
+    """The site's source whose version is the oldest (its ``version_date``), stale when that is before
+    :data:`FRESH_MONTHS` months before ``today`` (default: the real today); None for a site that cites no source."""
     dated = []
     for source in data.get("sources") or []:
         try:
-            dated.append((datetime.date.fromisoformat(str(source["checked"])), str(source["url"])))
+            dated.append((datetime.date.fromisoformat(str(source["version_date"])), str(source["url"])))
         except (KeyError, TypeError, ValueError):  # an override without dates; the file checks refuse bad ones
             continue
     if not dated:
         return None
-    checked, url = min(dated)
+    version_date, url = min(dated)
     cut_off = months_before(today or datetime.date.today(), FRESH_MONTHS)
-    return OldestSource(url, checked, checked < cut_off)
+    return OldestSource(url, version_date, version_date < cut_off)
 
 
 def sources_text(site: Site, today: datetime.date | None = None, *, listed: bool = True) -> str:
     """The site's sources, one per paragraph (address, dates, the keys it confirms), then the key
     groups no source covers, each queue's charge, the queues the centre removed and the site's
-    unconfirmed facts: what ``gpujobqueue show`` prints. A site whose oldest source was checked more
+    unconfirmed facts: what ``gpujobqueue show`` prints. A site whose oldest source is a version of more
     than :data:`FRESH_MONTHS` months before ``today`` (default: the real today) is said to be stale
     first. ``listed=False`` leaves out the sources and the unconfirmed facts, for ``gpujobqueue
     show``, whose YAML above lists them."""
@@ -76,9 +86,12 @@ def sources_text(site: Site, today: datetime.date | None = None, *, listed: bool
     if listed:
         out.append(f"# sources ({len(data.get('sources', []))}):")
     for source in data.get("sources", []) if listed else []:
-        shows = f", the page shows {source['shows']}" if source.get("shows") else ""
+        version = f" ({source['version']})" if source.get("version") else ""
         out.append(f"#   {source['url']}")
-        out.append(f"#     checked {source['checked']}{shows}; covers {', '.join(source['covers'])}")
+        out.append(
+            f"#     version of {source['version_date']}{version}, read {source['checked']}; "
+            f"covers {', '.join(source['covers'])}"
+        )
         if source.get("note"):
             out.append(f"#     {source['note']}")
     missing = unsourced_groups(data)
@@ -121,15 +134,15 @@ def _has_key(data: Any, dotted: str) -> bool:
     return value_at(data, dotted.split("."), _has_key) is not _has_key
 
 
-def _iso_date_problem(text: Any, *, past: bool) -> str | None:
-    """Why ``text`` is not a YYYY-MM-DD date (that has come, with ``past``), or None."""
+def _iso_date_problem(text: Any) -> str | None:
+    """Why ``text`` is not a YYYY-MM-DD date that has come, or None."""
     try:
         day = datetime.date.fromisoformat(str(text))
     except ValueError:
         return f"{text!r} is not a date; write YYYY-MM-DD"
     if len(str(text)) != 10:
         return f"{text!r}: write the date as YYYY-MM-DD"
-    if past and day > datetime.date.today():
+    if day > datetime.date.today():
         return f"{text} is in the future"
     return None
 
@@ -152,17 +165,31 @@ def unsourced_groups(data: dict) -> list[str]:
 
 
 def source_problems(data: dict, whole: bool = True) -> Iterator[tuple[tuple, str]]:
-    """Sources' URLs and dates, removed queues' dates, the keys sources cover, and a retired machine's
-    date (the last two only for a ``whole`` site file, not an override), as (key, problem)."""
+    """Sources' URLs, the versions they pin and their dates, removed queues' dates, the keys sources cover, and a
+    retired machine's date (the pins and the last two only for a ``whole`` site file, not an override), as (key,
+    problem)."""
+    said = " ".join(str(line) for line in data.get("unconfirmed") or [])
     for i, source in enumerate(data.get("sources") or []):
         if not isinstance(source, dict):
             continue
         url = urllib.parse.urlsplit(str(source.get("url", "")))
         if url.scheme not in ("http", "https") or "." not in (url.hostname or ""):
             yield ("sources", i, "url"), f"{source.get('url')!r} is not the address of a page (https://host/...)"
-        for field_name, past in (("checked", True), ("version_date", True), ("shows", False)):
-            if field_name in source and (problem := _iso_date_problem(source[field_name], past=past)):
+        elif whole and not (_PINNED.search(str(source["url"])) or source.get("version") or source["url"] in said):
+            yield (
+                ("sources", i, "url"),
+                "pins no version: cite the page at a commit (.../blob/<commit>/...), a revision or a dated snapshot, "
+                "name the version read in version, or say in an unconfirmed line, naming this URL, that no "
+                "versioned copy exists",
+            )
+        for field_name in ("checked", "version_date"):
+            if field_name in source and (problem := _iso_date_problem(source[field_name])):
                 yield ("sources", i, field_name), problem
+        if str(source.get("version_date", "")) > str(source.get("checked", "9")):
+            yield (
+                ("sources", i, "version_date"),
+                f"{source['version_date']} is after the day the page was read ({source['checked']})",
+            )
         for j, key in enumerate(source.get("covers") or []):
             if whole and not _has_key(data, str(key)):
                 yield (
@@ -170,11 +197,7 @@ def source_problems(data: dict, whole: bool = True) -> Iterator[tuple[tuple, str
                     f"{key!r} is not a key of this file; a source covers keys the file sets",
                 )
     for name, removed in (data.get("removed_queues") or {}).items():
-        if (
-            isinstance(removed, dict)
-            and "date" in removed
-            and (problem := _iso_date_problem(removed["date"], past=True))
-        ):
+        if isinstance(removed, dict) and "date" in removed and (problem := _iso_date_problem(removed["date"])):
             yield ("removed_queues", name, "date"), problem
     if not whole:
         return
@@ -187,7 +210,7 @@ def source_problems(data: dict, whole: bool = True) -> Iterator[tuple[tuple, str
                 )
     retired = data.get("retired")
     if retired is not None:
-        if problem := _iso_date_problem(retired, past=True):
+        if problem := _iso_date_problem(retired):
             yield ("retired",), problem
         if data.get("status") != "retired":
             status = data.get("status", "production")

@@ -349,7 +349,7 @@ def test_one_broken_file_on_the_site_path_is_reported_and_the_other_sites_still_
     env = {"GPUJOBQUEUE_SITE_PATH": str(tmp_path), "HOME": str(tmp_path / "home"), "COLUMNS": "100"}
     listed = cli("sites", env=env)
     rows = {line.split()[0]: line for line in listed.stdout.splitlines()[1:]}
-    assert "minimal" in rows and "perlmutter" in rows and rows["typo"].split()[-2:] == ["broken", "-"]
+    assert "minimal" in rows and "perlmutter" in rows and rows["typo"].split()[-3:] == ["broken", "-", "-"]
     reported = [line for line in listed.stderr.splitlines() if str(broken) in line]
     assert len(reported) == 1 and "node.gpus: 'four' is not of type 'integer'" in reported[0], listed.stderr
     assert "#SBATCH --gpus-per-node=4" in cli("render", "minimal", env=env).stdout

@@ -70,7 +70,14 @@ def test_a_charge_no_source_names_is_refused_and_an_unconfirmed_line_may_name_it
 
     def queues_only(data):  # a source of the queues' limits does not confirm their price
         unsourced(data)
-        data["sources"].append({"url": "https://docs.olcf.ornl.gov/", "checked": "2026-11-24", "covers": ["queues"]})
+        data["sources"].append(
+            {
+                "url": "https://github.com/olcf/olcf-user-docs/blob/000387a901a5/index.rst",
+                "checked": "2026-11-24",
+                "version_date": "2026-11-24",
+                "covers": ["queues"],
+            }
+        )
 
     with pytest.raises(SiteConfigError, match=r"no source names queues.extended.charge"):
         read_site_file(frontier_with(tmp_path, queues_only))
@@ -99,13 +106,13 @@ def test_an_override_may_change_a_charge_but_not_to_infinity(tmp_path, monkeypat
     ("site", "queue", "unit", "factor", "source"),
     [
         # TACC's tables: Frontera's of 01/20/2026, Lonestar6's, Stampede3's and Vista's of 10/20/2025
-        ("frontera", "rtx", "node-hour", 3, TACC + "f0f51004bd9f/docs/hpc/frontera/running.md (checked 2026-01-20)"),
+        ("frontera", "rtx", "node-hour", 3, TACC + "f0f51004bd9f/docs/hpc/frontera/running.md (version of 2026-01-20)"),
         (
             "lonestar6",
             "gpu-a100",
             "node-hour",
             3,
-            TACC + "becee80a75b3/docs/hpc/6lonestar/running.md (checked 2025-10-20)",
+            TACC + "becee80a75b3/docs/hpc/6lonestar/running.md (version of 2025-10-20)",
         ),
         ("lonestar6", "gpu-a100-dev", "node-hour", 3, TACC + "becee80a75b3/docs/hpc/6lonestar/running.md"),
         (
@@ -113,13 +120,19 @@ def test_an_override_may_change_a_charge_but_not_to_infinity(tmp_path, monkeypat
             "gpu-a100-small",
             "node-hour",
             1.5,
-            TACC + "becee80a75b3/docs/hpc/6lonestar/running.md (checked 2025-10-20)",
+            TACC + "becee80a75b3/docs/hpc/6lonestar/running.md (version of 2025-10-20)",
         ),
         ("lonestar6", "gpu-h100", "node-hour", 6, TACC + "becee80a75b3/docs/hpc/6lonestar/running.md"),
-        ("stampede3", "h100", "node-hour", 4, TACC + "7d81a41a6aeb/docs/hpc/3stampede/running.md (checked 2025-10-20)"),
+        (
+            "stampede3",
+            "h100",
+            "node-hour",
+            4,
+            TACC + "7d81a41a6aeb/docs/hpc/3stampede/running.md (version of 2025-10-20)",
+        ),
         ("stampede3", "pvc", "node-hour", 3, TACC + "7d81a41a6aeb/docs/hpc/3stampede/running.md"),
         # TACC's Vista User Guide, "Last update: January 7, 2026" (Table 4 unchanged since October 2025)
-        ("vista", "gh-dev", "node-hour", 1, TACC + "9f3f2eb8327b/docs/hpc/vista.md (checked 2026-01-07)"),
+        ("vista", "gh-dev", "node-hour", 1, TACC + "9f3f2eb8327b/docs/hpc/vista.md (version of 2026-01-07)"),
         ("frontier", "debug", "node-hour", 1, "olcf-user-docs/blob/000387a901a5/systems/frontier_user_guide.rst"),
         ("polaris", "prod", "node-hour", 1, "unconfirmed: charge: the factor 1 is ours"),
         ("derecho", "preempt", "gpu-hour", 0.2, "NCAR/HPC-Docs/blob/64e422cd665a/docs/pbs/charging.md"),

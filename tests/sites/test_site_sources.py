@@ -125,3 +125,64 @@ def test_the_sites_table_marks_a_retired_machine_with_its_date():
     result = gpujobqueue("sites")
     line = next(line for line in result.stdout.splitlines() if line.startswith("summit "))
     assert "retired" in line and "2024-11-15" in line
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        (lambda text: text.replace('    version_date: "2026-11-27"\n', "", 1), "required key missing"),
+        (lambda text: text.replace('version_date: "2026-11-27"', 'version_date: "2026-11-28"', 1), "is after the day"),
+        (lambda text: text.replace('checked: "2026-11-27"', 'checked: "2999-01-01"', 1), "in the future"),
+        (lambda text: text.replace('version_date: "2026-11-27"', 'version_date: "2999-01-01"', 1), "in the future"),
+        (
+            lambda text: text.replace(
+                'version_date: "2026-11-27"\n', 'version_date: "2026-11-27"\n    shows: "2026-11-27"\n', 1
+            ),
+            "unknown key",
+        ),
+    ],
+)
+def test_a_source_gives_the_date_of_the_version_read_and_not_after_the_day_read(tmp_path, change, words):
+    # issue 44: `checked` is the day read, `version_date` the date of the content read (`shows` is folded into it)
+    text = (Path(__file__).parents[2] / "site-configs" / "gautschi.yaml").read_text()
+    assert 'checked: "2026-11-27"\n    version_date: "2026-11-27"' in text
+    path = tmp_path / "gautschi.yaml"
+    path.write_text(change(text))
+    with pytest.raises(SiteConfigError, match=rf"gautschi.yaml:\d+: sources\.0\.(version_date|checked|shows).*{words}"):
+        load_site(path)
+
+
+def test_show_prints_each_source_s_version_date_and_the_day_read():
+    result = gpujobqueue("show", "lonestar6")
+    assert result.returncode == 0, result.stderr
+    sources = load_site("lonestar6").data["sources"]
+    dates = re.findall(r"^ +version_date: '?([0-9-]+)'?", result.stdout, re.M)
+    assert dates == [str(source["version_date"]) for source in sources] and "2025-10-20" in dates, result.stdout
+
+
+def test_a_source_pins_the_version_read_or_says_that_none_exists(tmp_path):
+    # issue 44: bridges2, deltaai, perlmutter and tsubame4 cited pages as served, with no version
+    text = (Path(__file__).parents[2] / "site-configs" / "gautschi.yaml").read_text()
+    pinned = "https://github.com/PurdueRCAC/RCAC-Docs/blob/062d438f02ff3d164dee45715a6522ec8603620c/docs/userguides/gautschi/run_jobs/queues.md"
+    unpinned = "https://www.rcac.purdue.edu/knowledge/gautschi/run/"
+    assert pinned in text
+    path = tmp_path / "gautschi.yaml"
+    path.write_text(text.replace(pinned, unpinned, 1))
+    with pytest.raises(SiteConfigError, match=r"gautschi.yaml:\d+: sources\.0\.url: pins no version"):
+        load_site(path)
+    path.write_text(
+        text.replace(pinned, unpinned, 1).replace("    version_date:", "    version: revision 7\n    version_date:", 1)
+    )
+    assert load_site(path).data["sources"][0]["version"] == "revision 7"
+    said = f'  - "sources: {unpinned} was read as served; no versioned copy exists"\nsources:\n'
+    path.write_text(text.replace(pinned, unpinned, 1).replace("\nsources:\n", f"\n{said}", 1))
+    assert load_site(path).data["sources"][0]["url"] == unpinned
+
+
+@pytest.mark.parametrize("name", ["bridges2", "deltaai", "perlmutter", "tsubame4"])
+def test_every_source_of_the_four_unpinned_sites_is_pinned_or_listed_unconfirmed(name):
+    data = load_site(name).data
+    said = " ".join(data["unconfirmed"])
+    for source in data["sources"]:
+        assert "/blob/" in source["url"] or source.get("version") or source["url"] in said, source["url"]
+    assert any(line.startswith("sources: ") for line in data["unconfirmed"])

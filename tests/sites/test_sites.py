@@ -283,7 +283,7 @@ def test_a_machine_issue_33_adds_ships_with_dated_sources_and_its_gpus(name, mon
     assert name in SHIPPED
     site = load_site(name)
     assert site.data["status"] == "production" and site.data["node"]["gpu_model"] == ISSUE_33_MACHINES[name]
-    assert all(source["checked"] <= "2026-11-27" for source in site.data["sources"])
+    assert all(source["version_date"] <= "2026-11-27" for source in site.data["sources"])
     notes = Path(__file__).parents[2] / "docs" / "site-research" / f"{name}.md"
     assert f"site-configs/{name}.yaml" in notes.read_text()
 
@@ -352,7 +352,7 @@ def test_a_site_with_unconfirmed_facts_warns_once_at_render_naming_them(monkeypa
         warnings.simplefilter("error")
         job_script_for("generic-slurm", {}, name="w")
     expected = (
-        r"^perlmutter: 9 facts unconfirmed .*: queues; account; .* and \d+ more; "
+        r"^perlmutter: 11 facts unconfirmed .*: queues; account; .* and \d+ more; "
         r"see gpujobqueue show perlmutter$"
     )
     with pytest.warns(UnconfirmedSiteFactsWarning, match=expected):
