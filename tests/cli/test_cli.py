@@ -370,6 +370,7 @@ RENDER_ONLY_OPTIONS = {  # each named after the field its errors name (--schedul
     "no_tls",
     "tls_directory",
     "explain",
+    "when",
 }
 
 
