@@ -308,7 +308,7 @@ class SLURM(BatchSystem):
             rows.setdefault(queue_name(where, name), []).append(
                 (
                     listed_walltime(where, time, 60),
-                    listed_count(where, size.rpartition("-")[2]),
+                    listed_count(where, re.sub(r"^\d+-", "", size)),  # MIN-MAX job size: its most nodes
                     listed_count(where, nodes),
                     _gres_gpus(where, gres),
                 )
