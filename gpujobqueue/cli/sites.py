@@ -145,14 +145,7 @@ def show(site: str) -> None:
                 click.echo(f"{indent}{key}:")
                 walk(item, path + (key,), indent + "  ")
                 continue
-            text = yaml.dump(
-                {key: item},
-                Dumper=ShowDumper,
-                sort_keys=False,
-                allow_unicode=True,
-                default_flow_style=False,
-                width=10**6,
-            )
+            text = yaml.dump({key: item}, Dumper=ShowDumper, sort_keys=False, allow_unicode=True, width=10**6)
             first, *rest = text.rstrip("\n").split("\n")
             where = origin(path + (key,))
             click.echo(f"{indent}{first}".ljust(60) + f"  # {where}" if where else f"{indent}{first}")
