@@ -168,12 +168,10 @@ def _package_findings(facts: MachineFacts) -> list[Finding]:
     if cuda.missing is None:
         findings.append(Finding("ok", "dask-cuda", cuda.version))
     elif needs_cuda:
-        fix = (
-            f"{stack} (it brings the cuda-bindings dask-cuda imports)"
-            if "bindings" in str(cuda.import_error)
-            else stack
+        bindings = " (it brings the cuda-bindings dask-cuda imports)" if "bindings" in str(cuda.import_error) else ""
+        findings.append(
+            Finding("fail", "dask-cuda", f"{cuda.missing}; the workers here run dask-cuda", stack + bindings)
         )
-        findings.append(Finding("fail", "dask-cuda", f"{cuda.missing}; the workers here run dask-cuda", fix))
     else:
         findings.append(Finding("info", "dask-cuda", f"{cuda.missing} (needed for worker_mode='dask-cuda')"))
     ucx = packages["distributed-ucxx"]

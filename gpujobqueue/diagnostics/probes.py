@@ -3,6 +3,7 @@ commands and whose they are, the job this runs in), judging nothing (:mod:`.judg
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
 import importlib.util
@@ -123,12 +124,10 @@ def ucx_resources() -> tuple[str | None, list[str] | None]:
 
 def batch_versions() -> dict[str, str]:
     """Which batch systems' commands these are: PBS and Grid Engine share qsub, qstat and qdel."""
-    answers: dict[tuple[str, ...], str | None] = {}
+    run_once = functools.cache(lambda command: _first_line(list(command)))  # whichever batch systems ask
 
-    def first_line(command: list[str]) -> str | None:  # each command run once, whichever modules ask
-        if tuple(command) not in answers:
-            answers[tuple(command)] = _first_line(command)
-        return answers[tuple(command)]
+    def first_line(command: list[str]) -> str | None:
+        return run_once(tuple(command))
 
     versions = {batch: batch_system(batch).installed_version(first_line) for batch in submitting()}
     return {batch: version for batch, version in versions.items() if version is not None}
