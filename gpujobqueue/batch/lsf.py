@@ -31,15 +31,6 @@ GPU_MODES = ("exclusive_process", "shared")
 LSF_UNITS = ("kb", "mb", "gb", "tb", "pb", "eb")
 
 
-def format_lsf_memory(nbytes: int, lsf_units: str) -> str:
-    """Bytes as ``-M`` in the cluster's ``LSF_UNIT_FOR_LIMITS``, as dask-jobqueue writes them (divided by powers of
-    1000, rounded up: LSF reads them in binary units, so the limit is never below the bytes asked for)."""
-    # dask-jobqueue (and distributed with it) imported only where an LSF script's memory is written
-    from ..jobs.jobqueue_base import lsf_format_bytes_ceil
-
-    return lsf_format_bytes_ceil(nbytes, lsf_units=lsf_units)
-
-
 def format_lsf_walltime(seconds: int) -> str:
     """Seconds as LSF's ``-W HH:MM``, rounded up to the minute."""
     hours, minutes = divmod(math.ceil(seconds / 60), 60)
@@ -324,18 +315,15 @@ class LSF(BatchSystem):
 
     @classmethod
     def parse_options(cls, settings: Mapping[str, Any], request: JobRequest) -> LSFOptions:
-        value = read_declared(cls.keywords, settings)
-        if value["lsf_units"] is None:
-            from ..jobs.jobqueue_base import lsf_detect_units
+        # dask-jobqueue (and distributed with it) imported only where an LSF plan is made
+        from ..jobs.jobqueue_base import lsf_detect_units, lsf_format_bytes_ceil
 
-            value["lsf_units"] = parse_lsf_units("LSF_UNIT_FOR_LIMITS", lsf_detect_units())  # lsf.conf's
+        value = read_declared(cls.keywords, settings)
+        units = value["lsf_units"] or parse_lsf_units("LSF_UNIT_FOR_LIMITS", lsf_detect_units())  # lsf.conf's
         memory = request.memory_per_node if value["mem"] is None else value["mem"]
-        return LSFOptions(
-            gpu_mode=value["gpu_mode"],
-            lsf_units=value["lsf_units"],
-            memory=None if memory is None else format_lsf_memory(memory, value["lsf_units"]),
-            use_stdin=value["use_stdin"],
-        )
+        # -M in LSF_UNIT_FOR_LIMITS as dask-jobqueue writes it: powers of 1000, rounded up (LSF reads binary units)
+        memory_text = None if memory is None else lsf_format_bytes_ceil(memory, lsf_units=units)
+        return LSFOptions(gpu_mode=value["gpu_mode"], lsf_units=units, memory=memory_text, use_stdin=value["use_stdin"])
 
     @classmethod
     def check_launch(cls, request: JobRequest, launch: WorkerLaunch) -> None:

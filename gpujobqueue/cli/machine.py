@@ -1,5 +1,4 @@
-"""The commands about this machine: ``gpujobqueue check`` (what it has for GPU workers, or site
-files validated), ``gpujobqueue clean`` (stale private folders) and ``gpujobqueue demo``."""
+"""The commands about this machine: ``gpujobqueue check``, ``gpujobqueue clean`` and ``gpujobqueue demo``."""
 
 from __future__ import annotations
 

@@ -37,7 +37,3 @@ def main() -> None:
 
 for _command in (render, credentials, sites, show, check, clean, demo, usage):
     main.add_command(_command)
-
-
-if __name__ == "__main__":
-    main()

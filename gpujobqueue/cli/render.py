@@ -1,5 +1,4 @@
-"""``gpujobqueue render`` (a job script from keywords; its options generated from the keyword
-registry) and ``gpujobqueue credentials`` (the TLS credentials rendered scripts' workers read)."""
+"""``gpujobqueue render`` (a job script from keywords, an option each) and ``gpujobqueue credentials``."""
 
 from __future__ import annotations
 
@@ -170,10 +169,8 @@ def _in_option_terms(error: GPUJobQueueError, command: click.Command) -> str:
     "--job-array",
     type=WHOLE_NUMBER,
     metavar="K",
-    help=(
-        "Write the job array of K jobs (NAME-0 .. NAME-<K-1>) that a cluster with job_array=True submits in one "
-        "command."
-    ),
+    help="Write the job array of K jobs (NAME-0 .. NAME-<K-1>) that a cluster with job_array=True submits in one "
+    "command.",
 )
 @click.option(
     "--no-tls",
@@ -283,8 +280,7 @@ def render(
 
 
 def _warn_of_missing_credentials(text: str, reads_credentials: bool, tls_directory: str | None) -> None:
-    """Say now, not after the job's queue wait, where the script reads TLS credentials that this host lacks (the
-    script's own line that exports their folder; UCX has none)."""
+    """Say now, not after the job's queue wait, where the script reads TLS credentials that this host lacks."""
     from ..security.tls import ScriptTLS, missing_credentials_here
 
     script_tls = ScriptTLS.for_script(run=False, directory=tls_directory)
@@ -318,8 +314,7 @@ def _check_arguments(
     scheduler_file: str | None,
     worker_name: str,
 ) -> None:
-    """Refuse, as click refuses bad usage (status 2), arguments that do not go together, a BATCH|SITE
-    that is neither, and a worker name prefix that cannot be one."""
+    """Refuse as bad usage (status 2) arguments that do not go together, a BATCH|SITE that is neither, a bad --name."""
     from ..settings.validation import parse_name
     from ..sites import site_files
     from ..sites.registry import names_a_file
@@ -347,8 +342,7 @@ def _check_arguments(
 
 
 def _keywords(options: dict[str, Any], environment: tuple[str, ...]) -> dict[str, Any]:
-    """The cluster keywords of the options given; ``--env NAME=VALUE`` read as a mapping (``--chunk-resource``'s
-    list of NAME=VALUE is the PBS keyword's to read)."""
+    """The cluster keywords of the options given; ``--env NAME=VALUE`` read as a mapping."""
     keywords = {key: value for key, value in options.items() if value not in (None, ())}
     env = {}
     for item in environment:

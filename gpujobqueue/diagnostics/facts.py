@@ -142,8 +142,7 @@ def gather_facts(
 
 
 def _configured_worker_python(batch: str) -> tuple[str | None, list[str] | None]:
-    """``gpujobqueue.<batch>.python`` where it is another interpreter than this one, and what it lacks
-    of what the workers import (dask_cuda included: the judge drops it for workers that do not run it)."""
+    """``gpujobqueue.<batch>.python`` where it is another interpreter, and what it lacks (dask_cuda too)."""
     try:
         python = parse_python(config.configured(batch, "python"), "direct")[1]
     except GPUJobQueueError:  # unset, or a value the cluster refuses naming the key

@@ -24,8 +24,7 @@ TOPIC, LISTING = "submit test", "queue listing"
 
 
 def submit_test_findings(facts: MachineFacts) -> list[Finding]:
-    """One line per job of ``--submit-test`` (the jobs not asked, for no test mode or no answer, in one line per
-    reason), then the queue listing's lines."""
+    """One line per job of ``--submit-test`` (those not asked, one per reason), then the queue listing's lines."""
     if facts.submit_tests is None:
         return []
     if facts.site is None or facts.site_error:
@@ -48,8 +47,7 @@ def submit_test_findings(facts: MachineFacts) -> list[Finding]:
 
 
 def _trial_finding(facts: MachineFacts, trial: dict, said: str) -> Finding:
-    """A job's line: within the file's limits, accepted or refused (a failure; where it sits at the file's limits,
-    the machine stricter than the file); past a limit, refused as the file says or taken (the machine looser)."""
+    """A job's line: within the limits, accepted or refused (stricter); past a limit, refused or taken (looser)."""
     label, past = trial["label"], trial["past"]
     correct = f"correct {facts.site}'s file (`gpujobqueue show {facts.site}` gives each value's line)"
     if not trial["rendered"] and past:  # a job gpujobqueue cannot write (one host's parallel environment)

@@ -1,6 +1,5 @@
 """The judgement of ``gpujobqueue check``: :func:`judge` turns :class:`~.facts.MachineFacts` into
-:class:`Finding` lines, ``fail`` where something the workers need is missing, each with its fix, and
-:func:`report` writes them as text."""
+:class:`Finding` lines, ``fail`` where something the workers need is missing, and :func:`report` writes them."""
 
 from __future__ import annotations
 

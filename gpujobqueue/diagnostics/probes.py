@@ -56,8 +56,7 @@ def submitting() -> list[str]:
 
 
 def commands(batch: str, optional: bool = False) -> tuple[str, ...]:
-    """The commands a batch system's clusters submit, watch and cancel with; with ``optional``, then those they
-    use where present (a finished job's exit code)."""
+    """The commands a batch system's clusters submit, watch and cancel with (and, ``optional``, the others)."""
     system = batch_system(batch)
     return (system.submit_command, system.status_command, system.cancel_command) + (
         system.optional_commands if optional else ()

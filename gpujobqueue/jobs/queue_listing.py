@@ -60,8 +60,7 @@ def listed_count(where: str, text: str, maximum: int = MAX_NODES) -> int | None:
 
 
 def listed_walltime(where: str, text: str, number_unit: int = 1) -> int | None:
-    """A walltime limit in seconds (SLURM's and PBS's forms, and Grid Engine's ``H:M:S``), or None for
-    "no limit"; a bare number counts ``number_unit`` seconds."""
+    """A walltime limit in seconds (a bare number of ``number_unit`` seconds), or None for "no limit"."""
     value = text.strip()
     if value.lower() in UNLIMITED:
         return None
@@ -83,8 +82,8 @@ def listed_queues(command: str, queues: dict[str, ListedQueue]) -> dict[str, Lis
 
 
 def blocks(command: str, text: str, opening: re.Pattern) -> Iterator[tuple[str, int, list[str]]]:
-    """Each block of a listing that opens with a line ``opening`` matches (its group 1 the queue's name): the
-    name, the block's first line number and its lines. Lines before the first block must be blank."""
+    """Each block of a listing opened by a line ``opening`` matches (group 1: the queue): name, first line, lines;
+    lines before the first block must be blank."""
     name, first, lines = None, 0, []
     for number, line in enumerate(checked_size(command, text).splitlines(), 1):
         found = opening.match(line)
