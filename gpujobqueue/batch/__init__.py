@@ -93,13 +93,12 @@ def _checked(cls: Any, name: str | None = None) -> type[BatchSystem]:
     return cls
 
 
-def _systems() -> dict[str, type[BatchSystem]]:
+def batch_systems() -> dict[str, type[BatchSystem]]:
+    """Every batch system by name: gpujobqueue's own, then the other packages', then :func:`register`'s."""
     global _installed
     if _installed is None:
         _installed = _load_entry_points()
-        config.add_batch_sections({name: cls.setting_names() for name, cls in _installed.items()})
-        for name, cls in _installed.items():
-            config.add_jobqueue_keys(name, jobqueue_keys(cls.setting_names(), cls.synonyms))
+        _add_settings(_installed)
     return {**_installed, **{name: cls for name, cls in _registered.items() if name not in _installed}}
 
 
@@ -107,13 +106,19 @@ def register(cls: type[BatchSystem]) -> type[BatchSystem]:
     """Add a batch system defined at run time (usable as a class decorator; a package's is an entry point instead).
     A TypeError where ``cls`` is no BatchSystem that declares what it must; a ValueError where its name is taken."""
     _checked(cls)
-    known = _systems().get(cls.name)
+    known = batch_systems().get(cls.name)
     if known is not None and known is not cls:
         raise ValueError(f"the batch system name {cls.name!r} is taken by {known.__module__}.{known.__qualname__}")
     _registered[cls.name] = cls
-    config.add_batch_sections({cls.name: cls.setting_names()})
-    config.add_jobqueue_keys(cls.name, jobqueue_keys(cls.setting_names(), cls.synonyms))
+    _add_settings({cls.name: cls})
     return cls
+
+
+def _add_settings(systems: dict[str, type[BatchSystem]]) -> None:
+    """The dask config sections ``gpujobqueue.<name>`` of ``systems``, and their ``jobqueue.<name>`` keys."""
+    config.add_batch_sections({name: cls.setting_names() for name, cls in systems.items()})
+    for name, cls in systems.items():
+        config.add_jobqueue_keys(name, jobqueue_keys(cls.setting_names(), cls.synonyms))
 
 
 def unregister(name: str) -> None:
@@ -122,19 +127,14 @@ def unregister(name: str) -> None:
         config.remove_batch_section(name)
 
 
-def batch_systems() -> dict[str, type[BatchSystem]]:
-    """Every batch system by name: gpujobqueue's own, then the other packages', then :func:`register`'s."""
-    return _systems()
-
-
 def names() -> tuple[str, ...]:
     """The batch systems' names, in the order the command line and the messages list them (:func:`batch_systems`)."""
-    return tuple(_systems())
+    return tuple(batch_systems())
 
 
 def batch_system(name: str) -> type[BatchSystem]:
     """The batch system called ``name``; a ValidationError naming ``batch`` for a name no batch system has."""
-    systems = _systems()
+    systems = batch_systems()
     if not isinstance(name, str) or name not in systems:
         raise ValidationError("batch", f"{name!r} is not a batch system; use one of {', '.join(systems)}")
     return systems[name]
@@ -143,16 +143,15 @@ def batch_system(name: str) -> type[BatchSystem]:
 def command_line_keywords() -> list[Keyword]:
     """Every keyword of every batch system that ``render`` mirrors as an option, each once; the
     choices of ``gpu_request`` and ``launcher`` are those of the batch systems registered (each once)."""
-    systems = _systems().values()
+    systems = batch_systems().values()
     choices = {
         "gpu_request": tuple(dict.fromkeys(style for cls in systems for style in cls.gpu_request_styles)),
         "launcher": ("direct", *dict.fromkeys(name for cls in systems for name in cls.launcher_names())),
     }
     found: dict[str, Keyword] = {}
     for keyword in command_line_base_keywords():
-        found[keyword] = (
-            keyword.with_facts(choices=choices[keyword]) if keyword.kind == CHOICE and keyword in choices else keyword
-        )
+        chosen = keyword.kind == CHOICE and keyword in choices
+        found[keyword] = keyword.with_facts(choices=choices[keyword]) if chosen else keyword
     for cls in systems:
         for keyword in cls.keywords:
             found.setdefault(keyword, keyword)

@@ -28,11 +28,11 @@ logger = logging.getLogger("gpujobqueue.job")
 # A job id no batch system has given: a reachable batch system answers that it does not know it.
 PROBE_ID = "999999999"
 _NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
+SiteFacts = Mapping[str, Any]  # a section of a site file: a queue's entry, its gpu_request or directives
 
 
 def binary_memory(gigabytes: str, megabytes: str) -> Callable[[int], str]:
-    """A template filter writing bytes in binary units, rounded up: whole ``gigabytes`` (``60G``, ``60gb``) where
-    they are whole, else ``megabytes`` (``1536M``, ``1536mb``)."""
+    """A template filter writing bytes in binary units, rounded up: whole ``gigabytes`` (``60G``), else ``1536M``."""
 
     def written(nbytes: int) -> str:
         mebibytes = math.ceil(nbytes / 2**20)
@@ -64,8 +64,7 @@ class BatchSystem(HandWrittenDirectives):
     walltime_directives: ClassVar[tuple[str, ...]] = ()
     #: The seconds of a bare-number walltime, as those lines read it (dask-jobqueue writes it as given).
     walltime_number_unit: ClassVar[int] = 60
-    #: How its queue option reads a list of queues (``","``: sbatch's ``--partition``; ``" "``: LSF's
-    #: ``-q "short long"``); None where it takes one queue (:func:`~gpujobqueue.settings.validation.parse_queues`).
+    #: How its queue option reads a list of queues (``","``: sbatch's; ``" "``: LSF's ``-q "short long"``); None: one.
     queue_list_separator: ClassVar[str | None] = None
     #: The variable naming the file of a job's hosts, for launchers that need it (``PBS_NODEFILE``).
     node_file_variable: ClassVar[str | None] = None
@@ -74,11 +73,9 @@ class BatchSystem(HandWrittenDirectives):
     submit_command: ClassVar[str] = ""
     status_command: ClassVar[str | None] = None
     cancel_command: ClassVar[str] = ""
-    #: The submit command's options that check a job without submitting it (``gpujobqueue check --submit-test``);
-    #: None where it has no such mode.
+    #: The submit command's options that check a job without submitting it (``check --submit-test``); None: none.
     test_submit_options: ClassVar[tuple[str, ...] | None] = None
-    #: The command that lists its queues and their limits, which ``check --submit-test`` compares with the site
-    #: file (:meth:`queue_listing`, :meth:`parse_queue_listing`); None where it has none.
+    #: The command listing its queues' limits, for ``check --submit-test`` (:meth:`parse_queue_listing`); None: none.
     queue_listing_command: ClassVar[tuple[str, ...] | None] = None
     #: Commands it uses where present (a finished job's exit code); ``gpujobqueue check`` looks for them.
     optional_commands: ClassVar[tuple[str, ...]] = ()
@@ -98,8 +95,7 @@ class BatchSystem(HandWrittenDirectives):
     #: Job arrays: the variable of an element's index (None: no arrays), and the most elements (its default limit).
     array_task_variable: ClassVar[str | None] = None
     array_size_limit: ClassVar[int] = 1000
-    #: Where its queries' start estimates of waiting jobs come from, in words (None: it gives none), and what a
-    #: wait says where it gives none.
+    #: Where its start estimates of waiting jobs come from, in words (None: none), and what a wait says without.
     start_estimates: ClassVar[str | None] = None
     no_start_estimates: ClassVar[str] = "the batch system gives no start estimate"
     #: Variables set for its queries and test submissions (a time format the parsers read).
@@ -206,11 +202,7 @@ class BatchSystem(HandWrittenDirectives):
     def check_launch(cls, request: JobRequest, launch: WorkerLaunch) -> None:
         """Refuse a launcher that does not start tasks on its nodes."""
         if launch.launcher != "direct" and launch.launcher not in cls.launcher_names():
-            accepted = (
-                ", ".join(cls.launcher_names())
-                if cls.launchers
-                else "none: its jobs have one node, whose workers start directly"
-            )
+            accepted = ", ".join(cls.launcher_names()) or "none: its jobs have one node, whose workers start directly"
             raise ValidationError(
                 "launcher",
                 f"{launch.launcher!r} does not start tasks on the nodes of a {cls.name} job; launchers "
@@ -218,9 +210,7 @@ class BatchSystem(HandWrittenDirectives):
             )
 
     @classmethod
-    def site_settings(
-        cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any], directives: Mapping[str, Any]
-    ) -> dict[str, Any]:
+    def site_settings(cls, *, entry: SiteFacts, gpu: SiteFacts, directives: SiteFacts) -> dict[str, Any]:
         """Its own keywords from a site's queue ``entry``, ``gpu_request`` and ``directives`` (None: dropped)."""
         return {}
 
@@ -244,14 +234,12 @@ class BatchSystem(HandWrittenDirectives):
 
     @classmethod
     def job_script(cls, plan: Plan, connection: Connection, *, name: str, pool: str = "gpu", **options: Any) -> str:
-        """The script the jobs of ``pool`` of ``plan`` submit (:func:`~gpujobqueue.script.render.render`'s, through
-        :meth:`submission`)."""
+        """The script the jobs of ``pool`` of ``plan`` submit."""
         return cls.submission(render(plan, connection, name=name, pool=pool, **options), plan.pool(pool)[0])
 
     @classmethod
     def submission(cls, script: str, request: JobRequest) -> str:
-        """What its submit command takes for the rendered ``script``: the script itself, or (HTCondor's submit
-        description) a text holding it."""
+        """What its submit command takes for ``script``: itself, or a text holding it (HTCondor's submit file)."""
         return script
 
     @classmethod
@@ -291,9 +279,8 @@ class BatchSystem(HandWrittenDirectives):
 
     @classmethod
     async def test_submit(cls, path: str) -> TrialAnswer:
-        """Ask the batch system whether it would take the job script at ``path``, submitting nothing
-        (:attr:`test_submit_options`); without such a mode it is not asked. A refusal is one where it answers
-        :meth:`probe` after: else it could not be asked (its controller unreachable, or no configuration here)."""
+        """Ask the batch system whether it would take the job script at ``path``, submitting nothing; a refusal
+        followed by no answer to :meth:`probe` is "could not be asked" (accepted None)."""
         if cls.test_submit_options is None:
             return TrialAnswer(None, f"{cls.name} has no mode that checks a job without submitting it")
         answer = await ask_without_submitting(
@@ -320,8 +307,7 @@ class BatchSystem(HandWrittenDirectives):
 
     @classmethod
     def parse_queue_listing(cls, text: str) -> dict[str, ListedQueue]:
-        """Each queue's limits in :meth:`queue_listing`'s output, by name; a ListingError naming what it cannot
-        read (:mod:`~gpujobqueue.jobs.queue_listing`)."""
+        """Each queue's limits in :meth:`queue_listing`'s output, by name; a ListingError for what it cannot read."""
         raise NotImplementedError(f"{cls.__name__} cannot read {cls.name}'s queue listing")
 
     @classmethod
@@ -382,8 +368,7 @@ class BatchSystem(HandWrittenDirectives):
 
     @classmethod
     async def query_answer(cls, jobs: Sequence[Any]) -> tuple[dict[str, JobStatus] | None, str]:
-        """The statuses of several jobs by job id, in one command, and ``""``; or None and the query's error, where
-        it could not be reached."""
+        """The statuses of several jobs by job id, in one command, and ``""``; or None and the query's error."""
         ids = [job.job_id for job in jobs if job.job_id]
         if not ids:
             return {}, ""
@@ -415,8 +400,7 @@ class BatchSystem(HandWrittenDirectives):
 
     @classmethod
     def interpret_statuses(cls, job_ids: list[str], code: int, out: str, err: str) -> dict[str, JobStatus] | None:
-        """Every job's status from :meth:`query_command`'s answer (jobs it does not list have ended), or None
-        when the answer is an error rather than a listing."""
+        """Every job's status from :meth:`query_command`'s answer (unlisted: ended), or None for an error."""
         raise NotImplementedError(f"{cls.__name__} cannot read {cls.name}'s answer")
 
     @classmethod
@@ -436,6 +420,5 @@ class BatchSystem(HandWrittenDirectives):
 
     @classmethod
     def installed_version(cls, first_line: Callable[[list[str]], str | None]) -> str | None:
-        """This machine's installation as ``gpujobqueue check`` reports it, or None where its commands are
-        missing or are another batch system's; ``first_line`` runs a command and gives its first line."""
+        """This machine's installation (None: its commands missing, or another's); ``first_line`` runs a command."""
         return None

@@ -27,8 +27,7 @@ from .base import BatchSystem
 
 
 def private_log_directory() -> str:
-    """Where local jobs write their output when no ``log_directory`` is given: ``logs`` in this user's folder of the
-    temporary directory (both checked private by :func:`open_log`)."""
+    """Where local jobs write their output when no ``log_directory`` is given (checked private by :func:`open_log`)."""
     return os.path.join(tempfile.gettempdir(), f"gpujobqueue-{getpass.getuser()}", "logs")
 
 
@@ -36,9 +35,8 @@ _LOG_ADVICE = "remove it (its owner or an administrator can), or give log_direct
 
 
 def open_log(log_directory: str | None, name: str) -> tuple[str, int]:
-    """The path of a job's log ``name`` and a descriptor open for writing it (mode 0600, never through a link): in
-    ``log_directory``, else in :func:`private_log_directory`, whose two folders are opened one inside the other,
-    each checked, so that another user who made them first, or planted a link, is refused (a ValidationError)."""
+    """The path of a job's log ``name`` and a descriptor open for writing it (0600, never through a link), in
+    ``log_directory`` or :func:`private_log_directory`, whose two folders are each opened and checked private."""
     if log_directory:
         path = os.path.join(log_directory, name)
         return path, open_private_file(path, "log_directory", _LOG_ADVICE)
@@ -84,8 +82,7 @@ class DevicePool:
 
 @dataclasses.dataclass
 class LocalProcess:
-    """What the local batch system keeps of one job (its ``handle``): the script's process, the devices it holds
-    for ``owner`` (the job's name) from the cluster's ``pool``, and its log (stdout and stderr)."""
+    """A local job's ``handle``: the script's process, its devices from the cluster's ``pool``, and its log."""
 
     owner: str
     pool: DevicePool | None
@@ -125,8 +122,7 @@ class LocalProcess:
 
 
 def ucx_is_the_better_default() -> bool:
-    """UCX by default on this machine: its GPUs are joined by NVLink (docs/benchmarks.md) and distributed-ucxx is
-    installed."""
+    """UCX by default here: the GPUs are joined by NVLink (docs/benchmarks.md) and distributed-ucxx is installed."""
     return (
         len(nvidia_gpu_ids()) >= 2
         and importlib.util.find_spec("distributed_ucxx") is not None
@@ -176,9 +172,7 @@ class Local(BatchSystem):
             type_doc="list of str or int, optional",
         ),
     )
-    # Nothing here ends a job at a walltime, so workers retire before one only when it is given:
-    # the batch systems' default hour made workstation workers leave after 57 minutes.
-    default_walltime = None
+    default_walltime = None  # nothing here ends a job: workers retire before a walltime only where one is given
 
     @classmethod
     def apply_defaults(cls, settings: dict[str, Any]) -> None:
@@ -195,8 +189,7 @@ class Local(BatchSystem):
             raise ValidationError("devices", f"expected a list of device ids such as [0, 1], got {devices!r}")
         settings["devices"] = devices
         if settings.get("worker_mode") is None:
-            # worker_command="dask_cuda.cli" (dask-jobqueue's way to dask-cuda's workers) asks for that mode,
-            # nanny=False for workers without nannies, which dask-cuda's never are.
+            # worker_command="dask_cuda.cli" (dask-jobqueue's way) asks for dask-cuda; nanny=False for per-device
             wants_dask_cuda = (machine_gpus and settings.get("nanny") in (None, True)) or settings.get(
                 "worker_command"
             ) == "dask_cuda.cli"
@@ -240,8 +233,7 @@ class Local(BatchSystem):
             log_path, log = open_log(job.log_directory, f"{job.job_name}-{job.name}.out")
             opened.callback(os.close, log)
             job.handle = handle = LocalProcess(str(job.name), job.batch_state, log_path)
-            # bash reads the script from memory, not from its arguments, which any user can read in
-            # /proc/<pid>/cmdline (the environment values are in the script): no file to outlive the job.
+            # bash reads the script (its environment values) from memory: not from /proc/<pid>/cmdline, nor a file
             script = memory_file(job.job_script(), f"gpujobqueue-{job.name}")
             opened.callback(os.close, script)
             env = dict(os.environ)
@@ -297,8 +289,7 @@ class Local(BatchSystem):
 
     @classmethod
     def _ending(cls, jobs: Sequence[Any]) -> Iterator[float]:
-        """End the jobs' groups (SIGTERM to each script, SIGKILL to what is left after the grace period), yielding the
-        pauses to wait (asleep or awaited) while they close; their devices are given back."""
+        """End the jobs' groups (SIGTERM, then SIGKILL after the grace period), yielding the pauses to wait."""
         running = [job.handle for job in jobs if job.handle is not None and job.handle.running]
         for handle in running:
             handle.ask_to_stop()

@@ -25,19 +25,10 @@ from ..settings.keywords import INT, SWITCH, TEXT, Computed, Keyword, NoOption, 
 from ..settings.limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_NODES
 from ..settings.validation import given_or, parse_bool, parse_size, per_node
 from ..settings.walltimes import parse_walltime
-from .base import BatchSystem
+from .base import BatchSystem, SiteFacts
 
 GPU_MODES = ("exclusive_process", "shared")
 LSF_UNITS = ("kb", "mb", "gb", "tb", "pb", "eb")
-
-
-def format_lsf_memory(nbytes: int, lsf_units: str) -> str:
-    """Bytes as ``-M`` in the cluster's ``LSF_UNIT_FOR_LIMITS``, as dask-jobqueue writes them (divided by powers of
-    1000, rounded up: LSF reads them in binary units, so the limit is never below the bytes asked for)."""
-    # dask-jobqueue (and distributed with it) imported only where an LSF script's memory is written
-    from ..jobs.jobqueue_base import lsf_format_bytes_ceil
-
-    return lsf_format_bytes_ceil(nbytes, lsf_units=lsf_units)
 
 
 def format_lsf_walltime(seconds: int) -> str:
@@ -47,8 +38,7 @@ def format_lsf_walltime(seconds: int) -> str:
 
 
 def lsf_walltime(walltime: Any) -> Any:
-    """A walltime as dask-jobqueue's ``LSFCluster`` means it: two numbers are ``bsub -W``'s ``HH:MM``
-    (given as ``HH:MM:00``); any other value as it is."""
+    """A walltime as dask-jobqueue's ``LSFCluster`` means it: ``HH:MM`` is ``bsub -W``'s (``HH:MM:00``)."""
     if isinstance(walltime, str) and re.fullmatch(r"\s*[0-9]+:[0-9]+\s*", walltime):
         return walltime.strip() + ":00"
     return walltime
@@ -67,8 +57,8 @@ def read_run_limit(field_name: str, value: str) -> int:
     return parse_walltime(field_name, str(int(hours) * 60 + int(minutes)), 60)
 
 
-# bsub's line past the user's pending-job threshold: "User <name>: Pending job threshold reached. Retrying in 60
-# seconds..." (or "Group <name>: ..."); IBM LSF 10.1, "About job states": "Maximum pending job threshold".
+# bsub's line past the user's pending-job threshold (MAX_PEND_JOBS): "User <name>: Pending job threshold reached.
+# Retrying in 60 seconds..."; it retries every SUB_TRY_INTERVAL as long as LSB_NTRIES allows: by default for ever.
 PENDING_THRESHOLD = r"Pending job threshold reached"
 
 
@@ -89,8 +79,7 @@ def lsf_time(text: str) -> float | None:
 
 @dataclass(frozen=True)
 class LSFOptions:
-    """LSF's own settings of a job, its keywords as their declarations read them (``lsf_units`` from ``lsf.conf``
-    where not given); ``memory`` is ``-M`` per node in ``lsf_units``, as dask-jobqueue writes it."""
+    """LSF's own settings of a job; ``memory`` is ``-M`` per node in ``lsf_units``, as dask-jobqueue writes it."""
 
     gpu_mode: str
     lsf_units: str
@@ -115,8 +104,8 @@ def parse_gpu_mode(field_name: str, value: Any) -> str:
 
 
 async def bsub_once(command: list[str], stdin: Any = None) -> str:
-    """Run bsub; its output, or CommandFailed, also when it says the pending-job threshold is reached: bsub, which
-    would retry for ever, is stopped with nothing submitted, and the cluster holds the job (``user_limit_refusals``)."""
+    """Run bsub; its output, or CommandFailed, also where it says the pending-job threshold is reached: then it is
+    stopped, with nothing submitted, and the cluster holds the job (``user_limit_refusals``)."""
     process = await asyncio.create_subprocess_exec(
         *command, stdin=stdin, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
     )
@@ -141,8 +130,7 @@ LSF_GPU_KEYS = ("num", "mode", "gmodel")  # what the generated -gpu request carr
 
 
 def parse_hand_written_gpus(field_name: str, text: str, nodes: int) -> HandWrittenGPUs | None:
-    """``-gpu "num=G[:mode=M][:gmodel=T]"`` or ``-gpu -`` (one GPU); a line with other ``-gpu`` options (``mps``,
-    ``gmem``, ...) says more than the generated request could: it ``keeps_line``."""
+    """``-gpu "num=G[:mode=M][:gmodel=T]"`` or ``-gpu -`` (one GPU); one with other options (``mps``) keeps its line."""
     match = _LSF_GPU.search(text)
     if match is None:
         return None
@@ -183,9 +171,7 @@ def _limit_header(line: str) -> bool:
 
 
 def _lsf_queue(name: str, first: int, lines: list[str]) -> ListedQueue:
-    """A queue of ``bqueues -l``: its RUNLIMIT, under MAXIMUM LIMITS (not DEFAULT LIMITS), in the 25-character
-    column its header line names (" %-24s" headers over " %.1f min[ of HOST]" values, as LSF prints them), and
-    its hosts where HOSTS names each one."""
+    """A queue of ``bqueues -l``: its RUNLIMIT under MAXIMUM LIMITS (a 25-character column), and its named HOSTS."""
     run_limit, hosts, section = None, None, ""
     for index, line in enumerate(lines):
         if line.strip() in ("DEFAULT LIMITS:", "MAXIMUM LIMITS:"):
@@ -248,14 +234,11 @@ class LSF(BatchSystem):
     job_id_variable = "LSB_JOBID"
     job_id_regexp = r"Job <(?P<job_id>\d+)>"
     ended_states = frozenset({"DONE", "EXIT"})
-    # bjobs -o esstart_time, where LSF's estimator runs (LSB_ENABLE_ESTIMATION=Y); a bjobs without the field
-    # refuses the whole query, which is then asked again without it (for the rest of this process)
+    # bjobs -o esstart_time (LSB_ENABLE_ESTIMATION=Y); a bjobs without the field is asked without it from then on
     start_estimates = "LSF estimate"
     estimates_field = True
     array_task_variable = "LSB_JOBINDEX"
     array_size_limit = 1000  # MAX_JOB_ARRAY_SIZE's default
-    # Past the user's pending-job threshold (MAX_PEND_JOBS) mbatchd rejects the job and bsub says this,
-    # then tries again every SUB_TRY_INTERVAL (60 s) as long as LSB_NTRIES allows: by default for ever.
     user_limit_refusals = (PENDING_THRESHOLD,)
     keywords = (
         NCPUS,
@@ -307,9 +290,7 @@ class LSF(BatchSystem):
     native_launcher = "blaunch"
 
     @classmethod
-    def site_settings(
-        cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any], directives: Mapping[str, Any]
-    ) -> dict[str, Any]:
+    def site_settings(cls, *, entry: SiteFacts, gpu: SiteFacts, directives: SiteFacts) -> dict[str, Any]:
         return {"gpu_mode": gpu.get("gpu_mode")}
 
     @classmethod
@@ -334,18 +315,15 @@ class LSF(BatchSystem):
 
     @classmethod
     def parse_options(cls, settings: Mapping[str, Any], request: JobRequest) -> LSFOptions:
-        value = read_declared(cls.keywords, settings)
-        if value["lsf_units"] is None:
-            from ..jobs.jobqueue_base import lsf_detect_units
+        # dask-jobqueue (and distributed with it) imported only where an LSF plan is made
+        from ..jobs.jobqueue_base import lsf_detect_units, lsf_format_bytes_ceil
 
-            value["lsf_units"] = parse_lsf_units("LSF_UNIT_FOR_LIMITS", lsf_detect_units())  # lsf.conf's
+        value = read_declared(cls.keywords, settings)
+        units = value["lsf_units"] or parse_lsf_units("LSF_UNIT_FOR_LIMITS", lsf_detect_units())  # lsf.conf's
         memory = request.memory_per_node if value["mem"] is None else value["mem"]
-        return LSFOptions(
-            gpu_mode=value["gpu_mode"],
-            lsf_units=value["lsf_units"],
-            memory=None if memory is None else format_lsf_memory(memory, value["lsf_units"]),
-            use_stdin=value["use_stdin"],
-        )
+        # -M in LSF_UNIT_FOR_LIMITS as dask-jobqueue writes it: powers of 1000, rounded up (LSF reads binary units)
+        memory_text = None if memory is None else lsf_format_bytes_ceil(memory, lsf_units=units)
+        return LSFOptions(gpu_mode=value["gpu_mode"], lsf_units=units, memory=memory_text, use_stdin=value["use_stdin"])
 
     @classmethod
     def check_launch(cls, request: JobRequest, launch: WorkerLaunch) -> None:
@@ -431,8 +409,7 @@ class LSF(BatchSystem):
 
     @classmethod
     def log_paths(cls, job: Any) -> list[str]:
-        # -o (and -e) from templates/lsf.sh.j2: <job name>-<id>.out in log_directory or the
-        # submit directory; array element 1234[k] writes <job name>-1234_k.out
+        # templates/lsf.sh.j2's -o (and -e): <job name>-<id>.out, array element 1234[k]'s <job name>-1234_k.out
         file_id = str(job.job_id).replace("[", "_").rstrip("]")
         paths = [job.log_file(f"{job.job_name}-{file_id}.out")]
         return paths + [job.log_file(f"{job.job_name}-{file_id}.err")] if job.log_directory else paths

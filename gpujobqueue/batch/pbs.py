@@ -20,10 +20,9 @@ from ..settings.declaration import read_declared
 from ..settings.keywords import PAIRS, TEXT, Keyword, matching_parser
 from ..settings.limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_NODES
 from ..settings.validation import matching, one_line, parse_lines, scalar_text
-from .base import BatchSystem, binary_memory
+from .base import BatchSystem, SiteFacts, binary_memory
 
-# PBS resource names and values: no spaces, colons, commas, plus signs or shell characters,
-# so a value cannot open another chunk (+), resource (:, ,) or directive.
+# PBS resource names and values: no spaces, : , + or shell characters, which would open another chunk or resource.
 _RESOURCE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 _RESOURCE_VALUE = re.compile(r"[A-Za-z0-9_.@/-]{1,256}")
 _PLACE = re.compile(
@@ -38,13 +37,9 @@ _OWN_CHUNK_RESOURCES = ("ncpus", "ngpus", "mem", "gpu_type")
 
 def parse_chunk_resources(field_name: str, value: Any) -> tuple[tuple[str, str], ...]:
     """Extra select-chunk resources: ``{"system": "polaris", "mpiprocs": 4}`` or ``["system=polaris"]``."""
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        value = [value]
     if isinstance(value, Mapping):
         items = [(one_line(field_name, k), scalar_text(f"{field_name}[{k}]", v)) for k, v in value.items()]
-    elif isinstance(value, Sequence):
+    elif value is None or isinstance(value, Sequence):  # parse_lines reads None as none, a string as one line
         items = []
         for entry in parse_lines(field_name, value):
             name, sep, resource_value = entry.partition("=")
@@ -76,8 +71,7 @@ format_pbs_memory = binary_memory("gb", "mb")
 
 @dataclass(frozen=True)
 class PBSOptions:
-    """PBS's own settings of a job, its keywords as their declarations (:attr:`PBS.keywords`) read them; ``place``
-    is ``excl`` for an ``exclusive`` job that gives none (:func:`exclusive_place`)."""
+    """PBS's own settings of a job, as :attr:`PBS.keywords` read them (``place``: :func:`exclusive_place`)."""
 
     chunk_resources: tuple[tuple[str, str], ...]
     place: str | None
@@ -101,8 +95,7 @@ def check_torque_options(request: JobRequest, chunk: tuple[tuple[str, str], ...]
 
 
 def parse_full_status(text: str, header: str = "Job Id:") -> dict[str, dict[str, str]]:
-    """``qstat -f`` output: each ``Job Id:`` block's attributes (long values are folded
-    onto lines that start with a tab); with ``header`` ``Queue:``, ``qstat -Qf``'s queues."""
+    """Each ``header`` block's attributes in ``qstat -f`` (or, ``Queue:``, ``qstat -Qf``) output, unfolded."""
     jobs: dict[str, dict[str, str]] = {}
     attributes: dict[str, str] = {}
     key = None
@@ -122,12 +115,9 @@ _PBS_UNITS = {"b": 0, "kb": 1, "mb": 2, "gb": 3, "tb": 4, "pb": 5}
 
 
 def _listed_queue(name: str, attributes: Mapping[str, str]) -> ListedQueue:
-    """A queue of ``qstat -Qf``: its ``resources_max`` walltime, node count (``nodect``; Torque's ``nodes`` where
-    it is a number) and GPUs of one job (``ngpus``)."""
-    where, limit = (
-        f"qstat -Qf queue {name}",
-        {k[14:]: v for k, v in attributes.items() if k.startswith("resources_max.")},
-    )
+    """A queue of ``qstat -Qf``: its ``resources_max`` walltime, nodes (``nodect``, Torque's ``nodes``) and ngpus."""
+    where = f"qstat -Qf queue {name}"
+    limit = {k[14:]: v for k, v in attributes.items() if k.startswith("resources_max.")}
     nodes = limit.get("nodect", limit.get("nodes") if limit.get("nodes", "").isdigit() else None)
     return ListedQueue(
         queue_name(where, name),
@@ -146,8 +136,7 @@ def _pbs_size(field_name: str, text: str, value: str) -> int:
 
 
 def pbs_chunk_gpus(field_name: str, text: str, value: str) -> HandWrittenGPUs | None:
-    """The GPUs of a PBS ``-l`` value: ``select=N:ncpus=C:ngpus=G[:mem=M]`` or Torque's
-    ``nodes=N:ppn=C:gpus=G``; the chunks are the nodes, their cores and memory the job's."""
+    """The GPUs of a PBS ``-l`` value ``select=N:ncpus=C:ngpus=G[:mem=M]`` (Torque's ``nodes=N:ppn=C:gpus=G``)."""
     for resource in value.split(","):
         name, _, chunk = resource.partition("=")
         if name not in ("select", "nodes"):
@@ -176,8 +165,7 @@ def pbs_chunk_gpus(field_name: str, text: str, value: str) -> HandWrittenGPUs | 
 
 
 def parse_hand_written_gpus(field_name: str, text: str, nodes: int) -> HandWrittenGPUs | None:
-    """``-l select=...:ngpus=G`` (or Torque's ``-l nodes=...:gpus=G``), kept as the job's
-    select line, or a job-wide ``-l ngpus=G``, in an extra directive."""
+    """``-l select=...:ngpus=G`` (Torque's ``-l nodes=...:gpus=G``), kept as the select line, or ``-l ngpus=G``."""
     match = re.fullmatch(r"\s*-l\s+(\S+)\s*", text)
     found = pbs_chunk_gpus(field_name, text, match.group(1)) if match else None
     job_wide = re.fullmatch(r"\s*-l\s+ngpus=(\S+)\s*", text)
@@ -293,9 +281,7 @@ class PBS(BatchSystem):
         return PBSOptions(**{**value, "place": exclusive_place(value["place"], request)})
 
     @classmethod
-    def site_settings(
-        cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any], directives: Mapping[str, Any]
-    ) -> dict[str, Any]:
+    def site_settings(cls, *, entry: SiteFacts, gpu: SiteFacts, directives: SiteFacts) -> dict[str, Any]:
         chunk = {**directives.get("chunk_resources", {}), **entry.get("chunk_resources", {})}
         return {
             "chunk_resources": {k: str(v) for k, v in chunk.items()} or None,
@@ -363,8 +349,7 @@ class PBS(BatchSystem):
 
     @classmethod
     def query_command(cls, job_ids: list[str], jobs: Sequence[Any]) -> list[str]:
-        # PBS Pro shows finished jobs only with -x; Torque shows them (while it keeps them)
-        # without, and its -x means XML.
+        # PBS Pro shows finished jobs only with -x; Torque shows them without, and its -x means XML.
         torque = any(job.request.gpu_request == "torque" for job in jobs)
         return ["qstat", "-f", *([] if torque else ["-x"]), *job_ids]
 
@@ -396,8 +381,7 @@ class PBS(BatchSystem):
 
     @classmethod
     def log_paths(cls, job: Any) -> list[str]:
-        # `-j oe` joins both streams into <job name>.o<sequence number>, in -o's directory if
-        # given; a subjob 1234[k] writes <job name>.o1234.k
+        # `-j oe`: both streams in <job name>.o<sequence number> (in -o's directory); a subjob 1234[k]'s .o1234.k
         sequence = str(job.job_id).split(".")[0]
         subjob = re.fullmatch(r"(\d+)\[(\d+)\]", sequence)
         return [

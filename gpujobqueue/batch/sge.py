@@ -19,7 +19,7 @@ from ..jobs.workers import WorkerLaunch
 from ..settings.declaration import read_declared
 from ..settings.keywords import TEXT, Keyword, matching_parser
 from ..settings.limits import MAX_GPUS_PER_NODE
-from .base import BatchSystem
+from .base import BatchSystem, SiteFacts
 
 GPU_CONSUMABLES = ("slot", "job")
 _COMPLEX = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
@@ -32,8 +32,7 @@ _MAX_SLOTS_PER_HOST = 100_000
 
 @dataclass(frozen=True)
 class SGEOptions:
-    """Grid Engine's own settings of a job, its keywords as their declarations (:attr:`SGE.keywords`) read them, and
-    the ``-l <gpu_complex>=`` value that gives the job its GPUs (:func:`gpu_request_value`)."""
+    """Grid Engine's own settings of a job, as :attr:`SGE.keywords` read them, and :func:`gpu_request_value`."""
 
     gpu_complex: str
     gpu_consumable: str
@@ -79,8 +78,7 @@ def check_resource_type(request: JobRequest, resource_type: str | None) -> None:
 
 
 def gpu_request_value(request: JobRequest, value: Mapping[str, Any]) -> int:
-    """The ``-l <gpu_complex>=`` value of the job's GPUs: per slot for a ``slot`` complex with a parallel
-    environment (``value``: the parsed keywords), else the job's GPUs."""
+    """The ``-l <gpu_complex>=`` value of the job's GPUs: per slot for a ``slot`` complex, else the job's GPUs."""
     gpus = request.gpus_per_node * request.nodes
     if value["gpu_consumable"] != "slot" or request.gpu_request != "complex":
         return gpus
@@ -100,8 +98,7 @@ def gpu_request_value(request: JobRequest, value: Mapping[str, Any]) -> int:
 def check_hosts(
     request: JobRequest, parallel_environment: str | None, allocation_rule: str | int | None, consumable: str
 ) -> None:
-    """Refuse a job whose parallel environment cannot put ``request.nodes`` hosts' worth of slots, each with its
-    GPUs, on as many hosts."""
+    """Refuse a job whose parallel environment cannot put the same slots, and GPUs, on each of its hosts."""
     per_host = request.cpus_per_node
     if isinstance(allocation_rule, int) and parallel_environment and allocation_rule != per_host:
         raise ValidationError(
@@ -145,8 +142,7 @@ def expand_task_ranges(text: str) -> list[int]:
 def _complex_gpus(
     field_name: str, text: str, value: str, names: tuple[str, ...], option: str = ""
 ) -> HandWrittenGPUs | None:
-    """The GPU complex among the resources of a Grid Engine ``-l`` value (``gpu=2,h_vmem=8G``); the other
-    resources stay, after ``option``."""
+    """The GPU complex among the resources of a ``-l`` value (``gpu=2,h_vmem=8G``); the others stay after ``option``."""
     resources = value.split(",")
     gpus = [r for r in resources if r.partition("=")[0] in names]
     if not gpus:
@@ -231,8 +227,7 @@ _HOST_VALUE = re.compile(r",\[[^=\]]+=([^\]]*)\]")  # ",[@hostgroup=value]": a v
 
 
 def _sge_queue(name: str, first: int, lines: list[str]) -> ListedQueue:
-    """A cluster queue of ``qconf -sq``: its ``h_rt`` (the longest of its hosts' values, queue_conf(5)'s
-    ``default,[host=value]``) and its hosts, where ``hostlist`` names each (not a @hostgroup)."""
+    """A cluster queue of ``qconf -sq``: its longest ``h_rt`` (``default,[host=value]``) and its named hosts."""
     values, logical = {}, ""
     for line in lines:  # a line ending in a backslash goes on on the next
         logical += line.strip()
@@ -271,8 +266,7 @@ class SGE(BatchSystem):
     job_id_variable = "JOB_ID"  # a name common enough that SGE_ROOT must be set too
     job_also_sets = ("SGE_ROOT",)
     job_id_regexp = r"Your job(?:-array)? (?P<job_id>\d+)"
-    # max_u_jobs (SGE 8.1.9: "Unable to run job: job rejected: only 1 jobs are allowed per user (current job count:
-    # 1)"; other releases capitalise it).
+    # max_u_jobs (SGE 8.1.9: "job rejected: only 1 jobs are allowed per user"; other releases capitalise it).
     user_limit_refusals = (r"(?i)\bonly \d+ jobs are allowed per user",)
     array_task_variable = "SGE_TASK_ID"
     array_size_limit = 75000  # max_aj_tasks' default
@@ -306,9 +300,7 @@ class SGE(BatchSystem):
     native_launcher = "qrsh-inherit"
 
     @classmethod
-    def site_settings(
-        cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any], directives: Mapping[str, Any]
-    ) -> dict[str, Any]:
+    def site_settings(cls, *, entry: SiteFacts, gpu: SiteFacts, directives: SiteFacts) -> dict[str, Any]:
         return {
             "gpu_complex": gpu.get("complex"),
             "gpu_consumable": gpu.get("consumable"),
@@ -393,9 +385,8 @@ class SGE(BatchSystem):
         if code != 0:
             return None
         listed = {}
-        # job-ID  prior  name  user  state  submit/start at  [queue]  slots  [ja-task-ID]: a
-        # finished job is not listed; an array's running tasks have a line each, its pending
-        # ones share a line with their ranges (1-4:1).
+        # job-ID prior name user state submit/start-at [queue] slots [ja-task-ID]: a finished job is not listed; an
+        # array's running tasks have a line each, its pending ones share one with their ranges (1-4:1).
         for fields in (line.split() for line in out.splitlines()):
             if len(fields) > 4 and fields[0].isdigit():
                 state = fields[4]

@@ -27,7 +27,7 @@ from ..settings.declaration import read_declared
 from ..settings.keywords import INT, TEXT, Keyword, count
 from ..settings.limits import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_NODES
 from ..settings.validation import parse_constraint, parse_slurm_memory_text, parse_word
-from .base import BatchSystem, binary_memory
+from .base import BatchSystem, SiteFacts, binary_memory
 
 # Bytes as SLURM memory (binary units), rounded up: ``60G`` or ``1536M``.
 format_slurm_memory = binary_memory("G", "M")
@@ -35,8 +35,7 @@ format_slurm_memory = binary_memory("G", "M")
 
 @dataclass(frozen=True)
 class SLURMOptions:
-    """SLURM's own settings of a job, its keywords as their declarations read them, and ``--clusters``, the one of
-    SLURM's clusters the jobs go to (a site's ``clusters``)."""
+    """SLURM's own settings of a job, as its keywords read them, and ``--clusters`` (a site's ``clusters``)."""
 
     qos: str | None
     constraint: str | None
@@ -54,8 +53,7 @@ _SLURM_OPTION = re.compile(r"(?<![\w-])(--gres|--gpus-per-node|--gpus-per-task|-
 
 
 def parse_hand_written_gpus(field_name: str, text: str, nodes: int) -> HandWrittenGPUs | None:
-    """``--gres=gpu[:type][:N]``, ``--gpus=[type:]N`` (per job), ``-G N``, ``--gpus-per-node``,
-    ``--gpus-per-task`` (per node: gpujobqueue's jobs run one task per node)."""
+    """``--gres=gpu[:type][:N]``, ``--gpus=[type:]N`` or ``-G N`` (per job), ``--gpus-per-node`` or -task."""
     match = _SLURM_OPTION.search(text)
     if match is None:
         return None
@@ -71,11 +69,8 @@ def parse_hand_written_gpus(field_name: str, text: str, nodes: int) -> HandWritt
         parts = gpus[0].split(":")[1:]
         if len(parts) > 2:
             raise ValidationError(field_name, f"{text!r}: gpujobqueue reads gpu, gpu:N and gpu:TYPE:N")
-        count = (
-            written_count(field_name, text, parts[-1], "GPUs per node", MAX_GPUS_PER_NODE)
-            if parts and parts[-1].isdigit()
-            else 1
-        )
+        numbered = parts and parts[-1].isdigit()
+        count = written_count(field_name, text, parts[-1], "GPUs per node", MAX_GPUS_PER_NODE) if numbered else 1
         kind = parts[0] if parts and not parts[0].isdigit() else None
         others = [entry for entry in entries if entry is not gpus[0]]
         rest = f"--gres={','.join(others)}" if others else None
@@ -162,15 +157,13 @@ class SLURM(BatchSystem):
     start_estimates = "SLURM backfill estimate"
     # squeue's %S and sbatch --test-only's start in the form the parsers read, whatever the user's own setting
     query_environment = {"SLURM_TIME_FORMAT": "standard"}
-    # Every partition (hidden ones too), a line per group of alike nodes: name, MaxTime, job size in nodes
-    # (MIN-MAX, "infinite" for none), node count, each node's GRES (sinfo(1)'s %R, %l, %s, %D, %G).
+    # Every partition (hidden too), a line per group of alike nodes: %R name, %l MaxTime, %s job size, %D nodes, %G GRES
     queue_listing_command = ("sinfo", "--all", "--noheader", "--format=%R|%l|%s|%D|%G")
     optional_commands = ("sacct", "scontrol")  # exit codes of ended jobs
     job_id_variable = "SLURM_JOB_ID"
     job_id_regexp = r"Submitted batch job (?P<job_id>\d+)"
-    # sbatch's refusals for a per-user job limit (a QoS's MaxSubmitJobsPerUser, an association's
-    # MaxSubmitJobs). Not the line after them, "Job violates accounting/QOS policy": sbatch says it for
-    # size and time limits too.
+    # A QoS's MaxSubmitJobsPerUser, an association's MaxSubmitJobs; not the line after them, "Job violates
+    # accounting/QOS policy", which sbatch says for size and time limits too.
     user_limit_refusals = (r"QOSMaxSubmitJobPerUserLimit", r"AssocMaxSubmitJobLimit")
     ended_states = frozenset(
         {
@@ -187,9 +180,8 @@ class SLURM(BatchSystem):
             "REVOKED",
         }
     )
-    # Pending reasons that waiting does not clear: the job asks for more than the partition,
-    # QoS or association allows (sbatch takes such jobs unless EnforcePartLimits is set).
-    # ReqNodeNotAvail is not among them: it clears when a drained or reserved node returns.
+    # More than the partition, QoS or association allows (sbatch takes such jobs unless EnforcePartLimits is set);
+    # not ReqNodeNotAvail, which clears when a drained or reserved node returns.
     hopeless_reasons = frozenset(
         {
             "PartitionConfig",
@@ -248,9 +240,7 @@ class SLURM(BatchSystem):
         return SLURMOptions(qos=value["qos"], constraint=value["constraint"], job_mem=value["job_mem"])
 
     @classmethod
-    def site_settings(
-        cls, *, entry: Mapping[str, Any], gpu: Mapping[str, Any], directives: Mapping[str, Any]
-    ) -> dict[str, Any]:
+    def site_settings(cls, *, entry: SiteFacts, gpu: SiteFacts, directives: SiteFacts) -> dict[str, Any]:
         return {"qos": entry.get("qos"), "constraint": entry.get("constraint") or directives.get("constraint")}
 
     @classmethod
@@ -317,9 +307,8 @@ class SLURM(BatchSystem):
 
     @classmethod
     def query_command(cls, job_ids: list[str], jobs: Sequence[Any]) -> list[str]:
-        # --states=all: finished jobs too, for as long as slurmctld keeps them (MinJobAge);
-        # --array: one line per array element (A_7), not one per pending array (A_[7-9]).
-        # With --clusters squeue heads each cluster's lines with "CLUSTER: name", which has no fields.
+        # --states=all: finished jobs too, while slurmctld keeps them (MinJobAge); --array: a line per element (A_7),
+        # not per pending array (A_[7-9]). With --clusters, a "CLUSTER: name" line (no fields) heads each cluster's.
         return [
             "squeue",
             *clusters_options(jobs),

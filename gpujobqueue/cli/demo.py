@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import textwrap
 import time
 import warnings
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from distributed import Client
 
 from ..errors import GPUJobQueueError
 from ..jobs.job_status import read_log_tail
+from ..jobs.usage import text_table
 from ..machine.gpus import machine_gpus, nvidia_gpu_ids
 from ..machine.install import install_line
 from ..runtime.factory import LocalGPUCluster
@@ -48,15 +50,8 @@ def _random_sum(side: int, chunk: int) -> Outcome:
     count = math.ceil(side / 2) ** 2
     mean_error = abs(total / count - 1)
     ok = mean_error < 6 / math.sqrt(count)  # six standard errors of a normal mean
-    return Outcome(
-        "(x + 1)[::2, ::2].sum()",
-        (side, side),
-        x.nbytes,
-        (chunk, chunk),
-        seconds,
-        f"mean {total / count:.6f} (want 1)",
-        ok,
-    )
+    check = f"mean {total / count:.6f} (want 1)"
+    return Outcome("(x + 1)[::2, ::2].sum()", (side, side), x.nbytes, (chunk, chunk), seconds, check, ok)
 
 
 def _tall_skinny_svd(rows: int, cols: int, row_chunk: int) -> Outcome:
@@ -67,34 +62,20 @@ def _tall_skinny_svd(rows: int, cols: int, row_chunk: int) -> Outcome:
     u, s, v = dask.persist(u, s, v)
     error = float((da.linalg.norm((u * s) @ v - x) / da.linalg.norm(x)).compute())
     seconds = time.perf_counter() - start
+    check = f"relative error {error:.1e}"
     return Outcome(
-        "da.linalg.svd (tall-skinny)",
-        (rows, cols),
-        x.nbytes,
-        (row_chunk, cols),
-        seconds,
-        f"relative error {error:.1e}",
-        error < 1e-8,
+        "da.linalg.svd (tall-skinny)", (rows, cols), x.nbytes, (row_chunk, cols), seconds, check, error < 1e-8
     )
 
 
 def _print_table(outcomes: list[Outcome], backend: str) -> None:
-    header = ("workload", "shape", "size", "chunks", "seconds", "check")
-    rows = [header] + [
-        (
-            o.workload,
-            " x ".join(map(str, o.shape)),
-            format_bytes(o.nbytes),
-            " x ".join(map(str, o.chunks)),
-            f"{o.seconds:.2f}",
-            ("ok: " if o.ok else "FAILED: ") + o.check,
-        )
+    rows = [
+        [o.workload, " x ".join(map(str, o.shape)), format_bytes(o.nbytes), " x ".join(map(str, o.chunks))]
+        + [f"{o.seconds:.2f}", ("ok: " if o.ok else "FAILED: ") + o.check]
         for o in outcomes
     ]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     print(f"\nworkloads ({backend} arrays):")
-    for row in rows:
-        print("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)))
+    print(textwrap.indent(text_table(("workload", "shape", "size", "chunks", "seconds", "check"), rows), "  "))
 
 
 def one_line(error: BaseException) -> str:
@@ -104,8 +85,7 @@ def one_line(error: BaseException) -> str:
 
 
 def gpu_memories(gpu_ids: list[str]) -> list[int]:
-    """Each of these GPUs' memory in bytes (NVML, else nvidia-smi, else cupy); a GPU whose
-    memory cannot be read is left out."""
+    """Each of these GPUs' memory in bytes (NVML, else nvidia-smi, else cupy); one not read is left out."""
     by_index = {str(gpu.index): gpu.memory_bytes for gpu in machine_gpus().gpus}
     memories = []
     for position, gpu_id in enumerate(gpu_ids):
@@ -162,10 +142,8 @@ def _dashboard_line(link: str) -> str:
 
 
 def run_demo(size: str = "medium", gpus: int | None = None, dashboard: bool = False) -> int:
-    """Start a LocalGPUCluster of ``gpus`` workers (:func:`_demo_workers`), with the scheduler's dashboard on this
-    host's loopback where asked, run the seed workloads at ``size`` (:func:`~.demo_sizes.demo_sizes`) and print a
-    table; return an exit code. A failure of a workload (cupy's OutOfMemoryError, a worker that died) is one line,
-    with the job's log, and exit code 1, never a traceback."""
+    """Start a LocalGPUCluster of ``gpus`` workers, run the seed workloads at ``size`` and print a table; the exit
+    code. A failure (cupy's OutOfMemoryError, a worker that died) is one line and 1, never a traceback."""
     gpu_ids = nvidia_gpu_ids()
     workers, mode, backend, memories = _demo_workers(gpu_ids, gpus)
     sizes = demo_sizes(size, memories)
@@ -212,8 +190,7 @@ def run_demo(size: str = "medium", gpus: int | None = None, dashboard: bool = Fa
 
 
 def _demo_workers(gpu_ids: list[int], gpus: int | None) -> tuple[int, str, str, list[int]]:
-    """The demo's workers, their mode, the arrays' backend and the GPUs' memories: one dask-cuda worker per
-    NVIDIA GPU here (or ``gpus`` of them), else ``gpus`` (2) CPU workers with numpy arrays."""
+    """The workers (one dask-cuda worker per GPU, else 2 CPU workers), their mode, backend and GPUs' memories."""
     if not gpu_ids:
         workers = gpus or 2
         print(f"gpujobqueue demo: no NVIDIA GPU here; starting {workers} CPU worker(s) (numpy arrays) in their place")
@@ -236,8 +213,7 @@ def _demo_workers(gpu_ids: list[int], gpus: int | None) -> tuple[int, str, str, 
 
 
 def _demo_cluster(gpu_ids: list[int], workers: int, mode: str, run_folder: str, dashboard: bool) -> LocalGPUCluster:
-    """The demo's local cluster; without GPUs its workers are the CPU pool's, which hold no GPU (the usage summary
-    at close counts none)."""
+    """The demo's local cluster; without GPUs its workers are the CPU pool's (the usage summary counts no GPU)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", OpenDashboardWarning)  # the demo's own line says who can read it
         return LocalGPUCluster(
@@ -262,8 +238,7 @@ def _wait_for_workers(client: Client, cluster: LocalGPUCluster, workers: int) ->
 
 
 def _run_workloads(sizes: DemoSizes) -> tuple[list[Outcome], str | None]:
-    """The seed workloads' outcomes, and the first failure as one line (cupy's OutOfMemoryError, a worker lost),
-    after which none runs."""
+    """The seed workloads' outcomes, and the first failure as one line, after which none runs."""
     outcomes: list[Outcome] = []
     workloads: list[tuple[str, Callable[[], Outcome]]] = [
         ("the sum", lambda: _random_sum(sizes.side, sizes.chunk)),

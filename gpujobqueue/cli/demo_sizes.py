@@ -1,5 +1,4 @@
-"""The demo's problem sizes, fitted to the memory of the GPUs it runs on: a pure function, checked without a GPU.
-The nominal sizes are those of docs/benchmarks.md (two H200s)."""
+"""The demo's problem sizes, fitted to its GPUs' memory; the nominal sizes are docs/benchmarks.md's (two H200s)."""
 
 from __future__ import annotations
 
@@ -42,8 +41,7 @@ ROUND = 1_000
 
 @dataclass(frozen=True)
 class DemoSizes:
-    """The demo's problem sizes: the random array's side and its chunks' side, the tall-skinny SVD's shape and its
-    row chunks, and why they differ from the nominal ones ("" when they do not)."""
+    """The random array's side and its chunks', the tall-skinny SVD's shape and row chunks, and why not nominal."""
 
     side: int
     chunk: int
@@ -59,8 +57,7 @@ def sum_peak_bytes(chunk: int) -> int:
 
 
 def svd_peak_bytes(rows: int, cols: int, row_chunk: int, gpus: int) -> int:
-    """Bytes one GPU holds at most for the SVD and its check: its share of the whole copies
-    plus every thread's temporaries of one row chunk."""
+    """Bytes one GPU holds at most for the SVD: its share of the whole copies and its threads' temporaries."""
     return (
         math.ceil(SVD_COPIES * rows * cols * ITEM_BYTES / gpus)
         + THREADS_PER_WORKER * TEMPORARIES_PER_TASK * row_chunk * cols * ITEM_BYTES
@@ -72,9 +69,8 @@ def _round_down(value: float, step: int, least: int) -> int:
 
 
 def demo_sizes(size: str, gpu_memories: Sequence[int]) -> DemoSizes:
-    """The demo's sizes for ``size`` on GPUs with these memories in bytes, one per worker (none: the CPU sizes,
-    small enough for any machine): the nominal sizes where they fit; else chunks, then the SVD's rows and the sum's
-    side, shrunk until every GPU's planned peak is at most ``MEMORY_SHARE`` of the smallest GPU's memory."""
+    """The sizes for ``size`` on GPUs of these memories (none: the CPU sizes): the nominal ones, else the chunks,
+    the SVD's rows and the sum's side shrunk until each GPU's peak is at most ``MEMORY_SHARE`` of the smallest."""
     if size not in SIZE_NAMES:
         raise ValueError(f"size must be one of {', '.join(SIZE_NAMES)}, got {size!r}")
     if not gpu_memories:

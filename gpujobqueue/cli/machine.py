@@ -1,5 +1,4 @@
-"""The commands about this machine: ``gpujobqueue check`` (what it has for GPU workers, or site
-files validated), ``gpujobqueue clean`` (stale private folders) and ``gpujobqueue demo``."""
+"""The commands about this machine: ``gpujobqueue check``, ``gpujobqueue clean`` and ``gpujobqueue demo``."""
 
 from __future__ import annotations
 
@@ -9,6 +8,7 @@ import click
 
 from ..batch import names
 from ..settings.worker_options import PROTOCOLS
+from .demo_sizes import SIZE_NAMES
 
 
 @click.command()
@@ -16,11 +16,7 @@ from ..settings.worker_options import PROTOCOLS
 @click.option("--site", help="Check against this site (name or file) instead of the one GPUCluster() would pick.")
 @click.option("--batch", type=click.Choice(list(names())), help="The batch system, where no site is used.")
 @click.option("--interface", help="The interface keyword: check it exists here (default: the site's).")
-@click.option(
-    "--protocol",
-    type=click.Choice(PROTOCOLS),
-    help="The protocol keyword (default: the site's).",
-)
+@click.option("--protocol", type=click.Choice(PROTOCOLS), help="The protocol keyword (default: the site's).")
 @click.option("--json", "as_json", is_flag=True, help="Print the facts and findings as JSON.")
 @click.option(
     "--submit-test",
@@ -113,13 +109,7 @@ def clean(directory: str) -> None:
 
 
 @click.command()
-@click.option(
-    "--size",
-    type=click.Choice(["small", "medium", "large"]),
-    default="medium",
-    show_default=True,
-    help="Problem sizes.",
-)
+@click.option("--size", type=click.Choice(SIZE_NAMES), default="medium", show_default=True, help="Problem sizes.")
 @click.option(
     "--gpus",
     type=click.IntRange(min=1),

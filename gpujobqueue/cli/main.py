@@ -16,9 +16,8 @@ from .usage import usage
 
 
 class _Commands(click.Group):
-    """The commands; a GPUJobQueueError a command does not say itself is click's one-line error (status 1), not a
-    traceback; Ctrl-C ends one with a line and status 130 (128 + SIGINT, as a shell reports a program that Ctrl-C
-    ended), not click's "Aborted!" and 1."""
+    """The commands: a GPUJobQueueError as click's one-line error (status 1), not a traceback; Ctrl-C as a line and
+    status 130 (128 + SIGINT, as a shell reports it), not click's "Aborted!" and 1."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -38,7 +37,3 @@ def main() -> None:
 
 for _command in (render, credentials, sites, show, check, clean, demo, usage):
     main.add_command(_command)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,5 +1,4 @@
-"""``gpujobqueue render`` (a job script from keywords; its options generated from the keyword
-registry) and ``gpujobqueue credentials`` (the TLS credentials rendered scripts' workers read)."""
+"""``gpujobqueue render`` (a job script from keywords, an option each) and ``gpujobqueue credentials``."""
 
 from __future__ import annotations
 
@@ -7,7 +6,7 @@ import difflib
 import re
 import shlex
 import warnings
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import click
 
@@ -21,9 +20,8 @@ from ..settings.validation import parse_count, parse_duration
 
 
 class Parsed(click.ParamType):
-    """An option's value read by a :mod:`~gpujobqueue.settings.validation` parser and refused as click refuses bad
-    usage: a whole number in the digits 0-9 (:func:`~gpujobqueue.settings.validation.parse_count`; click's own
-    ``int`` reads ``1_0`` as 10 and ``٤`` as 4), which the keyword's parser then bounds, or a duration."""
+    """An option's value read by a :mod:`~gpujobqueue.settings.validation` parser, refused as click refuses bad
+    usage (click's own ``int`` reads ``1_0`` as 10 and ``٤`` as 4)."""
 
     def __init__(self, name: str, parse: Callable[[str, Any], Any]):
         self.name, self.parse = name, parse
@@ -63,25 +61,20 @@ def _starts(batch: str, keywords: dict[str, Any]) -> str:
         raise RefusedInput(_in_option_terms(error, click.get_current_context().command)) from None
     except GPUJobQueueError as error:
         raise click.ClickException(str(error)) from None
+    if not starts:
+        return f"{site.name}: no queue takes the job"
     system = batch_system(site.scheduler)
     rows = [
         [start.queue + ("" if start.routed else " *"), start_text(start), start.said.splitlines()[-1][:100]]
         for start in starts
     ]
     source = system.start_estimates or system.no_start_estimates
-    if starts and all(start.accepted is None for start in starts):
+    if all(start.accepted is None for start in starts):
         source = f"{system.name} could not be asked"
     head = f"When the job would start on {site.name}, if submitted now ({source}; nothing was submitted):"
-    foot = (
-        "\n* only by request (queue=...): not chosen by routing nor by queue='soonest'"
-        if any(not s.routed for s in starts)
-        else ""
-    )
-    return (
-        f"{head}\n{text_table(['queue', 'start', 'batch system said'], rows)}{foot}"
-        if rows
-        else (f"{site.name}: no queue takes the job")
-    )
+    by_request = "\n* only by request (queue=...): not chosen by routing nor by queue='soonest'"
+    foot = by_request if any(not start.routed for start in starts) else ""
+    return f"{head}\n{text_table(['queue', 'start', 'batch system said'], rows)}{foot}"
 
 
 def _keyword_option(keyword: Keyword) -> Callable:
@@ -99,10 +92,9 @@ def _keyword_option(keyword: Keyword) -> Callable:
     return click.option(*decls, type=WHOLE_NUMBER if keyword.kind == INT else str, help=keyword.help)
 
 
-def keyword_options(command: Callable, keywords: Sequence[Keyword] | None = None) -> Callable:
-    """``command`` with an option for every keyword that has one (default: the keyword registry's,
-    :func:`~gpujobqueue.batch.command_line_keywords`), in the registry's order in --help."""
-    for keyword in reversed(command_line_keywords() if keywords is None else keywords):
+def keyword_options(command: Callable) -> Callable:
+    """``command`` with an option for every keyword that has one (:func:`~gpujobqueue.batch.command_line_keywords`)."""
+    for keyword in reversed(command_line_keywords()):  # in the registry's order in --help
         if keyword.command_line is None:
             command = _keyword_option(keyword)(command)
     return command
@@ -119,8 +111,7 @@ _KEYWORD_SETTING = re.compile(r"(?:^|(?<=[\s(]))([a-z][a-z0-9_]*)=(?=[^\s=])")
 
 
 class RefusedInput(click.ClickException):
-    """A value the command refuses: one line naming the option, and click's exit status for bad
-    usage, 2 (as for an option click itself refuses)."""
+    """A value the command refuses: one line naming the option, and click's exit status for bad usage, 2."""
 
     exit_code = 2
 
@@ -159,10 +150,7 @@ def _in_option_terms(error: GPUJobQueueError, command: click.Command) -> str:
     "(a path the compute nodes read).",
 )
 @click.option(
-    "--name",
-    default="gpujobqueue-worker",
-    show_default=True,
-    help="Worker name prefix; workers are NAME-<i>.",
+    "--name", default="gpujobqueue-worker", show_default=True, help="Worker name prefix; workers are NAME-<i>."
 )
 @click.option(
     "--run",
@@ -181,10 +169,8 @@ def _in_option_terms(error: GPUJobQueueError, command: click.Command) -> str:
     "--job-array",
     type=WHOLE_NUMBER,
     metavar="K",
-    help=(
-        "Write the job array of K jobs (NAME-0 .. NAME-<K-1>) that a cluster with job_array=True submits in one "
-        "command."
-    ),
+    help="Write the job array of K jobs (NAME-0 .. NAME-<K-1>) that a cluster with job_array=True submits in one "
+    "command.",
 )
 @click.option(
     "--no-tls",
@@ -294,8 +280,7 @@ def render(
 
 
 def _warn_of_missing_credentials(text: str, reads_credentials: bool, tls_directory: str | None) -> None:
-    """Say now, not after the job's queue wait, where the script reads TLS credentials that this host lacks (the
-    script's own line that exports their folder; UCX has none)."""
+    """Say now, not after the job's queue wait, where the script reads TLS credentials that this host lacks."""
     from ..security.tls import ScriptTLS, missing_credentials_here
 
     script_tls = ScriptTLS.for_script(run=False, directory=tls_directory)
@@ -329,8 +314,7 @@ def _check_arguments(
     scheduler_file: str | None,
     worker_name: str,
 ) -> None:
-    """Refuse, as click refuses bad usage (status 2), arguments that do not go together, a BATCH|SITE
-    that is neither, and a worker name prefix that cannot be one."""
+    """Refuse as bad usage (status 2) arguments that do not go together, a BATCH|SITE that is neither, a bad --name."""
     from ..settings.validation import parse_name
     from ..sites import site_files
     from ..sites.registry import names_a_file
@@ -358,8 +342,7 @@ def _check_arguments(
 
 
 def _keywords(options: dict[str, Any], environment: tuple[str, ...]) -> dict[str, Any]:
-    """The cluster keywords of the options given; ``--env NAME=VALUE`` read as a mapping (``--chunk-resource``'s
-    list of NAME=VALUE is the PBS keyword's to read)."""
+    """The cluster keywords of the options given; ``--env NAME=VALUE`` read as a mapping."""
     keywords = {key: value for key, value in options.items() if value not in (None, ())}
     env = {}
     for item in environment:

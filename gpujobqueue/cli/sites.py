@@ -1,5 +1,4 @@
-"""``gpujobqueue sites`` (the known site configs as a table) and ``gpujobqueue show`` (one site's
-resolved config, each value with the line it came from)."""
+"""``gpujobqueue sites`` (the known site configs as a table) and ``gpujobqueue show`` (one site's config)."""
 
 from __future__ import annotations
 
@@ -43,8 +42,7 @@ def _shorten(text: str, width: int) -> str:
 
 
 def _fitted(cells: list[dict[str, str]], room: int) -> tuple[dict[str, int], list[str]]:
-    """The columns' widths within ``room`` characters and the columns left out (:data:`_LEFT_OUT_FIRST`); the
-    centre and GPU cut with an ellipsis where the table is still too wide."""
+    """The columns' widths within ``room`` characters (the centre and GPU cut where needed) and those left out."""
     widths = {key: max([len(title)] + [len(cell[key]) for cell in cells]) for key, title in _SITE_COLUMNS.items()}
     left_out: list[str] = []
     for key in _LEFT_OUT_FIRST:  # a column goes only where cutting the centre and GPU to 8 would not make room
@@ -148,14 +146,7 @@ def show(site: str) -> None:
                 click.echo(f"{indent}{key}:")
                 walk(item, path + (key,), indent + "  ")
                 continue
-            text = yaml.dump(
-                {key: item},
-                Dumper=ShowDumper,
-                sort_keys=False,
-                allow_unicode=True,
-                default_flow_style=False,
-                width=10**6,
-            )
+            text = yaml.dump({key: item}, Dumper=ShowDumper, sort_keys=False, allow_unicode=True, width=10**6)
             first, *rest = text.rstrip("\n").split("\n")
             where = origin(path + (key,))
             click.echo(f"{indent}{first}".ljust(60) + f"  # {where}" if where else f"{indent}{first}")

@@ -1,6 +1,5 @@
-"""``gpujobqueue check``: :func:`gather_facts` reads the machine without judging (:mod:`.facts`,
-:mod:`.probes`); :func:`judge` and :func:`report` (:mod:`.judge`) judge any facts, so that the judgement
-is tested without the machine."""
+"""``gpujobqueue check``: :func:`gather_facts` reads the machine; :func:`judge` and :func:`report` judge any facts,
+so that the judgement is tested without the machine."""
 
 from .facts import MachineFacts, gather_facts
 from .findings import Finding

@@ -1,5 +1,4 @@
-"""The facts of ``gpujobqueue check``: :class:`MachineFacts`, read by :func:`gather_facts`
-through :mod:`.probes` and the site, with no judgement in them."""
+"""The facts of ``gpujobqueue check``: :class:`MachineFacts`, read by :func:`gather_facts`, judging nothing."""
 
 from __future__ import annotations
 
@@ -26,16 +25,7 @@ from ..plan import site_problems
 from ..preloads.nic_affinity import map_lines
 from ..settings import config
 from ..settings.worker_args import parse_python
-from .probes import (
-    PACKAGES,
-    Package,
-    batch_versions,
-    commands,
-    job_of,
-    package,
-    submitting,
-    ucx_resources,
-)
+from .probes import PACKAGES, Package, batch_versions, commands, job_of, package, submitting, ucx_resources
 from .queue_check import compare_queues
 
 
@@ -78,16 +68,13 @@ class MachineFacts:
     # judges its age.
     site_oldest_source: dict[str, str] | None = None
     today: str = field(default_factory=lambda: datetime.date.today().isoformat())
-    # With --submit-test: each trial job and the batch system's answer (a TrialJob as a dict); None when not asked.
+    # With --submit-test (else None): each TrialJob as a dict, and queue_check.compare_queues's listing.
     submit_tests: list[dict[str, Any]] | None = None
-    # With --submit-test: the batch system's queue listing against the site file (queue_check.compare_queues).
     queue_listing: dict[str, Any] | None = None
-    # gpujobqueue.<batch>.python where it names another interpreter than this one, and what it lacks
-    # (each phrase of install.worker_python_problems; None: not found here, or not a python, so not probed).
+    # gpujobqueue.<batch>.python where it names another interpreter than this one, and what it lacks (None: not
+    # probed); whether the batch system was asked a status query, and its error where it did not answer.
     worker_python: str | None = None
     worker_python_problems: list[str] | None = None
-    # Whether the batch system was asked a status query (where its commands are all on PATH), and its error
-    # where it did not answer (None: it answered, or was not asked).
     batch_asked: bool = False
     batch_error: str | None = None
 
@@ -100,10 +87,8 @@ def gather_facts(
     submit_test: bool = False,
     account: str | None = None,
 ) -> MachineFacts:
-    """Read what this machine has for GPU workers, against ``site`` (default: the one ``GPUCluster()`` would
-    pick) or, without a site, ``batch``; ``interface`` and ``protocol`` where not the site's; with
-    ``submit_test``, the batch system's answers on the site's jobs (:func:`~.submit_test.submit_tests`),
-    rendered with ``account``."""
+    """Read what this machine has for GPU workers, against ``site`` (default: ``GPUCluster()``'s) or ``batch``;
+    with ``submit_test``, the batch system's answers on the site's jobs, rendered with ``account``."""
     machine = machine_gpus()
     loaded, site_source, site_error = _the_site(site, batch)
     site_defaults = sites.site_settings(loaded, None) if loaded else {}  # the site's keywords, as a cluster reads them
@@ -158,8 +143,7 @@ def gather_facts(
 
 
 def _configured_worker_python(batch: str) -> tuple[str | None, list[str] | None]:
-    """``gpujobqueue.<batch>.python`` where it is another interpreter than this one, and what it lacks
-    of what the workers import (dask_cuda included: the judge drops it for workers that do not run it)."""
+    """``gpujobqueue.<batch>.python`` where it is another interpreter, and what it lacks (dask_cuda too)."""
     try:
         python = parse_python(config.configured(batch, "python"), "direct")[1]
     except GPUJobQueueError:  # unset, or a value the cluster refuses naming the key
@@ -173,9 +157,8 @@ def _configured_worker_python(batch: str) -> tuple[str | None, list[str] | None]
 
 
 def _batch_answer(batch: str) -> tuple[bool, str | None]:
-    """Whether the batch system was asked about a job it never gave (its status command, within
-    ``gpujobqueue.query-timeout``: not where it has no server or its commands are not all on PATH), and its
-    error where it did not answer."""
+    """Whether the batch system was asked about a job it never gave (where it has a server and its commands are
+    on PATH), and its error where it did not answer."""
     system = batch_system(batch)
     if system.runs_jobs_here or not all(shutil.which(command) for command in commands(batch)):
         return False, None

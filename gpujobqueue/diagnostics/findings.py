@@ -1,6 +1,5 @@
 """:class:`Finding`, one line of ``gpujobqueue check``, and the lines of ``--submit-test``: each job the batch
-system was shown (accepted; refused, the machine stricter than the file at a limit; past a limit and accepted, the
-machine looser), and each difference of its queue listing with the site file, with the file's line."""
+system was shown, and each difference of its queue listing with the site file."""
 
 from __future__ import annotations
 
@@ -25,8 +24,7 @@ TOPIC, LISTING = "submit test", "queue listing"
 
 
 def submit_test_findings(facts: MachineFacts) -> list[Finding]:
-    """One line per job of ``--submit-test`` (the jobs not asked, for no test mode or no answer, in one line per
-    reason), then the queue listing's lines."""
+    """One line per job of ``--submit-test`` (those not asked, one per reason), then the queue listing's lines."""
     if facts.submit_tests is None:
         return []
     if facts.site is None or facts.site_error:
@@ -49,24 +47,18 @@ def submit_test_findings(facts: MachineFacts) -> list[Finding]:
 
 
 def _trial_finding(facts: MachineFacts, trial: dict, said: str) -> Finding:
-    """A job's line: within the file's limits, accepted or refused (a failure; where it sits at the file's limits,
-    the machine stricter than the file); past a limit, refused as the file says or taken (the machine looser)."""
+    """A job's line: within the limits, accepted or refused (stricter); past a limit, refused or taken (looser)."""
     label, past = trial["label"], trial["past"]
     correct = f"correct {facts.site}'s file (`gpujobqueue show {facts.site}` gives each value's line)"
     if not trial["rendered"] and past:  # a job gpujobqueue cannot write (one host's parallel environment)
         return Finding("info", TOPIC, f"{label}: not asked, gpujobqueue does not write it: {said}")
     if not trial["rendered"]:
-        return Finding(
-            "fail", TOPIC, f"{label}: not rendered: {said}", "give the keyword it names (--account where required)"
-        )
+        fix = "give the keyword it names (--account where required)"
+        return Finding("fail", TOPIC, f"{label}: not rendered: {said}", fix)
     if past and trial["accepted"]:
-        return Finding(
-            "warn",
-            TOPIC,
-            f"{label}: accepted one step past {past}: {LOOSER}: {said}",
-            f"where the centre allows it, raise the limit in {facts.site}'s file (a limit enforced after "
-            "submission, by a QOS or the scheduler, does not show here)",
-        )
+        fix = f"where the centre allows it, raise the limit in {facts.site}'s file (a limit enforced after submission"
+        loose = f"{label}: accepted one step past {past}: {LOOSER}: {said}"
+        return Finding("warn", TOPIC, loose, f"{fix}, by a QOS or the scheduler, does not show here)")
     if past:
         return Finding("ok", TOPIC, f"{label}: refused, as the file says: {said}")
     if trial["accepted"]:

@@ -1,6 +1,5 @@
 """The judgement of ``gpujobqueue check``: :func:`judge` turns :class:`~.facts.MachineFacts` into
-:class:`Finding` lines, ``fail`` where something the workers need is missing, each with its fix, and
-:func:`report` writes them as text."""
+:class:`Finding` lines, ``fail`` where something the workers need is missing, and :func:`report` writes them."""
 
 from __future__ import annotations
 
@@ -34,12 +33,8 @@ def judge(facts: MachineFacts) -> list[Finding]:
     findings += [Finding("info", "network cards", line) for line in facts.nic_map]
     findings += _batch_findings(facts)
     # Each problem on its own line: one bad file among many is named alone, the others' checks stand.
-    findings += [
-        Finding(
-            "fail", "site files", problem, "correct the file and key named (gpujobqueue check FILE shows each problem)"
-        )
-        for problem in facts.site_file_errors
-    ]
+    fix = "correct the file and key named (gpujobqueue check FILE shows each problem)"
+    findings += [Finding("fail", "site files", problem, fix) for problem in facts.site_file_errors]
     if not facts.site_file_errors:
         findings.append(Finding("ok", "site files", f"{facts.site_files_checked} known site files valid"))
     return findings + submit_test_findings(facts)
@@ -64,9 +59,8 @@ def report(findings: list[Finding], facts: MachineFacts) -> str:
 
 def _site_finding(facts: MachineFacts) -> Finding:
     if facts.site_error:
-        return Finding(
-            "fail", "site", facts.site_error, "name a site that `gpujobqueue sites` lists, or a valid site file"
-        )
+        fix = "name a site that `gpujobqueue sites` lists, or a valid site file"
+        return Finding("fail", "site", facts.site_error, fix)
     if facts.site is None:
         return Finding("info", "site", f"none ({facts.site_source}); batch system {facts.batch}")
     return Finding("ok", "site", f"{facts.site} ({facts.site_source}, {facts.site_file}); batch system {facts.batch}")
@@ -81,15 +75,11 @@ def _freshness_findings(facts: MachineFacts) -> list[Finding]:
         return [
             Finding("ok", "site sources", f"oldest version read of {oldest.version_date.isoformat()} ({oldest.url})")
         ]
-    return [
-        Finding(
-            "warn",
-            "site sources",
-            f"{facts.site}: {oldest.stale_text()}",
-            f"the centre may have changed a queue or limit since: compare its pages now with `gpujobqueue show "
-            f"{facts.site}` and correct the site file (its facts are more than {FRESH_MONTHS} months old)",
-        )
-    ]
+    fix = (
+        f"the centre may have changed a queue or limit since: compare its pages now with `gpujobqueue show "
+        f"{facts.site}` and correct the site file (its facts are more than {FRESH_MONTHS} months old)"
+    )
+    return [Finding("warn", "site sources", f"{facts.site}: {oldest.stale_text()}", fix)]
 
 
 def _gpu_findings(facts: MachineFacts) -> list[Finding]:
@@ -103,56 +93,27 @@ def _gpu_findings(facts: MachineFacts) -> list[Finding]:
         visible = "" if facts.cuda_visible_devices is None else f"; CUDA_VISIBLE_DEVICES={facts.cuda_visible_devices}"
         findings = [Finding("ok", "GPUs", f"{len(facts.gpus)} seen by {facts.gpu_source} ({names}){visible}")]
         if facts.cuda_driver_version:
-            findings.append(
-                Finding(
-                    "ok",
-                    "CUDA driver",
-                    f"CUDA {facts.cuda_driver_version}, driver {facts.driver_version}; "
-                    f"its stack: {install_line(facts.cuda_driver_version)}",
-                )
-            )
+            stack = f"its stack: {install_line(facts.cuda_driver_version)}"
+            driver = f"CUDA {facts.cuda_driver_version}, driver {facts.driver_version}; {stack}"
+            findings.append(Finding("ok", "CUDA driver", driver))
         else:
-            findings.append(
-                Finding("warn", "CUDA driver", "version not readable (NVML missing)", "pip install nvidia-ml-py")
-            )
+            unread = "version not readable (NVML missing)"
+            findings.append(Finding("warn", "CUDA driver", unread, "pip install nvidia-ml-py"))
         findings += _cuda_major_findings(facts)
         return findings
     why = f" ({facts.gpu_error})" if facts.gpu_error else ""
     if facts.site_gpu_vendor not in (None, "nvidia"):
-        return [
-            Finding(
-                "info",
-                "GPUs",
-                f"no NVIDIA GPU{why}; {facts.site}'s GPUs are {facts.site_gpu_vendor}, which this check does not count",
-            )
-        ]
+        other = f"{facts.site}'s GPUs are {facts.site_gpu_vendor}, which this check does not count"
+        return [Finding("info", "GPUs", f"no NVIDIA GPU{why}; {other}")]
     if facts.job_of:
-        return [
-            Finding(
-                "fail",
-                "GPUs",
-                f"none seen inside this {facts.job_of} job{why}",
-                "ask the job for GPUs (gpus_per_node=, or the site's GPU queue) and check CUDA_VISIBLE_DEVICES is "
-                "not empty",
-            )
-        ]
+        fix = "ask the job for GPUs (gpus_per_node=, or the site's GPU queue) and check CUDA_VISIBLE_DEVICES"
+        return [Finding("fail", "GPUs", f"none seen inside this {facts.job_of} job{why}", f"{fix} is not empty")]
     if batch_system(facts.batch).runs_jobs_here:
-        return [
-            Finding(
-                "warn",
-                "GPUs",
-                f"no NVIDIA GPU here{why}; the local batch system will start CPU workers in their place",
-                "run on a GPU node, or pass site= / batch= to submit to the machine's batch system",
-            )
-        ]
-    return [
-        Finding(
-            "info",
-            "GPUs",
-            f"none here{why}: usual on a login node; the workers run on {facts.batch} compute nodes (run "
-            "`gpujobqueue check` in a job to check those)",
-        )
-    ]
+        cpu = f"no NVIDIA GPU here{why}; the local batch system will start CPU workers in their place"
+        fix = "run on a GPU node, or pass site= / batch= to submit to the machine's batch system"
+        return [Finding("warn", "GPUs", cpu, fix)]
+    elsewhere = f"the workers run on {facts.batch} compute nodes (run `gpujobqueue check` in a job to check those)"
+    return [Finding("info", "GPUs", f"none here{why}: usual on a login node; {elsewhere}")]
 
 
 def _cuda_major_findings(facts: MachineFacts) -> list[Finding]:
@@ -167,14 +128,8 @@ def _cuda_major_findings(facts: MachineFacts) -> list[Finding]:
     ]
     if not newer:
         return []
-    return [
-        Finding(
-            "fail",
-            "CUDA versions",
-            f"{', '.join(newer)} built for a newer CUDA than the driver's {facts.cuda_driver_version}",
-            f"uninstall them, then {install_line(facts.cuda_driver_version)}",
-        )
-    ]
+    detail = f"{', '.join(newer)} built for a newer CUDA than the driver's {facts.cuda_driver_version}"
+    return [Finding("fail", "CUDA versions", detail, f"uninstall them, then {install_line(facts.cuda_driver_version)}")]
 
 
 def _built_for(distribution: str | None) -> int | None:
@@ -206,25 +161,18 @@ def _worker_python_findings(facts: MachineFacts) -> list[Finding]:
 
 def _package_findings(facts: MachineFacts) -> list[Finding]:
     packages = facts.packages
-    findings = [
-        Finding(
-            "ok",
-            "dask",
-            ", ".join(f"{name} {packages[name].version}" for name in ("dask", "distributed", "dask-jobqueue")),
-        )
-    ]
+    dask = ", ".join(f"{name} {packages[name].version}" for name in ("dask", "distributed", "dask-jobqueue"))
+    findings = [Finding("ok", "dask", dask)]
     needs_cuda = _workers_run_dask_cuda(facts)
     cuda = packages["dask-cuda"]
     stack = install_line(facts.cuda_driver_version)
     if cuda.missing is None:
         findings.append(Finding("ok", "dask-cuda", cuda.version))
     elif needs_cuda:
-        fix = (
-            f"{stack} (it brings the cuda-bindings dask-cuda imports)"
-            if "bindings" in str(cuda.import_error)
-            else stack
+        bindings = " (it brings the cuda-bindings dask-cuda imports)" if "bindings" in str(cuda.import_error) else ""
+        findings.append(
+            Finding("fail", "dask-cuda", f"{cuda.missing}; the workers here run dask-cuda", stack + bindings)
         )
-        findings.append(Finding("fail", "dask-cuda", f"{cuda.missing}; the workers here run dask-cuda", fix))
     else:
         findings.append(Finding("info", "dask-cuda", f"{cuda.missing} (needed for worker_mode='dask-cuda')"))
     ucx = packages["distributed-ucxx"]
@@ -246,53 +194,32 @@ def _package_findings(facts: MachineFacts) -> list[Finding]:
 
 
 def _ucx_findings(facts: MachineFacts) -> list[Finding]:
+    none = "no UCX here (neither ucxx nor ucx_info)"
+    if facts.ucx_transports is None and facts.protocol == "ucx":
+        fix = f"{install_line(facts.cuda_driver_version, ucx=True)}, or module load ucx"
+        return [Finding("fail", "UCX transports", none, fix)]
     if facts.ucx_transports is None:
-        if facts.protocol == "ucx":
-            return [
-                Finding(
-                    "fail",
-                    "UCX transports",
-                    "no UCX here (neither ucxx nor ucx_info)",
-                    f"{install_line(facts.cuda_driver_version, ucx=True)}, or module load ucx",
-                )
-            ]
-        return [Finding("info", "UCX transports", "no UCX here (neither ucxx nor ucx_info); UCX is not used")]
+        return [Finding("info", "UCX transports", f"{none}; UCX is not used")]
     transports = set(facts.ucx_transports)
-    findings = [
-        Finding("ok", "UCX transports", f"{', '.join(facts.ucx_transports) or 'none'} (from {facts.ucx_source})")
-    ]
-    if facts.protocol == "ucx":
-        nvlinked = any(gpu.active_nvlinks for gpu in facts.gpus)
-        if nvlinked and not transports & NVLINK_TRANSPORTS:
-            findings.append(
-                Finding(
-                    "warn",
-                    "UCX over NVLink",
-                    "this machine's GPUs have NVLink but UCX has no cuda_ipc transport",
-                    "use a UCX built with CUDA (the libucx-cu13 wheel is); check UCX_TLS does not leave cuda_ipc out",
-                )
-            )
-        if facts.infiniband_devices and not transports & INFINIBAND_TRANSPORTS:
-            findings.append(
-                Finding(
-                    "warn",
-                    "UCX over InfiniBand",
-                    f"InfiniBand devices {', '.join(facts.infiniband_devices)} but no rc/ud/dc transport in UCX",
-                    "use a UCX built with verbs (rdma-core); check UCX_TLS",
-                )
-            )
+    found = f"{', '.join(facts.ucx_transports) or 'none'} (from {facts.ucx_source})"
+    findings = [Finding("ok", "UCX transports", found)]
+    if facts.protocol != "ucx":
+        return findings
+    if any(gpu.active_nvlinks for gpu in facts.gpus) and not transports & NVLINK_TRANSPORTS:
+        detail = "this machine's GPUs have NVLink but UCX has no cuda_ipc transport"
+        fix = "use a UCX built with CUDA (the libucx-cu13 wheel is); check UCX_TLS does not leave cuda_ipc out"
+        findings.append(Finding("warn", "UCX over NVLink", detail, fix))
+    if facts.infiniband_devices and not transports & INFINIBAND_TRANSPORTS:
+        detail = f"InfiniBand devices {', '.join(facts.infiniband_devices)} but no rc/ud/dc transport in UCX"
+        fix = "use a UCX built with verbs (rdma-core); check UCX_TLS"
+        findings.append(Finding("warn", "UCX over InfiniBand", detail, fix))
     return findings
 
 
 def _network_findings(facts: MachineFacts) -> list[Finding]:
     addresses = "; ".join(f"{name} {' '.join(addrs) or '(no IPv4)'}" for name, addrs in facts.interfaces.items())
-    findings = [
-        Finding(
-            "ok",
-            "interfaces",
-            addresses + (f"; InfiniBand: {', '.join(facts.infiniband_devices)}" if facts.infiniband_devices else ""),
-        )
-    ]
+    infiniband = f"; InfiniBand: {', '.join(facts.infiniband_devices)}" if facts.infiniband_devices else ""
+    findings = [Finding("ok", "interfaces", addresses + infiniband)]
     if facts.interface is None:
         return findings
     own = facts.interfaces.get(facts.interface)
@@ -322,15 +249,8 @@ def _network_findings(facts: MachineFacts) -> list[Finding]:
         )
         findings.append(Finding("fail", "site interface", detail, fix))
     else:
-        findings.append(
-            Finding(
-                "warn",
-                "site interface",
-                f"{facts.interface} is not on this host (a login node?); the workers need it on the compute nodes, "
-                "where `gpujobqueue check` in a job tells",
-                fix,
-            )
-        )
+        detail = f"{facts.interface} is not on this host (a login node?); the workers need it on the compute nodes"
+        findings.append(Finding("warn", "site interface", f"{detail}, where `gpujobqueue check` in a job tells", fix))
     return findings
 
 
@@ -341,35 +261,22 @@ def _batch_findings(facts: MachineFacts) -> list[Finding]:
         if all(facts.batch_commands.get(c) for c in commands(batch)) and batch in facts.batch_versions
     ]
     if batch_system(facts.batch).runs_jobs_here:
-        also = (
-            "; on PATH: " + ", ".join(facts.batch_versions[b] for b in present) + " (pass site= or batch= to use it)"
-            if present
-            else ""
-        )
+        on_path = ", ".join(facts.batch_versions[b] for b in present)
+        also = f"; on PATH: {on_path} (pass site= or batch= to use it)" if present else ""
         return [Finding("ok", "batch commands", f"none needed for the {facts.batch} batch system{also}")]
     missing = [c for c in commands(facts.batch) if not facts.batch_commands.get(c)]
     if missing:
-        return [
-            Finding(
-                "fail",
-                "batch commands",
-                f"{', '.join(missing)} not on PATH; {facts.batch} clusters submit, watch and cancel with them",
-                f"run on a login node of the {facts.batch} machine, or load the module that puts {missing[0]} on PATH",
-            )
-        ]
+        detail = f"{', '.join(missing)} not on PATH; {facts.batch} clusters submit, watch and cancel with them"
+        fix = f"run on a login node of the {facts.batch} machine, or load the module that puts {missing[0]} on PATH"
+        return [Finding("fail", "batch commands", detail, fix)]
     # Batch systems whose commands have the same names (PBS's and Grid Engine's qsub, qstat, qdel).
     namesakes = [b for b in submitting() if b != facts.batch and commands(b) == commands(facts.batch)]
     if namesakes and facts.batch_versions and facts.batch not in facts.batch_versions:
         other = next((facts.batch_versions[b] for b in namesakes if b in facts.batch_versions), "another batch system")
         *named, last = commands(facts.batch)
-        return [
-            Finding(
-                "fail",
-                "batch commands",
-                f"{', '.join(named)} and {last} here are {other}'s, not {facts.batch}'s",
-                f"put {facts.batch}'s commands first on PATH, or pass the site or batch= this machine runs",
-            )
-        ]
+        detail = f"{', '.join(named)} and {last} here are {other}'s, not {facts.batch}'s"
+        fix = f"put {facts.batch}'s commands first on PATH, or pass the site or batch= this machine runs"
+        return [Finding("fail", "batch commands", detail, fix)]
     found = [
         f"{c} {facts.batch_commands[c]}" for c in commands(facts.batch, optional=True) if facts.batch_commands.get(c)
     ]

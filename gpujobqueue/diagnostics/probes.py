@@ -1,10 +1,9 @@
-"""What ``gpujobqueue check`` reads off this machine, one probe per thing: installed packages,
-UCX's transports, the network interfaces, the batch commands and whose they are, the job this
-runs in. Each probe reports what it found and judges nothing (that is :mod:`.judge`'s part).
-"""
+"""What ``gpujobqueue check`` reads off this machine, one probe per thing (packages, UCX's transports, the batch
+commands and whose they are, the job this runs in), judging nothing (:mod:`.judge` does)."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
 import importlib.util
@@ -18,18 +17,6 @@ from pathlib import Path
 
 from ..batch import batch_system, batch_systems
 
-PACKAGES = (
-    "dask",
-    "distributed",
-    "dask-jobqueue",
-    "dask-cuda",
-    "distributed-ucxx",
-    "ucxx",
-    "cupy",
-    "cudf",
-    "rmm",
-    "pynvml",
-)
 # Distribution names differ by CUDA major version; the first one installed is reported.
 DISTRIBUTIONS = {
     "distributed-ucxx": ("distributed-ucxx-cu13", "distributed-ucxx-cu12", "distributed-ucxx"),
@@ -39,6 +26,7 @@ DISTRIBUTIONS = {
     "rmm": ("rmm-cu13", "rmm-cu12", "rmm"),
     "pynvml": ("nvidia-ml-py", "pynvml"),
 }
+PACKAGES = ("dask", "distributed", "dask-jobqueue", "dask-cuda", *DISTRIBUTIONS)
 MODULES = {"dask-jobqueue": "dask_jobqueue", "dask-cuda": "dask_cuda", "distributed-ucxx": "distributed_ucxx"}
 # Importing these proves more than their metadata does (dask-cuda without cuda-bindings
 # installs but does not import), and they are cheap enough to import here.
@@ -68,8 +56,7 @@ def submitting() -> list[str]:
 
 
 def commands(batch: str, optional: bool = False) -> tuple[str, ...]:
-    """The commands a batch system's clusters submit, watch and cancel with; with ``optional``, then those they
-    use where present (a finished job's exit code)."""
+    """The commands a batch system's clusters submit, watch and cancel with (and, ``optional``, the others)."""
     system = batch_system(batch)
     return (system.submit_command, system.status_command, system.cancel_command) + (
         system.optional_commands if optional else ()
@@ -111,12 +98,9 @@ _UCXX_TRANSPORTS = "import ucxx; ucxx.init(); print('transports:', *sorted(ucxx.
 
 
 def ucx_resources() -> tuple[str | None, list[str] | None]:
-    """(where the transports were read, the transports), or (None, None) without UCX.
-
-    ucxx is asked first, in a child process: it loads UCX as the workers will. The libucx
-    wheel's ``ucx_info`` cannot find the wheel's transport modules (it lists ``self``
-    alone), so ``ucx_info -d`` is read only where ucxx is missing.
-    """
+    """(where the transports were read, the transports), or (None, None) without UCX. ucxx is asked first, in a
+    child process, as the workers load UCX; the libucx wheel's ``ucx_info -d`` (which lists ``self`` alone) only
+    where ucxx is missing."""
     if importlib.util.find_spec("ucxx") is not None:
         try:
             done = subprocess.run(  # its code on stdin, not in the arguments
@@ -139,12 +123,10 @@ def ucx_resources() -> tuple[str | None, list[str] | None]:
 
 def batch_versions() -> dict[str, str]:
     """Which batch systems' commands these are: PBS and Grid Engine share qsub, qstat and qdel."""
-    answers: dict[tuple[str, ...], str | None] = {}
+    run_once = functools.cache(lambda command: _first_line(list(command)))  # whichever batch systems ask
 
-    def first_line(command: list[str]) -> str | None:  # each command run once, whichever modules ask
-        if tuple(command) not in answers:
-            answers[tuple(command)] = _first_line(command)
-        return answers[tuple(command)]
+    def first_line(command: list[str]) -> str | None:
+        return run_once(tuple(command))
 
     versions = {batch: batch_system(batch).installed_version(first_line) for batch in submitting()}
     return {batch: version for batch, version in versions.items() if version is not None}

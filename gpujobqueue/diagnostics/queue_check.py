@@ -1,8 +1,5 @@
-"""``check --submit-test``'s reading of the site file's limits (:func:`file_limits`), and their comparison with
-the batch system's own listing of its queues (:func:`compare_queues`: ``sinfo``, ``qstat -Qf``, ``bqueues -l``,
-``qconf -sq``): each queue the file names that the listing lacks, or whose nodes, walltime or GPUs differ, one line
-with the file's line. Where the machine allows less than the file says it is stricter than the file (a failure: the
-file lets through jobs it refuses); where it allows more, looser (a warning: the file refuses jobs it would take)."""
+"""``check --submit-test``: the site file's limits of a queue (:func:`file_limits`) and the batch system's listing
+of its queues compared with them (:func:`compare_queues`), each difference with the file's line."""
 
 from __future__ import annotations
 
@@ -27,8 +24,7 @@ LOOSER = "the machine is looser than the file says"
 
 @dataclass(frozen=True)
 class Limit:
-    """One limit a site file states for a queue: its value (seconds for a walltime), its key path and its text in
-    the file."""
+    """One limit a site file states for a queue: its value (seconds for a walltime), key path and text."""
 
     value: int
     key: tuple
@@ -37,9 +33,8 @@ class Limit:
 
 @dataclass(frozen=True)
 class FileLimits:
-    """What a site file says of one queue: its least nodes, its most nodes (``max_nodes``, or its top node-count
-    bin's), its GPUs per node (None: a queue without GPUs), and each walltime limit (its bins', else its
-    ``max_walltime``) with the least nodes it holds for."""
+    """A queue's least nodes, most nodes (``max_nodes``, or its top bin's), GPUs per node (None: no GPUs), and each
+    walltime limit (its bins', else ``max_walltime``) with the least nodes it holds for."""
 
     min_nodes: int
     max_nodes: Limit | None
@@ -48,12 +43,11 @@ class FileLimits:
 
     @property
     def max_walltime(self) -> Limit | None:
-        """The longest walltime it allows (its ``max_walltime``, or its longest bin's)."""
         return max((limit for _, limit in self.walltimes), key=lambda limit: limit.value, default=None)
 
     @property
     def shortest(self) -> int | None:
-        """The shortest of its walltime limits, in seconds: a job that asks for it tests another limit alone."""
+        """The shortest walltime limit in seconds: a job that asks for it tests another limit alone."""
         return min((limit.value for _, limit in self.walltimes), default=None)
 
 
@@ -78,9 +72,8 @@ def file_limits(site: Site, queue: str) -> FileLimits:
 
 
 def compare_queues(site: Site, does_not_answer: str | None = None) -> dict[str, Any]:
-    """The batch system's listing of its queues against ``site``'s: ``{"command", "error", "lines",
-    "compared"}``, ``lines`` each a difference (``status``, ``queue``, ``detail``, ``where``); ``error`` why
-    there is no listing (no such command, the batch system silent, an output gpujobqueue cannot read)."""
+    """The batch system's listing against ``site``'s queues: ``{"command", "error", "lines", "compared"}``,
+    ``lines`` each a :class:`Difference` as a dict; ``error`` why there is no listing."""
     system = batch_system(site.scheduler)
     command = system.queue_listing(site.data)
     result: dict[str, Any] = {"command": " ".join(command or ()), "error": None, "lines": [], "compared": 0}
@@ -120,8 +113,8 @@ def _listing(system: Any, command: list[str]) -> tuple[dict[str, ListedQueue] | 
 
 @dataclass(frozen=True)
 class Difference:
-    """One way a queue differs from the file: ``fail`` (missing, or the machine stricter), ``warn`` (looser) or
-    ``info`` (a limit one of them does not state), and the file's line."""
+    """A queue's difference with the file: ``fail`` (missing, or stricter), ``warn`` (looser) or ``info`` (a limit
+    the file does not state), and the file's line."""
 
     status: str
     queue: str

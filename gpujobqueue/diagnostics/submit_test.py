@@ -1,9 +1,5 @@
-"""``gpujobqueue check --submit-test``: the site's default job and one job per routing bin, rendered and
-shown to the batch system itself, which says whether it would take each (its ``test_submit``); nothing
-is submitted. Where it has such a test mode, one job more per limit the file states asks one step past it (a
-node more than ``max_nodes``, a minute more than a walltime limit, a GPU more than the nodes have) and expects a
-refusal: a limit the machine does not enforce is looser than the file says, as a job at a limit that is refused
-shows one stricter."""
+"""``gpujobqueue check --submit-test``: the site's jobs at its limits (:func:`within_trials`) and one step past
+them (:func:`past_trials`), rendered and shown to the batch system's ``test_submit``; nothing is submitted."""
 
 from __future__ import annotations
 
@@ -26,20 +22,15 @@ from ..sites.errors import dotted_key
 from ..sites.routing import has_gpus, nodes_text, walltime_bins
 from .queue_check import Limit, file_limits
 
-# How far past a walltime limit a job asks: a minute, the unit SLURM's and LSF's limits count in.
-WALLTIME_STEP = 60
-# The walltime of the jobs past another limit: an hour, or the queue's shortest limit where it is shorter (a walltime
-# within every limit, wrong ones too, so that the limit tested is the only one asked past).
+WALLTIME_STEP = 60  # a minute past a walltime limit: the unit SLURM's and LSF's limits count in
+# The walltime of the jobs past another limit (or the queue's shortest limit), so that only the limit tested is passed.
 SHORT_WALLTIME = 3600
 
 
 @dataclass(frozen=True)
 class TrialJob:
-    """One job of the submit test: its label (the default job, or a routing bin's queue, nodes and walltime), the
-    keywords its script is rendered with (besides the site), and the batch system's answer: ``accepted`` (None where
-    it was not asked) and ``said``, its own words (or why nothing was asked); ``rendered`` is False where gpujobqueue
-    refused the keywords, which ``said`` then gives. ``limits``: the file's limits the job sits at (``key = value at
-    file:line``); ``past``: the one limit it asks one step past (a refusal expected), None for a job within them."""
+    """A :class:`Trial` and the batch system's answer: ``accepted`` (None where it was not asked) and ``said``, its
+    words (or why nothing was asked); ``rendered`` False where gpujobqueue refused the keywords (``said`` says why)."""
 
     label: str
     keywords: dict[str, Any]
@@ -52,8 +43,8 @@ class TrialJob:
 
 @dataclass(frozen=True)
 class Trial:
-    """A job to show the batch system: its label, keywords, the site it is rendered with (for a job past a limit, a
-    copy of the site without that limit), the limits it sits at and the one it steps past."""
+    """A job to show the batch system: its label, keywords, the site it is rendered with (past a limit, a copy
+    without that limit), the file's limits it sits at and the one it steps past (``key = value at file:line``)."""
 
     label: str
     keywords: dict[str, Any]
@@ -63,15 +54,9 @@ class Trial:
     fallback: dict[str, Any] | None = None  # the keywords to render with where gpujobqueue refuses ``keywords``
 
 
-def trial_keywords(site: Site) -> list[tuple[str, dict[str, Any]]]:
-    """The submit test's jobs within the file's limits: the site's default job (no keywords), then, for each queue
-    with GPUs that the centre has not withdrawn, one job per walltime bin at the bin's edge (its most nodes for its
-    longest walltime) or, for a queue without bins, its most nodes for its longest walltime: a limit the centre
-    lowered since the site file was written is refused."""
-    return [(trial.label, trial.keywords) for trial in _within(site)]
-
-
-def _within(site: Site) -> list[Trial]:
+def within_trials(site: Site) -> list[Trial]:
+    """The site's default job, then, for each open queue with GPUs, a job at each walltime bin's edge (its most
+    nodes for its longest walltime), or at the queue's most nodes and longest walltime."""
     jobs = [Trial("default job", {}, site)]
     for name, entry in site.open_queues.items():
         if not has_gpus(entry):
@@ -91,10 +76,8 @@ def _within(site: Site) -> list[Trial]:
 
 
 def past_trials(site: Site) -> list[Trial]:
-    """For each open queue with GPUs, a job one step past each limit the file states: a node past its most nodes,
-    a minute past each walltime limit, a GPU past its nodes' GPUs (where the site's GPU request writes a count).
-    Each asks for the file's least nodes and a short walltime (:data:`SHORT_WALLTIME`) but in the one limit it tests,
-    and is rendered with a copy of the site that lacks that limit (gpujobqueue would refuse it otherwise)."""
+    """For each open queue with GPUs, a job one step past each limit the file states (a node, a minute, a GPU
+    where the GPU request writes a count), else at the least nodes and :data:`SHORT_WALLTIME`."""
     system, style = batch_system(site.scheduler), site.data["gpu_request"].get("style")
     counted = style not in (*system.whole_node_styles, "none")
     trials = []
@@ -126,9 +109,8 @@ def _past(site: Site, keywords: dict[str, Any], lifted: Site, limit: Limit, gpus
 
 
 def _gpu_past(site: Site, queue: str, limit: Limit, base: dict[str, Any]) -> Trial:
-    """A job of a GPU more a node than ``limit``, asking nothing else more than a job at the limit: the node's cores,
-    shared by its workers as evenly as they go, or, where gpujobqueue cannot write that (Grid Engine's GPUs counted
-    per slot), a core a GPU; the site copy gives its nodes the GPU and the memory its per-GPU amounts take."""
+    """A job of a GPU more a node than ``limit`` and the node's cores (else, as Grid Engine's GPUs counted per slot
+    need, a core a GPU); the site copy gives its nodes the GPU and the memory its per-GPU amounts take."""
     gpus, node = limit.value + 1, site.node(queue)
     facts = {**site.queue(queue).get("node", {}), "cpus": max(node["cpus"], gpus)}
     if node.get("memory") is not None:
@@ -152,13 +134,11 @@ def _lifted(site: Site, queue: str, **changes: Any) -> Site:
 
 
 def submit_tests(site: Site, account: str | None = None, does_not_answer: str | None = None) -> list[TrialJob]:
-    """Render each job of the submit test for ``site`` (with ``account`` where given): those within the file's
-    limits and, where the batch system has a test mode, those one step past them (:func:`past_trials`); ask it
-    whether it would take each; nothing is submitted. Where it could not be asked (its error in
-    ``does_not_answer``, or the first job's answer), the jobs are rendered but not asked."""
+    """Each job of the submit test (past the limits only where the batch system has a test mode) rendered, with
+    ``account``, and asked; once it could not be asked (``does_not_answer``, or a job's answer), rendered alone."""
     system = batch_system(site.scheduler)
     extra = {"account": account} if account else {}
-    jobs = _within(site) + (past_trials(site) if system.test_submit_options is not None else [])
+    jobs = within_trials(site) + (past_trials(site) if system.test_submit_options is not None else [])
     if len(jobs) > MAX_SUBMIT_TEST_JOBS:  # each is a command run on the batch system's controller, in a row
         error = SiteConfigError(
             ", ".join(site.files),

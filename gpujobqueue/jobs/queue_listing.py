@@ -1,8 +1,6 @@
-"""A batch system's own listing of its queues (``sinfo``, ``qstat -Qf``, ``bqueues -l``, ``qconf -sq``), read
-into :class:`ListedQueue` limits that ``gpujobqueue check --submit-test`` compares with a site file. Each batch
-system parses its command's output (:meth:`~gpujobqueue.batch.base.BatchSystem.parse_queue_listing`) with these
-helpers: the output's size and queue count bounded, each field parsed and checked, and an output that is not a
-listing refused with a :class:`ListingError` naming the line, never guessed at."""
+"""The helpers with which each batch system reads its queue listing (``sinfo``, ``qstat -Qf``, ``bqueues -l``,
+``qconf -sq``) into :class:`ListedQueue` limits: the output and queue count bounded, each field checked, and an
+output that is not a listing refused with a :class:`ListingError` naming the line."""
 
 from __future__ import annotations
 
@@ -26,21 +24,15 @@ class ListingError(ValidationError):
 
 @dataclass(frozen=True)
 class ListedQueue:
-    """One queue as its batch system lists it; None where the listing states no such limit.
-
-    ``max_nodes`` is a limit on one job's nodes (SLURM's ``MaxNodes``, capped by the partition's nodes; PBS's
-    ``resources_max.nodect``); ``nodes``, how many nodes the queue has, bounds a job without being a limit of its
-    own (Grid Engine's and LSF's host lists). ``max_walltime`` is in seconds; ``gpus_per_node`` the GPUs of each
-    of its nodes (the largest where they differ, ``gpus_text`` saying so); ``job_gpus`` a limit on one job's
-    GPUs (PBS's ``resources_max.ngpus``)."""
+    """One queue as its batch system lists it; None where the listing states no such limit."""
 
     name: str
-    max_nodes: int | None = None
-    nodes: int | None = None
-    max_walltime: int | None = None
-    gpus_per_node: int | None = None
+    max_nodes: int | None = None  # a limit on one job's nodes (SLURM's MaxNodes, PBS's resources_max.nodect)
+    nodes: int | None = None  # the queue's nodes, which bound a job without being a limit (a host list)
+    max_walltime: int | None = None  # seconds
+    gpus_per_node: int | None = None  # the largest where its nodes differ, gpus_text saying so
     gpus_text: str | None = None
-    job_gpus: int | None = None
+    job_gpus: int | None = None  # a limit on one job's GPUs (PBS's resources_max.ngpus)
 
 
 def checked_size(command: str, text: str) -> str:
@@ -68,8 +60,7 @@ def listed_count(where: str, text: str, maximum: int = MAX_NODES) -> int | None:
 
 
 def listed_walltime(where: str, text: str, number_unit: int = 1) -> int | None:
-    """A walltime limit in seconds (SLURM's and PBS's forms, and Grid Engine's ``H:M:S``), or None for
-    "no limit"; a bare number counts ``number_unit`` seconds."""
+    """A walltime limit in seconds (a bare number of ``number_unit`` seconds), or None for "no limit"."""
     value = text.strip()
     if value.lower() in UNLIMITED:
         return None
@@ -91,8 +82,8 @@ def listed_queues(command: str, queues: dict[str, ListedQueue]) -> dict[str, Lis
 
 
 def blocks(command: str, text: str, opening: re.Pattern) -> Iterator[tuple[str, int, list[str]]]:
-    """Each block of a listing that opens with a line ``opening`` matches (its group 1 the queue's name): the
-    name, the block's first line number and its lines. Lines before the first block must be blank."""
+    """Each block of a listing opened by a line ``opening`` matches (group 1: the queue): name, first line, lines;
+    lines before the first block must be blank."""
     name, first, lines = None, 0, []
     for number, line in enumerate(checked_size(command, text).splitlines(), 1):
         found = opening.match(line)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from gpujobqueue.diagnostics.submit_test import trial_keywords
+from gpujobqueue.diagnostics.submit_test import within_trials
 from gpujobqueue.plan.scripts import job_script_for
 from gpujobqueue.sites import load_site
 
@@ -124,13 +124,13 @@ def submissions(log: Path, command: str) -> list[list[str]]:
 
 
 def test_the_jobs_are_the_default_job_and_each_bin_at_its_edge_never_a_withdrawn_queue():
-    jobs = dict(trial_keywords(load_site("aurora")))
+    jobs = {trial.label: trial.keywords for trial in within_trials(load_site("aurora"))}
     assert jobs["default job"] == {}
     assert jobs["prod, 1024 nodes, 12:00:00 (small)"] == {"queue": "prod", "nodes": 1024, "walltime": "12:00:00"}
     assert jobs["prod, 10624 nodes, 24:00:00 (large)"] == {"queue": "prod", "nodes": 10624, "walltime": "24:00:00"}
     assert jobs["capacity, 16 nodes, 168:00:00"] == {"queue": "capacity", "nodes": 16, "walltime": "168:00:00"}
     assert not [label for label, keywords in jobs.items() if keywords.get("queue") == "tiny"]  # withdrawn 2026-02
-    casper = dict(trial_keywords(load_site("casper")))
+    casper = {trial.label: trial.keywords for trial in within_trials(load_site("casper"))}
     assert not [label for label, keywords in casper.items() if keywords.get("queue") == "gpudev"]
 
 
@@ -250,7 +250,7 @@ def test_a_batch_system_without_such_a_mode_is_not_asked_and_the_check_says_so(t
     scheduler = load_site(site).scheduler
     assert line["status"] == "warn"
     assert line["detail"] == (
-        f"{len(trial_keywords(load_site(site)))} job(s) not asked: "
+        f"{len(within_trials(load_site(site)))} job(s) not asked: "
         f"{scheduler} has no mode that checks a job without submitting it"
     )
     assert submissions(log, command) == []
