@@ -32,11 +32,9 @@ def _bound(bound: str, workers_per_job: int, given: dict[str, Any]) -> tuple[str
 
 
 def adapt_bounds(workers_per_job: int, keywords: dict[str, Any]) -> tuple[int, int | float]:
-    """``adapt()``'s least and most GPU workers, taken out of its ``keywords``: ``minimum`` or
-    ``minimum_gpus`` (workers), or ``minimum_jobs`` (whole jobs), and the same of ``maximum``
-    (``math.inf`` or None: no most). A ValidationError names a bound that is not a whole number from 0 to the
-    workers of as many jobs as a cluster holds, two spellings of one bound that differ, or a most below the least.
-    """
+    """``adapt()``'s least and most GPU workers, taken out of its ``keywords`` (``minimum``, ``minimum_gpus``,
+    ``minimum_jobs``, and the same of ``maximum``); a ValidationError names a bound out of range, two spellings of
+    one bound that differ, or a most below the least."""
     spellings = [f"{bound}{unit}" for bound in ("minimum", "maximum") for unit in ("", "_gpus", "_jobs")]
     given = {field: keywords.pop(field, None) for field in spellings}
     least, most = _bound("minimum", workers_per_job, given), _bound("maximum", workers_per_job, given)
@@ -60,8 +58,7 @@ class GPUAdaptive(Adaptive):
     - Once ``gpujobqueue.replace.max-failures`` jobs in a row have ended before their workers
       connected, it submits nothing more until ``scale()`` is called.
 
-    ``scaling``: the cluster's :class:`~gpujobqueue.scaling.Scaling`, which submits and cancels; the rest as
-    :class:`distributed.deploy.Adaptive`'s.
+    ``scaling``: the cluster's :class:`~gpujobqueue.scaling.Scaling`; the rest as distributed's.
     """
 
     def __init__(self, cluster: Any = None, *args: Any, scaling: Any, **kwargs: Any):
@@ -125,15 +122,13 @@ class GPUAdaptive(Adaptive):
         return {"status": "down", "workers": [name for job in jobs for name in planned[job]]}
 
     async def scale_up(self, n: int) -> None:
-        """Scale to ``n`` workers in whole jobs, unless failures in a row stopped the replacing
-        (adapt's scale-ups do not resume it; the user's ``scale()`` does)."""
+        """Scale to ``n`` workers in whole jobs, unless failures in a row stopped the replacing."""
         if not self.scaling.replacement.may_replace:
             return
         await self.scaling.scale_jobs(math.ceil(n / self.workers_per_job))
 
     async def jobs_to_close(self, planned: dict[str, list[str]], count: int) -> list[str]:
-        """``count`` jobs to cancel: queued ones first (newest first), then running ones in
-        the scheduler's order of preference; never a pinned job."""
+        """``count`` jobs to cancel: queued ones (newest first), then running ones in the scheduler's order."""
         pinned = self.scaling.book.pinned
         connected = {self._job_of(name) for name in self.observed}
         chosen = [job for job in reversed(list(planned)) if job not in connected and job not in pinned][:count]

@@ -1,6 +1,5 @@
-"""The shared cluster: dask-jobqueue's JobQueueCluster counting GPU workers, not processes, made
-from its plan; its parts at run time (the job book, the watch, the scaling) are its base's,
-:class:`~gpujobqueue.runtime_cluster.RuntimeCluster`."""
+"""The shared cluster: dask-jobqueue's JobQueueCluster counting GPU workers, made from its plan; its parts at run
+time are its base's (:class:`~gpujobqueue.runtime_cluster.RuntimeCluster`)."""
 
 from __future__ import annotations
 
@@ -107,8 +106,7 @@ class GPUJobQueueCluster(RuntimeCluster):
         job_array: bool | None = None,
         **kwargs: Any,
     ):
-        """Make the cluster's plan and start its scheduler; no job is submitted until :meth:`scale`. A constructor
-        that fails part way closes whatever it started (:meth:`_abandon`)."""
+        """Make the cluster's plan and start its scheduler (no job until :meth:`scale`); a failure closes it all."""
         # The constructor's own keywords, checked before anything starts, then given to distributed's cluster.
         own = dict(job_cls=job_cls, loop=loop, silence_logs=silence_logs, asynchronous=asynchronous, host=host)
         check_cluster_keywords(
@@ -153,8 +151,7 @@ class GPUJobQueueCluster(RuntimeCluster):
     def _take_plan(
         self, plan: Plan, shared_temp_directory: str | None, scheduler_cls: Any
     ) -> tuple[dict[str, Any], Any]:
-        """Keep what the cluster reads of its plan; make its parts, its jobs' keywords, its private folder's
-        place; return the jobs' keywords and the scheduler's class (the scheduler job's, ``scheduler='job'``)."""
+        """Keep what the cluster reads of its plan and make its parts; return the jobs' keywords and scheduler class."""
         self.cluster_plan = plan  # not `plan`: distributed's Cluster.plan is the workers it plans for
         self.request, self.launch, self.site = plan.request, plan.launch, plan.site
         sites.warn_unconfirmed(self.site)
@@ -198,8 +195,7 @@ class GPUJobQueueCluster(RuntimeCluster):
         return job_kwargs, scheduler_cls
 
     def _checked_scheduler_options(self, options: dict | None, scheduler_cls: Any, host: str | None) -> dict:
-        """``scheduler_options`` checked (:func:`~gpujobqueue.cluster_options.scheduler_options`), and the
-        scheduler's interface, where it runs here, found on this host."""
+        """``scheduler_options`` checked, and the scheduler's interface, where it runs here, found on this host."""
         where = "the scheduler job's node" if self.scheduler_placement == SCHEDULER_IN_JOB else "this host"
         options, self._dashboard_address = checked_scheduler_options(
             self.batch_system.name, options, scheduler_cls, where
@@ -211,8 +207,7 @@ class GPUJobQueueCluster(RuntimeCluster):
         return options
 
     def _abandon(self) -> None:
-        """Undo a constructor that failed half way (the caller never gets the cluster): close what it started
-        (scheduler, job watch, any job submitted) and stop its event loop's thread; nothing is left to close at exit."""
+        """Undo a constructor that failed half way: close what it started and stop its event loop's thread."""
         if not getattr(self, "asynchronous", True):
             if getattr(self, "status", None) == Status.running:
                 with contextlib.suppress(Exception):
@@ -250,12 +245,10 @@ class GPUJobQueueCluster(RuntimeCluster):
         self.new_spec["group"] = launch.name_suffixes
 
     def _new_worker_name(self, worker_number: int) -> str:
-        """The name of the GPU job number ``worker_number`` (:func:`gpujobqueue.settings.naming.gpu_job_name`)."""
         return gpu_job_name(self._name, worker_number)
 
     def new_worker_spec(self) -> dict[str, Any]:
-        """A new job's name and spec. Job numbers are never reused (SpecCluster's would be), so a replacement is not
-        taken for the job it replaces, nor refused by the scheduler for a name a leaving worker still holds."""
+        """A new job's name and spec; unlike SpecCluster's, a number is never reused (a leaving worker may hold it)."""
         spec = super().new_worker_spec()  # distributed's: the first number from self._i whose name is free
         self._i += 1
         return spec
@@ -311,8 +304,7 @@ class GPUJobQueueCluster(RuntimeCluster):
         self._start_watches()
 
     async def _call_scheduler_job(self, timeout: int) -> None:
-        """Tell the job's scheduler, every few seconds, that its cluster lives: it closes (and its
-        job ends) when this process has not called for ``timeout`` s (gpujobqueue/preloads/watchdog.py)."""
+        """Tell the job's scheduler every few seconds that its cluster lives (it closes after ``timeout`` s without)."""
         while True:
             try:
                 await asyncio.wait_for(getattr(self.scheduler_comm, CLUSTER_ALIVE_HANDLER)(), timeout)
@@ -374,8 +366,7 @@ class GPUJobQueueCluster(RuntimeCluster):
 
     @property
     def dashboard_link(self) -> str:
-        """The dashboard's address, ``""`` where none was opened (``scheduler_options``); on the loopback of the
-        scheduler's host, ``http://127.0.0.1:<port>/status``, as an SSH tunnel to that host reaches it."""
+        """The dashboard's address, ``""`` where none was opened; ``http://127.0.0.1:<port>/status`` on a loopback."""
         link = super().dashboard_link if self._dashboard_address else ""
         if not link or not is_loopback_address(self._dashboard_address):
             return link

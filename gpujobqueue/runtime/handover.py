@@ -36,9 +36,8 @@ CLOSE_WAIT_SECONDS = 10.0
 
 @dataclass(frozen=True)
 class Tenure:
-    """One job's time in the cluster: its pool (retirements are spread within one), when its first worker
-    connected (``time.monotonic()``), its workers' lifetime (s) and the stagger (s) by which each worker's own
-    lifetime may end earlier or later."""
+    """One job's time in the cluster: its pool, when its first worker connected (``time.monotonic()``), its workers'
+    lifetime (s) and the stagger (s) by which each worker's own lifetime may end earlier or later."""
 
     name: str
     pool: str
@@ -118,9 +117,8 @@ class Handover:
         self.unreplaced = 0  # retirements begun that no job's first connection has made up for yet
 
     def job_started(self, submitted_at: float | None) -> None:
-        """A job's first worker connected now; it was submitted at ``submitted_at`` (``time.time()``).
-        Its start-up counts from then, or from the end of the last retirement where it waited for
-        that (a replacement submitted ahead into a full queue)."""
+        """A job's first worker connected now; its start-up counts from ``submitted_at`` (``time.time()``), or
+        from the end of the last retirement where it waited for that."""
         now = time.monotonic()
         self.unreplaced = max(0, self.unreplaced - 1)
         if submitted_at is not None:
@@ -155,9 +153,8 @@ class Handover:
         return {name for name, at in self.plan.items() if at - self.lead[name] <= now} | self.retiring
 
     def due(self, now: float | None = None) -> list[str]:
-        """The job to retire now, if any: the earliest whose planned time has come, once no retirement
-        is under way and every one begun has been made up for by a job connecting (or the plan's
-        spacing has passed since the last began, or the job's latest time has come)."""
+        """The job to retire now, if any: the earliest whose time has come, once no retirement is under way and
+        each one begun was made up for by a job connecting (or the spacing, or the job's latest time, has passed)."""
         now = time.monotonic() if now is None else now
         if self._tasks:
             return []
@@ -169,9 +166,7 @@ class Handover:
         return [name] if ready else []
 
     def retire(self, job: str, retiring: Awaitable[Any]) -> None:
-        """Run ``retiring`` (the scheduler's retirement of ``job``'s workers) in the background; if it
-        retired none of them (no other worker could take their results), it is tried again at a
-        later look."""
+        """Run ``retiring`` (of ``job``'s workers) in the background; if it retired none, a later look tries again."""
 
         async def run() -> None:
             try:
@@ -193,9 +188,8 @@ class Handover:
         task.add_done_callback(self._tasks.discard)
 
     async def stop(self, timeout: float = CLOSE_WAIT_SECONDS) -> None:
-        """Let the retirement under way end, for ``timeout`` seconds at most, then stop it (the cluster
-        is closing). Stopped here, the scheduler's part of it would go on until the scheduler closes,
-        which cancels it and logs that as an error with its traceback."""
+        """Let the retirement under way end, for ``timeout`` seconds at most, then stop it (the cluster closes);
+        else the scheduler's close would cancel it and log that as an error."""
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=timeout)
         for task in list(self._tasks):
@@ -210,9 +204,8 @@ class _NoCancellations(logging.Filter):
 
 @contextlib.contextmanager
 def quiet_cancellations() -> Iterator[None]:
-    """Leave out of the scheduler's log, while the block runs (the cluster's close), the cancellations it reports
-    as errors: the close cancels the task reading a worker retired just before, whose connection may still be open,
-    and ``log_errors`` on ``Scheduler.add_worker`` logs that ``CancelledError`` though nothing failed."""
+    """Leave out of the scheduler's log, while the block runs (the cluster's close), the ``CancelledError`` of a
+    worker retired just before that ``log_errors`` on ``Scheduler.add_worker`` logs though nothing failed."""
     scheduler_log, quiet = logging.getLogger("distributed.scheduler"), _NoCancellations()
     scheduler_log.addFilter(quiet)
     try:

@@ -33,8 +33,7 @@ __all__ = ["CommandFailed", "GPUJob", "check_log_directory", "make_log_directory
 
 
 def check_log_directory(path: str | None) -> None:
-    """Refuse a ``log_directory`` that is not a directory and cannot be made one here: a file
-    (``../../etc/passwd``), or below a file, or in a directory this user cannot write."""
+    """Refuse a ``log_directory`` that is a file, or cannot be made (below a file, or unwritable by this user)."""
     if path is None:
         return
     if os.path.exists(path):
@@ -61,14 +60,10 @@ def make_log_directory(path: str | None) -> None:
 
 
 class GPUJob(Job):
-    """A batch job that runs one Dask worker per GPU, of the batch system it is bound to.
+    """A batch job that runs one Dask worker per GPU, of the batch system it is bound to (``GPUJob.bound_to``).
 
-    A batch system's jobs are of ``GPUJob.bound_to(system)`` (``SLURMGPUJob``), whose
-    :class:`~gpujobqueue.batch.base.BatchSystem` writes the script, submits, asks about and cancels the job.
-
-    It does not call dask-jobqueue's ``Job.__init__``, which reads (and warns of) the deprecated
-    ``jobqueue.<config_name>.*`` settings and assigns the read-only :attr:`job_header`; it sets the
-    attributes dask-jobqueue's cluster reads itself (``tests/batch/test_job_config.py``).
+    It does not call dask-jobqueue's ``Job.__init__``, which reads the deprecated ``jobqueue.<config_name>.*``
+    settings and assigns the read-only :attr:`job_header`; it sets what dask-jobqueue's cluster reads itself.
 
     Parameters
     ----------
@@ -87,13 +82,11 @@ class GPUJob(Job):
     start_scheduler : SchedulerStart, optional
         This job starts the cluster's scheduler, then its workers (``scheduler="job"``).
     cluster_folder : callable, optional
-        Gives the cluster's private folder (:class:`~gpujobqueue.security.owned_folders.ClusterFolder`), or None
-        while it has none: the job reads its files (TLS, scheduler file) only from inside it once checked.
+        Gives the cluster's private folder (a ``ClusterFolder``, or None): the job reads its files only from it.
     commands : JobCommands, optional
         The cluster's gatherer of batch commands, which cancels (and, with ``arrays``, submits) jobs together.
     batch_state : object, optional
-        What the batch system keeps for all the cluster's jobs
-        (:meth:`~gpujobqueue.batch.base.BatchSystem.cluster_state`: the local batch system's device pool).
+        What the batch system keeps for all the cluster's jobs (:meth:`BatchSystem.cluster_state`).
     config_name : str, optional
         dask-jobqueue's cluster passes it to every job; the job keeps it (default: its batch system's name).
     interface, protocol : str, optional
@@ -102,10 +95,8 @@ class GPUJob(Job):
         Without a plan, the job is made as dask-jobqueue's are, from its batch system's cluster keywords.
     """
 
-    #: The batch system that submits, asks about and cancels this class's jobs.
     batch_system: ClassVar[type[BatchSystem]]
-    #: Its name (``slurm``), as dask-jobqueue's ``config_name`` and the failure reports give it.
-    batch: ClassVar[str]
+    batch: ClassVar[str]  # its name (``slurm``)
     _bound: ClassVar[dict[type[BatchSystem], type["GPUJob"]]] = {}
 
     @classmethod
@@ -172,10 +163,8 @@ class GPUJob(Job):
         self.cluster_folder = cluster_folder
         self.commands = commands
         self.batch_state = batch_state
-        # What the batch system keeps of this job once submitted (the local batch system's process).
-        self.handle: Any = None
-        # Where batch systems write logs by default; set again when the job is submitted.
-        self.submit_directory = os.getcwd()
+        self.handle: Any = None  # what the batch system keeps of this job once submitted
+        self.submit_directory = os.getcwd()  # where batch systems write logs by default; set again at submission
 
     @classmethod
     def _plan_of(cls, keywords: dict[str, Any]) -> Plan:
@@ -245,13 +234,11 @@ class GPUJob(Job):
     async def close(self) -> None:
         await self.batch_system.stop(self)
         self.closed_at = time.time()
-        # dask-jobqueue's Job.close leaves the status `running`; SpecCluster.close asserts
-        # that every job it still references is closed.
+        # dask-jobqueue's leaves the status `running`; SpecCluster.close asserts every job it holds is closed.
         await ProcessInterface.close(self)
 
     async def batch_status(self) -> JobStatus | None:
-        """What the batch system says of this job now; None before it is submitted or when
-        the batch system does not answer."""
+        """What the batch system says of this job now; None before it is submitted or when it does not answer."""
         if self.job_id is None:
             return None
         statuses, _ = await self.batch_system.query_answer([self])
@@ -266,8 +253,7 @@ class GPUJob(Job):
         return os.path.join(self.submit_directory, self.log_directory or "", name)
 
     async def failure(self, status: JobStatus, before: str = "its workers connected") -> JobFailedError:
-        """The report of this job having ended too soon (``before`` what): its state, exit
-        code and the end of its log."""
+        """The report of this job having ended too soon (``before`` what): state, exit code, end of its log."""
         exit_code = status.exit_code
         if exit_code is None:
             exit_code = await self.batch_system.query_exit_code(self)

@@ -1,6 +1,5 @@
-"""The cluster's watch over its jobs: one batch system query per interval; it reports a job that ends
-before its workers connect, retires jobs before their walltime, forgets ended jobs (the replacement
-submits new ones), notices an unreachable batch system, and keeps what ``cluster.jobs`` shows."""
+"""The cluster's watch over its jobs, one batch system query per interval: failed jobs reported, jobs retired
+before their walltime, ended ones forgotten, an unreachable batch system noticed, ``cluster.jobs`` kept."""
 
 from __future__ import annotations
 
@@ -24,8 +23,7 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class JobRow:
-    """One job of a cluster, as :attr:`~gpujobqueue.cluster.GPUJobQueueCluster.jobs` lists it (its id None until
-    submitted, its state and reason None before the batch system's first answer)."""
+    """One job of a cluster, as :attr:`~gpujobqueue.cluster.GPUJobQueueCluster.jobs` lists it (None: not known yet)."""
 
     name: str
     job_id: str | None
@@ -66,8 +64,7 @@ class JobTable(list):
 
 class JobWatch(BackgroundLoop):
     """Watches the jobs of one cluster's ``book`` every ``interval`` seconds, telling the ``replacement`` of
-    failures and connections. ``probe()``, awaited: the batch system's error for a query of a job it never
-    gave, None if it answered; ``retire_workers(names)``, awaited: the scheduler retires those workers."""
+    failures and connections. ``probe()``: the batch system's error, None if it answers; ``retire_workers(names)``."""
 
     def __init__(
         self,
@@ -275,8 +272,7 @@ class JobWatch(BackgroundLoop):
         return table
 
     def estimates_note(self, rows: list[JobRow]) -> str | None:
-        """Where the waiting jobs' start estimates come from (``SLURM backfill estimate``), or that the batch system
-        gives none; None while no job waits in its queue."""
+        """Where the waiting jobs' start estimates come from, or that there are none; None while no job waits."""
         queued = [row for row in rows if row.workers == 0 and row.state and row.state != "unknown"]
         if not queued:
             return None

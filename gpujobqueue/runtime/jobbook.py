@@ -1,5 +1,4 @@
-"""The cluster's jobs, in one book that the job watch, the replacement, the scaling and the usage watch
-read and change through its methods."""
+"""The cluster's jobs, in one book the job watch, the replacement, the scaling and the usage watch share."""
 
 from __future__ import annotations
 
@@ -15,8 +14,7 @@ from ..settings.naming import WorkerJobKey
 from .handover import Handover
 from .scheduler_process import HostedWorkers
 
-# The pool of a job whose spec names none: the GPU workers'.
-DEFAULT_POOL = "gpu"
+DEFAULT_POOL = "gpu"  # the pool of a job whose spec names none
 
 
 class BookJob(Protocol):
@@ -36,11 +34,9 @@ class BookJob(Protocol):
 
 
 class JobBook:
-    """The jobs of one cluster: the specs of those it wants (distributed's ``worker_spec``) and the job
-    objects started from them (its ``workers``); what the batch system last said of each, when each first
-    had a worker connected, the jobs held by a queue's per-user limit, the handover's plan and the jobs
-    pinned (the scheduler's own, never scaled down). ``new_job(pool)`` gives a new job's name and spec in ``pool``
-    as a one-item dict; ``apply()``, awaited, submits and cancels jobs to match the specs (SpecCluster's);
+    """The jobs of one cluster: the specs of those it wants (distributed's ``worker_spec``), the job objects
+    started from them (its ``workers``), and what is known of each. ``new_job(pool)`` gives a new job's
+    ``{name: spec}``; ``apply()``, awaited, submits and cancels jobs to match the specs (SpecCluster's);
     ``scheduler_workers()`` gives the workers' identities the cluster last heard."""
 
     def __init__(
@@ -64,8 +60,6 @@ class JobBook:
         self.pinned: set[str] = set()
         self.hold = JobHold({pool: limit for pool, limit in (user_limits or {}).items() if limit is not None})
         self.handover = Handover(poll_interval)
-
-    # The specs: the jobs wanted.
 
     def pool_of(self, name: str) -> str:
         """The pool (``"gpu"``, ``"cpu"``) of a job the cluster wants."""
@@ -109,8 +103,6 @@ class JobBook:
     def closing(self) -> bool:
         return self._closing()
 
-    # The job objects: the jobs started.
-
     def started(self) -> list[tuple[str, BookJob]]:
         """Every job started and not yet forgotten, with its job object, oldest first."""
         return [(str(name), job_of_entry(entry)) for name, entry in list(self.jobs.items())]
@@ -123,8 +115,6 @@ class JobBook:
     def submitted(self) -> dict[str, BookJob]:
         """The jobs the batch system has been given and the cluster still wants, with their job objects."""
         return {name: job for name, job in self.started() if job.job_id and name in self.specs}
-
-    # Workers and their jobs.
 
     def job_of(self, worker_name: str) -> str:
         return self.worker_key.job_of(str(worker_name))
@@ -159,8 +149,6 @@ class JobBook:
         for name in [name for name in self.first_connected if name not in self.jobs and name not in self.specs]:
             del self.first_connected[name]
 
-    # Jobs that stay, and jobs that go.
-
     def pin(self, name: str) -> None:
         """Never scale the job down (the scheduler's own job): it lives as long as the cluster."""
         self.pinned.add(str(name))
@@ -177,4 +165,4 @@ def job_of_entry(entry: BookJob | HostedWorkers) -> BookJob:
 
 def gpus_of(job: BookJob) -> int:
     """The GPUs a job asked for: none for a CPU-pool job."""
-    return job.launch.gpus_per_node * job.request.nodes  # 0 for a CPU-pool job
+    return job.launch.gpus_per_node * job.request.nodes

@@ -1,5 +1,4 @@
-"""Keep n means keep n: the jobs that ``scale()`` asked for are replaced until the cluster closes, unless
-failures in a row stop it (:meth:`~gpujobqueue.runtime.runtime_cluster.RuntimeCluster.scale` says how)."""
+"""Keep n means keep n: the jobs ``scale()`` asked for are replaced until the cluster closes or failures stop it."""
 
 from __future__ import annotations
 
@@ -17,10 +16,9 @@ logger = logging.getLogger(__name__)
 
 
 class Replacement:
-    """What the cluster keeps of its ``book``'s jobs: a number of jobs per pool, and whether replacing goes on,
-    until ``limit`` failures in a row (default :func:`~gpujobqueue.settings.intervals.max_failures`). A refusal in
-    the batch system's ``user_limit_refusals`` words (a queue's per-user limit) holds the jobs (``book.hold``)
-    rather than failing them."""
+    """What the cluster keeps of its ``book``'s jobs: a number per pool, replaced until ``limit`` failures in a row
+    (default :func:`~gpujobqueue.settings.intervals.max_failures`); a refusal in the batch system's
+    ``user_limit_refusals`` words holds the jobs (``book.hold``) rather than failing them."""
 
     def __init__(self, book: JobBook, limit: int | None = None, user_limit_refusals: Sequence[str] = ()):
         self.book = book
@@ -97,8 +95,8 @@ class Replacement:
         return max(0, self.targets.get(pool, 0) - self.book.count(pool))
 
     def to_submit(self, pool: str) -> int:
-        """Jobs the pool lacks that a queue's per-user limit lets it submit now (the rest are held), and
-        replacements of its leaving jobs where the limit has room (none under ``adapt()``, which counts them)."""
+        """Jobs the pool lacks that a per-user limit lets it submit now, and replacements of its leaving jobs where
+        the limit has room (none under ``adapt()``)."""
         book = self.book
         present = {counted: book.count(counted) for counted in {pool, *book.hold.limits}}
         target = self.targets.get(pool, 0)
@@ -137,8 +135,8 @@ class Replacement:
         return True
 
     def _held_for_user_limit(self, error: SubmissionError, before: dict[str, int]) -> bool:
-        """Whether the submission was refused for a queue's per-user job limit; if so the jobs not submitted
-        are held, not failed. ``before``: each pool's jobs before :meth:`JobBook.forget_unsubmitted`."""
+        """Whether the submission was refused for a per-user job limit; if so the jobs not submitted (``before``:
+        each pool's count) are held, not failed."""
         words = refusal_line(str(error), self.user_limit_refusals)
         if words is None:
             return False
@@ -151,9 +149,8 @@ class Replacement:
         return True
 
     async def top_up(self, reachable: Callable[[], Awaitable[bool]]) -> int:
-        """Submit the jobs each pool lacks (ended, or deferred during an outage) and return how many, unless
-        ``adapt()`` sizes the cluster, a ``scale()`` runs, or the replacing has stopped; ``reachable`` as
-        :meth:`submit`'s (a refusal by a batch system that answers stops the replacing)."""
+        """Submit the jobs each pool lacks and return how many, unless ``adapt()`` sizes the cluster, a ``scale()``
+        runs, or the replacing has stopped; ``reachable`` as :meth:`submit`'s."""
         book = self.book
         if not self.may_replace or self.adapting or book.closing or self.scaling_now:
             return 0

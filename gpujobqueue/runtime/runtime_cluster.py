@@ -1,5 +1,4 @@
-"""The cluster at run time: distributed's SpecCluster over a :class:`~gpujobqueue.jobbook.JobBook`, the
-parts that act on its jobs, and the public methods that delegate to them."""
+"""The cluster at run time: SpecCluster over a job book, the parts acting on its jobs, the methods delegating."""
 
 from __future__ import annotations
 
@@ -36,8 +35,7 @@ class RuntimeCluster(JobQueueCluster):
     def _start_parts(
         self, plan: Plan, job_cls: type[GPUJob], worker_key: WorkerJobKey, new_job: Callable[[str], dict[str, Any]]
     ) -> None:
-        """Make the cluster's parts from its ``plan``: the job book, what it keeps (:class:`Replacement`),
-        the job watch, the scaling strategy and the usage watch; before distributed's constructor fills the book.
+        """Make the cluster's parts from its ``plan``, before distributed's constructor fills the book;
         ``new_job(pool)`` gives a new job's name and spec in ``pool``."""
         interval = job_poll_interval()
         self._book = JobBook(
@@ -89,8 +87,7 @@ class RuntimeCluster(JobQueueCluster):
         self._usage.start()
 
     async def _stop_watches(self) -> None:
-        """The job watch and the usage watch end (the cluster closes); the jobs held now are noted, so that the
-        count at close sees one that started since the usage watch's last look."""
+        """The job watch and the usage watch end; the jobs are noted once more for the count at close."""
         await self._job_watch.stop()
         await self._usage.stop()
         self._usage.note_jobs()
@@ -243,8 +240,7 @@ class RuntimeCluster(JobQueueCluster):
         return self.sync(self._scaling.scale_jobs, gpu_jobs, cpu_jobs)
 
     def scale_up(self, n: int = 0, memory: str | None = None, cores: int | None = None):
-        """distributed's older name of :meth:`scale`, which counts GPU workers here too (distributed's
-        ``SpecCluster.scale_up`` is its own ``scale``, which counts neither jobs nor limits)."""
+        """distributed's older name of :meth:`scale`, which counts GPU workers here too."""
         return self.scale(n, memory=memory, cores=cores)
 
     def adapt(

@@ -19,10 +19,9 @@ logger = logging.getLogger("gpujobqueue.cluster")
 
 
 class Scaling:
-    """How a cluster's ``scale()``, ``adapt()`` and ``scale_down()`` change its ``book``: the targets it gives
-    the ``replacement``; the ``watch`` says whether the batch system answers. The sizes are one GPU
-    worker's (bytes of host memory, threads, GPUs) and a job's workers (``cpu_workers_per_job``: None
-    without a CPU pool)."""
+    """How a cluster's ``scale()``, ``adapt()`` and ``scale_down()`` change its ``book``, through the targets of its
+    ``replacement``; the sizes are one GPU worker's and a job's workers (``cpu_workers_per_job``: None without a
+    CPU pool)."""
 
     def __init__(
         self,
@@ -52,12 +51,8 @@ class Scaling:
         gpus: int | None,
         cpu_workers: int | None,
     ) -> tuple[int | None, int | None]:
-        """The GPU jobs and CPU jobs that ``scale()``'s targets ask for; None for a pool not named.
-
-        Each target rounds up to whole jobs (the most of them wins). A count is an int, as distributed's
-        ``scale`` takes: ``scale('3')`` is refused, not read as 3. A ValidationError names a target that is not a
-        count, or asks for more jobs than a cluster holds.
-        """
+        """The GPU and CPU jobs ``scale()``'s targets ask for, each rounded up to whole jobs (None: a pool not
+        named); a ValidationError names a target that is not an int count or asks for more jobs than a cluster holds."""
         gpu_pool_named = cpu_workers is None or any(v is not None for v in (n, gpus, memory, cores)) or jobs
         jobs, counted = parse_count("jobs", jobs, text=False), "jobs"  # counted: the target that sets the jobs
         if n is not None:
@@ -110,9 +105,8 @@ class Scaling:
         return gpu_jobs, cpu_jobs
 
     async def scale_jobs(self, jobs: int | None, cpu_jobs: int | None = None) -> None:
-        """Keep ``jobs`` GPU jobs and ``cpu_jobs`` CPU jobs (None: leave that pool as it is), none while it
-        closes; surplus jobs go queued ones first, then leaving ones, never a pinned one. Raises what
-        :meth:`Replacement.submit` raises."""
+        """Keep ``jobs`` GPU and ``cpu_jobs`` CPU jobs (None: leave that pool), none while it closes; surplus jobs
+        go queued ones first, then leaving ones, never a pinned one."""
         self.replacement.scaling_now += 1
         try:
             await self._scale_jobs(jobs, cpu_jobs)
@@ -152,12 +146,8 @@ class Scaling:
             raise
 
     def adapt_options(self, **kwargs: Any) -> dict[str, Any]:
-        """The keywords of distributed's ``Cluster.adapt`` for an ``adapt()``'s: the bounds in workers
-        (:func:`~gpujobqueue.adaptive.adapt_bounds`), whole jobs retired together (``worker_key``),
-        :class:`GPUAdaptive` (given this strategy) unless another is named, the looks' interval and count. A
-        ValidationError names a bound, interval, wait count or target duration out of its range, or ``cpu_pool``
-        (adapt counts one kind of worker).
-        """
+        """The keywords of distributed's ``Cluster.adapt`` for an ``adapt()``'s; a ValidationError names a bound,
+        interval, wait count or target duration out of its range, or ``cpu_pool``."""
         if self.cpu_workers_per_job is not None:
             raise ValidationError(
                 "cpu_pool",

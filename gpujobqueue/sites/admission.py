@@ -5,7 +5,7 @@ memory), node counts and walltime limits, account rules and refused GPU request 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NoReturn
 
 from ..settings.validation import parse_size
 from . import routing
@@ -101,33 +101,36 @@ def check_request(site: Site, queue: str | None, request: Any, settings: Any = N
 def check_queue_takes(site: Site, queue: str, request: Any) -> None:
     """Refuse (:class:`QueueRefusedError`) a job whose nodes or walltime the site's ``queue`` does not take, naming
     the queue that does."""
-    data = site.data
-    queue_name, entry = queue, site.queue(queue)
-    refused = routing.refusal(queue_name, entry, request.nodes, request.walltime, request.walltime_text)
+    refused = routing.refusal(queue, site.queue(queue), request.nodes, request.walltime, request.walltime_text)
     if refused is not None:
-        taking = routing.queues_taking(
-            site.open_queues,
-            data["default_queue"],
-            request.nodes,
-            request.walltime,
-            request.walltime_text,
-            routed_only=False,
-        )
-        others = [name for name in taking if name != queue_name]
+        others = [name for name in _queues_taking(site, request, routed_only=False) if name != queue]
         if others:
             hint, field = f"; queue {others[0]!r} takes it (queue={others[0]!r})", "queue"
         else:
             hint = f"; no queue of {site.name} takes {routing.nodes_text(request.nodes)} for {request.walltime_text}"
             field = refused.field
-        path, line = site.location(*refused.key)
-        message = f"{site.name}: {refused.message}{hint}{_limit_source(site, refused.key)}"
-        raise QueueRefusedError(path, dotted_key(refused.key), line, message, field)
+        _refuse(site, refused.key, f"{refused.message}{hint}", field)
 
 
-def _limit_source(site: Site, key: tuple) -> str:
-    """Where the limit at ``key`` comes from, for a refusal: ``; queues.ai.max_nodes from URL (checked DAY)``."""
+def _queues_taking(site: Site, request: Any, routed_only: bool = True) -> list[str]:
+    """:func:`~gpujobqueue.sites.routing.queues_taking` of the site's open queues for the job's nodes and walltime."""
+    return routing.queues_taking(
+        site.open_queues,
+        site.data["default_queue"],
+        request.nodes,
+        request.walltime,
+        request.walltime_text,
+        routed_only=routed_only,
+    )
+
+
+def _refuse(site: Site, key: tuple, message: str, field: str) -> NoReturn:
+    """Raise the refusal naming the site ``key`` whose limit the job breaks, and where that limit comes from:
+    ``; queues.ai.max_nodes from URL (version of DAY)``."""
+    path, line = site.location(*key)
     found = key_source(site.data, key, held=True)
-    return f"; {dotted_key(key)} from {found}" if found else ""
+    limit = f"; {dotted_key(key)} from {found}" if found else ""
+    raise QueueRefusedError(path, dotted_key(key), line, f"{site.name}: {message}{limit}", field)
 
 
 def route_queue(site: Site, request: Any) -> tuple[str, str]:
@@ -135,9 +138,7 @@ def route_queue(site: Site, request: Any) -> tuple[str, str]:
     :func:`~gpujobqueue.sites.routing.routing_order` that takes the job's nodes and walltime. Where none does, a
     :class:`QueueRefusedError` naming a queue the user may name (a debug one) where one takes it."""
     data, queues = site.data, site.open_queues
-    taking = routing.queues_taking(
-        queues, data["default_queue"], request.nodes, request.walltime, request.walltime_text
-    )
+    taking = _queues_taking(site, request)
     if taking:
         name = taking[0]
         return name, routing.fit_text(name, queues[name], request.nodes, request.walltime_text)
@@ -153,17 +154,12 @@ def route_queue(site: Site, request: Any) -> tuple[str, str]:
     if blamed is None:  # no queue with GPUs: the default queue's refusal says so
         check_queue_takes(site, data["default_queue"], request)
         raise AssertionError("the default queue takes the job it was found not to take")  # pragma: no cover
-    others = routing.queues_taking(
-        queues, data["default_queue"], request.nodes, request.walltime, request.walltime_text, routed_only=False
-    )
+    others = _queues_taking(site, request, routed_only=False)
     hint = f"; name queue={others[0]!r}, which takes it" if others else ""
     why = "; ".join(f"{name}: {refused.message}" for name, refused in refusals.items() if refused is not None)
-    path, line = site.location(*blamed.key)
-    raise QueueRefusedError(
-        path,
-        dotted_key(blamed.key),
-        line,
-        f"{site.name}: no queue it chooses takes {routing.nodes_text(request.nodes)} for "
-        f"{request.walltime_text} ({why}){hint}{_limit_source(site, blamed.key)}",
+    _refuse(
+        site,
+        blamed.key,
+        f"no queue it chooses takes {routing.nodes_text(request.nodes)} for {request.walltime_text} ({why}){hint}",
         "queue" if others else blamed.field,
     )

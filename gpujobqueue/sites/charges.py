@@ -1,6 +1,5 @@
-"""What a job costs on a site: each queue's ``charge`` (service units per node-hour or GPU-hour), or the
-site's own ``charge`` for queues that give none, with the page that states it; the checks of these
-that the schema cannot make, and the lines ``gpujobqueue show`` prints."""
+"""What a job costs on a site: each queue's ``charge`` (else the site's), with the page that states it; the checks
+the schema cannot make, and the lines ``gpujobqueue show`` prints."""
 
 from __future__ import annotations
 
@@ -28,10 +27,8 @@ def within(named: str, key: str) -> bool:
 
 
 def key_source(data: dict, key: tuple, held: bool = False) -> str:
-    """Where the fact at ``key`` comes from: the sources that name it or a key inside it (address and the date
-    of the version read), with ``held``, where none does, those that name the nearest key holding it
-    (``queues.gpu``, then ``queues`` for ``queues.gpu.max_nodes``); then the unconfirmed lines about it
-    (``unconfirmed: ...``); ``""`` where there is none."""
+    """Where the fact at ``key`` comes from: the sources that name it or a key inside it, or, with ``held`` where
+    none does, the nearest key holding it (``queues.gpu``, then ``queues``); then its unconfirmed lines; or ``""``."""
     dotted = dotted_key(key)
     holders = [dotted_key(key[:n]) for n in range(len(key) - 1, 0, -1)] if held else []
     sources = [source for source in data.get("sources") or [] if isinstance(source, dict)]
@@ -63,8 +60,8 @@ def queue_charge(data: dict, queue: str) -> Charge | None:
 
 
 def charge_problems(data: dict, whole: bool = True) -> Iterator[tuple[tuple, str]]:
-    """A charge factor that is not a finite number (the schema lets ``.inf`` and ``.nan`` through), and, in a
-    ``whole`` site file, a charge that no source names and no unconfirmed line lists, as (key, problem)."""
+    """A charge factor that is not finite (the schema lets ``.inf`` and ``.nan`` through), and, in a ``whole``
+    site file, a charge that no source or unconfirmed line names, as (key, problem)."""
     keys = [("charge",), *(("queues", name, "charge") for name in data.get("queues") or {})]
     for key in [key for key in keys if isinstance(value_at(data, key), dict)]:
         factor = value_at(data, key + ("factor",))

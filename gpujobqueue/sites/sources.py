@@ -1,7 +1,5 @@
-"""Where a site's facts come from: its ``sources`` (address, the version read and its date, the day read, the
-keys each covers), the fact
-groups no source covers, its ``unconfirmed`` lines and the keys they name, a retired machine's
-date; the checks of these, and the text ``gpujobqueue show`` prints."""
+"""Where a site's facts come from (its ``sources``, the fact groups none covers, its ``unconfirmed`` lines, a
+retired machine's date): the checks of these, and the text ``gpujobqueue show`` prints."""
 
 from __future__ import annotations
 
@@ -17,8 +15,7 @@ from .errors import value_at
 from .facts import Site
 from .schema import unconfirmed_keys
 
-# A site whose oldest source is a version of more than this many months before today is marked stale:
-# centres change limits and queues (issue 33), so its facts are to be read again.
+# A site whose oldest source's version is older than this many months is stale: its facts are to be read again.
 FRESH_MONTHS = 6
 
 # A source's URL pins the version read: a commit (.../blob/<commit>/...), a pull request, a page revision or a
@@ -32,8 +29,7 @@ _PINNED = re.compile(
 
 @dataclass(frozen=True)
 class OldestSource:
-    """The site's source whose version is the oldest, and whether that version is of more than
-    :data:`FRESH_MONTHS` calendar months before ``today``."""
+    """The site's source whose version is the oldest, and whether it is stale (:func:`oldest_source`)."""
 
     url: str
     version_date: datetime.date
@@ -54,8 +50,8 @@ def months_before(day: datetime.date, months: int) -> datetime.date:
 
 
 def oldest_source(data: dict, today: datetime.date | None = None) -> OldestSource | None:
-    """The site's source whose version is the oldest (its ``version_date``), stale when that is before
-    :data:`FRESH_MONTHS` months before ``today`` (default: the real today); None for a site that cites no source."""
+    """The site's oldest source (by ``version_date``), stale when :data:`FRESH_MONTHS` months before ``today``
+    (default: the real today); None for a site that cites no source."""
     dated = []
     for source in data.get("sources") or []:
         try:
@@ -111,8 +107,7 @@ def sources_text(site: Site, today: datetime.date | None = None, *, listed: bool
     return "\n".join(out)
 
 
-# The groups of keys a site's facts come in; each shipped site's sources cover every one it has
-# (or its unconfirmed list names it). Each queue is a group of its own: queues.NAME.
+# The groups of keys a site's facts come in (each queue is a group of its own: queues.NAME).
 FACT_GROUPS = (
     "hostnames",
     "node",
@@ -165,9 +160,8 @@ def unsourced_groups(data: dict) -> list[str]:
 
 
 def source_problems(data: dict, whole: bool = True) -> Iterator[tuple[tuple, str]]:
-    """Sources' URLs, the versions they pin and their dates, removed queues' dates, the keys sources cover, and a
-    retired machine's date (the pins and the last two only for a ``whole`` site file, not an override), as (key,
-    problem)."""
+    """Sources' URLs, pins and dates, removed queues' dates, covered keys and a retired machine's date (the pins
+    and the last two only for a ``whole`` site file, not an override), as (key, problem)."""
     said = " ".join(str(line) for line in data.get("unconfirmed") or [])
     for i, source in enumerate(data.get("sources") or []):
         if not isinstance(source, dict):
