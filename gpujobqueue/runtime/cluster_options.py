@@ -1,7 +1,5 @@
-"""The cluster constructor's own keywords, beside those the plan reads: each checked before anything
-starts and refused by name, where distributed and dask-jobqueue would fail on it only once the
-cluster starts (``scheduler_cls="x"``), deep inside (``scheduler_options="x"``), or with their own
-words for a keyword they do not take here (``host``, ``dashboard_address``)."""
+"""The cluster constructor's own keywords, beside those the plan reads: each checked before anything starts and
+refused by name, where distributed and dask-jobqueue would fail on it late, deep inside, or in their own words."""
 
 from __future__ import annotations
 
@@ -81,8 +79,7 @@ def shared_directory(batch: str, given: Any) -> str:
 
 
 def keywords_taken(cls: type) -> set[str] | None:
-    """The keywords ``cls(...)`` takes, following ``**kwargs`` up its classes' ``__init__``; None
-    where one takes any keyword to the end."""
+    """The keywords ``cls(...)`` takes, following ``**kwargs`` up its classes' ``__init__``; None: any keyword."""
     names: set[str] = set()
     for klass in cls.__mro__:
         if "__init__" not in vars(klass):
@@ -95,10 +92,8 @@ def keywords_taken(cls: type) -> set[str] | None:
 
 
 def check_adapt_keywords(given: Mapping[str, Any]) -> None:
-    """Refuse, by name, a keyword of ``adapt()`` that its ``Adaptive`` class (:class:`GPUAdaptive`
-    unless given) does not take, nor hands to the scheduler's ``workers_to_close`` as distributed's
-    does (``memory_ratio``, ``n``): distributed's takes any keyword, to fail on it only when it
-    first scales down."""
+    """Refuse, by name, a keyword of ``adapt()`` that its ``Adaptive`` class neither takes nor hands to the
+    scheduler's ``workers_to_close`` (distributed's takes any keyword, to fail on it when it first scales down)."""
     adaptive_cls = given.get("Adaptive", GPUAdaptive)
     taken = keywords_taken(adaptive_cls) if isinstance(adaptive_cls, type) else None
     if taken is not None:
@@ -109,10 +104,8 @@ def check_adapt_keywords(given: Mapping[str, Any]) -> None:
 def scheduler_options(
     batch: str, given: Any, scheduler_cls: Any = None, where: str = "this host"
 ) -> tuple[dict[str, Any], str | None]:
-    """The scheduler's options (``scheduler_options``, else ``gpujobqueue.<batch>.scheduler-options``),
-    a mapping of the options ``scheduler_cls`` takes, as :func:`~gpujobqueue.security.dashboard.dashboard_options`
-    makes them (its HTTP server closed unless they open the dashboard), and the dashboard's address
-    or None; ``where`` names the scheduler's host."""
+    """The scheduler's options (``scheduler_options``, else ``gpujobqueue.<batch>.scheduler-options``) as
+    :func:`~gpujobqueue.security.dashboard.dashboard_options` makes them, and the dashboard's address or None."""
     field = "scheduler_options"
     if given is None:
         given, field = config.batch_settings(batch).get("scheduler_options", (None, field))

@@ -1,8 +1,5 @@
-"""No job outlives the process that submitted it: at interpreter exit every open cluster is
-closed (as distributed's own exit hook, which runs after this one, would), and whatever job is
-left is cancelled at once; on SIGTERM and SIGHUP, whose default action would end the process
-with neither, the jobs are cancelled at once. SIGINT raises KeyboardInterrupt, which ends in an
-exit like any other (:mod:`gpujobqueue.jobs.sigint` keeps dask-jobqueue's import from changing that)."""
+"""No job outlives the process that submitted it: at interpreter exit every open cluster is closed and whatever
+job is left cancelled at once; on SIGTERM and SIGHUP, the jobs are cancelled at once (SIGINT ends in an exit)."""
 
 from __future__ import annotations
 

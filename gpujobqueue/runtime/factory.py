@@ -1,6 +1,5 @@
-"""The cluster classes: each batch system's (the generic cluster bound to it: :func:`cluster_class`, and the
-public names of gpujobqueue's own, ``SLURMGPUCluster`` ...), and ``GPUCluster()``, the cluster of a site's
-batch system or of the batch system named."""
+"""The cluster classes: each batch system's (:func:`cluster_class`, ``SLURMGPUCluster`` ...), and ``GPUCluster()``,
+the cluster of a site's batch system or of the batch system named."""
 
 from __future__ import annotations
 
@@ -27,9 +26,7 @@ _BOUND: dict[type[BatchSystem], type[GPUJobQueueCluster]] = {}
 
 
 def bound_cluster(system: type[BatchSystem]) -> type[GPUJobQueueCluster]:
-    """The cluster class of ``system`` (``SLURMGPUCluster``), made once: the generic
-    :class:`~gpujobqueue.cluster.GPUJobQueueCluster` with its batch system and job class set, documented by the
-    batch system's ``cluster_doc`` (the shared keywords added)."""
+    """The cluster class of ``system`` (``SLURMGPUCluster``), made once, documented by its ``cluster_doc``."""
     if system not in _BOUND:
         _BOUND[system] = type(
             system.class_name("GPUCluster"),
@@ -52,9 +49,7 @@ LocalGPUCluster = bound_cluster(Local)
 
 
 def cluster_class(batch: str) -> type[GPUJobQueueCluster]:
-    """The cluster class of a batch system's name (``slurm``, ``pbs``, ``lsf``, ``sge``, ``local``, or another
-    registered one): :class:`~gpujobqueue.cluster.GPUJobQueueCluster` bound to it; a ValidationError for another."""
-
+    """The cluster class of a registered batch system's name (``slurm``); a ValidationError for another."""
     return bound_cluster(batch_system(batch))
 
 

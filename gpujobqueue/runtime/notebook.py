@@ -11,9 +11,8 @@ from .job_watch import JobTable
 def cluster_status_html(
     rows: JobTable, *, site: str | None, batch: str, protocol: str | None, usage: UsageReport | None
 ) -> str:
-    """The GPU part of a cluster's HTML repr: its ``site``, ``batch`` system, workers' ``protocol`` (None: tcp),
-    its jobs as :attr:`~gpujobqueue.cluster.GPUJobQueueCluster.jobs` last showed them, and the ``usage`` so far;
-    from what the cluster already knows (no batch command runs while a notebook draws it)."""
+    """The GPU part of a cluster's HTML repr: site, batch system, protocol, its jobs as last seen and the ``usage``
+    so far (no batch command runs while a notebook draws it)."""
     requested = sum(row.gpus for row in rows)
     connected = sum(row.workers for row in rows if row.gpus)
     waiting = [row for row in rows if row.workers == 0 and row.reason]

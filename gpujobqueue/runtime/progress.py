@@ -43,9 +43,8 @@ class WaitProgress:
         return self.bar is not None
 
     def show(self, connected: int, rows: list, cause: str | None = None, estimates: str | None = None) -> None:
-        """Show ``connected`` GPUs, and why the jobs wait: ``cause`` where given (the batch system does not
-        answer), else the oldest waiting job of ``rows`` (and its expected start), and where ``estimates`` come
-        from."""
+        """Show ``connected`` GPUs, and why the jobs wait: ``cause`` where given, else the oldest waiting job of
+        ``rows`` and where ``estimates`` come from."""
         if self.bar is None:
             return
         # the oldest waiting job first, so that the line does not flit from job to job

@@ -1,6 +1,5 @@
-"""The cluster's side of ``scheduler="job"`` as distributed drives it: the scheduler's job as the
-cluster's scheduler (:class:`JobScheduler`, its address read from the scheduler file) and that job's
-own GPU workers as one entry of the cluster's worker specs (:class:`HostedWorkers`)."""
+"""The cluster's side of ``scheduler="job"``: the scheduler's job as the cluster's scheduler (:class:`JobScheduler`)
+and that job's own GPU workers as one entry of the cluster's worker specs (:class:`HostedWorkers`)."""
 
 from __future__ import annotations
 
@@ -21,10 +20,8 @@ logger = logging.getLogger(__name__)
 
 class JobScheduler(ProcessInterface):
     """The cluster's scheduler, running in the cluster's first batch job: :meth:`start` submits the job and
-    returns once its scheduler has written its address; :meth:`close` cancels the job.
-    ``make_job(start)`` makes the job of a :class:`SchedulerStart` with the other arguments; the scheduler file is
-    read through the cluster's ``folder`` as made (a folder swapped at its name is refused). The rest of
-    dask-jobqueue's ``scheduler_options`` are the workers' settings already."""
+    returns once its scheduler has written its address (read through the cluster's ``folder`` as made);
+    :meth:`close` cancels the job. ``make_job(start)`` makes the job of a :class:`SchedulerStart`."""
 
     poll_interval = 0.2
     state_interval = 5.0

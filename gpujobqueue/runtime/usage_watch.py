@@ -1,7 +1,5 @@
-"""The cluster's use of the allocation: the meter of when each job was submitted, started and ended and how busy
-its workers were (:func:`worker_busy`; :meth:`UsageMeter.report` is a :class:`~gpujobqueue.jobs.usage.UsageReport`),
-and the watch that samples them every ``gpujobqueue.usage.sample-interval`` and, at close, logs the summary and
-writes the report beside the job logs."""
+"""The cluster's use of the allocation: the meter of each job's times and how busy its workers were, and the watch
+that samples them and, at close, logs the summary and writes the report beside the job logs."""
 
 from __future__ import annotations
 
@@ -22,8 +20,7 @@ logger = logging.getLogger("gpujobqueue.usage")
 
 
 class UsageMeter:
-    """Counts one cluster's use of the allocation as its jobs come and go. ``max_gap``: the longest time (s)
-    one sample stands for (a pause in sampling is not counted beyond it); ``clock``: seconds since the epoch."""
+    """Counts one cluster's use of the allocation; ``max_gap``: the longest time (s) one sample stands for."""
 
     def __init__(self, max_gap: float = 10.0, clock: Any = time.time):
         self.max_gap = max_gap
@@ -71,8 +68,7 @@ class UsageMeter:
             self.ended(name)
 
     def sample(self, busy: Mapping[str, tuple[float, str]]) -> None:
-        """Count how busy each running job's workers are now: ``busy`` maps a job to its GPUs busy (summed over
-        its workers) and how that was measured; a running job not in it counts as idle."""
+        """Count how busy each running job's workers are now (``busy``: job -> GPUs busy, how measured; else idle)."""
         now = self.clock()
         last, self._last_sample = self._last_sample, now
         for name, job in self._jobs.items():
@@ -105,8 +101,8 @@ class UsageMeter:
 
 
 def worker_busy(metrics: Mapping[str, Any], nthreads: int) -> tuple[float, str]:
-    """How busy (0 to 1) one worker is from its heartbeat's metrics, and how measured: ``"nvml"``, its GPU's
-    utilisation where distributed's system monitor reports it, else ``"tasks"``, its threads executing tasks."""
+    """How busy (0 to 1) one worker is from its heartbeat's metrics: by ``"nvml"`` GPU utilisation where
+    reported, else by ``"tasks"``, its threads executing tasks."""
     utilisation = metrics.get("gpu_utilization")
     if isinstance(utilisation, (int, float)) and not isinstance(utilisation, bool) and math.isfinite(utilisation):
         return min(1.0, max(0.0, utilisation / 100)), "nvml"
@@ -118,8 +114,7 @@ def worker_busy(metrics: Mapping[str, Any], nthreads: int) -> tuple[float, str]:
 
 
 def busy_by_job(workers: Iterable[Mapping[str, Any]], job_of: Any) -> dict[str, tuple[float, str]]:
-    """Sum :func:`worker_busy` over each job's workers (the scheduler's worker identities; ``job_of`` a
-    worker's name gives its job's)."""
+    """Sum :func:`worker_busy` over each job's workers (``job_of`` a worker's name gives its job's)."""
     busy: dict[str, tuple[float, str]] = {}
     for worker in workers:
         fraction, how = worker_busy(worker.get("metrics") or {}, int(worker.get("nthreads") or 1))
@@ -130,9 +125,8 @@ def busy_by_job(workers: Iterable[Mapping[str, Any]], job_of: Any) -> dict[str, 
 
 
 class UsageWatch(BackgroundLoop):
-    """Keeps the :class:`UsageMeter` of a cluster's ``book``, sampling the
-    workers' metrics of the scheduler's ``identity()`` (awaited); ``batch``, ``site`` and ``charge`` go into
-    the report, written at close in ``log_directory()``."""
+    """Keeps the :class:`UsageMeter` of a cluster's ``book``, sampling the scheduler's ``identity()``; the report
+    is written at close in ``log_directory()``."""
 
     def __init__(
         self,
@@ -230,9 +224,7 @@ def site_charge(site: Any, queue: str | None) -> Charge | None:
 
 
 def _make_visible(log: logging.Logger) -> None:
-    """Where nobody configured logging, show this logger's INFO lines (the summary at close) on
-    standard error, as distributed does for its own; a program that configured logging keeps its
-    handlers and levels, and gpujobqueue's other INFO lines stay quiet."""
+    """Where nobody configured logging, show this logger's INFO lines on standard error, as distributed does."""
     if log.hasHandlers() or log.level != logging.NOTSET:
         return
     handler = logging.StreamHandler()

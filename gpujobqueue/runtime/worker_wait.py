@@ -21,7 +21,6 @@ from .replacement import Replacement
 try:
     from distributed.deploy.cluster import SchedulerInfo, WorkerStartTimeoutError
 except ImportError:  # older distributed keeps a plain dict and raises a TimeoutError
-    # Kept: setup.cfg pins no distributed (only dask-jobqueue>=0.9, which allows releases without these names).
     SchedulerInfo = dict
 
     class WorkerStartTimeoutError(asyncio.TimeoutError):  # type: ignore[no-redef]
@@ -62,8 +61,7 @@ SHORTEST_TIMEOUT_SECONDS = 0.1
 
 
 def wait_arguments(n_workers: Any, timeout: Any, workers_per_job: int) -> tuple[int, float | None]:
-    """``wait_for_workers``' arguments, read (:meth:`RuntimeCluster.wait_for_workers` says which are refused);
-    ``workers_per_job``: a GPU job's and a CPU job's workers together."""
+    """``wait_for_workers``' arguments, read; ``workers_per_job``: a GPU job's and a CPU job's workers together."""
     n_workers = parse_count("n_workers", n_workers, minimum=1, maximum=MAX_JOBS_PER_CLUSTER * workers_per_job)
     return n_workers, parse_timeout(timeout)
 
@@ -81,9 +79,8 @@ async def wait_for_workers(
     timeout: Any = None,
 ) -> None:
     """Wait for ``n_workers`` running workers; raise the failure that stopped the ``replacement``, or a batch
-    system that has answered none of the ``watch``'s asks (:class:`BatchSystemUnreachableError`, after
-    ``replacement.limit`` of them), rather than wait for workers that will never come. The ``watch``'s table
-    is shown while waiting and said in the timeout; ``identity()``, awaited: the scheduler's identity now."""
+    system that has answered none of the ``watch``'s asks, rather than wait for workers that will never come;
+    ``identity()``, awaited: the scheduler's identity now."""
     deadline = None if not timeout else time.monotonic() + parse_timedelta(timeout)
     last_report = time.monotonic()
     progress = WaitProgress(n_workers)  # on a terminal only
@@ -125,8 +122,7 @@ async def wait_for_workers(
 
 
 async def why_jobs_wait(job_watch: JobWatch) -> list[str]:
-    """Each job short of its workers, as the batch system says now: ``name STATE (reason)``;
-    the batch system's outage, where it does not answer."""
+    """Each job short of its workers, as the batch system says now (``name STATE (reason)``), or its outage."""
     if job_watch.unreachable_since is None:  # in an outage, the notice says so without a query's wait
         with contextlib.suppress(Exception):  # the timeout is raised whatever the batch system says
             await asyncio.wait_for(job_watch.poll(), 30)

@@ -23,9 +23,8 @@ from .yaml_text import line_index, load_site_yaml
 
 
 def read_site_file(path: str | os.PathLike[str], *, partial: bool = False) -> tuple[dict, dict[tuple, int]]:
-    """One site file's data and each key path's line, checked against the schema (``partial``: an override file,
-    every key checked but none required) and, whole, for what a schema cannot say. Raises the first problem as a
-    SiteConfigError, all of them in its ``errors``."""
+    """One site file's data and each key path's line, checked (``partial``: an override file, no key required);
+    raises the first problem as a SiteConfigError, all of them in its ``errors``."""
     path = Path(path)
     data, node = load_site_yaml(path)
     if not isinstance(data, dict):
@@ -33,8 +32,7 @@ def read_site_file(path: str | os.PathLike[str], *, partial: bool = False) -> tu
     lines = line_index(node) if node is not None else {}
     full, relaxed = schemas()
     errors = schema_errors(data, relaxed if partial else full, str(path), lines)
-    # The checks below read the shape the schema holds (gpu_request a mapping, hostnames a list): a file
-    # of another shape is reported by the schema alone.
+    # The checks below read the shape the schema holds: a file of another shape is reported by the schema alone.
     if not errors and not partial:
         errors = _semantic_errors(data, str(path), lines)
     elif not errors:  # an override's sources may cover keys of the file below it: only their form is checked here
@@ -67,8 +65,7 @@ def _errors(problems: Iterable[tuple[tuple, str]], path: str, lines: dict[tuple,
 
 
 def _naming_problems(data: dict, stem: str, batch_cls: Any) -> Iterator[tuple[tuple, str]]:
-    """The site's name, GPU request style, queues, patterns and account flag against each other and its batch
-    system, as (key, problem)."""
+    """The site's names, patterns and flags against each other and its batch system, as (key, problem)."""
     if data.get("name") != stem and not stem.startswith("_"):  # _template.yaml and the like are not sites
         yield ("name",), f"{data.get('name')!r} must be the file's name without .yaml ({stem!r})"
     scheduler, style = data.get("scheduler"), data.get("gpu_request", {}).get("style")
@@ -101,8 +98,7 @@ def _naming_problems(data: dict, stem: str, batch_cls: Any) -> Iterator[tuple[tu
 
 
 def _worker_problems(data: dict) -> Iterator[tuple[tuple, str]]:
-    """The site's worker, and each queue's own worker over it, blamed on the key that makes it wrong; each queue's
-    walltime bins."""
+    """The site's worker, each queue's own worker over it, and each queue's walltime bins."""
     site_worker = data.get("worker", {})
     workers = [(("worker", "visibility_variable"), site_worker)]
     for queue_name, queue in data.get("queues", {}).items():
@@ -138,9 +134,8 @@ def _launch_problems(data: dict, batch_cls: Any) -> Iterator[tuple[tuple, str]]:
 
 
 def _keyword_values(data: dict, keywords: Iterable[Keyword]) -> Iterator[tuple[tuple, Keyword, Any]]:
-    """Each value the site sets for a keyword that has a parser, at its key path: the keyword's ``site_key``
-    (a ``worker`` key also in each queue's ``worker``), a mapping's (``environment``) one item at a time, as
-    text, as :func:`~gpujobqueue.sites.settings.site_settings` passes it."""
+    """Each value the site sets for a keyword that has a parser, at its key path (a ``worker`` key also in each
+    queue's, a mapping one item at a time, as text), as :func:`~gpujobqueue.sites.settings.site_settings` passes it."""
     for keyword in keywords:
         if keyword.site_key is None or keyword.parse is None:
             continue
@@ -155,8 +150,7 @@ def _keyword_values(data: dict, keywords: Iterable[Keyword]) -> Iterator[tuple[t
 
 
 def _value_problems(data: dict, batch_cls: Any) -> Iterator[tuple[tuple, str]]:
-    """The values a cluster parses from the site, each parsed here by its keyword's declaration (each queue's
-    ``max_walltime`` as a walltime), so that a file ``gpujobqueue check FILE`` passes is not refused when used."""
+    """The values a cluster parses from the site, parsed here so that a file that passes is not refused in use."""
     checks = [(key, keyword.parse, value) for key, keyword, value in _keyword_values(data, batch_cls.setting_names())]
     for queue_name, queue in (data.get("queues") or {}).items():
         if isinstance(queue, dict) and queue.get("max_walltime") is not None:
@@ -186,8 +180,8 @@ def _leaf_keys(value: Any, path: tuple = ()) -> Iterator[tuple]:
 
 
 def load_files(name: str, paths: list[Path]) -> Site:
-    """The site ``name`` from its files, lowest precedence first: the first read whole (or, with overrides after
-    it, each key checked), each next one merged over it, and the result checked whole (a SiteConfigError)."""
+    """The site ``name`` from its files, lowest precedence first, each merged over the one before and the result
+    checked whole (a SiteConfigError)."""
     data: dict = {}
     origins: dict[tuple, tuple[str, int]] = {}
     all_lines = {}

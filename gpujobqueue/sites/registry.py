@@ -1,7 +1,5 @@
-"""Finding sites: the folders searched (the package's, the system's, the user's,
-``GPUJOBQUEUE_SITE_PATH``), the files of each site, loading a site by name (with a suggestion for
-a misspelt one), the table of known sites, detecting this machine's site by host name and
-choosing the site a cluster uses."""
+"""Finding sites: the folders searched, the files of each site, loading one by name, the table of known sites,
+detecting this machine's site by host name and choosing the site a cluster uses."""
 
 from __future__ import annotations
 
@@ -37,8 +35,8 @@ def site_directories() -> list[Path]:
 
 
 def site_files() -> dict[str, list[Path]]:
-    """Site name -> its files, lowest precedence first (files named ``_*.yaml`` are not sites); a SiteConfigError
-    naming a folder of more than :data:`~gpujobqueue.settings.limits.MAX_SITE_FILES` site files."""
+    """Site name -> its files, lowest precedence first (``_*.yaml`` are not sites); a SiteConfigError for a folder
+    of too many."""
     found: dict[str, list[Path]] = {}
     for directory in site_directories():
         try:
@@ -105,9 +103,8 @@ DETECTED = "matched by the host name"
 
 
 def choose_site(site: "str | os.PathLike[str] | Site | None", batch: str | None) -> tuple[Site | None, str]:
-    """The site a cluster uses, and how it was chosen: ``site`` if given; else, without ``batch`` either,
-    ``gpujobqueue.site`` of dask config, else the site whose ``hostnames`` match this machine (:data:`DETECTED`);
-    else none. Raises where the chosen site does not load."""
+    """The site a cluster uses, and how it was chosen: ``site``; else, without ``batch`` either, dask config's
+    ``gpujobqueue.site``, else the site matching this host (:data:`DETECTED`); else none."""
     from ..settings import config
 
     how = "given"
@@ -122,11 +119,8 @@ def choose_site(site: "str | os.PathLike[str] | Site | None", batch: str | None)
 
 
 def site_table(today: datetime.date | None = None) -> list[dict[str, Any]]:
-    """One row per known site: name, centre, scheduler, GPUs per node, GPU model, protocol, status
-    and the number of unconfirmed facts, ``retired`` (the date a retired machine stopped, else empty),
-    ``version_date`` (the date of its oldest source's version, else ``-``) and ``stale`` (that date is more
-    than six months before ``today``, default the real today); a site whose files do not load gets a
-    row saying why, and the others are listed as usual."""
+    """One row per known site (``version_date``: its oldest source's, ``stale`` as of ``today``); a site whose
+    files do not load gets a row saying why."""
     rows = []
     for name, paths in sorted(site_files().items()):  # the folders listed once, each file read once
         try:

@@ -1,10 +1,6 @@
-"""Which of a site's queues takes a job of so many nodes for so long: node-count walltime bins,
-the queue a site picks when the user names none, and the queue to name when the one named cannot take the job.
-
-A queue takes a job when it has GPUs (``gpus`` is not false), the job's nodes are within
-``min_nodes``..``max_nodes``, and its walltime within ``max_walltime`` or, where the queue has
-``walltime_by_nodes``, within the limit of the bin its node count falls in (a count in no bin is refused).
-"""
+"""Which of a site's queues takes a job of so many nodes for so long: when it has GPUs, the job's nodes are within
+``min_nodes``..``max_nodes``, and its walltime within ``max_walltime`` and the limit of its ``walltime_by_nodes``
+bin (a count in no bin is refused); the queue a site picks, and the one to name instead."""
 
 from __future__ import annotations
 
@@ -75,14 +71,13 @@ def has_gpus(entry: dict) -> bool:
 
 
 def routable(name: str, entry: dict) -> bool:
-    """Whether the site may pick this queue (of GPU nodes) for a job that names none: its ``routing``, by default
-    false for the queues whose name holds ``debug`` (they are for tests, not for work)."""
+    """Whether the site may pick this queue (of GPU nodes): its ``routing``, by default false for ``debug`` ones."""
     return bool(entry.get("routing", "debug" not in name.lower())) and has_gpus(entry)
 
 
 def routing_order(queues: dict[str, dict], default_queue: str) -> list[str]:
-    """The queues a site tries, in order, for a job that names none: its default queue (whatever
-    its ``routing``, as jobs went there before routing existed), then the routable others in file order."""
+    """The queues a site tries, in order, for a job that names none: its default queue (whatever its ``routing``),
+    then the routable others in file order."""
     rest = [name for name, entry in queues.items() if name != default_queue and routable(name, entry)]
     return ([default_queue] if default_queue in queues and has_gpus(queues[default_queue]) else []) + rest
 
@@ -166,8 +161,7 @@ def queues_taking(
     *,
     routed_only: bool = True,
 ) -> list[str]:
-    """The queues that take the job: in :func:`routing_order`; with ``routed_only`` False, then
-    the queues routing leaves out (debug, by request) that take it too."""
+    """The queues that take the job, in :func:`routing_order`; with ``routed_only`` False, then the others."""
     order = routing_order(queues, default_queue)
     if not routed_only:
         order += [name for name in queues if name not in order]
@@ -175,8 +169,7 @@ def queues_taking(
 
 
 def bin_problems(name: str, entry: dict) -> list[tuple[tuple, str]]:
-    """What is wrong with a queue's ``walltime_by_nodes`` (key path, message): ranges that do not
-    parse, overlap, or leave ``min_nodes``..``max_nodes``, limits over ``max_walltime``."""
+    """What is wrong with a queue's ``walltime_by_nodes``, as (key path, message)."""
     items = entry.get("walltime_by_nodes")
     if not isinstance(items, list):
         return []
