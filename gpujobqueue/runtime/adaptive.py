@@ -97,8 +97,7 @@ class GPUAdaptive(Adaptive):
             self._low_needs.clear()
             if needed == len(planned):
                 return {"status": "same"}
-            # scale() counts every job it holds, the leaving ones too; a leaving job is
-            # replaced before it ends only while that keeps the jobs within the maximum
+            # a leaving job is replaced before it ends only while that keeps the jobs within the maximum
             held = needed + len(leaving)
             if not math.isinf(self.maximum):
                 held = min(held, max(needed, math.floor(self.maximum / self.workers_per_job)))

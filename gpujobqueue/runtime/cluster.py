@@ -226,8 +226,7 @@ class GPUJobQueueCluster(RuntimeCluster):
 
     def _init_job_queue_cluster(self, *, job_kwargs: dict[str, Any], **options: Any) -> None:
         launch = self.launch
-        # Everything JobQueueCluster would otherwise read from dask-jobqueue's jobqueue.<name>.* is
-        # given: the scheduler's interface (its options'), and "" for the jobs', which take theirs from launch.
+        # All JobQueueCluster would read from jobqueue.<name>.* is given ("" for the jobs' interface: launch has it).
         scheduler_options = dict(options.pop("scheduler_options"))
         if "host" not in scheduler_options:
             scheduler_options.setdefault("interface", launch.interface)
@@ -361,7 +360,7 @@ class GPUJobQueueCluster(RuntimeCluster):
         return self._folder_made
 
     def _get_worker_security(self, security: Security | None) -> Security | None:
-        # dask-jobqueue's hook; its own writes in-memory credentials into the shared directory.
+        # dask-jobqueue's hook (its own writes credentials into the shared directory)
         return worker_security_with_files(security, self._private_folder)
 
     @property

@@ -26,8 +26,7 @@ logger = logging.getLogger(__name__)
 # Start-up times remembered: recent jobs say more about the queue than the first ones.
 STARTUPS_KEPT = 32
 
-# A worker's own lifetime starts before it connects (its process, its preloads, its handshake):
-# seconds by which that may come before the connection the cluster sees.
+# Seconds by which a worker's own lifetime may start before the connection the cluster sees.
 CONNECT_SECONDS = 3.0
 
 # At close, how long a retirement under way may take to end (its workers' results moved).

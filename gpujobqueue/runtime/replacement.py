@@ -31,8 +31,7 @@ class Replacement:
         self._stop_raised = False
         self.deferred_since: float | None = None  # time.time() since a submission refused in an outage waits
         self.adaptive: Any = None  # what adapt() started, which then sizes the cluster
-        # scale() calls changing the jobs now: the watch submits nothing meanwhile (a refusal that
-        # scale() is about to report must not be submitted again behind its back).
+        # scale() calls changing the jobs now: the watch submits nothing meanwhile.
         self.scaling_now = 0
 
     def set_target(self, pool: str, jobs: int) -> None:

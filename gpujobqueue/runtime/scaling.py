@@ -140,8 +140,7 @@ class Scaling:
         try:
             await kept.submit(targets, self.watch.reachable, closing=closing)
         except BatchCommandNotFoundError as error:
-            # No outage: a command that is not there will not start answering. Nothing is retried,
-            # and wait_for_workers raises it too instead of waiting.
+            # No outage: a missing command will not start answering; wait_for_workers raises it too.
             kept.submission_refused(error)
             raise
 

@@ -26,8 +26,7 @@ class SiteConfigError(GPUJobQueueError):
 
     def __init__(self, path: str | os.PathLike[str], key: str, line: int | None, message: str):
         self.path, self.key, self.line, self.message = str(path), key, line, message
-        # file:line: key: message on one line: an unprintable character of a file's name or a key ("a\nb": 1)
-        # is written as its escape
+        # file:line: key: message on one line, an unprintable character written as its escape
         text = f"{path}:{line}: {key or '(file)'}: {message}" if line else f"{path}: {key or '(file)'}: {message}"
         GPUJobQueueError.__init__(
             self, text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

@@ -1,8 +1,5 @@
-"""Site facts that change how a job is written, over the request its keywords made
-(:func:`apply_site_flags`): the option that names the account where the site's differs from the
-batch system's (ABCI's ``-P``, TSUBAME's ``-g``) and no memory request where the scheduler refuses one
-(TACC's machines). The batch system's own (SLURM's cluster the jobs go to, wICE's ``--clusters=wice``)
-are its ``with_site`` (:class:`~gpujobqueue.batch.base.BatchSystem`)."""
+"""Site facts that change how a job is written (:func:`apply_site_flags`): the site's account option (ABCI's ``-P``)
+and no memory request where the scheduler refuses one (TACC's); the batch system's own are its ``with_site``."""
 
 from __future__ import annotations
 
@@ -20,10 +17,8 @@ _MEMORY_DIRECTIVE = re.compile(r"\s*--mem(-per-(cpu|gpu))?(=|\s|$)")
 
 
 def apply_site_flags(site: Site, queue: str | None, request: JobRequest, explicit: Mapping[str, Any]) -> JobRequest:
-    """The request that the keywords made for ``site``'s ``queue`` (None: its default), as the site's batch system
-    must receive it. A ValidationError where ``explicit`` (the keywords the user or dask config gave, over the
-    site's defaults) asks for memory, or ``job_extra_directives`` has a ``--mem`` line, on a site whose scheduler
-    refuses a memory request."""
+    """The request made for ``site``'s ``queue`` (None: its default), as its batch system must receive it; a
+    ValidationError where ``explicit`` keywords or a ``--mem`` directive ask for memory a site refuses."""
     data = site.data
     node = site.node(queue or data["default_queue"])
     if node.get("memory_request") is False:

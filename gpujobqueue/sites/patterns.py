@@ -31,10 +31,8 @@ class _Slow(Exception):
 
 
 def _choices(items: Any, inside_repeat: bool = False) -> int:
-    """An upper bound on the ways ``items`` (a parsed pattern) can match at one place: each repeat
-    takes one of its counts (at most :data:`MAX_PATTERN_INPUT` + 1), each alternation one of its
-    branches, and a sequence any combination of its parts' ways. A backtracking matcher tries no
-    more than these, each in at most pattern plus text steps: the match takes time linear in them."""
+    """An upper bound on the ways ``items`` (a parsed pattern) can match at one place: the product of its repeats'
+    counts and its alternations' branches; a backtracking match takes time linear in them."""
     ways = 1
     for op, av in items:
         if op in _REFUSED:
@@ -72,16 +70,9 @@ def _problem(pattern: str) -> str | None:
 
 
 def pattern_problem(pattern: Any) -> str | None:
-    """Why a site's regular expression could take too long to match, or None.
-
-    Python's ``re`` backtracks: on a near miss it tries every way the pattern could match. So a
-    site pattern is accepted only if those ways are few: it repeats only single characters,
-    classes and groups of them (``\\w+``, ``[0-9]{4}``, ``(ab)+``, never ``(a+)+`` or ``(a|aa)+``),
-    holds no backreference, lookaround or conditional group, and the product of its repeats'
-    counts and alternations' branches is at most :data:`~gpujobqueue.settings.limits.MAX_PATTERN_CHOICES`
-    (three unbounded repeats; sixty ``.{0,3}`` are refused). It is matched against at most
-    :data:`~gpujobqueue.settings.limits.MAX_PATTERN_INPUT` characters: a match takes well under a second.
-    The message names the pattern (its first 60 characters).
+    """Why a site's regular expression could take too long to match (``re`` backtracks), or None: a pattern may not
+    nest repeats (``(a+)+``, ``(a|aa)+``), hold a backreference, lookaround or conditional group, or have more than
+    :data:`~gpujobqueue.settings.limits.MAX_PATTERN_CHOICES` ways to match; the message names its first 60 characters.
     """
     if not isinstance(pattern, str):
         return "not a string"
@@ -93,8 +84,7 @@ def pattern_problem(pattern: Any) -> str | None:
 
 
 def pattern_matches(pattern: str, text: str) -> bool:
-    """``re.fullmatch`` of a site pattern (checked by :func:`pattern_problem` when its file was
-    read) on at most :data:`~gpujobqueue.settings.limits.MAX_PATTERN_INPUT` characters; longer text never matches."""
+    """``re.fullmatch`` of a checked site pattern on at most ``MAX_PATTERN_INPUT`` characters; longer never matches."""
     if len(text) > MAX_PATTERN_INPUT or pattern_problem(pattern):
         return False
     return re.fullmatch(pattern, text) is not None

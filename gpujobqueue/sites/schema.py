@@ -1,8 +1,5 @@
-"""The site schema (``gpujobqueue/site_schema.yaml``): loading it (whole, and relaxed for override
-files) with the enums of the batch systems registered filled in (the schedulers, their GPU request
-styles, launchers and their own keys' values), its top-level keys (and the keys an ``unconfirmed`` line
-names), and its errors turned into site config errors (:class:`~gpujobqueue.sites.SiteConfigError`)
-naming key and line."""
+"""The site schema (``gpujobqueue/site_schema.yaml``): loaded whole and relaxed for override files, with the enums
+of the registered batch systems filled in; its top-level keys, and its errors as SiteConfigErrors."""
 
 from __future__ import annotations
 
@@ -22,8 +19,7 @@ SCHEMA_FILE = Path(__file__).parent.parent / "site_schema.yaml"
 
 
 def schemas() -> tuple[dict, dict]:
-    """The full schema, and a copy without required keys (for override files), for the batch systems
-    registered now."""
+    """The full schema, and a copy without required keys (for override files), for the batch systems registered."""
     return _schemas(tuple(system for system in batch_systems().values() if system.takes_sites))
 
 

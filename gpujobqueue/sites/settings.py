@@ -37,6 +37,5 @@ def site_settings(site: Site, queue: str | None) -> dict[str, Any]:
     settings["environment"] = {k: str(v) for k, v in (settings["environment"] or {}).items()} or None
     # The launcher starts the workers of jobs of several nodes (of every job for jsrun); no args is none.
     settings["launcher_args"] = settings["launcher_args"] or None
-    # The batch system's own keywords, read from the site by its module.
     settings.update(system.site_settings(entry=entry, gpu=gpu, directives=directives))
     return {key: value for key, value in settings.items() if value is not None}

@@ -18,8 +18,7 @@ from .schema import unconfirmed_keys
 # A site whose oldest source's version is older than this many months is stale: its facts are to be read again.
 FRESH_MONTHS = 6
 
-# A source's URL pins the version read: a commit (.../blob/<commit>/...), a pull request, a page revision or a
-# dated snapshot; a source whose URL pins none names it in ``version``, or an unconfirmed line names its URL.
+# A source's URL pins the version read: a commit (.../blob/<commit>/...), a pull request, a revision or a snapshot.
 _PINNED = re.compile(
     r"/(?:blob|tree|raw|commit)/[0-9a-f]{7,40}(?:/|$)|/pull/[0-9]+$"
     r"|[?&](?:pageVersion|selectedPageVersions|originalId|originalVersion|oldid)=[0-9]+"

@@ -1,6 +1,4 @@
-"""The warnings a site gives when it is used: a retired machine (:class:`RetiredSiteWarning`), and
-facts its centre's documentation did not confirm (:class:`UnconfirmedSiteFactsWarning`, once per
-site per process)."""
+"""The warnings a site gives when used: a retired machine, and facts its centre did not confirm (once per site)."""
 
 from __future__ import annotations
 
@@ -41,8 +39,7 @@ def unconfirmed_facts(data: dict) -> list[str]:
 
 
 def _fact_head(fact: str, width: int = 40) -> str:
-    """A fact's leading words, before its explanation (in parentheses, after a comma or a semicolon);
-    for a line that starts with the keys it is about, those keys."""
+    """A fact's leading words (its keys, where it starts with them), before its explanation."""
     keys = unconfirmed_keys(fact)
     if keys:
         shown = [keys[0]]
@@ -56,8 +53,7 @@ def _fact_head(fact: str, width: int = 40) -> str:
 
 
 def unconfirmed_warning(site: Site, width: int = 120) -> str | None:
-    """The one-line warning naming the site's unconfirmed facts (by their leading words, as many
-    as fit in ``width`` characters, then how many more), or None when it has none."""
+    """The one-line warning naming the site's unconfirmed facts (as many as fit in ``width``), or None."""
     facts = unconfirmed_facts(site.data)
     if not facts:
         return None
@@ -76,8 +72,7 @@ def unconfirmed_warning(site: Site, width: int = 120) -> str | None:
 
 
 def warn_unconfirmed(site: Site | None) -> None:
-    """Warn (:class:`UnconfirmedSiteFactsWarning`, once per site per process) that a site in
-    use has unconfirmed facts; a rendered script or a started cluster calls it."""
+    """Warn (:class:`UnconfirmedSiteFactsWarning`, once per site per process) that a site has unconfirmed facts."""
     if site is None or site.name in _warned_unconfirmed:
         return
     message = unconfirmed_warning(site)

@@ -1,7 +1,5 @@
-"""Reading a site file's YAML safely, in one bounded pass: a regular file of bounded size and
-UTF-8 text, parsed by a loader that refuses what would exhaust the host or what site files do
-not use (aliases, deep nesting, too many values, keys that are not text, tags beyond JSON's
-types, huge numbers) and duplicate keys, keeping dates as text; and each key path's line number."""
+"""Reading a site file's YAML safely, in one bounded pass, by a loader that refuses what would exhaust the host or
+what site files do not use, and duplicate keys, keeping dates as text; and each key path's line number."""
 
 from __future__ import annotations
 
@@ -30,9 +28,8 @@ class RefusedYAMLError(yaml.MarkedYAMLError):
 
 
 class SiteLoader(yaml.SafeLoader):
-    """A safe loader bounded for site files: no alias, at most :data:`MAX_SITE_DEPTH` levels of
-    nesting and :data:`MAX_SITE_VALUES` values, each checked as the tree is composed, before
-    the next is parsed; keys are text or numbers, never lists or mappings, and given once."""
+    """A safe loader bounded for site files (no alias, bounded nesting and values, checked as the tree is composed);
+    keys are text or numbers, given once."""
 
     def __init__(self, stream: str):
         super().__init__(stream)
@@ -103,8 +100,7 @@ SiteLoader.yaml_constructors = {
 SiteLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 SiteLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 SiteLoader.add_constructor(None, _construct_other)
-# Dates stay text: the checks below name a bad one's key, where PyYAML's own conversion of
-# 2026-13-45 raises a bare ValueError; and a date the schema reads is a YYYY-MM-DD string either way.
+# Dates stay text: the checks name a bad one's key, where PyYAML's conversion raises a bare ValueError.
 SiteLoader.yaml_implicit_resolvers = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
@@ -112,9 +108,8 @@ SiteLoader.yaml_implicit_resolvers = {
 
 
 def _printable(path: Path, text: str) -> str:
-    """``text`` if it holds only printable characters, tabs and line ends (``\\n``, ``\\r\\n``), else a
-    FileRefusedError naming the line and the character: a control character (an escape sequence, a bidirectional
-    override) has no place in a site and would reach a terminal."""
+    """``text`` if it holds only printable characters, tabs and line ends, else a FileRefusedError naming the line
+    and the character (a control character would reach a terminal)."""
     for number, line in enumerate(text.removeprefix("\ufeff").split("\n"), 1):  # a byte-order mark YAML allows
         line = line.removesuffix("\r").replace("\t", " ")
         if not line.isprintable():
@@ -130,9 +125,8 @@ def _printable(path: Path, text: str) -> str:
 
 
 def load_site_yaml(path: Path) -> tuple[Any, yaml.Node | None]:
-    """The file's data and its composed node tree (None for an empty file), read and parsed once, within the bounds
-    of ``gpujobqueue.settings.limits``; else a SiteConfigError naming the line (and, where the tree was composed, the
-    key on it) of what a site file may not hold, or why the file is refused."""
+    """The file's data and its composed node tree (None for an empty file), read once within the bounds; else a
+    SiteConfigError naming the line (and key) of what a site file may not hold."""
     try:
         text = _printable(path, read_bounded_text(path, MAX_SITE_FILE_BYTES, "a site file"))
     except FileRefusedError as error:
@@ -163,8 +157,7 @@ def load_site_yaml(path: Path) -> tuple[Any, yaml.Node | None]:
 
 
 def _crowded(node: yaml.Node, prefix: tuple = ()) -> tuple[tuple, int] | None:
-    """The key path of the first list or mapping of more than :data:`MAX_SITE_ITEMS` items, and its
-    count, or None: each loop over a site's items (queues, hostnames, bins) is bounded by it."""
+    """The key path and count of the first list or mapping of more than :data:`MAX_SITE_ITEMS` items, or None."""
     if not isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
         return None
     if len(node.value) > MAX_SITE_ITEMS:
