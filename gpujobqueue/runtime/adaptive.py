@@ -48,15 +48,11 @@ class GPUAdaptive(Adaptive):
 
     - The target is rounded up to whole jobs, ``minimum`` up and ``maximum`` down, so a target between
       two job sizes cannot make it submit and cancel a job again and again (dask-jobqueue #498).
-    - Jobs still in the queue count as capacity.
     - It scales up at once, and down only once the need has settled below the jobs it has: the same
       for ``wait_count`` looks in a row, or below them for three times as long while varying.
-    - Jobs still queued are cancelled first, newest first; then running jobs in the scheduler's
-      order. The job running the scheduler (``scheduler="job"``) is never picked.
+    - The job running the scheduler (``scheduler="job"``) is never cancelled (:meth:`jobs_to_close`).
     - A job retiring before its walltime no longer counts: its replacement is submitted as its
       workers start to leave (dask-jobqueue #691), within ``maximum``.
-    - Once ``gpujobqueue.replace.max-failures`` jobs in a row have ended before their workers
-      connected, it submits nothing more until ``scale()`` is called.
 
     ``scaling``: the cluster's :class:`~gpujobqueue.scaling.Scaling`; the rest as distributed's.
     """

@@ -70,8 +70,7 @@ def check_cluster_keywords(
 
 
 def shared_directory(batch: str, given: Any) -> str:
-    """The folder of the cluster's private folder: ``shared_temp_directory``, else
-    ``gpujobqueue.<batch>.shared-temp-directory``, else the current directory."""
+    """The folder of the private folder: ``shared_temp_directory``, else its config, else the current one."""
     if given is not None:
         return parse_path("shared_temp_directory", given)
     configured, field = config.batch_settings(batch).get("shared_temp_directory", (None, None))
@@ -92,8 +91,7 @@ def keywords_taken(cls: type) -> set[str] | None:
 
 
 def check_adapt_keywords(given: Mapping[str, Any]) -> None:
-    """Refuse, by name, a keyword of ``adapt()`` that its ``Adaptive`` class neither takes nor hands to the
-    scheduler's ``workers_to_close`` (distributed's takes any keyword, to fail on it when it first scales down)."""
+    """Refuse, by name, a keyword of ``adapt()`` that its ``Adaptive`` neither takes nor hands on."""
     adaptive_cls = given.get("Adaptive", GPUAdaptive)
     taken = keywords_taken(adaptive_cls) if isinstance(adaptive_cls, type) else None
     if taken is not None:
@@ -104,8 +102,7 @@ def check_adapt_keywords(given: Mapping[str, Any]) -> None:
 def scheduler_options(
     batch: str, given: Any, scheduler_cls: Any = None, where: str = "this host"
 ) -> tuple[dict[str, Any], str | None]:
-    """The scheduler's options (``scheduler_options``, else ``gpujobqueue.<batch>.scheduler-options``) as
-    :func:`~gpujobqueue.security.dashboard.dashboard_options` makes them, and the dashboard's address or None."""
+    """The scheduler's options (given, else configured), checked, and the dashboard's address or None."""
     field = "scheduler_options"
     if given is None:
         given, field = config.batch_settings(batch).get("scheduler_options", (None, field))

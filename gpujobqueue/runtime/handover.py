@@ -1,12 +1,8 @@
 """Jobs hand over to their replacements one at a time before their walltime.
 
-Jobs started together would retire together (``walltime_margin``) and leave the cluster without
-workers. So each job's retirement is planned a guard ahead of the earliest moment its workers' own
-lifetime could end it, and at least one measured job start-up time after the job before it; jobs
-retire one at a time (:meth:`Handover.due`). A job counts as leaving one start-up time before its
-retirement, when ``scale()``'s replacement (or ``adapt()``'s, within its maximum) is submitted. Its
-workers are retired through the scheduler, as ``adapt()`` retires them: their results move to the
-workers that stay.
+Each job's retirement is planned a guard ahead of the earliest end of its workers' own lifetime, and one job
+start-up after the job before it; a job counts as leaving (its replacement submitted) one start-up before that.
+Its workers are retired through the scheduler, as ``adapt()`` retires them: their results move to those that stay.
 """
 
 from __future__ import annotations
@@ -51,31 +47,14 @@ class Tenure:
 
 
 def retirement_guard(poll_interval: float, window: float) -> float:
-    """Seconds by which the cluster plans a job's retirement ahead of :attr:`~Tenure.latest_end`, so that
-    the workers' own lifetime is only a backstop: a worker's lifetime starts before it connects, and
-    the job watch acts on the plan only at its looks (two, one of them slow); at most a quarter of the
-    ``window`` from connection to that end.
-
-    Examples
-    --------
-    >>> retirement_guard(poll_interval=1.0, window=42)
-    5.0
-    >>> retirement_guard(poll_interval=5.0, window=42)
-    10.5
-    """
+    """Seconds by which a job's retirement is planned ahead of :attr:`~Tenure.latest_end` (two looks and a
+    connection's lead), at most a quarter of the ``window`` from connection to that end."""
     return min(2 * poll_interval + CONNECT_SECONDS, window / 4)
 
 
 def retirement_plan(tenures: Iterable[Tenure], spacing: float, guard: float = 0.0) -> dict[str, float]:
     """When each job of one pool retires: ``guard`` seconds before its :attr:`~Tenure.latest_end`, or
-    earlier where that keeps ``spacing`` seconds between two retirements.
-
-    Examples
-    --------
-    >>> jobs = [Tenure(f"j{i}", "gpu", connected=0.0, lifetime=45, stagger=3) for i in range(3)]
-    >>> retirement_plan(jobs, spacing=7.0, guard=5.0)
-    {'j2': 37.0, 'j1': 30.0, 'j0': 23.0}
-    """
+    earlier where that keeps ``spacing`` seconds between two retirements."""
     plan: dict[str, float] = {}
     later = math.inf
     for tenure in sorted(tenures, key=lambda tenure: (tenure.latest_end, tenure.name), reverse=True):
@@ -84,16 +63,8 @@ def retirement_plan(tenures: Iterable[Tenure], spacing: float, guard: float = 0.
 
 
 def retirement_spacing(startup: float, lifetime: float, jobs: int) -> float:
-    """Seconds between two retirements of a pool of ``jobs`` jobs: one job start-up, but never so
-    much that the first of jobs started together retires before half the ``lifetime`` planned.
-
-    Examples
-    --------
-    >>> retirement_spacing(startup=8.0, lifetime=45, jobs=4)
-    7.5
-    >>> retirement_spacing(startup=5.0, lifetime=3420, jobs=4)
-    5.0
-    """
+    """Seconds between two retirements of a pool of ``jobs`` jobs: one job start-up, but never so much that
+    the first of jobs started together retires before half the ``lifetime`` planned."""
     if jobs < 2:
         return 0.0
     return min(startup, lifetime / 2 / (jobs - 1))

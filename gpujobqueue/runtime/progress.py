@@ -19,8 +19,7 @@ def progress_wanted() -> bool:
 
 
 class WaitProgress:
-    """GPUs connected / ``requested``, and the first waiting job's state and reason; shown where ``enabled``
-    (default :func:`progress_wanted`)."""
+    """GPUs connected / ``requested``, and why the jobs wait; shown where ``enabled`` (default: a terminal)."""
 
     def __init__(self, requested: int, enabled: bool | None = None):
         self.bar: Any = None
@@ -43,8 +42,7 @@ class WaitProgress:
         return self.bar is not None
 
     def show(self, connected: int, rows: list, cause: str | None = None, estimates: str | None = None) -> None:
-        """Show ``connected`` GPUs, and why the jobs wait: ``cause`` where given, else the oldest waiting job of
-        ``rows`` and where ``estimates`` come from."""
+        """Show ``connected`` GPUs, and why the jobs wait: ``cause``, else the oldest waiting job of ``rows``."""
         if self.bar is None:
             return
         # the oldest waiting job first, so that the line does not flit from job to job

@@ -94,8 +94,7 @@ class Replacement:
         return max(0, self.targets.get(pool, 0) - self.book.count(pool))
 
     def to_submit(self, pool: str) -> int:
-        """Jobs the pool lacks that a per-user limit lets it submit now, and replacements of its leaving jobs where
-        the limit has room (none under ``adapt()``)."""
+        """Jobs the pool lacks that a per-user limit lets it submit now, and replacements of its leaving jobs."""
         book = self.book
         present = {counted: book.count(counted) for counted in {pool, *book.hold.limits}}
         target = self.targets.get(pool, 0)
@@ -134,8 +133,7 @@ class Replacement:
         return True
 
     def _held_for_user_limit(self, error: SubmissionError, before: dict[str, int]) -> bool:
-        """Whether the submission was refused for a per-user job limit; if so the jobs not submitted (``before``:
-        each pool's count) are held, not failed."""
+        """Whether the submission was refused for a per-user job limit; if so its jobs are held."""
         words = refusal_line(str(error), self.user_limit_refusals)
         if words is None:
             return False
@@ -148,8 +146,7 @@ class Replacement:
         return True
 
     async def top_up(self, reachable: Callable[[], Awaitable[bool]]) -> int:
-        """Submit the jobs each pool lacks and return how many, unless ``adapt()`` sizes the cluster, a ``scale()``
-        runs, or the replacing has stopped; ``reachable`` as :meth:`submit`'s."""
+        """Submit the jobs each pool lacks, unless adapt() sizes the cluster, scale() runs or replacing stopped."""
         book = self.book
         if not self.may_replace or self.adapting or book.closing or self.scaling_now:
             return 0

@@ -29,14 +29,12 @@ logger = logging.getLogger("gpujobqueue.cluster")
 
 
 class RuntimeCluster(JobQueueCluster):
-    """dask-jobqueue's cluster whose jobs are a job book (distributed's ``worker_spec`` and ``workers`` are
-    its ``specs`` and ``jobs``), counted in GPU workers and whole jobs."""
+    """dask-jobqueue's cluster whose ``worker_spec`` and ``workers`` are a job book's, in GPU workers."""
 
     def _start_parts(
         self, plan: Plan, job_cls: type[GPUJob], worker_key: WorkerJobKey, new_job: Callable[[str], dict[str, Any]]
     ) -> None:
-        """Make the cluster's parts from its ``plan``, before distributed's constructor fills the book;
-        ``new_job(pool)`` gives a new job's name and spec in ``pool``."""
+        """Make the cluster's parts from its ``plan``; ``new_job(pool)`` gives a new job's name and spec."""
         interval = job_poll_interval()
         self._book = JobBook(
             worker_key,

@@ -51,8 +51,7 @@ class Scaling:
         gpus: int | None,
         cpu_workers: int | None,
     ) -> tuple[int | None, int | None]:
-        """The GPU and CPU jobs ``scale()``'s targets ask for, each rounded up to whole jobs (None: a pool not
-        named); a ValidationError names a target that is not an int count or asks for more jobs than a cluster holds."""
+        """The GPU and CPU jobs ``scale()``'s targets ask for (None: a pool not named); raises for a bad one."""
         gpu_pool_named = cpu_workers is None or any(v is not None for v in (n, gpus, memory, cores)) or jobs
         jobs, counted = parse_count("jobs", jobs, text=False), "jobs"  # counted: the target that sets the jobs
         if n is not None:
@@ -105,8 +104,7 @@ class Scaling:
         return gpu_jobs, cpu_jobs
 
     async def scale_jobs(self, jobs: int | None, cpu_jobs: int | None = None) -> None:
-        """Keep ``jobs`` GPU and ``cpu_jobs`` CPU jobs (None: leave that pool), none while it closes; surplus jobs
-        go queued ones first, then leaving ones, never a pinned one."""
+        """Keep ``jobs`` GPU and ``cpu_jobs`` CPU jobs (None: leave that pool); surplus queued ones go first."""
         self.replacement.scaling_now += 1
         try:
             await self._scale_jobs(jobs, cpu_jobs)
@@ -145,8 +143,7 @@ class Scaling:
             raise
 
     def adapt_options(self, **kwargs: Any) -> dict[str, Any]:
-        """The keywords of distributed's ``Cluster.adapt`` for an ``adapt()``'s; a ValidationError names a bound,
-        interval, wait count or target duration out of its range, or ``cpu_pool``."""
+        """The keywords of distributed's ``Cluster.adapt`` for an ``adapt()``'s; raises for a bad one."""
         if self.cpu_workers_per_job is not None:
             raise ValidationError(
                 "cpu_pool",

@@ -88,8 +88,7 @@ class JobScheduler(ProcessInterface):
 
 
 class HostedWorkers(ProcessInterface):
-    """The scheduler ``job``'s own GPU workers, as one entry of the cluster's worker specs: they start and end
-    with that job, and closing this entry cancels nothing."""
+    """The scheduler ``job``'s own GPU workers, as a worker spec entry whose close cancels nothing."""
 
     def __init__(self, scheduler: str | None = None, name: str | None = None, *, job: GPUJob):
         super().__init__()

@@ -101,8 +101,7 @@ class UsageMeter:
 
 
 def worker_busy(metrics: Mapping[str, Any], nthreads: int) -> tuple[float, str]:
-    """How busy (0 to 1) one worker is from its heartbeat's metrics: by ``"nvml"`` GPU utilisation where
-    reported, else by ``"tasks"``, its threads executing tasks."""
+    """How busy (0 to 1) one worker is, and how measured: ``nvml`` GPU utilisation, else ``tasks``."""
     utilisation = metrics.get("gpu_utilization")
     if isinstance(utilisation, (int, float)) and not isinstance(utilisation, bool) and math.isfinite(utilisation):
         return min(1.0, max(0.0, utilisation / 100)), "nvml"
@@ -125,8 +124,7 @@ def busy_by_job(workers: Iterable[Mapping[str, Any]], job_of: Any) -> dict[str, 
 
 
 class UsageWatch(BackgroundLoop):
-    """Keeps the :class:`UsageMeter` of a cluster's ``book``, sampling the scheduler's ``identity()``; the report
-    is written at close in ``log_directory()``."""
+    """Keeps the :class:`UsageMeter` of a cluster's ``book``; writes the report in ``log_directory()``."""
 
     def __init__(
         self,

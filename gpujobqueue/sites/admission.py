@@ -99,8 +99,7 @@ def check_request(site: Site, queue: str | None, request: Any, settings: Any = N
 
 
 def check_queue_takes(site: Site, queue: str, request: Any) -> None:
-    """Refuse (:class:`QueueRefusedError`) a job whose nodes or walltime the site's ``queue`` does not take, naming
-    the queue that does."""
+    """Refuse a job whose nodes or walltime ``queue`` does not take, naming the queue that does."""
     refused = routing.refusal(queue, site.queue(queue), request.nodes, request.walltime, request.walltime_text)
     if refused is not None:
         others = [name for name in _queues_taking(site, request, routed_only=False) if name != queue]
@@ -125,8 +124,7 @@ def _queues_taking(site: Site, request: Any, routed_only: bool = True) -> list[s
 
 
 def _refuse(site: Site, key: tuple, message: str, field: str) -> NoReturn:
-    """Raise the refusal naming the site ``key`` whose limit the job breaks, and where that limit comes from:
-    ``; queues.ai.max_nodes from URL (version of DAY)``."""
+    """Raise the refusal naming the site ``key`` whose limit the job breaks, and where that limit comes from."""
     path, line = site.location(*key)
     found = key_source(site.data, key, held=True)
     limit = f"; {dotted_key(key)} from {found}" if found else ""

@@ -34,10 +34,8 @@ class SiteConfigError(GPUJobQueueError):
 
 
 class QueueRefusedError(SiteConfigError, ValidationError):
-    """A job the queue cannot take (too many or too few nodes, too long, no GPUs): a
-    :class:`SiteConfigError` naming the site key whose limit it breaks, and a
-    :class:`~gpujobqueue.errors.ValidationError` whose ``field`` is the keyword to change
-    (``queue`` when the user named a queue and another one takes the job)."""
+    """A job the queue cannot take: a :class:`SiteConfigError` naming the site key whose limit it breaks, and a
+    :class:`~gpujobqueue.errors.ValidationError` whose ``field`` is the keyword to change."""
 
     def __init__(self, path: str | os.PathLike[str], key: str, line: int | None, message: str, field: str):
         super().__init__(path, key, line, message)

@@ -22,8 +22,7 @@ class Site:
     lines: dict[str, dict[tuple, int]] = field(default_factory=dict)
 
     def location(self, *key: str) -> tuple[str, int | None]:
-        """(file, line) of a key, or of the mapping that holds it (the file of its first value, at the mapping's own
-        line); else the base file."""
+        """(file, line) of a key, or of the mapping that holds it; else the base file."""
         for length in range(len(key), 0, -1):
             if key[:length] in self.origins:
                 return self.origins[key[:length]]
@@ -43,8 +42,7 @@ class Site:
 
     @property
     def open_queues(self) -> dict[str, dict]:
-        """The queues a job may go to: ``queues`` but those ``removed_queues`` names (an override file may
-        record as removed a queue the file below it still lists)."""
+        """The queues a job may go to: ``queues`` but those ``removed_queues`` names."""
         removed = self.data.get("removed_queues") or {}
         return {name: entry for name, entry in self.data["queues"].items() if name not in removed}
 
@@ -80,8 +78,7 @@ class Site:
         return {**self.data["worker"], **self.queue(queue).get("worker", {})}
 
     def charge(self, queue: str) -> Charge | None:
-        """How a job in one of the site's queues is charged (service units per node- or GPU-hour, with the source
-        or ``unconfirmed`` line that states it): the queue's ``charge``, else the site's, else None."""
+        """How a job in ``queue`` is charged: the queue's ``charge``, else the site's, else None."""
         self.queue(queue)
         return queue_charge(self.data, queue)
 

@@ -180,8 +180,7 @@ def _leaf_keys(value: Any, path: tuple = ()) -> Iterator[tuple]:
 
 
 def load_files(name: str, paths: list[Path]) -> Site:
-    """The site ``name`` from its files, lowest precedence first, each merged over the one before and the result
-    checked whole (a SiteConfigError)."""
+    """The site ``name`` from its files, each merged over the one before, and checked whole."""
     data: dict = {}
     origins: dict[tuple, tuple[str, int]] = {}
     all_lines = {}

@@ -35,8 +35,7 @@ def site_directories() -> list[Path]:
 
 
 def site_files() -> dict[str, list[Path]]:
-    """Site name -> its files, lowest precedence first (``_*.yaml`` are not sites); a SiteConfigError for a folder
-    of too many."""
+    """Site name -> its files, lowest precedence first; a SiteConfigError for a folder of too many."""
     found: dict[str, list[Path]] = {}
     for directory in site_directories():
         try:
@@ -119,8 +118,7 @@ def choose_site(site: "str | os.PathLike[str] | Site | None", batch: str | None)
 
 
 def site_table(today: datetime.date | None = None) -> list[dict[str, Any]]:
-    """One row per known site (``version_date``: its oldest source's, ``stale`` as of ``today``); a site whose
-    files do not load gets a row saying why."""
+    """One row per known site (a site whose files do not load: a row saying why)."""
     rows = []
     for name, paths in sorted(site_files().items()):  # the folders listed once, each file read once
         try:

@@ -10,8 +10,7 @@ from .facts import Site
 
 
 def site_settings(site: Site, queue: str | None) -> dict[str, Any]:
-    """Cluster keyword defaults (the batch system's keyword names only) from a site, for one of its queues
-    (None: the site's ``default_queue``)."""
+    """Cluster keyword defaults from a site, for one of its queues (None: its ``default_queue``)."""
     data = site.data
     queue_name = queue or data["default_queue"]
     entry = site.queue(queue_name)

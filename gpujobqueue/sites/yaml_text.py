@@ -28,8 +28,7 @@ class RefusedYAMLError(yaml.MarkedYAMLError):
 
 
 class SiteLoader(yaml.SafeLoader):
-    """A safe loader bounded for site files (no alias, bounded nesting and values, checked as the tree is composed);
-    keys are text or numbers, given once."""
+    """A safe loader bounded for site files: no alias, bounded nesting and values, keys given once."""
 
     def __init__(self, stream: str):
         super().__init__(stream)
@@ -108,8 +107,7 @@ SiteLoader.yaml_implicit_resolvers = {
 
 
 def _printable(path: Path, text: str) -> str:
-    """``text`` if it holds only printable characters, tabs and line ends, else a FileRefusedError naming the line
-    and the character (a control character would reach a terminal)."""
+    """``text`` if it holds only printable characters, tabs and line ends, else a FileRefusedError."""
     for number, line in enumerate(text.removeprefix("\ufeff").split("\n"), 1):  # a byte-order mark YAML allows
         line = line.removesuffix("\r").replace("\t", " ")
         if not line.isprintable():
@@ -125,8 +123,7 @@ def _printable(path: Path, text: str) -> str:
 
 
 def load_site_yaml(path: Path) -> tuple[Any, yaml.Node | None]:
-    """The file's data and its composed node tree (None for an empty file), read once within the bounds; else a
-    SiteConfigError naming the line (and key) of what a site file may not hold."""
+    """The file's data and node tree (None when empty), or a SiteConfigError naming line and key."""
     try:
         text = _printable(path, read_bounded_text(path, MAX_SITE_FILE_BYTES, "a site file"))
     except FileRefusedError as error:
