@@ -1,5 +1,4 @@
-"""A loop a cluster runs in its event loop from ``start()`` until ``stop()``: the job watch
-and the usage watch."""
+"""A loop a cluster runs in its event loop from ``start()`` until ``stop()``: the job watch and the usage watch."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The shared cluster: dask-jobqueue's JobQueueCluster counting GPU workers, made from its plan; its parts at run
-time are its base's (:class:`~gpujobqueue.runtime_cluster.RuntimeCluster`)."""
+"""The shared cluster: dask-jobqueue's JobQueueCluster counting GPU workers, made from its plan."""
 
 from __future__ import annotations
 

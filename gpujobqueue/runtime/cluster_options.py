@@ -1,5 +1,4 @@
-"""The cluster constructor's own keywords, beside those the plan reads: each checked before anything starts and
-refused by name, where distributed and dask-jobqueue would fail on it late, deep inside, or in their own words."""
+"""The cluster constructor's own keywords, each checked and refused by name before anything starts."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""No job outlives the process that submitted it: at interpreter exit every open cluster is closed and whatever
-job is left cancelled at once; on SIGTERM and SIGHUP, the jobs are cancelled at once (SIGINT ends in an exit)."""
+"""No job outlives the process that submitted it: cancelled at exit, and at once on SIGTERM and SIGHUP."""
 
 from __future__ import annotations
 

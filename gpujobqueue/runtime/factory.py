@@ -1,5 +1,4 @@
-"""The cluster classes: each batch system's (:func:`cluster_class`, ``SLURMGPUCluster`` ...), and ``GPUCluster()``,
-the cluster of a site's batch system or of the batch system named."""
+"""The cluster classes: each batch system's (``SLURMGPUCluster`` ...), and ``GPUCluster()``, a site's."""
 
 from __future__ import annotations
 

@@ -71,8 +71,7 @@ def retirement_spacing(startup: float, lifetime: float, jobs: int) -> float:
 
 
 class Handover:
-    """The cluster's plan of retirements, and the one retirement under way; the job watch acts on it every
-    ``poll_interval`` seconds."""
+    """The cluster's plan of retirements, and the one under way; the job watch acts on it every look."""
 
     def __init__(self, poll_interval: float):
         self.poll_interval = poll_interval
@@ -87,8 +86,7 @@ class Handover:
         self.unreplaced = 0  # retirements begun that no job's first connection has made up for yet
 
     def job_started(self, submitted_at: float | None) -> None:
-        """A job's first worker connected now; its start-up counts from ``submitted_at`` (``time.time()``), or
-        from the end of the last retirement where it waited for that."""
+        """A job's first worker connected now; its start-up counts from ``submitted_at`` or the last retirement."""
         now = time.monotonic()
         self.unreplaced = max(0, self.unreplaced - 1)
         if submitted_at is not None:
@@ -158,8 +156,7 @@ class Handover:
         task.add_done_callback(self._tasks.discard)
 
     async def stop(self, timeout: float = CLOSE_WAIT_SECONDS) -> None:
-        """Let the retirement under way end, for ``timeout`` seconds at most, then stop it (the cluster closes);
-        else the scheduler's close would cancel it and log that as an error."""
+        """Let the retirement under way end, for ``timeout`` seconds at most, then stop it (the cluster closes)."""
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=timeout)
         for task in list(self._tasks):

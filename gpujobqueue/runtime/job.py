@@ -1,5 +1,4 @@
-"""One batch job of GPU workers: dask-jobqueue's Job, generic, bound to a batch system that
-writes its script, submits, asks about and cancels it."""
+"""One batch job of GPU workers: dask-jobqueue's Job, bound to a batch system that runs it."""
 
 from __future__ import annotations
 

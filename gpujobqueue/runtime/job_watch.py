@@ -1,5 +1,4 @@
-"""The cluster's watch over its jobs, one batch system query per interval: failed jobs reported, jobs retired
-before their walltime, ended ones forgotten, an unreachable batch system noticed, ``cluster.jobs`` kept."""
+"""The cluster's watch over its jobs, one batch system query per interval, and what ``cluster.jobs`` shows."""
 
 from __future__ import annotations
 
@@ -63,8 +62,7 @@ class JobTable(list):
 
 
 class JobWatch(BackgroundLoop):
-    """Watches the jobs of one cluster's ``book`` every ``interval`` seconds, telling the ``replacement`` of
-    failures and connections. ``probe()``: the batch system's error, None if it answers; ``retire_workers(names)``."""
+    """Watches the jobs of one cluster's ``book`` every ``interval`` seconds, telling the ``replacement``."""
 
     def __init__(
         self,

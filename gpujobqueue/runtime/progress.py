@@ -1,5 +1,4 @@
-"""A one-line display, on a terminal only, of GPUs connected out of those asked for and of
-why the jobs still wait, while ``wait_for_workers`` waits for queued jobs."""
+"""A one-line display, on a terminal, of GPUs connected and why the jobs wait, in ``wait_for_workers``."""
 
 from __future__ import annotations
 

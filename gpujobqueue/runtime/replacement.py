@@ -110,9 +110,7 @@ class Replacement:
     async def submit(
         self, pools: Iterable[str], reachable: Callable[[], Awaitable[bool]], *, closing: bool = False
     ) -> bool:
-        """Submit and cancel until the jobs are those the book wants; whether every job went (False: some are
-        held for a queue's per-user limit, or deferred while the batch system cannot be reached, ``reachable``).
-        :class:`SubmissionError` where a batch system that answers refused, a command is missing, or it closes."""
+        """Submit and cancel to match the book; False where jobs are held or deferred, else raise the refusal."""
         before = {pool: self.book.count(pool) for pool in pools}
         try:
             await self.book.apply()

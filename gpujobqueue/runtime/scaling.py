@@ -19,9 +19,7 @@ logger = logging.getLogger("gpujobqueue.cluster")
 
 
 class Scaling:
-    """How a cluster's ``scale()``, ``adapt()`` and ``scale_down()`` change its ``book``, through the targets of its
-    ``replacement``; the sizes are one GPU worker's and a job's workers (``cpu_workers_per_job``: None without a
-    CPU pool)."""
+    """How a cluster's ``scale()``, ``adapt()`` and ``scale_down()`` change its ``book``, in GPU workers and jobs."""
 
     def __init__(
         self,

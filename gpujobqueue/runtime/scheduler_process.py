@@ -1,5 +1,4 @@
-"""The cluster's side of ``scheduler="job"``: the scheduler's job as the cluster's scheduler (:class:`JobScheduler`)
-and that job's own GPU workers as one entry of the cluster's worker specs (:class:`HostedWorkers`)."""
+"""The cluster's side of ``scheduler="job"``: the scheduler's job, and that job's own GPU workers."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The cluster's use of the allocation: the meter of each job's times and how busy its workers were, and the watch
-that samples them and, at close, logs the summary and writes the report beside the job logs."""
+"""The cluster's use of the allocation: the meter of each job's times and busy GPUs, and its watch."""
 
 from __future__ import annotations
 

@@ -78,9 +78,7 @@ async def wait_for_workers(
     n_workers: int = 0,
     timeout: Any = None,
 ) -> None:
-    """Wait for ``n_workers`` running workers; raise the failure that stopped the ``replacement``, or a batch
-    system that has answered none of the ``watch``'s asks, rather than wait for workers that will never come;
-    ``identity()``, awaited: the scheduler's identity now."""
+    """Wait for ``n_workers`` running workers, raising a failure that stops the wait rather than waiting."""
     deadline = None if not timeout else time.monotonic() + parse_timedelta(timeout)
     last_report = time.monotonic()
     progress = WaitProgress(n_workers)  # on a terminal only

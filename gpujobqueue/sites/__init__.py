@@ -1,7 +1,6 @@
-"""Site configs: the YAML files that hold one machine's facts. Each module imports only those it needs of
-errors, routing, patterns, yaml_text, schema, charges, facts, sources, load, use_warnings, registry, settings,
-admission and flags, in this order; every public name is re-exported here (``from gpujobqueue.sites import
-load_site``)."""
+"""Site configs: the YAML files of one machine's facts. Its modules import each other only in this order: errors,
+routing, patterns, yaml_text, schema, charges, facts, sources, load, use_warnings, registry, settings, admission,
+flags; every public name is re-exported here (``from gpujobqueue.sites import load_site``)."""
 
 from .admission import check_queue_takes, check_request, node_memory_bytes, route_queue
 from .errors import QueueRefusedError, SiteConfigError

@@ -1,6 +1,4 @@
-"""Whether a site takes a job: a request checked against its queue's node facts (GPUs, cores,
-memory), node counts and walltime limits, account rules and refused GPU request forms
-(:func:`check_request`), and the queue a site picks for a job that names none (:func:`route_queue`)."""
+"""Whether a site takes a job (:func:`check_request`), and the queue it picks for one (:func:`route_queue`)."""
 
 from __future__ import annotations
 
@@ -16,9 +14,7 @@ from .patterns import pattern_matches
 
 
 def node_memory_bytes(size: Any) -> int:
-    """A node's ``memory`` in bytes, ``GB`` and ``TB`` read as GiB and TiB: a node's memory is
-    built and sold in binary units (Perlmutter's "256 GB" is 256 GiB of DIMMs), whatever the
-    page says; a request is checked against that."""
+    """A node's ``memory`` in bytes, ``GB`` and ``TB`` read as GiB and TiB (nodes are built in those)."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKMGTP])i?B\s*", str(size))
     if match is None:
         return parse_size("node.memory", size)

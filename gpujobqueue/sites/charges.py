@@ -1,5 +1,4 @@
-"""What a job costs on a site: each queue's ``charge`` (else the site's), with the page that states it; the checks
-the schema cannot make, and the lines ``gpujobqueue show`` prints."""
+"""What a job costs on a site: each queue's ``charge`` (else the site's), its checks and the lines shown."""
 
 from __future__ import annotations
 
@@ -60,8 +59,7 @@ def queue_charge(data: dict, queue: str) -> Charge | None:
 
 
 def charge_problems(data: dict, whole: bool = True) -> Iterator[tuple[tuple, str]]:
-    """A charge factor that is not finite (the schema lets ``.inf`` and ``.nan`` through), and, in a ``whole``
-    site file, a charge that no source or unconfirmed line names, as (key, problem)."""
+    """A charge factor that is not finite, and (``whole``) a charge nothing names, as (key, problem)."""
     keys = [("charge",), *(("queues", name, "charge") for name in data.get("queues") or {})]
     for key in [key for key in keys if isinstance(value_at(data, key), dict)]:
         factor = value_at(data, key + ("factor",))

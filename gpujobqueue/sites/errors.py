@@ -1,5 +1,4 @@
-"""The errors of site files: :class:`SiteConfigError` (a file, key and line) and
-:class:`QueueRefusedError` (a job a site's queue cannot take), and the dotted key paths they name."""
+"""The errors of site files (a file, key and line), and the dotted key paths they name."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The :class:`Site`: one machine's facts merged from its files, with where each value came from
-(``file:line``) and its queues' node and worker facts."""
+"""The :class:`Site`: one machine's facts merged from its files, with where each value came from."""
 
 from __future__ import annotations
 
@@ -12,8 +11,7 @@ from .errors import QueueRefusedError, SiteConfigError
 
 @dataclass
 class Site:
-    """One machine's facts: ``data``, merged from ``files`` (first the base); ``origins``, each key path's file and
-    line; ``lines``, each file's key paths' lines."""
+    """One machine's facts: ``data`` merged from ``files``; ``origins`` and ``lines``, where each key is set."""
 
     name: str
     data: dict
@@ -47,8 +45,7 @@ class Site:
         return {name: entry for name, entry in self.data["queues"].items() if name not in removed}
 
     def queue(self, name: str) -> dict:
-        """The queue's entry; raises naming the site file when there is no such queue, and
-        :class:`QueueRefusedError` (field ``queue``) quoting the centre when it removed the queue."""
+        """The queue's entry; raises naming the site file where it has none, or the centre removed it."""
         removed = (self.data.get("removed_queues") or {}).get(name)
         if removed is not None:
             path, line = self.location("removed_queues", name)

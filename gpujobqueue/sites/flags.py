@@ -1,5 +1,4 @@
-"""Site facts that change how a job is written (:func:`apply_site_flags`): the site's account option (ABCI's ``-P``)
-and no memory request where the scheduler refuses one (TACC's); the batch system's own are its ``with_site``."""
+"""Site facts that change how a job is written (:func:`apply_site_flags`): the account option, no memory."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Loading site files: reading and validating one file (schema, then what a schema cannot say), and
-merging override files over the base into a :class:`~gpujobqueue.sites.facts.Site`."""
+"""Loading site files: reading and validating one file, and merging overrides over the base."""
 
 from __future__ import annotations
 
@@ -23,8 +22,7 @@ from .yaml_text import line_index, load_site_yaml
 
 
 def read_site_file(path: str | os.PathLike[str], *, partial: bool = False) -> tuple[dict, dict[tuple, int]]:
-    """One site file's data and each key path's line, checked (``partial``: an override file, no key required);
-    raises the first problem as a SiteConfigError, all of them in its ``errors``."""
+    """One site file's data and its keys' lines, checked (``partial``: an override); raises every problem."""
     path = Path(path)
     data, node = load_site_yaml(path)
     if not isinstance(data, dict):
@@ -134,8 +132,7 @@ def _launch_problems(data: dict, batch_cls: Any) -> Iterator[tuple[tuple, str]]:
 
 
 def _keyword_values(data: dict, keywords: Iterable[Keyword]) -> Iterator[tuple[tuple, Keyword, Any]]:
-    """Each value the site sets for a keyword that has a parser, at its key path (a ``worker`` key also in each
-    queue's, a mapping one item at a time, as text), as :func:`~gpujobqueue.sites.settings.site_settings` passes it."""
+    """Each value the site sets for a keyword that has a parser, at its key path, as site_settings reads it."""
     for keyword in keywords:
         if keyword.site_key is None or keyword.parse is None:
             continue

@@ -1,5 +1,4 @@
-"""Site regular expressions (``hostnames``, ``account.pattern``): refusing those that could
-backtrack for long, and matching them on bounded text."""
+"""Site regular expressions: refusing those that could backtrack for long, matching on bounded text."""
 
 from __future__ import annotations
 
@@ -31,8 +30,7 @@ class _Slow(Exception):
 
 
 def _choices(items: Any, inside_repeat: bool = False) -> int:
-    """An upper bound on the ways ``items`` (a parsed pattern) can match at one place: the product of its repeats'
-    counts and its alternations' branches; a backtracking match takes time linear in them."""
+    """An upper bound on the ways ``items`` (a parsed pattern) can match at one place."""
     ways = 1
     for op, av in items:
         if op in _REFUSED:

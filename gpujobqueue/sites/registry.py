@@ -1,5 +1,4 @@
-"""Finding sites: the folders searched, the files of each site, loading one by name, the table of known sites,
-detecting this machine's site by host name and choosing the site a cluster uses."""
+"""Finding sites: the folders searched, each site's files, loading, listing, detecting and choosing one."""
 
 from __future__ import annotations
 
@@ -62,8 +61,7 @@ def names_a_file(text: str) -> bool:
 
 
 def load_site(name_or_path: str | os.PathLike[str]) -> Site:
-    """Load a site by name (merging every file of that name) or from one file; a SiteConfigError where there is no
-    such site, or a file (or the merged result) does not validate."""
+    """Load a site by name (every file of that name) or from one file; a SiteConfigError where it fails."""
     text = os.fspath(name_or_path)
     if names_a_file(text):
         paths = [Path(text)]
@@ -102,8 +100,7 @@ DETECTED = "matched by the host name"
 
 
 def choose_site(site: "str | os.PathLike[str] | Site | None", batch: str | None) -> tuple[Site | None, str]:
-    """The site a cluster uses, and how it was chosen: ``site``; else, without ``batch`` either, dask config's
-    ``gpujobqueue.site``, else the site matching this host (:data:`DETECTED`); else none."""
+    """The site a cluster uses (given, configured, else matching this host), and how it was chosen."""
     from ..settings import config
 
     how = "given"

@@ -137,8 +137,7 @@ def _bin_name(found: WalltimeBin) -> str:
 
 
 def fit_text(name: str, entry: dict, nodes: int, walltime_text: str) -> str:
-    """Why queue ``name`` takes the job, in one line:
-    ``queue prod: 12 nodes, 03:00:00 fit its 10-24 node bin (small, max 03:00:00)``."""
+    """Why queue ``name`` takes the job: ``queue prod: 12 nodes, 03:00:00 fit its 10-24 node bin (...)``."""
     found = bin_of(entry, nodes)
     if found is not None:
         named = f"{found.name}, " if found.name else ""

@@ -1,5 +1,4 @@
-"""The site schema (``gpujobqueue/site_schema.yaml``): loaded whole and relaxed for override files, with the enums
-of the registered batch systems filled in; its top-level keys, and its errors as SiteConfigErrors."""
+"""The site schema, with the registered batch systems' enums filled in, and its errors as SiteConfigErrors."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Where a site's facts come from (its ``sources``, the fact groups none covers, its ``unconfirmed`` lines, a
-retired machine's date): the checks of these, and the text ``gpujobqueue show`` prints."""
+"""Where a site's facts come from (``sources``, ``unconfirmed``): their checks, and what ``show`` prints."""
 
 from __future__ import annotations
 
@@ -49,8 +48,7 @@ def months_before(day: datetime.date, months: int) -> datetime.date:
 
 
 def oldest_source(data: dict, today: datetime.date | None = None) -> OldestSource | None:
-    """The site's oldest source (by ``version_date``), stale when :data:`FRESH_MONTHS` months before ``today``
-    (default: the real today); None for a site that cites no source."""
+    """The site's oldest source (by ``version_date``), stale as of ``today``; None where it cites none."""
     dated = []
     for source in data.get("sources") or []:
         try:
@@ -159,8 +157,7 @@ def unsourced_groups(data: dict) -> list[str]:
 
 
 def source_problems(data: dict, whole: bool = True) -> Iterator[tuple[tuple, str]]:
-    """Sources' URLs, pins and dates, removed queues' dates, covered keys and a retired machine's date (the pins
-    and the last two only for a ``whole`` site file, not an override), as (key, problem)."""
+    """Sources' URLs, pins, dates and covers, and dates of the site (some only ``whole``), as (key, problem)."""
     said = " ".join(str(line) for line in data.get("unconfirmed") or [])
     for i, source in enumerate(data.get("sources") or []):
         if not isinstance(source, dict):

@@ -1,5 +1,4 @@
-"""Reading a site file's YAML safely, in one bounded pass, by a loader that refuses what would exhaust the host or
-what site files do not use, and duplicate keys, keeping dates as text; and each key path's line number."""
+"""Reading a site file's YAML safely, in one bounded pass, and each key path's line number."""
 
 from __future__ import annotations
 
