@@ -121,8 +121,7 @@ class Handover:
         return {name for name, at in self.plan.items() if at - self.lead[name] <= now} | self.retiring
 
     def due(self, now: float | None = None) -> list[str]:
-        """The job to retire now, if any: the earliest whose time has come, once no retirement is under way and
-        each one begun was made up for by a job connecting (or the spacing, or the job's latest time, has passed)."""
+        """The job to retire now, if any: the earliest due, once the last retirement was made up for (or waited out)."""
         now = time.monotonic() if now is None else now
         if self._tasks:
             return []
@@ -171,8 +170,7 @@ class _NoCancellations(logging.Filter):
 
 @contextlib.contextmanager
 def quiet_cancellations() -> Iterator[None]:
-    """Leave out of the scheduler's log, while the block runs (the cluster's close), the ``CancelledError`` of a
-    worker retired just before that ``log_errors`` on ``Scheduler.add_worker`` logs though nothing failed."""
+    """Leave out of the scheduler's log, while closing, the CancelledError it logs of workers just retired."""
     scheduler_log, quiet = logging.getLogger("distributed.scheduler"), _NoCancellations()
     scheduler_log.addFilter(quiet)
     try:

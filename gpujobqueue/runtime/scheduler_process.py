@@ -18,9 +18,7 @@ logger = logging.getLogger(__name__)
 
 
 class JobScheduler(ProcessInterface):
-    """The cluster's scheduler, running in the cluster's first batch job: :meth:`start` submits the job and
-    returns once its scheduler has written its address (read through the cluster's ``folder`` as made);
-    :meth:`close` cancels the job. ``make_job(start)`` makes the job of a :class:`SchedulerStart`."""
+    """The cluster's scheduler in its first batch job, its address read through the cluster's ``folder`` as made."""
 
     poll_interval = 0.2
     state_interval = 5.0
