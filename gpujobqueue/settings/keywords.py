@@ -24,11 +24,11 @@ from .validation import (
     parse_needles,
     parse_path,
     parse_positive_int,
+    parse_seconds,
     parse_shell_lines,
     parse_size,
     parse_word,
 )
-from .worker_options import parse_seconds
 
 
 def sexagesimal_walltime(number: int) -> str:

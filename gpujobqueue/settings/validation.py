@@ -24,6 +24,7 @@ from .limits import (
     MAX_VALUE_CHARACTERS,
     MAX_VALUE_DEPTH,
     MAX_VALUE_ITEMS,
+    MAX_WAIT_SECONDS,
 )
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}")
@@ -213,6 +214,12 @@ def parse_duration(field_name: str, value: Any, fewest: float, most: float, unit
             field_name, f"{shown(value)}: expected a duration from {_seconds_text(fewest)} to {_seconds_text(most)}"
         )
     return float(seconds)
+
+
+def parse_seconds(field_name: str, value: Any, fewest: float = 1, most: float = MAX_WAIT_SECONDS) -> int:
+    """A duration (:func:`parse_duration`) in whole seconds rounded up (``60``, ``"90s"``, ``"2m"``), by default
+    from one second to a week (:data:`~gpujobqueue.settings.limits.MAX_WAIT_SECONDS`)."""
+    return math.ceil(parse_duration(field_name, value, fewest, most))
 
 
 def _seconds_text(seconds: float) -> str:

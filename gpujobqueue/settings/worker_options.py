@@ -4,13 +4,11 @@ device-memory and RMM options, checked as dask-cuda checks them."""
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any, Callable
 
 from ..errors import ValidationError
-from .limits import MAX_WAIT_SECONDS
-from .validation import one_line, parse_bool, parse_duration, parse_lines, parse_size
+from .validation import one_line, parse_bool, parse_lines, parse_size
 
 # The protocols gpujobqueue sets up for a batch job's workers; ucxx is distributed-ucxx's name for its
 # UCX, which serves ucx:// too. distributed's other comms are refused by name, saying why.
@@ -120,12 +118,6 @@ def parse_device_size(field_name: str, value: Any) -> str | None:
             field_name, f"{value!r}: give a size with a unit (1.5GB) or a fraction of the device's memory (0 to 1)"
         )
     return str(parse_size(field_name, value))
-
-
-def parse_seconds(field_name: str, value: Any) -> int:
-    """A duration from one second to a week (:data:`~gpujobqueue.settings.limits.MAX_WAIT_SECONDS`), in
-    whole seconds rounded up: ``60``, ``"60"``, ``"90s"``, ``"2m"``."""
-    return math.ceil(parse_duration(field_name, value, 1, MAX_WAIT_SECONDS))
 
 
 def parse_ucx_transports(get: Callable[[str], Any], protocol: str | None) -> tuple[tuple[str, bool], ...]:
