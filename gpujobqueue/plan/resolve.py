@@ -14,7 +14,7 @@ from ..errors import JobSizeMissingError, ValidationError, shown
 from ..handwritten import directives as hand_written_directives
 from ..handwritten import gpus as hand_written_gpus
 from ..jobs.request import JobRequest
-from ..jobs.workers import WorkerLaunch, threads_of_cores
+from ..jobs.workers import WorkerLaunch
 from ..settings import config
 from ..settings.declaration import read_declared
 from ..settings.keywords import (
@@ -26,7 +26,7 @@ from ..settings.keywords import (
 )
 from ..settings.validation import check_bounded, path_text
 from ..settings.worker_args import read_worker_args, take_worker_spellings
-from ..settings.worker_options import UCX_TRANSPORTS
+from ..settings.worker_options import UCX_TRANSPORTS, threads_of_cores
 from ..sites import Site, routing
 from .soonest import SOONEST
 from .user_limits import UserJobLimit
