@@ -5,6 +5,7 @@ device-memory and RMM options, checked as dask-cuda checks them."""
 from __future__ import annotations
 
 import re
+from types import MappingProxyType
 from typing import Any, Callable
 
 from ..errors import ValidationError
@@ -102,6 +103,8 @@ DASK_CUDA_MEMORY_KEYWORDS = (
     "enable_cudf_spill",
     "set_rmm_allocator_for_libs",
 )
+# Those keywords unset, as the workers of a mode other than dask-cuda's have them.
+NO_DASK_CUDA_MEMORY = MappingProxyType({**dict.fromkeys(DASK_CUDA_MEMORY_KEYWORDS), "set_rmm_allocator_for_libs": ()})
 
 
 def parse_device_size(field_name: str, value: Any) -> str | None:
@@ -148,7 +151,7 @@ def parse_gpu_memory(get: Callable[[str], Any], mode: str, protocol: str | None)
                 raise ValidationError(
                     name, f"{name} is a dask-cuda option; it needs worker_mode='dask-cuda' (the mode is {mode!r})"
                 )
-        return {**dict.fromkeys(DASK_CUDA_MEMORY_KEYWORDS), "set_rmm_allocator_for_libs": ()}
+        return dict(NO_DASK_CUDA_MEMORY)
     switches = {
         name: None if get(name) is None else parse_bool(name, get(name))
         for name in ("rmm_async", "rmm_managed_memory", "enable_cudf_spill")
