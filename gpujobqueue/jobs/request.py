@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Mapping, Sequence
 
 from ..errors import ValidationError
@@ -167,9 +167,7 @@ class JobRequest:
                 f"--lifetime says when the workers retire, and so does walltime_margin={margin!r}; give one",
             )
         queue = value["queue"]
-        alone = {name: value[name] for name in _READ_ALONE}
-        return cls(
-            **alone,
+        computed = dict(
             cpus_per_node=cpus_per_node(value, settings.get("job_cpu")),
             memory_per_node=memory_per_node(value),
             walltime=walltime,
@@ -180,6 +178,9 @@ class JobRequest:
             given_lifetime_stagger=lifetime.lifetime_stagger,
             lifetime_restart=bool(lifetime.lifetime_restart),
         )
+        # The other fields are keywords read alone by their declarations.
+        alone = {field.name: value[field.name] for field in fields(cls) if field.name in value.keys() - computed}
+        return cls(**alone, **computed)
 
     @property
     def gpus_per_job(self) -> int:
@@ -211,25 +212,6 @@ class JobRequest:
     def walltime_text(self) -> str:
         """The walltime as SLURM writes it; ``"none"`` for a job without one."""
         return "none" if self.walltime is None else format_walltime(self.walltime)
-
-
-# The request's fields that are keywords read alone by their declarations.
-_READ_ALONE = (
-    "job_name",
-    "nodes",
-    "gpus_per_node",
-    "account",
-    "exclusive",
-    "gpu_type",
-    "log_directory",
-    "job_extra_directives",
-    "job_directives_skip",
-    "job_script_prologue",
-    "prologue_errors",
-    "job_script_epilogue",
-    "environment",
-    "shebang",
-)
 
 
 def cpus_per_node(value: Mapping[str, Any], job_cpu: int | None) -> int:

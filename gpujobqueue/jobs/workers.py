@@ -25,7 +25,6 @@ from ..settings.worker_options import (
     parse_gpu_memory,
     parse_ucx_transports,
 )
-from ..settings.worker_options import threads_of_cores as threads_of_cores  # where plan.py imports it
 from .launchers import LAUNCHER_OBJECTS, Launcher
 
 # The third mode, the CPU pool's workers (templates/workers/cpu.sh.j2): no GPU, no device visible.

@@ -16,6 +16,7 @@ from ..settings.limits import MAX_CPUS_PER_NODE, MAX_MEMORY_BYTES, MAX_THREADS_P
 from ..settings.naming import cpu_batch_job_name
 from ..settings.validation import parse_constraint, parse_lines, parse_name, parse_positive_int, parse_word
 from ..settings.walltimes import parse_walltime, parse_walltime_margin
+from ..settings.worker_options import NO_DASK_CUDA_MEMORY
 
 # The keys of ``cpu_pool``, each read by its declaration alone
 # (:func:`~gpujobqueue.settings.declaration.read_declared`): the shared keywords' parsers, with a one-node CPU job's
@@ -155,14 +156,7 @@ class CPUPool:
             nthreads=self.nthreads,
             memory_limit=None if self.memory is None else self.memory // self.processes,
             nanny=True,
-            device_memory_limit=None,
-            rmm_pool_size=None,
-            rmm_maximum_pool_size=None,
-            rmm_async=None,
-            rmm_managed_memory=None,
-            rmm_release_threshold=None,
-            enable_cudf_spill=None,
-            set_rmm_allocator_for_libs=(),
+            **NO_DASK_CUDA_MEMORY,
             nic_affinity=False,  # no GPU to be near
         )
         return request, launch

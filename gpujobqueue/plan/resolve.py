@@ -14,20 +14,19 @@ from ..errors import JobSizeMissingError, ValidationError, shown
 from ..handwritten import directives as hand_written_directives
 from ..handwritten import gpus as hand_written_gpus
 from ..jobs.request import JobRequest
-from ..jobs.workers import WorkerLaunch, threads_of_cores
+from ..jobs.workers import WorkerLaunch
 from ..settings import config
 from ..settings.declaration import read_declared
 from ..settings.keywords import (
     CORE_KEYWORDS,
     MEMORY_KEYWORDS,
     RENAMED_KEYWORDS,
-    UCX_TRANSPORT_KEYWORDS,
     default_of,
     parse_keyword,
 )
 from ..settings.validation import check_bounded, path_text
-from ..settings.walltimes import format_walltime
 from ..settings.worker_args import read_worker_args, take_worker_spellings
+from ..settings.worker_options import UCX_TRANSPORTS, threads_of_cores
 from ..sites import Site, routing
 from .soonest import SOONEST
 from .user_limits import UserJobLimit
@@ -98,7 +97,7 @@ def _site_defaults(system: type[BatchSystem], given: Given, site_queue: str | No
     # The site's UCX transports go with the site's UCX: a user who picks another protocol drops them.
     protocol = given.keywords.get("protocol") or config.configured(batch, "protocol")
     if protocol is not None and protocol != "ucx":
-        for name in UCX_TRANSPORT_KEYWORDS:
+        for name in UCX_TRANSPORTS:
             defaults.pop(name, None)
     return defaults
 
@@ -109,11 +108,7 @@ class JobShape:
 
     nodes: int
     walltime: int | None
-
-    @property
-    def walltime_text(self) -> str:
-        """The walltime as SLURM writes it; ``"none"`` for a job without one."""
-        return "none" if self.walltime is None else format_walltime(self.walltime)
+    walltime_text = JobRequest.walltime_text
 
 
 def job_shape(system: type[BatchSystem], given: Given) -> JobShape:
@@ -320,12 +315,7 @@ def resolve_launch(
         request = system.with_site(sites.apply_site_flags(site, site_queue, request, resolution.explicit), site.data)
         sites.check_request(site, site_queue, request, settings)
         queue_name = site_queue or site.data["default_queue"]
-        jobs_per_user = UserJobLimit.parse(
-            "max_jobs_per_user",
-            site.queue(queue_name).get("max_jobs_per_user"),
-            queue=queue_name,
-            source=f"site {site.name}",
-        )
+        jobs_per_user = UserJobLimit.of_site_queue("max_jobs_per_user", site, queue_name)
     elif not system.runs_jobs_here:  # the local machine sizes itself; last, so a wrong value is named first
         require_job_size(owner, system.name, settings)
     settings["site"] = site

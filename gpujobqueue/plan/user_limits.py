@@ -58,6 +58,11 @@ class UserJobLimit:
             )
         return cls(queue=queue, submitted=submitted, running=running, source=source)
 
+    @classmethod
+    def of_site_queue(cls, field: str, site: Any, queue: str) -> "UserJobLimit | None":
+        """The ``max_jobs_per_user`` of the site's ``queue`` (:meth:`parse`)."""
+        return cls.parse(field, site.queue(queue).get("max_jobs_per_user"), queue=queue, source=f"site {site.name}")
+
     @property
     def bound(self) -> int:
         """The most jobs the cluster has in the queue: the smaller of the two limits."""
@@ -84,12 +89,7 @@ def cpu_pool_job_limit(
     if pool.site_queue is not None:
         if pool.site_queue == gpu_site_queue:
             return gpu_limit
-        return UserJobLimit.parse(
-            f"queues.{pool.site_queue}.max_jobs_per_user",
-            site.queue(pool.site_queue).get("max_jobs_per_user"),
-            queue=pool.site_queue,
-            source=f"site {site.name}",
-        )
+        return UserJobLimit.of_site_queue(f"queues.{pool.site_queue}.max_jobs_per_user", site, pool.site_queue)
     return gpu_limit if pool.queue in (None, gpu_queue) else None
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 import shlex
 from typing import TYPE_CHECKING, Any, Protocol, Sequence, Union
 
@@ -24,7 +23,7 @@ from ..preloads import source as preload_source
 from ..security.dashboard import CLOSED_HTTP_ADDRESS
 from ..security.tls import ScriptTLS
 from ..settings import config, naming
-from ..settings.validation import parse_job_path
+from ..settings.validation import CONTROL_CHARACTERS, parse_job_path
 from ..settings.walltimes import format_hours_walltime
 from .run import ClientRun
 
@@ -75,17 +74,13 @@ class _MacroLines(str):
 def _refuse_line_breaks(value: object) -> object:
     """Jinja's ``finalize``: every ``{{ }}`` value must stay on its line; a ValidationError for one with a line
     break or another control character, which could write lines of its own (a command, a directive)."""
-    if isinstance(value, str) and not isinstance(value, _MacroLines) and _UNSAFE_IN_LINE.search(value):
+    if isinstance(value, str) and not isinstance(value, _MacroLines) and CONTROL_CHARACTERS.search(value):
         raise ValidationError(
             "script",
             f"the value {value!r} holds a line break or control character and cannot be written "
             "into a job script; give printable text on one line",
         )
     return value
-
-
-# Control characters other than tab, and Unicode's line and paragraph separators.
-_UNSAFE_IN_LINE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\x85]")
 
 
 @functools.lru_cache(maxsize=1)

@@ -3,14 +3,12 @@ the client, all in one job (``gpujobqueue render SITE|BATCH --run analysis.py``)
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import ValidationError
-from ..settings.limits import MAX_WAIT_SECONDS
-from ..settings.validation import one_line, parse_duration, path_text
+from ..settings.validation import one_line, parse_seconds, path_text
 
 DEFAULT_WORKERS_TIMEOUT = 300
 
@@ -38,9 +36,9 @@ class ClientRun:
             raise ValidationError("run", f"{script!r}: {error.strerror}") from None
         if not is_file:
             raise ValidationError("run", f"{script!r} is not a file")
-        seconds = parse_duration("workers_timeout", workers_timeout, 1, MAX_WAIT_SECONDS)
+        seconds = parse_seconds("workers_timeout", workers_timeout)
         return cls(
             script=str(path.resolve()),
             args=tuple(one_line("run", arg) for arg in args),
-            workers_timeout=math.ceil(seconds),
+            workers_timeout=seconds,
         )

@@ -24,11 +24,11 @@ from .validation import (
     parse_needles,
     parse_path,
     parse_positive_int,
+    parse_seconds,
     parse_shell_lines,
     parse_size,
     parse_word,
 )
-from .worker_options import UCX_TRANSPORTS, parse_seconds
 
 
 def sexagesimal_walltime(number: int) -> str:
@@ -273,9 +273,6 @@ CLUSTER: tuple[Keyword, ...] = (
             "down cancels single elements.", option=NoOption(_CONSTRUCTOR)),
 )
 # fmt: on
-# The UCX transport switches, which mean something only with protocol="ucx".
-UCX_TRANSPORT_KEYWORDS: tuple[str, ...] = tuple(UCX_TRANSPORTS)
-
 REQUEST_KEYWORDS: tuple[str, ...] = tuple(REQUEST)
 LAUNCH_KEYWORDS: tuple[str, ...] = tuple(LAUNCH)
 

@@ -24,6 +24,7 @@ from .limits import (
     MAX_VALUE_CHARACTERS,
     MAX_VALUE_DEPTH,
     MAX_VALUE_ITEMS,
+    MAX_WAIT_SECONDS,
 )
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}")
@@ -31,7 +32,9 @@ _SAFE_WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}")
 # SLURM constraint expressions: features joined by & | , with counts and brackets.
 _CONSTRAINT = re.compile(r"(?!-)[A-Za-z0-9_.&|,:*\[\]()-]{1,256}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")  # Unicode's control characters (Cc) but tab
+CONTROL_CHARACTERS = re.compile(
+    "[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]"
+)  # Unicode's control characters (Cc) but tab
 SAFE_PATH = re.compile(r"(?!-)[A-Za-z0-9_./+@%=,:-]+")
 # Numbers as users write them: ASCII digits only. Python's int() and float() also read "1_0"
 # (10), "٤" and "１" (other scripts' digits), "nan" and "inf"; no count or size is written so.
@@ -78,7 +81,7 @@ def one_line(field_name: str, value: str) -> str:
         raise ValidationError(field_name, f"{shown(value)} must be a single line (no newline, carriage return or NUL)")
     # Other control characters and Unicode's line separators: some readers of the script
     # (Python's splitlines, editors) break lines there, and no value needs them.
-    if _CONTROL.search(value):
+    if CONTROL_CHARACTERS.search(value):
         raise ValidationError(
             field_name, f"{shown(value)} holds a control character or line separator; give printable text"
         )
@@ -211,6 +214,12 @@ def parse_duration(field_name: str, value: Any, fewest: float, most: float, unit
             field_name, f"{shown(value)}: expected a duration from {_seconds_text(fewest)} to {_seconds_text(most)}"
         )
     return float(seconds)
+
+
+def parse_seconds(field_name: str, value: Any, fewest: float = 1, most: float = MAX_WAIT_SECONDS) -> int:
+    """A duration (:func:`parse_duration`) in whole seconds rounded up (``60``, ``"90s"``, ``"2m"``), by default
+    from one second to a week (:data:`~gpujobqueue.settings.limits.MAX_WAIT_SECONDS`)."""
+    return math.ceil(parse_duration(field_name, value, fewest, most))
 
 
 def _seconds_text(seconds: float) -> str:

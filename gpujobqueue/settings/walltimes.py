@@ -4,13 +4,12 @@ them, and the margin before the walltime at which the workers retire (:func:`par
 from __future__ import annotations
 
 import datetime
-import math
 import re
 from typing import Any
 
 from ..errors import ValidationError
 from .limits import MAX_WALLTIME_SECONDS
-from .validation import one_line, parse_duration, shown
+from .validation import one_line, parse_seconds, shown
 
 _WALLTIME_FORMS = (
     "HH:MM:SS, D-HH:MM:SS, D-HH:MM, D-HH, MM:SS or a bare number (minutes on SLURM and LSF, seconds on PBS and "
@@ -52,7 +51,7 @@ def parse_walltime_margin(field_name: str, value: Any, walltime: int | None) -> 
             field_name, f"{value!r}: these jobs have no walltime for the workers to retire before; give walltime too"
         )
     try:
-        seconds = math.ceil(parse_duration(field_name, value, 0, MAX_WALLTIME_SECONDS))
+        seconds = parse_seconds(field_name, value, 0, MAX_WALLTIME_SECONDS)
     except ValidationError:
         try:
             seconds = parse_walltime(field_name, value)

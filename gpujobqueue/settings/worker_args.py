@@ -6,7 +6,6 @@ every job script sets, and ``--resources`` is merged with the GPU resource.
 
 from __future__ import annotations
 
-import math
 import re
 import shlex
 from dataclasses import dataclass
@@ -15,7 +14,7 @@ from typing import Any
 from ..errors import ValidationError, shown
 from .keywords import LAUNCH, parse_keyword
 from .limits import MAX_LIST_ITEMS, MAX_WALLTIME_SECONDS
-from .validation import SAFE_PATH, matching, parse_duration, parse_lines, path_text
+from .validation import SAFE_PATH, matching, parse_lines, parse_seconds, path_text
 
 DASK_CUDA_WORKER = "dask_cuda.cli"
 DASK_WORKER = "distributed.cli.dask_worker"
@@ -322,7 +321,7 @@ def _seconds(field_name: str, given: tuple[str, str] | None, fewest: int) -> int
         return None
     name, text = given
     try:
-        return math.ceil(parse_duration(field_name, text, fewest, MAX_WALLTIME_SECONDS))
+        return parse_seconds(field_name, text, fewest, MAX_WALLTIME_SECONDS)
     except ValidationError as error:
         raise ValidationError(field_name, f"{name} {error.message}") from None
 

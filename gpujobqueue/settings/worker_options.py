@@ -4,13 +4,12 @@ device-memory and RMM options, checked as dask-cuda checks them."""
 
 from __future__ import annotations
 
-import math
 import re
+from types import MappingProxyType
 from typing import Any, Callable
 
 from ..errors import ValidationError
-from .limits import MAX_WAIT_SECONDS
-from .validation import one_line, parse_bool, parse_duration, parse_lines, parse_size
+from .validation import one_line, parse_bool, parse_lines, parse_size
 
 # The protocols gpujobqueue sets up for a batch job's workers; ucxx is distributed-ucxx's name for its
 # UCX, which serves ucx:// too. distributed's other comms are refused by name, saying why.
@@ -104,6 +103,8 @@ DASK_CUDA_MEMORY_KEYWORDS = (
     "enable_cudf_spill",
     "set_rmm_allocator_for_libs",
 )
+# Those keywords unset, as the workers of a mode other than dask-cuda's have them.
+NO_DASK_CUDA_MEMORY = MappingProxyType({**dict.fromkeys(DASK_CUDA_MEMORY_KEYWORDS), "set_rmm_allocator_for_libs": ()})
 
 
 def parse_device_size(field_name: str, value: Any) -> str | None:
@@ -120,12 +121,6 @@ def parse_device_size(field_name: str, value: Any) -> str | None:
             field_name, f"{value!r}: give a size with a unit (1.5GB) or a fraction of the device's memory (0 to 1)"
         )
     return str(parse_size(field_name, value))
-
-
-def parse_seconds(field_name: str, value: Any) -> int:
-    """A duration from one second to a week (:data:`~gpujobqueue.settings.limits.MAX_WAIT_SECONDS`), in
-    whole seconds rounded up: ``60``, ``"60"``, ``"90s"``, ``"2m"``."""
-    return math.ceil(parse_duration(field_name, value, 1, MAX_WAIT_SECONDS))
 
 
 def parse_ucx_transports(get: Callable[[str], Any], protocol: str | None) -> tuple[tuple[str, bool], ...]:
@@ -156,7 +151,7 @@ def parse_gpu_memory(get: Callable[[str], Any], mode: str, protocol: str | None)
                 raise ValidationError(
                     name, f"{name} is a dask-cuda option; it needs worker_mode='dask-cuda' (the mode is {mode!r})"
                 )
-        return {**dict.fromkeys(DASK_CUDA_MEMORY_KEYWORDS), "set_rmm_allocator_for_libs": ()}
+        return dict(NO_DASK_CUDA_MEMORY)
     switches = {
         name: None if get(name) is None else parse_bool(name, get(name))
         for name in ("rmm_async", "rmm_managed_memory", "enable_cudf_spill")
