@@ -118,7 +118,8 @@ REQUEST: tuple[Keyword, ...] = (
     Keyword("account", TEXT, parse_word, None, "Account (project) charged.", jobqueue_key="account",
             numbers_as_text=True),
     Keyword("queue", TEXT, None, None, "Queue (partition), or the site's queue name, which the site maps to its "
-            "partition and QoS.", jobqueue_key="queue", numbers_as_text=True),
+            "partition and QoS; on a site, 'soonest': the queue where the job would start first.",
+            jobqueue_key="queue", numbers_as_text=True),
     Keyword("exclusive", SWITCH, parse_bool, False, "Ask for whole nodes.", option="--exclusive/--shared",
             site_key="directives.exclusive"),
     Keyword("job_name", TEXT, parse_name, "dask-worker", "The job's name in the queue (dask-jobqueue's default).",
