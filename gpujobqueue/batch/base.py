@@ -14,6 +14,7 @@ from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from ..errors import BatchCommandNotFoundError, SubmissionError, ValidationError
 from ..handwritten.hooks import HandWrittenDirectives
+from ..jobs import job_commands
 from ..jobs.job_commands import CANCEL_CHUNK, CommandFailed, TrialAnswer, ask_without_submitting, run_command
 from ..jobs.job_status import JobStatus, run_query
 from ..jobs.launchers import Launcher
@@ -294,6 +295,13 @@ class BatchSystem(HandWrittenDirectives):
             last = [line.strip() for line in answer.said.splitlines() if line.strip()][-1]
             return TrialAnswer(None, f"{cls.name} does not answer: {last}")
         return answer
+
+    @classmethod
+    def test_scripts(cls, scripts: Sequence[str | None], unasked: str | None = None) -> list[TrialAnswer | None]:
+        """:meth:`test_submit` of each script in order (:func:`~gpujobqueue.jobs.job_commands.test_each`)."""
+        return job_commands.run_to_end(
+            job_commands.test_each(cls.test_submit, list(scripts), unasked, cls.test_submit_options is not None)
+        )
 
     @classmethod
     def trial_start(cls, said: str) -> float | None:

@@ -3,11 +3,8 @@ them (:func:`past_trials`), rendered and shown to the batch system's ``test_subm
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import dataclasses
-import os
-import tempfile
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -148,34 +145,21 @@ def submit_tests(site: Site, account: str | None = None, does_not_answer: str | 
             f"bin, and one past each limit); it shows at most {MAX_SUBMIT_TEST_JOBS} (gpujobqueue.settings.limits)",
         )
         return [TrialJob("the site's jobs", {}, None, str(error), rendered=False)]
-    with tempfile.TemporaryDirectory(prefix="gpujobqueue-submit-test-") as folder:
-        return asyncio.run(_ask_all(system, jobs, extra, folder, does_not_answer))
-
-
-async def _ask_all(
-    system: Any, jobs: list[Trial], extra: dict[str, Any], folder: str, does_not_answer: str | None
-) -> list[TrialJob]:
-    trials = []
-    unasked = f"{system.name} does not answer: {does_not_answer}" if does_not_answer else None
+    shown = []
     for number, job in enumerate(jobs):
         keywords = {**job.keywords, **extra}
         try:
             keywords, script = _rendered(job, keywords, {**(job.fallback or {}), **extra}, f"trial-{number}")
         except GPUJobQueueError as error:
-            trials.append(TrialJob(job.label, keywords, None, str(error), False, job.limits, job.past))
-            continue
-        shown = TrialJob(job.label, keywords, None, "", limits=job.limits, past=job.past)
-        if unasked:
-            trials.append(dataclasses.replace(shown, said=unasked))
-            continue
-        path = os.path.join(folder, f"job-{number}.sh")
-        with open(path, "w", encoding="utf-8") as file:
-            file.write(script)
-        answer = await system.test_submit(path)
-        trials.append(dataclasses.replace(shown, accepted=answer.accepted, said=answer.said))
-        if answer.accepted is None and system.test_submit_options is not None:  # no answer: the rest not asked
-            unasked = answer.said
-    return trials
+            shown.append((TrialJob(job.label, keywords, None, str(error), False, job.limits, job.past), None))
+        else:
+            shown.append((TrialJob(job.label, keywords, None, "", limits=job.limits, past=job.past), script))
+    unasked = f"{system.name} does not answer: {does_not_answer}" if does_not_answer else None
+    answers = system.test_scripts([script for _, script in shown], unasked)
+    return [
+        trial if answer is None else dataclasses.replace(trial, accepted=answer.accepted, said=answer.said)
+        for (trial, _), answer in zip(shown, answers)
+    ]
 
 
 def _rendered(job: Trial, keywords: dict[str, Any], fallback: dict[str, Any], name: str) -> tuple[dict, str]:

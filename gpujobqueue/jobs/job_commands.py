@@ -4,11 +4,13 @@ the batch system as one job array, and the jobs cancelled in one round as one ca
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import logging
 import os
+import tempfile
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, ContextManager, Mapping, Protocol
+from typing import Any, Awaitable, Callable, ContextManager, Coroutine, Mapping, Protocol
 
 from ..settings.naming import job_number, shell_array_job_name
 
@@ -127,6 +129,37 @@ async def _read_both(process: asyncio.subprocess.Process, most_bytes: int) -> tu
     out, err = await asyncio.gather(read(process.stdout), read(process.stderr))
     await process.wait()
     return out, err
+
+
+def run_to_end(work: Coroutine[Any, Any, Any]) -> Any:
+    """Run ``work`` to its end and return its result, also from inside a running event loop (an asynchronous
+    cluster's), in a thread of its own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(work)
+    with concurrent.futures.ThreadPoolExecutor(1) as thread:
+        return thread.submit(asyncio.run, work).result()
+
+
+async def test_each(
+    test_submit: Callable[[str], Awaitable[TrialAnswer]], scripts: list[str | None], unasked: str | None, stops: bool
+) -> list[TrialAnswer | None]:
+    """``test_submit`` of each script, in order, from a private temporary folder (None for a script not written);
+    where ``stops``, once one gets no answer (or ``unasked`` says why none would come) the rest are not asked."""
+    answers: list[TrialAnswer | None] = []
+    with tempfile.TemporaryDirectory(prefix="gpujobqueue-test-submit-") as folder:
+        for number, script in enumerate(scripts):
+            if script is None or unasked is not None:
+                answers.append(None if script is None else TrialAnswer(None, unasked))
+                continue
+            path = os.path.join(folder, f"job-{number}.sh")
+            with open(path, "w", encoding="utf-8") as file:
+                file.write(script)
+            answers.append(await test_submit(path))
+            if answers[-1].accepted is None and stops:
+                unasked = answers[-1].said
+    return answers
 
 
 async def ask_without_submitting(command: list[str], environment: Mapping[str, str] | None = None) -> TrialAnswer:

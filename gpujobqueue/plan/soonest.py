@@ -5,14 +5,10 @@ gpujobqueue or the batch system refuses is never chosen."""
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import dataclasses
-import os
-import tempfile
 import time
 import warnings
-from typing import Any, Callable, Coroutine
+from typing import Callable
 
 from ..batch import batch_system
 from ..errors import GPUJobQueueError
@@ -41,7 +37,28 @@ def queue_starts(site: Site, script_of: Callable[[str], str]) -> list[QueueStart
     in that queue (``script_of(queue)``, as a cluster naming the queue would submit it), shown to the batch system,
     which says whether and when it would start it. Queues whose script gpujobqueue refuses to write (the job's
     size, walltime, the queue's limits: a :class:`~gpujobqueue.errors.GPUJobQueueError`) are left out."""
-    return _run(_ask_each(site, script_of))
+    system = batch_system(site.scheduler)
+    routed = routing_order(site.open_queues, site.data["default_queue"])
+    scripts = {}
+    for name in routed + [name for name in site.open_queues if name not in routed]:
+        if has_gpus(site.open_queues[name]):
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    scripts[name] = script_of(name)
+            except GPUJobQueueError:
+                continue  # a job this queue does not take: a fixed choice of it would be refused too
+    answers = system.test_scripts(list(scripts.values()))
+    return [
+        QueueStart(
+            name,
+            name in routed,
+            answer.accepted,
+            system.trial_start(answer.said) if answer.accepted else None,
+            answer.said,
+        )
+        for name, answer in zip(scripts, answers)
+    ]
 
 
 def soonest(starts: list[QueueStart]) -> QueueStart | None:
@@ -51,40 +68,6 @@ def soonest(starts: list[QueueStart]) -> QueueStart | None:
     if not taking:
         return None
     return min(taking, key=lambda start: (start.start is None, start.start or 0.0))
-
-
-async def _ask_each(site: Site, script_of: Callable[[str], str]) -> list[QueueStart]:
-    system = batch_system(site.scheduler)
-    routed = routing_order(site.open_queues, site.data["default_queue"])
-    names = routed + [name for name in site.open_queues if name not in routed]
-    answers = []
-    with tempfile.TemporaryDirectory(prefix="gpujobqueue-when-") as folder:
-        for name in (name for name in names if has_gpus(site.open_queues[name])):
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    script = script_of(name)
-            except GPUJobQueueError:
-                continue  # a job this queue does not take: a fixed choice of it would be refused too
-            path = os.path.join(folder, f"{name}.sh")
-            with open(path, "w", encoding="utf-8") as file:
-                file.write(script)
-            answer = await system.test_submit(path)
-            start = system.trial_start(answer.said) if answer.accepted else None
-            answers.append(QueueStart(name, name in routed, answer.accepted, start, answer.said))
-            if answer.accepted is None:  # not asked, or no answer: the other queues would not be either
-                break
-    return answers
-
-
-def _run(work: Coroutine[Any, Any, list[QueueStart]]) -> list[QueueStart]:
-    """Run ``work`` to its end, also from inside a running event loop (an asynchronous cluster's)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(work)
-    with concurrent.futures.ThreadPoolExecutor(1) as thread:
-        return thread.submit(asyncio.run, work).result()
 
 
 def start_text(start: QueueStart, now: float | None = None) -> str:
